@@ -1,0 +1,159 @@
+"""The model spec: one representation built from Python or parsed from a model file.
+
+A :class:`Model` is a partition prior (CRP / Pitman-Yor), a component family and a data
+declaration. :meth:`Model.bind` validates a data set against it and resolves the
+data-dependent hyperparameters, giving a :class:`BoundModel` that kernels consume.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+import numpy as np
+
+from ..errors import DataError, ModelError
+from ..families.base import Family
+from ..priors.crp import CRP, Concentration, Gamma, PitmanYor
+
+DATA_KINDS = ("real", "count", "binary")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataDecl:
+    """``data x : real[N, D]``: name, kind and declared dimensions.
+
+    ``dims`` holds ints (a fixed size) or names (``"N"``, ``"D"``, ``"V"``: bound to the
+    data's shape). A declaration with one dimension (``real[N]``) accepts 1-D data.
+    """
+
+    name: str = "x"
+    kind: str = "real"
+    dims: tuple = ("N", "D")
+    # where the declaration sits in a model file, for errors
+    line: Optional[int] = None
+    column: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    """A Dirichlet-process mixture model.
+
+    Build with :func:`DPMixture` / :func:`PitmanYorMixture` or :func:`dpppl.load`.
+    """
+
+    prior: PitmanYor
+    component: Family
+    data: DataDecl = DataDecl()
+    source: Optional[str] = None
+    path: Optional[str] = None
+
+    def __post_init__(self):
+        if not isinstance(self.component, Family):
+            raise ModelError(
+                f"component must be a dpppl component family (e.g. dpppl.NormalInverseWishart()), "
+                f"got {self.component!r}")
+        if self.data.kind != self.component.data_kind:
+            raise ModelError(
+                f"{self.component.name} observes {self.component.data_kind} data but the data "
+                f"are declared {self.data.kind}", source=self.path, line=self.data.line,
+                column=self.data.column, text=self.source)
+
+    def bind(self, x) -> "BoundModel":
+        """Validate ``x`` against the model; resolve hyperparameters. Raises DataError."""
+        arr = validate_data(x, self.data, self.component)
+        return BoundModel(self, arr, self.component.resolve(arr))
+
+    def numpyro_model(self, truncation: int = 20):
+        """The model compiled to a NumPyro model function ``f(x)`` (truncated
+        stick-breaking, assignments summed out). See :mod:`dpppl.dsl.compile`."""
+        from .compile import compile_numpyro
+
+        return compile_numpyro(self, truncation)
+
+    def describe(self) -> str:
+        return f"{self.prior.describe()} mixture of {self.component.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundModel:
+    """A model with validated data ``x`` (N, D) and a resolved component family."""
+
+    model: Model
+    x: np.ndarray
+    family: Family
+
+    @property
+    def prior(self) -> PitmanYor:
+        return self.model.prior
+
+    @property
+    def num_points(self) -> int:
+        return int(self.x.shape[0])
+
+
+def DPMixture(alpha: Concentration = 1.0, component: Family = None, *, data: DataDecl = None) -> Model:
+    """Dirichlet-process mixture: ``z ~ CRP(alpha)``, ``theta_k ~ component``.
+
+    Parameters
+    ----------
+    alpha : float or Gamma, default 1.0
+        Concentration; a :class:`Gamma` prior makes it resampled (Escobar & West 1995).
+    component : Family
+        A component family such as ``NormalInverseWishart()``.
+    """
+    return _mixture(CRP(alpha=alpha), component, data)
+
+
+def PitmanYorMixture(discount: float = 0.0, alpha: Concentration = 1.0, component: Family = None,
+                     *, data: DataDecl = None) -> Model:
+    """Pitman-Yor mixture: ``z ~ PY(discount, alpha)``, ``theta_k ~ component``."""
+    return _mixture(PitmanYor(discount=discount, alpha=alpha), component, data)
+
+
+def _mixture(prior, component, data):
+    if component is None:
+        raise ModelError("a mixture needs a component family, e.g. component=dpppl.NormalInverseWishart()")
+    if data is None:
+        data = DataDecl(kind=getattr(component, "data_kind", "real"))
+    return Model(prior=prior, component=component, data=data)
+
+
+def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
+    """Check data against a declaration and a family; return a float (N, D) array."""
+    name = decl.name
+    if x is None:
+        raise DataError(f"data '{name}' is missing")
+    try:
+        arr = np.asarray(x)
+    except Exception as e:  # ragged lists and the like
+        raise DataError(f"data '{name}' cannot be read as an array: {e}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise DataError(f"data '{name}' must be numeric, got dtype {arr.dtype}")
+    if arr.ndim == 1 and len(decl.dims) == 1:
+        arr = arr[:, None]
+    elif arr.ndim == 1 and decl.kind == "real" and len(decl.dims) == 2 and decl.dims[1] in ("D", 1):
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise DataError(
+            f"data '{name}' must be a 2-D array (points x dimensions) as declared "
+            f"{decl.kind}[{', '.join(map(str, decl.dims))}], got {arr.ndim}-D with shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise DataError(f"data '{name}' is empty (0 points)")
+    if arr.shape[1] == 0:
+        raise DataError(f"data '{name}' has 0 dimensions")
+    for axis, dim in enumerate(decl.dims[:2]):
+        if isinstance(dim, int) and arr.shape[axis] != dim:
+            raise DataError(
+                f"data '{name}' has {arr.shape[axis]} {'points' if axis == 0 else 'columns'} "
+                f"but the model declares {dim}")
+    arr = arr.astype(float)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise DataError(f"data '{name}' has a non-finite value ({arr[r, c]}) at row {r}, column {c}"
+                        f" ({int(bad.sum())} in all)")
+    return family.check_data(arr)
+
+
+__all__ = ["DataDecl", "Model", "BoundModel", "DPMixture", "PitmanYorMixture", "Gamma", "validate_data"]

@@ -1,0 +1,181 @@
+"""The interface every conjugate component family implements.
+
+A family is a frozen dataclass whose fields are its hyperparameters. Fields may hold
+numbers, arrays, ``None`` (a documented data-dependent default) or expression strings
+such as ``"cov(x) / 10"`` (see :mod:`dpppl.dsl.expressions`). :meth:`Family.resolve`
+returns a copy whose fields are all numeric arrays for a given data set; every other
+method assumes a resolved family and is a pure JAX function, so kernels may close over
+a resolved family inside ``jit``.
+
+Sufficient statistics are a ``NamedTuple`` of arrays whose first field is ``n``, the
+number of points (a float holding an integer). Statistics are additive: the statistics
+of a union of disjoint sets are the element-wise sums, so adding or removing a point is
+``stats + point_stats(x_i)`` or ``stats - point_stats(x_i)`` and never a recomputation
+(:func:`add_point`). Every method is vectorised over leading axes of ``stats``: a
+partition keeps one row per cluster slot, and empty slots hold zeros, whose marginal is
+the prior's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import DataError
+
+Stats = Any  # a NamedTuple of arrays with first field ``n``
+PredictiveParams = Any  # pytree of arrays, leading axes as the stats they came from
+
+
+class Family:
+    """Base class of conjugate component families.
+
+    Subclasses are frozen dataclasses and implement the methods below. ``data_kind``
+    is one of ``"real"``, ``"count"``, ``"binary"`` and says which data declaration
+    (``real[N, D]``, ``count[N, V]``, ``binary[N, D]``) the family observes.
+    """
+
+    name: ClassVar[str]
+    data_kind: ClassVar[str]
+    #: name of the observation distribution in the model language (``x[i] ~ Normal(...)``)
+    observation: ClassVar[str]
+
+    # ----- host side -------------------------------------------------------------
+    def check_data(self, x: np.ndarray) -> np.ndarray:
+        """Validate a 2-D data array for this family; return it converted to float.
+
+        Raises :class:`~dpppl.errors.DataError` naming the first offending row and
+        column. The generic check (finite values) is done by the caller.
+        """
+        return np.asarray(x, dtype=float)
+
+    def resolve(self, x: np.ndarray) -> "Family":
+        """A copy with every hyperparameter a numeric array fitted to ``x`` (N, D).
+
+        ``None`` hyperparameters take the family's documented defaults; expression
+        strings are evaluated with :func:`dpppl.dsl.expressions.evaluate` against the
+        data summaries of ``x``.
+        """
+        raise NotImplementedError
+
+    @property
+    def dim(self) -> int:
+        """Data dimension D of a resolved family."""
+        raise NotImplementedError
+
+    # ----- JAX side (resolved families only) ---------------------------------------
+    def empty_stats(self, shape: tuple[int, ...] = ()) -> Stats:
+        """Zero statistics with leading ``shape`` (e.g. ``(capacity,)``)."""
+        raise NotImplementedError
+
+    def point_stats(self, x: jax.Array) -> Stats:
+        """Statistics of points ``x`` of shape (..., D): one row per point."""
+        raise NotImplementedError
+
+    def log_marginal(self, stats: Stats) -> jax.Array:
+        """log p(x_c) of a set of points with the parameters integrated out."""
+        raise NotImplementedError
+
+    def predictive_params(self, stats: Stats) -> PredictiveParams:
+        """Quantities that make :meth:`log_predictive` cheap for each row of ``stats``."""
+        raise NotImplementedError
+
+    def log_predictive(self, params: PredictiveParams, x: jax.Array) -> jax.Array:
+        """log p(x | x_c) for one point ``x`` (D,) against every row of ``params``.
+
+        Equal to ``log_marginal(stats + point_stats(x)) - log_marginal(stats)``.
+        """
+        raise NotImplementedError
+
+    def posterior_draw(self, rng_key: jax.Array, stats: Stats) -> Any:
+        """Draw parameters from p(theta | x_c) for each row of ``stats``."""
+        raise NotImplementedError
+
+    def log_likelihood(self, params: Any, x: jax.Array) -> jax.Array:
+        """log p(x_i | theta_k): ``x`` (N, D), params with leading K -> (N, K)."""
+        raise NotImplementedError
+
+    # ----- NumPyro side -------------------------------------------------------------
+    def numpyro_sample_params(self, num_components: int) -> Any:
+        """Inside a NumPyro model: sample ``num_components`` parameter sets from the
+        prior with ``numpyro.sample`` sites named ``theta_*``; return the parameters."""
+        raise NotImplementedError
+
+
+def add_point(stats: Stats, k: jax.Array, point: Stats, sign: float | jax.Array = 1.0) -> Stats:
+    """Add (``sign=1``) or remove (``sign=-1``) one point's statistics to row ``k``."""
+    return jax.tree.map(lambda s, p: s.at[k].add(sign * p), stats, point)
+
+
+def take(stats: Stats, k: jax.Array) -> Stats:
+    """Row ``k`` (an index or an index array) of per-cluster statistics."""
+    return jax.tree.map(lambda s: s[k], stats)
+
+
+def segment_stats(family: Family, x: jax.Array, labels: jax.Array, capacity: int) -> Stats:
+    """Per-cluster statistics of points ``x`` with ``labels`` in ``[0, capacity)``.
+
+    Used once when a state is built from labels; kernels then update statistics
+    incrementally. Labels equal to ``capacity`` or more are dropped (unassigned points).
+    """
+    per_point = family.point_stats(x)
+    return jax.tree.map(
+        lambda p: jax.ops.segment_sum(p, labels, num_segments=capacity), per_point)
+
+
+def resolve_fields(family: Family, x: np.ndarray, defaults: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Evaluate a family's hyperparameter fields against data ``x``.
+
+    ``defaults`` maps a field name to its default (an expression string or a number)
+    used where the field is ``None``. Returns float arrays; the caller checks shapes
+    and domains with :func:`check_hyper`.
+    """
+    from ..dsl.expressions import data_environment, evaluate
+
+    env = data_environment(x)
+    out = {}
+    for f in dataclasses.fields(family):
+        value = getattr(family, f.name)
+        if value is None:
+            value = defaults[f.name]
+        if isinstance(value, str):
+            value = evaluate(value, env)
+        out[f.name] = np.asarray(value, dtype=float)
+    return out
+
+
+def check_hyper(family_name: str, name: str, value: np.ndarray, *, shape=None,
+                positive: bool = False, greater_than: float | None = None,
+                pos_def: bool = False) -> np.ndarray:
+    """Check one resolved hyperparameter; broadcast a scalar to ``shape``.
+
+    Raises :class:`~dpppl.errors.DataError` (hyperparameters that depend on the data
+    are only known once the data are) naming the family and the hyperparameter.
+    """
+    value = np.asarray(value, dtype=float)
+    if shape is not None:
+        try:
+            value = np.broadcast_to(value, shape).copy()
+        except ValueError:
+            raise DataError(
+                f"{family_name}: hyperparameter {name} has shape {value.shape}, "
+                f"expected a scalar or shape {tuple(shape)}") from None
+    if not np.all(np.isfinite(value)):
+        raise DataError(f"{family_name}: hyperparameter {name} is not finite: {value}")
+    if positive and np.any(value <= 0):
+        raise DataError(f"{family_name}: hyperparameter {name} must be > 0, got {value}")
+    if greater_than is not None and np.any(value <= greater_than):
+        raise DataError(
+            f"{family_name}: hyperparameter {name} must be > {greater_than:g}, got {value}")
+    if pos_def:
+        if not np.allclose(value, value.T):
+            raise DataError(f"{family_name}: hyperparameter {name} must be symmetric")
+        if np.any(np.linalg.eigvalsh(value) <= 0):
+            raise DataError(f"{family_name}: hyperparameter {name} must be positive definite")
+    return value
+
+

@@ -1,0 +1,132 @@
+"""Full-covariance Gaussian components with a Normal-Inverse-Wishart prior.
+
+Model: Sigma_k ~ IW(psi0, nu0), mu_k | Sigma_k ~ N(mu0, Sigma_k / kappa0),
+x_i | z_i = k ~ N(mu_k, Sigma_k).
+
+Sufficient statistics of a set c of points: n, s1 = sum x, s2 = sum x x^T. With
+kappa_n = kappa0 + n, nu_n = nu0 + n, mu_n = (kappa0 mu0 + s1) / kappa_n and
+psi_n = psi0 + s2 + kappa0 mu0 mu0^T - kappa_n mu_n mu_n^T (Murphy 2007, eqs. 250-254):
+
+    log p(x_c) = -n D/2 log pi + log Gamma_D(nu_n/2) - log Gamma_D(nu0/2)
+                 + nu0/2 log|psi0| - nu_n/2 log|psi_n| + D/2 (log kappa0 - log kappa_n)
+
+and the posterior predictive is a multivariate Student-t with nu_n - D + 1 degrees of
+freedom, location mu_n and scale psi_n (kappa_n + 1) / (kappa_n (nu_n - D + 1)).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import gammaln, multigammaln
+
+from .base import Family, check_hyper, resolve_fields
+from .gaussian import GaussianStats, gaussian_point_stats, mvn_log_likelihood, student_t_params, student_t_logpdf
+
+
+@dataclasses.dataclass(frozen=True)
+class NormalInverseWishart(Family):
+    """Gaussian components with unknown mean and full covariance.
+
+    Parameters
+    ----------
+    mu0 : array (D,), default ``mean(x)``
+        Prior mean of the cluster means.
+    kappa0 : float, default ``0.1``
+        Prior pseudo-count of the mean: the cluster mean has prior covariance
+        Sigma / kappa0.
+    nu0 : float, default ``D + 2``
+        Inverse-Wishart degrees of freedom, > D - 1. With ``D + 2`` the prior mean of
+        Sigma is ``psi0``.
+    psi0 : array (D, D), default ``cov(x) / 10``
+        Inverse-Wishart scale matrix, positive definite.
+    """
+
+    mu0: Any = None
+    kappa0: Any = None
+    nu0: Any = None
+    psi0: Any = None
+
+    name = "NormalInverseWishart"
+    data_kind = "real"
+    observation = "Normal"
+    defaults = {"mu0": "mean(x)", "kappa0": 0.1, "nu0": "D + 2", "psi0": "cov(x) / 10"}
+
+    def resolve(self, x: np.ndarray) -> "NormalInverseWishart":
+        v = resolve_fields(self, x, self.defaults)
+        D = x.shape[1]
+        return NormalInverseWishart(
+            mu0=check_hyper(self.name, "mu0", v["mu0"], shape=(D,)),
+            kappa0=check_hyper(self.name, "kappa0", v["kappa0"], shape=(), positive=True),
+            nu0=check_hyper(self.name, "nu0", v["nu0"], shape=(), greater_than=D - 1),
+            psi0=check_hyper(self.name, "psi0", v["psi0"], shape=(D, D), pos_def=True),
+        )
+
+    @property
+    def dim(self) -> int:
+        return int(np.shape(self.mu0)[0])
+
+    def empty_stats(self, shape=()):
+        D = self.dim
+        return GaussianStats(jnp.zeros(shape), jnp.zeros(shape + (D,)), jnp.zeros(shape + (D, D)))
+
+    def point_stats(self, x):
+        return gaussian_point_stats(x)
+
+    def _posterior(self, stats):
+        n = stats.n
+        kn = self.kappa0 + n
+        nun = self.nu0 + n
+        mun = (self.kappa0 * self.mu0 + stats.s1) / kn[..., None]
+        psin = (self.psi0 + stats.s2 + self.kappa0 * jnp.outer(self.mu0, self.mu0)
+                - kn[..., None, None] * mun[..., :, None] * mun[..., None, :])
+        return kn, nun, mun, psin
+
+    def log_marginal(self, stats):
+        D = self.dim
+        kn, nun, _, psin = self._posterior(stats)
+        _, logdet_n = jnp.linalg.slogdet(psin)
+        _, logdet_0 = np.linalg.slogdet(self.psi0)
+        return (-0.5 * stats.n * D * jnp.log(jnp.pi)
+                + multigammaln(nun / 2, D) - multigammaln(self.nu0 / 2, D)
+                + 0.5 * self.nu0 * logdet_0 - 0.5 * nun * logdet_n
+                + 0.5 * D * (jnp.log(self.kappa0) - jnp.log(kn)))
+
+    def predictive_params(self, stats):
+        D = self.dim
+        kn, nun, mun, psin = self._posterior(stats)
+        df = nun - D + 1
+        scale = psin * ((kn + 1) / (kn * df))[..., None, None]
+        return student_t_params(df, mun, scale)
+
+    def log_predictive(self, params, x):
+        return student_t_logpdf(params, x)
+
+    def posterior_draw(self, rng_key, stats):
+        """Draw (mu, Sigma) per row: Sigma ~ IW(psi_n, nu_n), mu ~ N(mu_n, Sigma/kappa_n)."""
+        import numpyro.distributions as dist
+
+        kn, nun, mun, psin = self._posterior(stats)
+        k1, k2 = jax.random.split(rng_key)
+        sigma = dist.InverseWishart(nun, scale_matrix=psin).sample(k1)
+        chol = jnp.linalg.cholesky(sigma / kn[..., None, None])
+        eps = jax.random.normal(k2, mun.shape)
+        mu = mun + jnp.einsum("...ij,...j->...i", chol, eps)
+        return {"mu": mu, "cov": sigma}
+
+    def log_likelihood(self, params, x):
+        return mvn_log_likelihood(params["mu"], params["cov"], x)
+
+    def numpyro_sample_params(self, num_components):
+        import numpyro
+        import numpyro.distributions as dist
+
+        with numpyro.plate("component", num_components):
+            cov = numpyro.sample("theta_cov", dist.InverseWishart(self.nu0, scale_matrix=jnp.asarray(self.psi0)))
+            mu = numpyro.sample("theta_mu", dist.MultivariateNormal(
+                jnp.asarray(self.mu0), covariance_matrix=cov / self.kappa0))
+        return {"mu": mu, "cov": cov}

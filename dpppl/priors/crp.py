@@ -1,0 +1,127 @@
+"""Exchangeable partition priors and the Gamma prior on a concentration.
+
+The Pitman-Yor process PY(d, alpha) with discount 0 <= d < 1 and strength alpha > -d
+induces the exchangeable partition probability function (Pitman 2006, eq. 3.6)
+
+    p(C) = prod_{j=1}^{K-1} (alpha + j d) / (alpha + 1)_{N-1} * prod_{c in C} (1 - d)_{|c| - 1},
+
+with (a)_m the rising factorial. With d = 0 this is the Chinese restaurant process of a
+Dirichlet process DP(alpha): p(C) = alpha^K Gamma(alpha) / Gamma(alpha + N)
+prod_c Gamma(|c|). Sequentially, point N+1 joins cluster c with weight |c| - d and a new
+cluster with weight alpha + K d; these are the weights of collapsed Gibbs (Neal 2000,
+algorithm 3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Union
+
+import jax.numpy as jnp
+from jax.scipy.special import gammaln
+
+from ..errors import ModelError
+
+
+@dataclasses.dataclass(frozen=True)
+class Gamma:
+    """Gamma(shape, rate) prior on a concentration parameter; makes it resampled."""
+
+    shape: float = 1.0
+    rate: float = 1.0
+
+    def __post_init__(self):
+        for name in ("shape", "rate"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and v > 0):
+                raise ModelError(f"Gamma: {name} must be a positive number, got {v!r}")
+
+    def log_prob(self, value):
+        return (self.shape * jnp.log(self.rate) - gammaln(self.shape)
+                + (self.shape - 1) * jnp.log(value) - self.rate * value)
+
+    @property
+    def mean(self) -> float:
+        return self.shape / self.rate
+
+
+Concentration = Union[float, Gamma]
+
+
+@dataclasses.dataclass(frozen=True)
+class PitmanYor:
+    """Pitman-Yor partition prior PY(discount, alpha).
+
+    Parameters
+    ----------
+    discount : float in [0, 1), default 0
+    alpha : float > -discount, or :class:`Gamma` (then resampled), default 1
+    """
+
+    discount: float = 0.0
+    alpha: Concentration = 1.0
+
+    name = "PitmanYor"
+
+    def __post_init__(self):
+        d = self.discount
+        if not (isinstance(d, (int, float)) and 0 <= d < 1):
+            raise ModelError(f"{self.name}: discount must be in [0, 1), got {d!r}")
+        a = self.alpha
+        if isinstance(a, Gamma):
+            return
+        if not isinstance(a, (int, float)) or isinstance(a, bool):
+            raise ModelError(f"{self.name}: alpha must be a number or Gamma(shape, rate), got {a!r}")
+        if not a > -d or (d == 0 and a <= 0):
+            raise ModelError(f"{self.name}: alpha must be > -discount (and > 0 when discount is 0), got {a!r}")
+
+    @property
+    def alpha_is_random(self) -> bool:
+        return isinstance(self.alpha, Gamma)
+
+    @property
+    def initial_alpha(self) -> float:
+        return self.alpha.mean if self.alpha_is_random else float(self.alpha)
+
+    def log_eppf(self, counts, alpha):
+        """log p(partition) from cluster sizes ``counts`` (zeros are empty slots)."""
+        d = self.discount
+        occupied = counts > 0
+        K = jnp.sum(occupied)
+        N = jnp.sum(counts)
+        if d == 0:
+            new_terms = (K - 1) * jnp.log(alpha)
+        else:
+            new_terms = ((K - 1) * jnp.log(d) + gammaln(alpha / d + K) - gammaln(alpha / d + 1))
+        sizes = jnp.where(occupied, gammaln(jnp.where(occupied, counts, 1.0) - d) - gammaln(1.0 - d), 0.0)
+        return new_terms + jnp.sum(sizes) - (gammaln(alpha + N) - gammaln(alpha + 1))
+
+    def log_seat_weights(self, counts, alpha):
+        """Sequential (Gibbs) weights: log(|c| - d) for occupied slots (-inf for empty
+        ones) and log(alpha + K d) for opening a new cluster."""
+        occupied = counts > 0
+        existing = jnp.where(occupied, jnp.log(jnp.where(occupied, counts, 1.0) - self.discount), -jnp.inf)
+        new = jnp.log(alpha + self.discount * jnp.sum(occupied))
+        return existing, new
+
+    def log_prior_alpha(self, alpha):
+        return self.alpha.log_prob(alpha) if self.alpha_is_random else jnp.zeros(())
+
+    def describe(self) -> str:
+        return f"PitmanYor(discount={self.discount}, alpha={self.alpha})"
+
+
+@dataclasses.dataclass(frozen=True)
+class CRP(PitmanYor):
+    """Chinese restaurant process: the partition of a Dirichlet process DP(alpha)."""
+
+    discount: float = dataclasses.field(default=0.0, init=False)
+    alpha: Concentration = 1.0
+
+    name = "CRP"
+
+    def describe(self) -> str:
+        return f"CRP(alpha={self.alpha})"
+
+
+PartitionPrior = PitmanYor
