@@ -7,3 +7,5 @@ from .families import NormalInverseWishart
 from .priors import CRP, Gamma, PitmanYor
 
 __version__ = "0.1.0"
+from . import kernels
+from .inference import log_joint, sample

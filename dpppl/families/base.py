@@ -134,15 +134,16 @@ def resolve_fields(family: Family, x: np.ndarray, defaults: dict[str, Any]) -> d
     used where the field is ``None``. Returns float arrays; the caller checks shapes
     and domains with :func:`check_hyper`.
     """
-    from ..dsl.expressions import data_environment, evaluate
-
-    env = data_environment(x)
+    env = None
     out = {}
     for f in dataclasses.fields(family):
         value = getattr(family, f.name)
         if value is None:
             value = defaults[f.name]
-        if isinstance(value, str):
+        if not isinstance(value, (int, float, np.ndarray, list, tuple)):  # an expression
+            from ..dsl.expressions import data_environment, evaluate
+
+            env = env if env is not None else data_environment(x)
             value = evaluate(value, env)
         out[f.name] = np.asarray(value, dtype=float)
     return out
@@ -179,3 +180,21 @@ def check_hyper(family_name: str, name: str, value: np.ndarray, *, shape=None,
     return value
 
 
+def check_entries(family_name: str, x: np.ndarray, ok: np.ndarray, requirement: str) -> None:
+    """Raise :class:`~dpppl.errors.DataError` at the first entry of ``x`` (N, D) where
+    ``ok`` is false, naming its row, column and value (0-based)."""
+    bad = ~ok
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise DataError(
+            f"{family_name}: data must be {requirement}; row {r}, column {c} holds {float(x[r, c]):g}"
+            f" ({int(bad.sum())} bad values in all)")
+
+
+def log_clipped(p: jax.Array) -> jax.Array:
+    """``log p`` with ``p`` clipped below at the smallest positive float.
+
+    Probabilities drawn from a Dirichlet or Beta with small concentrations can underflow
+    to exactly 0; a finite log keeps ``0 * log p`` at 0 in matrix products.
+    """
+    return jnp.log(jnp.maximum(p, jnp.finfo(jnp.result_type(p)).tiny))

@@ -60,3 +60,88 @@ def mvn_log_likelihood(mu, cov, x):
         jnp.broadcast_to(chol, (x.shape[0],) + chol.shape), d[..., None], lower=True)[..., 0]
     logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
     return -0.5 * (D * jnp.log(2 * jnp.pi) + logdet[None, :] + jnp.sum(sol**2, axis=-1))
+
+
+# ----- diagonal Gaussian families (NormalKnownCov, NormalGamma) -------------------------
+
+class DiagonalStats(NamedTuple):
+    """Statistics of a set of points: ``n``, ``s1 = sum x`` (D,), ``s2 = sum x**2`` (D,)."""
+
+    n: jax.Array
+    s1: jax.Array
+    s2: jax.Array
+
+
+def diagonal_point_stats(x):
+    x = jnp.asarray(x)
+    return DiagonalStats(jnp.ones(x.shape[:-1], x.dtype), x, x * x)
+
+
+def centered_sums(stats: DiagonalStats, mu0):
+    """Per-dimension sums about ``mu0``: ``S = sum (x - mu0)`` and ``Q = sum (x - mu0)**2``.
+
+    Written with the additive statistics as ``S = s1 - n mu0`` and
+    ``Q = s2 - 2 mu0 s1 + n mu0**2``; both are zero for empty rows.
+    """
+    n = stats.n[..., None]
+    return stats.s1 - n * mu0, stats.s2 - 2.0 * mu0 * stats.s1 + n * mu0 * mu0
+
+
+class DiagonalNormalParams(NamedTuple):
+    """Product of univariate normals: location, precision (1 / variance) and the log
+    normalising constant ``-1/2 sum_d log(2 pi var_d)``."""
+
+    loc: jax.Array
+    precision: jax.Array
+    log_norm: jax.Array
+
+
+def diagonal_normal_params(loc, var):
+    return DiagonalNormalParams(loc, 1.0 / var, -0.5 * jnp.sum(jnp.log(2 * jnp.pi * var), axis=-1))
+
+
+def diagonal_normal_logpdf(params: DiagonalNormalParams, x):
+    """log prod_d N(x_d | loc_d, var_d) for one point ``x`` (D,) against every row: O(rows D)."""
+    d = x - params.loc
+    return params.log_norm - 0.5 * jnp.sum(params.precision * d * d, axis=-1)
+
+
+class DiagonalStudentTParams(NamedTuple):
+    """Product of univariate Student-t densities t_nu(x_d | loc_d, scale_d^2).
+
+    ``weight = 1 / (nu scale^2)``, ``power = (nu + 1) / 2`` and ``log_norm`` the sum over
+    dimensions of ``log Gamma((nu+1)/2) - log Gamma(nu/2) - 1/2 log(nu pi scale^2)``.
+    """
+
+    loc: jax.Array
+    weight: jax.Array
+    power: jax.Array
+    log_norm: jax.Array
+
+
+def diagonal_student_t_params(df, loc, scale2):
+    log_norm = jnp.sum(gammaln((df + 1) / 2) - gammaln(df / 2) - 0.5 * jnp.log(df * jnp.pi * scale2),
+                       axis=-1)
+    return DiagonalStudentTParams(loc, 1.0 / (df * scale2), (df + 1) / 2, log_norm)
+
+
+def diagonal_student_t_logpdf(params: DiagonalStudentTParams, x):
+    """log prod_d t(x_d) for one point ``x`` (D,) against every row of ``params``: O(rows D)."""
+    d = x - params.loc
+    return params.log_norm - jnp.sum(params.power * jnp.log1p(params.weight * d * d), axis=-1)
+
+
+def diagonal_normal_log_likelihood(mu, var, x, center):
+    """log prod_d N(x_id | mu_kd, var_kd) for x (N, D), mu (K, D), var (D,) or (K, D) -> (N, K).
+
+    Expands the square into matrix products, ``sum_d (x - mu)^2 / var = x^2 . (1/var)
+    - 2 x . (mu/var) + sum_d mu^2/var``, so no (N, K, D) array is formed. ``x`` and ``mu``
+    are first shifted by ``center`` (the prior mean: any constant gives the same value)
+    so that the expansion does not cancel digits when the data sit far from the origin.
+    """
+    x = x - center
+    mu = mu - center
+    prec = jnp.broadcast_to(1.0 / var, mu.shape)
+    quad = (x * x) @ prec.T - 2.0 * x @ (mu * prec).T + jnp.sum(mu * mu * prec, axis=-1)
+    log_norm = jnp.sum(jnp.log(2 * jnp.pi / prec), axis=-1)
+    return -0.5 * (quad + log_norm)

@@ -1,0 +1,126 @@
+"""Gaussian components with a known diagonal covariance and a Gaussian prior on the mean.
+
+Model, independently in every dimension d:
+
+    mu_kd ~ N(mu0_d, tau2_d),    x_id | z_i = k ~ N(mu_kd, sigma2_d).
+
+Sufficient statistics of a set c of n points: n, s1 = sum x and s2 = sum x**2 (per
+dimension). With S = sum (x - mu0) and Q = sum (x - mu0)**2, the n values of one
+dimension are jointly normal with mean mu0 1 and covariance sigma2 I + tau2 1 1^T, whose
+determinant is sigma2^n (1 + n tau2 / sigma2) and whose inverse is
+(I - tau2 / (sigma2 + n tau2) 1 1^T) / sigma2 (Sherman-Morrison), so
+
+    log p(x_c) = sum_d [ -n/2 log(2 pi sigma2) - 1/2 log(1 + n tau2 / sigma2)
+                         - (Q - tau2 S^2 / (sigma2 + n tau2)) / (2 sigma2) ].
+
+The posterior of the mean is N(mu_n, v_n) with 1/v_n = 1/tau2 + n/sigma2 and
+mu_n = v_n (mu0/tau2 + s1/sigma2), and the posterior predictive is N(mu_n, v_n + sigma2)
+per dimension (Murphy 2007, section on the Normal prior; Bishop 2006, sec. 2.3.6). Evaluating the
+predictive of one point against C clusters costs O(C D): this is the family of the
+large benchmarks.
+
+References
+----------
+K. P. Murphy, "Conjugate Bayesian analysis of the Gaussian distribution", 2007.
+C. M. Bishop, "Pattern Recognition and Machine Learning", Springer, 2006.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .base import Family, check_hyper, resolve_fields
+from .gaussian import (DiagonalStats, centered_sums, diagonal_normal_log_likelihood,
+                       diagonal_normal_logpdf, diagonal_normal_params, diagonal_point_stats)
+
+
+@dataclasses.dataclass(frozen=True)
+class NormalKnownCov(Family):
+    """Gaussian components with unknown mean and known diagonal covariance.
+
+    Parameters
+    ----------
+    sigma2 : float or array (D,), default ``var(x) / 10``
+        Known within-cluster variance of every dimension (a scalar: ``sigma2 I``).
+        The default supposes clusters about ten times narrower than the data.
+    mu0 : float or array (D,), default ``mean(x)``
+        Prior mean of the cluster means.
+    tau2 : float or array (D,), default ``var(x)``
+        Prior variance of the cluster means: the cluster means spread as widely as the
+        data do.
+
+    ``var(x)`` is the per-dimension sample variance. Parameters drawn by
+    :meth:`posterior_draw` and :meth:`numpyro_sample_params` are ``{"mu": (..., D)}``.
+    """
+
+    sigma2: Any = None
+    mu0: Any = None
+    tau2: Any = None
+
+    name = "NormalKnownCov"
+    data_kind = "real"
+    observation = "Normal"
+    defaults = {"sigma2": "var(x) / 10", "mu0": "mean(x)", "tau2": "var(x)"}
+
+    def resolve(self, x: np.ndarray) -> "NormalKnownCov":
+        v = resolve_fields(self, x, self.defaults)
+        D = x.shape[1]
+        return NormalKnownCov(
+            sigma2=check_hyper(self.name, "sigma2", v["sigma2"], shape=(D,), positive=True),
+            mu0=check_hyper(self.name, "mu0", v["mu0"], shape=(D,)),
+            tau2=check_hyper(self.name, "tau2", v["tau2"], shape=(D,), positive=True),
+        )
+
+    @property
+    def dim(self) -> int:
+        return int(np.shape(self.mu0)[0])
+
+    def empty_stats(self, shape=()):
+        D = self.dim
+        return DiagonalStats(jnp.zeros(shape), jnp.zeros(shape + (D,)), jnp.zeros(shape + (D,)))
+
+    def point_stats(self, x):
+        return diagonal_point_stats(x)
+
+    def _posterior(self, stats):
+        """Posterior mean ``mu_n`` and variance ``v_n`` of the cluster mean, per dimension."""
+        vn = 1.0 / (1.0 / self.tau2 + stats.n[..., None] / self.sigma2)
+        mun = vn * (self.mu0 / self.tau2 + stats.s1 / self.sigma2)
+        return mun, vn
+
+    def log_marginal(self, stats):
+        n = stats.n[..., None]
+        S, Q = centered_sums(stats, self.mu0)
+        per_dim = (-0.5 * n * jnp.log(2 * jnp.pi * self.sigma2)
+                   - 0.5 * jnp.log1p(n * self.tau2 / self.sigma2)
+                   - 0.5 * (Q - self.tau2 * S * S / (self.sigma2 + n * self.tau2)) / self.sigma2)
+        return jnp.sum(per_dim, axis=-1)
+
+    def predictive_params(self, stats):
+        mun, vn = self._posterior(stats)
+        return diagonal_normal_params(mun, vn + self.sigma2)
+
+    def log_predictive(self, params, x):
+        return diagonal_normal_logpdf(params, x)
+
+    def posterior_draw(self, rng_key, stats):
+        """Draw ``mu ~ N(mu_n, v_n)`` per row."""
+        mun, vn = self._posterior(stats)
+        return {"mu": mun + jnp.sqrt(vn) * jax.random.normal(rng_key, mun.shape)}
+
+    def log_likelihood(self, params, x):
+        return diagonal_normal_log_likelihood(params["mu"], self.sigma2, x, self.mu0)
+
+    def numpyro_sample_params(self, num_components):
+        import numpyro
+        import numpyro.distributions as dist
+
+        with numpyro.plate("component", num_components):
+            mu = numpyro.sample("theta_mu", dist.Normal(jnp.asarray(self.mu0),
+                                                        jnp.sqrt(jnp.asarray(self.tau2))).to_event(1))
+        return {"mu": mu}

@@ -1,0 +1,10 @@
+"""Partition kernels: registry, construction, and the NumPyro adapter.
+
+``available()`` lists kernel names; ``register(name, factory, exact=...)`` adds one;
+``make(name, model, data)`` returns a ``numpyro.infer.mcmc.MCMCKernel``.
+"""
+
+from . import alpha, gibbs  # noqa: F401  (registers the built-in kernels)
+from .base import Kernel, available, build, check_applies, compose, entry, register
+
+__all__ = ["Kernel", "available", "build", "check_applies", "compose", "entry", "register"]

@@ -1,0 +1,108 @@
+"""The partition state every partition kernel moves, and operations on it.
+
+A partition of N points is held with a fixed cluster capacity C (static under ``jit``):
+labels ``z`` in ``[0, C)`` and per-slot sufficient statistics ``stats`` (leading axis
+C) whose field ``n`` is the cluster size; empty slots hold exact zeros. A kernel that
+needs a new cluster takes the first empty slot; when none is left it sets ``overflow``
+and the driver grows the capacity on the host (:func:`grow`) and re-runs the chunk of
+iterations from the same keys. Kernels therefore draw random numbers whose shapes do not
+depend on C, so that growing the capacity never changes the draws.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..families.base import segment_stats
+
+
+class PartitionState(NamedTuple):
+    """State of a partition sampler.
+
+    - **z** - int32 (N,) cluster slot of each point.
+    - **stats** - family sufficient statistics per slot, leading axis C; ``stats.n``
+      are the cluster sizes, zero for empty slots.
+    - **alpha** - current concentration (fixed, or resampled by the alpha move).
+    - **overflow** - bool, set when a move needed an empty slot and found none.
+    - **aux** - kernel-specific carried values (a dict; empty for most kernels), for
+      example the adapted beta of the permutation sampler.
+    """
+
+    z: jax.Array
+    stats: Any
+    alpha: jax.Array
+    overflow: jax.Array
+    aux: dict = {}
+
+
+def canonical_labels(labels: np.ndarray) -> np.ndarray:
+    """Relabel to 0..K-1 in order of first appearance."""
+    labels = np.asarray(labels)
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first))
+    return rank[inverse].astype(np.int32)
+
+
+def state_from_labels(family, x, labels, capacity: int, alpha: float, aux=None) -> PartitionState:
+    """Build a state from integer labels (any values; relabelled canonically)."""
+    z = canonical_labels(labels)
+    if z.max() + 1 > capacity:
+        raise ValueError(f"{z.max() + 1} clusters do not fit a capacity of {capacity}")
+    z = jnp.asarray(z)
+    stats = segment_stats(family, jnp.asarray(x), z, capacity)
+    return PartitionState(z, stats, jnp.asarray(alpha, dtype=jnp.asarray(x).dtype),
+                          jnp.zeros((), bool), aux or {})
+
+
+def grow(state: PartitionState, new_capacity: int) -> PartitionState:
+    """Pad the per-slot statistics (of one chain or a batch of chains) with empty slots."""
+    axis = state.z.ndim - 1  # slots follow the batch (chain) axes of z
+
+    def pad(s):
+        widths = [(0, 0)] * s.ndim
+        widths[axis] = (0, new_capacity - s.shape[axis])
+        return jnp.pad(s, widths)
+    return state._replace(stats=jax.tree.map(pad, state.stats), overflow=jnp.zeros_like(state.overflow))
+
+
+def capacity_of(state: PartitionState) -> int:
+    return int(state.stats.n.shape[-1])
+
+
+def cluster_sizes(state: PartitionState) -> jax.Array:
+    return state.stats.n
+
+
+def num_clusters(state: PartitionState) -> jax.Array:
+    return jnp.sum(state.stats.n > 0, axis=-1)
+
+
+def largest_cluster(state: PartitionState) -> jax.Array:
+    return jnp.max(state.stats.n, axis=-1).astype(jnp.int32)
+
+
+def log_joint(family, prior, state: PartitionState) -> jax.Array:
+    """Collapsed log p(x, z, alpha): EPPF(z | alpha) + sum_c log p(x_c) + log p(alpha).
+
+    The partition is unlabelled: this is the probability of the set partition, not of
+    one labelling of it.
+    """
+    counts = state.stats.n
+    lm = jnp.where(counts > 0, family.log_marginal(state.stats), 0.0)
+    return prior.log_eppf(counts, state.alpha) + jnp.sum(lm) + prior.log_prior_alpha(state.alpha)
+
+
+def sample_index(logits: jax.Array, u: jax.Array) -> jax.Array:
+    """Draw an index from unnormalised ``logits`` by inverting the CDF at ``u`` in [0, 1).
+
+    Slots with -inf logits are never chosen, and appending -inf slots does not change
+    the draw: this is what lets the capacity grow without changing a run.
+    """
+    p = jnp.exp(logits - jnp.max(logits))
+    cdf = jnp.cumsum(p)
+    target = jnp.maximum(u, jnp.finfo(cdf.dtype).tiny) * cdf[-1]
+    return jnp.sum(cdf < target).astype(jnp.int32)
