@@ -119,7 +119,7 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     runner = _Runner(bound, kern, x, num_chains)
     show = progress_bar and not os.environ.get("CI")
     records, states, interrupted = runner.run(states, chain_keys, num_warmup, num_samples, thinning, show)
-    return _to_inference_data(bound, kern, records, x, dict(
+    return _to_inference_data(bound, records, dict(
         kernel=kernel, exact=kern.exact, init=init if isinstance(init, str) else "labels",
         seed=seed, num_warmup=num_warmup, thinning=thinning, interrupted=interrupted,
         final_capacity=int(states.stats.n.shape[-1])))
@@ -244,7 +244,7 @@ class _Runner:
             while t < total:
                 warmup = t < num_warmup
                 phase_end = num_warmup if warmup else total
-                length = min(max_len, phase_end - t) if warmup else min(max_len, num_samples)
+                length = min(max_len, num_warmup if warmup else num_samples)  # static: one compile per phase
                 n_iter = 1 if per_iter is None else int(np.clip(_CHUNK_SECONDS / per_iter, 1, length))
                 n_iter = min(n_iter, phase_end - t)
                 while True:
@@ -299,7 +299,7 @@ def _progress(total, show, name):
 
 
 # ----------------------------------------------------------------------- results ---
-def _to_inference_data(bound: BoundModel, kern: Kernel, records: dict, x, attrs: dict):
+def _to_inference_data(bound: BoundModel, records: dict, attrs: dict):
     from . import __version__
     from .diagnostics.arviz_compat import to_arviz
     import numpyro

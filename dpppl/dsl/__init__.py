@@ -1,5 +1,6 @@
 """The model language: spec dataclasses, parser, and compilation to NumPyro."""
 
+from .parser import load, parse
 from .spec import BoundModel, DataDecl, DPMixture, Model, PitmanYorMixture
 
-__all__ = ["BoundModel", "DataDecl", "DPMixture", "Model", "PitmanYorMixture"]
+__all__ = ["BoundModel", "DataDecl", "DPMixture", "Model", "PitmanYorMixture", "load", "parse"]

@@ -91,6 +91,12 @@ class BoundModel:
     def num_points(self) -> int:
         return int(self.x.shape[0])
 
+    def numpyro_model(self, truncation: int = 20):
+        """The compiled NumPyro model with this data's resolved hyperparameters."""
+        from .compile import compile_numpyro
+
+        return compile_numpyro(self.model, truncation, family=self.family)
+
 
 def DPMixture(alpha: Concentration = 1.0, component: Family = None, *, data: DataDecl = None) -> Model:
     """Dirichlet-process mixture: ``z ~ CRP(alpha)``, ``theta_k ~ component``.
@@ -157,3 +163,4 @@ def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
 
 
 __all__ = ["DataDecl", "Model", "BoundModel", "DPMixture", "PitmanYorMixture", "Gamma", "validate_data"]
+

@@ -1,6 +1,11 @@
 """Conjugate component families (see :mod:`dpppl.families.base` for the interface)."""
 
 from .base import Family
+from .beta_bernoulli import BetaBernoulli
+from .dirichlet_multinomial import DirichletMultinomial
 from .niw import NormalInverseWishart
+from .normal_gamma import NormalGamma
+from .normal_known import NormalKnownCov
 
-__all__ = ["Family", "NormalInverseWishart"]
+__all__ = ["Family", "NormalKnownCov", "NormalInverseWishart", "NormalGamma",
+           "DirichletMultinomial", "BetaBernoulli"]

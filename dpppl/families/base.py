@@ -99,6 +99,11 @@ class Family:
         """log p(x_i | theta_k): ``x`` (N, D), params with leading K -> (N, K)."""
         raise NotImplementedError
 
+    def sample_points(self, rng_key: jax.Array, params: Any, labels: jax.Array) -> jax.Array:
+        """Draw one point per entry of ``labels`` (any shape) from f(x | theta_label):
+        returns ``labels.shape + (D,)``. Used to simulate data from the compiled model."""
+        raise NotImplementedError
+
     # ----- NumPyro side -------------------------------------------------------------
     def numpyro_sample_params(self, num_components: int) -> Any:
         """Inside a NumPyro model: sample ``num_components`` parameter sets from the

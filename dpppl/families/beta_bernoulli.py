@@ -121,6 +121,10 @@ class BetaBernoulli(Family):
         log_p1, log_p0 = log_clipped(p), log_clipped(1.0 - p)
         return x @ (log_p1 - log_p0).T + jnp.sum(log_p0, axis=-1)
 
+    def sample_points(self, rng_key, params, labels):
+        p = params["probs"][labels]
+        return jax.random.bernoulli(rng_key, p).astype(p.dtype)
+
     def numpyro_sample_params(self, num_components):
         import numpyro
         import numpyro.distributions as dist

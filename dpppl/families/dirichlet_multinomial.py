@@ -106,7 +106,7 @@ class DirichletMultinomial(Family):
 
     def log_marginal(self, stats):
         alpha = self.beta + stats.counts
-        B = np.sum(self.beta)
+        B = jnp.sum(self.beta)
         return (stats.log_coef + gammaln(B) - gammaln(jnp.sum(alpha, axis=-1))
                 + jnp.sum(gammaln(alpha) - gammaln(self.beta), axis=-1))
 
@@ -126,6 +126,18 @@ class DirichletMultinomial(Family):
 
     def log_likelihood(self, params, x):
         return log_multinomial_coef(x)[:, None] + x @ log_clipped(params["probs"]).T
+
+    def sample_points(self, rng_key, params, labels, num_trials=None):
+        """Draw count vectors ``x ~ Multinomial(num_trials, probs[label])``.
+
+        The model has no law for a vector's total count, so ``num_trials`` (an integer,
+        or an array broadcastable to ``labels.shape``) must be given.
+        """
+        if num_trials is None:
+            raise ValueError(f"{self.name}.sample_points needs num_trials, the total count of "
+                             f"each simulated vector")
+        p = params["probs"][labels]
+        return jax.random.multinomial(rng_key, jnp.asarray(num_trials, p.dtype), p)
 
     def numpyro_sample_params(self, num_components):
         import numpyro

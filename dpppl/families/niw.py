@@ -17,12 +17,12 @@ freedom, location mu_n and scale psi_n (kappa_n + 1) / (kappa_n (nu_n - D + 1)).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaln, multigammaln
+from jax.scipy.special import multigammaln
 
 from .base import Family, check_hyper, resolve_fields
 from .gaussian import GaussianStats, gaussian_point_stats, mvn_log_likelihood, student_t_params, student_t_logpdf
@@ -120,6 +120,11 @@ class NormalInverseWishart(Family):
 
     def log_likelihood(self, params, x):
         return mvn_log_likelihood(params["mu"], params["cov"], x)
+
+    def sample_points(self, rng_key, params, labels):
+        mu, cov = params["mu"][labels], params["cov"][labels]
+        eps = jax.random.normal(rng_key, mu.shape, mu.dtype)
+        return mu + jnp.einsum("...ij,...j->...i", jnp.linalg.cholesky(cov), eps)
 
     def numpyro_sample_params(self, num_components):
         import numpyro

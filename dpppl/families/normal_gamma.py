@@ -131,6 +131,10 @@ class NormalGamma(Family):
     def log_likelihood(self, params, x):
         return diagonal_normal_log_likelihood(params["mu"], params["var"], x, self.mu0)
 
+    def sample_points(self, rng_key, params, labels):
+        mu, var = params["mu"][labels], params["var"][labels]
+        return mu + jnp.sqrt(var) * jax.random.normal(rng_key, mu.shape, mu.dtype)
+
     def numpyro_sample_params(self, num_components):
         import numpyro
         import numpyro.distributions as dist

@@ -116,6 +116,10 @@ class NormalKnownCov(Family):
     def log_likelihood(self, params, x):
         return diagonal_normal_log_likelihood(params["mu"], self.sigma2, x, self.mu0)
 
+    def sample_points(self, rng_key, params, labels):
+        mu = params["mu"][labels]
+        return mu + jnp.sqrt(self.sigma2) * jax.random.normal(rng_key, mu.shape, mu.dtype)
+
     def numpyro_sample_params(self, num_components):
         import numpyro
         import numpyro.distributions as dist

@@ -47,12 +47,10 @@ def canonical_labels(labels: np.ndarray) -> np.ndarray:
     return rank[inverse].astype(np.int32)
 
 
-def state_from_labels(family, x, labels, capacity: int, alpha: float, aux=None) -> PartitionState:
-    """Build a state from integer labels (any values; relabelled canonically)."""
-    z = canonical_labels(labels)
-    if z.max() + 1 > capacity:
-        raise ValueError(f"{z.max() + 1} clusters do not fit a capacity of {capacity}")
-    z = jnp.asarray(z)
+def state_from_labels(family, x, z, capacity: int, alpha: float, aux=None) -> PartitionState:
+    """Build a state from labels ``z`` in ``[0, capacity)`` (traceable; see
+    :func:`canonical_labels` to bring arbitrary labels into range on the host)."""
+    z = jnp.asarray(z, jnp.int32)
     stats = segment_stats(family, jnp.asarray(x), z, capacity)
     return PartitionState(z, stats, jnp.asarray(alpha, dtype=jnp.asarray(x).dtype),
                           jnp.zeros((), bool), aux or {})

@@ -1,0 +1,548 @@
+"""The model-file parser: text in the dpppl model language to a :class:`~dpppl.dsl.spec.Model`.
+
+A model file has one statement per line; ``#`` starts a comment::
+
+    data x : real[N, D]                 # the data: kind real, count or binary
+    alpha ~ Gamma(1, 1)                 # or: alpha = 2.0 (a fixed concentration)
+    z ~ CRP(alpha)                      # or: z ~ PitmanYor(discount = 0.25, alpha = alpha)
+    theta[k] ~ NormalInverseWishart(mu0 = mean(x), kappa0 = 0.1, nu0 = D + 2, psi0 = cov(x))
+    x[i] ~ Normal(theta[z[i]])
+
+Statements
+    ``data NAME : KIND[dims]``
+        declares the data; KIND is ``real``, ``count`` or ``binary``; one dimension
+        (``real[N]``, 1-D data) or two (``real[N, D]``); a dimension is a name or a
+        positive integer. The first dimension name is an alias of ``N``, the second of
+        ``D``.
+    ``NAME = expr``
+        a constant: a number for a concentration or discount, or any hyperparameter
+        expression, usable by name in later lines.
+    ``NAME ~ Gamma(shape, rate)``
+        a random concentration (resampled during inference).
+    ``z ~ CRP(alpha)`` / ``z ~ PitmanYor(discount, alpha)``
+        the partition prior; ``alpha`` is a number, a constant or a Gamma-distributed name.
+    ``theta[k] ~ PRIOR(...)`` and ``x[i] ~ OBSERVATION(theta[z[i]], ...)``
+        the component prior and the observation model, a conjugate pair from
+        :data:`COMPONENTS` (e.g. ``Dirichlet`` with ``Multinomial``).
+
+Names are free (``y``, ``c``, ``phi``, ``j``, ...) but must be used consistently, and a
+name must be defined before it is used. Arguments are positional (in the order of the
+family's fields) or keyword; an omitted hyperparameter takes the family's default.
+Hyperparameters are expressions (:mod:`dpppl.dsl.expressions`) of the data (by its
+declared name), ``N``, ``D``, ``V`` and constants; they stay expressions in the model and
+are evaluated by ``Family.resolve`` when data are bound, where the data are always called
+``x`` (references to the declared data name and dimension names are rewritten).
+
+Every problem raises :class:`~dpppl.errors.ModelError` with the file, the 1-based line and
+column, a caret excerpt and what was expected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+from typing import Any, Optional
+
+from lark import v_args
+
+from ..errors import ModelError
+from ..priors.crp import CRP, Gamma, PitmanYor
+from .expressions import (Call, Expr, ExprBuilder, Index, Name, Number, Source, Span, parse_rule,
+                          suggest)
+from .spec import DATA_KINDS, DataDecl, Model
+
+# ---------------------------------------------------------------------------- tables
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionRule:
+    """A partition prior ``z ~ NAME(...)``: its class, whose init fields are the
+    arguments, and which of them may be a name with a Gamma prior (the others are
+    fixed numbers)."""
+
+    prior: type
+    random: tuple[str, ...] = ("alpha",)
+
+
+@dataclasses.dataclass(frozen=True)
+class ComponentRule:
+    """A conjugate pair ``theta[k] ~ PRIOR(...)`` / ``x[i] ~ observation(theta[z[i]], ...)``.
+
+    ``family`` names the class in :mod:`dpppl.families` (imported when used);
+    ``observation_params`` are the family fields given on the observation line, the
+    other fields are the prior's arguments, in field order.
+    """
+
+    family: str
+    observation: str
+    observation_params: tuple[str, ...] = ()
+
+    def family_class(self) -> type:
+        """The component family class."""
+        return getattr(importlib.import_module("dpppl.families"), self.family)
+
+    def prior_params(self) -> tuple[str, ...]:
+        """The arguments of the component prior, in the family's field order."""
+        return tuple(f.name for f in dataclasses.fields(self.family_class())
+                     if f.name not in self.observation_params)
+
+
+PARTITION_PRIORS: dict[str, PartitionRule] = {
+    "CRP": PartitionRule(CRP),
+    "PitmanYor": PartitionRule(PitmanYor),
+}
+"""Partition priors by name."""
+
+CONCENTRATION_PRIORS: dict[str, type] = {"Gamma": Gamma}
+"""Priors of a random concentration (``alpha ~ Gamma(1, 1)``) by name."""
+
+COMPONENTS: dict[str, ComponentRule] = {
+    "NormalInverseWishart": ComponentRule("NormalInverseWishart", "Normal"),
+    "NormalGamma": ComponentRule("NormalGamma", "Normal"),
+    "Normal": ComponentRule("NormalKnownCov", "Normal", observation_params=("sigma2",)),
+    "Dirichlet": ComponentRule("DirichletMultinomial", "Multinomial"),
+    "Beta": ComponentRule("BetaBernoulli", "Bernoulli"),
+}
+"""Component priors by name, each with its observation distribution and family."""
+
+OBSERVATIONS = frozenset(rule.observation for rule in COMPONENTS.values())
+"""Observation distributions (``x[i] ~ NAME(theta[z[i]])``)."""
+
+BUILTINS = {"N": "the number of points", "D": "the number of columns",
+            "V": "the number of columns (of count data)"}
+"""Names every hyperparameter expression may use."""
+
+_ROLES = (  # (what, names, example) for messages about a distribution in the wrong place
+    ("partition prior", PARTITION_PRIORS, "z ~ CRP(alpha)"),
+    ("concentration prior", CONCENTRATION_PRIORS, "alpha ~ Gamma(1, 1)"),
+    ("component prior", COMPONENTS, "theta[k] ~ NormalInverseWishart()"),
+    ("observation", OBSERVATIONS, "x[i] ~ Normal(theta[z[i]])"),
+)
+
+# ---------------------------------------------------------------------------- statements
+
+
+@dataclasses.dataclass(frozen=True)
+class DataStatement:
+    """``data NAME : KIND[dims] (of expr)?``."""
+
+    name: Name
+    kind: Name
+    dims: tuple[Expr, ...]
+    of: Optional[Expr]
+    span: Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Assignment:
+    """``NAME = expr``."""
+
+    name: Name
+    value: Expr
+
+
+@dataclasses.dataclass(frozen=True)
+class Sampling:
+    """``NAME ~ dist(...)`` or ``NAME[index] ~ dist(...)``."""
+
+    name: Name
+    index: Optional[Name]
+    dist: Call
+
+
+@v_args(meta=True)
+class StatementBuilder(ExprBuilder):
+    """Extends the expression builder with the statement rules of the model grammar."""
+
+    def _name(self, tok) -> Name:
+        return Name(str(tok), span=self.span(tok), text=str(tok))
+
+    def model(self, meta, children):
+        return children
+
+    def data_decl(self, meta, children):
+        name, kind, dims, *of = children
+        return DataStatement(self._name(name), self._name(kind), dims, of[0] if of else None,
+                             self.span(meta))
+
+    def dims(self, meta, children):
+        return tuple(children)
+
+    def assignment(self, meta, children):
+        name, value = children
+        return Assignment(self._name(name), value)
+
+    def sampling(self, meta, children):
+        (name, index), dist = children
+        return Sampling(name, index, dist)
+
+    def target(self, meta, children):
+        name, *index = children
+        return self._name(name), self._name(index[0]) if index else None
+
+
+# ---------------------------------------------------------------------------- building
+
+
+@dataclasses.dataclass(frozen=True)
+class _Definition:
+    """A name in scope: its ``kind`` (data, dimension, constant, random, partition,
+    component), where it was defined and its value (the expression of a constant, the
+    prior of a random concentration, the name a dimension aliases)."""
+
+    kind: str
+    span: Span
+    value: Any = None
+
+
+_KINDS = {"data": "the data", "dimension": "a data dimension", "constant": "a constant",
+          "random": "a random concentration", "partition": "the partition",
+          "component": "the component parameter"}
+
+
+class _ModelBuilder:
+    """Checks the statements of one model file and builds its :class:`Model`."""
+
+    def __init__(self, source: Source, statements: list):
+        self.source = source
+        self.statements = statements
+        self.scope: dict[str, _Definition] = {}
+        # where each name is first defined anywhere in the file, for "used before" errors
+        self.first_definition: dict[str, int] = {}
+        for s in reversed(statements):
+            self.first_definition[s.name.name] = s.name.span.line
+        self.data: Optional[DataDecl] = None
+        self.prior = None
+        self.partition: Optional[Sampling] = None
+        self.component: Optional[Sampling] = None
+        self.component_args: dict[str, Any] = {}
+        self.observation: Optional[Sampling] = None
+        self.observation_args: dict[str, Any] = {}
+
+    # ----- the whole model ------------------------------------------------------------
+    def build(self) -> Model:
+        data_statements = [s for s in self.statements if isinstance(s, DataStatement)]
+        if not data_statements:
+            raise self.source.end().error(
+                "missing data declaration: expected a line such as 'data x : real[N, D]'")
+        first = data_statements[0]
+        if len(data_statements) > 1:
+            raise data_statements[1].span.error(
+                f"a model has one data declaration; '{first.name.name}' is already declared "
+                f"at line {first.span.line}")
+        self.data = self._data(first)
+        for s in self.statements:
+            if isinstance(s, Assignment):
+                self._define(s.name, "constant", self._expression(s.value))
+            elif isinstance(s, Sampling) and s.name.name == self.data.name:
+                self._observation(s)
+            elif isinstance(s, Sampling) and s.index is not None:
+                self._component(s)
+            elif isinstance(s, Sampling):
+                self._random(s)
+        self._check_complete()
+        rule = COMPONENTS[self.component.dist.func]
+        family = rule.family_class()(**self.component_args, **self.observation_args)
+        return Model(prior=self.prior, component=family, data=self.data, source=self.source.text)
+
+    def _check_complete(self):
+        """Raise for a missing partition prior, component prior or observation line."""
+        end = self.source.end()
+        if self.partition is None:
+            raise end.error("missing partition prior: expected a line such as 'z ~ CRP(alpha)'")
+        if self.component is None:
+            fitting = self._fitting_components()
+            raise end.error(f"missing component prior: expected a line such as "
+                            f"'theta[k] ~ {fitting[0]}()' (for {self.data.kind} data: "
+                            f"{', '.join(fitting)})")
+        if self.observation is None:
+            obs = COMPONENTS[self.component.dist.func].observation
+            raise end.error(f"missing observation: expected a line such as "
+                            f"'{self.data.name}[i] ~ {obs}({self.component.name.name}"
+                            f"[{self.partition.name.name}[i]])'")
+
+    def _fitting_components(self) -> list[str]:
+        """The component priors that observe the declared kind of data."""
+        return [name for name, rule in COMPONENTS.items()
+                if rule.family_class().data_kind == self.data.kind]
+
+    # ----- names ---------------------------------------------------------------------
+    def _define(self, name: Name, kind: str, value: Any = None):
+        if name.name in BUILTINS:
+            raise name.error(f"'{name.name}' is a built-in name ({BUILTINS[name.name]}) and "
+                             f"cannot be defined")
+        if name.name in self.scope:
+            raise name.error(f"'{name.name}' is already defined at line "
+                             f"{self.scope[name.name].span.line}")
+        self.scope[name.name] = _Definition(kind, name.span, value)
+
+    def _lookup(self, name: Name) -> _Definition:
+        if name.name in self.scope:
+            return self.scope[name.name]
+        if name.name in self.first_definition:
+            raise name.error(f"'{name.name}' is used before it is defined (line "
+                             f"{self.first_definition[name.name]})")
+        hint = suggest(name.name, [*self.scope, *BUILTINS])
+        if name.name == "x" and self.data is not None:
+            hint = f" (the data are called '{self.data.name}')"
+        raise name.error(f"undefined name '{name.name}'{hint}")
+
+    def _expression(self, expr: Expr, what: Optional[str] = None) -> Expr:
+        """Check a hyperparameter expression and rewrite it for evaluation against
+        ``x``: the data name becomes ``x``, dimension names ``N`` / ``D``, constants
+        their expressions. With ``what`` (e.g. ``"alpha"``) it must be a fixed number:
+        it may not use the data."""
+        for node in expr.walk():
+            if isinstance(node, Index):
+                raise node.error(f"'{node}' has no value here: indexing is only used in the "
+                                 f"observation line, e.g. {self.data.name}[i] ~ Normal(theta[z[i]])")
+        expr.check()
+        mapping = {}
+        for node in expr.walk():
+            if not isinstance(node, Name):
+                continue
+            if node.name in BUILTINS and what is None:
+                continue
+            d = None if node.name in BUILTINS else self._lookup(node)
+            if d is not None and d.kind == "constant":
+                mapping[node.name] = d.value
+            elif what is not None:
+                raise node.error(f"{what} must be a fixed number, but '{node.name}' is "
+                                 f"{_KINDS[d.kind] if d else BUILTINS[node.name]}")
+            elif d.kind == "data":
+                mapping[node.name] = Name("x")
+            elif d.kind == "dimension":
+                mapping[node.name] = Name(d.value)
+            else:
+                raise node.error(f"'{node.name}' is {_KINDS[d.kind]}; a hyperparameter may use "
+                                 f"numbers, constants, the data '{self.data.name}' and N, D, V")
+        rewritten = expr.substitute({k: v for k, v in mapping.items() if v != Name(k)})
+        if what is not None and rewritten.names():  # through a constant
+            raise expr.error(f"{what} must be a fixed number, but '{expr}' depends on the data")
+        return rewritten
+
+    def _number(self, expr: Expr, what: str) -> float:
+        """A fixed number (a constant expression): a discount, a concentration, a Gamma
+        shape or rate."""
+        value = self._expression(expr, what).evaluate({})
+        if value.ndim:
+            raise expr.error(f"{what} must be a number, got shape {value.shape}")
+        return float(value)
+
+    def _hyperparameter(self, expr: Expr) -> Any:
+        """A component hyperparameter: a float when constant and scalar, otherwise an
+        expression evaluated when data are bound (constant ones are evaluated now, so
+        their errors show at once)."""
+        expr = self._expression(expr)
+        if expr.names():
+            return expr
+        value = expr.evaluate({})
+        return float(value) if value.ndim == 0 else expr
+
+    # ----- statements ----------------------------------------------------------------
+    def _data(self, s: DataStatement) -> DataDecl:
+        kind = s.kind.name
+        if kind not in DATA_KINDS:
+            raise s.kind.error(f"unknown data kind '{kind}'{suggest(kind, DATA_KINDS)}; expected "
+                               f"one of {', '.join(DATA_KINDS)}")
+        if s.of is not None:
+            raise s.of.error(f"{kind} data take no 'of' clause")
+        if len(s.dims) > 2:
+            raise s.dims[2].error(f"{kind} data have one or two dimensions: {kind}[N] or "
+                                  f"{kind}[N, D]")
+        self._define(s.name, "data")
+        dims = []
+        for axis, dim in enumerate(s.dims):
+            alias = ("N", "D")[axis]
+            if isinstance(dim, Number):
+                if dim.value < 1 or not float(dim.value).is_integer():
+                    raise dim.error(f"a dimension must be a name or a positive integer, got {dim}")
+                dims.append(int(dim.value))
+            elif dim.name in BUILTINS and (dim.name == "N") != (axis == 0):
+                raise dim.error(f"'{dim.name}' is {BUILTINS[dim.name]}; "
+                                f"{'the first' if axis == 0 else 'the second'} dimension counts "
+                                f"the {'points' if axis == 0 else 'columns'}")
+            else:
+                if dim.name not in BUILTINS:
+                    self._define(dim, "dimension", alias)
+                dims.append(dim.name)
+        return DataDecl(s.name.name, kind, tuple(dims), s.span.line, s.span.column)
+
+    def _random(self, s: Sampling):
+        """``z ~ CRP(...)``, ``z ~ PitmanYor(...)`` or ``alpha ~ Gamma(...)``."""
+        func = s.dist.func
+        if func in PARTITION_PRIORS:
+            if self.partition is not None:
+                raise s.name.error(f"a model has one partition prior; '{self.partition.name.name}'"
+                                   f" is already defined at line {self.partition.name.span.line}")
+            rule = PARTITION_PRIORS[func]
+            args = self._bind(s.dist, _init_fields(rule.prior))
+            values = {p: (self._concentration(e) if p in rule.random else self._number(e, p))
+                      for p, e in args.items()}
+            self.prior = _construct(s.dist, rule.prior, values)
+            self.partition = s
+            self._define(s.name, "partition")
+        elif func in CONCENTRATION_PRIORS:
+            cls = CONCENTRATION_PRIORS[func]
+            args = self._bind(s.dist, _init_fields(cls))
+            prior = _construct(s.dist, cls, {p: self._number(e, p) for p, e in args.items()})
+            self._define(s.name, "random", prior)
+        else:
+            raise _unknown(s.dist, "partition prior or concentration prior",
+                           [*PARTITION_PRIORS, *CONCENTRATION_PRIORS])
+
+    def _concentration(self, expr: Expr):
+        """A concentration: a fixed number, or the name of a Gamma-distributed variable."""
+        if isinstance(expr, Name) and expr.name not in BUILTINS and self._lookup(expr).kind == "random":
+            return self.scope[expr.name].value
+        return self._number(expr, "the concentration")
+
+    def _component(self, s: Sampling):
+        """``theta[k] ~ PRIOR(...)``."""
+        func = s.dist.func
+        if func not in COMPONENTS:
+            raise _unknown(s.dist, "component prior", COMPONENTS)
+        if self.component is not None:
+            raise s.name.error(f"a model has one component prior; '{self.component.name.name}' "
+                               f"is already defined at line {self.component.name.span.line}")
+        rule = COMPONENTS[func]
+        kind = rule.family_class().data_kind
+        if kind != self.data.kind:
+            raise s.dist.error(
+                f"{func} components observe {kind} data, but '{self.data.name}' is declared "
+                f"{self.data.kind} (line {self.data.line}); for {self.data.kind} data use "
+                f"{' or '.join(self._fitting_components())}")
+        args = self._bind(s.dist, rule.prior_params())
+        self.component_args = {p: self._hyperparameter(e) for p, e in args.items()}
+        self.component = s
+        self._define(s.name, "component")
+
+    def _observation(self, s: Sampling):
+        """``x[i] ~ OBSERVATION(theta[z[i]], ...)``."""
+        x, func = s.name.name, s.dist.func
+        if s.index is None:
+            raise s.name.error(f"the observation of '{x}' needs an index: {x}[i] ~ ...")
+        if self.observation is not None:
+            raise s.name.error(f"'{x}' is already observed at line {self.observation.name.span.line}")
+        if func not in OBSERVATIONS:
+            raise _unknown(s.dist, "observation", sorted(OBSERVATIONS))
+        if not s.dist.args:
+            raise s.dist.error(f"{func} needs the parameter of point {s.index.name}'s cluster as "
+                               f"its first argument, e.g. {func}(theta[z[{s.index.name}]])")
+        self._reference(s.dist.args[0], s.index)
+        theta = self.component.name.name
+        rule = COMPONENTS[self.component.dist.func]
+        if rule.observation != func:
+            raise s.dist.error(
+                f"{func} observations do not fit the {self.component.dist.func} prior of "
+                f"'{theta}'; expected {x}[{s.index.name}] ~ {rule.observation}({s.dist.args[0]})")
+        args = self._bind(s.dist, rule.observation_params, leading=(str(s.dist.args[0]),))
+        self.observation_args = {p: self._hyperparameter(e) for p, e in args.items()}
+        self.observation = s
+
+    def _reference(self, ref: Expr, index: Name):
+        """Check ``theta[z[i]]``: the component parameter, indexed by the partition at
+        the observation's own index."""
+        i = index.name
+        theta = self.component.name.name if self.component else "theta"
+        z = self.partition.name.name if self.partition else "z"
+        expected = f"{theta}[{z}[{i}]] (the parameter of point {i}'s cluster)"
+        if not (isinstance(ref, Index) and isinstance(ref.base, Name)
+                and isinstance(ref.index, Index) and isinstance(ref.index.base, Name)
+                and isinstance(ref.index.index, Name)):
+            raise ref.error(f"expected {expected}, got '{ref}'")
+        for name, kind, defined, example in (
+                (ref.base, "component", self.component, "theta[k] ~ NormalInverseWishart()"),
+                (ref.index.base, "partition", self.partition, "z ~ CRP(alpha)")):
+            if defined is None and name.name not in self.first_definition:
+                raise name.error(f"undefined name '{name.name}': no {kind} prior is defined "
+                                 f"before this line (a line such as '{example}')")
+            d = self._lookup(name)
+            if d.kind != kind:
+                raise name.error(f"'{name.name}' is {_KINDS[d.kind]}, not {_KINDS[kind]}; "
+                                 f"expected {expected}")
+        j = ref.index.index
+        if j.name != i:
+            raise j.error(f"index '{j.name}' does not match the observation's index '{i}'; "
+                          f"expected {expected}")
+
+    @staticmethod
+    def _bind(call: Call, params, leading=()) -> dict[str, Expr]:
+        """Match the arguments of ``call`` to ``params`` (after ``leading`` positional
+        ones, already handled): too many positional, unknown or repeated keywords raise."""
+        signature = f"{call.func}({', '.join([*leading, *params])})"
+        positional = call.args[len(leading):]
+        if len(positional) > len(params):
+            raise positional[len(params)].error(
+                f"too many positional arguments: {signature} takes "
+                f"{len(leading) + len(params)}")
+        bound = dict(zip(params, positional))
+        for kw in call.keywords:
+            if kw.name not in params:
+                raise kw.span.error(f"{signature} has no argument '{kw.name}'"
+                                    f"{suggest(kw.name, params)}")
+            if kw.name in bound:
+                raise kw.span.error(f"argument '{kw.name}' of {call.func} is given twice")
+            bound[kw.name] = kw.value
+        return bound
+
+
+def _init_fields(cls: type) -> tuple[str, ...]:
+    """The constructor arguments of a dataclass, in order."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+
+
+def _construct(call: Call, cls: type, values: dict):
+    """``cls(**values)``, with the validation errors of ``cls`` placed at ``call``."""
+    try:
+        return cls(**values)
+    except ModelError as exc:
+        raise call.error(exc.bare_message) from None
+
+
+def _unknown(call: Call, role: str, names) -> ModelError:
+    """The error for a distribution that is not a ``role``: a hint when it is a
+    distribution of another role, else a close-match suggestion."""
+    for other, table, example in _ROLES:
+        if call.func in table and other not in role:
+            return call.error(f"{call.func} is {_article(other)} {other} (as in '{example}'), "
+                              f"not {_article(role)} {role}")
+    return call.error(f"unknown {role} '{call.func}'{suggest(call.func, names)}; expected one "
+                      f"of {', '.join(names)}")
+
+
+def _article(noun: str) -> str:
+    return "an" if noun[0] in "aeiou" else "a"
+
+
+def parse(text: str, source: str = "<string>") -> Model:
+    """Parse a model in the dpppl model language.
+
+    Parameters
+    ----------
+    text : str
+        The model.
+    source : str, default ``"<string>"``
+        A name for the text in error messages (a file name).
+
+    Returns
+    -------
+    Model
+        With ``source`` the text. Raises :class:`~dpppl.errors.ModelError` naming the line,
+        column and what was expected.
+    """
+    src = Source(source, text)
+    statements = parse_rule(text + "\n", "model", StatementBuilder(src))
+    return _ModelBuilder(src, statements).build()
+
+
+def load(path: str | os.PathLike) -> Model:
+    """Read and parse a model file (see :func:`parse`); the model's ``path`` is ``path``."""
+    path = os.fspath(path)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return dataclasses.replace(parse(text, source=path), path=path)
+
+
+__all__ = ["parse", "load", "PARTITION_PRIORS", "CONCENTRATION_PRIORS", "COMPONENTS", "OBSERVATIONS"]

@@ -1,0 +1,909 @@
+"""Exact posteriors over set partitions, and a statistical test of sampler output.
+
+For n <= 10 points every set partition can be listed (Bell(8) = 4140), so the posterior
+of a conjugate DP (or Pitman-Yor) mixture over partitions is known exactly:
+
+    p(C | x)  proportional to  p(C) * prod_{c in C} p(x_c),
+
+with p(x_c) the family's log marginal likelihood and p(C) the prior's exchangeable
+partition probability function (EPPF). With a Gamma prior on the concentration alpha,
+p(C) = integral p(C | alpha) Gamma(alpha) d alpha. For the CRP and Pitman-Yor EPPFs
+alpha enters only through the number of clusters K and the number of points N, so the
+integral is done once per K, on a log-alpha grid.
+
+:func:`check_kernel_samples` compares draws of many *independent* chains with such an
+exact posterior. Per-chain estimates (the frequency of each partition, of K = k, of
+points i and j sharing a cluster) are i.i.d. across chains whatever the autocorrelation
+within a chain, so their across-chain covariance gives honest Monte Carlo errors and
+effective sample sizes. The partition law (n <= 5 by default) is tested with a
+Pearson-type quadratic form scaled by that covariance and referred to an F law
+(Box 1954; the "ANOVA-type statistic" of Brunner, Dette and Munk 1997); P(K = k), the
+co-clustering probabilities and the mean of alpha are tested with Student-t statistics.
+A Bonferroni correction over all tests holds the false-alarm rate of the whole check
+at ``family_alpha``.
+
+References
+----------
+G. E. P. Box, "Some theorems on quadratic forms applied in the study of analysis of
+variance problems, I", Ann. Math. Statist. 25(2), 1954.
+E. Brunner, H. Dette and A. Munk, "Box-type approximations in nonparametric factorial
+designs", J. Amer. Statist. Assoc. 92(440), 1997.
+J. Pitman, "Combinatorial stochastic processes", Springer LNM 1875, 2006.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Callable, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy import special, stats
+
+from ..dsl.spec import Model
+from ..priors.crp import Gamma
+
+MAX_POINTS = 10
+"""Largest n for which :func:`set_partitions` lists partitions (Bell(10) = 115975)."""
+
+_ALPHA_GRID_POINTS = 20001
+_ALPHA_TAIL = 1e-30
+
+
+# --------------------------------------------------------------------------------------
+# Set partitions as restricted growth strings
+# --------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _partitions(n: int) -> np.ndarray:
+    rows = np.zeros((1, 1), dtype=np.int64)
+    top = np.zeros(1, dtype=np.int64)  # largest label of each row
+    for _ in range(1, n):
+        choices = top + 2  # a row with labels up to m may continue with 0..m+1
+        parent = np.repeat(np.arange(rows.shape[0]), choices)
+        new = np.arange(parent.size) - np.repeat(np.cumsum(choices) - choices, choices)
+        rows = np.concatenate([rows[parent], new[:, None]], axis=1)
+        top = np.maximum(top[parent], new)
+    rows.setflags(write=False)
+    return rows
+
+
+@functools.lru_cache(maxsize=None)
+def _partition_keys(n: int) -> np.ndarray:
+    keys = _partitions(n) @ (n ** np.arange(n - 1, -1, -1, dtype=np.int64))
+    keys.setflags(write=False)
+    return keys
+
+
+def set_partitions(n: int) -> np.ndarray:
+    """Every set partition of ``n`` points as canonical labels.
+
+    Parameters
+    ----------
+    n : int, 1 <= n <= 10
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (Bell(n), n), read-only
+        Row b labels the points of partition b with 0, 1, ... in order of first
+        occurrence (restricted growth strings: ``labels[0] = 0`` and
+        ``labels[i] <= max(labels[:i]) + 1``). Rows are in lexicographic order, so the
+        mixed-radix key ``sum_i labels[i] n^(n-1-i)`` increases along them. Cached.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_POINTS:
+        raise ValueError(f"set_partitions: n must be an integer in [1, {MAX_POINTS}], got {n!r}")
+    return _partitions(int(n))
+
+
+def canonical(labels) -> np.ndarray:
+    """Relabel partitions canonically: clusters numbered 0, 1, ... by first occurrence.
+
+    Parameters
+    ----------
+    labels : array_like of int, shape (..., n)
+        Any integer labels; each row along the last axis is one partition.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (..., n)
+        Two rows describe the same partition exactly when their canonical forms are equal.
+    """
+    labels = np.asarray(labels)
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"canonical: labels must be integers, got dtype {labels.dtype}")
+    if labels.ndim == 0:
+        raise ValueError("canonical: labels must have at least one axis (points)")
+    out = np.zeros(labels.shape, dtype=np.int64)
+    fresh = np.zeros(labels.shape[:-1], dtype=np.int64)  # next unused canonical label
+    for i in range(labels.shape[-1]):
+        same = labels[..., :i] == labels[..., i, None]
+        seen = same.any(axis=-1)
+        if i:
+            first = np.argmax(same, axis=-1)[..., None]
+            out[..., i] = np.where(seen, np.take_along_axis(out[..., :i], first, axis=-1)[..., 0], fresh)
+        fresh += ~seen
+    return out
+
+
+def partition_index(labels, n: Optional[int] = None) -> np.ndarray:
+    """Index of each partition in :func:`set_partitions`.
+
+    Parameters
+    ----------
+    labels : array_like of int, shape (..., n)
+        Partitions in any labelling (they are made canonical first).
+    n : int, optional
+        Number of points; defaults to ``labels.shape[-1]`` and must agree with it.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (...)
+        ``set_partitions(n)[partition_index(labels)]`` equals ``canonical(labels)``.
+    """
+    canon = canonical(labels)
+    if n is None:
+        n = canon.shape[-1]
+    if canon.shape[-1] != n:
+        raise ValueError(f"partition_index: labels have {canon.shape[-1]} points, expected {n}")
+    set_partitions(n)  # validates n
+    keys = canon @ (n ** np.arange(n - 1, -1, -1, dtype=np.int64))
+    return np.searchsorted(_partition_keys(n), keys)
+
+
+# --------------------------------------------------------------------------------------
+# Exact posterior by enumeration
+# --------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class ExactPosterior:
+    """The posterior over all set partitions of a small data set.
+
+    Attributes
+    ----------
+    partitions : ndarray (B, n)
+        ``set_partitions(n)``.
+    log_prob : ndarray (B,)
+        Normalised log posterior probability of each partition.
+    num_clusters : ndarray (B,)
+        K of each partition.
+    p_num_clusters : ndarray (n + 1,)
+        P(K = k | x) for k = 0..n (entry 0 is 0).
+    coclustering : ndarray (n, n)
+        P(z_i = z_j | x); symmetric with a unit diagonal.
+    alpha_mean, alpha_sd : float or None
+        Posterior mean and standard deviation of the concentration when it has a Gamma
+        prior; ``None`` when it is fixed.
+    """
+
+    partitions: np.ndarray
+    log_prob: np.ndarray
+    num_clusters: np.ndarray
+    p_num_clusters: np.ndarray
+    coclustering: np.ndarray
+    alpha_mean: Optional[float] = None
+    alpha_sd: Optional[float] = None
+
+    @property
+    def n(self) -> int:
+        """Number of points."""
+        return int(self.partitions.shape[1])
+
+    @property
+    def prob(self) -> np.ndarray:
+        """Posterior probability of each partition, shape (B,)."""
+        return np.exp(self.log_prob)
+
+
+def _representative_counts(n: int) -> np.ndarray:
+    """Cluster sizes (n, n) of one partition with K = k + 1 clusters per row."""
+    counts = np.zeros((n, n))
+    for k in range(1, n + 1):
+        counts[k - 1, :k] = 1.0
+        counts[k - 1, 0] = n - k + 1
+    return counts
+
+
+def _alpha_integrals(prior, n: int):
+    """Integrate the EPPF's alpha-dependent factor against the Gamma prior, per K.
+
+    log p(C | alpha) = log p(C | 1) + f_K(alpha), where f_K depends on the partition C
+    only through its number of clusters K: exp f_K(alpha) = prod_{j<K} (alpha + j d) /
+    (1 + j d) * (2)_(N-1) / (alpha + 1)_(N-1), with (a)_m the rising factorial. So
+
+        p(C) = p(C | 1) I_K,   I_K = int exp(f_K(alpha)) Gamma(alpha) d alpha,
+        E[alpha^j | K, x] = int alpha^j exp(f_K(alpha)) Gamma(alpha) d alpha / I_K.
+
+    exp f_K is bounded by a constant (prod_{j<K} (alpha + j d) <= (alpha + 1)_(N-1)), so
+    cutting the integrals to the prior's central 1 - 2e-30 (lower end at least
+    alpha = e^-700) loses nothing visible; they are done by the trapezoid rule on a
+    uniform grid in u = log alpha (d alpha = alpha du), which converges geometrically for
+    a smooth integrand that vanishes at both ends.
+
+    Returns
+    -------
+    log_integral, alpha_mean, alpha_second_moment : ndarrays (n,), entry K - 1
+        log I_K, E[alpha | K, x], E[alpha^2 | K, x].
+    """
+    gamma_prior: Gamma = prior.alpha
+    scale = 1.0 / gamma_prior.rate
+    lo = stats.gamma.ppf(_ALPHA_TAIL, gamma_prior.shape, scale=scale)
+    hi = stats.gamma.isf(_ALPHA_TAIL, gamma_prior.shape, scale=scale)
+    u = np.linspace(max(np.log(lo) if lo > 0 else -700.0, -700.0), np.log(hi), _ALPHA_GRID_POINTS)
+    counts = jnp.asarray(_representative_counts(n))
+
+    @jax.jit
+    def log_integrand(u):
+        alpha = jnp.exp(u)
+        log_f = jax.vmap(lambda c: jax.vmap(lambda a: prior.log_eppf(c, a))(alpha)
+                         - prior.log_eppf(c, 1.0))(counts)                       # (n, G)
+        return log_f + prior.log_prior_alpha(alpha) + u                          # d alpha = alpha du
+
+    log_w = np.asarray(log_integrand(jnp.asarray(u)))
+    trapezoid = np.full(u.size, np.log(u[1] - u[0]))
+    trapezoid[[0, -1]] -= np.log(2.0)
+    log_w = log_w + trapezoid
+    log_integral = special.logsumexp(log_w, axis=1)
+    weights = np.exp(log_w - log_integral[:, None])
+    alpha = np.exp(u)
+    return log_integral, weights @ alpha, weights @ alpha**2
+
+
+def exact_posterior(model: Model, x) -> ExactPosterior:
+    """Exact posterior over every set partition of ``x`` under ``model``.
+
+    Parameters
+    ----------
+    model : Model
+        A DP or Pitman-Yor mixture of a conjugate family; alpha fixed or Gamma.
+    x : array_like
+        Data with at most 10 points (the family's layout, as for ``model.bind``).
+
+    Returns
+    -------
+    ExactPosterior
+
+    Notes
+    -----
+    log p(C | x) = log p(C) + sum_c log p(x_c) - log Z. The log marginal likelihood of
+    each of the 2^n - 1 non-empty subsets of points is computed in one batched call of
+    the bound family's ``log_marginal`` (statistics are sums of point statistics), and
+    each partition adds up the entries of its clusters. p(C) is ``prior.log_eppf``; a
+    Gamma prior on alpha is integrated out per K (see :func:`_alpha_integrals`). In
+    float64 unless dpppl was put in 32-bit mode (``DPPPL_X64=0``).
+    """
+    bound = model.bind(x)
+    family, prior, n = bound.family, bound.prior, bound.num_points
+    if n > MAX_POINTS:
+        raise ValueError(f"exact_posterior: enumeration needs at most {MAX_POINTS} points, got {n}")
+    parts = set_partitions(n)
+    bits = 1 << np.arange(n)
+    subsets = (np.arange(1, 2**n)[:, None] & bits) > 0                       # (2^n - 1, n)
+    point = family.point_stats(jnp.asarray(bound.x))
+    subset_stats = jax.tree.map(
+        lambda p: jnp.tensordot(jnp.asarray(subsets, p.dtype), p, axes=1), point)
+    log_ml = np.asarray(jax.jit(family.log_marginal)(subset_stats), dtype=float)  # (2^n - 1,)
+
+    member = parts[:, None, :] == np.arange(n)[None, :, None]                 # (B, cluster, point)
+    codes = member @ bits                                                     # subset of each cluster
+    log_lik = np.where(codes > 0, log_ml[np.maximum(codes, 1) - 1], 0.0).sum(axis=1)
+    counts = jnp.asarray(member.sum(axis=2), dtype=float)
+    num_clusters = parts.max(axis=1) + 1
+
+    alpha_mean = alpha_sd = None
+    if prior.alpha_is_random:
+        log_integral, mean_k, second_k = _alpha_integrals(prior, n)
+        alpha = 1.0
+    else:
+        alpha = float(prior.alpha)
+    log_prior = np.asarray(jax.jit(jax.vmap(lambda c: prior.log_eppf(c, alpha)))(counts))
+    if prior.alpha_is_random:
+        log_prior = log_prior + log_integral[num_clusters - 1]
+
+    log_joint = log_prior + log_lik
+    if not np.any(np.isfinite(log_joint)):
+        raise ValueError("exact_posterior: every partition has zero probability")
+    log_prob = log_joint - special.logsumexp(log_joint)
+    prob = np.exp(log_prob)
+    p_num_clusters = np.bincount(num_clusters, weights=prob, minlength=n + 1)
+    same = parts[:, :, None] == parts[:, None, :]
+    coclustering = np.einsum("b,bij->ij", prob, same)
+    if prior.alpha_is_random:
+        pk = p_num_clusters[1:]
+        alpha_mean = float(pk @ mean_k)
+        alpha_sd = float(np.sqrt(max(pk @ second_k - alpha_mean**2, 0.0)))
+    for a in (parts, log_prob, num_clusters, p_num_clusters, coclustering):
+        a.setflags(write=False)
+    return ExactPosterior(parts, log_prob, num_clusters, p_num_clusters, coclustering,
+                          alpha_mean, alpha_sd)
+
+
+# --------------------------------------------------------------------------------------
+# Reference draws
+# --------------------------------------------------------------------------------------
+
+def _generator(rng) -> np.random.Generator:
+    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+
+def sample_exact(exact: ExactPosterior, rng, shape) -> np.ndarray:
+    """I.i.d. draws of partitions from an exact posterior.
+
+    Parameters
+    ----------
+    exact : ExactPosterior
+    rng : numpy.random.Generator or int seed
+    shape : int or tuple of int
+        Leading shape of the draws, e.g. ``(chains, draws)``.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (*shape, n)
+        Canonical labels.
+    """
+    index = _generator(rng).choice(exact.prob.size, size=shape, p=exact.prob / exact.prob.sum())
+    return exact.partitions[index]
+
+
+def sample_sticky_chains(exact: ExactPosterior, rng, num_chains: int, num_draws: int,
+                         stickiness: float) -> np.ndarray:
+    """Independent autocorrelated chains whose stationary law is the exact posterior.
+
+    Each chain starts with a draw from the posterior; every later draw repeats the
+    previous one with probability ``stickiness`` (rho) and is a fresh posterior draw
+    otherwise. Every statistic then has lag-t autocorrelation rho^t and integrated
+    autocorrelation time (1 + rho) / (1 - rho): the effective sample size of a chain
+    is ``num_draws (1 - rho) / (1 + rho)``.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (num_chains, num_draws, n)
+    """
+    if not 0.0 <= stickiness < 1.0:
+        raise ValueError(f"stickiness must be in [0, 1), got {stickiness!r}")
+    rng = _generator(rng)
+    fresh = rng.choice(exact.prob.size, size=(num_chains, num_draws), p=exact.prob / exact.prob.sum())
+    keep = rng.random((num_chains, num_draws)) < stickiness
+    keep[:, 0] = False
+    last_fresh = np.maximum.accumulate(np.where(keep, 0, np.arange(num_draws)), axis=1)
+    return exact.partitions[np.take_along_axis(fresh, last_fresh, axis=1)]
+
+
+# --------------------------------------------------------------------------------------
+# The statistical check
+# --------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class QuantityCheck:
+    """One test of the check.
+
+    Attributes
+    ----------
+    group : str
+        ``"partition law"``, ``"P(K=k)"``, ``"co-clustering"`` or ``"alpha"``.
+    name : str
+        The quantity, e.g. ``"P(K=3)"`` or ``"P(z2=z5)"`` (points numbered from 0).
+    expected, observed : float
+        Exact value and mean over all chains and draws (for the partition law: the
+        total-variation distance between the pooled cells' laws, expected 0).
+    se : float
+        Monte Carlo standard error of ``observed`` from the across-chain variance (for the
+        partition law: the approximate expected TV distance of an exact sampler).
+    ess : float
+        Effective sample size: the number of independent draws with the same standard
+        error (p (1 - p) / se^2 for a probability, Var(alpha | x) / se^2 for alpha; for
+        the partition law, its Pearson-weighted average).
+    statistic, threshold : float
+        Student-t (or ESS-scaled chi-square) statistic and the critical value it must not
+        exceed (in absolute value for t).
+    dof : float
+        Degrees of freedom of the reference law (chi-square: effective dof).
+    p_value : float
+    level : float
+        Level of this test after the Bonferroni split of ``family_alpha``.
+    tested : bool
+        False when the quantity was too rare for its normal approximation (its expected
+        effective count min(p, 1 - p) ESS is below the minimum) or, for the partition
+        law, fewer than two cells were left after pooling; such a quantity never fails.
+    passed : bool
+    note : str
+    """
+
+    group: str
+    name: str
+    expected: float
+    observed: float
+    se: float
+    ess: float
+    statistic: float
+    threshold: float
+    dof: float
+    p_value: float
+    level: float
+    tested: bool
+    passed: bool
+    note: str = ""
+
+    def describe(self) -> str:
+        """One line: the quantity, exact vs observed +- se, statistic vs threshold."""
+        status = "FAIL" if not self.passed else ("ok" if self.tested else "not tested")
+        if self.group == "partition law":
+            body = (f"chi2 = {self.statistic:.2f} on {self.dof:.1f} effective dof, threshold "
+                    f"{self.threshold:.2f}, p = {self.p_value:.3g}; TV(pooled) = {self.observed:.4f}")
+        else:
+            body = (f"exact {self.expected:.4f}, observed {self.observed:.4f} +- {self.se:.4f} "
+                    f"(t = {self.statistic:+.2f}, |t| <= {self.threshold:.2f}, p = {self.p_value:.3g})")
+        return f"[{status}] {self.name}: {body}, ESS {self.ess:.0f}" + (f"; {self.note}" if self.note else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class HarnessResult:
+    """Result of :func:`check_kernel_samples`.
+
+    Attributes
+    ----------
+    passed : bool
+        True when no test rejected.
+    family_alpha : float
+        Bound on the probability that a correct sampler fails the whole check.
+    num_chains, num_draws : int
+    checks : tuple of QuantityCheck
+        Every test, tested or not.
+    tv_distance : float
+        Total-variation distance between the sampled and exact partition laws (all
+        partitions, no pooling).
+    tv_noise : float
+        Approximate expected value of ``tv_distance`` for an exact sampler with these
+        Monte Carlo errors: 1/2 sum_b min(sqrt(2/pi) se_b, 2 p_b).
+    p_num_clusters : ndarray (n + 1,)
+        Sampled P(K = k).
+    coclustering : ndarray (n, n)
+        Sampled co-clustering matrix.
+    report : str
+        Readable summary: failures first, then the worst test of each group.
+    """
+
+    passed: bool
+    family_alpha: float
+    num_chains: int
+    num_draws: int
+    checks: tuple
+    tv_distance: float
+    tv_noise: float
+    p_num_clusters: np.ndarray
+    coclustering: np.ndarray
+    report: str
+
+    @property
+    def failures(self) -> tuple:
+        """The checks that rejected."""
+        return tuple(c for c in self.checks if not c.passed)
+
+    def group(self, name: str) -> tuple:
+        """The checks of one group (``"P(K=k)"``, ``"co-clustering"``, ...)."""
+        return tuple(c for c in self.checks if c.group == name)
+
+
+def _t_checks(group, names, per_chain, expected, num_draws, min_count, share, exact_variance=None):
+    """Student-t tests of means over independent chains, Bonferroni within the group.
+
+    ``per_chain`` (C, m) holds each chain's estimate of m quantities with exact values
+    ``expected`` (m,); t = (mean - expected) / se with se^2 = s^2 / C is referred to
+    Student-t with C - 1 dof, s^2 the across-chain variance.
+
+    For probabilities (``exact_variance`` None), s^2 is floored at lambda p (1 - p) / T,
+    with lambda >= 1 the group's pooled variance inflation sum_j s_j^2 / sum_j p_j (1 - p_j)
+    / T (dominated by the well-estimated, common quantities). The sample variance of a
+    rare event's per-chain frequencies is skewed and usually too small, which would make
+    t far too large when fewer events than expected happen; the floor gives such a
+    quantity the Monte Carlo error of an average one. A quantity whose expected
+    effective count min(p, 1 - p) ESS, ESS = C p (1 - p) / s^2, is below ``min_count``
+    is not tested; one whose exact value is 0 or 1 fails on any deviation.
+    """
+    C = per_chain.shape[0]
+    observed = per_chain.mean(axis=0)
+    var = per_chain.var(axis=0, ddof=1)
+    diff = observed - expected
+    is_probability = exact_variance is None
+    if is_probability:
+        exact_variance = expected * (1.0 - expected)
+        iid = exact_variance / num_draws
+        inflation = max(var.sum() / iid.sum(), 1.0) if iid.sum() > 0 else 1.0
+        var = np.maximum(var, inflation * iid)
+        structural = exact_variance <= 0.0
+    else:
+        exact_variance = np.broadcast_to(exact_variance, expected.shape)
+        structural = np.zeros(expected.shape, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ess = np.where(var > 0, C * exact_variance / np.where(var > 0, var, 1.0), np.inf)
+        se = np.sqrt(var / C)
+        t = np.where(se > 0, diff / np.where(se > 0, se, 1.0), np.where(diff == 0, 0.0, np.inf))
+        effective_count = np.where(structural, np.inf, np.minimum(expected, 1.0 - expected) * ess)
+    tested = structural | (effective_count >= min_count) if is_probability else np.ones(expected.shape, bool)
+    level = share / max(int(tested.sum()), 1)
+    p_value = np.where(structural, (diff == 0).astype(float), 2.0 * stats.t.sf(np.abs(t), C - 1))
+    threshold = stats.t.isf(level / 2.0, C - 1)
+    out = []
+    for j, name in enumerate(names):
+        note = ""
+        if structural[j]:
+            note = "exact value 0 or 1: any deviation fails"
+        elif not tested[j]:
+            note = f"too rare to test (effective count {effective_count[j]:.1f} < {min_count:g})"
+        passed = not (tested[j] and p_value[j] < level)
+        out.append(QuantityCheck(group, name, float(expected[j]), float(observed[j]), float(se[j]),
+                                 float(ess[j]), float(t[j]), float(threshold), float(C - 1),
+                                 float(p_value[j]), float(level), bool(tested[j]), passed, note))
+    return out
+
+
+def _partition_law_check(freq, prob, num_draws, min_cell_count, share):
+    """Pearson-type test of the partition law with an across-chain covariance scale.
+
+    Cells are partitions; those with expected effective count p_b ESS below
+    ``min_cell_count`` are pooled into one cell (ESS from the variance-weighted average
+    inflation of the cell frequencies over the i.i.d. multinomial variance). With f_c
+    the per-chain cell frequencies (C, J), fbar their mean, S their sample covariance
+    (C - 1 dof) and A = D^-1/2 S D^-1/2 (D = diag p),
+
+        Q = sum_j (fbar_j - p_j)^2 / p_j,  E[Q] = tr(A) / C  under the null,
+
+    and F = Q / (tr(A_hat) / C) is referred to F(h, (C - 1) h) with Box's effective
+    dof h = tr(A)^2 / tr(A^2), both traces estimated without bias from the Wishart
+    moments of S. ``statistic`` is the ESS-scaled chi-square h F (an i.i.d. sampler
+    gives Pearson's chi-square with J - 1 dof). If tr(A_hat) is below the i.i.d. value
+    (J - 1) / T it is replaced by it and F by the chi-square law with J - 1 dof.
+    """
+    C = freq.shape[0]
+    var = freq.var(axis=0, ddof=1)
+    binom = prob * (1.0 - prob) / num_draws
+    inflation = max(var.sum() / binom.sum(), 1.0)
+    ess = C * num_draws / inflation
+    order = np.argsort(prob, kind="stable")
+    rare = int(np.sum(prob * ess < min_cell_count))  # the rarest cells, pooled
+    while 0 < rare < prob.size and prob[order[:rare]].sum() * ess < min_cell_count:
+        rare += 1  # the pooled cell, too, must hold enough
+    keep = np.ones(prob.size, dtype=bool)
+    keep[order[:rare]] = False
+    cells_f = np.concatenate([freq[:, keep], freq[:, ~keep].sum(axis=1, keepdims=True)], axis=1)
+    cells_p = np.concatenate([prob[keep], [prob[~keep].sum()]])
+    if keep.all():
+        cells_f, cells_p = cells_f[:, :-1], cells_p[:-1]
+    J = cells_p.size
+    pooled = int((~keep).sum())
+    observed_tv = 0.5 * float(np.abs(cells_f.mean(axis=0) - cells_p).sum())
+    cell_se = np.sqrt(np.maximum(cells_f.var(axis=0, ddof=1), cells_p * (1 - cells_p) / num_draws) / C)
+    tv_noise = 0.5 * float(np.sqrt(2 / np.pi) * cell_se.sum())
+    if J < 2:
+        return QuantityCheck("partition law", "partition law", 0.0, observed_tv, tv_noise, ess, 0.0,
+                             np.inf, 0.0, 1.0, share, False, True,
+                             f"fewer than two cells with expected effective count >= {min_cell_count:g}")
+    dev = cells_f.mean(axis=0) - cells_p
+    Q = float(np.sum(dev**2 / cells_p))
+    w = 1.0 / np.sqrt(cells_p)
+    A = np.cov(cells_f, rowvar=False) * w[:, None] * w[None, :]
+    m = C - 1
+    tr_a = float(np.trace(A))
+    iid_tr = (J - 1) / num_draws
+    if tr_a <= iid_tr:
+        chi2 = Q * C / max(tr_a, iid_tr)
+        dof = float(J - 1)
+        p_value = float(stats.chi2.sf(chi2, dof))
+        threshold = float(stats.chi2.isf(share, dof))
+        note = "i.i.d. scale"
+    else:
+        a, b = float(np.sum(A * A)), tr_a**2
+        tr_a2 = m * (m * a - b) / ((m + 2) * (m - 1))
+        tr_sq = b - 2.0 * tr_a2 / m
+        dof = float(np.clip(tr_sq / tr_a2, 1.0, J - 1)) if tr_a2 > 0 and tr_sq > 0 else float(J - 1)
+        F = Q * C / tr_a
+        chi2 = dof * F
+        p_value = float(stats.f.sf(F, dof, m * dof))
+        threshold = float(dof * stats.f.isf(share, dof, m * dof))
+        note = f"F({dof:.1f}, {m * dof:.0f})"
+    note = f"{J} cells ({pooled} rare partitions pooled), {note}"
+    impossible = float(freq[:, prob == 0].sum())
+    if impossible > 0:  # a partition of probability zero was visited
+        p_value = 0.0
+        note += f"; partitions of probability 0 visited (frequency {impossible / C:.2g})"
+    return QuantityCheck("partition law", "partition law", 0.0, observed_tv, tv_noise, ess,
+                         float(chi2), threshold, dof, p_value, share, True, p_value >= share, note)
+
+
+def check_kernel_samples(exact: ExactPosterior, labels, *, alpha=None, family_alpha: float = 1e-3,
+                         partition_law_max_n: int = 5, min_effective_count: float = 20.0,
+                         min_cell_count: float = 10.0) -> HarnessResult:
+    """Test draws of independent chains against an exact posterior.
+
+    Parameters
+    ----------
+    exact : ExactPosterior
+    labels : array_like of int, shape (chains, draws, n)
+        Cluster labels (any labelling) of post-warmup draws of *independent* chains,
+        e.g. ``idata.posterior["z"].values``. At least 3 chains; 50-200 recommended.
+    alpha : array_like, shape (chains, draws), optional
+        Draws of the concentration, tested against ``exact.alpha_mean`` (Gamma prior).
+    family_alpha : float, default 1e-3
+        Probability that a sampler with the exact stationary law fails the check
+        (Bonferroni bound, up to the normal approximations).
+    partition_law_max_n : int, default 5
+        Test the whole partition law when n is at most this.
+    min_effective_count : float, default 20
+        P(K = k) and co-clustering tests need an expected effective count
+        min(p, 1 - p) ESS of at least this; rarer quantities are reported, not tested.
+    min_cell_count : float, default 10
+        Partition-law cells with a smaller expected effective count are pooled.
+
+    Returns
+    -------
+    HarnessResult
+
+    Notes
+    -----
+    Chain c gives estimates x_c of each quantity (the fraction of its draws with K = k,
+    with z_i = z_j, in partition b, its mean alpha). Chains are independent and
+    stationary, so the x_c are i.i.d. with mean equal to the exact value under the null,
+    whatever the autocorrelation within chains; the across-chain variance gives the
+    standard error se = s / sqrt(C) and ESS = Var / se^2. ``family_alpha`` is split
+    equally among the groups that apply (partition law when n <= partition_law_max_n;
+    P(K = k), k = 1..n; co-clustering, i < j; alpha), and within a group by Bonferroni
+    over the tested quantities. See :func:`_t_checks` and :func:`_partition_law_check`
+    for each test's statistic.
+    """
+    labels = np.asarray(labels)
+    n = exact.n
+    if labels.ndim != 3 or labels.shape[2] != n:
+        raise ValueError(f"labels must have shape (chains, draws, {n}), got {labels.shape}")
+    C, T = labels.shape[:2]
+    if C < 3 or T < 1:
+        raise ValueError(f"need at least 3 independent chains and 1 draw, got {C} x {T}")
+    B = exact.prob.size
+    index = partition_index(labels, n)
+    freq = np.bincount((index + B * np.arange(C)[:, None]).ravel(), minlength=C * B).reshape(C, B) / T
+
+    has_alpha = alpha is not None
+    if has_alpha and exact.alpha_mean is None:
+        raise ValueError("alpha draws were given but the exact posterior has a fixed alpha")
+    groups = 2 + (n <= partition_law_max_n) + has_alpha
+    share = family_alpha / groups
+    checks = []
+    if n <= partition_law_max_n:
+        checks.append(_partition_law_check(freq, exact.prob, T, min_cell_count, share))
+
+    k_values = np.arange(1, n + 1)
+    per_chain_k = freq @ (exact.num_clusters[:, None] == k_values[None, :]).astype(float)
+    checks += _t_checks("P(K=k)", [f"P(K={k})" for k in k_values], per_chain_k,
+                        exact.p_num_clusters[1:], T, min_effective_count, share)
+    iu = np.triu_indices(n, 1)
+    per_chain_pairs = freq @ (exact.partitions[:, iu[0]] == exact.partitions[:, iu[1]]).astype(float)
+    checks += _t_checks("co-clustering", [f"P(z{i}=z{j})" for i, j in zip(*iu)], per_chain_pairs,
+                        exact.coclustering[iu], T, min_effective_count, share)
+    if has_alpha:
+        alpha = np.asarray(alpha, dtype=float)
+        if alpha.shape != (C, T):
+            raise ValueError(f"alpha must have shape {(C, T)}, got {alpha.shape}")
+        checks += _t_checks("alpha", ["E[alpha]"], alpha.mean(axis=1, keepdims=True),
+                            np.array([exact.alpha_mean]), T, min_effective_count, share,
+                            exact_variance=exact.alpha_sd**2)
+
+    mean_freq = freq.mean(axis=0)
+    se_freq = np.sqrt(np.maximum(freq.var(axis=0, ddof=1), exact.prob * (1 - exact.prob) / T) / C)
+    tv = 0.5 * float(np.abs(mean_freq - exact.prob).sum())
+    tv_noise = 0.5 * float(np.minimum(np.sqrt(2 / np.pi) * se_freq, 2 * exact.prob).sum())
+    p_k = np.concatenate([[0.0], per_chain_k.mean(axis=0)])
+    cocl = np.eye(n)
+    cocl[iu] = cocl[iu[::-1]] = per_chain_pairs.mean(axis=0)
+    passed = all(c.passed for c in checks)
+    report = _report(checks, passed, family_alpha, C, T, n, B, tv, tv_noise)
+    return HarnessResult(passed, family_alpha, C, T, tuple(checks), tv, tv_noise, p_k, cocl, report)
+
+
+def _report(checks, passed, family_alpha, C, T, n, B, tv, tv_noise) -> str:
+    lines = [f"exact-posterior check {'PASSED' if passed else 'FAILED'} (family_alpha = {family_alpha:g}; "
+             f"{C} chains x {T} draws; n = {n}, {B} partitions)",
+             f"total-variation distance to the exact partition law: {tv:.4f} (noise level ~{tv_noise:.4f})"]
+    failures = [c for c in checks if not c.passed]
+    if failures:
+        lines.append("failed:")
+        lines += ["  " + c.describe() for c in failures]
+    lines.append("worst test of each group:")
+    for group in dict.fromkeys(c.group for c in checks):
+        members = [c for c in checks if c.group == group]
+        tested = [c for c in members if c.tested]
+        worst = min(tested, key=lambda c: c.p_value) if tested else members[0]
+        untested = len(members) - len(tested)
+        lines.append(f"  {group}: " + worst.describe()
+                     + (f" ({untested} of {len(members)} not tested: too rare)" if untested else ""))
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------
+# Power
+# --------------------------------------------------------------------------------------
+
+def scale_concentration(model: Model, factor: float) -> Model:
+    """``model`` with its concentration multiplied by ``factor``.
+
+    A Gamma(shape, rate) prior becomes Gamma(shape, rate / factor), which scales alpha in
+    distribution. For a DP with fixed alpha, the exact posterior of the result is the
+    stationary law of collapsed Gibbs whose new-cluster weight is off by ``factor``.
+    """
+    prior = model.prior
+    if prior.alpha_is_random:
+        alpha = Gamma(prior.alpha.shape, prior.alpha.rate / factor)
+    else:
+        alpha = float(prior.alpha) * factor
+    return dataclasses.replace(model, prior=dataclasses.replace(prior, alpha=alpha))
+
+
+@dataclasses.dataclass(frozen=True)
+class PowerCurve:
+    """Rejection rates of :func:`check_kernel_samples` against biased samplers.
+
+    Attributes
+    ----------
+    factors : ndarray (F,)
+        Multipliers of the concentration (the new-cluster weight of collapsed Gibbs).
+    tv : ndarray (F,)
+        Total-variation distance between each biased posterior and the exact one.
+    max_k_error : ndarray (F,)
+        max_k |P_biased(K = k) - P(K = k)|.
+    rejection_rate : ndarray (F,)
+        Fraction of ``repeats`` runs the check rejected.
+    num_chains, num_draws, repeats : int
+    stickiness : float
+    """
+
+    factors: np.ndarray
+    tv: np.ndarray
+    max_k_error: np.ndarray
+    rejection_rate: np.ndarray
+    num_chains: int
+    num_draws: int
+    stickiness: float
+    repeats: int
+
+    def smallest_detected(self, power: float = 0.9) -> Optional[float]:
+        """Smallest relative bias |factor - 1| rejected in at least ``power`` of the runs."""
+        bias = np.abs(self.factors - 1.0)
+        hit = (self.rejection_rate >= power) & (bias > 0)
+        return float(bias[hit].min()) if hit.any() else None
+
+
+def power_curve(model: Model, x, factors: Sequence[float], *, num_chains: int, num_draws: int,
+                stickiness: float = 0.0, repeats: int = 20, family_alpha: float = 1e-3,
+                seed: int = 0, sampler: Optional[Callable] = None) -> PowerCurve:
+    """Measure how often the check rejects a sampler whose concentration is off.
+
+    A collapsed Gibbs sampler whose new-cluster weight is ``factor * alpha`` instead of
+    ``alpha`` has the exact posterior of the model with concentration ``factor * alpha``
+    as its stationary law. For each factor, ``repeats`` data sets of
+    (``num_chains``, ``num_draws``) draws are generated from that biased posterior by
+    :func:`sample_sticky_chains` (i.i.d. when ``stickiness`` is 0) and checked against
+    the exact posterior of ``model``.
+
+    Parameters
+    ----------
+    model : Model
+    x : array_like
+    factors : sequence of float
+        Concentration multipliers; 1.0 measures the false-alarm rate.
+    num_chains, num_draws : int
+        The budget.
+    stickiness : float, default 0
+        Autocorrelation of the synthetic chains (effective draws per chain
+        ``num_draws (1 - rho) / (1 + rho)``).
+    repeats : int, default 20
+    family_alpha : float, default 1e-3
+    seed : int, default 0
+    sampler : callable, optional
+        ``sampler(exact_biased, rng) -> labels (chains, draws, n)`` replacing the sticky
+        chains (to measure power against another kind of autocorrelation).
+
+    Returns
+    -------
+    PowerCurve
+    """
+    rng = np.random.default_rng(seed)
+    exact = exact_posterior(model, x)
+    factors = np.asarray(factors, dtype=float)
+    tv, k_err, rate = [], [], []
+    for factor in factors:
+        biased = exact_posterior(scale_concentration(model, float(factor)), x)
+        tv.append(0.5 * float(np.abs(biased.prob - exact.prob).sum()))
+        k_err.append(float(np.abs(biased.p_num_clusters - exact.p_num_clusters).max()))
+        rejected = 0
+        for _ in range(repeats):
+            if sampler is None:
+                labels = sample_sticky_chains(biased, rng, num_chains, num_draws, stickiness)
+            else:
+                labels = sampler(biased, rng)
+            rejected += not check_kernel_samples(exact, labels, family_alpha=family_alpha).passed
+        rate.append(rejected / repeats)
+    return PowerCurve(factors, np.array(tv), np.array(k_err), np.array(rate),
+                      num_chains, num_draws, stickiness, repeats)
+
+
+# --------------------------------------------------------------------------------------
+# Small data sets
+# --------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class ExactCase:
+    """A named small data set with its model, for exactness tests of kernels."""
+
+    name: str
+    model: Model
+    x: np.ndarray
+    description: str
+
+    @property
+    def n(self) -> int:
+        return int(self.x.shape[0])
+
+
+def small_datasets() -> list:
+    """Small, varied data sets (4 <= n <= 8) covering every conjugate family.
+
+    Every family has a well-separated and an overlapping case; alpha is fixed in some and
+    Gamma(shape, rate) in others; one case has a Pitman-Yor prior. Cases with n <= 5
+    get the full partition-law test of :func:`check_kernel_samples`. Hyperparameters are
+    explicit, so the exact posteriors do not depend on data-driven defaults.
+
+    Returns
+    -------
+    list of ExactCase
+    """
+    from .. import families as fam
+    from ..dsl.spec import DPMixture, PitmanYorMixture
+
+    def case(name, model, x, description):
+        return ExactCase(name, model, np.asarray(x, dtype=float), description)
+
+    nkc = fam.NormalKnownCov(sigma2=0.25, mu0=0.0, tau2=4.0)
+    niw = fam.NormalInverseWishart(mu0=[0.0, 0.0], kappa0=0.1, nu0=4.0, psi0=[[0.5, 0.0], [0.0, 0.5]])
+    ng = fam.NormalGamma(mu0=0.0, kappa0=0.1, a0=2.0, b0=0.5)
+    return [
+        case("normal_known_1d_separated", DPMixture(1.0, nkc),
+             [[-2.1], [-1.9], [-2.0], [2.0], [1.8], [2.2]],
+             "1-D, two tight groups of 3 far apart; alpha = 1"),
+        case("normal_known_1d_overlap", DPMixture(Gamma(2.0, 2.0), nkc),
+             [[-0.9], [-0.4], [-0.1], [0.2], [0.5], [0.9], [1.3], [1.6]],
+             "1-D, 8 evenly spread points, no clear groups; alpha ~ Gamma(2, 2)"),
+        case("normal_known_2d_overlap_n4", DPMixture(0.5, fam.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=1.0)),
+             [[0.0, 0.3], [0.8, -0.2], [1.5, 0.9], [-0.6, 1.2]],
+             "2-D, 4 overlapping points; alpha = 0.5 (partition law tested)"),
+        case("niw_2d_separated", DPMixture(1.0, niw),
+             [[0.0, 0.0], [0.2, 0.1], [3.0, 3.0], [3.1, 2.8], [-3.0, 3.0], [-2.8, 3.2]],
+             "2-D, three pairs far apart; alpha = 1"),
+        case("niw_2d_overlap", DPMixture(Gamma(1.0, 1.0), niw),
+             [[0.0, 0.0], [0.7, 0.4], [1.2, -0.3], [-0.5, 0.9], [1.8, 1.1]],
+             "2-D, 5 overlapping points; alpha ~ Gamma(1, 1) (partition law tested)"),
+        case("normal_gamma_1d_overlap", DPMixture(0.7, ng),
+             [[-1.0], [-0.6], [0.1], [0.4], [1.2]],
+             "1-D, 5 points with unequal spread; alpha = 0.7 (partition law tested)"),
+        case("normal_gamma_2d_separated", DPMixture(Gamma(2.0, 1.0), ng),
+             [[-2.0, -2.1], [-2.2, -1.8], [-1.9, -2.0], [2.1, 2.0], [1.9, 2.2], [2.0, 1.8], [0.1, 2.5]],
+             "2-D (diagonal), two groups of 3 and a loner; alpha ~ Gamma(2, 1)"),
+        case("dirichlet_multinomial_separated", DPMixture(1.0, fam.DirichletMultinomial(beta=0.5)),
+             [[5, 0, 1], [6, 1, 0], [4, 0, 0], [0, 1, 6], [1, 0, 5], [0, 0, 7]],
+             "counts over 3 categories, two groups with opposite profiles; alpha = 1"),
+        case("dirichlet_multinomial_overlap",
+             DPMixture(Gamma(1.0, 1.0), fam.DirichletMultinomial(beta=1.0)),
+             [[2, 1, 1, 0], [1, 2, 0, 1], [1, 1, 2, 1], [0, 2, 1, 2], [2, 0, 1, 1], [1, 1, 1, 1],
+              [3, 1, 0, 1]],
+             "counts over 4 categories, similar profiles; alpha ~ Gamma(1, 1)"),
+        case("beta_bernoulli_separated", DPMixture(1.0, fam.BetaBernoulli(a=0.5, b=0.5)),
+             [[1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 0, 1],
+              [0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 1], [0, 0, 0, 1, 1, 0]],
+             "6-D binary, two groups with complementary patterns; alpha = 1"),
+        case("beta_bernoulli_overlap", DPMixture(Gamma(2.0, 2.0), fam.BetaBernoulli(a=1.0, b=1.0)),
+             [[1, 0, 1, 0], [1, 1, 0, 0], [0, 1, 1, 0], [1, 0, 0, 1],
+              [0, 1, 0, 1], [1, 1, 1, 0], [0, 0, 1, 1], [1, 0, 1, 1]],
+             "4-D binary, 8 points with mixed patterns; alpha ~ Gamma(2, 2)"),
+        case("pitman_yor_normal_known",
+             PitmanYorMixture(0.3, 0.5, fam.NormalKnownCov(sigma2=0.25, mu0=0.0, tau2=2.0)),
+             [[-1.2], [-0.8], [0.0], [0.9], [1.1]],
+             "1-D, 5 points; Pitman-Yor(discount 0.3, alpha 0.5) (partition law tested)"),
+    ]

@@ -1,0 +1,186 @@
+"""Hyperparameter expressions: parsing, evaluation against numpy, errors with positions."""
+
+import numpy as np
+import pytest
+
+from dpppl.dsl.expressions import (FUNCTIONS, BinOp, Name, Number, data_environment, evaluate,
+                                   parse_expression)
+from dpppl.errors import DataError, ModelError
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(25, 3)) * [1.0, 2.0, 0.5] + [0.0, 1.0, -2.0]
+ENV = data_environment(X)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("mean(x)", X.mean(axis=0)),
+    ("cov(x)", np.cov(X, rowvar=False, ddof=1)),
+    ("cov(x) / 10", np.cov(X, rowvar=False) / 10),
+    ("var(x)", X.var(axis=0, ddof=1)),
+    ("sd(x)", X.std(axis=0, ddof=1)),
+    ("min(x)", X.min(axis=0)),
+    ("max(x)", X.max(axis=0)),
+    ("sum(x)", X.sum(axis=0)),
+    ("sum(mean(x))", X.mean(axis=0).sum()),
+    ("sqrt(var(x))", np.sqrt(X.var(axis=0, ddof=1))),
+    ("log(N)", np.log(25)),
+    ("exp(-1)", np.exp(-1)),
+    ("eye(D)", np.eye(3)),
+    ("ones(D) * 2", np.full(3, 2.0)),
+    ("zeros(V)", np.zeros(3)),
+    ("diag(var(x))", np.diag(X.var(axis=0, ddof=1))),
+    ("diag(cov(x))", np.diag(np.cov(X, rowvar=False))),
+    ("D + 2", 5.0),
+    ("N", 25.0),
+    ("1 - 2 - 3", -4.0),
+    ("8 / 4 / 2", 1.0),
+    ("2 + 3 * 4", 14.0),
+    ("(2 + 3) * 4", 20.0),
+    ("-2^2", -4.0),
+    ("(-2)^2", 4.0),
+    ("2^3^2", 512.0),
+    ("2**-1", 0.5),
+    ("+3", 3.0),
+    ("1e-3 * 2", 0.002),
+    (".5", 0.5),
+    ("[1, 2, 3] * 2", [2.0, 4.0, 6.0]),
+    ("[[1, 0], [0, 1]]", np.eye(2)),
+    ("[mean(x), mean(x)]", np.stack([X.mean(axis=0)] * 2)),
+    ("mean(x) - 1", X.mean(axis=0) - 1),
+    ("cov(x) + eye(D)", np.cov(X, rowvar=False) + np.eye(3)),
+])
+def test_evaluate_matches_numpy(text, expected):
+    value = evaluate(text, ENV)
+    assert isinstance(value, np.ndarray) and value.dtype == float
+    np.testing.assert_allclose(value, expected, rtol=1e-12)
+
+
+def test_cov_is_two_dimensional_for_one_column():
+    env = data_environment(X[:, 0])  # 1-D data are one column
+    assert env["D"] == 1 and env["x"].shape == (25, 1)
+    cov = evaluate("cov(x)", env)
+    assert cov.shape == (1, 1)
+    np.testing.assert_allclose(cov[0, 0], X[:, 0].var(ddof=1))
+
+
+@pytest.mark.parametrize("text", ["cov(x)", "var(x)", "sd(x)"])
+def test_sample_statistics_of_one_point_raise_data_error(text):
+    with pytest.raises(DataError, match="at least 2 points, got 1"):
+        evaluate(text, data_environment(X[:1]))
+
+
+def test_data_environment():
+    env = data_environment(X)
+    assert env["N"] == 25 and env["D"] == env["V"] == 3
+    np.testing.assert_array_equal(env["x"], X)
+    with pytest.raises(DataError, match="2-D"):
+        data_environment(np.zeros((2, 2, 2)))
+
+
+def test_evaluate_accepts_expressions_strings_and_numbers():
+    expr = parse_expression("D + 2")
+    assert evaluate(expr, ENV) == evaluate("D + 2", ENV) == 5.0
+    np.testing.assert_array_equal(evaluate([1, 2], ENV), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("text", ["cov(x) / 10", "D+2", "-2^2", "2**-1", "[[1,0],[0,1]]",
+                                  "mean( x )", "(1 + 2) * 3", "1e-3"])
+def test_str_gives_back_the_source_and_render_round_trips(text):
+    expr = parse_expression(text)
+    assert str(expr) == text
+    assert parse_expression(expr.render()) == expr
+    assert repr(expr) == f"parse_expression({text!r})"
+
+
+@pytest.mark.parametrize("text, canonical", [
+    ("D+2", "D + 2"), ("2^3^2", "2 ^ 3 ^ 2"), ("(2^3)^2", "(2 ^ 3) ^ 2"), ("-(1+2)*3", "-(1 + 2) * 3"),
+    ("1-(2-3)", "1 - (2 - 3)"), ("(1-2)-3", "1 - 2 - 3"), ("2**-1", "2 ^ -1"), ("0.50", "0.5"),
+])
+def test_render_is_canonical_with_minimal_parentheses(text, canonical):
+    assert parse_expression(text).render() == canonical
+
+
+def test_structure_names_and_equality():
+    expr = parse_expression("cov(x) / (N - 1)")
+    assert isinstance(expr, BinOp) and expr.op == "/"
+    assert expr.names() == {"x", "N"}
+    assert expr == parse_expression("cov( x )/(N-1)")  # positions and text do not count
+    assert parse_expression("2 ** 3") == parse_expression("2 ^ 3")
+    assert parse_expression("mean(x)").names() == {"x"}  # function names are not names
+
+
+def test_substitute_renames_and_keeps_positions():
+    expr = parse_expression("mean(y) + M")
+    renamed = expr.substitute({"y": Name("x"), "M": Name("N")})
+    assert renamed == parse_expression("mean(x) + N")
+    assert str(renamed) == "mean(x) + N"  # rewritten: rendered, not the old text
+    assert renamed.left.args[0].span == expr.left.args[0].span
+    assert expr.substitute({"q": Number(1.0)}) is expr
+
+
+def test_every_function_is_documented():
+    import dpppl.dsl.expressions as module
+
+    for name in FUNCTIONS:
+        assert f"``{name}" in module.__doc__
+
+
+@pytest.mark.parametrize("text, column, message", [
+    ("meen(x)", 1, "unknown function 'meen' (did you mean 'mean'?)"),
+    ("2 * mean(x, x)", 5, "mean() takes 1 argument, got 2"),
+    ("mean(x, ddof = 1)", 9, "mean() takes no keyword arguments"),
+    ("f(a = 1, 2)", 10, "positional argument after a keyword argument"),
+    ("1 +", 4, "unexpected end of input; expected one of a name, a number"),
+    ("(1", 3, "unexpected end of input; expected ')'"),
+    ("1 @ 2", 3, "unexpected character '@'; expected one of '[', an operator or end of input"),
+    ("1 2", 3, "unexpected '2'"),
+    ("1e999", 1, "number 1e999 is too large"),
+])
+def test_parse_errors_have_positions(text, column, message):
+    with pytest.raises(ModelError) as info:
+        parse_expression(text)
+    err = info.value
+    assert (err.source, err.line, err.column) == ("<expression>", 1, column)
+    assert message in str(err)
+    assert str(err).endswith("\n    " + text + "\n    " + " " * (column - 1) + "^")
+
+
+@pytest.mark.parametrize("text, column, message", [
+    ("mean(q) + 1", 6, "unknown name 'q'; the names are D, N, V, x"),
+    ("mean(xx)", 6, "unknown name 'xx' (did you mean 'x'?)"),
+    ("mean(x) + cov(x)", 9, "cannot add shapes (3,) and (3, 3) in 'mean(x) + cov(x)'"),
+    ("[1, 2] * [1, 2, 3]", 8, "cannot multiply shapes (2,) and (3,)"),
+    ("1 / (N - 25)", 3, "division by zero in '1 / (N - 25)'"),
+    ("2 * log(N - 25)", 5, "'log(N - 25)' is not finite"),
+    ("sqrt(-1)", 1, "'sqrt(-1)' is not finite"),
+    ("eye(2.5)", 1, "eye() needs a positive integer, got 2.5"),
+    ("ones(0)", 1, "ones() needs a positive integer"),
+    ("[1, [1, 2]]", 1, "the items of '[1, [1, 2]]' have different shapes"),
+    ("mean(3)", 1, "mean() needs a vector or a matrix, got a scalar"),
+    ("diag(1)", 1, "diag() needs a vector or a matrix"),
+    ("x[1]", 1, "'x[1]' has no value here"),
+])
+def test_evaluation_errors_have_positions(text, column, message):
+    expr = parse_expression(text)  # parses: names and shapes are only known with data
+    with pytest.raises(ModelError) as info:
+        expr.evaluate(ENV)
+    assert (info.value.line, info.value.column) == (1, column)
+    assert message in str(info.value)
+
+
+def test_built_expression_errors_have_no_position():
+    expr = BinOp("+", Name("q"), Number(1.0))
+    assert str(expr) == "q + 1"
+    with pytest.raises(ModelError) as info:
+        expr.evaluate(ENV)
+    assert info.value.line is None and "unknown name 'q'" in str(info.value)
+
+
+def test_family_defaults_are_expressions():
+    from dpppl.families import NormalInverseWishart
+
+    family = NormalInverseWishart(kappa0="1 / N").resolve(X)
+    np.testing.assert_allclose(family.mu0, X.mean(axis=0))
+    np.testing.assert_allclose(family.psi0, np.cov(X, rowvar=False) / 10)
+    np.testing.assert_allclose(family.nu0, 5.0)
+    np.testing.assert_allclose(family.kappa0, 1 / 25)
