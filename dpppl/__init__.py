@@ -1,11 +1,26 @@
-"""dpppl: Dirichlet-process mixture models on NumPyro and JAX."""
+"""dpppl: Dirichlet-process mixture models on NumPyro and JAX.
+
+    import dpppl
+    model = dpppl.load("models/gaussian_niw.dp")
+    idata = dpppl.sample(model, x, kernel="gibbs", num_chains=4)
+
+See the README and ``docs/`` for the model language, the kernels and the papers.
+"""
 
 from . import _config  # noqa: F401  (float64 unless DPPPL_X64=0)
-from .dsl.spec import BoundModel, DataDecl, DPMixture, Model, PitmanYorMixture
+from . import datasets, kernels
+from .dsl import BoundModel, DataDecl, DPMixture, Model, PitmanYorMixture, load, parse
 from .errors import DataError, KernelError, ModelError
-from .families import NormalInverseWishart
+from .families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
+                       NormalKnownCov)
+from .inference import log_joint, sample
 from .priors import CRP, Gamma, PitmanYor
 
 __version__ = "0.1.0"
-from . import kernels
-from .inference import log_joint, sample
+
+__all__ = [
+    "BetaBernoulli", "BoundModel", "CRP", "DataDecl", "DataError", "DirichletMultinomial",
+    "DPMixture", "Gamma", "KernelError", "Model", "ModelError", "NormalGamma",
+    "NormalInverseWishart", "NormalKnownCov", "PitmanYor", "PitmanYorMixture", "datasets",
+    "kernels", "load", "log_joint", "parse", "sample",
+]

@@ -123,7 +123,8 @@ def test_any_identifiers_and_rewritten_data_names():
 @pytest.mark.parametrize("kind, component, observation, family", [
     ("real[N, D]", "NormalInverseWishart(mean(x), 1, D + 1, eye(D))", "Normal(theta[z[i]])",
      NormalInverseWishart("mean(x)", 1.0, "D + 1", "eye(D)")),
-    ("real[N, D]", "NormalGamma(0, 1, 2, 3)", "Normal(theta[z[i]])", NormalGamma(0.0, 1.0, 2.0, 3.0)),
+    ("real[N, D]", "NormalGamma(0, 1, 2, 3)", "Normal(theta[z[i]])",
+     NormalGamma(0.0, 1.0, 2.0, 3.0)),
     ("real[N, D]", "Normal(0, 100)", "Normal(theta[z[i]], 1)", NormalKnownCov(1.0, 0.0, 100.0)),
     ("real[N, D]", "Normal(tau2 = var(x))", "Normal(theta[z[i]], sigma2 = var(x) / 4)",
      NormalKnownCov(sigma2="var(x) / 4", tau2="var(x)")),
@@ -147,7 +148,8 @@ def test_layout_comments_blank_lines_and_crlf():
 
 
 def test_one_dimensional_and_fixed_size_data():
-    model = parse("data x : real[N]\nz ~ CRP(1)\ntheta[k] ~ NormalGamma()\nx[i] ~ Normal(theta[z[i]])")
+    model = parse("data x : real[N]\nz ~ CRP(1)\n"
+                  "theta[k] ~ NormalGamma()\nx[i] ~ Normal(theta[z[i]])")
     bound = model.bind(DATA["real"][:, 0])
     assert bound.x.shape == (30, 1) and bound.family.dim == 1
     model = parse("data x : count[N, 6]\nz ~ CRP(1)\ntheta[k] ~ Dirichlet()\n"
@@ -197,17 +199,20 @@ O = "x[i] ~ Normal(theta[z[i]])\n"
     ("data x : real[N, D]\ntheta ~ NormalGamma()\n", 2, 9, "NormalGamma is a component prior"),
     # arguments
     (H + "theta[k] ~ NormalInverseWishart(kapa0 = 1)\n" + O, 3, 33,
-     "NormalInverseWishart(mu0, kappa0, nu0, psi0) has no argument 'kapa0' (did you mean 'kappa0'?)"),
+     "NormalInverseWishart(mu0, kappa0, nu0, psi0) has no argument 'kapa0' "
+     "(did you mean 'kappa0'?)"),
     (H + "theta[k] ~ NormalInverseWishart(1, 2, 3, 4, 5)\n" + O, 3, 45,
      "too many positional arguments: NormalInverseWishart(mu0, kappa0, nu0, psi0) takes 4"),
     (H + "theta[k] ~ NormalInverseWishart(0, kappa0 = 1, mu0 = 2)\n" + O, 3, 48,
      "argument 'mu0' of NormalInverseWishart is given twice"),
-    (H + "theta[k] ~ Normal(tau2 = 1, tau2 = 2)\n", 3, 29, "argument 'tau2' of Normal is given twice"),
+    (H + "theta[k] ~ Normal(tau2 = 1, tau2 = 2)\n", 3, 29,
+     "argument 'tau2' of Normal is given twice"),
     (H + C + "x[i] ~ Normal(theta[z[i]], 1)\n", 4, 28,
      "too many positional arguments: Normal(theta[z[i]]) takes 1"),
     (H + "theta[k] ~ Normal()\nx[i] ~ Normal(theta[z[i]], sigma = 1)\n", 4, 28,
      "Normal(theta[z[i]], sigma2) has no argument 'sigma' (did you mean 'sigma2'?)"),
-    ("data x : real[N, D]\nz ~ CRP(1, 2)\n", 2, 12, "too many positional arguments: CRP(alpha) takes 1"),
+    ("data x : real[N, D]\nz ~ CRP(1, 2)\n", 2, 12,
+     "too many positional arguments: CRP(alpha) takes 1"),
     ("data x : real[N, D]\nalpha ~ Gamma(1, scale = 2)\n", 2, 18,
      "Gamma(shape, rate) has no argument 'scale'"),
     # undefined names
@@ -217,23 +222,28 @@ O = "x[i] ~ Normal(theta[z[i]])\n"
      "'alpha' is used before it is defined (line 3)"),
     ("data y : real[N, D]\nz ~ CRP(1)\ntheta[k] ~ NormalGamma(mu0 = mean(x))\n", 3, 35,
      "undefined name 'x' (the data are called 'y')"),
-    (H + "theta[k] ~ NormalGamma(mu0 = mean(xs))\n", 3, 35, "undefined name 'xs' (did you mean 'x'?)"),
-    (H + "theta[k] ~ NormalGamma(mu0 = meen(x))\n", 3, 30, "unknown function 'meen' (did you mean 'mean'?)"),
+    (H + "theta[k] ~ NormalGamma(mu0 = mean(xs))\n", 3, 35,
+     "undefined name 'xs' (did you mean 'x'?)"),
+    (H + "theta[k] ~ NormalGamma(mu0 = meen(x))\n", 3, 30,
+     "unknown function 'meen' (did you mean 'mean'?)"),
     (H + "theta[k] ~ NormalGamma(mu0 = mean(x, x))\n", 3, 30, "mean() takes 1 argument, got 2"),
     (H + C + "x[i] ~ Normal(theta[w[i]])\n", 4, 21, "undefined name 'w'"),
     # names defined twice
-    ("data x : real[N, D]\nalpha = 1\nalpha ~ Gamma(1, 1)\n", 3, 1, "'alpha' is already defined at line 2"),
+    ("data x : real[N, D]\nalpha = 1\nalpha ~ Gamma(1, 1)\n", 3, 1,
+     "'alpha' is already defined at line 2"),
     ("data x : real[N, D]\nx = 2\n", 2, 1, "'x' is already defined at line 1"),
     ("data x : real[M, M]\n", 1, 18, "'M' is already defined at line 1"),
     ("data x : real[N, D]\ndata y : real[N, D]\n", 2, 1,
      "a model has one data declaration; 'x' is already declared at line 1"),
-    (H + "w ~ CRP(2.0)\n", 3, 1, "a model has one partition prior; 'z' is already defined at line 2"),
+    (H + "w ~ CRP(2.0)\n", 3, 1,
+     "a model has one partition prior; 'z' is already defined at line 2"),
     (H + C + "phi[k] ~ NormalGamma()\n" + O, 4, 1,
      "a model has one component prior; 'theta' is already defined at line 3"),
     (H + C + O + O, 5, 1, "'x' is already observed at line 4"),
     ("data x : real[N, D]\nN = 3\n", 2, 1, "'N' is a built-in name (the number of points)"),
     # missing statements (reported at the end of the text)
-    ("z ~ CRP(1.0)\n", 1, 13, "missing data declaration: expected a line such as 'data x : real[N, D]'"),
+    ("z ~ CRP(1.0)\n", 1, 13,
+     "missing data declaration: expected a line such as 'data x : real[N, D]'"),
     ("", 1, 1, "missing data declaration"),
     ("data x : real[N, D]\n" + C + "  # end\n", 3, 8,
      "missing partition prior: expected a line such as 'z ~ CRP(alpha)'"),
@@ -256,13 +266,16 @@ O = "x[i] ~ Normal(theta[z[i]])\n"
      "for real data use NormalInverseWishart or NormalGamma or Normal"),
     ("data x : count[N, V]\nz ~ CRP(1.0)\n" + C + O, 3, 12,
      "NormalInverseWishart components observe real data, but 'x' is declared count"),
-    ("data x : binary[N, D]\nz ~ CRP(1.0)\ntheta[k] ~ Normal()\n", 3, 12, "for binary data use Beta"),
+    ("data x : binary[N, D]\nz ~ CRP(1.0)\ntheta[k] ~ Normal()\n", 3, 12,
+     "for binary data use Beta"),
     # indices
     (H + C + "x[i] ~ Normal(theta[z[j]])\n", 4, 23,
      "index 'j' does not match the observation's index 'i'; expected theta[z[i]]"),
-    (H + C + "x[i] ~ Normal(theta)\n", 4, 15, "expected theta[z[i]] (the parameter of point i's cluster)"),
+    (H + C + "x[i] ~ Normal(theta)\n", 4, 15,
+     "expected theta[z[i]] (the parameter of point i's cluster)"),
     (H + C + "x[i] ~ Normal(theta[i])\n", 4, 15, "got 'theta[i]'"),
-    (H + C + "x[i] ~ Normal(z[theta[i]])\n", 4, 15, "'z' is the partition, not the component parameter"),
+    (H + C + "x[i] ~ Normal(z[theta[i]])\n", 4, 15,
+     "'z' is the partition, not the component parameter"),
     (H + "a = 1\n" + C + "x[i] ~ Normal(a[z[i]])\n", 5, 15, "'a' is a constant, not the component"),
     (H + C + "x[i] ~ Normal()\n", 4, 8, "Normal needs the parameter of point i's cluster"),
     (H + C + "x ~ Normal(theta[z[i]])\n", 4, 1, "the observation of 'x' needs an index"),
@@ -272,23 +285,29 @@ O = "x[i] ~ Normal(theta[z[i]])\n"
     ("data x : real[N, D] of 20\n", 1, 24, "real data take no 'of' clause"),
     ("data x : real[N, D, 3]\n", 1, 21, "real data have one or two dimensions"),
     ("data x : real[N, 2.5]\n", 1, 18, "a dimension must be a name or a positive integer, got 2.5"),
-    ("data x : real[D, N]\n", 1, 15, "'D' is the number of columns; the first dimension counts the points"),
+    ("data x : real[D, N]\n", 1, 15,
+     "'D' is the number of columns; the first dimension counts the points"),
     # values
     ("data x : real[N, D]\nalpha ~ Gamma(1, 1)\nz ~ CRP(alpha)\n"
      "theta[k] ~ NormalGamma(kappa0 = alpha)\n", 4, 33,
      "'alpha' is a random concentration; a hyperparameter may use numbers, constants"),
-    ("data x : real[N, D]\nz ~ CRP(N)\n", 2, 9, "the concentration must be a fixed number, but 'N'"),
+    ("data x : real[N, D]\nz ~ CRP(N)\n", 2, 9,
+     "the concentration must be a fixed number, but 'N'"),
     ("data x : real[N, D]\nalpha = mean(x)\nz ~ CRP(alpha)\n", 3, 9,
      "the concentration must be a fixed number, but 'alpha' depends on the data"),
     ("data x : real[N, D]\nalpha ~ Gamma(1, 1)\nz ~ CRP(2 * alpha)\n", 3, 13,
      "the concentration must be a fixed number, but 'alpha' is a random concentration"),
     ("data x : real[N, D]\nalpha ~ Gamma(1, 1)\nz ~ PitmanYor(alpha, alpha)\n", 3, 15,
      "discount must be a fixed number"),
-    ("data x : real[N, D]\nz ~ CRP([1, 2])\n", 2, 9, "the concentration must be a number, got shape (2,)"),
-    ("data x : real[N, D]\nz ~ PitmanYor(1.5, 1)\n", 2, 5, "PitmanYor: discount must be in [0, 1), got 1.5"),
+    ("data x : real[N, D]\nz ~ CRP([1, 2])\n", 2, 9,
+     "the concentration must be a number, got shape (2,)"),
+    ("data x : real[N, D]\nz ~ PitmanYor(1.5, 1)\n", 2, 5,
+     "PitmanYor: discount must be in [0, 1), got 1.5"),
     ("data x : real[N, D]\nalpha ~ Gamma(-1, 1)\n", 2, 9, "Gamma: shape must be a positive number"),
-    (H + "theta[k] ~ NormalGamma(mu0 = [1, 2] + [1, 2, 3])\n", 3, 37, "cannot add shapes (2,) and (3,)"),
+    (H + "theta[k] ~ NormalGamma(mu0 = [1, 2] + [1, 2, 3])\n", 3, 37,
+     "cannot add shapes (2,) and (3,)"),
     (H + "theta[k] ~ NormalGamma(kappa0 = 1 / 0)\n", 3, 35, "division by zero"),
+    ("data x : real[N, D]\nc = log(0)\n", 2, 5, "'log(0)' is not finite"),
 ])
 def test_errors_name_line_column_and_what_was_expected(text, line, column, message):
     with pytest.raises(ModelError) as info:

@@ -93,7 +93,8 @@ def test_str_gives_back_the_source_and_render_round_trips(text):
 
 
 @pytest.mark.parametrize("text, canonical", [
-    ("D+2", "D + 2"), ("2^3^2", "2 ^ 3 ^ 2"), ("(2^3)^2", "(2 ^ 3) ^ 2"), ("-(1+2)*3", "-(1 + 2) * 3"),
+    ("D+2", "D + 2"), ("2^3^2", "2 ^ 3 ^ 2"), ("(2^3)^2", "(2 ^ 3) ^ 2"),
+    ("-(1+2)*3", "-(1 + 2) * 3"),
     ("1-(2-3)", "1 - (2 - 3)"), ("(1-2)-3", "1 - 2 - 3"), ("2**-1", "2 ^ -1"), ("0.50", "0.5"),
 ])
 def test_render_is_canonical_with_minimal_parentheses(text, canonical):

@@ -1,10 +1,13 @@
 """Exactness tests of the conjugate component families.
 
-Every family is checked against computations that share no code with it: scipy
-quadrature over the parameters for one-dimensional parameter spaces, and closed forms
-built from scipy densities elsewhere (the multivariate normal of a cluster's stacked
-points, Bayes' identity p(x) = p(x | theta) p(theta) / p(theta | x) at several theta,
-Dirichlet-multinomial and Beta functions).
+The log marginal of every family is checked against computations that share no code
+with it: scipy quadrature over the parameters of one data dimension, and closed forms
+built from scipy densities (the multivariate normal of a cluster's stacked points,
+Bayes' identity p(x) = p(x | theta) p(theta) / p(theta | x) at several theta, the
+Dirichlet-multinomial chain rule, Beta functions). Then the predictive against ratios
+of marginals, exchangeability, incremental statistics, posterior and prior draws against
+analytic moments (tolerances of 5 Monte Carlo standard errors), the NumPyro side, data
+checks and hyperparameter resolution.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
+from numpyro.distributions.transforms import biject_to
+from numpyro.infer.util import constrain_fn, potential_energy
 from scipy import integrate, special, stats
 
 import dpppl  # noqa: F401  (float64)
@@ -26,8 +31,6 @@ from dpppl.errors import DataError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
                             NormalKnownCov)
 from dpppl.families.base import add_point, segment_stats, take
-from numpyro.distributions.transforms import biject_to
-from numpyro.infer.util import constrain_fn, potential_energy
 
 # ----- cases: resolved families (every hyperparameter a numeric array of full shape) -----
 
@@ -139,7 +142,7 @@ def niw_posterior(f, x):
 
 
 def ng_posterior(f, x):
-    """Textbook Normal-Gamma update, per dimension (Bishop 2006, ex. 2.44)."""
+    """Textbook Normal-Gamma update with the sample mean and sum of squares, per dimension."""
     n = len(x)
     kn, an = f.kappa0 + n, f.a0 + n / 2
     if n == 0:

@@ -113,8 +113,8 @@ class Expr:
 
     Nodes compare equal when their structure is equal; ``span`` (where the node was
     written) and ``text`` (the exact source text) take no part in comparisons.
-    ``str(expr)`` gives the source text of a parsed expression, or a canonical rendering
-    of a built or rewritten one; ``parse_expression(str(e)) == e`` always holds.
+    ``str(expr)`` gives the source text of a parsed expression, or the canonical
+    :meth:`render` of a built or rewritten one; parsing either gives back an equal tree.
     """
 
     span: Optional[Span] = dataclasses.field(default=None, compare=False, kw_only=True)
@@ -418,6 +418,7 @@ def _reduction(numpy_fn, min_rows: int = 1) -> Function:
 
 
 def _cov(call, a):
+    """The (D, D) sample covariance of the rows of ``a`` (a vector is one column)."""
     if a.ndim == 1:
         a = a[:, None]
     if a.ndim != 2:
@@ -428,12 +429,14 @@ def _cov(call, a):
 
 
 def _size(call, a) -> int:
+    """The argument of ``eye``, ``ones`` or ``zeros``: a positive integer."""
     if a.ndim != 0 or a < 1 or a != np.round(a):
         raise call.error(f"{call.func}() needs a positive integer, got {a}")
     return int(a)
 
 
 def _diag(call, a):
+    """``np.diag``: a vector to a diagonal matrix, a matrix to its diagonal."""
     if a.ndim not in (1, 2):
         raise call.error(f"diag() needs a vector or a matrix, got shape {a.shape}")
     return np.diag(a)
@@ -532,11 +535,12 @@ class ExprBuilder(Transformer):
         super().__init__(visit_tokens=False)
         self.source = source
 
-    def span(self, item) -> Span:
+    def _span(self, item) -> Span:
         """The position of a token or of a tree's meta."""
         return Span(self.source, item.line, item.column)
 
     def _text(self, meta) -> str:
+        """The source text a tree spans."""
         return self.source.text[meta.start_pos:meta.end_pos]
 
     def expression(self, meta, children):
@@ -546,35 +550,38 @@ class ExprBuilder(Transformer):
         (tok,) = children
         value = float(tok)
         if not np.isfinite(value):
-            raise self.span(tok).error(f"number {tok} is too large")
-        return Number(value, span=self.span(tok), text=str(tok))
+            raise self._span(tok).error(f"number {tok} is too large")
+        return Number(value, span=self._span(tok), text=str(tok))
+
+    def _name(self, tok) -> Name:
+        """A :class:`Name` for a NAME token."""
+        return Name(str(tok), span=self._span(tok), text=str(tok))
 
     def name(self, meta, children):
-        (tok,) = children
-        return Name(str(tok), span=self.span(tok), text=str(tok))
+        return self._name(children[0])
 
     def binary(self, meta, children):
         left, op, right = children
-        return BinOp("^" if op == "**" else str(op), left, right, span=self.span(op),
+        return BinOp("^" if op == "**" else str(op), left, right, span=self._span(op),
                      text=self._text(meta))
 
     def neg(self, meta, children):
         op, operand = children
-        return Neg(operand, span=self.span(op), text=self._text(meta))
+        return Neg(operand, span=self._span(op), text=self._text(meta))
 
     def pos(self, meta, children):
         return children[1]
 
     def index(self, meta, children):
         base, index = children
-        return Index(base, index, span=self.span(meta), text=self._text(meta))
+        return Index(base, index, span=self._span(meta), text=self._text(meta))
 
     def vector(self, meta, children):
-        return Vector(tuple(children), span=self.span(meta), text=self._text(meta))
+        return Vector(tuple(children), span=self._span(meta), text=self._text(meta))
 
     def keyword(self, meta, children):
         tok, value = children
-        return Keyword(str(tok), value, span=self.span(tok))
+        return Keyword(str(tok), value, span=self._span(tok))
 
     def call(self, meta, children):
         tok, *arguments = children
@@ -586,7 +593,7 @@ class ExprBuilder(Transformer):
                 raise arg.error("positional argument after a keyword argument")
             else:
                 args.append(arg)
-        return Call(str(tok), tuple(args), tuple(keywords), span=self.span(tok),
+        return Call(str(tok), tuple(args), tuple(keywords), span=self._span(tok),
                     text=self._text(meta))
 
 

@@ -25,13 +25,18 @@ Statements
         the component prior and the observation model, a conjugate pair from
         :data:`COMPONENTS` (e.g. ``Dirichlet`` with ``Multinomial``).
 
-Names are free (``y``, ``c``, ``phi``, ``j``, ...) but must be used consistently, and a
-name must be defined before it is used. Arguments are positional (in the order of the
-family's fields) or keyword; an omitted hyperparameter takes the family's default.
-Hyperparameters are expressions (:mod:`dpppl.dsl.expressions`) of the data (by its
-declared name), ``N``, ``D``, ``V`` and constants; they stay expressions in the model and
-are evaluated by ``Family.resolve`` when data are bound, where the data are always called
-``x`` (references to the declared data name and dimension names are rewritten).
+Names are free (``y``, ``c``, ``phi``, ``j``, ...) but must be used consistently; the
+data declaration may stand anywhere, any other name must be defined before it is used.
+Arguments are positional (in the order of the family's fields) or keyword; an omitted
+hyperparameter takes the family's default. Hyperparameters are expressions
+(:mod:`dpppl.dsl.expressions`) of the data (by its declared name), ``N``, ``D``, ``V`` and
+constants; they stay expressions in the model and are evaluated by ``Family.resolve`` when
+data are bound, where the data are always called ``x`` (references to the declared data
+name and dimension names are rewritten).
+
+The grammar knows only calls with positional and keyword expression arguments; which
+distributions exist and what they build is decided by the tables below, so a new prior or
+family is a new table entry.
 
 Every problem raises :class:`~dpppl.errors.ModelError` with the file, the 1-based line and
 column, a caret excerpt and what was expected.
@@ -155,16 +160,13 @@ class Sampling:
 class StatementBuilder(ExprBuilder):
     """Extends the expression builder with the statement rules of the model grammar."""
 
-    def _name(self, tok) -> Name:
-        return Name(str(tok), span=self.span(tok), text=str(tok))
-
     def model(self, meta, children):
         return children
 
     def data_decl(self, meta, children):
         name, kind, dims, *of = children
         return DataStatement(self._name(name), self._name(kind), dims, of[0] if of else None,
-                             self.span(meta))
+                             self._span(meta))
 
     def dims(self, meta, children):
         return tuple(children)
@@ -234,7 +236,7 @@ class _ModelBuilder:
         self.data = self._data(first)
         for s in self.statements:
             if isinstance(s, Assignment):
-                self._define(s.name, "constant", self._expression(s.value))
+                self._define(s.name, "constant", self._constant(s.value))
             elif isinstance(s, Sampling) and s.name.name == self.data.name:
                 self._observation(s)
             elif isinstance(s, Sampling) and s.index is not None:
@@ -269,6 +271,7 @@ class _ModelBuilder:
 
     # ----- names ---------------------------------------------------------------------
     def _define(self, name: Name, kind: str, value: Any = None):
+        """Bring ``name`` into scope; a built-in or an already defined name raises."""
         if name.name in BUILTINS:
             raise name.error(f"'{name.name}' is a built-in name ({BUILTINS[name.name]}) and "
                              f"cannot be defined")
@@ -278,6 +281,7 @@ class _ModelBuilder:
         self.scope[name.name] = _Definition(kind, name.span, value)
 
     def _lookup(self, name: Name) -> _Definition:
+        """The definition of ``name``; raises if it is undefined or defined later."""
         if name.name in self.scope:
             return self.scope[name.name]
         if name.name in self.first_definition:
@@ -296,7 +300,8 @@ class _ModelBuilder:
         for node in expr.walk():
             if isinstance(node, Index):
                 raise node.error(f"'{node}' has no value here: indexing is only used in the "
-                                 f"observation line, e.g. {self.data.name}[i] ~ Normal(theta[z[i]])")
+                                 f"observation line, e.g. {self.data.name}[i] ~ "
+                                 f"Normal(theta[z[i]])")
         expr.check()
         mapping = {}
         for node in expr.walk():
@@ -322,6 +327,14 @@ class _ModelBuilder:
             raise expr.error(f"{what} must be a fixed number, but '{expr}' depends on the data")
         return rewritten
 
+    def _constant(self, expr: Expr) -> Expr:
+        """The rewritten expression of ``NAME = expr``, evaluated now when it does not
+        use the data so that its errors show even if the name is never used."""
+        expr = self._expression(expr)
+        if not expr.names():
+            expr.evaluate({})
+        return expr
+
     def _number(self, expr: Expr, what: str) -> float:
         """A fixed number (a constant expression): a discount, a concentration, a Gamma
         shape or rate."""
@@ -342,6 +355,7 @@ class _ModelBuilder:
 
     # ----- statements ----------------------------------------------------------------
     def _data(self, s: DataStatement) -> DataDecl:
+        """``data x : real[N, D]``: check the kind and dimensions, define the names."""
         kind = s.kind.name
         if kind not in DATA_KINDS:
             raise s.kind.error(f"unknown data kind '{kind}'{suggest(kind, DATA_KINDS)}; expected "
@@ -356,7 +370,7 @@ class _ModelBuilder:
         for axis, dim in enumerate(s.dims):
             alias = ("N", "D")[axis]
             if isinstance(dim, Number):
-                if dim.value < 1 or not float(dim.value).is_integer():
+                if dim.value < 1 or not dim.value.is_integer():
                     raise dim.error(f"a dimension must be a name or a positive integer, got {dim}")
                 dims.append(int(dim.value))
             elif dim.name in BUILTINS and (dim.name == "N") != (axis == 0):
@@ -394,8 +408,10 @@ class _ModelBuilder:
 
     def _concentration(self, expr: Expr):
         """A concentration: a fixed number, or the name of a Gamma-distributed variable."""
-        if isinstance(expr, Name) and expr.name not in BUILTINS and self._lookup(expr).kind == "random":
-            return self.scope[expr.name].value
+        if isinstance(expr, Name) and expr.name not in BUILTINS:
+            d = self._lookup(expr)
+            if d.kind == "random":
+                return d.value
         return self._number(expr, "the concentration")
 
     def _component(self, s: Sampling):
@@ -424,7 +440,8 @@ class _ModelBuilder:
         if s.index is None:
             raise s.name.error(f"the observation of '{x}' needs an index: {x}[i] ~ ...")
         if self.observation is not None:
-            raise s.name.error(f"'{x}' is already observed at line {self.observation.name.span.line}")
+            raise s.name.error(f"'{x}' is already observed at line "
+                               f"{self.observation.name.span.line}")
         if func not in OBSERVATIONS:
             raise _unknown(s.dist, "observation", sorted(OBSERVATIONS))
         if not s.dist.args:
@@ -505,7 +522,7 @@ def _unknown(call: Call, role: str, names) -> ModelError:
     """The error for a distribution that is not a ``role``: a hint when it is a
     distribution of another role, else a close-match suggestion."""
     for other, table, example in _ROLES:
-        if call.func in table and other not in role:
+        if call.func in table:
             return call.error(f"{call.func} is {_article(other)} {other} (as in '{example}'), "
                               f"not {_article(role)} {role}")
     return call.error(f"unknown {role} '{call.func}'{suggest(call.func, names)}; expected one "
@@ -545,4 +562,5 @@ def load(path: str | os.PathLike) -> Model:
     return dataclasses.replace(parse(text, source=path), path=path)
 
 
-__all__ = ["parse", "load", "PARTITION_PRIORS", "CONCENTRATION_PRIORS", "COMPONENTS", "OBSERVATIONS"]
+__all__ = ["parse", "load", "PARTITION_PRIORS", "CONCENTRATION_PRIORS", "COMPONENTS",
+           "OBSERVATIONS"]

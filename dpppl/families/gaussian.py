@@ -73,6 +73,7 @@ class DiagonalStats(NamedTuple):
 
 
 def diagonal_point_stats(x):
+    """Statistics of each point of ``x`` (..., D): ``(1, x, x**2)``."""
     x = jnp.asarray(x)
     return DiagonalStats(jnp.ones(x.shape[:-1], x.dtype), x, x * x)
 
@@ -97,6 +98,7 @@ class DiagonalNormalParams(NamedTuple):
 
 
 def diagonal_normal_params(loc, var):
+    """:class:`DiagonalNormalParams` of N(loc, diag(var)), for every leading row."""
     return DiagonalNormalParams(loc, 1.0 / var, -0.5 * jnp.sum(jnp.log(2 * jnp.pi * var), axis=-1))
 
 
@@ -120,6 +122,7 @@ class DiagonalStudentTParams(NamedTuple):
 
 
 def diagonal_student_t_params(df, loc, scale2):
+    """:class:`DiagonalStudentTParams` of prod_d t_df(loc_d, scale2_d), for every leading row."""
     log_norm = jnp.sum(gammaln((df + 1) / 2) - gammaln(df / 2) - 0.5 * jnp.log(df * jnp.pi * scale2),
                        axis=-1)
     return DiagonalStudentTParams(loc, 1.0 / (df * scale2), (df + 1) / 2, log_norm)

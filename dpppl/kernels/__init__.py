@@ -4,7 +4,9 @@
 ``make(name, model, data)`` returns a ``numpyro.infer.mcmc.MCMCKernel``.
 """
 
-from . import alpha, gibbs  # noqa: F401  (registers the built-in kernels)
+from . import alpha, gibbs, splitmerge  # noqa: F401  (registers the built-in kernels)
+from .adapter import PartitionKernel, make
 from .base import Kernel, available, build, check_applies, compose, entry, register
 
-__all__ = ["Kernel", "available", "build", "check_applies", "compose", "entry", "register"]
+__all__ = ["Kernel", "PartitionKernel", "available", "build", "check_applies", "compose", "entry",
+           "make", "register"]

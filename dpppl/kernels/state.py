@@ -94,6 +94,11 @@ def log_joint(family, prior, state: PartitionState) -> jax.Array:
     return prior.log_eppf(counts, state.alpha) + jnp.sum(lm) + prior.log_prior_alpha(state.alpha)
 
 
+def set_row(stats, k, row):
+    """Per-slot statistics with row ``k`` replaced by ``row`` (a tree of single rows)."""
+    return jax.tree.map(lambda a, r: a.at[k].set(r), stats, row)
+
+
 def sample_index(logits: jax.Array, u: jax.Array) -> jax.Array:
     """Draw an index from unnormalised ``logits`` by inverting the CDF at ``u`` in [0, 1).
 

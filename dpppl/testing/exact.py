@@ -768,7 +768,7 @@ class PowerCurve:
         """Smallest relative bias |factor - 1| rejected in at least ``power`` of the runs."""
         bias = np.abs(self.factors - 1.0)
         hit = (self.rejection_rate >= power) & (bias > 0)
-        return float(bias[hit].min()) if hit.any() else None
+        return round(float(bias[hit].min()), 12) if hit.any() else None
 
 
 def power_curve(model: Model, x, factors: Sequence[float], *, num_chains: int, num_draws: int,

@@ -1,0 +1,168 @@
+"""The ``dpppl`` command line.
+
+    dpppl sample MODEL --data FILE|NAME [--kernel gibbs] [--warmup 500] [--samples 1000]
+                 [--chains 1] [--seed 0] [--init sequential] [--option NAME=VALUE ...] --out run.nc
+    dpppl summary run.nc
+    dpppl plot run.nc --kind trace|autocorr --out fig.png [--var num_clusters ...]
+    dpppl kernels            # registered kernels, exact or approximate
+    dpppl datasets           # bundled and synthetic data sets
+
+Errors in the model, the data or the options are reported in one line (exit status 2)
+before anything is sampled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+
+LABEL_INVARIANT = ("num_clusters", "largest_cluster", "alpha")
+
+
+def _option(text: str):
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"--option expects NAME=VALUE, got {text!r}")
+    name, value = text.split("=", 1)
+    try:
+        value = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        pass  # a bare string such as uniform
+    return name.strip(), value
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dpppl", description="Dirichlet-process mixture models on NumPyro/JAX")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("sample", help="sample a model's posterior and write InferenceData (netCDF)")
+    s.add_argument("model", help="model file (.dp)")
+    s.add_argument("--data", required=True, help="CSV/NPY/NPZ file, or a data set name (see `dpppl datasets`)")
+    s.add_argument("--kernel", default="gibbs", help="kernel or hybrid, e.g. gibbs, gibbs+splitmerge, nuts")
+    s.add_argument("--warmup", type=int, default=500, help="warmup iterations (default 500)")
+    s.add_argument("--samples", type=int, default=1000, help="kept iterations (default 1000)")
+    s.add_argument("--chains", type=int, default=1, help="independent chains (default 1)")
+    s.add_argument("--thinning", type=int, default=1)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--init", default="sequential", help="sequential | single | prior")
+    s.add_argument("--truncation", type=int, default=20, help="sticks for --kernel nuts (default 20)")
+    s.add_argument("--option", type=_option, action="append", default=[], metavar="NAME=VALUE",
+                   help="a kernel option, repeatable")
+    s.add_argument("--out", default=None, help="netCDF file to write (default: print a summary only)")
+    s.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    m = sub.add_parser("summary", help="summarise a run: label-invariant statistics, ESS, R-hat")
+    m.add_argument("run", help="netCDF file written by `dpppl sample`")
+
+    pl = sub.add_parser("plot", help="trace or autocorrelation plot of a run")
+    pl.add_argument("run")
+    pl.add_argument("--kind", choices=("trace", "autocorr"), default="trace")
+    pl.add_argument("--var", action="append", default=None, help="variable(s) to plot")
+    pl.add_argument("--out", required=True, help="image file (png, pdf, svg)")
+
+    sub.add_parser("kernels", help="list kernels")
+    sub.add_parser("datasets", help="list data sets loadable by name")
+    return p
+
+
+def summary_text(idata) -> str:
+    """A short summary of a run: model, kernel, draws, and label-invariant statistics."""
+    import numpy as np
+
+    from .diagnostics.arviz_compat import az, group
+
+    post = group(idata, "posterior")
+    stats = group(idata, "sample_stats")
+    attrs = dict(post.attrs)
+    chains, draws = post.sizes["chain"], post.sizes["draw"]
+    exact = attrs.get("exact")
+    lines = [f"model:  {attrs.get('model', '?')}",
+             f"kernel: {attrs.get('kernel', '?')} ({'exact' if exact else 'approximate'}), "
+             f"{chains} chain(s) x {draws} draws, {post.sizes.get('point', '?')} points"]
+    if attrs.get("interrupted"):
+        lines.append("note:   the run was interrupted; these are the draws it kept")
+    names = [v for v in LABEL_INVARIANT if v in post]
+    table = az.summary(post[names].astype(float), kind="all", round_to=3)
+    lp = az.summary(stats[["lp"]], kind="all", round_to=1)
+    lines += ["", table.to_string(), lp.to_string(), ""]
+    k = np.asarray(post["num_clusters"]).ravel()
+    values, counts = np.unique(k, return_counts=True)
+    order = np.argsort(-counts)[:8]
+    lines.append("posterior of the number of clusters: " + ", ".join(
+        f"P(K={values[i]})={counts[i] / k.size:.3f}" for i in sorted(order, key=lambda i: values[i])))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    from .errors import DPPPLError
+
+    try:
+        return _run(args)
+    except (DPPPLError, FileNotFoundError, ValueError) as e:
+        print(f"dpppl: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(args) -> int:
+    if args.command == "kernels":
+        from .kernels import available, entry
+
+        for name in available():
+            if name == "nuts":
+                print(f"{'nuts':<14} approximate  NumPyro NUTS on the truncated stick-breaking model")
+                continue
+            e = entry(name)
+            print(f"{name:<14} {'exact      ' if e.exact else 'approximate'}  {e.description}")
+        return 0
+    if args.command == "datasets":
+        from .datasets import available
+
+        for name, text in available().items():
+            print(f"{name:<10} {text}")
+        return 0
+    if args.command == "sample":
+        import dpppl
+        from .datasets import read_data
+
+        model = dpppl.load(args.model)
+        x = read_data(args.data)
+        idata = dpppl.sample(model, x, kernel=args.kernel, num_warmup=args.warmup,
+                             num_samples=args.samples, num_chains=args.chains, seed=args.seed,
+                             init=args.init, thinning=args.thinning, truncation=args.truncation,
+                             progress_bar=not args.no_progress, **dict(args.option))
+        print(summary_text(idata))
+        if args.out:
+            idata.to_netcdf(args.out)
+            print(f"\nwrote {args.out}")
+        return 0
+    from .diagnostics.arviz_compat import az
+
+    idata = az.from_netcdf(args.run)
+    if args.command == "summary":
+        print(summary_text(idata))
+        return 0
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .diagnostics.arviz_compat import group
+
+    post = group(idata, "posterior")
+    names = args.var or [v for v in LABEL_INVARIANT if v in post]
+    missing = [v for v in names if v not in post]
+    if missing:
+        raise ValueError(f"no variable(s) {missing} in {args.run}; available: {sorted(post.data_vars)}")
+    if args.kind == "trace":
+        az.plot_trace(post[names].astype(float))
+    else:
+        az.plot_autocorr(post[names].astype(float), combined=True)
+    plt.gcf().tight_layout()
+    plt.savefig(args.out, dpi=110)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

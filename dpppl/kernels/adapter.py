@@ -1,0 +1,133 @@
+"""A thin adapter that makes any dpppl kernel a ``numpyro.infer.mcmc.MCMCKernel``.
+
+    mcmc = numpyro.infer.MCMC(dpppl.kernels.make("gibbs", model, x), num_warmup=200, num_samples=500)
+    mcmc.run(jax.random.key(0), x)
+    mcmc.get_samples()["num_clusters"]
+
+NumPyro's MCMC runs the whole chain inside one jitted loop, so the cluster capacity
+cannot grow on the host as in :func:`dpppl.sample`. The adapter fixes it at
+construction (default: enough for four times the initial number of clusters, at least
+64, at most N + 1). If a move needs a new cluster while every slot is occupied the move
+is restricted to the existing clusters, which biases the chain; the state's
+``overflow`` flag records it (``extra_fields=("overflow",)``). Use
+``capacity=N + 1`` to rule it out, or :func:`dpppl.sample`, which grows as needed.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from numpyro.infer.mcmc import MCMCKernel
+from numpyro.util import is_prng_key
+
+from .base import build
+from .state import PartitionState, largest_cluster, log_joint, num_clusters
+
+
+class AdapterState(NamedTuple):
+    """State seen by NumPyro's MCMC.
+
+    - **i** - iteration counter (warmup while ``i < num_warmup``).
+    - **z** - dict of the draw: ``z`` labels, ``num_clusters``, ``largest_cluster``, ``alpha``.
+    - **partition** - the dpppl :class:`~dpppl.kernels.state.PartitionState`.
+    - **potential_energy** - minus the collapsed log joint (ArviZ shows ``lp``).
+    - **overflow** - True once a move found no empty slot (see the module docstring).
+    - **rng_key** - key for the next step.
+    """
+
+    i: jax.Array
+    z: dict
+    partition: PartitionState
+    potential_energy: jax.Array
+    overflow: jax.Array
+    rng_key: jax.Array
+
+
+class PartitionKernel(MCMCKernel):
+    """NumPyro ``MCMCKernel`` around a dpppl partition kernel (see module docstring).
+
+    Parameters
+    ----------
+    kernel : str
+        Kernel name or hybrid (``"gibbs+splitmerge"``).
+    model : dpppl Model
+    data : array-like
+        Used to validate and to resolve data-dependent hyperparameters; ``mcmc.run``
+        may pass data of the same shape as its first argument (else these data are used).
+    init : {"sequential", "single", "prior"} or labels
+    capacity : int, optional
+    **options : kernel options.
+    """
+
+    sample_field = "z"
+
+    def __init__(self, kernel, model, data, *, init="sequential", capacity=None, **options):
+        from ..inference import _as_model
+
+        self._bound = _as_model(model).bind(data)
+        self._kernel = build(kernel, self._bound, **options)
+        self._init = init
+        self._capacity = capacity
+        self._num_warmup = 0
+
+    @property
+    def model(self):
+        # ArviZ reads ``mcmc.sampler.model``; None tells it there is no NumPyro model to replay
+        return None
+
+    @property
+    def exact(self) -> bool:
+        return self._kernel.exact
+
+    @property
+    def default_fields(self):
+        return ("z", "potential_energy")
+
+    def _data(self, model_args):
+        return jnp.asarray(model_args[0]) if model_args else jnp.asarray(self._bound.x)
+
+    def _wrap(self, i, partition, rng_key):
+        draw = {"z": partition.z, "num_clusters": num_clusters(partition),
+                "largest_cluster": largest_cluster(partition), "alpha": partition.alpha}
+        lp = log_joint(self._bound.family, self._bound.prior, partition)
+        return AdapterState(i, draw, partition, -lp, partition.overflow, rng_key)
+
+    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        from ..inference import _given_labels, initial_states
+
+        self._num_warmup = num_warmup
+        keys = rng_key[None] if is_prng_key(rng_key) else rng_key
+        n = self._bound.num_points
+        labels = _given_labels(init_params if init_params is not None else self._init, n, keys.shape[0])
+        k_init, k_run = jax.vmap(jax.random.split, out_axes=1)(keys)
+        capacity = self._capacity
+        if capacity is None:
+            guess = 8 if labels is None else int(labels.max()) + 1
+            capacity = int(min(n + 1, max(64, 4 * guess)))
+        states = initial_states(self._bound, self._init if init_params is None else "labels",
+                                labels, k_init, capacity)
+        wrapped = jax.vmap(lambda s, k: self._wrap(jnp.zeros((), jnp.int32), s, k))(states, k_run)
+        return jax.tree.map(lambda a: a[0], wrapped) if is_prng_key(rng_key) else wrapped
+
+    def sample(self, state, model_args, model_kwargs):
+        x = self._data(model_args)
+
+        def one(state):
+            key, sub = jax.random.split(state.rng_key)
+            partition, _ = jax.lax.cond(state.i < self._num_warmup,
+                                        lambda s: self._kernel.warmup(sub, s, x),
+                                        lambda s: self._kernel.step(sub, s, x), state.partition)
+            return self._wrap(state.i + 1, partition, key)
+
+        return one(state) if is_prng_key(state.rng_key) else jax.vmap(one)(state)
+
+    def get_diagnostics_str(self, state):
+        return f"K={int(state.z['num_clusters'])} lp={-float(state.potential_energy):.1f}"
+
+
+def make(kernel: str, model, data, **options) -> PartitionKernel:
+    """A ``numpyro.infer.mcmc.MCMCKernel`` running ``kernel`` on ``model`` (see module docstring)."""
+    return PartitionKernel(kernel, model, data, **options)
