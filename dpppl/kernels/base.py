@@ -17,8 +17,10 @@ import inspect
 from typing import Callable, Optional
 
 import jax
+import jax.numpy as jnp
 
 from ..errors import KernelError
+from .state import sample_index
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,14 +121,28 @@ def check_applies(spec: str, model) -> None:
             raise KernelError(f"kernel {n!r} does not apply to this model: {reason}")
 
 
-def build(spec: str, bound_model, **options) -> Kernel:
+SCHEDULES = ("sequence", "random")
+
+
+def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, **options) -> Kernel:
     """Build a kernel (or a ``+``-joined hybrid) for a bound model.
 
     Options go to every part whose factory accepts them; an option no part accepts is an
     error. When the concentration has a Gamma prior, the alpha move is appended.
+
+    ``schedule`` says how the parts of a hybrid share the iterations: ``"sequence"``
+    (default) runs every part in turn each iteration; ``"random"`` runs one part per
+    iteration, part k with probability ``weights[k] / sum(weights)`` (default equal
+    weights): a random-scan form of the time sharing of Liang et al. (2007, sec. 5),
+    who divide the CPU time among the moves of a hybrid (see :func:`compose`). The
+    alpha move, when there is one, runs every iteration after the chosen part.
     """
     names = parse_kernel_name(spec)
     check_applies(spec, bound_model.model)
+    if schedule not in SCHEDULES:
+        raise KernelError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    if weights is not None and schedule != "random":
+        raise KernelError("weights apply to schedule='random' only")
     used = set()
     parts = []
     for n in names:
@@ -136,9 +152,13 @@ def build(spec: str, bound_model, **options) -> Kernel:
         parts.append(e.factory(bound_model, **accepted))
     unknown = set(options) - used
     if unknown:
-        accepted = sorted({o for n in names for o in entry(n).options})
+        accepted = sorted({o for n in names for o in entry(n).options} | {"schedule", "weights"})
         raise KernelError(f"unknown option(s) {sorted(unknown)} for kernel {spec!r}; "
-                          f"accepted: {accepted or 'none'}")
+                          f"accepted: {accepted}")
+    if schedule == "random" and len(parts) > 1:
+        parts = [compose(parts, name=spec, schedule="random", weights=weights)]
+    elif schedule == "random":
+        _schedule_probabilities(weights, 1)  # validated, though one part leaves nothing to choose
     if bound_model.prior.alpha_is_random:
         from .alpha import build_alpha_kernel
 
@@ -146,23 +166,77 @@ def build(spec: str, bound_model, **options) -> Kernel:
     return parts[0] if len(parts) == 1 else compose(parts, name=spec)
 
 
-def compose(parts: list[Kernel], name: str | None = None) -> Kernel:
-    """Run ``parts`` in turn each iteration; info keys are prefixed by each part's name."""
+def _schedule_probabilities(weights, num_parts: int):
+    if weights is None:
+        return [1.0 / num_parts] * num_parts
+    try:
+        w = [float(v) for v in weights]
+    except (TypeError, ValueError):
+        raise KernelError(f"weights must be a sequence of numbers, got {weights!r}") from None
+    if len(w) != num_parts:
+        raise KernelError(f"weights must have one entry per part of the hybrid ({num_parts}), got {len(w)}")
+    if not all(v >= 0 and v < float("inf") for v in w) or sum(w) <= 0:
+        raise KernelError(f"weights must be finite, non-negative and not all zero, got {weights!r}")
+    return [v / sum(w) for v in w]
 
-    def make(steps):
+
+def compose(parts: list[Kernel], name: str | None = None, schedule: str = "sequence",
+            weights=None) -> Kernel:
+    """Combine kernels into one; exact when every part is.
+
+    ``schedule="sequence"`` runs ``parts`` in turn each iteration. ``schedule="random"``
+    runs one part per iteration, part k with probability ``weights[k] / sum(weights)``:
+    a mixture of kernels that each leave the posterior invariant leaves it invariant
+    (Tierney 1994, on hybrid strategies). Under ``vmap`` (several chains in :func:`dpppl.sample`)
+    JAX evaluates every branch of the choice and keeps the chosen one, so the random
+    schedule changes the chain, not the cost of an iteration.
+
+    Info keys are prefixed by each part's name (a part that is itself a hybrid, whose
+    name holds a ``+``, keeps its keys). With ``"random"`` the statistics of the parts
+    not run are zero and ``move`` (int32) is the index of the part that ran.
+    """
+    if schedule not in SCHEDULES:
+        raise KernelError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+
+    def prefixed(part, info):
+        return info if "+" in part.name else {f"{part.name}_{k}": v for k, v in info.items()}
+
+    def make_sequence(steps):
         def step(rng_key, state, x):
             info = {}
             for part, part_step, key in zip(parts, steps, jax.random.split(rng_key, len(parts))):
                 state, part_info = part_step(key, state, x)
-                info.update({f"{part.name}_{k}": v for k, v in part_info.items()})
+                info.update(prefixed(part, part_info))
             return state, info
         return step
 
+    def make_random(steps):
+        probs = jnp.asarray(_schedule_probabilities(weights, len(parts)))
+
+        def step(rng_key, state, x):
+            k_move, k_step = jax.random.split(rng_key)
+            move = sample_index(jnp.log(probs), jax.random.uniform(k_move))
+            infos = [prefixed(p, jax.eval_shape(s, k_step, state, x)[1]) for p, s in zip(parts, steps)]
+            zeros = {k: jnp.zeros(v.shape, v.dtype) for info in infos for k, v in info.items()}
+
+            def branch(part, part_step):
+                def run(state):
+                    state, part_info = part_step(k_step, state, x)
+                    return state, {**zeros, **prefixed(part, part_info)}
+                return run
+
+            state, info = jax.lax.switch(move, [branch(p, s) for p, s in zip(parts, steps)], state)
+            return state, {**info, "move": move}
+        return step
+
+    make = make_sequence if schedule == "sequence" else make_random
     has_warmup = any(p.warmup_step is not None for p in parts)
+    info_names = tuple(k for p in parts for k in (
+        p.info_names if "+" in p.name else tuple(f"{p.name}_{k}" for k in p.info_names)))
     return Kernel(
         name=name or "+".join(p.name for p in parts),
         exact=all(p.exact for p in parts),
         step=make([p.step for p in parts]),
         warmup_step=make([p.warmup for p in parts]) if has_warmup else None,
-        info_names=tuple(f"{p.name}_{k}" for p in parts for k in p.info_names),
+        info_names=info_names + (("move",) if schedule == "random" else ()),
     )

@@ -23,11 +23,7 @@ import jax.numpy as jnp
 
 from ..families.base import add_point, take
 from .base import Kernel, register
-from .state import PartitionState, sample_index
-
-
-def _set_row(tree, k, row):
-    return jax.tree.map(lambda a, r: a.at[k].set(r), tree, row)
+from .state import PartitionState, sample_index, set_row
 
 
 def _seat(family, prior, x, order, uniforms, state: PartitionState, remove_first: bool):
@@ -39,7 +35,7 @@ def _seat(family, prior, x, order, uniforms, state: PartitionState, remove_first
         row = take(stats, k)
         emptied = row.n < 0.5
         row = jax.tree.map(lambda s: jnp.where(emptied, jnp.zeros_like(s), s), row)
-        return _set_row(stats, k, row), _set_row(params, k, family.predictive_params(row))
+        return set_row(stats, k, row), set_row(params, k, family.predictive_params(row))
 
     def body(t, carry):
         z, stats, params, overflow = carry

@@ -1,0 +1,72 @@
+"""The dpppl command line, end to end, in process."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpppl.cli import main
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+
+
+def test_sample_summary_and_plots(tmp_path, capsys):
+    out = tmp_path / "run.nc"
+    assert main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--warmup", "5",
+                 "--samples", "20", "--chains", "2", "--no-progress", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "kernel: gibbs (exact), 2 chain(s) x 20 draws, 82 points" in text
+    assert "num_clusters" in text and "P(K=" in text and out.exists()
+    assert main(["summary", str(out)]) == 0
+    assert "largest_cluster" in capsys.readouterr().out
+    for kind in ("trace", "autocorr"):
+        fig = tmp_path / f"{kind}.png"
+        assert main(["plot", str(out), "--kind", kind, "--out", str(fig)]) == 0
+        assert fig.stat().st_size > 1000
+
+
+def test_sample_from_csv_with_kernel_options(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    data = tmp_path / "points.csv"
+    np.savetxt(data, rng.normal(size=(20, 2)), delimiter=",", header="a,b", comments="")
+    assert main(["sample", str(MODELS / "gaussian_known.dp"), "--data", str(data), "--kernel",
+                 "gibbs+splitmerge", "--option", "num_proposals=3", "--warmup", "2", "--samples", "5",
+                 "--no-progress"]) == 0
+    assert "gibbs+splitmerge" in capsys.readouterr().out
+
+
+def test_listings(capsys):
+    assert main(["kernels"]) == 0
+    text = capsys.readouterr().out
+    assert "gibbs" in text and "exact" in text and "nuts" in text
+    assert main(["datasets"]) == 0
+    assert "galaxies" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--kernel", "gibs"], "unknown kernel 'gibs'"),
+    (["--option", "beam=3"], "unknown option"),
+    (["--data", "no_such_file.csv"], "no_such_file"),
+])
+def test_errors_exit_2_with_one_line(args, message, capsys):
+    base = ["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--no-progress"]
+    assert main(base + args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dpppl: error:") and message in err
+
+
+def test_malformed_model_file(tmp_path, capsys):
+    bad = tmp_path / "bad.dp"
+    bad.write_text("data x : real[N, D]\nz ~ CRP(1)\ntheta[k] ~ NormalInverseWishrt()\nx[i] ~ Normal(theta[z[i]])\n")
+    assert main(["sample", str(bad), "--data", "galaxies", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "bad.dp:3:" in err and "NormalInverseWishart" in err
+
+
+def test_plot_of_unknown_variable(tmp_path, capsys):
+    out = tmp_path / "run.nc"
+    main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--warmup", "1",
+          "--samples", "3", "--no-progress", "--out", str(out)])
+    capsys.readouterr()
+    assert main(["plot", str(out), "--var", "nope", "--out", str(tmp_path / "f.png")]) == 2
+    assert "nope" in capsys.readouterr().err
