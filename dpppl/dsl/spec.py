@@ -8,7 +8,7 @@ data-dependent hyperparameters, giving a :class:`BoundModel` that kernels consum
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 

@@ -19,7 +19,7 @@ the prior's.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
