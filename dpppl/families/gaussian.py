@@ -72,6 +72,11 @@ class DiagonalStats(NamedTuple):
     s2: jax.Array
 
 
+def diagonal_empty_stats(shape, dim):
+    """Zero diagonal statistics with leading ``shape`` for ``dim`` dimensions."""
+    return DiagonalStats(jnp.zeros(shape), jnp.zeros(shape + (dim,)), jnp.zeros(shape + (dim,)))
+
+
 def diagonal_point_stats(x):
     """Statistics of each point of ``x`` (..., D): ``(1, x, x**2)``."""
     x = jnp.asarray(x)

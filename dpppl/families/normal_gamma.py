@@ -37,8 +37,8 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from .base import Family, check_hyper, resolve_fields
-from .gaussian import (DiagonalStats, centered_sums, diagonal_normal_log_likelihood,
-                       diagonal_point_stats, diagonal_student_t_logpdf, diagonal_student_t_params)
+from .gaussian import (centered_sums, diagonal_normal_log_likelihood,
+                       diagonal_empty_stats, diagonal_point_stats, diagonal_student_t_logpdf, diagonal_student_t_params)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,8 +90,7 @@ class NormalGamma(Family):
         return int(np.shape(self.mu0)[0])
 
     def empty_stats(self, shape=()):
-        D = self.dim
-        return DiagonalStats(jnp.zeros(shape), jnp.zeros(shape + (D,)), jnp.zeros(shape + (D,)))
+        return diagonal_empty_stats(shape, self.dim)
 
     def point_stats(self, x):
         return diagonal_point_stats(x)

@@ -35,8 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .base import Family, check_hyper, resolve_fields
-from .gaussian import (DiagonalStats, centered_sums, diagonal_normal_log_likelihood,
-                       diagonal_normal_logpdf, diagonal_normal_params, diagonal_point_stats)
+from .gaussian import (centered_sums, diagonal_normal_log_likelihood,
+                       diagonal_normal_logpdf, diagonal_normal_params, diagonal_empty_stats, diagonal_point_stats)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,8 +81,7 @@ class NormalKnownCov(Family):
         return int(np.shape(self.mu0)[0])
 
     def empty_stats(self, shape=()):
-        D = self.dim
-        return DiagonalStats(jnp.zeros(shape), jnp.zeros(shape + (D,)), jnp.zeros(shape + (D,)))
+        return diagonal_empty_stats(shape, self.dim)
 
     def point_stats(self, x):
         return diagonal_point_stats(x)
