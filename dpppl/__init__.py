@@ -14,7 +14,11 @@ from .errors import DataError, KernelError, ModelError
 from .families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
                        NormalKnownCov)
 from .inference import log_joint, sample
+from .analysis import (DPGaussianMixture, coclustering, metrics, plot_cluster_sizes, plot_clusters,
+                       plot_coclustering, plot_log_joint, plot_num_clusters, plots, point_estimate,
+                       predict, sample_prior)
 from .priors import CRP, Gamma, PitmanYor
+from .search import SearchResult, map_search
 
 __version__ = "0.1.0"
 
@@ -23,4 +27,8 @@ __all__ = [
     "DPMixture", "Gamma", "KernelError", "Model", "ModelError", "NormalGamma",
     "NormalInverseWishart", "NormalKnownCov", "PitmanYor", "PitmanYorMixture", "datasets",
     "kernels", "load", "log_joint", "parse", "sample",
+    "DPGaussianMixture", "coclustering", "metrics", "plot_cluster_sizes", "plot_clusters",
+    "plot_coclustering", "plot_log_joint", "plot_num_clusters", "plots", "point_estimate",
+    "predict", "sample_prior",
+    "SearchResult", "map_search",
 ]

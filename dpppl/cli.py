@@ -4,6 +4,10 @@
                  [--chains 1] [--seed 0] [--init sequential] [--option NAME=VALUE ...] --out run.nc
     dpppl summary run.nc
     dpppl plot run.nc --kind trace|autocorr --out fig.png [--var num_clusters ...]
+    dpppl plot run.nc --kind coclustering|clusters|k|lp --out fig.png [--estimate vi|dahl|best]
+                 [--compare other.nc ...]    # lp: log joint against iteration, one line per chain
+    dpppl search MODEL --data FILE|NAME [--heuristic inadmissible] [--beam 100] [--order marginal]
+                 [--out labels.csv]   # MAP clustering by search (Daume 2007)
     dpppl kernels            # registered kernels, exact or approximate
     dpppl datasets           # bundled and synthetic data sets
 
@@ -17,7 +21,8 @@ import argparse
 import ast
 import sys
 
-LABEL_INVARIANT = ("num_clusters", "largest_cluster", "alpha")
+LABEL_INVARIANT = ("num_clusters", "largest_cluster", "entropy", "alpha")
+SUMMARY_RANKS = 4  # cluster_sizes shown by `dpppl summary`: the largest few clusters
 
 
 def _option(text: str):
@@ -44,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--chains", type=int, default=1, help="independent chains (default 1)")
     s.add_argument("--thinning", type=int, default=1)
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--init", default="sequential", help="sequential | single | prior")
+    s.add_argument("--init", default="sequential", help="sequential | single | prior | search")
     s.add_argument("--truncation", type=int, default=20, help="sticks for --kernel nuts (default 20)")
     s.add_argument("--option", type=_option, action="append", default=[], metavar="NAME=VALUE",
                    help="a kernel option, repeatable")
@@ -54,11 +59,26 @@ def _parser() -> argparse.ArgumentParser:
     m = sub.add_parser("summary", help="summarise a run: label-invariant statistics, ESS, R-hat")
     m.add_argument("run", help="netCDF file written by `dpppl sample`")
 
-    pl = sub.add_parser("plot", help="trace or autocorrelation plot of a run")
+    pl = sub.add_parser("plot", help="plots of a run: traces, co-clustering, clusters, K, log joint")
     pl.add_argument("run")
-    pl.add_argument("--kind", choices=("trace", "autocorr"), default="trace")
+    pl.add_argument("--kind", choices=("trace", "autocorr", "coclustering", "clusters", "k", "lp"),
+                    default="trace", help="trace/autocorr of label-invariant variables; co-clustering "
+                    "heatmap; data coloured by clusters; histogram of K; log joint per iteration")
+    pl.add_argument("--estimate", default="vi", choices=("vi", "dahl", "best"),
+                    help="point estimate ordering/colouring coclustering and clusters (default vi)")
+    pl.add_argument("--compare", action="append", default=[], metavar="RUN",
+                    help="with --kind lp: further runs (e.g. other kernels) drawn beside the first")
     pl.add_argument("--var", action="append", default=None, help="variable(s) to plot")
     pl.add_argument("--out", required=True, help="image file (png, pdf, svg)")
+
+    se = sub.add_parser("search", help="MAP clustering by A*/beam search (Daume 2007)")
+    se.add_argument("model", help="model file (.dp)")
+    se.add_argument("--data", required=True, help="CSV/NPY/NPZ file, or a data set name (see `dpppl datasets`)")
+    se.add_argument("--heuristic", default="inadmissible", choices=("inadmissible", "admissible", "trivial"))
+    se.add_argument("--beam", default="100", help="queue size, or 'none' for an unbounded queue (default 100)")
+    se.add_argument("--order", default="marginal", choices=("marginal", "descending", "given", "random"))
+    se.add_argument("--seed", type=int, default=0, help="seed of --order random")
+    se.add_argument("--out", default=None, help="CSV file to write the labels to, one per line")
 
     sub.add_parser("kernels", help="list kernels")
     sub.add_parser("datasets", help="list data sets loadable by name")
@@ -81,8 +101,9 @@ def summary_text(idata) -> str:
              f"{chains} chain(s) x {draws} draws, {post.sizes.get('point', '?')} points"]
     if attrs.get("interrupted"):
         lines.append("note:   the run was interrupted; these are the draws it kept")
-    names = [v for v in LABEL_INVARIANT if v in post]
-    table = az.summary(post[names].astype(float), kind="all", round_to=3)
+    names = [v for v in LABEL_INVARIANT + ("cluster_sizes",) if v in post]
+    shown = post[names].isel(cluster=slice(0, SUMMARY_RANKS), missing_dims="ignore")
+    table = az.summary(shown.astype(float), kind="all", round_to=3)
     lp = az.summary(stats[["lp"]], kind="all", round_to=1)
     lines += ["", table.to_string(), lp.to_string(), ""]
     k = np.asarray(post["num_clusters"]).ravel()
@@ -121,6 +142,23 @@ def _run(args) -> int:
         for name, text in available().items():
             print(f"{name:<10} {text}")
         return 0
+    if args.command == "search":
+        import numpy as np
+
+        import dpppl
+        from .datasets import read_data
+
+        beam = None if args.beam.lower() == "none" else int(args.beam)
+        result = dpppl.map_search(dpppl.load(args.model), read_data(args.data), heuristic=args.heuristic,
+                                  beam=beam, order=args.order, seed=args.seed)
+        print(f"log joint {result.log_joint:.6g}, K = {result.num_clusters}, {result.seconds:.2f} s "
+              f"({result.states_enqueued} states enqueued, {result.states_dequeued} dequeued; "
+              f"greedy pass {result.greedy_log_joint:.6g})"
+              + ("; exact MAP" if result.proved_optimal else ""))
+        if args.out:
+            np.savetxt(args.out, result.labels, fmt="%d")
+            print(f"wrote {args.out}")
+        return 0
     if args.command == "sample":
         import dpppl
         from .datasets import read_data
@@ -147,6 +185,13 @@ def _run(args) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if args.kind not in ("trace", "autocorr"):
+        from .analysis.plots import plot_command
+
+        runs = {args.run: idata, **{path: az.from_netcdf(path) for path in args.compare}}
+        plot_command(args.kind, runs, args.out, estimate=args.estimate)
+        print(f"wrote {args.out}")
+        return 0
     from .diagnostics.arviz_compat import group
 
     post = group(idata, "posterior")

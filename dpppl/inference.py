@@ -27,7 +27,7 @@ from .kernels.gibbs import sequential_prediction
 from .kernels.state import (PartitionState, canonical_labels, grow, largest_cluster, log_joint as _state_log_joint,
                             num_clusters, state_from_labels)
 
-INIT_METHODS = ("sequential", "single", "prior")
+INIT_METHODS = ("sequential", "single", "prior", "search")
 _CHUNK_SECONDS = 0.5          # target wall time of one chunk (progress-bar refresh)
 _CHUNK_BYTES = 256 * 2**20    # device memory for one chunk's recorded draws
 
@@ -71,9 +71,11 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
         Independent chains, run vectorised.
     seed : int
         The same seed gives the same draws.
-    init : {"sequential", "single", "prior"} or array of labels
+    init : {"sequential", "single", "prior", "search"} or array of labels
         ``"sequential"``: sequential prediction (Liang et al. 2007, sec. 5.1);
-        ``"single"``: one cluster; ``"prior"``: a draw from the partition prior; or
+        ``"single"``: one cluster; ``"prior"``: a draw from the partition prior;
+        ``"search"``: every chain starts from :func:`dpppl.map_search` (inadmissible
+        score, beam 100; Daume 2007); or
         labels of shape (N,) or (num_chains, N).
     progress_bar : bool
         Off when the ``CI`` environment variable is set.
@@ -89,10 +91,11 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     Returns
     -------
     arviz.InferenceData
-        ``posterior``: ``z`` (chain, draw, point), ``num_clusters``, ``largest_cluster``
-        and ``alpha`` when resampled; ``sample_stats``: ``lp`` (the collapsed log joint)
-        and each move's statistics; ``observed_data``: ``x``; attrs: kernel, exactness,
-        model, versions.
+        ``posterior``: ``z`` (chain, draw, point), the label-invariant summaries
+        ``num_clusters``, ``largest_cluster``, ``cluster_sizes`` (sorted, padded) and
+        ``entropy`` (:mod:`dpppl.analysis.summaries`), and ``alpha`` when resampled;
+        ``sample_stats``: ``lp`` (the collapsed log joint) and each move's statistics;
+        ``observed_data``: ``x``; attrs: kernel, exactness, model, versions.
     """
     model = _as_model(model)
     for name, value, minimum in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
@@ -115,6 +118,8 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     k_init, k_run = jax.random.split(jax.random.key(seed))
     chain_keys = jax.random.split(k_run, num_chains)
     states = initial_states(bound, init, labels, jax.random.split(k_init, num_chains), capacity)
+    if kern.init is not None:  # the kernel's carried values in state.aux
+        states = jax.jit(jax.vmap(kern.init, in_axes=(0, None)))(states, x)
 
     runner = _Runner(bound, kern, x, num_chains)
     show = progress_bar and not os.environ.get("CI")
@@ -172,6 +177,11 @@ def initial_states(bound: BoundModel, init, labels, init_keys, capacity=None) ->
     elif labels is None and init == "prior":
         labels = np.stack([_prior_labels(bound.prior, alpha, n, np.random.default_rng(
             np.asarray(jax.random.key_data(k)).ravel())) for k in init_keys])
+    elif labels is None and init == "search":  # every chain starts from one MAP search (Daume 2007)
+        from .search import map_search
+
+        found = map_search(bound.model, bound.x, heuristic="inadmissible", beam=100).labels
+        labels = np.broadcast_to(found, (len(init_keys), n))
     if labels is not None:
         cap = _initial_capacity(n, int(labels.max()) + 1, capacity)
         return jax.vmap(lambda lab: state_from_labels(family, x, lab, cap, alpha))(jnp.asarray(labels))
@@ -301,12 +311,14 @@ def _progress(total, show, name):
 # ----------------------------------------------------------------------- results ---
 def _to_inference_data(bound: BoundModel, records: dict, attrs: dict):
     from . import __version__
+    from .analysis.summaries import label_summaries
     from .diagnostics.arviz_compat import to_arviz
     import numpyro
 
-    posterior = {"z": records.pop("z").astype(np.int32),
-                 "num_clusters": records.pop("num_clusters"),
-                 "largest_cluster": records.pop("largest_cluster")}
+    z = records.pop("z").astype(np.int32)
+    for name in ("num_clusters", "largest_cluster"):  # recomputed from z with the other summaries
+        records.pop(name)
+    posterior = {"z": z, **label_summaries(z)}
     alpha = records.pop("alpha")
     if bound.prior.alpha_is_random:
         posterior["alpha"] = alpha
@@ -320,7 +332,7 @@ def _to_inference_data(bound: BoundModel, records: dict, attrs: dict):
     return to_arviz(
         {"posterior": posterior, "sample_stats": sample_stats, "observed_data": {model.data.name: bound.x}},
         coords={"point": np.arange(n), "dim": np.arange(d)},
-        dims={"z": ["point"], model.data.name: ["point", "dim"]},
+        dims={"z": ["point"], "cluster_sizes": ["cluster"], model.data.name: ["point", "dim"]},
         attrs=all_attrs)
 
 

@@ -22,7 +22,7 @@ from dpppl.testing import check_kernel_samples, exact_posterior, scale_concentra
 
 CASES = {case.name: case for case in small_datasets()}
 EXACT_KERNELS = [name for name in kernels.available() if name != "nuts" and kernels.entry(name).exact]
-HYBRIDS = ["+".join(EXACT_KERNELS[:2])] if len(EXACT_KERNELS) > 1 else []
+HYBRIDS = [f"gibbs+{name}" for name in EXACT_KERNELS if name != "gibbs"]  # Gibbs with each other move
 NUM_CHAINS, NUM_WARMUP, NUM_SAMPLES = 64, 100, 500
 # the baseline kernel runs on every case by default; the other exact kernels and hybrids
 # run on a spread of cases (Gamma alpha, Pitman-Yor, counts) by default and on all of

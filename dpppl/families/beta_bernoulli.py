@@ -57,6 +57,8 @@ class BetaBernoulli(Family):
         Beta prior of each dimension's probability of a one, > 0 (a scalar: shared by all
         dimensions). The default is the uniform prior.
 
+    Notes
+    -----
     Parameters drawn by :meth:`posterior_draw` and :meth:`numpyro_sample_params` are
     ``{"probs": (..., D)}``.
     """

@@ -71,6 +71,8 @@ class DirichletMultinomial(Family):
         prior on the simplex; smaller values (e.g. 0.1) suit large sparse vocabularies,
         where they let clusters put their mass on few words.
 
+    Notes
+    -----
     Parameters drawn by :meth:`posterior_draw` and :meth:`numpyro_sample_params` are
     ``{"probs": (..., V)}``.
     """

@@ -60,6 +60,8 @@ class NormalGamma(Family):
     b0 : float or array (D,), default ``var(x) / 10``
         Gamma rate of the precisions, > 0.
 
+    Notes
+    -----
     ``var(x)`` is the per-dimension sample variance. Parameters drawn by
     :meth:`posterior_draw` and :meth:`numpyro_sample_params` are
     ``{"mu": (..., D), "var": (..., D)}`` with ``var = 1 / lambda``.

@@ -54,6 +54,8 @@ class NormalKnownCov(Family):
         Prior variance of the cluster means: the cluster means spread as widely as the
         data do.
 
+    Notes
+    -----
     ``var(x)`` is the per-dimension sample variance. Parameters drawn by
     :meth:`posterior_draw` and :meth:`numpyro_sample_params` are ``{"mu": (..., D)}``.
     """

@@ -108,6 +108,8 @@ class PartitionKernel(MCMCKernel):
             capacity = int(min(n + 1, max(64, 4 * guess)))
         states = initial_states(self._bound, self._init if init_params is None else "labels",
                                 labels, k_init, capacity)
+        if self._kernel.init is not None:  # the kernel's carried values in state.aux
+            states = jax.vmap(self._kernel.init, in_axes=(0, None))(states, jnp.asarray(self._bound.x))
         wrapped = jax.vmap(lambda s, k: self._wrap(jnp.zeros((), jnp.int32), s, k))(states, k_run)
         return jax.tree.map(lambda a: a[0], wrapped) if is_prng_key(rng_key) else wrapped
 

@@ -39,6 +39,10 @@ class Kernel:
         Used instead of ``step`` during warmup (adaptation); None means ``step``.
     info_names : tuple of str
         The keys of ``info``.
+    init : callable or None
+        ``(state, x) -> state``, run once on each chain's initial state before the first
+        step: adds the kernel's entries to ``state.aux`` (carried values such as an
+        adapted tuning parameter; the driver's loops need their structure from the start).
     """
 
     name: str
@@ -46,6 +50,7 @@ class Kernel:
     step: Callable
     warmup_step: Optional[Callable] = None
     info_names: tuple = ()
+    init: Optional[Callable] = None
 
     @property
     def warmup(self) -> Callable:
@@ -231,6 +236,12 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
 
     make = make_sequence if schedule == "sequence" else make_random
     has_warmup = any(p.warmup_step is not None for p in parts)
+    inits = [p.init for p in parts if p.init is not None]
+
+    def init(state, x):
+        for part_init in inits:
+            state = part_init(state, x)
+        return state
     info_names = tuple(k for p in parts for k in (
         p.info_names if "+" in p.name else tuple(f"{p.name}_{k}" for k in p.info_names)))
     return Kernel(
@@ -239,4 +250,5 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         step=make([p.step for p in parts]),
         warmup_step=make([p.warmup for p in parts]) if has_warmup else None,
         info_names=info_names + (("move",) if schedule == "random" else ()),
+        init=init if inits else None,
     )

@@ -1,0 +1,443 @@
+"""Co-clustering and point estimates of the clustering from posterior draws.
+
+The posterior similarity (co-clustering) matrix is p_ij = P(z_i = z_j | x), estimated
+by the share of draws in which points i and j share a cluster. A point estimate is one
+partition c that summarises the posterior; with a loss L(c, C) it is the minimiser of
+the posterior expected loss E[L(c, C) | x], estimated by the average over draws.
+
+* ``"best"``: the sampled partition of highest log joint log p(x, z) (``lp``).
+* ``"dahl"``: Dahl's (2006) least-squares clustering: the sampled partition minimising
+  sum_ij (delta_ij(c) - p_ij)^2 with delta_ij(c) = 1[c_i = c_j] (eq. 2 there),
+  equivalently Binder's loss with equal costs, restricted to the draws.
+* ``"vi"``: a partition minimising the posterior expected variation of information
+  (Wade & Ghahramani 2018, sec. 4), found by the SALSO greedy search of Dahl, Johnson &
+  Müller (2022) over *all* partitions, not only the sampled ones. With the contingency
+  counts n_kl between c and a draw C, VI(c, C) = (1/N) [sum_k f(n_k.) + sum_l f(n_.l)
+  - 2 sum_kl f(n_kl)] with f(m) = m log m (nats). Equivalently VI(c, C) = (1/N) sum_i
+  [log |c_i| + log |C_i| - 2 log |c_i ∩ C_i|], with c_i the cluster of point i. The
+  loss is either the exact expected VI over the draws (``loss="vi"``) or Wade &
+  Ghahramani's "lower bound" (2018, sec. 4; ``VI.lb`` of their R package mcclust.ext,
+  here in nats), which swaps expectation and logarithm and so needs only the similarity
+  matrix (``loss="vi_lb"``):
+
+      VI_LB(c) = (1/N) sum_i [ log |c_i| + log sum_j p_ij - 2 log sum_{j in c_i} p_ij ].
+
+  By Jensen's inequality E log |c_i ∩ C_i| <= log sum_{j in c_i} p_ij, so VI_LB plus the
+  constant (1/N) sum_i (E log |C_i| - log sum_j p_ij) <= 0 bounds E[VI] from below;
+  VI_LB itself need not (the constant is swapped too, which does not move the minimiser
+  of the bound).
+
+The search (Dahl et al. 2022, sec. 4): each of ``num_runs`` runs (1) *allocates* the
+points one at a time in a random order, each to the existing or a new cluster that
+minimises the expected loss of the points allocated so far; (2) *sweetens*: visits the
+points in random orders, moving each to the cluster (or a new one) that minimises the
+expected loss, until a sweep changes nothing; (3) makes *zealous updates*: in random
+order, dissolves each cluster, reallocates its points sequentially, sweetens, and keeps
+the result only if the expected loss fell. The best partition over runs is returned.
+Each placement needs the change of the loss when one point joins each cluster, which
+both losses give in closed form from running tables (O(S K) per point for the exact VI
+with S draws and K clusters; O(N) for the lower bound).
+
+References
+----------
+D. B. Dahl, "Model-based clustering for expression data via a Dirichlet process mixture
+model", in Bayesian Inference for Gene Expression and Proteomics, 2006.
+S. Wade and Z. Ghahramani, "Bayesian cluster analysis: point estimation and credible
+balls", Bayesian Analysis 13(2), 2018.
+D. B. Dahl, D. J. Johnson and P. Müller, "Search algorithms and loss functions for
+Bayesian clustering", J. Comput. Graph. Statist. 31(4), 2022.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DataError
+from ..kernels.state import canonical_labels
+from .summaries import as_label_array, compact_labels
+
+METHODS = ("vi", "dahl", "best")
+LOSSES = ("vi", "vi_lb")
+_BLOCK_ENTRIES = 2**24  # pairs (i, j) per block of draws in co-clustering and Dahl
+
+
+# ------------------------------------------------------------------------- draws ---
+def posterior_draws(source) -> np.ndarray:
+    """Sampled partitions as an (S, N) integer array.
+
+    ``source`` is InferenceData with ``posterior.z`` (chains are pooled) or an array of
+    labels of shape (S, N) or (chains, draws, N).
+    """
+    z = run_variable(source, "z") if is_inference_data(source) else source
+    z = as_label_array(z)
+    if z.ndim == 1:
+        raise DataError(f"posterior draws must have shape (draws, points) or (chains, draws, points), "
+                        f"got one partition of shape {z.shape}")
+    return z.reshape(-1, z.shape[-1])
+
+
+def is_inference_data(source) -> bool:
+    """Whether ``source`` is ArviZ InferenceData (0.x) or a DataTree (1.x)."""
+    return hasattr(source, "groups") or hasattr(source, "children")
+
+
+def run_variable(idata, name, group="posterior") -> np.ndarray:
+    """Variable ``name`` of ``group`` as an array; DataError naming what is missing."""
+    from ..diagnostics.arviz_compat import group as get_group
+
+    try:
+        ds = get_group(idata, group)
+    except (KeyError, AttributeError):
+        raise DataError(f"the InferenceData has no '{group}' group") from None
+    if name not in ds:
+        raise DataError(f"the InferenceData has no '{name}' in its '{group}' group")
+    return np.asarray(ds[name])
+
+
+def _same_cluster_blocks(draws):
+    """Yield boolean blocks (rows, N, N): delta_ij = 1[z_i = z_j] of chunks of draws."""
+    s, n = draws.shape
+    step = max(1, _BLOCK_ENTRIES // (n * n))
+    for start in range(0, s, step):
+        block = draws[start:start + step]
+        yield block[:, :, None] == block[:, None, :]
+
+
+def coclustering(source) -> np.ndarray:
+    """Posterior similarity matrix p_ij = P(z_i = z_j | x), estimated from the draws.
+
+    Parameters
+    ----------
+    source : InferenceData or array_like of int, shape (S, N) or (chains, draws, N)
+
+    Returns
+    -------
+    ndarray (N, N)
+        Symmetric, unit diagonal: the share of draws in which points i and j share a
+        cluster. Cost O(S N^2), in blocks of draws.
+    """
+    draws = posterior_draws(source)
+    n = draws.shape[1]
+    together = np.zeros((n, n), np.int64)
+    for same in _same_cluster_blocks(draws):
+        together += same.sum(axis=0)
+    return together / draws.shape[0]
+
+
+# ------------------------------------------------------------------------ losses ---
+def _xlogx(m):
+    m = np.asarray(m, dtype=float)
+    return np.where(m > 0, m * np.log(np.where(m > 0, m, 1.0)), 0.0)
+
+
+def expected_vi(estimate, draws) -> float:
+    """Posterior expected variation of information E[VI(c, C)], the mean over draws.
+
+    Parameters
+    ----------
+    estimate : array_like of int (N,)
+    draws : InferenceData or labels (S, N) / (chains, draws, N)
+    """
+    c, _ = compact_labels(_one_partition(estimate))
+    labels, counts = compact_labels(posterior_draws(draws))
+    _check_points(c, labels)
+    s, n = labels.shape
+    k, kd = int(c.max()) + 1, counts.shape[1]
+    codes = np.arange(s, dtype=np.int64)[:, None] * (k * kd) + c[None, :] * kd + labels
+    cells = np.unique(codes, return_counts=True)[1]          # the non-empty n_kl of every draw
+    joint = _xlogx(cells).sum() / s
+    return float((_xlogx(np.bincount(c)).sum() + _xlogx(counts).sum() / s - 2 * joint) / n)
+
+
+def vi_lower_bound(estimate, psm) -> float:
+    """Wade & Ghahramani's (2018) "lower bound" VI_LB of the expected VI, from the
+    similarity matrix ``psm`` (N, N), in nats (see the module docstring)."""
+    c, _ = compact_labels(_one_partition(estimate))
+    psm = np.asarray(psm, dtype=float)
+    if psm.shape != (c.size, c.size):
+        raise DataError(f"psm must have shape ({c.size}, {c.size}), got {psm.shape}")
+    same = c[:, None] == c[None, :]
+    size = same.sum(axis=1)
+    return float(np.mean(np.log(size) + np.log(psm.sum(axis=1)) - 2 * np.log((psm * same).sum(axis=1))))
+
+
+def least_squares_loss(estimate, psm) -> float:
+    """Dahl's (2006) criterion sum_ij (delta_ij(c) - p_ij)^2 over all ordered pairs."""
+    c, _ = compact_labels(_one_partition(estimate))
+    psm = np.asarray(psm, dtype=float)
+    return float(np.sum(((c[:, None] == c[None, :]) - psm) ** 2))
+
+
+def _one_partition(labels) -> np.ndarray:
+    labels = as_label_array(labels)
+    if labels.ndim != 1:
+        raise DataError(f"a clustering must be one label per point (shape (N,)), got shape {labels.shape}")
+    return labels
+
+
+def _check_points(c, draws):
+    if draws.shape[1] != c.size:
+        raise DataError(f"the clustering has {c.size} points but the draws have {draws.shape[1]}")
+
+
+# ------------------------------------------------------------------ search state ---
+class _ExpectedVI:
+    """Running tables for the exact expected VI of a (partial) partition.
+
+    ``size[k]`` counts the allocated points of cluster k; ``table[s, l, k]`` those of
+    cluster k that are in cluster l of draw s. Adding point i to cluster k changes
+    N * E[VI] by g(size_k) - 2 mean_s g(table[s, z_si, k]) with g(m) = f(m + 1) - f(m),
+    f(m) = m log m; the draws' own entropies do not depend on c.
+    """
+
+    def __init__(self, labels, counts):
+        self.draws = labels                                   # (S, N) compact
+        s, n = labels.shape
+        self.rows_of_point = (np.arange(s)[:, None] * counts.shape[1] + labels).T.copy()  # (N, S)
+        self.num_draw_rows = s * counts.shape[1]
+        self.g = _xlogx(np.arange(1, n + 2)) - _xlogx(np.arange(n + 1))
+
+    def reset(self, capacity):
+        self.size = np.zeros(capacity, np.int64)
+        self.table = np.zeros((self.num_draw_rows, capacity), np.int64)
+        self.g_table = np.zeros((self.num_draw_rows, capacity))   # g(table), kept in step
+
+    def grow(self, capacity):
+        pad = capacity - self.size.size
+        self.size = np.pad(self.size, (0, pad))
+        self.table = np.pad(self.table, ((0, 0), (0, pad)))
+        self.g_table = np.pad(self.g_table, ((0, 0), (0, pad)))
+
+    def join_costs(self, i):
+        return self.g[self.size] - 2 * self.g_table[self.rows_of_point[i]].mean(axis=0)
+
+    def move(self, i, k, sign):
+        rows = self.rows_of_point[i]
+        self.size[k] += sign
+        self.table[rows, k] += sign
+        self.g_table[rows, k] = self.g[self.table[rows, k]]
+
+    def loss(self, c):
+        return expected_vi(c, self.draws)
+
+
+class _VILowerBound:
+    """Running tables for Wade & Ghahramani's lower bound of a (partial) partition.
+
+    ``within[j, k]`` = sum of p_jl over the allocated points l of cluster k. Adding point
+    i to cluster k changes N * VI_LB by g(size_k) - 2 [log(within[i, k] + p_ii)
+    + sum_{j in k} (log(within[j, k] + p_ji) - log within[j, k])]; the term
+    sum_j log sum_l p_jl does not depend on c.
+    """
+
+    def __init__(self, psm):
+        self.psm = psm
+        n = psm.shape[0]
+        self.g = _xlogx(np.arange(1, n + 2)) - _xlogx(np.arange(n + 1))
+
+    def reset(self, capacity):
+        n = self.psm.shape[0]
+        self.size = np.zeros(capacity, np.int64)
+        self.within = np.zeros((n, capacity))
+        self.label = np.full(n, -1)
+
+    def grow(self, capacity):
+        pad = capacity - self.size.size
+        self.size = np.pad(self.size, (0, pad))
+        self.within = np.pad(self.within, ((0, 0), (0, pad)))
+
+    def join_costs(self, i):
+        members = np.nonzero(self.label >= 0)[0]
+        own = self.label[members]
+        current = self.within[members, own]
+        gain = np.log(current + self.psm[members, i]) - np.log(current)
+        shared = np.bincount(own, weights=gain, minlength=self.size.size)
+        return self.g[self.size] - 2 * (np.log(self.within[i] + self.psm[i, i]) + shared)
+
+    def move(self, i, k, sign):
+        self.size[k] += sign
+        self.within[:, k] += sign * self.psm[:, i]
+        self.label[i] = k if sign > 0 else -1
+
+    def loss(self, c):
+        return vi_lower_bound(c, self.psm)
+
+
+class _Search:
+    """SALSO: sequential allocation, sweetening and zealous updates (module docstring)."""
+
+    def __init__(self, tables, n, rng, max_sweeps):
+        self.tables, self.n, self.rng, self.max_sweeps = tables, n, rng, max_sweeps
+
+    def _start(self, labels=None):
+        self.label = np.full(self.n, -1)
+        self.tables.reset(8)
+        if labels is not None:
+            for i, k in enumerate(labels):
+                self._join(i, int(k))
+
+    def _join(self, i, k):
+        if k >= self.tables.size.size - 1:   # keep an empty slot for a new cluster
+            self.tables.grow(2 * (k + 1))
+        self.tables.move(i, k, +1)
+        self.label[i] = k
+
+    def _leave(self, i):
+        self.tables.move(i, self.label[i], -1)
+        self.label[i] = -1
+
+    def _best_cluster(self, i, prefer=-1):
+        costs = self.tables.join_costs(i)
+        empty = self.tables.size == 0
+        # one empty slot stands for "a new cluster": the point's own slot if it was alone
+        new_slot = prefer if prefer >= 0 and empty[prefer] else int(np.argmax(empty))
+        costs = np.where(empty & (np.arange(costs.size) != new_slot), np.inf, costs)
+        if prefer >= 0 and costs[prefer] <= costs.min() + 1e-10:
+            return prefer                      # stay put unless strictly better elsewhere
+        return int(np.argmin(costs))
+
+    def _allocate(self, points):
+        for i in points:
+            self._join(i, self._best_cluster(i))
+
+    def _sweeten(self):
+        for _ in range(self.max_sweeps):
+            changed = False
+            for i in self.rng.permutation(self.n):
+                old = self.label[i]
+                self._leave(i)
+                new = self._best_cluster(i, prefer=old)
+                self._join(i, new)
+                changed |= bool(new != old)
+            if not changed:
+                return
+
+    def run(self):
+        self._start()
+        self._allocate(self.rng.permutation(self.n))
+        self._sweeten()
+        best = self.tables.loss(self.label)
+        for k in self.rng.permutation(np.unique(self.label)):
+            saved = self.label.copy()
+            members = np.nonzero(saved == k)[0]
+            if members.size == 0:
+                continue
+            for i in members:
+                self._leave(i)
+            self._allocate(self.rng.permutation(members))
+            self._sweeten()
+            loss = self.tables.loss(self.label)
+            if loss < best - 1e-12:
+                best = loss
+            else:
+                self._start(saved)
+        return self.label.copy(), best
+
+
+def salso(draws=None, *, psm=None, loss="vi", num_runs=16, max_sweeps=50, max_draws=1000, seed=0):
+    """A partition minimising a posterior expected loss by the SALSO greedy search.
+
+    Parameters
+    ----------
+    draws : InferenceData or labels (S, N) / (chains, draws, N), optional
+        Posterior draws; needed for ``loss="vi"``.
+    psm : ndarray (N, N), optional
+        The similarity matrix for ``loss="vi_lb"`` (computed from ``draws`` if omitted).
+    loss : {"vi", "vi_lb"}
+        Exact expected VI over the draws, or Wade & Ghahramani's lower bound.
+    num_runs : int
+        Independent runs from random orders; the best is kept.
+    max_sweeps : int
+        Cap on sweetening sweeps per pass.
+    max_draws : int or None
+        For ``loss="vi"``: at most this many draws, evenly spaced, enter the search and
+        the reported loss (the cost is O(S K) per placement); None uses all.
+    seed : int
+
+    Returns
+    -------
+    labels : ndarray of int32 (N,)
+        Clusters numbered 0, 1, ... in order of first appearance.
+    loss : float
+        Its expected loss (VI in nats, or the lower bound).
+    """
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    if loss == "vi":
+        if draws is None:
+            raise ValueError("loss='vi' needs the posterior draws")
+        labels = posterior_draws(draws)
+        if max_draws is not None and labels.shape[0] > max_draws:
+            labels = labels[np.linspace(0, labels.shape[0] - 1, max_draws).round().astype(int)]
+        labels, counts = compact_labels(labels)
+        tables, n = _ExpectedVI(labels, counts), labels.shape[1]
+    else:
+        psm = coclustering(draws) if psm is None else np.asarray(psm, dtype=float)
+        if psm.ndim != 2 or psm.shape[0] != psm.shape[1]:
+            raise DataError(f"psm must be a square matrix, got shape {psm.shape}")
+        tables, n = _VILowerBound(psm), psm.shape[0]
+    rng = np.random.default_rng(seed)
+    search = _Search(tables, n, rng, max_sweeps)
+    best_labels, best_loss = None, np.inf
+    for _ in range(num_runs):
+        labels, value = search.run()
+        if value < best_loss - 1e-12:
+            best_labels, best_loss = labels, value
+    return canonical_labels(best_labels), float(best_loss)
+
+
+# ---------------------------------------------------------------- point estimate ---
+def point_estimate(source, method: str = "vi", *, loss: str = "vi", num_runs: int = 16,
+                   max_draws: int | None = 1000, seed: int = 0) -> np.ndarray:
+    """One clustering that summarises the posterior.
+
+    Parameters
+    ----------
+    source : InferenceData, or labels (S, N) / (chains, draws, N)
+        Posterior draws (``method="best"`` needs InferenceData, for its ``lp``).
+    method : {"vi", "dahl", "best"}
+        ``"vi"``: minimise the expected variation of information by the SALSO search
+        (:func:`salso`); ``"dahl"``: Dahl's least-squares draw; ``"best"`` (alias
+        ``"map"``): the draw of highest log joint. See the module docstring.
+    loss : {"vi", "vi_lb"}
+        For ``method="vi"``: the exact expected VI over the draws or its lower bound.
+    num_runs, max_draws, seed
+        For ``method="vi"``: search runs, the most draws the exact loss uses (evenly
+        spaced), and the seed of the runs' random orders (see :func:`salso`).
+
+    Returns
+    -------
+    ndarray of int32 (N,)
+        Cluster labels 0, 1, ... in order of first appearance.
+    """
+    if method == "map":
+        method = "best"
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS} (or 'map'), got {method!r}")
+    if method == "vi":
+        return salso(source, loss=loss, num_runs=num_runs, max_draws=max_draws, seed=seed)[0]
+    if method == "best":
+        if not is_inference_data(source):
+            raise DataError("method='best' needs InferenceData (it reads sample_stats.lp)")
+        lp = run_variable(source, "lp", group="sample_stats").reshape(-1)
+        return canonical_labels(posterior_draws(source)[int(np.argmax(lp))])
+    return canonical_labels(dahl(source)[0])
+
+
+def dahl(source) -> tuple[np.ndarray, float]:
+    """Dahl's (2006) least-squares clustering among the draws, and its criterion value.
+
+    sum_ij (delta_ij - p_ij)^2 = sum_ij delta_ij (1 - 2 p_ij) + sum_ij p_ij^2, and the
+    first sum is evaluated for every draw in blocks of draws, O(S N^2).
+    """
+    draws = posterior_draws(source)
+    psm = coclustering(draws)
+    weight = 1.0 - 2.0 * psm
+    scores = np.concatenate([np.einsum("sij,ij->s", same, weight) for same in _same_cluster_blocks(draws)])
+    scores = scores + np.sum(psm ** 2)
+    best = int(np.argmin(scores))
+    return draws[best], float(scores[best])
+
+
+__all__ = ["coclustering", "dahl", "expected_vi", "least_squares_loss", "point_estimate",
+           "posterior_draws", "salso", "vi_lower_bound"]

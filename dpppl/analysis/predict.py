@@ -1,0 +1,223 @@
+"""Posterior prediction for new points: which cluster they join, and their density.
+
+Given a posterior draw of the training partition z (and alpha), the collapsed model
+seats a new point x* exactly as collapsed Gibbs seats a point (Neal 2000, alg. 3):
+
+    p(x*, z* = c | z, x) = (|c| - d) / (alpha + N) * p(x* | x_c)      (existing c),
+    p(x*, z* = new | z, x) = (alpha + K d) / (alpha + N) * p(x*)       (a new cluster),
+
+with p(x* | x_c) the family's posterior predictive (``family.log_predictive`` on the
+cluster's statistics) and (|c| - d, alpha + K d) the CRP / Pitman-Yor seat weights
+(``prior.log_seat_weights``). Summing over c gives p(x* | z, x), and averaging over the
+draws the posterior predictive density p(x* | x) = E[p(x* | z, x) | x].
+
+Membership is reported against one *summary* clustering c-hat of the training points
+(a point estimate, or any labels): the probability that x* joins summary cluster k is
+the probability that it joins an existing cluster and that a member of that cluster
+drawn uniformly at random lies in k,
+
+    q_s(k) = sum_c p(z* = c | z_s, x, x*) |c ∩ k| / |c|,   q_s(new) = p(z* = new | z_s, x, x*),
+
+so that a draw equal to c-hat gives back the seat probabilities. Because x* itself
+informs the training partition, the posterior probability is a ratio of averages over
+draws z_s ~ p(z | x), not an average of ratios:
+
+    P(k | x*, x) = sum_s w_s p(x* | z_s, x) q_s(k) / sum_s w_s p(x* | z_s, x),
+
+with weights w_s = 1 for posterior draws (other weights, e.g. exact posterior
+probabilities of enumerated partitions, can be given). This is consistent as the number
+of draws grows and exact when the draws are every partition weighted by its posterior.
+Each new point is predicted on its own (new points do not see one another).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..dsl.spec import BoundModel, validate_data
+from ..errors import DataError
+from ..families.base import segment_stats
+from ..kernels.state import canonical_labels
+from .partitions import is_inference_data, run_variable, point_estimate, posterior_draws
+from .summaries import as_label_array, compact_labels
+
+
+class Prediction(NamedTuple):
+    """Result of :func:`predict`.
+
+    - **proba** - (M, K + 1): P(new point m joins summary cluster k | x*, x) for the K
+      clusters of ``clustering``, and in the last column P(it opens a new cluster).
+      Rows sum to one.
+    - **log_density** - (M,): the posterior predictive log density log p(x*_m | x).
+    - **clustering** - (N,): the summary clustering of the training points (labels
+      0..K-1 in order of first appearance) that the columns of ``proba`` refer to.
+    """
+
+    proba: np.ndarray
+    log_density: np.ndarray
+    clustering: np.ndarray
+
+
+def bind_to_run(model, idata) -> BoundModel:
+    """The model bound to the training data stored in ``idata``'s ``observed_data``.
+
+    ``model`` is a Model (or a model-file path), bound here so that data-dependent
+    hyperparameters are resolved exactly as when sampling; or a BoundModel, which must
+    hold the same data as the run.
+    """
+    from ..inference import _as_model
+
+    if not is_inference_data(idata):
+        raise DataError("predict needs the InferenceData returned by dpppl.sample")
+    name = (model.model if isinstance(model, BoundModel) else _as_model(model)).data.name
+    x = run_variable(idata, name, group="observed_data")
+    if isinstance(model, BoundModel):
+        if model.x.shape != x.shape or not np.allclose(model.x, x):
+            raise DataError("the bound model's data differ from the data the run was sampled on")
+        return model
+    return _as_model(model).bind(x)
+
+
+def alpha_draws(idata, bound: BoundModel) -> np.ndarray:
+    """The concentration of every draw (S,): sampled values, or the fixed alpha."""
+    from ..diagnostics.arviz_compat import group
+
+    post = group(idata, "posterior")
+    if "alpha" in post:
+        return np.asarray(post["alpha"], dtype=float).reshape(-1)
+    return np.full(posterior_draws(idata).shape[0], bound.prior.initial_alpha)
+
+
+class Predictor:
+    """Membership probabilities and predictive densities of new points (module docstring).
+
+    Parameters
+    ----------
+    bound : BoundModel
+        The model bound to the training data.
+    draws : array_like of int (S, N)
+        Partitions of the training points.
+    alpha : array_like (S,)
+        The concentration of each draw.
+    clustering : array_like of int (N,)
+        The summary clustering whose clusters the probabilities refer to.
+    log_weights : array_like (S,), optional
+        Unnormalised log weights of the draws (default: equal).
+
+    Notes
+    -----
+    Calling the predictor on new data (M, D) returns a :class:`Prediction`. The work is
+    one jitted scan over draws, O(S M K_max) predictive evaluations.
+    """
+
+    def __init__(self, bound: BoundModel, draws, alpha, clustering, log_weights=None):
+        labels, counts = compact_labels(as_label_array(draws).reshape(-1, bound.num_points))
+        s = labels.shape[0]
+        c = _summary_labels(clustering, bound.num_points)
+        alpha = np.broadcast_to(np.asarray(alpha, dtype=float), (s,))
+        log_weights = np.zeros(s) if log_weights is None else np.asarray(log_weights, dtype=float)
+        if log_weights.shape != (s,):
+            raise DataError(f"log_weights must have shape ({s},), got {log_weights.shape}")
+        self.bound, self.clustering = bound, c
+        dtype = jnp.asarray(bound.x).dtype
+        self._inputs = (jnp.asarray(labels, jnp.int32), jnp.asarray(alpha, dtype), jnp.asarray(log_weights, dtype))
+        self._fn = jax.jit(_build(bound, counts.shape[1], jax.nn.one_hot(c, int(c.max()) + 1, dtype=dtype)))
+
+    def __call__(self, new_data) -> Prediction:
+        decl = self.bound.model.data
+        x_new = validate_data(new_data, dataclasses.replace(decl, dims=("M",) + tuple(decl.dims[1:])),
+                              self.bound.family)
+        if x_new.shape[1] != self.bound.x.shape[1]:
+            raise DataError(f"new data have {x_new.shape[1]} columns, the training data {self.bound.x.shape[1]}")
+        proba, log_density = self._fn(*self._inputs, jnp.asarray(x_new, self._inputs[1].dtype))
+        return Prediction(np.asarray(proba), np.asarray(log_density), self.clustering)
+
+
+def _summary_labels(clustering, n) -> np.ndarray:
+    c = as_label_array(clustering)
+    if c.shape != (n,):
+        raise DataError(f"the clustering must have one label per training point ({n},), got shape {c.shape}")
+    return canonical_labels(c)
+
+
+def _build(bound: BoundModel, capacity: int, summary_onehot):
+    family, prior = bound.family, bound.prior
+    x = jnp.asarray(bound.x)
+    n = x.shape[0]
+    prior_params = family.predictive_params(family.empty_stats(()))
+
+    def one_draw(z, alpha, x_new):
+        """log p(x* | z, x) (M,) and membership q(k) (M, K + 1) for one draw."""
+        stats = segment_stats(family, x, z, capacity)
+        log_existing, log_new = prior.log_seat_weights(stats.n, alpha)
+        params = family.predictive_params(stats)
+        log_pred = jax.vmap(lambda xs: family.log_predictive(params, xs))(x_new)           # (M, C)
+        log_pred_new = jax.vmap(lambda xs: family.log_predictive(prior_params, xs))(x_new)  # (M,)
+        joint = jnp.concatenate([log_existing + log_pred, (log_new + log_pred_new)[:, None]], axis=1)
+        joint = joint - jnp.log(alpha + n)
+        log_density = jax.nn.logsumexp(joint, axis=1)
+        seat = jnp.exp(joint - log_density[:, None])                                        # (M, C + 1)
+        overlap = jax.nn.one_hot(z, capacity, dtype=x.dtype).T @ summary_onehot              # (C, K)
+        share = overlap / jnp.maximum(stats.n, 1.0)[:, None]
+        return log_density, jnp.concatenate([seat[:, :-1] @ share, seat[:, -1:]], axis=1)
+
+    def run(labels, alphas, log_weights, x_new):
+        m = x_new.shape[0]
+
+        def body(carry, inputs):
+            top, total, weighted = carry
+            z, alpha, log_w = inputs
+            log_density, membership = one_draw(z, alpha, x_new)
+            log_term = log_w + log_density
+            new_top = jnp.maximum(top, log_term)
+            scale, w = jnp.exp(top - new_top), jnp.exp(log_term - new_top)
+            return (new_top, total * scale + w, weighted * scale[:, None] + w[:, None] * membership), None
+
+        k = summary_onehot.shape[1]
+        init = (jnp.full((m,), -jnp.inf, x.dtype), jnp.zeros((m,), x.dtype), jnp.zeros((m, k + 1), x.dtype))
+        (top, total, weighted), _ = jax.lax.scan(body, init, (labels, alphas, log_weights))
+        log_density = top + jnp.log(total) - jax.nn.logsumexp(log_weights)
+        return weighted / total[:, None], log_density
+
+    return run
+
+
+def predict(idata, model, new_data, *, clustering="vi", seed: int = 0) -> Prediction:
+    """Cluster membership probabilities and posterior predictive density of new points.
+
+    Parameters
+    ----------
+    idata : InferenceData
+        A run of :func:`dpppl.sample` (its draws of ``z``, ``alpha`` and its observed data).
+    model : Model, BoundModel or str
+        The model the run sampled. A Model is bound to the run's observed data, so
+        data-dependent hyperparameters are those of the run.
+    new_data : array_like (M, D)
+        Points to predict.
+    clustering : {"vi", "dahl", "best"} or array of int (N,)
+        The summary clustering of the training points that the probabilities refer to:
+        a :func:`dpppl.point_estimate` method or labels.
+    seed : int
+        Seed of the point-estimate search.
+
+    Returns
+    -------
+    Prediction
+        ``proba`` (M, K + 1), rows summing to one, the last column a new cluster;
+        ``log_density`` (M,) = log p(x* | x); ``clustering`` (N,). See the module docstring.
+    """
+    bound = bind_to_run(model, idata)
+    draws = posterior_draws(idata)
+    if draws.shape[1] != bound.num_points:
+        raise DataError(f"the run's labels cover {draws.shape[1]} points but its data have {bound.num_points}")
+    if isinstance(clustering, str):
+        clustering = point_estimate(idata, clustering, seed=seed)
+    return Predictor(bound, draws, alpha_draws(idata, bound), clustering)(new_data)
+
+
+__all__ = ["Prediction", "Predictor", "alpha_draws", "bind_to_run", "predict"]
