@@ -32,12 +32,54 @@ class StudentTParams(NamedTuple):
     log_norm: jax.Array
 
 
+# Dense linear algebra in plain XLA operations. jaxlib's CPU LAPACK kernels split a batch
+# of matrices over XLA's intra-op thread pool from inside a pool thread
+# (jax::ParallelBatchMap) and wait for the pieces; when every pool thread does so at once
+# nothing is left to run them and the process hangs at 0% CPU (seen here with gdb, batched
+# Cholesky under vmap). The partition kernels factor many small (D x D) matrices per step,
+# so they use these loops over D instead, which never leave the calling computation.
+
+def cholesky(a):
+    """Lower Cholesky factor of symmetric positive-definite matrices ``a`` (..., D, D),
+    column by column: L[i, j] = (a[i, j] - sum_{k<j} L[i, k] L[j, k]) / L[j, j] for i >= j."""
+    a = jnp.asarray(a)
+    d = a.shape[-1]
+    index = jnp.arange(d)
+
+    def column(j, chol):
+        v = a[..., :, j] - jnp.einsum("...ik,...k->...i", chol, chol[..., j, :])
+        pivot = jnp.sqrt(v[..., j])
+        return chol.at[..., :, j].set(jnp.where(index >= j, v / pivot[..., None], 0.0))
+
+    return jax.lax.fori_loop(0, d, column, jnp.zeros_like(a))
+
+
+def solve_lower(chol, b):
+    """x with chol x = b for lower-triangular ``chol`` (..., D, D) and ``b`` (..., D, M),
+    by forward substitution."""
+    chol, b = jnp.asarray(chol), jnp.asarray(b)
+    d = chol.shape[-1]
+
+    def row(i, x):
+        xi = (b[..., i, :] - jnp.einsum("...k,...km->...m", chol[..., i, :], x)) / chol[..., i, i, None]
+        return x.at[..., i, :].set(xi)
+
+    return jax.lax.fori_loop(0, d, row, jnp.zeros(jnp.broadcast_shapes(chol.shape[:-1], b.shape[:-2] + (d,))
+                                                    + b.shape[-1:], b.dtype))
+
+
+def logdet_pd(a):
+    """log |a| of symmetric positive-definite matrices (..., D, D)."""
+    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(cholesky(a), axis1=-2, axis2=-1)), axis=-1)
+
+
 def student_t_params(df, loc, scale):
     D = loc.shape[-1]
-    chol = jnp.linalg.cholesky(scale)
+    chol = cholesky(scale)
     logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
     eye = jnp.broadcast_to(jnp.eye(D, dtype=scale.dtype), scale.shape)
-    precision = jax.scipy.linalg.cho_solve((chol, True), eye)
+    inverse_chol = solve_lower(chol, eye)
+    precision = jnp.einsum("...ki,...kj->...ij", inverse_chol, inverse_chol)
     log_norm = (gammaln((df + D) / 2) - gammaln(df / 2) - 0.5 * D * jnp.log(df * jnp.pi)
                 - 0.5 * logdet)
     return StudentTParams(loc, precision, df, log_norm)
@@ -54,10 +96,9 @@ def student_t_logpdf(params: StudentTParams, x):
 def mvn_log_likelihood(mu, cov, x):
     """log N(x_i | mu_k, cov_k) for x (N, D), mu (K, D), cov (K, D, D) -> (N, K)."""
     D = x.shape[-1]
-    chol = jnp.linalg.cholesky(cov)
+    chol = cholesky(cov)
     d = x[:, None, :] - mu[None, :, :]
-    sol = jax.scipy.linalg.solve_triangular(
-        jnp.broadcast_to(chol, (x.shape[0],) + chol.shape), d[..., None], lower=True)[..., 0]
+    sol = solve_lower(chol, d[..., None])[..., 0]
     logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
     return -0.5 * (D * jnp.log(2 * jnp.pi) + logdet[None, :] + jnp.sum(sol**2, axis=-1))
 

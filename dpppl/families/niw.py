@@ -25,7 +25,8 @@ import numpy as np
 from jax.scipy.special import multigammaln
 
 from .base import Family, check_hyper, resolve_fields
-from .gaussian import GaussianStats, gaussian_point_stats, mvn_log_likelihood, student_t_params, student_t_logpdf
+from .gaussian import (GaussianStats, cholesky, gaussian_point_stats, logdet_pd, mvn_log_likelihood,
+                       student_t_logpdf, student_t_params)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +90,7 @@ class NormalInverseWishart(Family):
     def log_marginal(self, stats):
         D = self.dim
         kn, nun, _, psin = self._posterior(stats)
-        _, logdet_n = jnp.linalg.slogdet(psin)
+        logdet_n = logdet_pd(psin)
         _, logdet_0 = np.linalg.slogdet(self.psi0)
         return (-0.5 * stats.n * D * jnp.log(jnp.pi)
                 + multigammaln(nun / 2, D) - multigammaln(self.nu0 / 2, D)
@@ -113,7 +114,7 @@ class NormalInverseWishart(Family):
         kn, nun, mun, psin = self._posterior(stats)
         k1, k2 = jax.random.split(rng_key)
         sigma = dist.InverseWishart(nun, scale_matrix=psin).sample(k1)
-        chol = jnp.linalg.cholesky(sigma / kn[..., None, None])
+        chol = cholesky(sigma / kn[..., None, None])
         eps = jax.random.normal(k2, mun.shape)
         mu = mun + jnp.einsum("...ij,...j->...i", chol, eps)
         return {"mu": mu, "cov": sigma}
@@ -124,7 +125,7 @@ class NormalInverseWishart(Family):
     def sample_points(self, rng_key, params, labels):
         mu, cov = params["mu"][labels], params["cov"][labels]
         eps = jax.random.normal(rng_key, mu.shape, mu.dtype)
-        return mu + jnp.einsum("...ij,...j->...i", jnp.linalg.cholesky(cov), eps)
+        return mu + jnp.einsum("...ij,...j->...i", cholesky(cov), eps)
 
     def numpyro_sample_params(self, num_components):
         import numpyro
