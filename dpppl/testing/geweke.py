@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats as sps
 
+from .._config import float_dtype
 from ..analysis.prior import depends_on_data, draw_alpha, draw_data, draw_partition
 from ..families.base import segment_stats
 from ..kernels.base import build
@@ -126,13 +127,18 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
         Total count of each simulated vector (Dirichlet-multinomial data).
     kernel_model : Model, optional
         Build the kernel from this model instead (to show that the test rejects a kernel
-        that targets the wrong posterior).
+        that targets the wrong posterior); with a fixed alpha, the chains carry this
+        model's alpha, which is how a wrong new-cluster weight is simulated.
     family_alpha : float
         Probability that a correct kernel fails (Bonferroni over the test functions).
     **options
         Kernel options.
+
+    Returns
+    -------
+    GewekeResult
     """
-    dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
+    dtype = float_dtype()
     free = [f.name for f in dataclasses.fields(model.component) if depends_on_data(getattr(model.component, f.name))]
     if free:
         raise ValueError(f"geweke_test needs hyperparameters that do not depend on the data (the data are "
