@@ -98,6 +98,7 @@ from .errors import DataError, KernelError
 from .families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
                        NormalKnownCov)
 from .families.base import add_point, take
+from .families.gaussian import logdet_pd
 from .kernels.state import canonical_labels, set_row
 
 HEURISTICS = ("trivial", "admissible", "inadmissible")
@@ -314,7 +315,7 @@ def _bound_normal_gamma(family, x, stats, t, box):
 def _bound_niw(family, x, stats, t, box):
     D = family.dim
     _, _, _, psin = family._posterior(stats)      # psi_n only grows (Loewner order)
-    _, logdet = jnp.linalg.slogdet(psin)
+    logdet = logdet_pd(psin)
     m = stats.n[:, None] + t[None, :]
     kappa = family.kappa0 + m
     df = family.nu0 + m - D + 1
