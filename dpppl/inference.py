@@ -24,7 +24,7 @@ from .dsl.spec import BoundModel, Model
 from .errors import DataError, KernelError
 from .kernels.base import Kernel
 from .kernels.gibbs import sequential_prediction
-from .kernels.state import (PartitionState, canonical_labels, grow, largest_cluster, log_joint as _state_log_joint,
+from .kernels.state import (PartitionState, canonical_labels, grow, log_joint as _state_log_joint,
                             num_clusters, state_from_labels)
 
 INIT_METHODS = ("sequential", "single", "prior", "search")
@@ -210,7 +210,6 @@ class _Runner:
 
     def _record(self, state, info, with_z):
         rec = {"num_clusters": num_clusters(state).astype(jnp.int32),
-               "largest_cluster": largest_cluster(state),
                "alpha": state.alpha,
                "lp": _state_log_joint(self.bound.family, self.bound.prior, state)}
         rec.update(info)
@@ -316,8 +315,7 @@ def _to_inference_data(bound: BoundModel, records: dict, attrs: dict):
     import numpyro
 
     z = records.pop("z").astype(np.int32)
-    for name in ("num_clusters", "largest_cluster"):  # recomputed from z with the other summaries
-        records.pop(name)
+    records.pop("num_clusters", None)  # the driver's, for its progress bar; recomputed from z below
     posterior = {"z": z, **label_summaries(z)}
     alpha = records.pop("alpha")
     if bound.prior.alpha_is_random:

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.infer import MCMC, NUTS
 
-from .kernels.state import canonical_labels, largest_cluster, log_joint, num_clusters, state_from_labels
+from .kernels.state import canonical_labels, log_joint, state_from_labels
 
 
 def sample_nuts(bound, *, num_warmup, num_samples, num_chains, seed, truncation, progress_bar, thinning):
@@ -37,15 +37,13 @@ def sample_nuts(bound, *, num_warmup, num_samples, num_chains, seed, truncation,
     alpha = (np.asarray(samples["alpha"]).reshape(-1) if bound.prior.alpha_is_random
              else np.full(flat.shape[0], bound.prior.initial_alpha))
 
-    def summarise(labels_alpha):
+    def joint(labels_alpha):
         labels, a = labels_alpha
-        state = state_from_labels(bound.family, x, labels, truncation, a)
-        return num_clusters(state), largest_cluster(state), log_joint(bound.family, bound.prior, state)
+        return log_joint(bound.family, bound.prior, state_from_labels(bound.family, x, labels, truncation, a))
 
-    k, largest, lp = jax.lax.map(summarise, (jnp.asarray(flat), jnp.asarray(alpha)))
+    lp = jax.lax.map(joint, (jnp.asarray(flat), jnp.asarray(alpha)))
     shape = (chains, draws)
-    records = {"z": flat.reshape(chains, draws, n), "num_clusters": np.asarray(k).reshape(shape),
-               "largest_cluster": np.asarray(largest).reshape(shape), "alpha": alpha.reshape(shape),
+    records = {"z": flat.reshape(chains, draws, n), "alpha": alpha.reshape(shape),
                "lp": np.asarray(lp).reshape(shape),
                "diverging": np.asarray(extra["diverging"]),
                "acceptance_rate": np.asarray(extra["accept_prob"])}
