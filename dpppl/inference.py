@@ -124,7 +124,7 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     runner = _Runner(bound, kern, x, num_chains)
     show = progress_bar and not os.environ.get("CI")
     records, states, interrupted = runner.run(states, chain_keys, num_warmup, num_samples, thinning, show)
-    return _to_inference_data(bound, records, dict(
+    return _to_inference_data(bound, records, kern.posterior_names, dict(
         kernel=kernel, exact=kern.exact, init=init if isinstance(init, str) else "labels",
         seed=seed, num_warmup=num_warmup, thinning=thinning, interrupted=interrupted,
         final_capacity=int(states.stats.n.shape[-1])))
@@ -289,8 +289,18 @@ class _Runner:
         finally:
             if bar is not None:
                 bar.close()
-        records = {k: np.concatenate([c[k] for c in kept], axis=1) for k in kept[0]}
+        records = {k: _concatenate_padded([c[k] for c in kept]) for k in kept[0]}
         return records, states, interrupted
+
+
+def _concatenate_padded(chunks):
+    """Concatenate chunks of draws (chain, draw, ...) along draws; per-slot arrays of chunks
+    run before the capacity grew are padded (NaN, or 0 for integers) to the widest."""
+    widest = tuple(max(c.shape[j] for c in chunks) for j in range(2, chunks[0].ndim))
+    fill = np.nan if np.issubdtype(chunks[0].dtype, np.floating) else 0
+    padded = [np.pad(c, [(0, 0), (0, 0)] + [(0, w - s) for w, s in zip(widest, c.shape[2:])],
+                     constant_values=fill) for c in chunks]
+    return np.concatenate(padded, axis=1)
 
 
 def _fmt(values, spec="d"):
@@ -308,7 +318,7 @@ def _progress(total, show, name):
 
 
 # ----------------------------------------------------------------------- results ---
-def _to_inference_data(bound: BoundModel, records: dict, attrs: dict):
+def _to_inference_data(bound: BoundModel, records: dict, posterior_names: tuple, attrs: dict):
     from . import __version__
     from .analysis.summaries import label_summaries
     from .diagnostics.arviz_compat import to_arviz
@@ -317,6 +327,10 @@ def _to_inference_data(bound: BoundModel, records: dict, attrs: dict):
     z = records.pop("z").astype(np.int32)
     records.pop("num_clusters", None)  # the driver's, for its progress bar; recomputed from z below
     posterior = {"z": z, **label_summaries(z)}
+    dims = {"z": ["point"], "cluster_sizes": ["cluster"], bound.model.data.name: ["point", "dim"]}
+    for name in posterior_names:  # instantiated per-slot draws, indexed by the values of z
+        posterior[name] = records.pop(name)
+        dims[name] = ["slot"] + [f"{name}_dim_{j}" for j in range(posterior[name].ndim - 3)]
     alpha = records.pop("alpha")
     if bound.prior.alpha_is_random:
         posterior["alpha"] = alpha
@@ -330,7 +344,7 @@ def _to_inference_data(bound: BoundModel, records: dict, attrs: dict):
     return to_arviz(
         {"posterior": posterior, "sample_stats": sample_stats, "observed_data": {model.data.name: bound.x}},
         coords={"point": np.arange(n), "dim": np.arange(d)},
-        dims={"z": ["point"], "cluster_sizes": ["cluster"], model.data.name: ["point", "dim"]},
+        dims=dims,
         attrs=all_attrs)
 
 

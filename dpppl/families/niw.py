@@ -26,7 +26,7 @@ from jax.scipy.special import multigammaln
 
 from .base import Family, check_hyper, resolve_fields
 from .gaussian import (GaussianStats, cholesky, gaussian_point_stats, logdet_pd, mvn_log_likelihood,
-                       solve_lower, student_t_logpdf, student_t_params)
+                       solve_lower, student_t_logpdf, student_t_params, whitening_full)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +134,10 @@ class NormalInverseWishart(Family):
 
     def log_likelihood(self, params, x):
         return mvn_log_likelihood(params["mu"], params["cov"], x)
+
+    def whitening(self, params):
+        """Parameters in the whitened form of :class:`~dpppl.families.gaussian.Whitening`."""
+        return whitening_full(params["mu"], params["cov"])
 
     def sample_points(self, rng_key, params, labels):
         mu, cov = params["mu"][labels], params["cov"][labels]

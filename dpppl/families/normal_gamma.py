@@ -38,7 +38,8 @@ from jax.scipy.special import gammaln
 
 from .base import Family, check_hyper, resolve_fields
 from .gaussian import (centered_sums, diagonal_normal_log_likelihood,
-                       diagonal_empty_stats, diagonal_point_stats, diagonal_student_t_logpdf, diagonal_student_t_params)
+                       diagonal_empty_stats, diagonal_point_stats, diagonal_student_t_logpdf, diagonal_student_t_params,
+                       whitening_diagonal)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,6 +132,10 @@ class NormalGamma(Family):
 
     def log_likelihood(self, params, x):
         return diagonal_normal_log_likelihood(params["mu"], params["var"], x, self.mu0)
+
+    def whitening(self, params):
+        """Parameters in the whitened form of :class:`~dpppl.families.gaussian.Whitening`."""
+        return whitening_diagonal(params["mu"], params["var"])
 
     def sample_points(self, rng_key, params, labels):
         mu, var = params["mu"][labels], params["var"][labels]

@@ -36,7 +36,8 @@ import numpy as np
 
 from .base import Family, check_hyper, resolve_fields
 from .gaussian import (centered_sums, diagonal_normal_log_likelihood,
-                       diagonal_normal_logpdf, diagonal_normal_params, diagonal_empty_stats, diagonal_point_stats)
+                       diagonal_normal_logpdf, diagonal_normal_params, diagonal_empty_stats, diagonal_point_stats,
+                       whitening_diagonal)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +117,10 @@ class NormalKnownCov(Family):
 
     def log_likelihood(self, params, x):
         return diagonal_normal_log_likelihood(params["mu"], self.sigma2, x, self.mu0)
+
+    def whitening(self, params):
+        """Parameters in the whitened form of :class:`~dpppl.families.gaussian.Whitening`."""
+        return whitening_diagonal(params["mu"], jnp.asarray(self.sigma2, params["mu"].dtype))
 
     def sample_points(self, rng_key, params, labels):
         mu = params["mu"][labels]

@@ -4,7 +4,7 @@
 ``make(name, model, data)`` returns a ``numpyro.infer.mcmc.MCMCKernel``.
 """
 
-from . import alpha, gibbs, perm, splitmerge  # noqa: F401  (registers the built-in kernels)
+from . import alpha, gibbs, perm, splitmerge, subcluster  # noqa: F401  (registers the built-in kernels)
 from .adapter import PartitionKernel, make
 from .base import Kernel, available, build, check_applies, compose, entry, register
 

@@ -43,6 +43,10 @@ class Kernel:
         ``(state, x) -> state``, run once on each chain's initial state before the first
         step: adds the kernel's entries to ``state.aux`` (carried values such as an
         adapted tuning parameter; the driver's loops need their structure from the start).
+    posterior_names : tuple of str
+        Keys of ``info`` that are draws of model quantities indexed by cluster slot (the
+        values of ``z``), such as instantiated weights and parameters: the driver puts
+        them in the ``posterior`` group, padded with NaN where the capacity grew.
     """
 
     name: str
@@ -51,6 +55,7 @@ class Kernel:
     warmup_step: Optional[Callable] = None
     info_names: tuple = ()
     init: Optional[Callable] = None
+    posterior_names: tuple = ()
 
     @property
     def warmup(self) -> Callable:
@@ -197,14 +202,15 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
     schedule changes the chain, not the cost of an iteration.
 
     Info keys are prefixed by each part's name (a part that is itself a hybrid, whose
-    name holds a ``+``, keeps its keys). With ``"random"`` the statistics of the parts
+    name holds a ``+``, keeps its keys), except a part's ``posterior_names``. With ``"random"`` the statistics of the parts
     not run are zero and ``move`` (int32) is the index of the part that ran.
     """
     if schedule not in SCHEDULES:
         raise KernelError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
 
-    def prefixed(part, info):
-        return info if "+" in part.name else {f"{part.name}_{k}": v for k, v in info.items()}
+    def prefixed(part, info):  # move statistics get the part's name; posterior draws keep theirs
+        return info if "+" in part.name else {
+            k if k in part.posterior_names else f"{part.name}_{k}": v for k, v in info.items()}
 
     def make_sequence(steps):
         def step(rng_key, state, x):
@@ -242,8 +248,10 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         for part_init in inits:
             state = part_init(state, x)
         return state
-    info_names = tuple(k for p in parts for k in (
-        p.info_names if "+" in p.name else tuple(f"{p.name}_{k}" for k in p.info_names)))
+    def prefixed_names(part, names):
+        return names if "+" in part.name else tuple(f"{part.name}_{k}" for k in names)
+    info_names = tuple(k for p in parts for k in prefixed_names(p, p.info_names)) + tuple(
+        k for p in parts for k in p.posterior_names)
     return Kernel(
         name=name or "+".join(p.name for p in parts),
         exact=all(p.exact for p in parts),
@@ -251,4 +259,5 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         warmup_step=make([p.warmup for p in parts]) if has_warmup else None,
         info_names=info_names + (("move",) if schedule == "random" else ()),
         init=init if inits else None,
+        posterior_names=tuple(k for p in parts for k in p.posterior_names),
     )

@@ -1,0 +1,181 @@
+"""``kernel="subcluster"`` (Chang & Fisher 2013) at scale, side by side with its peers.
+
+Parts (``--part``, default all):
+
+- ``w3``: W3 (10^6 x 2, 20 clusters, NIW): seconds per iteration once the clusters are
+  found, from a single-cluster start (target: 0.2 s on 2 cores; 10 ms on a GPU).
+- ``six``: 10^6 x 2 with 6 clusters, 100 iterations from one cluster, total seconds (the
+  C++ code of the authors: 77 s on 1 core, 41 s on 2, 13 s on 8, per the issue).
+- ``w2``: W2 (10^5 x 2, 10 clusters): seconds until the labels' NMI against the truth reaches
+  0.95 of the true labels' own (1.0), beside scikit-learn's BayesianGaussianMixture (DP prior,
+  20 components, run to convergence) and our collapsed Gibbs from the same start; ratios.
+- ``d128``: 2 x 10^5 points in 128-D, 20 clusters: seconds per iteration and the fraction
+  of the machine's peak FLOP rate (``--peak-gflops``) that the likelihood work reaches.
+
+The kernel's step is driven directly (``jax.jit(kernel.step)``), one iteration at a time, with
+the capacity grown on the host as ``dpppl.sample`` does; compile time is reported apart.
+Results go to ``benchmarks/results/subcluster[-quick].json``. ``--quick`` shrinks every size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import harness
+
+
+def _driver(model, x, *, init_labels=None, capacity=32, **options):
+    """(state, step, grow) for the sub-cluster kernel on data x, one chain."""
+    import jax
+    import jax.numpy as jnp
+
+    import dpppl
+    from dpppl.inference import initial_states
+    from dpppl.kernels import build
+    from dpppl.kernels.state import grow
+
+    bound = model.bind(x)
+    kernel = build("subcluster", bound, **options)
+    labels = None if init_labels is None else np.asarray(init_labels, np.int32)[None]
+    state = initial_states(bound, "single", labels, jax.random.split(jax.random.key(0), 1), capacity=capacity)
+    state = jax.tree.map(lambda a: a[0], state)
+    xj = jnp.asarray(bound.x)
+    state = kernel.init(state, xj)
+    step = jax.jit(kernel.step)
+    del dpppl
+    return state, step, xj, grow
+
+
+def run_chain(model, x, iterations, *, truth=None, nmi_target=None, seed=0, **options):
+    """Run ``iterations`` steps; return per-iteration seconds, K, NMI (when ``truth``), the
+    compile seconds and the time when NMI first reached ``nmi_target``."""
+    import jax
+
+    from dpppl.metrics import normalized_mutual_information
+
+    state, step, xj, grow = _driver(model, x, **options)
+    tic = time.perf_counter()
+    jax.block_until_ready(step(jax.random.key(10**6), state, xj))
+    compile_seconds = time.perf_counter() - tic
+    seconds, ks, nmis, reached, elapsed = [], [], [], None, 0.0
+    for t in range(iterations):
+        key = jax.random.fold_in(jax.random.key(seed), t)
+        while True:
+            tic = time.perf_counter()
+            new_state, _ = step(key, state, xj)
+            jax.block_until_ready(new_state)
+            spent = time.perf_counter() - tic
+            if not bool(new_state.overflow):
+                break
+            capacity = int(state.stats.n.shape[0])
+            state = grow(state, 2 * capacity)  # recompiles once per capacity, like dpppl.sample
+        state = new_state
+        seconds.append(spent)
+        elapsed += spent
+        ks.append(int((np.asarray(state.stats.n) > 0).sum()))
+        if truth is not None:
+            nmis.append(normalized_mutual_information(np.asarray(state.z), truth))
+            if reached is None and nmi_target is not None and nmis[-1] >= nmi_target:
+                reached = elapsed
+    return dict(seconds=seconds, k=ks, nmi=nmis, compile_seconds=compile_seconds, reached_seconds=reached,
+                total_seconds=elapsed)
+
+
+def part_w3(args):
+    import dpppl
+
+    n = 100_000 if args.quick else 1_000_000
+    x, y = dpppl.datasets.load("w3", n=n)
+    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    out = run_chain(model, x, args.iterations, truth=y)
+    steady = out["seconds"][-10:]
+    print(f"W3 {n} x 2: median of the last 10 iterations {np.median(steady):.3f} s/iteration, "
+          f"K {out['k'][-1]}, NMI {out['nmi'][-1]:.3f}, compile {out['compile_seconds']:.1f} s")
+    return dict(n=n, median_last10=float(np.median(steady)), **out)
+
+
+def part_six(args):
+    import dpppl
+
+    n = 100_000 if args.quick else 1_000_000
+    x, y = dpppl.datasets.gaussian_mixture(n, 2, 6, mean_scale=25.0, covariance="random", seed=3)
+    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    out = run_chain(model, x, 100, truth=y)
+    print(f"{n} x 2, 6 clusters, 100 iterations: {out['total_seconds']:.1f} s "
+          f"(C++ peer: 41 s on 2 cores at 10^6), K {out['k'][-1]}, NMI {out['nmi'][-1]:.3f}")
+    return dict(n=n, **out)
+
+
+def part_w2(args):
+    import dpppl
+    from dpppl.metrics import normalized_mutual_information
+
+    n = 20_000 if args.quick else 100_000
+    x, y = dpppl.datasets.load("w2", n=n)
+    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    target = 0.95  # of the true labels' NMI, which is 1
+    sub = run_chain(model, x, args.iterations, truth=y, nmi_target=target)
+    print(f"W2 {n}: subcluster reached NMI {target} after {sub['reached_seconds']} s "
+          f"(final NMI {sub['nmi'][-1]:.3f}, K {sub['k'][-1]})")
+    from sklearn.mixture import BayesianGaussianMixture
+
+    tic = time.perf_counter()
+    bgm = BayesianGaussianMixture(n_components=20, weight_concentration_prior_type="dirichlet_process",
+                                  weight_concentration_prior=1.0, max_iter=args.sklearn_max_iter,
+                                  random_state=0).fit(x)
+    sk_seconds = time.perf_counter() - tic
+    sk_nmi = normalized_mutual_information(bgm.predict(x), y)
+    print(f"W2 {n}: sklearn BayesianGaussianMixture {sk_seconds:.1f} s to converge "
+          f"({bgm.n_iter_} iterations, converged={bgm.converged_}), NMI {sk_nmi:.3f}")
+    ratio = None if sub["reached_seconds"] is None else sk_seconds / sub["reached_seconds"]
+    print(f"W2 {n}: sklearn time / subcluster time to NMI {target}: {ratio}")
+    gibbs = dpppl.sample(model, x, kernel="gibbs", init="single", num_warmup=0,
+                         num_samples=args.gibbs_sweeps, progress_bar=False, seed=0)
+    return dict(n=n, subcluster=sub, sklearn_seconds=sk_seconds, sklearn_nmi=sk_nmi,
+                sklearn_iterations=int(bgm.n_iter_), ratio_sklearn_over_subcluster=ratio,
+                gibbs_final_nmi=normalized_mutual_information(
+                    np.asarray(gibbs.posterior["z"].values[0, -1]), y), gibbs_sweeps=args.gibbs_sweeps)
+
+
+def part_d128(args):
+    import dpppl
+
+    n = 20_000 if args.quick else 200_000
+    x, y = dpppl.datasets.gaussian_mixture(n, 128, 20, mean_scale=25.0, seed=4)
+    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    out = run_chain(model, x, 10, truth=y, init_labels=y, record_parameters=False)
+    per_iteration = float(np.median(out["seconds"][2:]))
+    capacity = 64
+    # whitened quadratic forms for C clusters: C * N * D^2 multiply-adds, plus the pairs: 2 N D^2
+    flops = 2.0 * n * 128 * 128 * (capacity + 2)
+    gflops = flops / per_iteration / 1e9
+    print(f"{n} x 128, 20 clusters: {per_iteration:.2f} s/iteration, {gflops:.1f} GFLOP/s in the "
+          f"likelihood work = {100 * gflops / args.peak_gflops:.1f}% of {args.peak_gflops} GFLOP/s peak")
+    return dict(n=n, seconds_per_iteration=per_iteration, gflops=gflops, peak_gflops=args.peak_gflops, **out)
+
+
+PARTS = {"w3": part_w3, "six": part_six, "w2": part_w2, "d128": part_d128}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=sorted(PARTS), action="append")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--iterations", type=int, default=60)
+    parser.add_argument("--gibbs-sweeps", type=int, default=20)
+    parser.add_argument("--sklearn-max-iter", type=int, default=500)
+    parser.add_argument("--peak-gflops", type=float, default=150.0,
+                        help="the machine's peak float32 GFLOP/s (2 AVX2 FMA cores at ~2.5 GHz: ~150)")
+    args = parser.parse_args()
+    results = {}
+    for name in args.part or sorted(PARTS):
+        results[name] = PARTS[name](args)
+    path = harness.write_json("subcluster-quick" if args.quick else "subcluster", {"parts": results})
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()

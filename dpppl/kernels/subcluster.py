@@ -1,0 +1,441 @@
+"""Sub-cluster split sampler (Chang & Fisher 2013): ``kernel="subcluster"``.
+
+An instantiated-weight sampler in which every step is a vector operation over points or
+over clusters, so it scales to millions of points and across devices. One step:
+
+1. **Restricted Gibbs on the regular clusters** (sec. 4.1). Given the labels, the weights
+   of the K occupied clusters and of the rest of the stick are (eqs. 6, 7)
+   ``(pi_1, ..., pi_K, pi_rest) ~ Dir(N_1, ..., N_K, alpha)``, each parameter is drawn from
+   its posterior ``theta_k ~ p(theta | x_k)`` (eq. 8), and every label is drawn in parallel
+   from ``p(z_i = k) ∝ pi_k f(x_i; theta_k)`` over the occupied clusters (eq. 9). The step
+   never creates a cluster: it is not ergodic alone.
+2. **Sub-clusters** (sec. 5.1-5.2). Each cluster k carries a left and a right sub-cluster
+   with weights ``(pi_kl, pi_kr) ~ Dir(N_kl + alpha/2, N_kr + alpha/2)`` (eq. 13),
+   parameters ``theta_ks ~ p(theta | x_ks)`` (eq. 14) and sub-labels
+   ``p(zbar_i = s) ∝ pi_{z_i s} f(x_i; theta_{z_i s})`` (eq. 15), drawn with the labels.
+3. **Sub-cluster splits** (sec. 5.3). Every cluster whose sub-clusters have run for
+   ``split_delay`` iterations (the deferred burn-in of sec. 5.4) proposes the split into
+   its sub-clusters, all clusters at once, accepted with the Hastings ratio of eq. (21)
+   in its conjugate form
+
+       H_split = alpha Gamma(N_l) f(x_l) Gamma(N_r) f(x_r) / (Gamma(N_c) f(x_c)),
+
+   with f the marginal likelihood (parameters integrated out). A new cluster's
+   sub-labels are seeded once by the hyperplane through its mean normal to a random
+   direction, a split the following sweeps refine (two sub-clusters drawn alike would
+   split it almost at random); the seeding affects which splits are proposed, not the
+   ratio.
+4. **Random split / merge** (sec. 5.5). Merges through sub-clusters are almost never
+   accepted, so merges come from a data-independent proposal and its reverse: with
+   probability 1/2 a uniformly chosen cluster c is split at random (a point goes right
+   with probability p, p ~ Beta(a, a): a Dirichlet-multinomial partition), else a
+   uniformly chosen pair is merged. With K clusters before the move and the unordered
+   proposal probabilities ``q_split = (1/2)(1/K) 2 B(N_l + a, N_r + a) / B(a, a)`` and
+   ``q_merge = (1/2) 2 / (K (K - 1))``, the acceptance ratios are
+
+       H_split = p(C') / p(C) * B(a, a) / ((K + 1) B(N_l + a, N_r + a)),
+       H_merge = p(C') / p(C) * K B(N_l + a, N_r + a) / B(a, a)   (l, r the merged pair).
+
+   A merged cluster's sub-clusters are the two clusters it was made of.
+
+Exactness: the published sampler is approximate; ``variant="exact"`` is not.
+Steps 1 and 4 leave p(z | x) invariant once the restricted sweep may not empty a cluster,
+but the sampler as published departs from invariance in two ways, both visible on the
+enumerated posteriors of small data (``tests/test_subcluster.py``):
+
+- the restricted sweep of eq. (9) may empty a cluster, and no move re-creates it at the
+  matching rate (a Gibbs update restricted to the occupied clusters is reversible only if
+  the set of occupied clusters cannot change); this biases towards fewer clusters;
+- the sub-cluster splits of step 3 have no reverse move: the matching merges, whose
+  proposal probability would need the law of the sub-cluster variables, are "approximated
+  with an automatic rejection" (sec. 5.5); this biases towards more clusters.
+
+On the 5-point NIW case ``niw_2d_overlap`` of :func:`dpppl.testing.small_datasets`
+(64 chains x 500 draws) the published sampler is off by a total-variation distance of
+0.26 from the exact partition law (P(K = 2) = 0.47 against 0.31), and with only the first
+departure removed by 0.29 (P(K = 5) = 0.21 against 0.04). The bias comes from moves that
+change the number of clusters, so it matters most where clusters are small; it was not
+measured at large N. ``variant="exact"`` drops the sub-clusters and rejects a sweep that
+would empty a cluster (a restricted Gibbs update on the event that the occupied set is
+unchanged), leaving steps 1 and 4: it passes the enumeration harness, and finds new
+clusters only through the random splits, so it is slow to grow. The kernel is registered
+as approximate (``exact=False``); an instance built with ``variant="exact"`` is exact.
+
+Cost and precision. Per iteration O(N K D^2) for full covariances (O(N K D) diagonal),
+computed over blocks of points so memory stays O(N D + K D^2): the log likelihoods
+against the clusters are formed one block of points at a time (clusters along rows, so
+the running sum that inverts the CDF reads contiguous rows) and reduced to a label at
+once; for the Gaussian families each point is then scored against its own cluster's two
+sub-clusters only. Labels use one uniform per point (inverse CDF), sub-labels
+another. Likelihoods run in ``likelihood_dtype`` (float32 by default, on data centred
+at their mean: the values only rank clusters against each other), while sufficient
+statistics are summed in float64 (the data's dtype): sums of 10^6 squares in float32
+would lose the digits the marginal likelihoods of eq. (21) need.
+
+All labels change at once, so the statistics are a segment sum over the points (a
+parallel reduction, sharded over devices when the data are), not per-point updates.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import betaln, gammaln
+
+from ..families.base import take
+from ..families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
+from ..errors import KernelError
+from .base import Kernel, register
+
+SPLIT_DELAY = 3
+VARIANTS = ("paper", "exact")
+
+
+def _slot_keys(rng_key, capacity):
+    """One key per cluster slot, so per-cluster draws do not depend on the capacity."""
+    return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(rng_key, jnp.arange(capacity))
+
+
+def log_split_gain(family, alpha, left, right, whole):
+    """log p(C', x) / p(C, x) for splitting the cluster with statistics ``whole`` into
+    ``left`` and ``right`` under a DP(alpha) prior, parameters integrated out: the log of
+    the conjugate Hastings ratio of eq. (21),
+    log alpha + log Gamma(N_l) + log Gamma(N_r) - log Gamma(N_c) + log f(x_l) + log f(x_r) - log f(x_c)."""
+    return (jnp.log(alpha) + gammaln(left.n) + gammaln(right.n) - gammaln(whole.n)
+            + family.log_marginal(left) + family.log_marginal(right) - family.log_marginal(whole))
+
+
+def _inverse_cdf_rows(logits, u, last):
+    """One index per column of ``logits`` (K, B) drawn by inverting the CDF at ``u`` (B,):
+    a running sum over the K rows, each a contiguous vector over the block's points
+    (cumsum along a short axis is slow on CPU). Rounding past the total falls back to
+    row ``last`` (the last with finite logits)."""
+    p = jnp.exp(logits - jnp.max(logits, axis=0))
+    target = u * jnp.sum(p, axis=0)
+
+    def add_row(k, carry):
+        running, index = carry
+        running = running + p[k]
+        return running, index + (running < target).astype(jnp.int32)
+
+    _, index = jax.lax.fori_loop(0, logits.shape[0], add_row,
+                                 (jnp.zeros_like(target), jnp.zeros(target.shape, jnp.int32)))
+    return jnp.minimum(index, last).astype(jnp.int32)
+
+
+def block_segment_statistics(family, x, segments, num_segments, block):
+    """Sufficient statistics and sums of ``x`` (N, D) of every segment (labels >=
+    ``num_segments`` are dropped), summed ``block`` points at a time in the data's dtype:
+    the per-point statistics (e.g. N x D x D outer products) never exist all at once."""
+    n, dim = x.shape
+    num_blocks, pad = _blocks(n, block)
+    xb = _pad_rows(x, pad).reshape(num_blocks, block, dim)
+    sb = _pad_rows(segments, pad, value=num_segments).reshape(num_blocks, block)
+
+    def add_block(total, args):
+        xi, si = args
+        per_point = (family.point_stats(xi), xi)
+        part = jax.tree.map(lambda p: jax.ops.segment_sum(p, si, num_segments=num_segments), per_point)
+        return jax.tree.map(jnp.add, total, part), None
+
+    empty = (family.empty_stats((num_segments,)), jnp.zeros((num_segments, dim), x.dtype))
+    return jax.lax.scan(add_block, empty, (xb, sb))[0]
+
+
+def _blocks(n, block_size):
+    num_blocks = -(-n // block_size)
+    return num_blocks, num_blocks * block_size - n
+
+
+def _pad_rows(a, pad, value=0):
+    return jnp.pad(a, [(0, pad)] + [(0, 0)] * (a.ndim - 1), constant_values=value)
+
+
+def block_size_for(n, dim, capacity_hint=64, budget=2**18):
+    """Points per block so that one block's (K, B) likelihood arrays, (K, D, B) products
+    (D > SMALL_DIM) and (B, D, D) statistics stay within ``budget`` numbers (cache-sized)."""
+    per_point = capacity_hint * (dim if dim > SMALL_DIM else 1) + dim * dim
+    return int(max(256, min(n, budget // per_point)))
+
+
+def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay: int = SPLIT_DELAY,
+                            merge_concentration: float = 1.0, likelihood_dtype: str = "float32",
+                            block_size: int | None = None, record_parameters: bool = True) -> Kernel:
+    """The sub-cluster split sampler; see the module docstring.
+
+    Parameters
+    ----------
+    variant : {"paper", "exact"}
+        ``"paper"`` (default, approximate): Chang & Fisher's sampler as published, with
+        sub-cluster splits. ``"exact"``: no sub-clusters, restricted sweeps that would
+        empty a cluster are rejected, random splits and merges only; leaves p(z | x)
+        invariant but finds splits slowly.
+    split_delay : int, default 3
+        Iterations a cluster's sub-clusters run before it may split (sec. 5.4).
+    merge_concentration : float, default 1
+        a of the Beta(a, a) mixing proportion of the random splits (sec. 5.5).
+    likelihood_dtype : {"float32", "float64"}
+        dtype of the (points x clusters) likelihood work; statistics stay in the data's dtype.
+    block_size : int, optional
+        Points per block of the likelihood and statistics passes (default: from N and D).
+    record_parameters : bool, default True
+        Keep each draw's cluster parameters (``theta_*``, per slot) in the posterior; the
+        weights are always kept. Turn off where D x D covariances per slot and draw are
+        too much to store.
+    """
+    family = bound_model.family
+    if variant not in VARIANTS:
+        raise KernelError(f"subcluster: variant must be one of {VARIANTS}, got {variant!r}")
+    use_sub = variant == "paper"
+    if not (isinstance(split_delay, int) and split_delay >= 1):
+        raise KernelError(f"subcluster: split_delay must be an integer >= 1, got {split_delay!r}")
+    if not merge_concentration > 0:
+        raise KernelError(f"subcluster: merge_concentration must be > 0, got {merge_concentration!r}")
+    if likelihood_dtype not in ("float32", "float64"):
+        raise KernelError(f"subcluster: likelihood_dtype must be 'float32' or 'float64', got {likelihood_dtype!r}")
+    n, dim = bound_model.x.shape
+    block = int(block_size) if block_size else block_size_for(n, dim)
+    num_blocks, pad = _blocks(n, block)
+    center = jnp.asarray(bound_model.x.mean(axis=0)) if family.data_kind == "real" else None
+    ll_dtype = jnp.float32 if likelihood_dtype == "float32" else jnp.asarray(bound_model.x).dtype
+    a_merge = float(merge_concentration)
+    whitened = hasattr(family, "whitening")
+    one_row = jax.eval_shape(family.posterior_draw, jax.random.key(0), family.empty_stats())
+    posterior_names = ("weights",) + (tuple(f"theta_{name}" for name in one_row) if record_parameters else ())
+
+    def cast_params(params):
+        """Parameters in the likelihood dtype, means shifted to the centred data first."""
+        if center is not None and "mu" in params:
+            params = {**params, "mu": params["mu"] - center}
+        return jax.tree.map(lambda p: p.astype(ll_dtype) if jnp.issubdtype(p.dtype, jnp.floating) else p, params)
+
+    def prepare_points(x):
+        xl = (x - center) if center is not None else x
+        return _pad_rows(xl.astype(ll_dtype), pad).reshape(num_blocks, block, dim)
+
+    def draw_parameters(rng_key, state):
+        """Weights and parameters of clusters and sub-clusters (eqs. 7, 8, 13, 14), drawn in
+        one batch of 3C rows: C clusters, then C (left, right) pairs; and the proportion
+        p ~ Beta(a, a) of the random split (sec. 5.5). All Gamma variates come from one
+        batched draw (each Gamma sampler costs seconds of compilation)."""
+        stats, slots = state.stats, state.aux["slots"]
+        capacity = stats.n.shape[0]
+        k_w, k_rest, k_p, k_beta = jax.random.split(rng_key, 4)
+        occupied = stats.n > 0
+        fresh = slots["age"] == 0  # no valid sub-cluster statistics yet (new clusters)
+        sub = slots["sub_stats"]
+        # Gamma shapes: Dir(N_1..N_C, alpha) over clusters + rest, Dir(N_kl + alpha/2, N_kr + alpha/2)
+        shapes = jnp.concatenate([jnp.where(occupied, stats.n, 0.0), state.alpha[None],
+                                  jnp.where(fresh[:, None], 1.0, sub.n + state.alpha / 2).reshape(-1),
+                                  jnp.full(2, a_merge)])
+        safe = jnp.where(shapes > 0, shapes, 1.0)
+        per_slot = _slot_keys(k_w, capacity)  # slot k: its cluster, then its two sub-clusters
+        three = jax.vmap(lambda k: jax.random.split(k, 3))(per_slot)
+        keys = jnp.concatenate([three[:, 0], k_rest[None], three[:, 1:].reshape(-1), jax.random.split(k_beta)])
+        log_g = jnp.where(shapes > 0, jax.vmap(jax.random.loggamma)(keys, safe), -jnp.inf)
+        log_pi = log_g[:capacity] - jax.scipy.special.logsumexp(log_g[:capacity + 1])
+        log_sub = log_g[capacity + 1:3 * capacity + 1].reshape(capacity, 2)
+        p_right = jax.nn.sigmoid(log_g[-2] - log_g[-1])  # g1 / (g1 + g2) ~ Beta(a, a)
+        log_pibar = jnp.where(fresh[:, None], jnp.log(0.5),
+                              log_sub - jax.scipy.special.logsumexp(log_sub, axis=1, keepdims=True))
+        # parameters from the posteriors; a fresh cluster's two sub-clusters are two draws
+        # from the cluster's own posterior
+        sub_source = jax.tree.map(lambda s, c: jnp.where(
+            fresh.reshape((-1, 1) + (1,) * (c.ndim - 1)), c[:, None], s), sub, stats)
+        three = jax.vmap(lambda k: jax.random.split(k, 3))(_slot_keys(k_p, capacity))
+        if use_sub:
+            rows = jax.tree.map(lambda c, s: jnp.concatenate([c, s.reshape((2 * capacity,) + c.shape[1:])]),
+                                stats, sub_source)
+            params = jax.vmap(family.posterior_draw)(jnp.concatenate([three[:, 0], three[:, 1:].reshape(-1)]), rows)
+        else:
+            params = jax.vmap(family.posterior_draw)(three[:, 0], stats)
+        return log_pi, log_pibar, params, p_right
+
+    def sample_labels(rng_key, x_blocks, log_pi, log_pibar, params, seed):
+        """Labels (eq. 9) and sub-labels (eq. 15) of every point, block by block.
+
+        Gaussian families evaluate whitened likelihoods with clusters along rows
+        (:func:`~dpppl.families.gaussian.whitened_log_likelihood_rows`), and each point's
+        two sub-clusters only, gathered by its new label; other families use
+        ``log_likelihood`` against all clusters and sub-clusters.
+
+        In a fresh cluster (``seed = (fresh, mean, direction)``, per slot) the sub-labels
+        are instead the sides of the hyperplane through the cluster's mean normal to a
+        random direction: a split for the sub-cluster sweeps to refine, where two nearly
+        equal posterior draws would give an almost random one.
+        """
+        capacity = log_pi.shape[0]
+        params = cast_params(params)
+        log_pi = log_pi.astype(ll_dtype)
+        log_pibar = log_pibar.astype(ll_dtype)
+        fresh, mean, direction = seed
+        u = jax.random.uniform(rng_key, (num_blocks, block, 2), dtype=ll_dtype)
+        last_slot = capacity - 1 - jnp.argmax(jnp.isfinite(log_pi)[::-1])
+        if whitened:
+            rows = family.whitening(params)
+            clusters = jax.tree.map(lambda a: a[:capacity], rows)
+            if use_sub:
+                subs = jax.tree.map(lambda a: a[capacity:].reshape((capacity, 2) + a.shape[1:]), rows)
+
+        def one_block(args):
+            xb, ub = args
+            if whitened:
+                logits = log_pi[:, None] + whitened_log_likelihood_rows(clusters, xb)  # (C, B)
+            else:
+                ll = family.log_likelihood(params, xb)  # (B, 3C) or (B, C)
+                logits = log_pi[:, None] + ll[:, :capacity].T
+            z = _inverse_cdf_rows(logits, ub[:, 0], last_slot)
+            if not use_sub:
+                return z, jnp.zeros_like(z)
+            if whitened:
+                sub_ll = whitened_log_likelihood_pairs(jax.tree.map(lambda a: a[z], subs), xb)
+            else:
+                sub_ll = jnp.take_along_axis(ll[:, capacity:].reshape(-1, capacity, 2), z[:, None, None], axis=1)[:, 0]
+            sub_logits = log_pibar[z] + sub_ll
+            p_right = jax.nn.sigmoid(sub_logits[:, 1] - sub_logits[:, 0])
+            side = jnp.sum((xb - mean[z]) * direction[z], axis=1) > 0
+            return z, jnp.where(fresh[z], side, ub[:, 1] < p_right).astype(jnp.int32)
+
+        z, zbar = jax.lax.map(one_block, (x_blocks, u))
+        return z.reshape(-1)[:n], zbar.reshape(-1)[:n]
+
+    def step(rng_key, state, x):
+        k_par, k_lab, k_move, k_split, k_dir = jax.random.split(rng_key, 5)
+        capacity = state.stats.n.shape[0]
+        slots = state.aux["slots"]
+        slot_index = jnp.arange(capacity)
+
+        # 1-2. restricted Gibbs sweep over clusters and sub-clusters, all points at once
+        log_pi, log_pibar, params, p_right = draw_parameters(k_par, state)
+        mean = slots["x_sum"] / jnp.maximum(state.stats.n, 1.0)[:, None]
+        if center is not None:
+            mean = mean - center
+        direction = jax.vmap(lambda k: jax.random.normal(k, (dim,)))(_slot_keys(k_dir, capacity))
+        seed = (slots["age"] == 0, mean.astype(ll_dtype), direction.astype(ll_dtype))
+        z_new, zbar = sample_labels(k_lab, prepare_points(x), log_pi, log_pibar, params, seed)
+        counts = jax.ops.segment_sum(jnp.ones_like(z_new), z_new, num_segments=capacity)
+        # The restricted sweep has no move back that re-creates a cluster it empties; the
+        # exact variant keeps the set of occupied clusters fixed by rejecting such sweeps
+        # (a Gibbs update restricted to that event), so only split / merge moves change it.
+        emptied = jnp.any((state.stats.n > 0) & (counts == 0)) & (not use_sub)
+        z = jnp.where(emptied, state.z, z_new)
+        counts = jnp.where(emptied, state.stats.n.astype(counts.dtype), counts)
+
+        # random split / merge proposal (sec. 5.5): choose it now, so that the statistics
+        # pass below also sums the proposed random half
+        occupied = counts > 0
+        num_k = jnp.sum(occupied)
+        k_type, k_pick, k_side, k_acc = jax.random.split(k_move, 4)
+        propose_split = jax.random.uniform(k_type) < 0.5
+        rank = jnp.cumsum(occupied) - 1  # rank of each occupied slot in slot order
+        first_pick, second_pick = jax.random.uniform(k_pick, (2,))
+        c = jnp.argmax(occupied & (rank == jnp.floor(first_pick * num_k).astype(rank.dtype)))
+        in_half = (z == c) & (jax.random.uniform(k_side, (n,)) < p_right)
+
+        # One pass gives the rows (statistics, sum of x) of every sub-cluster (segment
+        # 2k + zbar) and of the proposed random half of c by sub-label (segments 2C + zbar),
+        # which still belongs to c. Rows are (family statistics, x sums) pairs below.
+        seg = block_segment_statistics(family, x, jnp.where(in_half, 2 * capacity, 2 * z) + zbar,
+                                       2 * capacity + 2, block)
+        sub = jax.tree.map(lambda s: s.reshape((capacity + 1, 2) + s.shape[1:]), seg)
+        half_by_side = take(sub, capacity)
+        sub = jax.tree.map(lambda s, h: s[:capacity].at[c].add(h), sub, half_by_side)
+        half_right = jax.tree.map(lambda h: h[0] + h[1], half_by_side)
+        rows = jax.tree.map(lambda s: s[:, 0] + s[:, 1], sub)
+        age = jnp.where(occupied, slots["age"] + 1, 0)
+
+        # 4a. random split of c: the half moves to the first free slot
+        whole = take(rows, c)
+        half_left = jax.tree.map(jnp.subtract, whole, half_right)
+        n_left, n_right = half_left[0].n, half_right[0].n
+        log_h_split = (log_split_gain(family, state.alpha, half_left[0], half_right[0], whole[0])
+                       + betaln(a_merge, a_merge) - jnp.log(num_k + 1.0)
+                       - betaln(n_left + a_merge, n_right + a_merge))
+        free = ~occupied
+        new_slot = jnp.argmax(free)
+        proper_split = (n_left > 0) & (n_right > 0)
+        # 4b. merge of a uniformly chosen pair (m, o), m before o in slot order
+        second = jnp.floor(second_pick * (num_k - 1)).astype(rank.dtype)
+        second = second + (second >= rank[c])  # a different occupied cluster
+        o_slot = jnp.argmax(occupied & (rank == second))
+        m, o = jnp.minimum(c, o_slot), jnp.maximum(c, o_slot)
+        left, right = take(rows, m), take(rows, o)
+        merged = jax.tree.map(jnp.add, left, right)
+        log_h_merge = (-log_split_gain(family, state.alpha, left[0], right[0], merged[0]) + jnp.log(num_k * 1.0)
+                       + betaln(left[0].n + a_merge, right[0].n + a_merge) - betaln(a_merge, a_merge))
+        log_u = jnp.log(jax.random.uniform(k_acc))
+        do_split = propose_split & proper_split & jnp.any(free) & (log_u < log_h_split)
+        do_merge = ~propose_split & (num_k > 1) & (log_u < log_h_merge)
+        overflow = state.overflow | (propose_split & proper_split & ~jnp.any(free))
+
+        z = jnp.where(do_split & in_half, new_slot, z)
+        rows = jax.tree.map(lambda s, hl, hr: jnp.where(do_split, s.at[c].set(hl).at[new_slot].set(hr), s),
+                            rows, half_left, half_right)
+        age = jnp.where(do_split & ((slot_index == c) | (slot_index == new_slot)), 0, age)
+        # a merged cluster's sub-clusters are the two clusters it was made of
+        zbar = jnp.where(do_merge & (z == m), 0, jnp.where(do_merge & (z == o), 1, zbar))
+        z = jnp.where(do_merge & (z == o), m, z)
+        rows = jax.tree.map(lambda s, mg: jnp.where(do_merge, s.at[m].set(mg).at[o].set(0), s), rows, merged)
+        sub = jax.tree.map(lambda s, l_, r_: jnp.where(do_merge, s.at[m, 0].set(l_).at[m, 1].set(r_), s),
+                           sub, left, right)
+        age = jnp.where(do_merge & (slot_index == o), 0, jnp.where(do_merge & (slot_index == m), 1, age))
+
+        # 3. sub-cluster splits of every eligible cluster (eq. 21), all at once; the right
+        # sub-cluster moves to a free slot (the r-th accepted split takes the r-th free slot)
+        occupied = rows[0].n > 0
+        sub_left, sub_right = take(sub, (slice(None), 0)), take(sub, (slice(None), 1))
+        eligible = use_sub & occupied & (age > split_delay) & (sub_left[0].n > 0) & (sub_right[0].n > 0)
+        log_h = log_split_gain(family, state.alpha, sub_left[0], sub_right[0], rows[0])
+        accept = eligible & (jnp.log(jax.vmap(jax.random.uniform)(_slot_keys(k_split, capacity))) < log_h)
+        free = ~occupied
+        free_rank = jnp.where(free, jnp.cumsum(free) - 1, capacity)
+        matches = free_rank[None, :] == jnp.where(accept, jnp.cumsum(accept) - 1, -1)[:, None]
+        target = jnp.argmax(matches, axis=1)
+        overflow = overflow | jnp.any(accept & ~jnp.any(matches, axis=1))
+        accept = accept & jnp.any(matches, axis=1)
+        z = jnp.where(accept[z] & (zbar == 1), target[z], z)
+        drop_target = jnp.where(accept, target, capacity)
+        rows = jax.tree.map(lambda s, l_, r_: jnp.where(_expand(accept, s), l_, s).at[drop_target].set(
+            r_, mode="drop"), rows, sub_left, sub_right)
+        age = jnp.where(accept, 0, age).at[drop_target].set(0, mode="drop")
+        sub_stats = jax.tree.map(lambda s: jnp.where(_expand(age == 0, s), 0.0, s), sub[0])
+
+        drawn = jnp.isfinite(log_pi)  # slots occupied at the start of the step
+        recorded = {f"theta_{name}": jnp.where(_expand(drawn, value[:capacity]), value[:capacity], jnp.nan)
+                    for name, value in params.items()} if record_parameters else {}
+        info = {"weights": jnp.exp(log_pi), **recorded,
+                "num_splits": jnp.sum(accept).astype(jnp.int32), "sweep_rejected": emptied,
+                "random_split_accept": do_split, "random_merge_accept": do_merge,
+                "split_accept_rate": jnp.sum(accept) / jnp.maximum(jnp.sum(eligible), 1)}
+        new_slots = {"sub_stats": sub_stats, "x_sum": rows[1], "age": age.astype(jnp.int32)}
+        new_state = state._replace(z=z.astype(jnp.int32), stats=rows[0], overflow=overflow,
+                                   aux={**state.aux, "sub_z": zbar.astype(jnp.int32), "slots": new_slots})
+        return new_state, info
+
+    def init(state, x):
+        capacity = state.stats.n.shape[0]
+        x_sum = jax.ops.segment_sum(x, state.z, num_segments=capacity)
+        return state._replace(aux={**state.aux, "sub_z": jnp.zeros_like(state.z),
+                                   "slots": {"sub_stats": family.empty_stats((capacity, 2)), "x_sum": x_sum,
+                                             "age": jnp.zeros(capacity, jnp.int32)}})
+
+    return Kernel("subcluster", exact=not use_sub, step=step, init=init,
+                  info_names=("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept",
+                              "split_accept_rate"), posterior_names=posterior_names)
+
+
+def _expand(mask, like):
+    return mask.reshape(mask.shape + (1,) * (like.ndim - mask.ndim))
+
+
+def _applies(model):
+    prior = model.prior if hasattr(model, "prior") else None
+    if prior is not None and getattr(prior, "discount", 0.0) != 0.0:
+        return ("the sub-cluster split ratio (Chang & Fisher 2013, eq. 21) is derived for the Dirichlet "
+                "process; this model has a Pitman-Yor prior (discount > 0)")
+    return None
+
+
+register("subcluster", build_subcluster_kernel, exact=False, applies=_applies,
+         description="sub-cluster splits with parallel restricted Gibbs (Chang & Fisher 2013); "
+                     "O(N K D^2) per iteration, vectorised over points and clusters")

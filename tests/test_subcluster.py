@@ -1,0 +1,160 @@
+"""The sub-cluster split sampler (Chang & Fisher 2013), ``kernel="subcluster"``.
+
+- ``variant="exact"`` reproduces the enumerated posterior (harness of dpppl.testing);
+- the published variant is declared approximate everywhere a user sees exactness, and its
+  bias on a small problem is detected by the same harness (so the label is earned);
+- the split ratio of eq. (21) equals the change of the collapsed log joint;
+- growing the capacity does not change the draws; statistics of 10^6 points stay exact;
+- on separated data it finds the clusters from a single-cluster start.
+"""
+
+import numpy as np
+import pytest
+
+import dpppl
+from dpppl import kernels
+from dpppl.diagnostics.arviz_compat import group
+from dpppl.errors import KernelError
+from dpppl.kernels.state import state_from_labels
+from dpppl.kernels.subcluster import block_segment_statistics, block_size_for, log_split_gain
+from dpppl.testing import check_kernel_samples, exact_posterior, small_datasets
+
+CASES = {case.name: case for case in small_datasets()}
+
+
+def _harness(case_name, variant, *, num_chains, num_samples, seed, burn_in=100):
+    """Run chains from prior draws and check the draws after ``burn_in`` against the
+    enumerated posterior (burn-in is cut here rather than by ``num_warmup``, which would
+    compile the kernel a second time for the warmup phase)."""
+    case = CASES[case_name]
+    idata = dpppl.sample(case.model, case.x, kernel="subcluster", variant=variant, num_warmup=0,
+                         num_samples=burn_in + num_samples, num_chains=num_chains, seed=seed, init="prior",
+                         progress_bar=False)
+    post = group(idata, "posterior")
+    alpha = post["alpha"].values[:, burn_in:] if case.model.prior.alpha_is_random else None
+    return check_kernel_samples(exact_posterior(case.model, case.x), post["z"].values[:, burn_in:], alpha=alpha)
+
+
+@pytest.mark.parametrize("case_name", [
+    "niw_2d_overlap",
+    pytest.param("normal_known_1d_overlap", marks=pytest.mark.slow),
+    pytest.param("dirichlet_multinomial_overlap", marks=pytest.mark.slow),
+    pytest.param("beta_bernoulli_overlap", marks=pytest.mark.slow),
+    pytest.param("normal_gamma_1d_overlap", marks=pytest.mark.slow),
+])
+def test_exact_variant_matches_enumeration(case_name):
+    result = _harness(case_name, "exact", num_chains=64, num_samples=500, seed=3)
+    assert result.passed, result.report
+
+
+def test_declared_approximate_unless_exact_variant():
+    assert kernels.entry("subcluster").exact is False
+    case = CASES["niw_2d_overlap"]
+    bound = case.model.bind(case.x)
+    assert kernels.build("subcluster", bound).exact is False
+    assert kernels.build("subcluster", bound, variant="exact").exact is True
+
+
+@pytest.mark.slow
+def test_published_variant_is_biased():
+    """The published sampler is not exact on a 5-point problem (module docstring), and says so."""
+    result = _harness("niw_2d_overlap", "paper", num_chains=32, num_samples=300, seed=4)
+    assert not result.passed, result.report
+
+
+@pytest.mark.parametrize("case_name", ["niw_2d_separated", "dirichlet_multinomial_separated",
+                                       pytest.param("normal_gamma_2d_separated", marks=pytest.mark.slow),
+                                       pytest.param("beta_bernoulli_separated", marks=pytest.mark.slow)])
+def test_split_ratio_is_the_log_joint_change(case_name):
+    """log H of eq. (21) = log p(split, x) - log p(merged, x) for random splits of random partitions."""
+    case = CASES[case_name]
+    bound = case.model.bind(case.x)
+    alpha = bound.prior.initial_alpha
+    rng = np.random.default_rng(0)
+    n = case.x.shape[0]
+    for _ in range(5):
+        z = rng.integers(0, 2, n)
+        c = int(z[0])
+        members = np.flatnonzero(z == c)
+        right = members[rng.permutation(len(members))[: max(1, len(members) // 2)]]
+        if len(right) == len(members):
+            continue
+        split = z.copy()
+        split[right] = 2
+        state = state_from_labels(bound.family, bound.x, split, 3, alpha)
+        left_stats = jax_row(state.stats, c)
+        right_stats = jax_row(state.stats, 2)
+        whole = jax_add(left_stats, right_stats)
+        gain = float(log_split_gain(bound.family, alpha, left_stats, right_stats, whole))
+        expected = dpppl.log_joint(case.model, case.x, split) - dpppl.log_joint(case.model, case.x, z)
+        assert gain == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+def jax_row(stats, k):
+    import jax
+    return jax.tree.map(lambda s: s[k], stats)
+
+
+def jax_add(a, b):
+    import jax
+    return jax.tree.map(lambda u, v: u + v, a, b)
+
+
+@pytest.mark.slow
+def test_capacity_growth_does_not_change_draws():
+    x, _ = dpppl.datasets.load("w2", n=300, num_clusters=4, seed=1)
+    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    runs = [dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=30, init="single",
+                         capacity=capacity, seed=5, progress_bar=False) for capacity in (2, 16)]
+    z_small, z_large = (group(r, "posterior")["z"].values for r in runs)
+    assert runs[0].attrs["final_capacity"] > 2  # it did grow
+    np.testing.assert_array_equal(z_small, z_large)
+
+
+def test_finds_separated_clusters_from_one_cluster():
+    x, labels = dpppl.datasets.load("w2", n=3000, num_clusters=6, seed=2)
+    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    idata = dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=60, init="single",
+                         seed=0, progress_bar=False)
+    z = group(idata, "posterior")["z"].values[0, -1]
+    assert dpppl.metrics.normalized_mutual_information(z, labels) > 0.9
+    stats = group(idata, "sample_stats")
+    assert int(stats["num_splits"].sum()) >= 5  # it grew by sub-cluster splits
+    assert {"split_accept_rate", "random_split_accept", "random_merge_accept"} <= set(stats.data_vars)
+
+
+def test_statistics_of_a_million_points_stay_accurate():
+    """The kernel sums statistics block by block in the data's float64: sums of squares of
+    10^6 points far from the origin agree with exactly rounded sums to 1e-12, and the
+    variance they imply to 1e-5; summed in float32 the variance is lost to cancellation."""
+    import math
+
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(loc=1000.0, scale=1.0, size=(1_000_000, 2))
+    family = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart()).bind(x).family
+    segments = jnp.zeros(len(x), jnp.int32)
+    n = len(x)
+
+    def first_coordinate(points):
+        stats, _ = block_segment_statistics(family, points, segments, 1, block_size_for(n, 2))
+        return float(stats.s1[0, 0]), float(stats.s2[0, 0, 0])
+
+    s1, s2 = first_coordinate(jnp.asarray(x))
+    assert s1 == pytest.approx(math.fsum(x[:, 0]), rel=1e-12)
+    assert s2 == pytest.approx(math.fsum(x[:, 0] * x[:, 0]), rel=1e-12)
+    assert s2 / n - (s1 / n) ** 2 == pytest.approx(x[:, 0].var(), rel=1e-5)
+    s1, s2 = first_coordinate(jnp.asarray(x, jnp.float32))
+    assert s2 / n - (s1 / n) ** 2 != pytest.approx(x[:, 0].var(), rel=1e-2)
+
+
+def test_bad_options_and_models_are_refused():
+    case = CASES["niw_2d_separated"]
+    with pytest.raises(KernelError, match="variant"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", variant="fast", progress_bar=False)
+    with pytest.raises(KernelError, match="split_delay"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", split_delay=0, progress_bar=False)
+    py = CASES["pitman_yor_normal_known"]
+    with pytest.raises(KernelError, match="Pitman-Yor"):
+        dpppl.sample(py.model, py.x, kernel="subcluster", progress_bar=False)
