@@ -147,7 +147,10 @@ def _given_labels(init, n, num_chains):
 
 
 def _prior_labels(prior, alpha, n, rng):
-    """A partition drawn from the CRP / Pitman-Yor prior, seated sequentially."""
+    """A partition drawn from the CRP / Pitman-Yor prior, seated sequentially (from a
+    labelled prior: drawn by its prediction rule, clusters numbered by first appearance)."""
+    if hasattr(prior, "sample_labels"):
+        return canonical_labels(prior.sample_labels(n, rng))
     counts = []
     labels = np.empty(n, np.int32)
     for i in range(n):
@@ -249,6 +252,7 @@ class _Runner:
         kept: list[dict] = []
         bar = _progress(total, show, self.kern.name)
         t, per_iter, interrupted = 0, None, False
+        limit = _capacity_limit(self.bound)
         try:
             while t < total:
                 warmup = t < num_warmup
@@ -265,9 +269,12 @@ class _Runner:
                     jax.block_until_ready(new_states)
                     if compiled:  # time chunks that did not compile, to size the next one
                         per_iter = (time.perf_counter() - tic) / n_iter
-                    if not bool(jnp.any(new_states.overflow)) or capacity == n + 1:
+                    if not bool(jnp.any(new_states.overflow)):
                         break
-                    states = grow(states, min(2 * capacity, n + 1))
+                    if capacity >= limit:
+                        _check_label_limit(self.bound, limit)
+                        break
+                    states = grow(states, min(2 * capacity, limit))
                 states = new_states
                 if not warmup:
                     host = jax.tree.map(lambda b: np.asarray(b[:, :n_iter]), buf)
@@ -291,6 +298,22 @@ class _Runner:
                 bar.close()
         records = {k: np.concatenate([c[k] for c in kept], axis=1) for k in kept[0]}
         return records, states, interrupted
+
+
+def _capacity_limit(bound) -> int:
+    """Most cluster slots a chain may need: N + 1 for an exchangeable prior (new clusters
+    take the first empty slot); for a prior on explicit labels, whose slot k is label
+    k + 1, its ``max_labels(N)`` (labels may lie past N + 1)."""
+    n = bound.num_points
+    max_labels = getattr(bound.prior, "max_labels", None)
+    return n + 1 if max_labels is None else max(int(max_labels(n)), 2)
+
+
+def _check_label_limit(bound, limit):
+    if getattr(bound.prior, "labelled", False):
+        raise KernelError(f"a move drew a label past {limit}, the most slots dpppl gives a "
+                          f"{bound.prior.describe()} prior; its tail is too heavy to sample on "
+                          f"explicit labels: use a finite sequence of sticks (ending with b_L = 0)")
 
 
 def _fmt(values, spec="d"):
@@ -339,12 +362,20 @@ def log_joint(model, data, z) -> float:
 
     Component parameters are integrated out; the partition prior is the CRP/Pitman-Yor
     EPPF at alpha (its Gamma prior mean when alpha is random, without the Gamma density).
+    For a stick-breaking prior labels are explicit: label k >= 0 is stick k + 1 and the
+    prior term is the probability of the labelled assignment with the sticks integrated
+    out (:meth:`dpppl.StickBreaking.log_prob_labels`).
     """
     bound = _as_model(model).bind(data)
     labels = np.asarray(z)
     if labels.shape != (bound.num_points,):
         raise DataError(f"z must have shape ({bound.num_points},), got {labels.shape}")
-    lab = canonical_labels(labels)
+    if getattr(bound.prior, "labelled", False):
+        if labels.dtype.kind not in "iu" or labels.min() < 0:
+            raise DataError("z must hold non-negative integer labels (label k is stick k + 1)")
+        lab = labels.astype(np.int64)
+    else:
+        lab = canonical_labels(labels)
     state = state_from_labels(bound.family, bound.x, lab, int(lab.max()) + 1, bound.prior.initial_alpha)
     counts = state.stats.n
     lm = jnp.sum(bound.family.log_marginal(state.stats))

@@ -5,6 +5,7 @@
 """
 
 from . import alpha, gibbs, perm, splitmerge  # noqa: F401  (registers the built-in kernels)
+from . import labelswap, sbgibbs  # noqa: F401  (stick-breaking kernels)
 from .adapter import PartitionKernel, make
 from .base import Kernel, available, build, check_applies, compose, entry, register
 

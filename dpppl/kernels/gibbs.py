@@ -22,20 +22,23 @@ import jax
 import jax.numpy as jnp
 
 from ..families.base import add_point, take
-from .base import Kernel, register
+from .base import Kernel, exchangeable_prior_only, register
 from .state import PartitionState, sample_index, set_row
+
+
+def refresh(family, stats, params, k):
+    """After a point left or joined slot ``k``: zero the slot's statistics exactly when it
+    emptied, and recompute its predictive parameters (the only ones that changed)."""
+    row = take(stats, k)
+    emptied = row.n < 0.5
+    row = jax.tree.map(lambda s: jnp.where(emptied, jnp.zeros_like(s), s), row)
+    return set_row(stats, k, row), set_row(params, k, family.predictive_params(row))
 
 
 def _seat(family, prior, x, order, uniforms, state: PartitionState, remove_first: bool):
     """Seat points ``order`` one at a time; with ``remove_first`` they leave their
     current cluster first (a Gibbs sweep), otherwise they start unassigned."""
     alpha = state.alpha
-
-    def refresh(stats, params, k):
-        row = take(stats, k)
-        emptied = row.n < 0.5
-        row = jax.tree.map(lambda s: jnp.where(emptied, jnp.zeros_like(s), s), row)
-        return set_row(stats, k, row), set_row(params, k, family.predictive_params(row))
 
     def body(t, carry):
         z, stats, params, overflow = carry
@@ -44,7 +47,7 @@ def _seat(family, prior, x, order, uniforms, state: PartitionState, remove_first
         point = family.point_stats(xi)
         if remove_first:
             stats = add_point(stats, z[i], point, -1.0)
-            stats, params = refresh(stats, params, z[i])
+            stats, params = refresh(family, stats, params, z[i])
         counts = stats.n
         log_existing, log_new = prior.log_seat_weights(counts, alpha)
         log_pred = family.log_predictive(params, xi)
@@ -55,7 +58,7 @@ def _seat(family, prior, x, order, uniforms, state: PartitionState, remove_first
         logits = jnp.where(has_empty, logits.at[first_empty].set(log_new + log_pred[first_empty]), logits)
         k = sample_index(logits, uniforms[t])
         stats = add_point(stats, k, point, 1.0)
-        stats, params = refresh(stats, params, k)
+        stats, params = refresh(family, stats, params, k)
         return z.at[i].set(k), stats, params, overflow | ~has_empty
 
     params = family.predictive_params(state.stats)
@@ -88,5 +91,5 @@ def sequential_prediction(bound_model, rng_key, state: PartitionState, x) -> Par
     return _seat(bound_model.family, bound_model.prior, x, order, uniforms, state, remove_first=False)
 
 
-register("gibbs", build_gibbs_kernel, exact=True,
+register("gibbs", build_gibbs_kernel, exact=True, applies=exchangeable_prior_only,
          description="collapsed Gibbs, one label at a time (Neal 2000, alg. 3); O(N K D^2) per sweep")

@@ -50,6 +50,10 @@ stick index array ``i``, or an expression of ``i`` (text or a parsed expression)
 CHECK_HORIZON = 2**16
 """Sticks evaluated when a prior is built, for the checks and the footnote-1 test."""
 
+MAX_LABELS = 2**14
+"""Labels past this (and past N + 1) are not sampled on an infinite prior: a chain that
+draws one stops with an error (:func:`dpppl.sample`)."""
+
 _TAIL_NEGLIGIBLE = 1e-12   # prod_{i<=H} E[1 - V_i] below this: the weights sum to one for any purpose
 _DIVERGENT_EXPONENT = 1.02  # terms log(1 + a_i/b_i) ~ i^-p with p at most this: the sum diverges
 
@@ -245,6 +249,8 @@ class StickBreaking:
             if num_sticks is not None and num_sticks != len(g):
                 raise ModelError(f"{name}: num_sticks={num_sticks} but gamma has {len(g)} entries")
             num_sticks = len(g)
+        if isinstance(num_sticks, float) and num_sticks.is_integer():  # from the model language
+            num_sticks = int(num_sticks)
         if isinstance(num_sticks, bool) or not isinstance(num_sticks, numbers.Integral) or num_sticks < 1:
             raise ModelError(f"{name}: num_sticks must be a positive integer (the number of labels) "
                              f"when gamma is not a sequence, got {num_sticks!r}")
@@ -376,6 +382,11 @@ class StickBreaking:
         empty = jnp.where(occupied, -jnp.inf, log_w)
         return existing, _logsumexp_with(empty, log_rest)
 
+    def max_labels(self, n: int) -> int:
+        """Most labels (state slots) a sampler may use: the number of sticks of a finite
+        prior, else max(n + 1, :data:`MAX_LABELS`)."""
+        return self.num_sticks if self.num_sticks is not None else max(n + 1, MAX_LABELS)
+
     def log_prior_alpha(self, alpha):
         return jnp.zeros(())
 
@@ -412,4 +423,4 @@ def _logsumexp_with(log_values, log_extra):
     return jnp.where(jnp.isfinite(top), safe + jnp.log(total), -jnp.inf)
 
 
-__all__ = ["StickBreaking", "StickParameter", "CHECK_HORIZON"]
+__all__ = ["StickBreaking", "StickParameter", "CHECK_HORIZON", "MAX_LABELS"]
