@@ -35,6 +35,22 @@ def refresh(family, stats, params, k):
     return set_row(stats, k, row), set_row(params, k, family.predictive_params(row))
 
 
+def sweep_draws(rng_key, x):
+    """A random visiting order of the points of ``x`` and one uniform per visit (shapes
+    independent of the slot capacity, so growing it never changes the draws)."""
+    k_order, k_u = jax.random.split(rng_key)
+    n = x.shape[0]
+    return jax.random.permutation(k_order, n), jax.random.uniform(k_u, (n,), dtype=x.dtype)
+
+
+def visit_points(family, state: PartitionState, order, body) -> PartitionState:
+    """Run ``body(t, (z, stats, predictive params, overflow))`` for each point of ``order``."""
+    params = family.predictive_params(state.stats)
+    z, stats, _, overflow = jax.lax.fori_loop(
+        0, order.shape[0], body, (state.z, state.stats, params, state.overflow))
+    return state._replace(z=z, stats=stats, overflow=overflow)
+
+
 def _seat(family, prior, x, order, uniforms, state: PartitionState, remove_first: bool):
     """Seat points ``order`` one at a time; with ``remove_first`` they leave their
     current cluster first (a Gibbs sweep), otherwise they start unassigned."""
@@ -61,10 +77,7 @@ def _seat(family, prior, x, order, uniforms, state: PartitionState, remove_first
         stats, params = refresh(family, stats, params, k)
         return z.at[i].set(k), stats, params, overflow | ~has_empty
 
-    params = family.predictive_params(state.stats)
-    z, stats, _, overflow = jax.lax.fori_loop(
-        0, order.shape[0], body, (state.z, state.stats, params, state.overflow))
-    return state._replace(z=z, stats=stats, overflow=overflow)
+    return visit_points(family, state, order, body)
 
 
 def build_gibbs_kernel(bound_model) -> Kernel:
@@ -72,10 +85,7 @@ def build_gibbs_kernel(bound_model) -> Kernel:
     family, prior = bound_model.family, bound_model.prior
 
     def step(rng_key, state, x):
-        k_order, k_u = jax.random.split(rng_key)
-        n = x.shape[0]
-        order = jax.random.permutation(k_order, n)
-        uniforms = jax.random.uniform(k_u, (n,), dtype=x.dtype)
+        order, uniforms = sweep_draws(rng_key, x)
         return _seat(family, prior, x, order, uniforms, state, remove_first=True), {}
 
     return Kernel("gibbs", exact=True, step=step)
@@ -84,10 +94,7 @@ def build_gibbs_kernel(bound_model) -> Kernel:
 def sequential_prediction(bound_model, rng_key, state: PartitionState, x) -> PartitionState:
     """Seat every point, in a random order, into ``state`` (whose statistics must be
     empty) by CRP weight times posterior predictive (Liang et al. 2007, sec. 5.1)."""
-    k_order, k_u = jax.random.split(rng_key)
-    n = x.shape[0]
-    order = jax.random.permutation(k_order, n)
-    uniforms = jax.random.uniform(k_u, (n,), dtype=x.dtype)
+    order, uniforms = sweep_draws(rng_key, x)
     return _seat(bound_model.family, bound_model.prior, x, order, uniforms, state, remove_first=False)
 
 

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from ..families.base import add_point
 from ..priors.stick_breaking import StickBreaking
 from .base import Kernel, register
-from .gibbs import refresh
+from .gibbs import refresh, sweep_draws, visit_points
 from .state import sample_index
 
 
@@ -74,10 +74,7 @@ def _sweep(family, prior: StickBreaking, x, order, uniforms, state):
         stats, params = refresh(family, stats, params, k)
         return z.at[i].set(k), stats, params, overflow | past
 
-    params = family.predictive_params(state.stats)
-    z, stats, _, overflow = jax.lax.fori_loop(
-        0, order.shape[0], body, (state.z, state.stats, params, state.overflow))
-    return state._replace(z=z, stats=stats, overflow=overflow)
+    return visit_points(family, state, order, body)
 
 
 def build_sbgibbs_kernel(bound_model) -> Kernel:
@@ -85,10 +82,7 @@ def build_sbgibbs_kernel(bound_model) -> Kernel:
     family, prior = bound_model.family, bound_model.prior
 
     def step(rng_key, state, x):
-        k_order, k_u = jax.random.split(rng_key)
-        n = x.shape[0]
-        order = jax.random.permutation(k_order, n)
-        uniforms = jax.random.uniform(k_u, (n,), dtype=x.dtype)
+        order, uniforms = sweep_draws(rng_key, x)
         return _sweep(family, prior, x, order, uniforms, state), {}
 
     return Kernel("sbgibbs", exact=True, step=step)
