@@ -112,7 +112,7 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
                            num_chains=num_chains, seed=seed, truncation=truncation,
                            progress_bar=progress_bar, thinning=thinning)
     kern = _kernels.build(kernel, bound, **kernel_options)
-    labels = _given_labels(init, bound.num_points, num_chains)
+    labels = _given_labels(init, bound.num_points, num_chains, getattr(bound.prior, "labelled", False))
 
     x = jnp.asarray(bound.x)
     k_init, k_run = jax.random.split(jax.random.key(seed))
@@ -131,7 +131,7 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
 
 
 # ---------------------------------------------------------------------------- init ---
-def _given_labels(init, n, num_chains):
+def _given_labels(init, n, num_chains, labelled=False):
     if isinstance(init, str):
         if init not in INIT_METHODS:
             raise ValueError(f"init must be one of {INIT_METHODS} or an array of labels, got {init!r}")
@@ -143,6 +143,10 @@ def _given_labels(init, n, num_chains):
         labels = np.broadcast_to(labels, (num_chains, labels.shape[0]))
     if labels.shape != (num_chains, n):
         raise DataError(f"init labels must have shape ({n},) or ({num_chains}, {n}), got {np.shape(init)}")
+    if labelled:  # labels are explicit (label k is stick k + 1): kept as given
+        if labels.min() < 0:
+            raise DataError("init labels of a stick-breaking prior must be non-negative (label k is stick k + 1)")
+        return labels.astype(np.int32)
     return np.stack([canonical_labels(row) for row in labels.astype(np.int64)])
 
 
@@ -186,7 +190,7 @@ def initial_states(bound: BoundModel, init, labels, init_keys, capacity=None) ->
         found = map_search(bound.model, bound.x, heuristic="inadmissible", beam=100).labels
         labels = np.broadcast_to(found, (len(init_keys), n))
     if labels is not None:
-        cap = _initial_capacity(n, int(labels.max()) + 1, capacity)
+        cap = max(_initial_capacity(n, int(labels.max()) + 1, capacity), int(labels.max()) + 1)
         return jax.vmap(lambda lab: state_from_labels(family, x, lab, cap, alpha))(jnp.asarray(labels))
 
     # sequential prediction, growing the capacity until no chain overflows

@@ -81,7 +81,7 @@ def compile_numpyro(model, truncation: int, family=None):
             raise ValueError("give the data x, or num_points to simulate from the prior")
         if prior.alpha_is_random:
             alpha = numpyro.sample("alpha", dist.Gamma(prior.alpha.shape, prior.alpha.rate))
-        else:
+        elif not labelled:
             alpha = prior.alpha
         k = jnp.arange(1, truncation)
         if labelled:

@@ -100,7 +100,8 @@ class PartitionKernel(MCMCKernel):
         self._num_warmup = num_warmup
         keys = rng_key[None] if is_prng_key(rng_key) else rng_key
         n = self._bound.num_points
-        labels = _given_labels(init_params if init_params is not None else self._init, n, keys.shape[0])
+        labels = _given_labels(init_params if init_params is not None else self._init, n, keys.shape[0],
+                               getattr(self._bound.prior, "labelled", False))
         k_init, k_run = jax.vmap(jax.random.split, out_axes=1)(keys)
         capacity = self._capacity
         if capacity is None:
