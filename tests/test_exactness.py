@@ -30,19 +30,10 @@ NUM_CHAINS, NUM_WARMUP, NUM_SAMPLES = 64, 100, 500
 DEFAULT_CASES = {"niw_2d_overlap", "pitman_yor_normal_known", "dirichlet_multinomial_overlap"}
 
 
-def _applies(kernel, model):
-    """Kernels for other priors (the stick-breaking kernels: tests/test_stick_breaking.py) skip these cases."""
-    try:
-        kernels.check_applies(kernel, model)
-    except dpppl.KernelError:
-        return False
-    return True
-
-
 def _matrix():
     for kernel in EXACT_KERNELS + HYBRIDS:
         for name in sorted(CASES):
-            if not _applies(kernel, CASES[name].model):
+            if not kernels.applies_to(kernel, CASES[name].model):  # stick-breaking kernels: test_stick_breaking.py
                 continue
             slow = kernel != "gibbs" and name not in DEFAULT_CASES
             yield pytest.param(kernel, name, marks=[pytest.mark.slow] if slow else [],

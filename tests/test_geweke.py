@@ -40,19 +40,10 @@ DEFAULT_MODELS = {"niw_gamma_alpha", "pitman_yor_gamma_alpha", "dirichlet_multin
 DEFAULT_HYBRID_MODELS = {"pitman_yor_gamma_alpha"}
 
 
-def _applies(kernel, model):
-    """Kernels for other priors (the stick-breaking kernels: tests/test_stick_breaking.py) skip these models."""
-    try:
-        kernels.check_applies(kernel, model)
-    except dpppl.KernelError:
-        return False
-    return True
-
-
 def _matrix():
     for kernel in EXACT_KERNELS + HYBRIDS:
         for name in MODELS:
-            if not _applies(kernel, MODELS[name][0]):
+            if not kernels.applies_to(kernel, MODELS[name][0]):  # stick-breaking kernels: test_stick_breaking.py
                 continue
             default = DEFAULT_HYBRID_MODELS if kernel in HYBRIDS else DEFAULT_MODELS
             slow = kernel != "gibbs" and name not in default

@@ -138,6 +138,15 @@ def exchangeable_prior_only(model) -> Optional[str]:
     return None
 
 
+def applies_to(spec: str, model) -> bool:
+    """True when every part of ``spec`` can sample ``model`` (:func:`check_applies` raises instead)."""
+    try:
+        check_applies(spec, model)
+    except KernelError:
+        return False
+    return True
+
+
 SCHEDULES = ("sequence", "random")
 
 
