@@ -267,3 +267,26 @@ def test_fig1_centre_point_is_biased_without_label_moves_and_half_with_them(tmp_
     without, with_moves = summary["without label moves"], summary["with label moves"]
     assert t_stat(without) > threshold and without["left"] > 0.55, without
     assert abs(t_stat(with_moves)) < threshold, with_moves
+
+
+@pytest.mark.slow
+def test_closed_form_swap_acceptance_on_a_general_prior_is_rejected(fig1_exact):
+    """Power: label moves whose acceptance uses the eq. (7) closed form on the Fig. 1 prior
+    (a_i = 5, b_i = 0.1), i.e. prod_i Gamma(a_i + N_i) / Gamma(a_i) in place of the labelled
+    law, must fail the check that the correct moves pass (measured: t = 176, threshold 17)."""
+    import dataclasses
+
+    from jax.scipy.special import gammaln
+
+    class ClosedForm(StickBreaking):
+        def log_prob_labels(self, counts):
+            a = jnp.asarray(self.sticks(counts.shape[-1])[0], counts.dtype)
+            return jnp.sum(gammaln(a + counts) - gammaln(a), axis=-1)
+
+    model = dpppl.StickBreakingMixture(*FIG1_PRIOR, component=NKC)
+    wrong = dataclasses.replace(model, prior=ClosedForm(*FIG1_PRIOR))
+    rng = np.random.default_rng(5)
+    start = fig1_exact.assignments[rng.choice(fig1_exact.prob.size, size=NUM_CHAINS,
+                                              p=fig1_exact.prob / fig1_exact.prob.sum())]
+    result = check_labelled_samples(fig1_exact, _run(wrong, "labelswap", seed=4, init=start))
+    assert not result.passed, result.report

@@ -317,8 +317,8 @@ class StickBreaking:
             f"{self.describe()}: the stick weights do not sum to one: sum_i log(1 + a_i/b_i) "
             f"converges (its terms decay like i^-{exponent:.2f}; {partial:.3g} over the first "
             f"{t.size} sticks), so an expected {np.exp(-tail):.3g} of the stick is never assigned "
-            f"(Porteous et al. 2006, footnote 1; Ishwaran & James 2001). b_i may grow at most "
-            f"linearly in i relative to a_i; or give a finite sequence ending with b_L = 0")
+            f"(Porteous et al. 2006, footnote 1; Ishwaran & James 2001). Make sum_i a_i/b_i "
+            f"diverge (b_i / a_i growing at most like i), or give a finite sequence ending with b_L = 0")
 
     # ------------------------------------------------------------- the labelled law ---
     def log_prob_labels(self, counts) -> jnp.ndarray:
