@@ -189,12 +189,15 @@ def initial_states(bound: BoundModel, init, labels, init_keys, capacity=None) ->
 
         found = map_search(bound.model, bound.x, heuristic="inadmissible", beam=100).labels
         labels = np.broadcast_to(found, (len(init_keys), n))
+    # a prior on explicit labels suggests enough slots that growing (a recompilation) is rare
+    hint = getattr(bound.prior, "initial_capacity", None)
+    floor = hint(n) if hint is not None and capacity is None else 0
     if labels is not None:
-        cap = max(_initial_capacity(n, int(labels.max()) + 1, capacity), int(labels.max()) + 1)
+        cap = max(_initial_capacity(n, int(labels.max()) + 1, capacity), int(labels.max()) + 1, floor)
         return jax.vmap(lambda lab: state_from_labels(family, x, lab, cap, alpha))(jnp.asarray(labels))
 
     # sequential prediction, growing the capacity until no chain overflows
-    cap = _initial_capacity(n, 8, capacity)
+    cap = max(_initial_capacity(n, 8, capacity), floor)
     while True:
         empty = PartitionState(jnp.zeros((len(init_keys), n), jnp.int32),
                                family.empty_stats((len(init_keys), cap)),
@@ -202,7 +205,7 @@ def initial_states(bound: BoundModel, init, labels, init_keys, capacity=None) ->
                                jnp.zeros((len(init_keys),), bool), {})
         seq = jax.jit(jax.vmap(lambda k, s: sequential_prediction(bound, k, s, x)))
         states = seq(init_keys, empty)
-        if not bool(jnp.any(states.overflow)) or cap == n + 1:
+        if not bool(jnp.any(states.overflow)) or cap >= n + 1:
             return states
         cap = min(2 * cap, n + 1)
 

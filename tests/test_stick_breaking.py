@@ -290,3 +290,24 @@ def test_closed_form_swap_acceptance_on_a_general_prior_is_rejected(fig1_exact):
                                               p=fig1_exact.prob / fig1_exact.prob.sum())]
     result = check_labelled_samples(fig1_exact, _run(wrong, "labelswap", seed=4, init=start))
     assert not result.passed, result.report
+
+
+def test_cli_samples_the_stick_breaking_model_file(tmp_path, capsys):
+    from pathlib import Path
+
+    from dpppl.cli import main
+
+    data = tmp_path / "points.csv"
+    pts = np.r_[np.random.default_rng(0).normal(-2, 0.5, (6, 2)), np.random.default_rng(1).normal(2, 0.5, (6, 2))]
+    np.savetxt(data, pts, delimiter=",")
+    model = Path(__file__).resolve().parents[1] / "models" / "stick_breaking.dp"
+    assert main(["sample", str(model), "--data", str(data), "--kernel", "sbgibbs+labelswap+labelpermute",
+                 "--option", "permute_prob=0.5", "--warmup", "0", "--samples", "4", "--no-progress"]) == 0
+    assert "sbgibbs+labelswap+labelpermute (exact)" in capsys.readouterr().out
+
+
+def test_functions_built_on_exchangeable_seating_refuse_stick_breaking_priors():
+    model = dpppl.StickBreakingMixture(*FIG1_PRIOR, component=NKC)
+    for call in (lambda: dpppl.map_search(model, X4), lambda: dpppl.sample_prior(model, 4)):
+        with pytest.raises(dpppl.ModelError, match="prior on explicit labels"):
+            call()

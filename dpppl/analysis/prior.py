@@ -32,6 +32,7 @@ import numpy as np
 from ..dsl.spec import BoundModel
 from ..errors import ModelError
 from ..kernels.state import sample_index
+from ..priors.stick_breaking import refuse_labelled
 from .summaries import label_summaries
 
 
@@ -129,6 +130,7 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
     spec = model.model if isinstance(model, BoundModel) else _as_model(model)
     family = _family_for_data(model if isinstance(model, BoundModel) else spec, data, dim)
     prior = spec.prior
+    refuse_labelled(prior, "sample_prior")
     dtype = jnp.zeros(()).dtype
     keys = jax.random.split(jax.random.key(seed), num_samples)
 

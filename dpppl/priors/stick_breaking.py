@@ -387,6 +387,18 @@ class StickBreaking:
         prior, else max(n + 1, :data:`MAX_LABELS`)."""
         return self.num_sticks if self.num_sticks is not None else max(n + 1, MAX_LABELS)
 
+    def initial_capacity(self, n: int) -> int:
+        """Slots a sampler starts with: the first L at which n points drawn from the prior
+        would need a later label with probability below 1% (n prod_{i<=L} b_i / (a_i + b_i)
+        < 0.01), at least 16 and at most max(2 n + 8, 64) (and :meth:`max_labels`). The
+        driver grows it when a chain needs more."""
+        a, b = self._table
+        with np.errstate(divide="ignore"):  # b_L = 0 ends a finite prior
+            log_rest = np.cumsum(np.log(b / (a + b)))
+        below = np.flatnonzero(np.log(n) + log_rest < np.log(0.01))
+        want = int(below[0]) + 1 if below.size else a.size
+        return int(min(max(want, 16), max(2 * n + 8, 64), self.max_labels(n)))
+
     def log_prior_alpha(self, alpha):
         return jnp.zeros(())
 
@@ -415,6 +427,14 @@ class StickBreaking:
         return labels
 
 
+def refuse_labelled(prior, what: str) -> None:
+    """Raise :class:`ModelError` when ``what`` (a function built on exchangeable seating
+    weights) is given a prior on explicit labels."""
+    if getattr(prior, "labelled", False):
+        raise ModelError(f"{what} supports exchangeable partition priors (CRP, Pitman-Yor); "
+                         f"{prior.describe()} is a prior on explicit labels, which it does not support")
+
+
 def _logsumexp_with(log_values, log_extra):
     """log(sum(exp(log_values)) + exp(log_extra)), -inf safe."""
     top = jnp.maximum(jnp.max(log_values), log_extra)
@@ -423,4 +443,4 @@ def _logsumexp_with(log_values, log_extra):
     return jnp.where(jnp.isfinite(top), safe + jnp.log(total), -jnp.inf)
 
 
-__all__ = ["StickBreaking", "StickParameter", "CHECK_HORIZON", "MAX_LABELS"]
+__all__ = ["StickBreaking", "StickParameter", "CHECK_HORIZON", "MAX_LABELS", "refuse_labelled"]
