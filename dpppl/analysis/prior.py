@@ -40,11 +40,14 @@ def draw_alpha(prior, key, dtype):
     """alpha ~ its Gamma prior, or the fixed value."""
     if prior.alpha_is_random:
         return (jax.random.gamma(key, prior.alpha.shape, dtype=dtype) / prior.alpha.rate).astype(dtype)
-    return jnp.asarray(prior.alpha, dtype)
+    return jnp.asarray(prior.initial_alpha, dtype)
 
 
 def draw_partition(prior, key, alpha, n: int, capacity: int):
-    """z (n,) ~ CRP / Pitman-Yor(alpha) by sequential seating, labels in [0, capacity)."""
+    """z (n,) ~ CRP / Pitman-Yor(alpha) by sequential seating, labels in [0, capacity)
+    (a prior on explicit labels draws them by its own prediction rule)."""
+    if getattr(prior, "labelled", False):
+        return prior.draw_labels(key, n, capacity, alpha.dtype)
     uniforms = jax.random.uniform(key, (n,), dtype=alpha.dtype)
 
     def seat(counts, u):

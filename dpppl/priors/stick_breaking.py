@@ -37,6 +37,7 @@ import dataclasses
 import numbers
 from typing import Any, Callable, Optional, Sequence, Union
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
@@ -387,17 +388,21 @@ class StickBreaking:
         prior, else max(n + 1, :data:`MAX_LABELS`)."""
         return self.num_sticks if self.num_sticks is not None else max(n + 1, MAX_LABELS)
 
-    def initial_capacity(self, n: int) -> int:
-        """Slots a sampler starts with: the first L at which n points drawn from the prior
-        would need a later label with probability below 1% (n prod_{i<=L} b_i / (a_i + b_i)
-        < 0.01), at least 16 and at most max(2 n + 8, 64) (and :meth:`max_labels`). The
-        driver grows it when a chain needs more."""
+    def labels_needed(self, n: int, tail: float) -> int:
+        """The first L such that n points drawn from the prior need a label past L with
+        probability below ``tail`` (n prod_{i<=L} b_i / (a_i + b_i) < tail, a union bound),
+        searched over the first :data:`CHECK_HORIZON` sticks."""
         a, b = self._table
         with np.errstate(divide="ignore"):  # b_L = 0 ends a finite prior
             log_rest = np.cumsum(np.log(b / (a + b)))
-        below = np.flatnonzero(np.log(n) + log_rest < np.log(0.01))
-        want = int(below[0]) + 1 if below.size else a.size
-        return int(min(max(want, 16), max(2 * n + 8, 64), self.max_labels(n)))
+        below = np.flatnonzero(np.log(n) + log_rest < np.log(tail))
+        return int(below[0]) + 1 if below.size else int(a.size)
+
+    def initial_capacity(self, n: int) -> int:
+        """Slots a sampler starts with: :meth:`labels_needed` at 1%, at least 16 and at
+        most max(2 n + 8, 64) (and :meth:`max_labels`). The driver grows it when a chain
+        needs more."""
+        return int(min(max(self.labels_needed(n, 0.01), 16), max(2 * n + 8, 64), self.max_labels(n)))
 
     def log_prior_alpha(self, alpha):
         return jnp.zeros(())
@@ -406,6 +411,21 @@ class StickBreaking:
         return f"StickBreaking(a={_show(self.a)}, b={_show(self.b)})"
 
     # -------------------------------------------------------------------- sampling ---
+    def draw_labels(self, key, n: int, capacity: int, dtype=jnp.float64):
+        """Labels (n,) in [0, capacity) drawn from the labelled prior by the prediction
+        rule (eq. 6), jittable. A draw past ``capacity`` (probability at most n times the
+        prior mass past it; see :meth:`labels_needed`) is put at the last slot."""
+        from ..kernels.state import sample_index
+
+        def seat(counts, u):
+            log_w, log_rest = self.log_expected_weights(counts)
+            k = jnp.minimum(sample_index(jnp.concatenate([log_w, log_rest[None]]), u), capacity - 1)
+            return counts.at[k].add(1.0), k
+
+        uniforms = jax.random.uniform(key, (n,), dtype=dtype)
+        _, z = jax.lax.scan(seat, jnp.zeros((capacity,), dtype), uniforms)
+        return z.astype(jnp.int32)
+
     def sample_labels(self, n: int, rng) -> np.ndarray:
         """Labels (0-based: label k + 1 is stick k + 1) of ``n`` points drawn from the
         labelled prior by the prediction rule (eq. 6), with concrete labels in the tail."""

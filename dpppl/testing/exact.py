@@ -279,6 +279,9 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     """
     bound = model.bind(x)
     family, prior, n = bound.family, bound.prior, bound.num_points
+    if getattr(prior, "labelled", False) and partition_log_prior is None:
+        raise ValueError("exact_posterior: a prior on explicit labels has no EPPF here; use "
+                         "dpppl.testing.labelled.exact_labelled_posterior")
     if n > MAX_POINTS:
         raise ValueError(f"exact_posterior: enumeration needs at most {MAX_POINTS} points, got {n}")
     parts = set_partitions(n)
