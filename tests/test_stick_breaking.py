@@ -340,3 +340,15 @@ def test_geweke_rejects_a_kernel_for_the_wrong_sticks():
     result = geweke_test(GEWEKE_MODEL, "sbgibbs+labelswap+labelpermute", 12, 1, num_chains=64, num_steps=100,
                          num_forward=5000, seed=1, kernel_model=wrong)
     assert not result.passed, result.report
+
+
+@pytest.mark.slow
+def test_kernel_matches_the_exact_posterior_of_a_finite_pseudo_particle_prior():
+    """Three labels (eq. 7, gamma = (1, 0.5, 2), V_3 = 1): the label space is finite and
+    listed whole (no tail cell), which tests the last-stick conventions of the kernels."""
+    model = dpppl.PseudoParticleMixture([1.0, 0.5, 2.0], NKC)
+    exact = exact_labelled_posterior(model, X4, max_label=3)
+    assert exact.tail_prob < 1e-12
+    result = check_labelled_samples(exact, _run(model, "sbgibbs+labelswap+labelpermute", seed=6))
+    assert result.passed, result.report
+    assert result.label_marginals.shape == (4, 3)
