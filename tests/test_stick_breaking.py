@@ -352,3 +352,25 @@ def test_kernel_matches_the_exact_posterior_of_a_finite_pseudo_particle_prior():
     result = check_labelled_samples(exact, _run(model, "sbgibbs+labelswap+labelpermute", seed=6))
     assert result.passed, result.report
     assert result.label_marginals.shape == (4, 3)
+
+
+def test_draws_do_not_depend_on_the_number_of_slots():
+    """The kernels' random numbers do not depend on the capacity C, so a chain that needs a
+    label past C is re-run by the driver with more slots and makes the same draws (what
+    keeps sampling on the unbounded label space exact)."""
+    from dpppl.kernels.state import state_from_labels
+
+    x = np.array([-2.0, -1.8, -1.5, 0.1, 1.7, 2.0])[:, None]
+    bound = dpppl.StickBreakingMixture(1.0, 1.0, component=NKC).bind(x)
+    kern = kernels.build("sbgibbs+labelswap+labelpermute", bound)
+    step = jax.jit(kern.step)
+    small, big = (state_from_labels(bound.family, x, np.zeros(6, int), c, 0.0) for c in (10, 40))
+    compared = 0
+    for t in range(40):
+        key = jax.random.key(t)
+        small, big = step(key, small, jnp.asarray(x))[0], step(key, big, jnp.asarray(x))[0]
+        if bool(small.overflow):
+            break
+        np.testing.assert_array_equal(small.z, big.z)
+        compared += 1
+    assert compared >= 5 and int(big.z.max()) >= 2  # labels past the first two were visited
