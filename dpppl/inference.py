@@ -112,7 +112,7 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
                            num_chains=num_chains, seed=seed, truncation=truncation,
                            progress_bar=progress_bar, thinning=thinning)
     kern = _kernels.build(kernel, bound, **kernel_options)
-    labels = _given_labels(init, bound.num_points, num_chains)
+    labels = _given_labels(init, bound.num_points, num_chains, getattr(bound.prior, "labelled", False))
 
     x = jnp.asarray(bound.x)
     k_init, k_run = jax.random.split(jax.random.key(seed))
@@ -131,7 +131,7 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
 
 
 # ---------------------------------------------------------------------------- init ---
-def _given_labels(init, n, num_chains):
+def _given_labels(init, n, num_chains, labelled=False):
     if isinstance(init, str):
         if init not in INIT_METHODS:
             raise ValueError(f"init must be one of {INIT_METHODS} or an array of labels, got {init!r}")
@@ -143,11 +143,18 @@ def _given_labels(init, n, num_chains):
         labels = np.broadcast_to(labels, (num_chains, labels.shape[0]))
     if labels.shape != (num_chains, n):
         raise DataError(f"init labels must have shape ({n},) or ({num_chains}, {n}), got {np.shape(init)}")
+    if labelled:  # labels are explicit (label k is stick k + 1): kept as given
+        if labels.min() < 0:
+            raise DataError("init labels of a stick-breaking prior must be non-negative (label k is stick k + 1)")
+        return labels.astype(np.int32)
     return np.stack([canonical_labels(row) for row in labels.astype(np.int64)])
 
 
 def _prior_labels(prior, alpha, n, rng):
-    """A partition drawn from the CRP / Pitman-Yor prior, seated sequentially."""
+    """A partition drawn from the CRP / Pitman-Yor prior, seated sequentially (from a
+    labelled prior: drawn by its prediction rule, clusters numbered by first appearance)."""
+    if hasattr(prior, "sample_labels"):
+        return canonical_labels(prior.sample_labels(n, rng))
     counts = []
     labels = np.empty(n, np.int32)
     for i in range(n):
@@ -182,12 +189,15 @@ def initial_states(bound: BoundModel, init, labels, init_keys, capacity=None) ->
 
         found = map_search(bound.model, bound.x, heuristic="inadmissible", beam=100).labels
         labels = np.broadcast_to(found, (len(init_keys), n))
+    # a prior on explicit labels suggests enough slots that growing (a recompilation) is rare
+    hint = getattr(bound.prior, "initial_capacity", None)
+    floor = hint(n) if hint is not None and capacity is None else 0
     if labels is not None:
-        cap = _initial_capacity(n, int(labels.max()) + 1, capacity)
+        cap = max(_initial_capacity(n, int(labels.max()) + 1, capacity), int(labels.max()) + 1, floor)
         return jax.vmap(lambda lab: state_from_labels(family, x, lab, cap, alpha))(jnp.asarray(labels))
 
     # sequential prediction, growing the capacity until no chain overflows
-    cap = _initial_capacity(n, 8, capacity)
+    cap = max(_initial_capacity(n, 8, capacity), floor)
     while True:
         empty = PartitionState(jnp.zeros((len(init_keys), n), jnp.int32),
                                family.empty_stats((len(init_keys), cap)),
@@ -195,7 +205,7 @@ def initial_states(bound: BoundModel, init, labels, init_keys, capacity=None) ->
                                jnp.zeros((len(init_keys),), bool), {})
         seq = jax.jit(jax.vmap(lambda k, s: sequential_prediction(bound, k, s, x)))
         states = seq(init_keys, empty)
-        if not bool(jnp.any(states.overflow)) or cap == n + 1:
+        if not bool(jnp.any(states.overflow)) or cap >= n + 1:
             return states
         cap = min(2 * cap, n + 1)
 
@@ -249,6 +259,7 @@ class _Runner:
         kept: list[dict] = []
         bar = _progress(total, show, self.kern.name)
         t, per_iter, interrupted = 0, None, False
+        limit = _capacity_limit(self.bound)
         try:
             while t < total:
                 warmup = t < num_warmup
@@ -265,9 +276,12 @@ class _Runner:
                     jax.block_until_ready(new_states)
                     if compiled:  # time chunks that did not compile, to size the next one
                         per_iter = (time.perf_counter() - tic) / n_iter
-                    if not bool(jnp.any(new_states.overflow)) or capacity == n + 1:
+                    if not bool(jnp.any(new_states.overflow)):
                         break
-                    states = grow(states, min(2 * capacity, n + 1))
+                    if capacity >= limit:
+                        _check_label_limit(self.bound, limit)
+                        break
+                    states = grow(states, min(2 * capacity, limit))
                 states = new_states
                 if not warmup:
                     host = jax.tree.map(lambda b: np.asarray(b[:, :n_iter]), buf)
@@ -301,6 +315,20 @@ def _concatenate_padded(chunks):
     padded = [np.pad(c, [(0, 0), (0, 0)] + [(0, w - s) for w, s in zip(widest, c.shape[2:])],
                      constant_values=fill) for c in chunks]
     return np.concatenate(padded, axis=1)
+def _capacity_limit(bound) -> int:
+    """Most cluster slots a chain may need: N + 1 for an exchangeable prior (new clusters
+    take the first empty slot); for a prior on explicit labels, whose slot k is label
+    k + 1, its ``max_labels(N)`` (labels may lie past N + 1)."""
+    n = bound.num_points
+    max_labels = getattr(bound.prior, "max_labels", None)
+    return n + 1 if max_labels is None else max(int(max_labels(n)), 2)
+
+
+def _check_label_limit(bound, limit):
+    if getattr(bound.prior, "labelled", False):
+        raise KernelError(f"a move drew a label past {limit}, the most slots dpppl gives a "
+                          f"{bound.prior.describe()} prior; its tail is too heavy to sample on "
+                          f"explicit labels: use a finite sequence of sticks (ending with b_L = 0)")
 
 
 def _fmt(values, spec="d"):
@@ -353,12 +381,20 @@ def log_joint(model, data, z) -> float:
 
     Component parameters are integrated out; the partition prior is the CRP/Pitman-Yor
     EPPF at alpha (its Gamma prior mean when alpha is random, without the Gamma density).
+    For a stick-breaking prior labels are explicit: label k >= 0 is stick k + 1 and the
+    prior term is the probability of the labelled assignment with the sticks integrated
+    out (:meth:`dpppl.StickBreaking.log_prob_labels`).
     """
     bound = _as_model(model).bind(data)
     labels = np.asarray(z)
     if labels.shape != (bound.num_points,):
         raise DataError(f"z must have shape ({bound.num_points},), got {labels.shape}")
-    lab = canonical_labels(labels)
+    if getattr(bound.prior, "labelled", False):
+        if labels.dtype.kind not in "iu" or labels.min() < 0:
+            raise DataError("z must hold non-negative integer labels (label k is stick k + 1)")
+        lab = labels.astype(np.int64)
+    else:
+        lab = canonical_labels(labels)
     state = state_from_labels(bound.family, bound.x, lab, int(lab.max()) + 1, bound.prior.initial_alpha)
     counts = state.stats.n
     lm = jnp.sum(bound.family.log_marginal(state.stats))

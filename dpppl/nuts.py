@@ -32,7 +32,10 @@ def sample_nuts(bound, *, num_warmup, num_samples, num_chains, seed, truncation,
     extra = mcmc.get_extra_fields(group_by_chain=True)
     component = np.asarray(samples["assignment"])
     chains, draws, n = component.shape
-    flat = np.stack([canonical_labels(row) for row in component.reshape(-1, n)])
+    if getattr(bound.prior, "labelled", False):  # stick-breaking: component k is label k + 1
+        flat = component.reshape(-1, n).astype(np.int32)
+    else:
+        flat = np.stack([canonical_labels(row) for row in component.reshape(-1, n)])
 
     alpha = (np.asarray(samples["alpha"]).reshape(-1) if bound.prior.alpha_is_random
              else np.full(flat.shape[0], bound.prior.initial_alpha))

@@ -100,6 +100,7 @@ from .families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalI
 from .families.base import add_point, take
 from .families.gaussian import logdet_pd
 from .kernels.state import canonical_labels, set_row
+from .priors.stick_breaking import refuse_labelled
 
 HEURISTICS = ("trivial", "admissible", "inadmissible")
 ORDERS = ("marginal", "descending", "given", "random")
@@ -191,6 +192,7 @@ def map_search(model, data, heuristic: str = "inadmissible", beam: Optional[int]
                                    or max_states < 1):
         raise KernelError(f"map_search: max_states must be None or an integer >= 1, got {max_states!r}")
     bound = _as_model(model).bind(data)
+    refuse_labelled(bound.prior, "map_search")
     if heuristic != "inadmissible" and type(bound.family) not in _BOUNDS:
         raise KernelError(f"map_search: heuristic {heuristic!r} has no predictive bound for "
                           f"{bound.family.name}; use heuristic='inadmissible'")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dpppl.dsl import DPMixture, PitmanYorMixture, load, parse
+from dpppl.dsl import PseudoParticleMixture, StickBreakingMixture
 from dpppl.dsl.spec import DataDecl
 from dpppl.errors import ModelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
@@ -30,6 +31,8 @@ EQUIVALENTS = {
     "multinomial.dp": DPMixture(Gamma(1.0, 1.0), DirichletMultinomial(beta=0.5)),
     "bernoulli.dp": DPMixture(Gamma(1.0, 1.0), BetaBernoulli(a=1.0, b=1.0)),
     "pitman_yor.dp": PitmanYorMixture(0.25, Gamma(1.0, 1.0), NIW_FILE),
+    "stick_breaking.dp": StickBreakingMixture(a=0.75, b="1 + i * 0.25", component=NIW_FILE),
+    "pseudo_particles.dp": PseudoParticleMixture(0.2, NIW_FILE, num_sticks=10),
 }
 
 

@@ -43,6 +43,7 @@ from ..dsl.spec import BoundModel, validate_data
 from ..errors import DataError
 from ..families.base import segment_stats
 from ..kernels.state import canonical_labels
+from ..priors.stick_breaking import refuse_labelled
 from .partitions import is_inference_data, run_variable, point_estimate, posterior_draws
 from .summaries import as_label_array, compact_labels
 
@@ -116,6 +117,7 @@ class Predictor:
     """
 
     def __init__(self, bound: BoundModel, draws, alpha, clustering, log_weights=None):
+        refuse_labelled(bound.prior, "predict")
         labels, counts = compact_labels(as_label_array(draws).reshape(-1, bound.num_points))
         s = labels.shape[0]
         c = _summary_labels(clustering, bound.num_points)

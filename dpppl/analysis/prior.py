@@ -32,6 +32,7 @@ import numpy as np
 from ..dsl.spec import BoundModel
 from ..errors import ModelError
 from ..kernels.state import sample_index
+from ..priors.stick_breaking import refuse_labelled
 from .summaries import label_summaries
 
 
@@ -39,11 +40,14 @@ def draw_alpha(prior, key, dtype):
     """alpha ~ its Gamma prior, or the fixed value."""
     if prior.alpha_is_random:
         return (jax.random.gamma(key, prior.alpha.shape, dtype=dtype) / prior.alpha.rate).astype(dtype)
-    return jnp.asarray(prior.alpha, dtype)
+    return jnp.asarray(prior.initial_alpha, dtype)
 
 
 def draw_partition(prior, key, alpha, n: int, capacity: int):
-    """z (n,) ~ CRP / Pitman-Yor(alpha) by sequential seating, labels in [0, capacity)."""
+    """z (n,) ~ CRP / Pitman-Yor(alpha) by sequential seating, labels in [0, capacity)
+    (a prior on explicit labels draws them by its own prediction rule)."""
+    if getattr(prior, "labelled", False):
+        return prior.draw_labels(key, n, capacity, alpha.dtype)
     uniforms = jax.random.uniform(key, (n,), dtype=alpha.dtype)
 
     def seat(counts, u):
@@ -129,6 +133,7 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
     spec = model.model if isinstance(model, BoundModel) else _as_model(model)
     family = _family_for_data(model if isinstance(model, BoundModel) else spec, data, dim)
     prior = spec.prior
+    refuse_labelled(prior, "sample_prior")
     dtype = jnp.zeros(()).dtype
     keys = jax.random.split(jax.random.key(seed), num_samples)
 

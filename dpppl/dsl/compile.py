@@ -1,6 +1,8 @@
 """Compile a model spec to a NumPyro model: truncated stick-breaking, labels summed out.
 
-With T sticks, v_k ~ Beta(1 - d, alpha + k d) for k = 1..T-1 (d = 0 for a DP),
+With T sticks, v_k ~ Beta(1 - d, alpha + k d) for k = 1..T-1 (d = 0 for a DP; for a
+:class:`~dpppl.priors.StickBreaking` prior v_k ~ Beta(a_k, b_k), and a finite prior of L
+sticks is compiled with T = min(T, L), exact when T = L since V_L = 1),
 w_k = v_k prod_{j<k} (1 - v_j) and w_T = prod_{j<T} (1 - v_j) (Ishwaran & James 2001;
 Porteous et al. 2006, sec. 2), theta_k from the component prior, and each point has the
 mixture density sum_k w_k f(x_i | theta_k). The labels are summed out so the model runs
@@ -61,6 +63,9 @@ def compile_numpyro(model, truncation: int, family=None):
         raise ValueError(f"truncation must be an integer >= 2, got {truncation!r}")
     prior = model.prior
     name = model.data.name
+    labelled = getattr(prior, "labelled", False)  # a StickBreaking prior: V_i ~ Beta(a_i, b_i)
+    if labelled and prior.num_sticks is not None:
+        truncation = min(truncation, prior.num_sticks)  # a finite prior needs no more sticks
 
     def dp_mixture(x=None, num_points=None):
         fam = family
@@ -76,10 +81,14 @@ def compile_numpyro(model, truncation: int, family=None):
             raise ValueError("give the data x, or num_points to simulate from the prior")
         if prior.alpha_is_random:
             alpha = numpyro.sample("alpha", dist.Gamma(prior.alpha.shape, prior.alpha.rate))
-        else:
+        elif not labelled:
             alpha = prior.alpha
         k = jnp.arange(1, truncation)
-        v = numpyro.sample("v", dist.Beta(1.0 - prior.discount, alpha + k * prior.discount).to_event(1))
+        if labelled:
+            a, b = prior.sticks(truncation - 1)
+            v = numpyro.sample("v", dist.Beta(jnp.asarray(a), jnp.asarray(b)).to_event(1))
+        else:
+            v = numpyro.sample("v", dist.Beta(1.0 - prior.discount, alpha + k * prior.discount).to_event(1))
         w = numpyro.deterministic("weights", stick_breaking_weights(v))
         params = fam.numpyro_sample_params(truncation)
         mixture = FamilyMixture(w, params, fam)

@@ -21,6 +21,10 @@ Statements
         a random concentration (resampled during inference).
     ``z ~ CRP(alpha)`` / ``z ~ PitmanYor(discount, alpha)``
         the partition prior; ``alpha`` is a number, a constant or a Gamma-distributed name.
+    ``z ~ StickBreaking(a, b)`` / ``z ~ PseudoParticles(gamma, num_sticks)``
+        a stick-breaking prior on explicit labels (Porteous et al. 2006): a, b, gamma are
+        expressions of the stick index ``i`` (``b = theta + i * d``), numbers, or vector
+        literals (a finite sequence of sticks).
     ``theta[k] ~ PRIOR(...)`` and ``x[i] ~ OBSERVATION(theta[z[i]], ...)``
         the component prior and the observation model, a conjugate pair from
         :data:`COMPONENTS` (e.g. ``Dirichlet`` with ``Multinomial``).
@@ -49,10 +53,12 @@ import importlib
 import os
 from typing import Any, Optional
 
+import numpy as np
 from lark import v_args
 
 from ..errors import ModelError
 from ..priors.crp import CRP, Gamma, PitmanYor
+from ..priors.stick_breaking import StickBreaking
 from .expressions import (Call, Expr, ExprBuilder, Index, Name, Number, Source, Span, parse_rule,
                           suggest)
 from .spec import DATA_KINDS, DataDecl, Model
@@ -68,6 +74,10 @@ class PartitionRule:
 
     prior: type
     random: tuple[str, ...] = ("alpha",)
+    indexed: tuple[str, ...] = ()
+    """Arguments that are expressions of the stick index ``i`` (stick-breaking priors)."""
+    params: Optional[tuple[str, ...]] = None
+    """The argument names, when they are not the init fields of ``prior``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +106,9 @@ class ComponentRule:
 PARTITION_PRIORS: dict[str, PartitionRule] = {
     "CRP": PartitionRule(CRP),
     "PitmanYor": PartitionRule(PitmanYor),
+    "StickBreaking": PartitionRule(StickBreaking, random=(), indexed=("a", "b"), params=("a", "b")),
+    "PseudoParticles": PartitionRule(StickBreaking.pseudo_particles, random=(), indexed=("gamma",),
+                                     params=("gamma", "num_sticks")),
 }
 """Partition priors by name."""
 
@@ -391,8 +404,9 @@ class _ModelBuilder:
                 raise s.name.error(f"a model has one partition prior; '{self.partition.name.name}'"
                                    f" is already defined at line {self.partition.name.span.line}")
             rule = PARTITION_PRIORS[func]
-            args = self._bind(s.dist, _init_fields(rule.prior))
-            values = {p: (self._concentration(e) if p in rule.random else self._number(e, p))
+            args = self._bind(s.dist, rule.params or _init_fields(rule.prior))
+            values = {p: (self._concentration(e) if p in rule.random else
+                          self._stick_parameter(e, p) if p in rule.indexed else self._number(e, p))
                       for p, e in args.items()}
             self.prior = _construct(s.dist, rule.prior, values)
             self.partition = s
@@ -405,6 +419,35 @@ class _ModelBuilder:
         else:
             raise _unknown(s.dist, "partition prior or concentration prior",
                            [*PARTITION_PRIORS, *CONCENTRATION_PRIORS])
+
+    def _stick_parameter(self, expr: Expr, what: str):
+        """A stick parameter of ``StickBreaking(a, b)`` / ``PseudoParticles(gamma)``: an
+        expression of the stick index ``i`` (1, 2, ...), numbers and constants; a number
+        or a vector literal (a finite sequence of sticks) when it does not use ``i``."""
+        if "i" in self.scope:
+            raise expr.error(f"'i' is the stick index in {what}, but it is defined as a name at "
+                             f"line {self.scope['i'].span.line}; rename that name")
+        for node in expr.walk():
+            if isinstance(node, Index):
+                raise node.error(f"'{node}' has no value here: {what} is an expression of the "
+                                 f"stick index i, e.g. theta + i * d")
+        expr.check()
+        mapping = {}
+        for node in expr.walk():
+            if not isinstance(node, Name) or node.name == "i":
+                continue
+            d = None if node.name in BUILTINS else self._lookup(node)
+            if d is None or d.kind != "constant" or d.value.names():
+                what_it_is = (BUILTINS[node.name] if d is None else
+                              "a constant that depends on the data" if d.kind == "constant" else _KINDS[d.kind])
+                raise node.error(f"{what} may use the stick index i, numbers and fixed constants, but "
+                                 f"'{node.name}' is {what_it_is}")
+            mapping[node.name] = d.value
+        expr = expr.substitute(mapping)
+        if expr.names():
+            return expr
+        value = expr.evaluate({})
+        return float(value) if value.ndim == 0 else tuple(float(v) for v in np.ravel(value))
 
     def _concentration(self, expr: Expr):
         """A concentration: a fixed number, or the name of a Gamma-distributed variable."""

@@ -117,6 +117,26 @@ def PitmanYorMixture(discount: float = 0.0, alpha: Concentration = 1.0, componen
     return _mixture(PitmanYor(discount=discount, alpha=alpha), component, data)
 
 
+def StickBreakingMixture(a=1.0, b=1.0, component: Family = None, *, data: DataDecl = None,
+                         check: bool = True) -> Model:
+    """Stick-breaking mixture on explicit labels: V_i ~ Beta(a_i, b_i), theta_i ~ component
+    (Porteous et al. 2006, sec. 3). ``a``, ``b``: numbers, finite sequences (ending with
+    b_L = 0), vectorised callables of the 1-based stick index array, or expressions of
+    ``i`` such as ``"0.75 + i * 0.25"``; see :class:`~dpppl.priors.StickBreaking`."""
+    from ..priors.stick_breaking import StickBreaking
+
+    return _mixture(StickBreaking(a=a, b=b, check=check), component, data)
+
+
+def PseudoParticleMixture(gamma, component: Family = None, *, num_sticks=None,
+                          data: DataDecl = None) -> Model:
+    """The pseudo-particle stick-breaking mixture of eq. (7): a_i = gamma_i,
+    b_i = sum_{j>i} gamma_j; see :meth:`~dpppl.priors.StickBreaking.pseudo_particles`."""
+    from ..priors.stick_breaking import StickBreaking
+
+    return _mixture(StickBreaking.pseudo_particles(gamma, num_sticks), component, data)
+
+
 def _mixture(prior, component, data):
     if component is None:
         raise ModelError("a mixture needs a component family, e.g. component=dpppl.NormalInverseWishart()")
@@ -162,5 +182,6 @@ def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
     return family.check_data(arr)
 
 
-__all__ = ["DataDecl", "Model", "BoundModel", "DPMixture", "PitmanYorMixture", "Gamma", "validate_data"]
+__all__ = ["DataDecl", "Model", "BoundModel", "DPMixture", "PitmanYorMixture", "Gamma", "validate_data",
+           "StickBreakingMixture", "PseudoParticleMixture"]
 

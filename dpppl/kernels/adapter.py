@@ -10,7 +10,10 @@ construction (default: enough for four times the initial number of clusters, at 
 64, at most N + 1). If a move needs a new cluster while every slot is occupied the move
 is restricted to the existing clusters, which biases the chain; the state's
 ``overflow`` flag records it (``extra_fields=("overflow",)``). Use
-``capacity=N + 1`` to rule it out, or :func:`dpppl.sample`, which grows as needed.
+``capacity=N + 1`` to rule it out, or :func:`dpppl.sample`, which grows as needed. Under a
+stick-breaking prior labels may lie past N + 1 (slot k is label k + 1): the default capacity
+follows the prior's tail (``StickBreaking.initial_capacity``), and only :func:`dpppl.sample`
+rules overflow out.
 """
 
 from __future__ import annotations
@@ -100,12 +103,15 @@ class PartitionKernel(MCMCKernel):
         self._num_warmup = num_warmup
         keys = rng_key[None] if is_prng_key(rng_key) else rng_key
         n = self._bound.num_points
-        labels = _given_labels(init_params if init_params is not None else self._init, n, keys.shape[0])
+        labels = _given_labels(init_params if init_params is not None else self._init, n, keys.shape[0],
+                               getattr(self._bound.prior, "labelled", False))
         k_init, k_run = jax.vmap(jax.random.split, out_axes=1)(keys)
         capacity = self._capacity
         if capacity is None:
             guess = 8 if labels is None else int(labels.max()) + 1
             capacity = int(min(n + 1, max(64, 4 * guess)))
+            hint = getattr(self._bound.prior, "initial_capacity", None)  # labels past N + 1 (stick-breaking)
+            capacity = max(capacity, hint(n) if hint is not None else 0, guess)
         states = initial_states(self._bound, self._init if init_params is None else "labels",
                                 labels, k_init, capacity)
         if self._kernel.init is not None:  # the kernel's carried values in state.aux

@@ -131,6 +131,27 @@ def check_applies(spec: str, model) -> None:
             raise KernelError(f"kernel {n!r} does not apply to this model: {reason}")
 
 
+def exchangeable_prior_only(model) -> Optional[str]:
+    """``applies`` of the kernels built on an exchangeable partition prior (its EPPF
+    ``log_eppf`` and seating weights ``log_seat_weights``): they sample unlabelled
+    partitions and would be wrong for a prior on explicit labels, whose law changes when
+    labels are permuted (Porteous et al. 2006, sec. 3.1)."""
+    prior = getattr(model, "prior", None)
+    if getattr(prior, "labelled", False):
+        return (f"the prior {prior.describe()} is on explicit labels (not exchangeable); use "
+                f"'sbgibbs+labelswap+labelpermute'")
+    return None
+
+
+def applies_to(spec: str, model) -> bool:
+    """True when every part of ``spec`` can sample ``model`` (:func:`check_applies` raises instead)."""
+    try:
+        check_applies(spec, model)
+    except KernelError:
+        return False
+    return True
+
+
 SCHEDULES = ("sequence", "random")
 
 

@@ -98,7 +98,7 @@ import jax.numpy as jnp
 
 from ..errors import KernelError
 from ..families.base import add_point, segment_stats, take
-from .base import Kernel, register
+from .base import Kernel, exchangeable_prior_only, register
 from .state import PartitionState, sample_index, set_row
 
 METHODS = ("sams", "restricted_gibbs")
@@ -336,6 +336,6 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
     return Kernel("splitmerge", exact=True, step=step, info_names=INFO_NAMES)
 
 
-register("splitmerge", build_splitmerge_kernel, exact=True,
+register("splitmerge", build_splitmerge_kernel, exact=True, applies=exchangeable_prior_only,
          description="split-merge Metropolis-Hastings: SAMS (Dahl 2003) or restricted Gibbs "
                      "(Jain & Neal 2004, method='restricted_gibbs'); O(N + |S|) per proposal")

@@ -82,10 +82,10 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import betaln, gammaln
 
-from ..families.base import take
+from ..families.base import Family, take
 from ..families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
 from ..errors import KernelError
-from .base import Kernel, register
+from .base import Kernel, exchangeable_prior_only, register
 
 SPLIT_DELAY = 3
 VARIANTS = ("paper", "exact")
@@ -429,10 +429,15 @@ def _expand(mask, like):
 
 
 def _applies(model):
-    prior = model.prior if hasattr(model, "prior") else None
-    if prior is not None and getattr(prior, "discount", 0.0) != 0.0:
+    reason = exchangeable_prior_only(model)
+    if reason:
+        return reason
+    if getattr(getattr(model, "prior", None), "discount", 0.0) != 0.0:
         return ("the sub-cluster split ratio (Chang & Fisher 2013, eq. 21) is derived for the Dirichlet "
                 "process; this model has a Pitman-Yor prior (discount > 0)")
+    component = getattr(model, "component", None)
+    if component is None or type(component).posterior_draw is Family.posterior_draw:
+        return "the sampler draws cluster parameters from their posterior, which this component family lacks"
     return None
 
 

@@ -250,7 +250,7 @@ def _alpha_integrals(prior, n: int):
     return log_integral, weights @ alpha, weights @ alpha**2
 
 
-def exact_posterior(model: Model, x) -> ExactPosterior:
+def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] = None) -> ExactPosterior:
     """Exact posterior over every set partition of ``x`` under ``model``.
 
     Parameters
@@ -259,6 +259,10 @@ def exact_posterior(model: Model, x) -> ExactPosterior:
         A DP or Pitman-Yor mixture of a conjugate family; alpha fixed or Gamma.
     x : array_like
         Data with at most 10 points (the family's layout, as for ``model.bind``).
+    partition_log_prior : callable, optional
+        ``counts (B, n) -> log p(C) (B,)`` used instead of the prior's EPPF, for priors
+        without a closed-form one (stick-breaking priors summed over labellings:
+        :func:`dpppl.testing.labelled.exact_labelled_posterior`).
 
     Returns
     -------
@@ -275,6 +279,9 @@ def exact_posterior(model: Model, x) -> ExactPosterior:
     """
     bound = model.bind(x)
     family, prior, n = bound.family, bound.prior, bound.num_points
+    if getattr(prior, "labelled", False) and partition_log_prior is None:
+        raise ValueError("exact_posterior: a prior on explicit labels has no EPPF here; use "
+                         "dpppl.testing.labelled.exact_labelled_posterior")
     if n > MAX_POINTS:
         raise ValueError(f"exact_posterior: enumeration needs at most {MAX_POINTS} points, got {n}")
     parts = set_partitions(n)
@@ -295,9 +302,12 @@ def exact_posterior(model: Model, x) -> ExactPosterior:
     if prior.alpha_is_random:
         log_integral, mean_k, second_k = _alpha_integrals(prior, n)
         alpha = 1.0
-    else:
+    elif partition_log_prior is None:
         alpha = float(prior.alpha)
-    log_prior = np.asarray(jax.jit(jax.vmap(lambda c: prior.log_eppf(c, alpha)))(counts))
+    if partition_log_prior is not None:
+        log_prior = np.asarray(partition_log_prior(np.asarray(counts)), dtype=float)
+    else:
+        log_prior = np.asarray(jax.jit(jax.vmap(lambda c: prior.log_eppf(c, alpha)))(counts))
     if prior.alpha_is_random:
         log_prior = log_prior + log_integral[num_clusters - 1]
 

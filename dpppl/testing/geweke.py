@@ -28,7 +28,9 @@ The test functions are bounded or have every moment (so the normal approximation
 the number of clusters, the largest cluster's share, alpha and log alpha, the share of
 co-clustered pairs, the share of points whose first coordinate is positive and its mean through ``tanh``, a
 data-partition interaction (co-clustered pairs weighted by ``exp(-|x_i - x_j|^2)``),
-and the collapsed log joint log p(z, x | alpha).
+and the collapsed log joint log p(z, x | alpha). Under a stick-breaking prior (explicit labels,
+drawn forward by the prediction rule, eq. 6 of Porteous et al. 2006) the log joint is the
+labelled one and the share of points at label 1 is compared too.
 
 Hyperparameters must not depend on the data: the data change at every step.
 """
@@ -83,7 +85,7 @@ class GewekeResult:
     report: str
 
 
-def _test_functions(family, prior, state: PartitionState, x):
+def _test_functions(family, prior, state: PartitionState, x, names=TEST_FUNCTIONS):
     z, counts = state.z, state.stats.n
     n = z.shape[0]
     same = (z[:, None] == z[None, :]) & ~jnp.eye(n, dtype=bool)
@@ -100,8 +102,9 @@ def _test_functions(family, prior, state: PartitionState, x):
         "log_joint": log_joint(family, prior, state) - prior.log_prior_alpha(state.alpha),
         "alpha": state.alpha,
         "log_alpha": jnp.log(state.alpha),
+        "label_1_share": jnp.mean(z == 0),  # labelled priors only: slot 0 is label 1
     }
-    return jnp.stack([jnp.asarray(values[k], x.dtype) for k in TEST_FUNCTIONS])
+    return jnp.stack([jnp.asarray(values[k], x.dtype) for k in names])
 
 
 def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: int = 128,
@@ -148,8 +151,12 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
     kernel_bound = (kernel_model or model).bind(probe)
     kern = build(kernel, kernel_bound, **options)
     family, prior = bound.family, bound.prior
-    capacity = num_points + 1
+    # a prior on explicit labels needs slots up to the labels drawn: enough that a label past
+    # them has prior probability below 1e-9 (the chains cannot grow; overflow fails the test)
+    capacity = prior.labels_needed(num_points, 1e-9) if getattr(prior, "labelled", False) else num_points + 1
     names = TEST_FUNCTIONS if prior.alpha_is_random else TEST_FUNCTIONS[:-2]
+    if getattr(prior, "labelled", False):  # the law of the labels themselves, not only the partition
+        names = names + ("label_1_share",)
 
     def forward(key):
         k_alpha, k_z, k_x = jax.random.split(key, 3)
@@ -163,7 +170,7 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
         state, x = forward(k_init)
         if not kernel_bound.prior.alpha_is_random:
             # a fixed alpha is the kernel's own; it differs from the model's only with kernel_model
-            state = state._replace(alpha=jnp.asarray(kernel_bound.prior.alpha, dtype))
+            state = state._replace(alpha=jnp.asarray(kernel_bound.prior.initial_alpha, dtype))
         if kern.init is not None:  # the kernel's carried values in state.aux
             state = kern.init(state, x)
 
@@ -173,28 +180,31 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
             state, _ = kern.step(k_kernel, state, x)
             x = draw_data(family, k_data, state.z, capacity, num_trials).astype(dtype)
             state = state._replace(stats=segment_stats(family, x, state.z, capacity))
-            scored = state if prior.alpha_is_random else state._replace(alpha=jnp.asarray(prior.alpha, dtype))
-            return (state, x), _test_functions(family, prior, scored, x)
+            scored = state if prior.alpha_is_random else state._replace(alpha=jnp.asarray(prior.initial_alpha, dtype))
+            return (state, x), _test_functions(family, prior, scored, x, names)
 
-        _, values = jax.lax.scan(step, (state, x), jnp.arange(num_steps))
-        return values.mean(axis=0)
+        (state, _), values = jax.lax.scan(step, (state, x), jnp.arange(num_steps))
+        return values.mean(axis=0), state.overflow
 
     key_forward, key_successive = jax.random.split(jax.random.key(seed))
-    fwd = jax.jit(jax.vmap(lambda k: _test_functions(family, prior, *forward(k))))(
+    fwd = jax.jit(jax.vmap(lambda k: _test_functions(family, prior, *forward(k), names)))(
         jax.random.split(key_forward, num_forward))
-    chain_means = jax.jit(jax.vmap(successive))(jax.random.split(key_successive, num_chains))
+    chain_means, overflow = jax.jit(jax.vmap(successive))(jax.random.split(key_successive, num_chains))
+    overflowed = int(np.sum(np.asarray(overflow)))
     keep = len(names)
-    fwd, chain_means = np.asarray(fwd)[:, :keep], np.asarray(chain_means)[:, :keep]
+    fwd, chain_means = np.asarray(fwd), np.asarray(chain_means)
 
     f_mean, f_se = fwd.mean(0), fwd.std(0, ddof=1) / np.sqrt(num_forward)
     s_mean, s_se = chain_means.mean(0), chain_means.std(0, ddof=1) / np.sqrt(num_chains)
     se = np.sqrt(f_se ** 2 + s_se ** 2)
     t = np.where(se > 0, (s_mean - f_mean) / np.where(se > 0, se, 1.0), 0.0)
     threshold = float(sps.t.ppf(1 - family_alpha / (2 * keep), num_chains - 1))
-    passed = bool(np.all(np.abs(t) <= threshold))
+    passed = bool(np.all(np.abs(t) <= threshold)) and overflowed == 0
     lines = [f"Geweke test of {kernel!r}: {'passed' if passed else 'FAILED'} "
              f"({num_chains} chains x {num_steps} steps vs {num_forward} forward draws; "
              f"|t| <= {threshold:.2f} at family-wise {family_alpha:g})"]
+    if overflowed:
+        lines.append(f"  [FAIL] {overflowed} chain(s) ran out of the {capacity} cluster slots")
     for i, name in enumerate(names):
         flag = "FAIL" if abs(t[i]) > threshold else "ok"
         lines.append(f"  [{flag}] {name}: forward {f_mean[i]:.4f} +- {f_se[i]:.4f}, "
