@@ -73,6 +73,25 @@ def logdet_pd(a):
     return 2.0 * jnp.sum(jnp.log(jnp.diagonal(cholesky(a), axis1=-2, axis2=-1)), axis=-1)
 
 
+def inverse_wishart_draw(k_diag, k_below, psi, nu):
+    """Sigma ~ IW(psi, nu) for every leading row of ``psi`` (..., D, D) and ``nu`` (...),
+    by the Bartlett decomposition: with psi = U U^T and A lower triangular,
+    A_ii^2 ~ chi^2(nu - i) (i = 0..D-1) and A_ij ~ N(0, 1) below the diagonal,
+    Sigma^-1 = U^-T A A^T U^-1 ~ Wishart(nu, psi^-1) (the Wishart(nu, I) law of A A^T is
+    invariant under rotations, so any square root of psi^-1 serves), hence
+    Sigma = (U A^-T)(U A^-T)^T. ``k_diag`` draws the chi-squares, ``k_below`` the normals."""
+    d = psi.shape[-1]
+    batch = psi.shape[:-2]
+    eye = jnp.eye(d, dtype=psi.dtype)
+    chi2 = 2.0 * jax.random.gamma(k_diag, (jnp.asarray(nu)[..., None] - jnp.arange(d)) / 2.0, batch + (d,),
+                                  psi.dtype)
+    below = jnp.tril(jax.random.normal(k_below, batch + (d, d), psi.dtype), -1)
+    bartlett = below + jnp.sqrt(chi2)[..., None] * eye
+    inverse_bartlett = solve_lower(bartlett, jnp.broadcast_to(eye, bartlett.shape))
+    root = jnp.einsum("...ij,...kj->...ik", cholesky(psi), inverse_bartlett)
+    return jnp.einsum("...ik,...jk->...ij", root, root)
+
+
 def student_t_params(df, loc, scale):
     D = loc.shape[-1]
     chol = cholesky(scale)

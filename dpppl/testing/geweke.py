@@ -184,8 +184,17 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
         jax.random.split(key_forward, num_forward))
     chain_means = jax.jit(jax.vmap(successive))(jax.random.split(key_successive, num_chains))
     keep = len(names)
-    fwd, chain_means = np.asarray(fwd)[:, :keep], np.asarray(chain_means)[:, :keep]
+    return compare(kernel, names, np.asarray(fwd)[:, :keep], np.asarray(chain_means)[:, :keep], num_steps,
+                   family_alpha)
 
+
+def compare(kernel: str, names, fwd: np.ndarray, chain_means: np.ndarray, num_steps: int,
+            family_alpha: float) -> GewekeResult:
+    """The t statistics of Geweke's test from forward draws ``fwd`` (num_forward, F) and
+    per-chain means of the successive-conditional chains ``chain_means`` (num_chains, F)
+    of the test functions ``names``; thresholds Bonferroni-split over the F functions."""
+    num_forward, keep = fwd.shape
+    num_chains = chain_means.shape[0]
     f_mean, f_se = fwd.mean(0), fwd.std(0, ddof=1) / np.sqrt(num_forward)
     s_mean, s_se = chain_means.mean(0), chain_means.std(0, ddof=1) / np.sqrt(num_chains)
     se = np.sqrt(f_se ** 2 + s_se ** 2)
