@@ -19,6 +19,10 @@ from .analysis import (DPGaussianMixture, coclustering, metrics, plot_cluster_si
                        predict, sample_prior)
 from .priors import CRP, Gamma, PitmanYor
 from .search import SearchResult, map_search
+from .ddp import DDPMixture, DDPModel
+from .families import CoupledGaussian
+from .priors.ddp import DDP
+from .analysis import association_variance
 
 __version__ = "0.1.0"
 
@@ -31,4 +35,5 @@ __all__ = [
     "plot_coclustering", "plot_log_joint", "plot_num_clusters", "plots", "point_estimate",
     "predict", "sample_prior",
     "SearchResult", "map_search",
+    "DDP", "DDPMixture", "DDPModel", "CoupledGaussian", "association_variance",
 ]

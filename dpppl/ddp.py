@@ -92,15 +92,17 @@ class DDPModel(Model):
 
 
 def split_time(data, decl: DataDecl):
-    """(x, t) from ``(x, t)``, a dict of the declared names, or an array whose last column is t."""
+    """(x, t) from a tuple ``(x, t)``, a dict of the declared names, or one array (or list
+    of rows) whose last column is t."""
     if isinstance(data, dict):
         missing = [k for k in (decl.name, decl.by) if k not in data]
         if missing:
             raise DataError(f"data dict is missing {', '.join(repr(k) for k in missing)}; expected keys "
                             f"{decl.name!r} (points) and {decl.by!r} (their times)")
         return data[decl.name], data[decl.by]
-    if isinstance(data, (tuple, list)) and len(data) == 2 and not np.isscalar(data[0]) and np.ndim(data[0]) >= 1 \
-            and np.ndim(data[1]) == 1 and len(data[1]) == len(data[0]):
+    if isinstance(data, tuple):
+        if len(data) != 2:
+            raise DataError(f"time-indexed data given as a tuple must be (x, {decl.by}), got {len(data)} items")
         return data
     try:
         arr = np.asarray(data, dtype=float)

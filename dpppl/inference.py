@@ -334,7 +334,8 @@ def _to_inference_data(bound: BoundModel, records: dict, attrs: dict):
     return to_arviz(
         {"posterior": posterior, "sample_stats": sample_stats, "observed_data": observed},
         coords={"point": np.arange(n), "dim": np.arange(d)},
-        dims={"z": ["point"], "cluster_sizes": ["cluster"], model.data.name: ["point", "dim"]},
+        dims={"z": ["point"], "cluster_sizes": ["cluster"], model.data.name: ["point", "dim"],
+              **{name: ["point"] for name in observed if name != model.data.name}},
         attrs=all_attrs)
 
 

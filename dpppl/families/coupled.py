@@ -93,29 +93,24 @@ class CoupledGaussian(Family):
     mu0: Any = None
     nu0: Any = None
     psi0: Any = None
-    # set by resolve: the slice times and the matrices of the time covariance
-    times: Any = dataclasses.field(default=None, repr=False, compare=False)
-    gamma: Any = dataclasses.field(default=None, repr=False, compare=False)
-    gamma_chol: Any = dataclasses.field(default=None, repr=False, compare=False)
-    gamma_inv: Any = dataclasses.field(default=None, repr=False, compare=False)
+
+    # set by resolve (attributes, not hyperparameters): the slice times, Gamma, its
+    # Cholesky factor and its inverse
+    times = gamma = gamma_chol = gamma_inv = None
 
     name = "CoupledGaussian"
     data_kind = "real"
     observation = "Normal"
     defaults = {"a": 1.0, "beta": 0.005, "delta": 1.0, "b": None, "mu0": "mean(x)", "nu0": "D + 1",
                 "psi0": 0.01}
-    _HYPER = ("a", "beta", "delta", "b", "mu0", "nu0", "psi0")
 
     def resolve(self, x: np.ndarray, times=None) -> "CoupledGaussian":
         """Hyperparameters fitted to ``x`` (N, D) and the time covariance over the slice
         times ``times`` (T,) (sorted, distinct)."""
         if times is None:
             raise DataError("CoupledGaussian needs the slice times: bind it through a DDP model")
-        fields = {f: getattr(self, f) for f in self._HYPER}
-        if fields["b"] is None:
-            fields["b"] = fields["a"] if fields["a"] is not None else self.defaults["a"]
-        hyper = dataclasses.replace(self, **fields)
-        v = resolve_fields(_Hyper(**{f: getattr(hyper, f) for f in self._HYPER}), x, self.defaults)
+        b = self.b if self.b is not None else (self.a if self.a is not None else self.defaults["a"])
+        v = resolve_fields(dataclasses.replace(self, b=b), x, self.defaults)
         D = x.shape[1]
         a = float(check_hyper(self.name, "a", v["a"], shape=(), positive=True))
         beta = float(check_hyper(self.name, "beta", v["beta"], shape=(), greater_than=-1e-300))
@@ -131,12 +126,15 @@ class CoupledGaussian(Family):
             raise DataError(f"{self.name}: the time covariance Gamma (a={a:g}, beta={beta:g}, delta={delta:g}, "
                             f"b={b:g}) over the {times.size} slice times is not positive definite "
                             f"(smallest eigenvalue {eig.min():.3g}); increase b or beta")
-        return CoupledGaussian(
+        out = CoupledGaussian(
             a=a, beta=beta, delta=delta, b=b,
             mu0=check_hyper(self.name, "mu0", v["mu0"], shape=(D,)),
             nu0=float(check_hyper(self.name, "nu0", v["nu0"], shape=(), greater_than=D - 1)),
-            psi0=check_hyper(self.name, "psi0", psi0, shape=(D, D), pos_def=True),
-            times=times, gamma=gamma, gamma_chol=np.linalg.cholesky(gamma), gamma_inv=np.linalg.inv(gamma))
+            psi0=check_hyper(self.name, "psi0", psi0, shape=(D, D), pos_def=True))
+        for name, value in (("times", times), ("gamma", gamma), ("gamma_chol", np.linalg.cholesky(gamma)),
+                            ("gamma_inv", np.linalg.inv(gamma))):
+            object.__setattr__(out, name, value)
+        return out
 
     @property
     def dim(self) -> int:
@@ -243,19 +241,6 @@ class CoupledGaussian(Family):
         mean = solve_upper_transposed(chol, solve_lower(chol, h))[..., 0]
         eps = jax.random.normal(rng_key, (C, T * D, 1), prec.dtype)
         return (mean + solve_upper_transposed(chol, eps)[..., 0]).reshape(C, T, D)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Hyper:
-    """The hyperparameter fields alone, for :func:`resolve_fields`."""
-
-    a: Any = None
-    beta: Any = None
-    delta: Any = None
-    b: Any = None
-    mu0: Any = None
-    nu0: Any = None
-    psi0: Any = None
 
 
 __all__ = ["CoupledGaussian", "time_covariance", "solve_upper_transposed"]

@@ -53,7 +53,7 @@ def _functions(family, prior, state, x):
 
 def ddp_geweke_test(model, kernel: str, slices, *, capacity: int = 24, num_chains: int = 64,
                     num_steps: int = 100, num_forward: int = 20000, seed: int = 0,
-                    family_alpha: float = 1e-3, **options) -> GewekeResult:
+                    family_alpha: float = 1e-3, kernel_model=None, **options) -> GewekeResult:
     """Compare forward and successive-conditional simulation of a DDP ``model`` under
     ``kernel`` (``"ddp"``, ``"ddp+ddpswap"``, ...).
 
@@ -68,6 +68,9 @@ def ddp_geweke_test(model, kernel: str, slices, *, capacity: int = 24, num_chain
         Label slots; also the labels the forward draws use (see the module docstring).
     num_chains, num_steps, num_forward, seed, family_alpha
         As in :func:`dpppl.testing.geweke_test`.
+    kernel_model : DDPModel, optional
+        Build the kernel from this model instead (to show that the test rejects a kernel
+        that targets another posterior).
     **options
         Kernel options.
     """
@@ -82,7 +85,7 @@ def ddp_geweke_test(model, kernel: str, slices, *, capacity: int = 24, num_chain
     if bound.num_slices != T:
         raise ValueError("every slice 0..T-1 needs at least one point")
     family, prior = bound.family, bound.prior
-    kern = build(kernel, bound, **options)
+    kern = build(kernel, (kernel_model or model).bind((probe, slices.astype(float))), **options)
     a, b = (jnp.asarray(v) for v in stick_arrays(prior, capacity))
     sl = jnp.asarray(slices)
     slice0 = {"slice0": sl[0]}
