@@ -91,6 +91,12 @@ class DDPModel(Model):
         return f"{self.prior.describe()} mixture over time ('{self.data.by}') of {self.component.name}"
 
 
+def _parameter_sweeps(family, rng_key, state):
+    """A few parameter updates (eq. 11) given the labels, to start a chain."""
+    return jax.lax.fori_loop(0, _INIT_PARAMETER_SWEEPS, lambda s, st: update_parameters(
+        family, jax.random.fold_in(rng_key, s), st), state)
+
+
 def split_time(data, decl: DataDecl):
     """(x, t) from a tuple ``(x, t)``, a dict of the declared names, or one array (or list
     of rows) whose last column is t."""
@@ -195,9 +201,7 @@ class DDPBound:
         mu = jnp.broadcast_to(jnp.asarray(fam.mu0), state.stats.mu.shape)
         sigma = jnp.broadcast_to(jnp.asarray(fam.psi0) / fam.nu0, state.stats.sigma.shape)
         state = state._replace(z=jnp.asarray(labels, jnp.int32), stats=DDPSlots(n, nt, s1, s2, mu, sigma))
-        for key in jax.random.split(rng_key, _INIT_PARAMETER_SWEEPS):
-            state = update_parameters(fam, key, state)
-        return state
+        return _parameter_sweeps(fam, rng_key, state)
 
     def initial_states(self, init, labels, init_keys, capacity=None) -> PartitionState:
         """Initial states of all chains (batched along axis 0) for :func:`dpppl.sample`.
@@ -224,10 +228,7 @@ class DDPBound:
             k_seat, k_params = jax.random.split(key)
             state = seat(fam, prior, x, slices, k_seat, self.empty_state(cap), remove_first=False,
                          with_data=(init == "sequential"))
-            state = with_statistics(state, x, slices)
-            for k in jax.random.split(k_params, _INIT_PARAMETER_SWEEPS):
-                state = update_parameters(fam, k, state)
-            return state
+            return _parameter_sweeps(fam, k_params, with_statistics(state, x, slices))
 
         while True:
             states = jax.jit(jax.vmap(lambda k: start(k, cap)))(init_keys)

@@ -41,7 +41,7 @@ from jax.scipy.special import multigammaln
 from ..errors import DataError
 from ..priors.ddp import log_labelled_partition, stick_arrays
 from .base import Family, check_hyper, resolve_fields
-from .gaussian import cholesky, inverse_wishart_draw, solve_lower
+from .gaussian import cholesky, gamma_draw, inverse_wishart_draw, solve_lower
 
 
 def solve_upper_transposed(chol, b):
@@ -215,14 +215,15 @@ class CoupledGaussian(Family):
         eps = jax.random.normal(k_mu, shape + (T, D))
         mu = jnp.asarray(self.mu0) + jnp.einsum("st,...td->...sd", jnp.asarray(self.gamma_chol), eps)
         psi = jnp.broadcast_to(jnp.asarray(self.psi0), shape + (D, D))
-        return mu, inverse_wishart_draw(k_diag, k_below, psi, jnp.full(shape, self.nu0))
+        return mu, inverse_wishart_draw(k_diag, k_below, psi, jnp.full(shape, self.nu0), gamma_draw)
 
     def draw_cov(self, rng_key, n, s1, s2, mu):
         """Sigma_i | mu_i, x (eq. 11) for every cluster: statistics n (C, T), s1 (C, T, D),
         s2 (C, T, D, D) and means mu (C, T, D)."""
         k_diag, k_below = jax.random.split(rng_key)
         scatter = jnp.sum(self.scatter(n, s1, s2, mu), axis=1)
-        return inverse_wishart_draw(k_diag, k_below, jnp.asarray(self.psi0) + scatter, self.nu0 + jnp.sum(n, axis=1))
+        return inverse_wishart_draw(k_diag, k_below, jnp.asarray(self.psi0) + scatter, self.nu0 + jnp.sum(n, axis=1),
+                                    gamma_draw)
 
     def draw_means(self, rng_key, n, s1, prec):
         """vec(mu_i) | Sigma_i, x (eq. 11) for every cluster: statistics n (C, T),
