@@ -35,7 +35,7 @@ import numpy as np
 from .dsl.spec import DataDecl, Model, validate_data
 from .errors import DataError, ModelError
 from .families.coupled import CoupledGaussian
-from .kernels.ddp import DDPSlots, seat, slot_statistics, update_parameters, with_statistics
+from .kernels.ddp import DEFAULT_NUM_AUX, DDPSlots, seat, slot_statistics, update_parameters, with_statistics
 from .kernels.state import PartitionState
 from .priors.ddp import DDP
 
@@ -227,7 +227,7 @@ class DDPBound:
         def start(key, cap):
             k_seat, k_params = jax.random.split(key)
             state = seat(fam, prior, x, slices, k_seat, self.empty_state(cap), remove_first=False,
-                         with_data=(init == "sequential"))
+                         with_data=(init == "sequential"), num_aux=DEFAULT_NUM_AUX)
             return _parameter_sweeps(fam, k_params, with_statistics(state, x, slices))
 
         while True:

