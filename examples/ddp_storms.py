@@ -33,16 +33,17 @@ FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
 SETTINGS = {"without moves": "ddp", "with moves": "ddp+ddpswap"}
 
 
-def data_sets(quick: bool):
-    storms = dpppl.datasets.load("storms", year=2005, days=10 if quick else 20)
+def data_sets(quick: bool, days: int):
+    storms = dpppl.datasets.load("storms", year=2005, days=10 if quick else days)
     blobs = dpppl.datasets.load("blobs", num_slices=10, num_clusters=6, points_per_blob=4 if quick else 15, seed=0)
     return {"storms": storms, "blobs": blobs}
 
 
-def run(x, kernel, iterations, runs, seed):
+def run(x, kernel, iterations, runs, seed, num_swaps):
     tic = time.perf_counter()
+    options = {"num_swaps": num_swaps} if "ddpswap" in kernel else {}
     idata = dpppl.sample(dpppl.DDPMixture(), x, kernel=kernel, num_warmup=0, num_samples=iterations,
-                         num_chains=runs, seed=seed, init="prior", progress_bar=False)
+                         num_chains=runs, seed=seed, init="prior", progress_bar=False, **options)
     seconds = time.perf_counter() - tic
     z = idata.posterior["z"].values  # (runs, iterations, N)
     lp = idata.sample_stats["lp"].values
@@ -112,19 +113,24 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="few iterations and points (smoke run)")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--days", type=int, default=20, help="daily slices of the 2005 season (storms)")
+    parser.add_argument("--num-swaps", type=int, default=100, help="ddpswap proposals per iteration")
+    parser.add_argument("--only", choices=("storms", "blobs"), help="run one data set")
     parser.add_argument("--out", type=Path, default=FIGURES)
     args = parser.parse_args(argv)
     iterations = 20 if args.quick else args.iterations
     runs = 3 if args.quick else args.runs
     keep = iterations // 2
     args.out.mkdir(parents=True, exist_ok=True)
-    data = data_sets(args.quick)
+    data = data_sets(args.quick, args.days)
+    if args.only:
+        data = {args.only: data[args.only]}
     results, summary = {}, {}
     for name, (x, labels) in data.items():
         results[name], summary[name] = {}, {"points": int(x.shape[0]), "slices": int(np.unique(x[:, -1]).size),
                                             "true_clusters": int(np.unique(labels).size)}
         for setting, kernel in SETTINGS.items():
-            z, lp, accept, seconds = run(x, kernel, iterations, runs, seed=1)
+            z, lp, accept, seconds = run(x, kernel, iterations, runs, seed=1, num_swaps=args.num_swaps)
             variance = dpppl.association_variance([chain[keep:] for chain in z])
             results[name][setting] = {"z": z, "lp": lp, "variance": variance}
             summary[name][setting] = {
@@ -140,12 +146,16 @@ def main(argv=None):
         summary[name]["variance_ratio_without_over_with"] = ratio
         print(f"{name}: variance ratio without/with moves = {ratio:.2f}", flush=True)
     summary["settings"] = {"runs": runs, "iterations": iterations, "burn_in": keep, "init": "prior",
-                           "model": "DDPMixture() defaults: sticks (1, 1), a=1, beta=0.005, delta=1, b=a, "
-                                    "nu0=D+1, psi0=0.01 I", "ddpswap": "num_swaps=100, intervals='all', "
-                                                                       "pairs='uniform'"}
+                           "storm_days": args.days, "model": "DDPMixture() defaults: sticks (1, 1), a=1, beta=0.005, "
+                                                             "delta=1, b=a, nu0=D+1, psi0=0.01 I",
+                           "ddp": "num_aux=10", "ddpswap": f"num_swaps={args.num_swaps}, intervals='all', "
+                                                           "pairs='uniform'",
+                           "command": "python examples/ddp_storms.py " + " ".join(argv if argv is not None else
+                                                                                   __import__("sys").argv[1:])}
     plot(results, data, args.out)
     if not args.quick:
-        (args.out / "ddp_storms.json").write_text(json.dumps(summary, indent=2))
+        name = "ddp_storms.json" if not args.only else f"ddp_storms_{args.only}.json"
+        (args.out / name).write_text(json.dumps(summary, indent=2))
     return summary
 
 

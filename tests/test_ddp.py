@@ -145,7 +145,7 @@ def test_kernels_refuse_the_wrong_models():
 
 def _random_state(model, x, t, labels, capacity, key):
     bound = model.bind((x, t))
-    return bound, bound.state_from_labels(key, labels, capacity)
+    return bound, jax.jit(bound.state_from_labels, static_argnums=2)(key, jnp.asarray(labels), capacity)
 
 
 def _brute_swap(bound, state, i, j, t1, t2, aug_i, aug_j):
@@ -189,7 +189,8 @@ def test_swap_ratio_equals_the_brute_force_ratio_of_joints():
     model = small_model()
     bound, state = _random_state(model, x, t, labels, 8, jax.random.key(0))
     a, b = (jnp.asarray(v) for v in stick_arrays(bound.prior, 8))
-    aug = [bound.family.draw_prior(jax.random.key(s), ()) for s in (5, 6)]
+    mus, sigmas = jax.jit(lambda k: bound.family.draw_prior(k, (2,)))(jax.random.key(5))
+    aug = [(mus[0], sigmas[0]), (mus[1], sigmas[1])]
     cases = list(itertools.product([(0, 1), (2, 4), (1, 3), (5, 0)], [(0, 0), (1, 2), (0, T - 1), (3, 3)]))
     ratio_fn = jax.jit(lambda i, j, inside, full: swap_log_ratio(bound.family, a, b, state.stats, i, j, inside,
                                                                 full, aug[0], aug[1]))
