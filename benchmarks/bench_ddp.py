@@ -7,7 +7,8 @@ starts from sequential prediction and runs ``--warm`` steps of ``ddp`` first, so
 number of labels has settled. Then each kernel's jitted step is timed ``--steps`` times
 (wall clock, ``block_until_ready`` after every step, compile excluded):
 
-- ``ddp``: one sweep over the assignments (eq. 10) and the parameters (eq. 11);
+- ``ddp``: one sweep over the assignments (eq. 10) and the parameters (eq. 11), with the
+  default ``num_aux=10`` auxiliary parameter sets, and with ``num_aux=1``;
 - ``ddpswap``: 100 label-swap proposals (the default ``num_swaps``);
 - ``ddp+ddpswap``: both;
 - ``gibbs (collapsed NIW)``: one collapsed Gibbs sweep of a DP(1) NIW mixture over the
@@ -72,8 +73,8 @@ def main(argv=None):
     print(f"N = {bound.num_points}, T = {bound.num_slices}, labels in use {int((state.stats.n > 0).sum())}, "
           f"capacity {state.stats.n.shape[0]}; load average before {load_average()}")
     rows = {}
-    for name in ("ddp", "ddpswap", "ddp+ddpswap"):
-        kern = dpppl.kernels.build(name, bound)
+    for name, options in (("ddp", {}), ("ddp (num_aux=1)", {"num_aux": 1}), ("ddpswap", {}), ("ddp+ddpswap", {})):
+        kern = dpppl.kernels.build(name.split(" ")[0], bound, **options)
         times, compile_s, _ = time_steps(kern.step, state, x, steps)
         rows[name] = {"median_s": statistics.median(times), "best_s": min(times), "compile_s": compile_s,
                       "times_s": times}
