@@ -21,6 +21,10 @@ from .priors import CRP, Gamma, PitmanYor
 from .search import SearchResult, map_search
 from .dsl import PseudoParticleMixture, StickBreakingMixture
 from .priors import StickBreaking
+from .ddp import DDPMixture, DDPModel
+from .families import CoupledGaussian
+from .priors.ddp import DDP
+from .analysis import association_variance
 
 __version__ = "0.1.0"
 
@@ -34,4 +38,5 @@ __all__ = [
     "predict", "sample_prior",
     "SearchResult", "map_search",
     "PseudoParticleMixture", "StickBreaking", "StickBreakingMixture",
+    "DDP", "DDPMixture", "DDPModel", "CoupledGaussian", "association_variance",
 ]

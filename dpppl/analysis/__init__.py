@@ -14,8 +14,9 @@ from .plots import plot_cluster_sizes, plot_clusters, plot_coclustering, plot_lo
 from .predict import Prediction, predict
 from .prior import expected_num_clusters, sample_prior
 from .summaries import label_summaries
+from .association import association_variance
 
 __all__ = ["DPGaussianMixture", "Prediction", "coclustering", "expected_num_clusters", "expected_vi",
            "label_summaries", "metrics", "plot_cluster_sizes", "plot_clusters", "plot_coclustering",
            "plot_log_joint", "plot_num_clusters", "plots", "point_estimate", "predict", "salso",
-           "sample_prior", "vi_lower_bound"]
+           "sample_prior", "vi_lower_bound", "association_variance"]

@@ -59,6 +59,8 @@ from lark import v_args
 from ..errors import ModelError
 from ..priors.crp import CRP, Gamma, PitmanYor
 from ..priors.stick_breaking import StickBreaking
+from ..priors.ddp import DDP
+from ..families.coupled import CoupledGaussian
 from .expressions import (Call, Expr, ExprBuilder, Index, Name, Number, Source, Span, parse_rule,
                           suggest)
 from .spec import DATA_KINDS, DataDecl, Model
@@ -109,6 +111,7 @@ PARTITION_PRIORS: dict[str, PartitionRule] = {
     "StickBreaking": PartitionRule(StickBreaking, random=(), indexed=("a", "b"), params=("a", "b")),
     "PseudoParticles": PartitionRule(StickBreaking.pseudo_particles, random=(), indexed=("gamma",),
                                      params=("gamma", "num_sticks")),
+    "DDP": PartitionRule(DDP, random=()),
 }
 """Partition priors by name."""
 
@@ -121,6 +124,7 @@ COMPONENTS: dict[str, ComponentRule] = {
     "Normal": ComponentRule("NormalKnownCov", "Normal", observation_params=("sigma2",)),
     "Dirichlet": ComponentRule("DirichletMultinomial", "Multinomial"),
     "Beta": ComponentRule("BetaBernoulli", "Bernoulli"),
+    "CoupledGaussian": ComponentRule("CoupledGaussian", "Normal"),
 }
 """Component priors by name, each with its observation distribution and family."""
 
@@ -150,6 +154,7 @@ class DataStatement:
     dims: tuple[Expr, ...]
     of: Optional[Expr]
     span: Span
+    by: Optional[Name] = None  # ``by t``: the points' time
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,6 +174,13 @@ class Sampling:
     dist: Call
 
 
+@dataclasses.dataclass(frozen=True)
+class _ByClause:
+    """``by NAME`` in a data declaration."""
+
+    name: Name
+
+
 @v_args(meta=True)
 class StatementBuilder(ExprBuilder):
     """Extends the expression builder with the statement rules of the model grammar."""
@@ -177,9 +189,13 @@ class StatementBuilder(ExprBuilder):
         return children
 
     def data_decl(self, meta, children):
+        by = children.pop() if children and isinstance(children[-1], _ByClause) else None
         name, kind, dims, *of = children
         return DataStatement(self._name(name), self._name(kind), dims, of[0] if of else None,
-                             self._span(meta))
+                             self._span(meta), by.name if by else None)
+
+    def by_clause(self, meta, children):
+        return _ByClause(self._name(children[0]))
 
     def dims(self, meta, children):
         return tuple(children)
@@ -213,7 +229,7 @@ class _Definition:
 
 _KINDS = {"data": "the data", "dimension": "a data dimension", "constant": "a constant",
           "random": "a random concentration", "partition": "the partition",
-          "component": "the component parameter"}
+          "component": "the component parameter", "time": "the data's time"}
 
 
 class _ModelBuilder:
@@ -259,7 +275,25 @@ class _ModelBuilder:
         self._check_complete()
         rule = COMPONENTS[self.component.dist.func]
         family = rule.family_class()(**self.component_args, **self.observation_args)
-        return Model(prior=self.prior, component=family, data=self.data, source=self.source.text)
+        self._check_time(first, family)
+        model_class = getattr(self.prior, "model_class", Model)  # a DDP prior builds a DDPModel
+        return model_class(prior=self.prior, component=family, data=self.data, source=self.source.text)
+
+    def _check_time(self, data: DataStatement, family):
+        """Time-indexed data ('by t'), a DDP prior and CoupledGaussian components go together."""
+        ddp = isinstance(self.prior, DDP)
+        if data.by is not None and not ddp:
+            raise data.by.error(f"time-indexed data ('by {data.by.name}') need a dependent DP: "
+                                f"'{self.partition.name.name} ~ DDP(a, b)' with CoupledGaussian components")
+        if ddp and data.by is None:
+            raise self.partition.dist.error(f"a DDP needs time-indexed data: declare "
+                                            f"'data {self.data.name} : real[N, D] by t'")
+        coupled = isinstance(family, CoupledGaussian)
+        if ddp != coupled:
+            raise self.component.dist.error(
+                "CoupledGaussian components need a DDP partition prior" if coupled else
+                f"a DDP needs CoupledGaussian components (means coupled over time), e.g. "
+                f"'{self.component.name.name}[k] ~ CoupledGaussian(a = 1, beta = 0.005, delta = 1)'")
 
     def _check_complete(self):
         """Raise for a missing partition prior, component prior or observation line."""
@@ -394,7 +428,10 @@ class _ModelBuilder:
                 if dim.name not in BUILTINS:
                     self._define(dim, "dimension", alias)
                 dims.append(dim.name)
-        return DataDecl(s.name.name, kind, tuple(dims), s.span.line, s.span.column)
+        if s.by is not None:
+            self._define(s.by, "time")
+        return DataDecl(s.name.name, kind, tuple(dims), s.span.line, s.span.column,
+                        s.by.name if s.by is not None else None)
 
     def _random(self, s: Sampling):
         """``z ~ CRP(...)``, ``z ~ PitmanYor(...)`` or ``alpha ~ Gamma(...)``."""

@@ -33,6 +33,8 @@ class DataDecl:
     # where the declaration sits in a model file, for errors
     line: Optional[int] = None
     column: Optional[int] = None
+    # ``data x : real[N, D] by t``: the name of each point's time (a DDP model's slices)
+    by: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,6 +6,7 @@ from .dirichlet_multinomial import DirichletMultinomial
 from .niw import NormalInverseWishart
 from .normal_gamma import NormalGamma
 from .normal_known import NormalKnownCov
+from .coupled import CoupledGaussian
 
 __all__ = ["Family", "NormalKnownCov", "NormalInverseWishart", "NormalGamma",
-           "DirichletMultinomial", "BetaBernoulli"]
+           "DirichletMultinomial", "BetaBernoulli", "CoupledGaussian"]

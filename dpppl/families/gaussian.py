@@ -73,6 +73,54 @@ def logdet_pd(a):
     return 2.0 * jnp.sum(jnp.log(jnp.diagonal(cholesky(a), axis1=-2, axis2=-1)), axis=-1)
 
 
+def gamma_draw(rng_key, shape_param, shape, dtype=None):
+    """Gamma(shape_param, 1) draws of shape ``shape`` by Marsaglia & Tsang's (2000)
+    rejection method, all entries in one ``while_loop`` (each round redraws the rejected
+    ones; a round accepts an entry with probability >= 0.95). Exact like
+    :func:`jax.random.gamma`, whose per-element loop takes seconds to compile; shapes
+    below 1 use Gamma(a) = Gamma(a + 1) U^(1/a)."""
+    dtype = dtype or jnp.result_type(float)
+    a = jnp.broadcast_to(jnp.asarray(shape_param, dtype), shape)
+    boost = a < 1.0
+    d = jnp.where(boost, a + 1.0, a) - 1.0 / 3.0
+    c = 1.0 / jnp.sqrt(9.0 * d)
+    k_loop, k_boost = jax.random.split(rng_key)
+
+    def body(carry):
+        i, done, value = carry
+        k_x, k_u = jax.random.split(jax.random.fold_in(k_loop, i))
+        x = jax.random.normal(k_x, shape, dtype)
+        v = (1.0 + c * x) ** 3
+        log_u = jnp.log(jax.random.uniform(k_u, shape, dtype))
+        ok = (v > 0) & (log_u < 0.5 * x * x + d - d * v + d * jnp.log(jnp.where(v > 0, v, 1.0)))
+        take = ok & ~done
+        return i + 1, done | ok, jnp.where(take, d * v, value)
+
+    _, _, value = jax.lax.while_loop(lambda carry: ~jnp.all(carry[1]), body,
+                                     (0, jnp.zeros(shape, bool), jnp.zeros(shape, dtype)))
+    u = jax.random.uniform(k_boost, shape, dtype)
+    return jnp.where(boost, value * u ** (1.0 / a), value)
+
+
+def inverse_wishart_draw(k_diag, k_below, psi, nu, gamma=jax.random.gamma):
+    """Sigma ~ IW(psi, nu) for every leading row of ``psi`` (..., D, D) and ``nu`` (...),
+    by the Bartlett decomposition: with psi = U U^T and A lower triangular,
+    A_ii^2 ~ chi^2(nu - i) (i = 0..D-1) and A_ij ~ N(0, 1) below the diagonal,
+    Sigma^-1 = U^-T A A^T U^-1 ~ Wishart(nu, psi^-1) (the Wishart(nu, I) law of A A^T is
+    invariant under rotations, so any square root of psi^-1 serves), hence
+    Sigma = (U A^-T)(U A^-T)^T. ``k_diag`` draws the chi-squares (with ``gamma``, a
+    function like :func:`jax.random.gamma`), ``k_below`` the normals."""
+    d = psi.shape[-1]
+    batch = psi.shape[:-2]
+    eye = jnp.eye(d, dtype=psi.dtype)
+    chi2 = 2.0 * gamma(k_diag, (jnp.asarray(nu)[..., None] - jnp.arange(d)) / 2.0, batch + (d,), psi.dtype)
+    below = jnp.tril(jax.random.normal(k_below, batch + (d, d), psi.dtype), -1)
+    bartlett = below + jnp.sqrt(chi2)[..., None] * eye
+    inverse_bartlett = solve_lower(bartlett, jnp.broadcast_to(eye, bartlett.shape))
+    root = jnp.einsum("...ij,...kj->...ik", cholesky(psi), inverse_bartlett)
+    return jnp.einsum("...ik,...jk->...ij", root, root)
+
+
 def student_t_params(df, loc, scale):
     D = loc.shape[-1]
     chol = cholesky(scale)

@@ -25,8 +25,8 @@ import numpy as np
 from jax.scipy.special import multigammaln
 
 from .base import Family, check_hyper, resolve_fields
-from .gaussian import (GaussianStats, cholesky, gaussian_point_stats, logdet_pd, mvn_log_likelihood,
-                       solve_lower, student_t_logpdf, student_t_params, whitening_full)
+from .gaussian import (GaussianStats, cholesky, gaussian_point_stats, inverse_wishart_draw, logdet_pd,
+                       mvn_log_likelihood, student_t_logpdf, student_t_params, whitening_full)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,23 +110,12 @@ class NormalInverseWishart(Family):
     def posterior_draw(self, rng_key, stats):
         """Draw (mu, Sigma) per row: Sigma ~ IW(psi_n, nu_n), mu ~ N(mu_n, Sigma/kappa_n).
 
-        Sigma^-1 ~ Wishart(nu_n, psi_n^-1) by the Bartlett decomposition: with
-        psi_n = U U^T and A lower triangular, A_ii^2 ~ chi^2(nu_n - i) (i = 0..D-1) and
-        A_ij ~ N(0, 1) below the diagonal, Sigma^-1 = U^-T A A^T U^-1 (the Wishart(nu, I)
-        law of A A^T is invariant under rotations, so any square root of psi_n^-1 serves),
-        hence Sigma = (U A^-T)(U A^-T)^T. Plain XLA operations only (see
-        :func:`dpppl.families.gaussian.cholesky`).
+        Sigma by the Bartlett decomposition (:func:`dpppl.families.gaussian.inverse_wishart_draw`).
+        Plain XLA operations only (see :func:`dpppl.families.gaussian.cholesky`).
         """
-        D = self.dim
         kn, nun, mun, psin = self._posterior(stats)
         k_diag, k_below, k_mu = jax.random.split(rng_key, 3)
-        batch = mun.shape[:-1]
-        chi2 = 2.0 * jax.random.gamma(k_diag, (nun[..., None] - jnp.arange(D)) / 2.0, batch + (D,), mun.dtype)
-        below = jnp.tril(jax.random.normal(k_below, batch + (D, D), mun.dtype), -1)
-        bartlett = below + jnp.sqrt(chi2)[..., None] * jnp.eye(D, dtype=mun.dtype)
-        inverse_bartlett = solve_lower(bartlett, jnp.broadcast_to(jnp.eye(D, dtype=mun.dtype), bartlett.shape))
-        root = jnp.einsum("...ij,...kj->...ik", cholesky(psin), inverse_bartlett)
-        sigma = jnp.einsum("...ik,...jk->...ij", root, root)
+        sigma = inverse_wishart_draw(k_diag, k_below, psin, nun)
         chol = cholesky(sigma / kn[..., None, None])
         eps = jax.random.normal(k_mu, mun.shape, mun.dtype)
         mu = mun + jnp.einsum("...ij,...j->...i", chol, eps)

@@ -123,6 +123,10 @@ def parse_kernel_name(spec: str) -> list[str]:
 def check_applies(spec: str, model) -> None:
     """Raise KernelError when a kernel (or a part of a hybrid) cannot sample ``model``."""
     for n in parse_kernel_name(spec):
+        refuses = getattr(model, "refuses_kernel", None)  # models only some kernels sample (DDP)
+        reason = refuses(n) if refuses is not None else None
+        if reason:
+            raise KernelError(f"kernel {n!r} does not apply to this model: {reason}")
         if n == "nuts":
             continue
         e = entry(n)

@@ -93,8 +93,12 @@ def log_joint(family, prior, state: PartitionState) -> jax.Array:
     """Collapsed log p(x, z, alpha): EPPF(z | alpha) + sum_c log p(x_c) + log p(alpha).
 
     The partition is unlabelled: this is the probability of the set partition, not of
-    one labelling of it.
+    one labelling of it. A family that instantiates parameters (the DDP's
+    :class:`~dpppl.families.coupled.CoupledGaussian`) supplies its own ``log_joint_state``.
     """
+    own = getattr(family, "log_joint_state", None)
+    if own is not None:
+        return own(prior, state)
     counts = state.stats.n
     lm = jnp.where(counts > 0, family.log_marginal(state.stats), 0.0)
     return prior.log_eppf(counts, state.alpha) + jnp.sum(lm) + prior.log_prior_alpha(state.alpha)

@@ -192,8 +192,18 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
     chain_means, overflow = jax.jit(jax.vmap(successive))(jax.random.split(key_successive, num_chains))
     overflowed = int(np.sum(np.asarray(overflow)))
     keep = len(names)
-    fwd, chain_means = np.asarray(fwd), np.asarray(chain_means)
+    return compare(kernel, names, np.asarray(fwd)[:, :keep], np.asarray(chain_means)[:, :keep], num_steps,
+                   family_alpha, overflowed=overflowed, capacity=capacity)
 
+
+def compare(kernel: str, names, fwd: np.ndarray, chain_means: np.ndarray, num_steps: int,
+            family_alpha: float, *, overflowed: int = 0, capacity: int | None = None) -> GewekeResult:
+    """The t statistics of Geweke's test from forward draws ``fwd`` (num_forward, F) and
+    per-chain means of the successive-conditional chains ``chain_means`` (num_chains, F)
+    of the test functions ``names``; thresholds Bonferroni-split over the F functions. The
+    test fails when ``overflowed`` chains ran out of their ``capacity`` cluster slots."""
+    num_forward, keep = fwd.shape
+    num_chains = chain_means.shape[0]
     f_mean, f_se = fwd.mean(0), fwd.std(0, ddof=1) / np.sqrt(num_forward)
     s_mean, s_se = chain_means.mean(0), chain_means.std(0, ddof=1) / np.sqrt(num_chains)
     se = np.sqrt(f_se ** 2 + s_se ** 2)

@@ -1,0 +1,247 @@
+"""Gaussian clusters whose means are coupled over time slices (Porteous et al. 2006, sec. 5).
+
+Cluster i has a covariance Sigma_i, shared by its time slices, and one mean mu_{i,t} per
+slice t = 1..T, with
+
+    Sigma_i ~ IW(psi0, nu0),
+    vec(mu_i) ~ N(m, Gamma (x) I_D),   Gamma_{t,t'} = a exp(-beta |tau_t - tau_t'|^delta) (t != t'),
+                                       Gamma_{t,t} = b                                    (eq. 12),
+    x_n | z_n = i, slice t ~ N(mu_{i,t}, Sigma_i),
+
+where tau_t is the time of slice t and m is the same in every slice. The Gibbs
+conditionals of the parameters given the labels (eq. 11) are conjugate:
+
+    Sigma_i | mu_i, x ~ IW(psi0 + sum_t S_{i,t}(mu_{i,t}), nu0 + N_i),
+        S_{i,t}(mu) = sum_{n in (i,t)} (x_n - mu)(x_n - mu)^T
+                    = s2_{i,t} - s1_{i,t} mu^T - mu s1_{i,t}^T + N_{i,t} mu mu^T;
+    vec(mu_i) | Sigma_i, x ~ N(P^-1 h, P^-1),
+        P = Gamma^-1 (x) I_D + diag_t(N_{i,t}) (x) Sigma_i^-1,
+        h = (Gamma^-1 (x) I_D) vec(m) + vec_t(Sigma_i^-1 s1_{i,t}),
+
+with N_{i,t}, s1_{i,t} = sum x, s2_{i,t} = sum x x^T the statistics of the points of
+cluster i in slice t. The means' conditional is a dense (T D)-dimensional Gaussian, so a
+draw costs O((T D)^3) per cluster: meant for tens of slices.
+
+This is not a conjugate family in the sense of :class:`~dpppl.families.base.Family`
+(no marginal likelihood in closed form: the prior of (mu, Sigma) is not the NIW), so the
+collapsed kernels do not apply; the DDP kernels (:mod:`dpppl.kernels.ddp`) instantiate
+the parameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import multigammaln
+
+from ..errors import DataError
+from ..priors.ddp import log_labelled_partition, stick_arrays
+from .base import Family, check_hyper, resolve_fields
+from .gaussian import cholesky, gamma_draw, inverse_wishart_draw, solve_lower
+
+
+def solve_upper_transposed(chol, b):
+    """x with chol^T x = b for lower-triangular ``chol`` (..., M, M) and ``b`` (..., M, K):
+    back substitution, written as forward substitution on the index-reversed system."""
+    flipped = chol[..., ::-1, ::-1]
+    return solve_lower(jnp.swapaxes(flipped, -1, -2), b[..., ::-1, :])[..., ::-1, :]
+
+
+def time_covariance(times, a: float, beta: float, delta: float, b: float) -> np.ndarray:
+    """Gamma of eq. (12) over slice times ``times`` (T,): a exp(-beta |dt|^delta) off the
+    diagonal, b on it (the identity over dimensions is implied)."""
+    times = np.asarray(times, dtype=float)
+    gap = np.abs(times[:, None] - times[None, :])
+    cov = a * np.exp(-beta * gap ** delta)
+    np.fill_diagonal(cov, b)
+    return cov
+
+
+@dataclasses.dataclass(frozen=True)
+class CoupledGaussian(Family):
+    """Gaussian clusters with time-coupled means and inverse-Wishart covariances (sec. 5).
+
+    Parameters (defaults as in the paper's storm experiment, sec. 6, for data scaled to
+    the unit square)
+    ----------
+    a : float, default 1.0
+        Amplitude of the coupling of a cluster's means across slices (eq. 12).
+    beta : float, default 0.005
+        Decay rate of the coupling with the time gap |tau_t - tau_t'|.
+    delta : float in (0, 2], default 1.0
+        Exponent of the time gap (1: Ornstein-Uhlenbeck; 2: squared exponential).
+    b : float, default ``a``
+        Prior variance of one slice's mean about ``mu0`` (the diagonal of Gamma); the
+        mean's step from slice to slice has variance 2 (b - a exp(-beta dt^delta)) per
+        dimension. Gamma must be positive definite (b >= a suffices for delta <= 2).
+    mu0 : array (D,), default ``mean(x)``
+        Prior mean m of every slice's cluster mean (the paper: the data's sample mean).
+    nu0 : float > D - 1, default ``D + 1``
+        Inverse-Wishart degrees of freedom.
+    psi0 : array (D, D) or float, default ``0.01 I``
+        Inverse-Wishart scale.
+    """
+
+    a: Any = None
+    beta: Any = None
+    delta: Any = None
+    b: Any = None
+    mu0: Any = None
+    nu0: Any = None
+    psi0: Any = None
+
+    # set by resolve (attributes, not hyperparameters): the slice times, Gamma, its
+    # Cholesky factor and its inverse
+    times = gamma = gamma_chol = gamma_inv = None
+
+    name = "CoupledGaussian"
+    data_kind = "real"
+    observation = "Normal"
+    defaults = {"a": 1.0, "beta": 0.005, "delta": 1.0, "b": None, "mu0": "mean(x)", "nu0": "D + 1",
+                "psi0": 0.01}
+
+    def resolve(self, x: np.ndarray, times=None) -> "CoupledGaussian":
+        """Hyperparameters fitted to ``x`` (N, D) and the time covariance over the slice
+        times ``times`` (T,) (sorted, distinct)."""
+        if times is None:
+            raise DataError("CoupledGaussian needs the slice times: bind it through a DDP model")
+        b = self.b if self.b is not None else (self.a if self.a is not None else self.defaults["a"])
+        v = resolve_fields(dataclasses.replace(self, b=b), x, self.defaults)
+        D = x.shape[1]
+        a = float(check_hyper(self.name, "a", v["a"], shape=(), positive=True))
+        beta = float(check_hyper(self.name, "beta", v["beta"], shape=(), greater_than=-1e-300))
+        delta = float(check_hyper(self.name, "delta", v["delta"], shape=(), positive=True))
+        if delta > 2:
+            raise DataError(f"{self.name}: delta must be in (0, 2] for Gamma to be a covariance, got {delta:g}")
+        b = float(check_hyper(self.name, "b", v["b"], shape=(), positive=True))
+        psi0 = v["psi0"] * np.eye(D) if np.ndim(v["psi0"]) == 0 else v["psi0"]
+        times = np.asarray(times, dtype=float)
+        gamma = time_covariance(times, a, beta, delta, b)
+        eig = np.linalg.eigvalsh(gamma)
+        if eig.min() <= 1e-12 * eig.max():
+            raise DataError(f"{self.name}: the time covariance Gamma (a={a:g}, beta={beta:g}, delta={delta:g}, "
+                            f"b={b:g}) over the {times.size} slice times is not positive definite "
+                            f"(smallest eigenvalue {eig.min():.3g}); increase b or beta")
+        out = CoupledGaussian(
+            a=a, beta=beta, delta=delta, b=b,
+            mu0=check_hyper(self.name, "mu0", v["mu0"], shape=(D,)),
+            nu0=float(check_hyper(self.name, "nu0", v["nu0"], shape=(), greater_than=D - 1)),
+            psi0=check_hyper(self.name, "psi0", psi0, shape=(D, D), pos_def=True))
+        for name, value in (("times", times), ("gamma", gamma), ("gamma_chol", np.linalg.cholesky(gamma)),
+                            ("gamma_inv", np.linalg.inv(gamma))):
+            object.__setattr__(out, name, value)
+        return out
+
+    @property
+    def dim(self) -> int:
+        return int(np.shape(self.mu0)[0])
+
+    @property
+    def num_slices(self) -> int:
+        return int(np.shape(self.times)[0])
+
+    # ----- densities -------------------------------------------------------------------
+    def log_prior_means(self, mu):
+        """log N(vec(mu); m, Gamma (x) I_D) for means ``mu`` (..., T, D)."""
+        T, D = self.num_slices, self.dim
+        dev = mu - jnp.asarray(self.mu0)
+        quad = jnp.einsum("...sd,st,...td->...", dev, jnp.asarray(self.gamma_inv), dev)
+        _, logdet = np.linalg.slogdet(self.gamma)
+        return -0.5 * (quad + D * logdet + T * D * np.log(2 * np.pi))
+
+    def log_prior_cov(self, sigma):
+        """log IW(sigma; psi0, nu0) for covariances ``sigma`` (..., D, D)."""
+        D, nu = self.dim, self.nu0
+        psi = jnp.asarray(self.psi0)
+        _, logdet_psi = np.linalg.slogdet(self.psi0)
+        chol = cholesky(sigma)
+        inv_chol = solve_lower(chol, jnp.broadcast_to(jnp.eye(D, dtype=sigma.dtype), sigma.shape))
+        trace = jnp.einsum("...ki,ij,...kj->...", inv_chol, psi, inv_chol)
+        logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+        return (0.5 * nu * logdet_psi - 0.5 * nu * D * np.log(2.0) - multigammaln(nu / 2, D)
+                - 0.5 * (nu + D + 1) * logdet - 0.5 * trace)
+
+    def precision(self, sigma):
+        """(Sigma^-1, log|Sigma|) for covariances (..., D, D)."""
+        D = self.dim
+        chol = cholesky(sigma)
+        inv_chol = solve_lower(chol, jnp.broadcast_to(jnp.eye(D, dtype=sigma.dtype), sigma.shape))
+        logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+        return jnp.einsum("...ki,...kj->...ij", inv_chol, inv_chol), logdet
+
+    @staticmethod
+    def scatter(n, s1, s2, mu):
+        """S(mu) = sum (x - mu)(x - mu)^T from statistics n (...), s1 (..., D), s2 (..., D, D)."""
+        cross = s1[..., :, None] * mu[..., None, :]
+        return s2 - cross - jnp.swapaxes(cross, -1, -2) + n[..., None, None] * mu[..., :, None] * mu[..., None, :]
+
+    def log_likelihood_stats(self, n, s1, s2, mu, prec, logdet):
+        """sum over the points of log N(x; mu, Sigma) from their statistics (n, s1, s2)
+        (leading axes ...), with the precision ``prec`` and ``logdet`` = log|Sigma|."""
+        D = self.dim
+        quad = jnp.sum(prec * self.scatter(n, s1, s2, mu), axis=(-2, -1))
+        return -0.5 * (n * (D * np.log(2 * np.pi) + logdet) + quad)
+
+    def log_joint_state(self, prior, state):
+        """log p(x, z, theta_used) of a DDP state (the ``lp`` that :func:`dpppl.sample` records).
+
+        = sum_t log P(Z_t) (sticks integrated out, :mod:`dpppl.priors.ddp`) + sum over
+        used labels i of [log N(vec mu_i; m, Gamma (x) I) + log IW(Sigma_i)]
+        + sum_n log N(x_n; mu_{z_n, t_n}, Sigma_{z_n}), from the state's statistics. The
+        parameters of unused labels are prior draws independent of the rest and integrate
+        out. It is the log joint of the instantiated state, not of the partition alone,
+        and it depends on the labels (they matter in the stick-breaking representation).
+        """
+        stats = state.stats
+        C = stats.n.shape[-1]
+        a, b = (jnp.asarray(v, stats.mu.dtype) for v in stick_arrays(prior, C))
+        used = stats.n > 0.5
+        sticks = jnp.sum(log_labelled_partition(stats.nt.T, a, b))
+        sigma = jnp.where(used[:, None, None], stats.sigma, jnp.eye(self.dim, dtype=stats.sigma.dtype))
+        params = self.log_prior_means(stats.mu) + self.log_prior_cov(sigma)
+        prec, logdet = self.precision(sigma)
+        lik = self.log_likelihood_stats(stats.nt, stats.s1, stats.s2, stats.mu, prec[:, None], logdet[:, None])
+        return sticks + jnp.sum(jnp.where(used, params + jnp.sum(lik, axis=1), 0.0))
+
+    # ----- draws -----------------------------------------------------------------------
+    def draw_prior(self, rng_key, shape=()):
+        """(mu (shape, T, D), sigma (shape, D, D)) from the prior."""
+        T, D = self.num_slices, self.dim
+        k_mu, k_diag, k_below = jax.random.split(rng_key, 3)
+        eps = jax.random.normal(k_mu, shape + (T, D))
+        mu = jnp.asarray(self.mu0) + jnp.einsum("st,...td->...sd", jnp.asarray(self.gamma_chol), eps)
+        psi = jnp.broadcast_to(jnp.asarray(self.psi0), shape + (D, D))
+        return mu, inverse_wishart_draw(k_diag, k_below, psi, jnp.full(shape, self.nu0), gamma_draw)
+
+    def draw_cov(self, rng_key, n, s1, s2, mu):
+        """Sigma_i | mu_i, x (eq. 11) for every cluster: statistics n (C, T), s1 (C, T, D),
+        s2 (C, T, D, D) and means mu (C, T, D)."""
+        k_diag, k_below = jax.random.split(rng_key)
+        scatter = jnp.sum(self.scatter(n, s1, s2, mu), axis=1)
+        return inverse_wishart_draw(k_diag, k_below, jnp.asarray(self.psi0) + scatter, self.nu0 + jnp.sum(n, axis=1),
+                                    gamma_draw)
+
+    def draw_means(self, rng_key, n, s1, prec):
+        """vec(mu_i) | Sigma_i, x (eq. 11) for every cluster: statistics n (C, T),
+        s1 (C, T, D) and the precisions ``prec`` (C, D, D) of the covariances."""
+        T, D = self.num_slices, self.dim
+        C = n.shape[0]
+        g_inv = jnp.asarray(self.gamma_inv)
+        eye = jnp.eye(D, dtype=prec.dtype)
+        # P[c, (t, d), (t', d')] = Gamma^-1[t, t'] I[d, d'] + [t = t'] N[c, t] prec[c, d, d']
+        block = (g_inv[None, :, None, :, None] * eye[None, None, :, None, :]
+                 + jnp.eye(T)[None, :, None, :, None] * n[:, :, None, None, None] * prec[:, None, :, None, :])
+        precision = block.reshape(C, T * D, T * D)
+        prior_h = (g_inv.sum(axis=1)[:, None] * jnp.asarray(self.mu0)[None, :])  # (T, D)
+        h = (prior_h[None] + jnp.einsum("cde,cte->ctd", prec, s1)).reshape(C, T * D, 1)
+        chol = cholesky(precision)
+        mean = solve_upper_transposed(chol, solve_lower(chol, h))[..., 0]
+        eps = jax.random.normal(rng_key, (C, T * D, 1), prec.dtype)
+        return (mean + solve_upper_transposed(chol, eps)[..., 0]).reshape(C, T, D)
+
+
+__all__ = ["CoupledGaussian", "time_covariance", "solve_upper_transposed"]
