@@ -19,6 +19,8 @@ from .analysis import (DPGaussianMixture, coclustering, metrics, plot_cluster_si
                        predict, sample_prior)
 from .priors import CRP, Gamma, PitmanYor
 from .search import SearchResult, map_search
+from .families import GeneralizedMallows
+from .rankings import Rankings, rankings
 
 __version__ = "0.1.0"
 
@@ -31,4 +33,5 @@ __all__ = [
     "plot_coclustering", "plot_log_joint", "plot_num_clusters", "plots", "point_estimate",
     "predict", "sample_prior",
     "SearchResult", "map_search",
+    "GeneralizedMallows", "Rankings", "rankings",
 ]

@@ -127,7 +127,7 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     return _to_inference_data(bound, records, dict(
         kernel=kernel, exact=kern.exact, init=init if isinstance(init, str) else "labels",
         seed=seed, num_warmup=num_warmup, thinning=thinning, interrupted=interrupted,
-        final_capacity=int(states.stats.n.shape[-1])))
+        final_capacity=int(states.stats.n.shape[-1])), kern.record_dims)
 
 
 # ---------------------------------------------------------------------------- init ---
@@ -211,8 +211,11 @@ class _Runner:
     def _record(self, state, info, with_z):
         rec = {"num_clusters": num_clusters(state).astype(jnp.int32),
                "alpha": state.alpha,
-               "lp": _state_log_joint(self.bound.family, self.bound.prior, state)}
+               "lp": _state_log_joint(self.bound.family, self.bound.prior, state)
+               if self.kern.log_joint is None else self.kern.log_joint(state)}
         rec.update(info)
+        if self.kern.record is not None and with_z:
+            rec.update(self.kern.record(state))
         if with_z:
             rec["z"] = state.z
         return rec
@@ -308,7 +311,7 @@ def _progress(total, show, name):
 
 
 # ----------------------------------------------------------------------- results ---
-def _to_inference_data(bound: BoundModel, records: dict, attrs: dict):
+def _to_inference_data(bound: BoundModel, records: dict, attrs: dict, record_dims=None):
     from . import __version__
     from .analysis.summaries import label_summaries
     from .diagnostics.arviz_compat import to_arviz
@@ -320,6 +323,8 @@ def _to_inference_data(bound: BoundModel, records: dict, attrs: dict):
     alpha = records.pop("alpha")
     if bound.prior.alpha_is_random:
         posterior["alpha"] = alpha
+    record_dims = record_dims or {}
+    posterior.update({k: records.pop(k) for k in record_dims})  # kernel-recorded cluster parameters
     sample_stats = {"lp": records.pop("lp")}
     sample_stats.update(records)
     n, d = bound.x.shape
@@ -330,7 +335,7 @@ def _to_inference_data(bound: BoundModel, records: dict, attrs: dict):
     return to_arviz(
         {"posterior": posterior, "sample_stats": sample_stats, "observed_data": {model.data.name: bound.x}},
         coords={"point": np.arange(n), "dim": np.arange(d)},
-        dims={"z": ["point"], "cluster_sizes": ["cluster"], model.data.name: ["point", "dim"]},
+        dims={"z": ["point"], "cluster_sizes": ["cluster"], model.data.name: ["point", "dim"], **record_dims},
         attrs=all_attrs)
 
 

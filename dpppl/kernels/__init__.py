@@ -5,6 +5,7 @@
 """
 
 from . import alpha, gibbs, perm, splitmerge  # noqa: F401  (registers the built-in kernels)
+from . import mallows  # noqa: F401  (registers mallows-slice and mallows-beta)
 from .adapter import PartitionKernel, make
 from .base import Kernel, available, build, check_applies, compose, entry, register
 

@@ -43,6 +43,13 @@ class Kernel:
         ``(state, x) -> state``, run once on each chain's initial state before the first
         step: adds the kernel's entries to ``state.aux`` (carried values such as an
         adapted tuning parameter; the driver's loops need their structure from the start).
+    log_joint : callable or None
+        ``state -> scalar``: the log joint the driver records as ``lp`` for kernels whose
+        state instantiates parameters the family cannot integrate out (None: the
+        collapsed :func:`~dpppl.kernels.state.log_joint`).
+    record : callable or None
+        ``state -> dict`` of extra per-draw values for the ``posterior`` group (e.g.
+        cluster parameters), with fixed shapes; their dimension names are ``record_dims``.
     """
 
     name: str
@@ -51,6 +58,9 @@ class Kernel:
     warmup_step: Optional[Callable] = None
     info_names: tuple = ()
     init: Optional[Callable] = None
+    log_joint: Optional[Callable] = None
+    record: Optional[Callable] = None
+    record_dims: Optional[dict] = None
 
     @property
     def warmup(self) -> Callable:
@@ -117,7 +127,11 @@ def parse_kernel_name(spec: str) -> list[str]:
 
 def check_applies(spec: str, model) -> None:
     """Raise KernelError when a kernel (or a part of a hybrid) cannot sample ``model``."""
+    only = getattr(getattr(model, "component", None), "kernels", None)
     for n in parse_kernel_name(spec):
+        if only is not None and n not in only:  # a family without a closed-form marginal
+            raise KernelError(f"kernel {n!r} does not apply to this model: {model.component.name} "
+                              f"has no closed-form marginal likelihood; use one of {', '.join(only)}")
         if n == "nuts":
             continue
         e = entry(n)
@@ -251,4 +265,7 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         warmup_step=make([p.warmup for p in parts]) if has_warmup else None,
         info_names=info_names + (("move",) if schedule == "random" else ()),
         init=init if inits else None,
+        log_joint=next((p.log_joint for p in parts if p.log_joint is not None), None),
+        record=next((p.record for p in parts if p.record is not None), None),
+        record_dims=next((p.record_dims for p in parts if p.record_dims is not None), None),
     )
