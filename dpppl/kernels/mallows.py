@@ -182,16 +182,19 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
         pos, theta, acc = jax.lax.fori_loop(0, num_gibbs, body, (pos, theta, jnp.zeros((), theta.dtype)))
         return pos, theta, acc / num_gibbs
 
-    def new_cluster(key, ranking):
-        k_theta, k_sigma = jax.random.split(key)
-        theta = jax.vmap(theta_exact)(jax.random.split(k_theta, n - 1), nu * r, jnp.full(n - 1, nu), m)
-        return insert_code(k_sigma, ranking, code_logits_given_theta(theta, m, n)), theta
+    def prior_thetas(key, num):
+        """``num`` exact draws of theta ~ P0 (num, n-1): a new cluster's theta given its one
+        ranking (drawn for every point before the sweep, vectorised; shapes independent of C)."""
+        keys = jax.random.split(key, num * (n - 1)).reshape((num, n - 1))
+        return jax.vmap(jax.vmap(theta_exact))(keys, jnp.broadcast_to(nu * r, (num, n - 1)),
+                                               jnp.full((num, n - 1), nu), jnp.broadcast_to(m, (num, n - 1)))
 
     def sweep(rng_key, state, x):
-        k_order, k_u, k_new = jax.random.split(rng_key, 3)
+        k_order, k_u, k_new, k_theta = jax.random.split(rng_key, 4)
         N = x.shape[0]
         order = jax.random.permutation(k_order, N)
         uniforms = jax.random.uniform(k_u, (N,), x.dtype)
+        new_theta = prior_thetas(k_theta, N)
 
         def body(t, carry):
             z, stats, pos, theta, overflow = carry
@@ -202,8 +205,10 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
             logits, has_empty = gm.seat_logits(stats.n, state.alpha, ll, ranking)
             k = sample_index(logits, uniforms[t])
             is_new = stats.n[k] < 0.5
-            pos_k, theta_k = jax.lax.cond(is_new, lambda: new_cluster(jax.random.fold_in(k_new, i), ranking),
-                                          lambda: (pos[k], theta[k]))
+            theta_k = jnp.where(is_new, new_theta[t], theta[k])
+            pos_k = jax.lax.cond(is_new, lambda: insert_code(jax.random.fold_in(k_new, i), ranking,
+                                                             code_logits_given_theta(theta_k, m, n)),
+                                 lambda: pos[k])
             stats = gm.move_point(stats, k, ranking, 1.0)
             return (z.at[i].set(k), stats, pos.at[k].set(pos_k), theta.at[k].set(theta_k),
                     overflow | ~has_empty)
