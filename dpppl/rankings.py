@@ -172,4 +172,30 @@ def check_ranking_array(x, n_items=None, name: str = "x") -> np.ndarray:
     return x
 
 
-__all__ = ["Rankings", "rankings", "check_ranking_array"]
+def read_rankings(path) -> Rankings:
+    """Read rankings from a file (what ``dpppl sample --data`` does for ranking models).
+
+    ``.npy``/``.npz`` and numeric text files are read by :func:`dpppl.datasets.read_data`
+    (item indices padded with -1). Other text files hold one ranking per line, items (names)
+    separated by commas, most preferred first; blank cells and lines, and lines starting
+    with ``#``, are skipped; the items are the sorted set of names seen.
+    """
+    from .datasets import read_data
+
+    try:
+        return rankings(read_data(path))
+    except DataError as numeric_error:
+        if not str(path).lower().endswith((".csv", ".txt", ".tsv")):
+            raise
+        rows = []
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip() or line.lstrip().startswith("#"):
+                    continue
+                rows.append([c.strip().strip('"') for c in line.rstrip("\n").split(",") if c.strip()])
+        if not rows:
+            raise numeric_error
+        return rankings(rows)
+
+
+__all__ = ["Rankings", "rankings", "check_ranking_array", "read_rankings"]

@@ -17,6 +17,7 @@ import pytest
 
 import dpppl
 from dpppl import kernels
+from dpppl.kernels.base import applies_to
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.testing import check_kernel_samples, exact_posterior, scale_concentration, small_datasets
 
@@ -30,18 +31,10 @@ NUM_CHAINS, NUM_WARMUP, NUM_SAMPLES = 64, 100, 500
 DEFAULT_CASES = {"niw_2d_overlap", "pitman_yor_normal_known", "dirichlet_multinomial_overlap"}
 
 
-def _applies(kernel, model):
-    try:
-        kernels.check_applies(kernel, model)
-    except dpppl.KernelError:
-        return False
-    return True
-
-
 def _matrix():
     for kernel in EXACT_KERNELS + HYBRIDS:
         for name in sorted(CASES):
-            if not _applies(kernel, CASES[name].model):  # e.g. the Mallows kernels on Gaussian data
+            if not applies_to(kernel, CASES[name].model):  # e.g. the Mallows kernels on Gaussian data
                 continue
             slow = kernel != "gibbs" and name not in DEFAULT_CASES
             yield pytest.param(kernel, name, marks=[pytest.mark.slow] if slow else [],

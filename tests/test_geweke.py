@@ -14,6 +14,7 @@ import pytest
 import dpppl
 from dpppl import families as fam
 from dpppl import kernels
+from dpppl.kernels.base import applies_to
 from dpppl.testing import scale_concentration
 from dpppl.testing.geweke import geweke_test
 
@@ -40,18 +41,10 @@ DEFAULT_MODELS = {"niw_gamma_alpha", "pitman_yor_gamma_alpha", "dirichlet_multin
 DEFAULT_HYBRID_MODELS = {"pitman_yor_gamma_alpha"}
 
 
-def _applies(kernel, model):
-    try:
-        kernels.check_applies(kernel, model)
-    except dpppl.KernelError:
-        return False
-    return True
-
-
 def _matrix():
     for kernel in EXACT_KERNELS + HYBRIDS:
         for name in MODELS:
-            if not _applies(kernel, MODELS[name][0]):  # e.g. the Mallows kernels (tests/test_mallows.py)
+            if not applies_to(kernel, MODELS[name][0]):  # e.g. the Mallows kernels (tests/test_mallows.py)
                 continue
             default = DEFAULT_HYBRID_MODELS if kernel in HYBRIDS else DEFAULT_MODELS
             slow = kernel != "gibbs" and name not in default

@@ -140,6 +140,15 @@ def check_applies(spec: str, model) -> None:
             raise KernelError(f"kernel {n!r} does not apply to this model: {reason}")
 
 
+def applies_to(spec: str, model) -> bool:
+    """Whether a kernel (or hybrid) can sample ``model`` (:func:`check_applies` without raising)."""
+    try:
+        check_applies(spec, model)
+    except KernelError:
+        return False
+    return True
+
+
 SCHEDULES = ("sequence", "random")
 
 
