@@ -266,13 +266,20 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
         return (jnp.where(single, pos1, pos), jnp.where(single, theta1, theta),
                 jnp.where(single, 1.0, acc / num_gibbs))
 
-    def log_lik_existing(ranking, pos, S, Nj):
+    def cached_terms(S, Nj):
+        """The s-free terms of the label weights, (gammaln(a), gammaln(a + b), log b) with
+        a = nu r + S, b = nu + N + 1; kept per slot and refreshed for the two slots a move changes."""
+        a = nu * r + S
+        b = nu + Nj + 1.0
+        return jnp.stack([gammaln(a), gammaln(a + b), jnp.log(b)])
+
+    def log_lik_existing(ranking, pos, S, Nj, cache):
         s = codes(ranking, pos)                                                   # (C, n-1)
         a = nu * r + S
         b = nu + Nj + 1.0
         stage = jnp.arange(n - 1) < ranking_lengths(ranking)
-        # log Beta(s + a, b + 1) - log Beta(a, b), by log-gamma directly (cheaper than betaln twice)
-        ratio = gammaln(s + a) - gammaln(a) + jnp.log(b) + gammaln(a + b) - gammaln(a + b + s + 1.0)
+        # log Beta(s + a, b + 1) - log Beta(a, b) by log-gamma, the s-free terms cached
+        ratio = gammaln(s + a) - cache[0] + cache[2] + cache[1] - gammaln(a + b + s + 1.0)
         return jnp.sum(jnp.where(stage, ratio, 0.0), axis=-1)
 
     def sweep(rng_key, state, x):
@@ -282,14 +289,18 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
         uniforms = jax.random.uniform(k_u, (N,), x.dtype)
         slots = state.aux["slots"]
 
+        def refresh(cache, S, Nj, c):
+            return cache.at[:, c].set(cached_terms(S[c], Nj[c]))
+
         def body(t, carry):
-            z, stats, pos, S, overflow = carry
+            z, stats, pos, S, cache, overflow = carry
             i = order[t]
             ranking = x[i].astype(jnp.int32)
             c = z[i]
             stats = gm.move_point(stats, c, ranking, -1.0)
             S = S.at[c].add(-codes(ranking, pos[c]))
-            ll = log_lik_existing(ranking, pos, S, stats.Nj)
+            cache = refresh(cache, S, stats.Nj, c)
+            ll = log_lik_existing(ranking, pos, S, stats.Nj, cache)
             logits, has_empty = gm.seat_logits(stats.n, state.alpha, ll, ranking)
             k = sample_index(logits, uniforms[t])
             is_new = stats.n[k] < 0.5
@@ -298,11 +309,12 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
             pos = pos.at[k].set(pos_k)
             S = S.at[k].set(jnp.where(is_new, 0.0, S[k]) + codes(ranking, pos_k))
             stats = gm.move_point(stats, k, ranking, 1.0)
-            return z.at[i].set(k), stats, pos, S, overflow | ~has_empty
+            cache = refresh(cache, S, stats.Nj, k)
+            return z.at[i].set(k), stats, pos, S, cache, overflow | ~has_empty
 
         S0 = lsigma(state.stats.R, slots["pos"])
-        z, stats, pos, _, overflow = jax.lax.fori_loop(
-            0, N, body, (state.z, state.stats, slots["pos"], S0, state.overflow))
+        z, stats, pos, _, _, overflow = jax.lax.fori_loop(
+            0, N, body, (state.z, state.stats, slots["pos"], S0, cached_terms(S0, state.stats.Nj), state.overflow))
         return state._replace(z=z, stats=stats, overflow=overflow,
                               aux={**state.aux, "slots": {"pos": pos, "theta": slots["theta"]}})
 
