@@ -11,6 +11,7 @@ from dpppl.errors import ModelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
                             NormalKnownCov)
 from dpppl.priors import CRP, Gamma, PitmanYor
+from dpppl.families import GeneralizedMallows
 
 MODELS = pathlib.Path(__file__).resolve().parents[1] / "models"
 RNG = np.random.default_rng(1)
@@ -18,6 +19,7 @@ DATA = {
     "real": RNG.normal(size=(30, 2)) + np.repeat([[0.0, 0.0], [5.0, 5.0]], 15, axis=0),
     "count": RNG.poisson(3.0, size=(30, 6)).astype(float),
     "binary": RNG.integers(0, 2, size=(30, 4)).astype(float),
+    "ranking": np.array([np.r_[RNG.permutation(5)[:t], -np.ones(5 - t)] for t in RNG.integers(1, 6, 30)]),
 }
 NIW_FILE = NormalInverseWishart(mu0="mean(x)", kappa0=0.1, nu0="D + 2", psi0="cov(x) / 10")
 
@@ -30,6 +32,7 @@ EQUIVALENTS = {
     "multinomial.dp": DPMixture(Gamma(1.0, 1.0), DirichletMultinomial(beta=0.5)),
     "bernoulli.dp": DPMixture(Gamma(1.0, 1.0), BetaBernoulli(a=1.0, b=1.0)),
     "pitman_yor.dp": PitmanYorMixture(0.25, Gamma(1.0, 1.0), NIW_FILE),
+    "rankings.dp": DPMixture(Gamma(1.0, 1.0), GeneralizedMallows(nu=1.0, r=1.0)),
 }
 
 
