@@ -25,6 +25,8 @@ from .ddp import DDPMixture, DDPModel
 from .families import CoupledGaussian
 from .priors.ddp import DDP
 from .analysis import association_variance
+from .families import GeneralizedMallows
+from .rankings import Rankings, rankings
 
 __version__ = "0.1.0"
 
@@ -39,4 +41,5 @@ __all__ = [
     "SearchResult", "map_search",
     "PseudoParticleMixture", "StickBreaking", "StickBreakingMixture",
     "DDP", "DDPMixture", "DDPModel", "CoupledGaussian", "association_variance",
+    "GeneralizedMallows", "Rankings", "rankings",
 ]

@@ -164,7 +164,12 @@ def _run(args) -> int:
         from .datasets import read_data
 
         model = dpppl.load(args.model)
-        x = read_data(args.data)
+        if model.data.kind == "ranking":  # lists of item names, or indices padded with -1
+            from .rankings import read_rankings
+
+            x = read_rankings(args.data)
+        else:
+            x = read_data(args.data)
         idata = dpppl.sample(model, x, kernel=args.kernel, num_warmup=args.warmup,
                              num_samples=args.samples, num_chains=args.chains, seed=args.seed,
                              init=args.init, thinning=args.thinning, truncation=args.truncation,

@@ -124,10 +124,10 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     runner = _Runner(bound, kern, x, num_chains)
     show = progress_bar and not os.environ.get("CI")
     records, states, interrupted = runner.run(states, chain_keys, num_warmup, num_samples, thinning, show)
-    return _to_inference_data(bound, records, kern.posterior_names, dict(
+    return _to_inference_data(bound, records, dict(
         kernel=kernel, exact=kern.exact, init=init if isinstance(init, str) else "labels",
         seed=seed, num_warmup=num_warmup, thinning=thinning, interrupted=interrupted,
-        final_capacity=int(states.stats.n.shape[-1])))
+        final_capacity=int(states.stats.n.shape[-1])), kern.record_dims)
 
 
 # ---------------------------------------------------------------------------- init ---
@@ -223,8 +223,11 @@ class _Runner:
     def _record(self, state, info, with_z):
         rec = {"num_clusters": num_clusters(state).astype(jnp.int32),
                "alpha": state.alpha,
-               "lp": _state_log_joint(self.bound.family, self.bound.prior, state)}
+               "lp": _state_log_joint(self.bound.family, self.bound.prior, state)
+               if self.kern.log_joint is None else self.kern.log_joint(state)}
         rec.update(info)
+        if self.kern.record is not None and with_z:
+            rec.update(self.kern.record(state))
         if with_z:
             rec["z"] = state.z
         return rec
@@ -349,7 +352,7 @@ def _progress(total, show, name):
 
 
 # ----------------------------------------------------------------------- results ---
-def _to_inference_data(bound: BoundModel, records: dict, posterior_names: tuple, attrs: dict):
+def _to_inference_data(bound: BoundModel, records: dict, attrs: dict, record_dims=None):
     from . import __version__
     from .analysis.summaries import label_summaries
     from .diagnostics.arviz_compat import to_arviz
@@ -358,13 +361,11 @@ def _to_inference_data(bound: BoundModel, records: dict, posterior_names: tuple,
     z = records.pop("z").astype(np.int32)
     records.pop("num_clusters", None)  # the driver's, for its progress bar; recomputed from z below
     posterior = {"z": z, **label_summaries(z)}
-    dims = {"z": ["point"], "cluster_sizes": ["cluster"], bound.model.data.name: ["point", "dim"]}
-    for name in posterior_names:  # instantiated per-slot draws, indexed by the values of z
-        posterior[name] = records.pop(name)
-        dims[name] = ["slot"] + [f"{name}_dim_{j}" for j in range(posterior[name].ndim - 3)]
     alpha = records.pop("alpha")
     if bound.prior.alpha_is_random:
         posterior["alpha"] = alpha
+    record_dims = record_dims or {}
+    posterior.update({k: records.pop(k) for k in record_dims})  # kernel-recorded cluster parameters
     sample_stats = {"lp": records.pop("lp")}
     sample_stats.update(records)
     n, d = bound.x.shape
@@ -376,7 +377,8 @@ def _to_inference_data(bound: BoundModel, records: dict, posterior_names: tuple,
     return to_arviz(
         {"posterior": posterior, "sample_stats": sample_stats, "observed_data": observed},
         coords={"point": np.arange(n), "dim": np.arange(d)},
-        dims={**dims, **{name: ["point"] for name in observed if name != model.data.name}},
+        dims={"z": ["point"], "cluster_sizes": ["cluster"], model.data.name: ["point", "dim"], **record_dims,
+              **{name: ["point"] for name in observed if name != model.data.name}},
         attrs=all_attrs)
 
 

@@ -50,6 +50,6 @@ def sample_nuts(bound, *, num_warmup, num_samples, num_chains, seed, truncation,
                "lp": np.asarray(lp).reshape(shape),
                "diverging": np.asarray(extra["diverging"]),
                "acceptance_rate": np.asarray(extra["accept_prob"])}
-    return _to_inference_data(bound, records, (), dict(
+    return _to_inference_data(bound, records, dict(
         kernel="nuts", exact=0, truncation=truncation, seed=seed, num_warmup=num_warmup,
         thinning=thinning, interrupted=0, init="nuts"))

@@ -12,6 +12,7 @@ from dpppl.errors import ModelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
                             NormalKnownCov)
 from dpppl.priors import CRP, Gamma, PitmanYor
+from dpppl.families import GeneralizedMallows
 
 MODELS = pathlib.Path(__file__).resolve().parents[1] / "models"
 RNG = np.random.default_rng(1)
@@ -19,6 +20,7 @@ DATA = {
     "real": RNG.normal(size=(30, 2)) + np.repeat([[0.0, 0.0], [5.0, 5.0]], 15, axis=0),
     "count": RNG.poisson(3.0, size=(30, 6)).astype(float),
     "binary": RNG.integers(0, 2, size=(30, 4)).astype(float),
+    "ranking": np.array([np.r_[RNG.permutation(5)[:t], -np.ones(5 - t)] for t in RNG.integers(1, 6, 30)]),
 }
 NIW_FILE = NormalInverseWishart(mu0="mean(x)", kappa0=0.1, nu0="D + 2", psi0="cov(x) / 10")
 
@@ -33,6 +35,7 @@ EQUIVALENTS = {
     "pitman_yor.dp": PitmanYorMixture(0.25, Gamma(1.0, 1.0), NIW_FILE),
     "stick_breaking.dp": StickBreakingMixture(a=0.75, b="1 + i * 0.25", component=NIW_FILE),
     "pseudo_particles.dp": PseudoParticleMixture(0.2, NIW_FILE, num_sticks=10),
+    "rankings.dp": DPMixture(Gamma(1.0, 1.0), GeneralizedMallows(nu=1.0, r=1.0)),
 }
 
 

@@ -33,7 +33,7 @@ DEFAULT_CASES = {"niw_2d_overlap", "pitman_yor_normal_known", "dirichlet_multino
 def _matrix():
     for kernel in EXACT_KERNELS + HYBRIDS:
         for name in sorted(CASES):
-            if not kernels.applies_to(kernel, CASES[name].model):  # stick-breaking kernels: test_stick_breaking.py
+            if not kernels.applies_to(kernel, CASES[name].model):  # e.g. stick-breaking, Mallows kernels: their own test files
                 continue
             slow = kernel != "gibbs" and name not in DEFAULT_CASES
             yield pytest.param(kernel, name, marks=[pytest.mark.slow] if slow else [],

@@ -43,7 +43,7 @@ DEFAULT_HYBRID_MODELS = {"pitman_yor_gamma_alpha"}
 def _matrix():
     for kernel in EXACT_KERNELS + HYBRIDS:
         for name in MODELS:
-            if not kernels.applies_to(kernel, MODELS[name][0]):  # stick-breaking kernels: test_stick_breaking.py
+            if not kernels.applies_to(kernel, MODELS[name][0]):  # e.g. stick-breaking, Mallows kernels: their own test files
                 continue
             default = DEFAULT_HYBRID_MODELS if kernel in HYBRIDS else DEFAULT_MODELS
             slow = kernel != "gibbs" and name not in default

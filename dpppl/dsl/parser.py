@@ -125,6 +125,7 @@ COMPONENTS: dict[str, ComponentRule] = {
     "Dirichlet": ComponentRule("DirichletMultinomial", "Multinomial"),
     "Beta": ComponentRule("BetaBernoulli", "Bernoulli"),
     "CoupledGaussian": ComponentRule("CoupledGaussian", "Normal"),
+    "MallowsPrior": ComponentRule("GeneralizedMallows", "GeneralizedMallows"),
 }
 """Component priors by name, each with its observation distribution and family."""
 
@@ -407,8 +408,20 @@ class _ModelBuilder:
         if kind not in DATA_KINDS:
             raise s.kind.error(f"unknown data kind '{kind}'{suggest(kind, DATA_KINDS)}; expected "
                                f"one of {', '.join(DATA_KINDS)}")
-        if s.of is not None:
+        of = None
+        if s.of is not None and kind != "ranking":
             raise s.of.error(f"{kind} data take no 'of' clause")
+        if s.of is not None:  # ranking[N] of 20, or of n (a name bound to the number of items)
+            if isinstance(s.of, Number):
+                if s.of.value < 2 or not s.of.value.is_integer():
+                    raise s.of.error(f"the number of items must be an integer >= 2, got {s.of}")
+                of = int(s.of.value)
+            elif isinstance(s.of, Name):
+                self._define(s.of, "dimension", "n")
+            else:
+                raise s.of.error("'of' takes the number of items: a positive integer or a name")
+        if kind == "ranking" and len(s.dims) != 1:
+            raise s.dims[-1].error("ranking data have one dimension: ranking[N] of n")
         if len(s.dims) > 2:
             raise s.dims[2].error(f"{kind} data have one or two dimensions: {kind}[N] or "
                                   f"{kind}[N, D]")
@@ -431,7 +444,7 @@ class _ModelBuilder:
         if s.by is not None:
             self._define(s.by, "time")
         return DataDecl(s.name.name, kind, tuple(dims), s.span.line, s.span.column,
-                        s.by.name if s.by is not None else None)
+                        by=s.by.name if s.by is not None else None, of=of)
 
     def _random(self, s: Sampling):
         """``z ~ CRP(...)``, ``z ~ PitmanYor(...)`` or ``alpha ~ Gamma(...)``."""

@@ -16,7 +16,7 @@ from ..errors import DataError, ModelError
 from ..families.base import Family
 from ..priors.crp import CRP, Concentration, Gamma, PitmanYor
 
-DATA_KINDS = ("real", "count", "binary")
+DATA_KINDS = ("real", "count", "binary", "ranking")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +35,8 @@ class DataDecl:
     column: Optional[int] = None
     # ``data x : real[N, D] by t``: the name of each point's time (a DDP model's slices)
     by: Optional[str] = None
+    #: ``ranking[N] of n``: the number of items (None: from the data)
+    of: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,6 +154,11 @@ def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
     name = decl.name
     if x is None:
         raise DataError(f"data '{name}' is missing")
+    if decl.kind == "ranking":  # top-t rankings, padded (N, n) layout: see dpppl.rankings
+        from ..rankings import rankings
+
+        n_items = decl.of if decl.of is not None else getattr(family, "n_items", None)
+        return family.check_data(rankings(x, n_items=n_items, name=name).x)
     try:
         arr = np.asarray(x)
     except Exception as e:  # ragged lists and the like

@@ -3,10 +3,11 @@
 from .base import Family
 from .beta_bernoulli import BetaBernoulli
 from .dirichlet_multinomial import DirichletMultinomial
+from .generalized_mallows import GeneralizedMallows
 from .niw import NormalInverseWishart
 from .normal_gamma import NormalGamma
 from .normal_known import NormalKnownCov
 from .coupled import CoupledGaussian
 
 __all__ = ["Family", "NormalKnownCov", "NormalInverseWishart", "NormalGamma",
-           "DirichletMultinomial", "BetaBernoulli", "CoupledGaussian"]
+           "DirichletMultinomial", "BetaBernoulli", "CoupledGaussian", "GeneralizedMallows"]

@@ -94,7 +94,8 @@ class PartitionKernel(MCMCKernel):
     def _wrap(self, i, partition, rng_key):
         draw = {"z": partition.z, "num_clusters": num_clusters(partition),
                 "largest_cluster": largest_cluster(partition), "alpha": partition.alpha}
-        lp = log_joint(self._bound.family, self._bound.prior, partition)
+        lp = (log_joint(self._bound.family, self._bound.prior, partition) if self._kernel.log_joint is None
+              else self._kernel.log_joint(partition))
         return AdapterState(i, draw, partition, -lp, partition.overflow, rng_key)
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):

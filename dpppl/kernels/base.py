@@ -43,10 +43,14 @@ class Kernel:
         ``(state, x) -> state``, run once on each chain's initial state before the first
         step: adds the kernel's entries to ``state.aux`` (carried values such as an
         adapted tuning parameter; the driver's loops need their structure from the start).
-    posterior_names : tuple of str
-        Keys of ``info`` that are draws of model quantities indexed by cluster slot (the
-        values of ``z``), such as instantiated weights and parameters: the driver puts
-        them in the ``posterior`` group, padded with NaN where the capacity grew.
+    log_joint : callable or None
+        ``state -> scalar``: the log joint the driver records as ``lp`` for kernels whose
+        state instantiates parameters the family cannot integrate out (None: the
+        collapsed :func:`~dpppl.kernels.state.log_joint`).
+    record : callable or None
+        ``state -> dict`` of extra per-draw values for the ``posterior`` group (e.g.
+        cluster parameters); their dimension names are ``record_dims``. Per-slot values
+        grow with the capacity; the driver pads earlier draws (NaN, or 0 for integers).
     """
 
     name: str
@@ -55,7 +59,9 @@ class Kernel:
     warmup_step: Optional[Callable] = None
     info_names: tuple = ()
     init: Optional[Callable] = None
-    posterior_names: tuple = ()
+    log_joint: Optional[Callable] = None
+    record: Optional[Callable] = None
+    record_dims: Optional[dict] = None
 
     @property
     def warmup(self) -> Callable:
@@ -122,11 +128,15 @@ def parse_kernel_name(spec: str) -> list[str]:
 
 def check_applies(spec: str, model) -> None:
     """Raise KernelError when a kernel (or a part of a hybrid) cannot sample ``model``."""
+    only = getattr(getattr(model, "component", None), "kernels", None)
     for n in parse_kernel_name(spec):
         refuses = getattr(model, "refuses_kernel", None)  # models only some kernels sample (DDP)
         reason = refuses(n) if refuses is not None else None
         if reason:
             raise KernelError(f"kernel {n!r} does not apply to this model: {reason}")
+        if only is not None and n not in only:  # a family without a closed-form marginal
+            raise KernelError(f"kernel {n!r} does not apply to this model: {model.component.name} "
+                              f"has no closed-form marginal likelihood; use one of {', '.join(only)}")
         if n == "nuts":
             continue
         e = entry(n)
@@ -227,15 +237,14 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
     schedule changes the chain, not the cost of an iteration.
 
     Info keys are prefixed by each part's name (a part that is itself a hybrid, whose
-    name holds a ``+``, keeps its keys), except a part's ``posterior_names``. With ``"random"`` the statistics of the parts
+    name holds a ``+``, keeps its keys). With ``"random"`` the statistics of the parts
     not run are zero and ``move`` (int32) is the index of the part that ran.
     """
     if schedule not in SCHEDULES:
         raise KernelError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
 
-    def prefixed(part, info):  # move statistics get the part's name; posterior draws keep theirs
-        return info if "+" in part.name else {
-            k if k in part.posterior_names else f"{part.name}_{k}": v for k, v in info.items()}
+    def prefixed(part, info):
+        return info if "+" in part.name else {f"{part.name}_{k}": v for k, v in info.items()}
 
     def make_sequence(steps):
         def step(rng_key, state, x):
@@ -273,10 +282,8 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         for part_init in inits:
             state = part_init(state, x)
         return state
-    def prefixed_names(part, names):
-        return names if "+" in part.name else tuple(f"{part.name}_{k}" for k in names)
-    info_names = tuple(k for p in parts for k in prefixed_names(p, p.info_names)) + tuple(
-        k for p in parts for k in p.posterior_names)
+    info_names = tuple(k for p in parts for k in (
+        p.info_names if "+" in p.name else tuple(f"{p.name}_{k}" for k in p.info_names)))
     return Kernel(
         name=name or "+".join(p.name for p in parts),
         exact=all(p.exact for p in parts),
@@ -284,5 +291,7 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         warmup_step=make([p.warmup for p in parts]) if has_warmup else None,
         info_names=info_names + (("move",) if schedule == "random" else ()),
         init=init if inits else None,
-        posterior_names=tuple(k for p in parts for k in p.posterior_names),
+        log_joint=next((p.log_joint for p in parts if p.log_joint is not None), None),
+        record=next((p.record for p in parts if p.record is not None), None),
+        record_dims=next((p.record_dims for p in parts if p.record_dims is not None), None),
     )

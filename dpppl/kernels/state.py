@@ -29,8 +29,8 @@ class PartitionState(NamedTuple):
     - **alpha** - current concentration (fixed, or resampled by the alpha move).
     - **overflow** - bool, set when a move needed an empty slot and found none.
     - **aux** - kernel-specific carried values (a dict; empty for most kernels), for
-      example the adapted beta of the permutation sampler. Its entry ``"slots"``, when
-      present, holds per-slot arrays (slot axis first after the chain axes) that
+      example the adapted beta of the permutation sampler. Per-slot values (leading axis
+      C, e.g. instantiated cluster parameters) go under ``aux["slots"]``, which
       :func:`grow` pads with the statistics.
     """
 
@@ -66,9 +66,9 @@ def grow(state: PartitionState, new_capacity: int) -> PartitionState:
         widths = [(0, 0)] * s.ndim
         widths[axis] = (0, new_capacity - s.shape[axis])
         return jnp.pad(s, widths)
-    aux = dict(state.aux)
-    if "slots" in aux:  # per-slot values a kernel carries (e.g. sub-cluster statistics)
-        aux["slots"] = jax.tree.map(pad, aux["slots"])
+    aux = state.aux
+    if "slots" in aux:
+        aux = {**aux, "slots": jax.tree.map(pad, aux["slots"])}
     return state._replace(stats=jax.tree.map(pad, state.stats), overflow=jnp.zeros_like(state.overflow),
                           aux=aux)
 

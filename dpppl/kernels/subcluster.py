@@ -201,7 +201,10 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
     a_merge = float(merge_concentration)
     whitened = hasattr(family, "whitening")
     one_row = jax.eval_shape(family.posterior_draw, jax.random.key(0), family.empty_stats())
-    posterior_names = ("weights",) + (tuple(f"theta_{name}" for name in one_row) if record_parameters else ())
+    recorded_params = tuple(one_row) if record_parameters else ()
+    record_dims = {"weights": ["slot"], **{f"theta_{name}": ["slot"] + [f"theta_{name}_dim_{j}" for j in
+                                                                        range(len(one_row[name].shape))]
+                                           for name in recorded_params}}
 
     def cast_params(params):
         """Parameters in the likelihood dtype, means shifted to the centred data first."""
@@ -401,13 +404,13 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         sub_stats = jax.tree.map(lambda s: jnp.where(_expand(age == 0, s), 0.0, s), sub[0])
 
         drawn = jnp.isfinite(log_pi)  # slots occupied at the start of the step
-        recorded = {f"theta_{name}": jnp.where(_expand(drawn, value[:capacity]), value[:capacity], jnp.nan)
-                    for name, value in params.items()} if record_parameters else {}
-        info = {"weights": jnp.exp(log_pi), **recorded,
-                "num_splits": jnp.sum(accept).astype(jnp.int32), "sweep_rejected": emptied,
+        recorded = {f"theta_{name}": jnp.where(_expand(drawn, params[name][:capacity]), params[name][:capacity],
+                                               jnp.nan) for name in recorded_params}
+        info = {"num_splits": jnp.sum(accept).astype(jnp.int32), "sweep_rejected": emptied,
                 "random_split_accept": do_split, "random_merge_accept": do_merge,
                 "split_accept_rate": jnp.sum(accept) / jnp.maximum(jnp.sum(eligible), 1)}
-        new_slots = {"sub_stats": sub_stats, "x_sum": rows[1], "age": age.astype(jnp.int32)}
+        new_slots = {"sub_stats": sub_stats, "x_sum": rows[1], "age": age.astype(jnp.int32),
+                     "weights": jnp.exp(log_pi), **recorded}
         new_state = state._replace(z=z.astype(jnp.int32), stats=rows[0], overflow=overflow,
                                    aux={**state.aux, "sub_z": zbar.astype(jnp.int32), "slots": new_slots})
         return new_state, info
@@ -415,13 +418,20 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
     def init(state, x):
         capacity = state.stats.n.shape[0]
         x_sum = jax.ops.segment_sum(x, state.z, num_segments=capacity)
+        drawn = {f"theta_{name}": jnp.full((capacity,) + one_row[name].shape, jnp.nan, one_row[name].dtype)
+                 for name in recorded_params}
         return state._replace(aux={**state.aux, "sub_z": jnp.zeros_like(state.z),
                                    "slots": {"sub_stats": family.empty_stats((capacity, 2)), "x_sum": x_sum,
-                                             "age": jnp.zeros(capacity, jnp.int32)}})
+                                             "age": jnp.zeros(capacity, jnp.int32),
+                                             "weights": jnp.zeros(capacity, x.dtype), **drawn}})
+
+    def record(state):
+        """The weights and parameters drawn in the last step, per slot (the values of z)."""
+        return {name: state.aux["slots"][name] for name in record_dims}
 
     return Kernel("subcluster", exact=not use_sub, step=step, init=init,
                   info_names=("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept",
-                              "split_accept_rate"), posterior_names=posterior_names)
+                              "split_accept_rate"), record=record, record_dims=record_dims)
 
 
 def _expand(mask, like):

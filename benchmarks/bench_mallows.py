@@ -1,0 +1,124 @@
+"""DP mixtures of Generalized Mallows models (workload M1): the issue's targets, measured.
+
+1. Seconds per sweep of ``mallows-beta`` and ``mallows-slice`` at N = 5000, n = 20, t = 10
+   (Fig. 6 data set 1), median of ``--sweeps`` sweeps after compilation, from the state
+   reached after ``--burn`` sweeps (the cost grows with the number of clusters, so it is
+   reported beside it). Targets: Beta-Gibbs <= 1 s, Slice-Gibbs <= 3 s.
+2. Variation of information to the true clustering after each of ``--iterations`` sweeps
+   on data set 1 (target: below 0.1 within 100 sweeps), ``--replicates`` runs each.
+3. The error of the approximate Beta-Gibbs against the exact (enumerated) posterior over
+   partitions of a small problem (n = 3 items, N = 5 rankings), beside Slice-Gibbs:
+   total-variation distance of the partition law and the harness verdict.
+
+    python benchmarks/bench_mallows.py            # ~10-15 min on a quiet 2-core machine
+    python benchmarks/bench_mallows.py --quick    # N = 1000, 20 sweeps
+
+Nothing here asserts; results go to ``benchmarks/results/mallows.json`` (``-quick`` suffix
+for smoke runs) with the machine description and load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from harness import machine_info, write_json  # noqa: E402
+
+import dpppl  # noqa: E402
+
+
+def _fig6():
+    spec = importlib.util.spec_from_file_location("mallows_fig6", HERE.parent / "examples" / "mallows_fig6.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sweep_seconds(fig6, per_cluster, burn, sweeps):
+    data, truth, _, _ = dpppl.datasets.mallows_mixture(1, per_cluster=per_cluster, seed=0)
+    bound = fig6.model_for(data.n_items).bind(data)
+    out = {}
+    for label, kernel in fig6.SAMPLERS.items():
+        secs, vi, comp = fig6.trace(kernel, bound, truth, burn + sweeps, seed=0)
+        per = np.diff(np.r_[0.0, secs])[burn:]
+        out[label] = {"median_s": float(np.median(per)), "min_s": float(per.min()), "max_s": float(per.max()),
+                      "compile_s": comp, "vi_at_end": float(vi[-1])}
+        print(f"{label:11s}: {np.median(per):.3f} s/sweep (min {per.min():.3f}, max {per.max():.3f}) "
+              f"at N = {len(data)}, after {burn} sweeps; VI {vi[-1]:.3f}; load {os.getloadavg()[0]:.1f}")
+    return out
+
+
+def vi_within(fig6, per_cluster, iterations, replicates):
+    results = fig6.run([1], replicates, iterations, per_cluster)
+    out = {}
+    for label in fig6.SAMPLERS:
+        runs = results[f"1/{label}"]
+        first = [next((i + 1 for i, v in enumerate(r["vi"]) if v < 0.1), None) for r in runs]
+        out[label] = {"final_vi": [r["vi"][-1] for r in runs], "first_sweep_below_0.1": first,
+                      "seconds": [r["seconds"][-1] for r in runs]}
+        print(f"{label:11s}: VI after {iterations} sweeps {[round(r['vi'][-1], 4) for r in runs]}; "
+              f"first sweep below 0.1: {first}")
+    return out
+
+
+def beta_error(num_chains, num_samples):
+    from dpppl.diagnostics.arviz_compat import group
+    from dpppl.testing import check_kernel_samples, exact_posterior
+
+    x = [[0, 1, 2], [0, 1], [2, 1, 0], [2, 1], [1, 0]]
+    model = dpppl.DPMixture(1.0, dpppl.GeneralizedMallows(3))
+    exact = exact_posterior(model, x)
+    out = {}
+    for kernel in ("mallows-slice", "mallows-beta"):
+        idata = dpppl.sample(model, x, kernel=kernel, num_warmup=0, num_samples=num_samples + 50,
+                             num_chains=num_chains, seed=3, init="prior", progress_bar=False, num_gibbs=2)
+        z = group(idata, "posterior")["z"].values[:, 50:]
+        res = check_kernel_samples(exact, z)
+        out[kernel] = {"tv": res.tv_distance, "tv_noise": res.tv_noise, "passed": res.passed,
+                       "p_k": res.p_num_clusters.tolist(), "p_k_exact": exact.p_num_clusters.tolist()}
+        print(f"{kernel}: TV to the exact partition law {res.tv_distance:.4f} (noise {res.tv_noise:.4f}); "
+              f"harness {'passed' if res.passed else 'FAILED'}; P(K=k) {np.round(res.p_num_clusters[1:], 3)} "
+              f"vs exact {np.round(exact.p_num_clusters[1:], 3)}")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--burn", type=int, default=30)
+    ap.add_argument("--sweeps", type=int, default=5)
+    ap.add_argument("--iterations", type=int, default=100)
+    ap.add_argument("--replicates", type=int, default=1)
+    ap.add_argument("--chains", type=int, default=64)
+    ap.add_argument("--samples", type=int, default=400)
+    ap.add_argument("--parts", nargs="+", default=["sweep", "vi", "error"])
+    args = ap.parse_args(argv)
+    per_cluster = 500
+    if args.quick:
+        per_cluster, args.burn, args.sweeps, args.iterations, args.chains, args.samples = 100, 5, 3, 20, 16, 100
+    fig6 = _fig6()
+    payload = {"config": vars(args), "machine_start": machine_info()}
+    tic = time.time()
+    if "sweep" in args.parts:
+        payload["sweep_seconds"] = sweep_seconds(fig6, per_cluster, args.burn, args.sweeps)
+    if "vi" in args.parts:
+        payload["vi_within"] = vi_within(fig6, per_cluster, args.iterations, args.replicates)
+    if "error" in args.parts:
+        payload["beta_error"] = beta_error(args.chains, args.samples)
+    payload["wall_s"] = time.time() - tic
+    payload["machine_end"] = machine_info()
+    print(f"results: {write_json('mallows-quick' if args.quick else 'mallows', payload)}")
+
+
+if __name__ == "__main__":
+    jax.config.update("jax_enable_x64", True)
+    main()
