@@ -118,6 +118,10 @@ def test_finds_separated_clusters_from_one_cluster():
                          seed=0, progress_bar=False)
     z = group(idata, "posterior")["z"].values[0, -1]
     assert dpppl.metrics.normalized_mutual_information(z, labels) > 0.9
+    post = group(idata, "posterior")
+    weights = post["weights"].values[0, -1]
+    assert post["weights"].dims[-1] == "slot" and post["theta_mu"].shape[-2:] == (weights.shape[0], 2)
+    assert np.all(weights >= 0) and 0.5 < weights.sum() <= 1.0 + 1e-9  # the rest of the stick is 1 - sum
     stats = group(idata, "sample_stats")
     assert int(stats["num_splits"].sum()) >= 5  # it grew by sub-cluster splits
     assert {"split_accept_rate", "random_split_accept", "random_merge_accept"} <= set(stats.data_vars)
