@@ -54,7 +54,7 @@ def run_chain(model, x, iterations, *, truth=None, nmi_target=None, seed=0, **op
     compile seconds and the time when NMI first reached ``nmi_target``."""
     import jax
 
-    from dpppl.metrics import normalized_mutual_information
+    from dpppl.analysis.metrics import normalized_mutual_information
 
     state, step, xj, grow = _driver(model, x, **options)
     tic = time.perf_counter()
@@ -111,7 +111,7 @@ def part_six(args):
 
 def part_w2(args):
     import dpppl
-    from dpppl.metrics import normalized_mutual_information
+    from dpppl.analysis.metrics import normalized_mutual_information
 
     n = 20_000 if args.quick else 100_000
     x, y = dpppl.datasets.load("w2", n=n)
