@@ -16,7 +16,8 @@ from dpppl import kernels
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.errors import KernelError
 from dpppl.kernels.state import state_from_labels
-from dpppl.kernels.subcluster import block_segment_statistics, block_size_for, log_split_gain
+from dpppl.families.base import segment_sums
+from dpppl.kernels.subcluster import block_size_for, log_split_gain
 from dpppl.testing import check_kernel_samples, exact_posterior, small_datasets
 
 CASES = {case.name: case for case in small_datasets()}
@@ -128,7 +129,7 @@ def test_finds_separated_clusters_from_one_cluster():
 
 
 def test_statistics_of_a_million_points_stay_accurate():
-    """The kernel sums statistics block by block in the data's float64: sums of squares of
+    """Statistics are summed block by block in the data's float64: sums of squares of
     10^6 points far from the origin agree with exactly rounded sums to 1e-12, and the
     variance they imply to 1e-5; summed in float32 the variance is lost to cancellation."""
     import math
@@ -142,7 +143,7 @@ def test_statistics_of_a_million_points_stay_accurate():
     n = len(x)
 
     def first_coordinate(points):
-        stats, _ = block_segment_statistics(family, points, segments, 1, block_size_for(n, 2))
+        stats = segment_sums(family.point_stats, points, segments, 1, block_size_for(n, 2))
         return float(stats.s1[0, 0]), float(stats.s2[0, 0, 0])
 
     s1, s2 = first_coordinate(jnp.asarray(x))

@@ -121,15 +121,46 @@ def take(stats: Stats, k: jax.Array) -> Stats:
     return jax.tree.map(lambda s: s[k], stats)
 
 
+SEGMENT_BUDGET = 2**22  # per-point statistics formed at once, in numbers (32 MB in float64)
+
+
+def segment_sums(per_point, x: jax.Array, labels: jax.Array, num_segments: int, block: int | None = None):
+    """Sums of ``per_point(x_i)`` (a tree of arrays with leading axis N) over the points
+    of each segment; labels ``>= num_segments`` are dropped.
+
+    Points are taken ``block`` at a time (default: as many as fit in :data:`SEGMENT_BUDGET`
+    numbers of per-point values), so that for example the N x D x D outer products of a
+    Gaussian family never exist all at once; data that fit in one block take one pass.
+    """
+    n = x.shape[0]
+    one = jax.eval_shape(per_point, x[:1])
+    if block is None:
+        size = sum(int(np.prod(leaf.shape[1:])) for leaf in jax.tree.leaves(one))
+        block = max(256, SEGMENT_BUDGET // max(size, 1))
+    if n <= block:
+        return jax.tree.map(lambda p: jax.ops.segment_sum(p, labels, num_segments=num_segments), per_point(x))
+    num_blocks = -(-n // block)
+    pad = num_blocks * block - n
+    xb = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1)).reshape((num_blocks, block) + x.shape[1:])
+    lb = jnp.pad(labels, (0, pad), constant_values=num_segments).reshape(num_blocks, block)
+
+    def add_block(total, args):
+        part = jax.tree.map(lambda p: jax.ops.segment_sum(p, args[1], num_segments=num_segments),
+                            per_point(args[0]))
+        return jax.tree.map(jnp.add, total, part), None
+
+    empty = jax.tree.map(lambda leaf: jnp.zeros((num_segments,) + leaf.shape[1:], leaf.dtype), one)
+    return jax.lax.scan(add_block, empty, (xb, lb))[0]
+
+
 def segment_stats(family: Family, x: jax.Array, labels: jax.Array, capacity: int) -> Stats:
     """Per-cluster statistics of points ``x`` with ``labels`` in ``[0, capacity)``.
 
     Used once when a state is built from labels; kernels then update statistics
     incrementally. Labels equal to ``capacity`` or more are dropped (unassigned points).
+    Summed block by block for large data (:func:`segment_sums`).
     """
-    per_point = family.point_stats(x)
-    return jax.tree.map(
-        lambda p: jax.ops.segment_sum(p, labels, num_segments=capacity), per_point)
+    return segment_sums(family.point_stats, x, labels, capacity)
 
 
 def resolve_fields(family: Family, x: np.ndarray, defaults: dict[str, Any]) -> dict[str, np.ndarray]:

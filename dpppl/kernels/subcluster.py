@@ -82,7 +82,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import betaln, gammaln
 
-from ..families.base import Family, take
+from ..families.base import Family, segment_sums, take
 from ..families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
 from ..errors import KernelError
 from .base import Kernel, exchangeable_prior_only, register
@@ -121,34 +121,6 @@ def _inverse_cdf_rows(logits, u, last):
     _, index = jax.lax.fori_loop(0, logits.shape[0], add_row,
                                  (jnp.zeros_like(target), jnp.zeros(target.shape, jnp.int32)))
     return jnp.minimum(index, last).astype(jnp.int32)
-
-
-def block_segment_statistics(family, x, segments, num_segments, block):
-    """Sufficient statistics and sums of ``x`` (N, D) of every segment (labels >=
-    ``num_segments`` are dropped), summed ``block`` points at a time in the data's dtype:
-    the per-point statistics (e.g. N x D x D outer products) never exist all at once."""
-    n, dim = x.shape
-    num_blocks, pad = _blocks(n, block)
-    xb = _pad_rows(x, pad).reshape(num_blocks, block, dim)
-    sb = _pad_rows(segments, pad, value=num_segments).reshape(num_blocks, block)
-
-    def add_block(total, args):
-        xi, si = args
-        per_point = (family.point_stats(xi), xi)
-        part = jax.tree.map(lambda p: jax.ops.segment_sum(p, si, num_segments=num_segments), per_point)
-        return jax.tree.map(jnp.add, total, part), None
-
-    empty = (family.empty_stats((num_segments,)), jnp.zeros((num_segments, dim), x.dtype))
-    return jax.lax.scan(add_block, empty, (xb, sb))[0]
-
-
-def _blocks(n, block_size):
-    num_blocks = -(-n // block_size)
-    return num_blocks, num_blocks * block_size - n
-
-
-def _pad_rows(a, pad, value=0):
-    return jnp.pad(a, [(0, pad)] + [(0, 0)] * (a.ndim - 1), constant_values=value)
 
 
 def block_size_for(n, dim, capacity_hint=64, budget=2**18):
@@ -195,7 +167,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         raise KernelError(f"subcluster: likelihood_dtype must be 'float32' or 'float64', got {likelihood_dtype!r}")
     n, dim = bound_model.x.shape
     block = int(block_size) if block_size else block_size_for(n, dim)
-    num_blocks, pad = _blocks(n, block)
+    num_blocks = -(-n // block)
+    pad = num_blocks * block - n
     center = jnp.asarray(bound_model.x.mean(axis=0)) if family.data_kind == "real" else None
     ll_dtype = jnp.float32 if likelihood_dtype == "float32" else jnp.asarray(bound_model.x).dtype
     a_merge = float(merge_concentration)
@@ -214,7 +187,7 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
 
     def prepare_points(x):
         xl = (x - center) if center is not None else x
-        return _pad_rows(xl.astype(ll_dtype), pad).reshape(num_blocks, block, dim)
+        return jnp.pad(xl.astype(ll_dtype), [(0, pad), (0, 0)]).reshape(num_blocks, block, dim)
 
     def draw_parameters(rng_key, state):
         """Weights and parameters of clusters and sub-clusters (eqs. 7, 8, 13, 14), drawn in
@@ -338,8 +311,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         # One pass gives the rows (statistics, sum of x) of every sub-cluster (segment
         # 2k + zbar) and of the proposed random half of c by sub-label (segments 2C + zbar),
         # which still belongs to c. Rows are (family statistics, x sums) pairs below.
-        seg = block_segment_statistics(family, x, jnp.where(in_half, 2 * capacity, 2 * z) + zbar,
-                                       2 * capacity + 2, block)
+        seg = segment_sums(lambda points: (family.point_stats(points), points), x,
+                           jnp.where(in_half, 2 * capacity, 2 * z) + zbar, 2 * capacity + 2, block)
         sub = jax.tree.map(lambda s: s.reshape((capacity + 1, 2) + s.shape[1:]), seg)
         half_by_side = take(sub, capacity)
         sub = jax.tree.map(lambda s, h: s[:capacity].at[c].add(h), sub, half_by_side)
