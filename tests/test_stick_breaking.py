@@ -292,6 +292,7 @@ def test_closed_form_swap_acceptance_on_a_general_prior_is_rejected(fig1_exact):
     assert not result.passed, result.report
 
 
+@pytest.mark.slow  # a NIW compilation; the CLI path itself is covered by tests/test_cli.py
 def test_cli_samples_the_stick_breaking_model_file(tmp_path, capsys):
     from pathlib import Path
 
