@@ -13,8 +13,8 @@
     python benchmarks/bench_mallows.py            # ~10-15 min on a quiet 2-core machine
     python benchmarks/bench_mallows.py --quick    # N = 1000, 20 sweeps
 
-Nothing here asserts; results go to ``benchmarks/results/mallows.json`` (``-quick`` suffix
-for smoke runs) with the machine description and load average.
+Nothing here asserts; results go to ``benchmarks/results/mallows.json`` (``mallows-<parts>.json``
+for a subset, ``-quick`` suffix for smoke runs) with the machine description and load average.
 """
 
 from __future__ import annotations
@@ -116,7 +116,8 @@ def main(argv=None):
         payload["beta_error"] = beta_error(args.chains, args.samples)
     payload["wall_s"] = time.time() - tic
     payload["machine_end"] = machine_info()
-    print(f"results: {write_json('mallows-quick' if args.quick else 'mallows', payload)}")
+    name = "mallows" + ("" if set(args.parts) == {"sweep", "vi", "error"} else "-" + "-".join(args.parts))
+    print(f"results: {write_json(name + ('-quick' if args.quick else ''), payload)}")
 
 
 if __name__ == "__main__":
