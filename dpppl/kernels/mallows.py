@@ -141,6 +141,17 @@ class _GM:
         return state._replace(aux={**state.aux, "slots": {"pos": pos, "theta": theta}}), rate
 
     # ----- recording ------------------------------------------------------------------
+    def kernel(self, name, exact, one_slot, sweep, log_joint) -> Kernel:
+        """A kernel whose step updates every slot's parameters (``one_slot``), then sweeps the
+        labels (``sweep``); ``sigma_accept`` is the acceptance rate of the sigma moves."""
+        def step(rng_key, state, x):
+            k_par, k_lab = jax.random.split(rng_key)
+            state, rate = self.update_slots(k_par, state, one_slot)
+            return sweep(k_lab, state, x), {"sigma_accept": rate}
+
+        return Kernel(name, exact=exact, step=step, info_names=("sigma_accept",), init=self.init,
+                      log_joint=log_joint, record=self.record, record_dims=self.record_dims)
+
     def record(self, state):
         K = self.record_clusters
         counts = state.stats.n
@@ -219,11 +230,6 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
         return state._replace(z=z, stats=stats, overflow=overflow,
                               aux={**state.aux, "slots": {"pos": pos, "theta": theta}})
 
-    def step(rng_key, state, x):
-        k_par, k_lab = jax.random.split(rng_key)
-        state, rate = gm.update_slots(k_par, state, one_slot)
-        return sweep(k_lab, state, x), {"sigma_accept": rate}
-
     def log_joint(state):
         slots, stats = state.aux["slots"], state.stats
         S = lsigma(stats.R, slots["pos"])
@@ -232,8 +238,7 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
                - jnp.sum(th * S + stats.Nj * log_psi(th, m), axis=-1))
         return gm.log_partition_prior(state) + jnp.sum(jnp.where(stats.n > 0.5, per, 0.0))
 
-    return Kernel("mallows-slice", exact=True, step=step, info_names=("sigma_accept",), init=gm.init,
-                  log_joint=log_joint, record=gm.record, record_dims=gm.record_dims)
+    return gm.kernel("mallows-slice", True, one_slot, sweep, log_joint)
 
 
 # ----------------------------------------------------------------------- Beta-Gibbs ---
@@ -318,11 +323,6 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
         return state._replace(z=z, stats=stats, overflow=overflow,
                               aux={**state.aux, "slots": {"pos": pos, "theta": slots["theta"]}})
 
-    def step(rng_key, state, x):
-        k_par, k_lab = jax.random.split(rng_key)
-        state, rate = gm.update_slots(k_par, state, one_slot)
-        return sweep(k_lab, state, x), {"sigma_accept": rate}
-
     def log_joint(state):
         slots, stats = state.aux["slots"], state.stats
         a0 = nu * r
@@ -330,8 +330,7 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
         per = jnp.sum(betaln(a0 + S, nu + stats.Nj + 1.0) - betaln(a0, nu + 1.0), axis=-1) - math.lgamma(n + 1)
         return gm.log_partition_prior(state) + jnp.sum(jnp.where(stats.n > 0.5, per, 0.0))
 
-    return Kernel("mallows-beta", exact=False, step=step, info_names=("sigma_accept",), init=gm.init,
-                  log_joint=log_joint, record=gm.record, record_dims=gm.record_dims)
+    return gm.kernel("mallows-beta", False, one_slot, sweep, log_joint)
 
 
 register("mallows-slice", build_slice_gibbs, exact=True, applies=applies,
