@@ -163,3 +163,57 @@ def test_bad_options_and_models_are_refused():
     py = CASES["pitman_yor_normal_known"]
     with pytest.raises(KernelError, match="Pitman-Yor"):
         dpppl.sample(py.model, py.x, kernel="subcluster", progress_bar=False)
+
+
+SHARDED_RUN = """
+import json
+import jax, jax.numpy as jnp, numpy as np
+import dpppl
+from dpppl.kernels import build
+from dpppl.inference import initial_states
+
+x, _ = dpppl.datasets.load("w2", n=1001, num_clusters=4, seed=1)
+bound = dpppl.DPMixture(1.0, dpppl.NormalKnownCov()).bind(x)
+xj = jnp.asarray(bound.x)
+draws, shardings = [], []
+for devices in (1, 4):
+    kernel = build("subcluster", bound, devices=devices, block_size=128)
+    states = initial_states(bound, "single", None, jax.random.split(jax.random.key(0), 2), capacity=8)
+    states = jax.jit(jax.vmap(kernel.init, in_axes=(0, None)))(states, xj)
+    step = jax.jit(jax.vmap(kernel.step, in_axes=(0, 0, None)))  # two chains, as dpppl.sample runs them
+    z = []
+    for t in range(12):
+        states, _ = step(jax.random.split(jax.random.key(t), 2), states, xj)
+        z.append(np.asarray(states.z))
+    draws.append({"z": np.stack(z, 1).tolist(), "n": np.asarray(states.stats.n).tolist()})
+    shardings.append(len(states.z.sharding.device_set))
+print(json.dumps({"device_count": jax.device_count(), "step_devices": shardings, "draws": draws}))
+"""
+
+
+def test_sharded_over_four_host_devices_gives_the_same_draws():
+    """Scope item 6: points sharded over 4 CPU devices (the label and statistics passes run
+    per device, the statistics are summed across devices) give the draws of one device, for
+    two vmapped chains as ``dpppl.sample`` runs them. In a fresh process, since the number
+    of host devices is fixed when jax starts."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", SHARDED_RUN], env=env, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["device_count"] == 4 and result["step_devices"] == [1, 4]
+    one, four = (np.asarray(d["z"]) for d in result["draws"])
+    assert len(np.unique(one[:, -1])) > 1  # it split
+    np.testing.assert_array_equal(one, four)
+    np.testing.assert_allclose(result["draws"][0]["n"], result["draws"][1]["n"])
+
+
+def test_more_devices_than_available_is_refused():
+    case = CASES["niw_2d_separated"]
+    with pytest.raises(KernelError, match="devices=64"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", devices=64, progress_bar=False)

@@ -78,8 +78,12 @@ parallel reduction, sharded over devices when the data are), not per-point updat
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jax.scipy.special import betaln, gammaln
 
 from ..families.base import Family, segment_sums, take
@@ -132,7 +136,8 @@ def block_size_for(n, dim, capacity_hint=64, budget=2**18):
 
 def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay: int = SPLIT_DELAY,
                             merge_concentration: float = 1.0, likelihood_dtype: str = "float32",
-                            block_size: int | None = None, record_parameters: bool = True) -> Kernel:
+                            block_size: int | None = None, record_parameters: bool = True,
+                            devices=None) -> Kernel:
     """The sub-cluster split sampler; see the module docstring.
 
     Parameters
@@ -154,6 +159,14 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         Keep each draw's cluster parameters (``theta_*``, per slot) in the posterior; the
         weights are always kept. Turn off where D x D covariances per slot and draw are
         too much to store.
+    devices : int or sequence of jax devices, optional
+        Devices the points are sharded over (default: every local device of the default
+        backend; an int takes the first that many). With more than one, each device
+        holds a contiguous range of blocks of points, runs the label and statistics passes
+        on them (``jax.shard_map``) and the sufficient statistics are summed across
+        devices (``psum``); cluster-level work is replicated. The draws do not depend on
+        the number of devices (every block draws its uniforms from its global index) up
+        to the rounding of the float64 sums.
     """
     family = bound_model.family
     if variant not in VARIANTS:
@@ -167,8 +180,12 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         raise KernelError(f"subcluster: likelihood_dtype must be 'float32' or 'float64', got {likelihood_dtype!r}")
     n, dim = bound_model.x.shape
     block = int(block_size) if block_size else block_size_for(n, dim)
-    num_blocks = -(-n // block)
+    devices = _resolve_devices(devices)
+    num_shards = len(devices)
+    blocks_per_shard = -(-n // (block * num_shards))
+    num_blocks = blocks_per_shard * num_shards
     pad = num_blocks * block - n
+    mesh = Mesh(np.asarray(devices), ("points",)) if num_shards > 1 else None
     center = jnp.asarray(bound_model.x.mean(axis=0)) if family.data_kind == "real" else None
     ll_dtype = jnp.float32 if likelihood_dtype == "float32" else jnp.asarray(bound_model.x).dtype
     a_merge = float(merge_concentration)
@@ -185,9 +202,43 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
             params = {**params, "mu": params["mu"] - center}
         return jax.tree.map(lambda p: p.astype(ll_dtype) if jnp.issubdtype(p.dtype, jnp.floating) else p, params)
 
+    def as_blocks(a, fill=0):
+        """Points (N, ...) -> (num_blocks, block, ...), padded with ``fill``."""
+        return jnp.pad(a, [(0, pad)] + [(0, 0)] * (a.ndim - 1),
+                       constant_values=fill).reshape((num_blocks, block) + a.shape[1:])
+
     def prepare_points(x):
-        xl = (x - center) if center is not None else x
-        return jnp.pad(xl.astype(ll_dtype), [(0, pad), (0, 0)]).reshape(num_blocks, block, dim)
+        return as_blocks(((x - center) if center is not None else x).astype(ll_dtype))
+
+    def per_shard(fn, in_specs, out_specs):
+        """``fn(first_block, *args)`` over the blocks of points: on one device as it is; on
+        several, once per device on its contiguous range of blocks (``jax.shard_map``;
+        ``first_block`` is the global index of the device's first block), with arguments
+        and results split along their leading (block) axis where their spec says
+        ``P("points")`` and replicated where it says ``P()``."""
+        if mesh is None:
+            return lambda *args: fn(0, *args)
+        return jax.shard_map(lambda *args: fn(jax.lax.axis_index("points") * blocks_per_shard, *args),
+                             mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
+
+    def replicated(tree):
+        """The state replicated on every device of the mesh, in and out of each step, so
+        that the jitted step sees one input sharding (else it compiles a second time)."""
+        if mesh is None:
+            return tree
+        return jax.lax.with_sharding_constraint(tree, NamedSharding(mesh, P()))
+
+    def across_devices(total):
+        return jax.lax.psum(total, "points") if mesh is not None else total
+
+    def block_uniforms(rng_key, first_block, shape):
+        """Uniforms of the local blocks, block b from ``fold_in(rng_key, b)`` with b its
+        global index (the same values whatever the number of devices); and the mask of
+        real (not padding) points."""
+        index = first_block + jnp.arange(shape[0])
+        u = jax.vmap(lambda b: jax.random.uniform(jax.random.fold_in(rng_key, b), shape[1:], dtype=ll_dtype))(index)
+        valid = index[:, None] * block + jnp.arange(block)[None] < n
+        return u, valid
 
     def draw_parameters(rng_key, state):
         """Weights and parameters of clusters and sub-clusters (eqs. 7, 8, 13, 14), drawn in
@@ -227,8 +278,9 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
             params = jax.vmap(family.posterior_draw)(three[:, 0], stats)
         return log_pi, log_pibar, params, p_right
 
-    def sample_labels(rng_key, x_blocks, log_pi, log_pibar, params, seed):
-        """Labels (eq. 9) and sub-labels (eq. 15) of every point, block by block.
+    def sample_labels(first_block, rng_key, x_blocks, log_pi, log_pibar, params, seed):
+        """Labels (eq. 9) and sub-labels (eq. 15) of the points of ``x_blocks``, block by
+        block, and the number of (real) points given each label, summed across devices.
 
         Gaussian families evaluate whitened likelihoods with clusters along rows
         (:func:`~dpppl.families.gaussian.whitened_log_likelihood_rows`), and each point's
@@ -245,7 +297,7 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         log_pi = log_pi.astype(ll_dtype)
         log_pibar = log_pibar.astype(ll_dtype)
         fresh, mean, direction = seed
-        u = jax.random.uniform(rng_key, (num_blocks, block, 2), dtype=ll_dtype)
+        u, valid = block_uniforms(rng_key, first_block, x_blocks.shape[:2] + (2,))
         last_slot = capacity - 1 - jnp.argmax(jnp.isfinite(log_pi)[::-1])
         if whitened:
             rows = family.whitening(params)
@@ -273,7 +325,28 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
             return z, jnp.where(fresh[z], side, ub[:, 1] < p_right).astype(jnp.int32)
 
         z, zbar = jax.lax.map(one_block, (x_blocks, u))
-        return z.reshape(-1)[:n], zbar.reshape(-1)[:n]
+        counts = jax.ops.segment_sum(valid.reshape(-1).astype(jnp.int32), z.reshape(-1), num_segments=capacity)
+        return z, zbar, across_devices(counts)
+
+    label_pass = per_shard(sample_labels, in_specs=(P(), P("points"), P(), P(), P(), P()),
+                           out_specs=(P("points"), P("points"), P()))
+
+    def sum_statistics(capacity, first_block, rng_key, x_blocks, z, zbar, c, p_right):
+        """One pass over the points for the rows of every sub-cluster (segment 2k + zbar)
+        and of the proposed random half of cluster ``c`` (segments 2C + zbar; a point of c
+        joins it with probability ``p_right``, sec. 5.5), summed across devices; rows are
+        (family statistics, sums of x) pairs. Returns the rows and the half's mask."""
+        u, valid = block_uniforms(rng_key, first_block, z.shape)
+        in_half = (z == c) & (u < p_right) & valid
+        segments = jnp.where(valid, jnp.where(in_half, 2 * capacity, 2 * z) + zbar, 2 * capacity + 2)
+        rows = segment_sums(lambda points: (family.point_stats(points), points), x_blocks.reshape(-1, dim),
+                            segments.reshape(-1), 2 * capacity + 2, block)
+        return across_devices(rows), in_half
+
+    def statistics_pass(capacity):
+        return per_shard(functools.partial(sum_statistics, capacity),
+                         in_specs=(P(), P("points"), P("points"), P("points"), P(), P()),
+                         out_specs=(P(), P("points")))
 
     def step(rng_key, state, x):
         k_par, k_lab, k_move, k_split, k_dir = jax.random.split(rng_key, 5)
@@ -288,13 +361,12 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
             mean = mean - center
         direction = jax.vmap(lambda k: jax.random.normal(k, (dim,)))(_slot_keys(k_dir, capacity))
         seed = (slots["age"] == 0, mean.astype(ll_dtype), direction.astype(ll_dtype))
-        z_new, zbar = sample_labels(k_lab, prepare_points(x), log_pi, log_pibar, params, seed)
-        counts = jax.ops.segment_sum(jnp.ones_like(z_new), z_new, num_segments=capacity)
+        z_new, zbar, counts = label_pass(k_lab, prepare_points(x), log_pi, log_pibar, params, seed)
         # The restricted sweep has no move back that re-creates a cluster it empties; the
         # exact variant keeps the set of occupied clusters fixed by rejecting such sweeps
         # (a Gibbs update restricted to that event), so only split / merge moves change it.
         emptied = jnp.any((state.stats.n > 0) & (counts == 0)) & (not use_sub)
-        z = jnp.where(emptied, state.z, z_new)
+        z = jnp.where(emptied, as_blocks(state.z), z_new)
         counts = jnp.where(emptied, state.stats.n.astype(counts.dtype), counts)
 
         # random split / merge proposal (sec. 5.5): choose it now, so that the statistics
@@ -306,13 +378,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         rank = jnp.cumsum(occupied) - 1  # rank of each occupied slot in slot order
         first_pick, second_pick = jax.random.uniform(k_pick, (2,))
         c = jnp.argmax(occupied & (rank == jnp.floor(first_pick * num_k).astype(rank.dtype)))
-        in_half = (z == c) & (jax.random.uniform(k_side, (n,)) < p_right)
-
-        # One pass gives the rows (statistics, sum of x) of every sub-cluster (segment
-        # 2k + zbar) and of the proposed random half of c by sub-label (segments 2C + zbar),
-        # which still belongs to c. Rows are (family statistics, x sums) pairs below.
-        seg = segment_sums(lambda points: (family.point_stats(points), points), x,
-                           jnp.where(in_half, 2 * capacity, 2 * z) + zbar, 2 * capacity + 2, block)
+        # the random half of c is summed by sub-label, and still belongs to c
+        seg, in_half = statistics_pass(capacity)(k_side, as_blocks(x), z, zbar, c, p_right)
         sub = jax.tree.map(lambda s: s.reshape((capacity + 1, 2) + s.shape[1:]), seg)
         half_by_side = take(sub, capacity)
         sub = jax.tree.map(lambda s, h: s[:capacity].at[c].add(h), sub, half_by_side)
@@ -384,19 +451,18 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
                 "split_accept_rate": jnp.sum(accept) / jnp.maximum(jnp.sum(eligible), 1)}
         new_slots = {"sub_stats": sub_stats, "x_sum": rows[1], "age": age.astype(jnp.int32),
                      "weights": jnp.exp(log_pi), **recorded}
-        new_state = state._replace(z=z.astype(jnp.int32), stats=rows[0], overflow=overflow,
-                                   aux={**state.aux, "sub_z": zbar.astype(jnp.int32), "slots": new_slots})
-        return new_state, info
+        new_state = state._replace(z=_unblock(z, n), stats=rows[0], overflow=overflow,
+                                   aux={**state.aux, "sub_z": _unblock(zbar, n), "slots": new_slots})
+        return replicated(new_state), info
 
     def init(state, x):
         capacity = state.stats.n.shape[0]
         x_sum = jax.ops.segment_sum(x, state.z, num_segments=capacity)
         drawn = {f"theta_{name}": jnp.full((capacity,) + one_row[name].shape, jnp.nan, one_row[name].dtype)
                  for name in recorded_params}
-        return state._replace(aux={**state.aux, "sub_z": jnp.zeros_like(state.z),
-                                   "slots": {"sub_stats": family.empty_stats((capacity, 2)), "x_sum": x_sum,
-                                             "age": jnp.zeros(capacity, jnp.int32),
-                                             "weights": jnp.zeros(capacity, x.dtype), **drawn}})
+        slots = {"sub_stats": family.empty_stats((capacity, 2)), "x_sum": x_sum,
+                 "age": jnp.zeros(capacity, jnp.int32), "weights": jnp.zeros(capacity, x.dtype), **drawn}
+        return replicated(state._replace(aux={**state.aux, "sub_z": jnp.zeros_like(state.z), "slots": slots}))
 
     def record(state):
         """The weights and parameters drawn in the last step, per slot (the values of z)."""
@@ -405,6 +471,27 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
     return Kernel("subcluster", exact=not use_sub, step=step, init=init,
                   info_names=("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept",
                               "split_accept_rate"), record=record, record_dims=record_dims)
+
+
+def _resolve_devices(devices):
+    if devices is None:
+        return list(jax.local_devices())
+    if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
+        available = jax.local_devices()
+        if not 1 <= devices <= len(available):
+            raise KernelError(f"subcluster: devices={devices} but {len(available)} local device(s) are available "
+                              "(on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N before jax starts "
+                              "makes N host devices)")
+        return list(available[:devices])
+    devices = list(devices)
+    if not devices or not all(isinstance(d, jax.Device) for d in devices):
+        raise KernelError(f"subcluster: devices must be an int or a non-empty sequence of jax devices, got {devices!r}")
+    return devices
+
+
+def _unblock(labels, n):
+    """Labels in blocks of points (num_blocks, block) -> the N points' labels."""
+    return labels.reshape(-1)[:n].astype(jnp.int32)
 
 
 def _expand(mask, like):
