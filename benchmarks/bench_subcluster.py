@@ -15,11 +15,16 @@ Parts (``--part``, default all):
 The kernel's step is driven directly (``jax.jit(kernel.step)``), one iteration at a time, with
 the capacity grown on the host as ``dpppl.sample`` does; compile time is reported apart.
 Results go to ``benchmarks/results/subcluster[-quick].json``. ``--quick`` shrinks every size.
+``--devices N`` makes N host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=N``,
+set before jax starts) and shards the points over them: one per core uses every core.
+``--option NAME=VALUE`` passes a kernel option (e.g. ``pair_merges=true``) to every part.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import time
 
 import numpy as np
@@ -90,7 +95,7 @@ def part_w3(args):
     n = 100_000 if args.quick else 1_000_000
     x, y = dpppl.datasets.load("w3", n=n)
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
-    out = run_chain(model, x, args.iterations, truth=y)
+    out = run_chain(model, x, args.iterations, truth=y, **args.kernel_options)
     steady = out["seconds"][-10:]
     print(f"W3 {n} x 2: median of the last 10 iterations {np.median(steady):.3f} s/iteration, "
           f"K {out['k'][-1]}, NMI {out['nmi'][-1]:.3f}, compile {out['compile_seconds']:.1f} s")
@@ -103,7 +108,7 @@ def part_six(args):
     n = 100_000 if args.quick else 1_000_000
     x, y = dpppl.datasets.gaussian_mixture(n, 2, 6, mean_scale=25.0, covariance="random", seed=3)
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
-    out = run_chain(model, x, 100, truth=y)
+    out = run_chain(model, x, 100, truth=y, **args.kernel_options)
     print(f"{n} x 2, 6 clusters, 100 iterations: {out['total_seconds']:.1f} s "
           f"(C++ peer: 41 s on 2 cores at 10^6), K {out['k'][-1]}, NMI {out['nmi'][-1]:.3f}")
     return dict(n=n, **out)
@@ -117,7 +122,7 @@ def part_w2(args):
     x, y = dpppl.datasets.load("w2", n=n)
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
     target = 0.95  # of the true labels' NMI, which is 1
-    sub = run_chain(model, x, args.iterations, truth=y, nmi_target=target)
+    sub = run_chain(model, x, args.iterations, truth=y, nmi_target=target, **args.kernel_options)
     print(f"W2 {n}: subcluster reached NMI {target} after {sub['reached_seconds']} s "
           f"(final NMI {sub['nmi'][-1]:.3f}, K {sub['k'][-1]})")
     from sklearn.mixture import BayesianGaussianMixture
@@ -146,7 +151,7 @@ def part_d128(args):
     n = 20_000 if args.quick else 200_000
     x, y = dpppl.datasets.gaussian_mixture(n, 128, 20, mean_scale=25.0, seed=4)
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
-    out = run_chain(model, x, 10, truth=y, init_labels=y, record_parameters=False)
+    out = run_chain(model, x, 10, truth=y, init_labels=y, **{"record_parameters": False, **args.kernel_options})
     per_iteration = float(np.median(out["seconds"][2:]))
     capacity = 64
     # whitened quadratic forms for C clusters: C * N * D^2 multiply-adds, plus the pairs: 2 N D^2
@@ -155,6 +160,14 @@ def part_d128(args):
     print(f"{n} x 128, 20 clusters: {per_iteration:.2f} s/iteration, {gflops:.1f} GFLOP/s in the "
           f"likelihood work = {100 * gflops / args.peak_gflops:.1f}% of {args.peak_gflops} GFLOP/s peak")
     return dict(n=n, seconds_per_iteration=per_iteration, gflops=gflops, peak_gflops=args.peak_gflops, **out)
+
+
+def _parse_option(text):
+    name, _, value = text.partition("=")
+    try:
+        return name, json.loads(value)
+    except json.JSONDecodeError:
+        return name, value
 
 
 PARTS = {"w3": part_w3, "six": part_six, "w2": part_w2, "d128": part_d128}
@@ -169,11 +182,19 @@ def main():
     parser.add_argument("--sklearn-max-iter", type=int, default=500)
     parser.add_argument("--peak-gflops", type=float, default=150.0,
                         help="the machine's peak float32 GFLOP/s (2 AVX2 FMA cores at ~2.5 GHz: ~150)")
+    parser.add_argument("--devices", type=int, default=1, help="host devices to shard the points over")
+    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                        help="a kernel option for every part (VALUE read as JSON, else as a string)")
     args = parser.parse_args()
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + f" --xla_force_host_platform_device_count={args.devices}").strip()
+    args.kernel_options = {"devices": args.devices, **dict(_parse_option(o) for o in args.option)}
     results = {}
     for name in args.part or sorted(PARTS):
         results[name] = PARTS[name](args)
-    path = harness.write_json("subcluster-quick" if args.quick else "subcluster", {"parts": results})
+    options = {k: str(v) for k, v in args.kernel_options.items()}
+    path = harness.write_json("subcluster-quick" if args.quick else "subcluster",
+                              {"options": options, "parts": results})
     print("wrote", path)
 
 

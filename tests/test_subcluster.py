@@ -8,6 +8,8 @@
 - on separated data it finds the clusters from a single-cluster start.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -23,21 +25,28 @@ from dpppl.testing import check_kernel_samples, exact_posterior, small_datasets
 CASES = {case.name: case for case in small_datasets()}
 
 
-def _harness(case_name, variant, *, num_chains, num_samples, seed, burn_in=100):
+def _harness(case_name, variant, *, num_chains, num_samples, seed, burn_in=100, **options):
     """Run chains from prior draws and check the draws after ``burn_in`` against the
     enumerated posterior (burn-in is cut here rather than by ``num_warmup``, which would
     compile the kernel a second time for the warmup phase)."""
     case = CASES[case_name]
     idata = dpppl.sample(case.model, case.x, kernel="subcluster", variant=variant, num_warmup=0,
                          num_samples=burn_in + num_samples, num_chains=num_chains, seed=seed, init="prior",
-                         progress_bar=False)
+                         progress_bar=False, **options)
     post = group(idata, "posterior")
     alpha = post["alpha"].values[:, burn_in:] if case.model.prior.alpha_is_random else None
     return check_kernel_samples(exact_posterior(case.model, case.x), post["z"].values[:, burn_in:], alpha=alpha)
 
 
+def test_exact_variant_with_super_clusters_matches_enumeration():
+    """Restricting each label to its cluster's super-cluster (Algorithm 1, redrawn every
+    iteration) keeps the exact variant exact."""
+    result = _harness("niw_2d_overlap", "exact", num_chains=64, num_samples=500, seed=3, super_clusters=True)
+    assert result.passed, result.report
+
+
 @pytest.mark.parametrize("case_name", [
-    "niw_2d_overlap",
+    pytest.param("niw_2d_overlap", marks=pytest.mark.slow),
     pytest.param("normal_known_1d_overlap", marks=pytest.mark.slow),
     pytest.param("dirichlet_multinomial_overlap", marks=pytest.mark.slow),
     pytest.param("beta_bernoulli_overlap", marks=pytest.mark.slow),
@@ -163,6 +172,97 @@ def test_bad_options_and_models_are_refused():
     py = CASES["pitman_yor_normal_known"]
     with pytest.raises(KernelError, match="Pitman-Yor"):
         dpppl.sample(py.model, py.x, kernel="subcluster", progress_bar=False)
+
+
+def test_pair_merges_join_an_over_split_clustering():
+    """``pair_merges=True`` merges the halves of six separated clusters that start split in two."""
+    rng = np.random.default_rng(0)
+    truth = np.repeat(np.arange(6), 150)
+    x = rng.normal(size=(len(truth), 2)) + 12.0 * np.stack([np.cos(truth), np.sin(truth)], 1)
+    model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0))
+    idata = dpppl.sample(model, x, kernel="subcluster", pair_merges=True, split_delay=50, num_warmup=0,
+                         num_samples=30, init=2 * truth + rng.integers(0, 2, len(truth)), seed=1,
+                         progress_bar=False)
+    stats = group(idata, "sample_stats")
+    assert int(stats["num_pair_merges"].sum()) >= 3
+    assert idata.posterior["num_clusters"].values[0, -1] <= 7
+    z = group(idata, "posterior")["z"].values[0, -1]
+    assert dpppl.metrics.normalized_mutual_information(z, truth) > 0.95
+
+
+def test_pair_merges_are_refused_by_the_exact_variant():
+    case = CASES["niw_2d_separated"]
+    with pytest.raises(KernelError, match="pair_merges"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", variant="exact", pair_merges=True,
+                     progress_bar=False)
+
+
+def test_j_divergences_match_their_definitions():
+    """J(p, q) = KL(p || q) + KL(q || p), against direct numpy formulas."""
+    from dpppl.kernels.superclusters import gaussian_j_divergence, j_divergence
+
+    rng = np.random.default_rng(1)
+    dim = 3
+    loc = rng.normal(size=(4, dim))
+    covs = [a @ a.T + np.eye(dim) for a in rng.normal(size=(4, dim, dim))]
+    white = np.stack([np.linalg.inv(np.linalg.cholesky(c)) for c in covs])
+
+    def kl(m0, c0, m1, c1):
+        inv1 = np.linalg.inv(c1)
+        d = m1 - m0
+        return 0.5 * (np.trace(inv1 @ c0) + d @ inv1 @ d - dim + np.log(np.linalg.det(c1) / np.linalg.det(c0)))
+
+    expected = np.array([[kl(loc[k], covs[k], loc[m], covs[m]) + kl(loc[m], covs[m], loc[k], covs[k])
+                          for m in range(4)] for k in range(4)])
+    np.testing.assert_allclose(gaussian_j_divergence(loc, white), expected, rtol=1e-9, atol=1e-9)
+    sd = rng.uniform(0.5, 2.0, size=(4, dim))
+    diag = np.array([[kl(loc[k], np.diag(sd[k] ** 2), loc[m], np.diag(sd[m] ** 2))
+                      + kl(loc[m], np.diag(sd[m] ** 2), loc[k], np.diag(sd[k] ** 2)) for m in range(4)]
+                     for k in range(4)])
+    np.testing.assert_allclose(gaussian_j_divergence(loc, 1.0 / sd), diag, rtol=1e-9, atol=1e-9)
+    probs = rng.dirichlet(np.ones(5), size=4)
+    family = CASES["dirichlet_multinomial_separated"].model.bind(CASES["dirichlet_multinomial_separated"].x).family
+    categorical = np.array([[np.sum(p * np.log(p / q)) + np.sum(q * np.log(q / p)) for q in probs] for p in probs])
+    np.testing.assert_allclose(j_divergence(family, {"probs": probs}), categorical, rtol=1e-9, atol=1e-12)
+
+
+def test_super_clusters_follow_algorithm_1():
+    """Groups are connected components of the drawn neighbour graph: never across clusters
+    with infinite divergence, labelled by their smallest slot, and two clusters alone at
+    divergence 0 are grouped unless both draw themselves: probability 3/4."""
+    import jax
+
+    from dpppl.kernels.superclusters import sample_super_clusters
+
+    blocks = np.array([0, 0, 1, 1, 1, 2, 2, 3])  # slot 7 is empty
+    divergence = np.where(blocks[:, None] == blocks[None], 0.0, np.inf)
+    occupied = np.arange(8) < 7
+    draws = np.asarray(jax.vmap(lambda k: sample_super_clusters(k, divergence, occupied))(
+        jax.random.split(jax.random.key(0), 4000)))
+    assert np.all(blocks[draws] == blocks)  # within blocks only
+    assert np.all(draws <= np.arange(8)) and np.all(np.take_along_axis(draws, draws, 1) == draws)
+    together = np.mean(draws[:, 0] == draws[:, 1])
+    assert abs(together - 0.75) < 4 * np.sqrt(0.75 * 0.25 / len(draws))
+    # three clusters at divergence 0 (slots 2, 3, 4): one group as often as the enumeration
+    # of their 27 neighbour draws says
+    one_group = np.mean([len(set(_components(3, [(0, a), (1, b), (2, c)]))) == 1
+                         for a, b, c in itertools.product(range(3), repeat=3)])
+    together = np.mean((draws[:, 2] == draws[:, 3]) & (draws[:, 3] == draws[:, 4]))
+    assert abs(together - one_group) < 4 * np.sqrt(one_group * (1 - one_group) / len(draws))
+
+
+def _components(size, edges):
+    """Root of every node of an undirected graph (union-find), for the test above."""
+    parent = list(range(size))
+
+    def find(a):
+        while parent[a] != a:
+            a = parent[a]
+        return a
+
+    for a, b in edges:
+        parent[find(a)] = find(b)
+    return [find(a) for a in range(size)]
 
 
 SHARDED_RUN = """

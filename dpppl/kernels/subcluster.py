@@ -38,6 +38,12 @@ over clusters, so it scales to millions of points and across devices. One step:
 
    A merged cluster's sub-clusters are the two clusters it was made of.
 
+Options beyond the published defaults: ``super_clusters=True`` restricts step 1 to the
+super-clusters of Algorithm 1 (sec. 4.1; :mod:`dpppl.kernels.superclusters`), which keeps
+it exact; ``pair_merges=True`` adds merges of the pairs of a random pairing of the
+clusters, each accepted with the inverse of eq. (21) as if the reverse sub-cluster split
+were certain (approximate, like the sub-cluster splits it undoes).
+
 Exactness: the published sampler is approximate; ``variant="exact"`` is not.
 Steps 1 and 4 leave p(z | x) invariant once the restricted sweep may not empty a cluster,
 but the sampler as published departs from invariance in two ways, both visible on the
@@ -90,6 +96,7 @@ from ..families.base import Family, segment_sums, take
 from ..families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
 from ..errors import KernelError
 from .base import Kernel, exchangeable_prior_only, register
+from .superclusters import has_j_divergence, j_divergence, sample_super_clusters
 
 SPLIT_DELAY = 3
 VARIANTS = ("paper", "exact")
@@ -109,11 +116,11 @@ def log_split_gain(family, alpha, left, right, whole):
             + family.log_marginal(left) + family.log_marginal(right) - family.log_marginal(whole))
 
 
-def _inverse_cdf_rows(logits, u, last):
+def _inverse_cdf_rows(logits, u, fallback):
     """One index per column of ``logits`` (K, B) drawn by inverting the CDF at ``u`` (B,):
     a running sum over the K rows, each a contiguous vector over the block's points
-    (cumsum along a short axis is slow on CPU). Rounding past the total falls back to
-    row ``last`` (the last with finite logits)."""
+    (cumsum along a short axis is slow on CPU). Rounding past the total gives
+    ``fallback`` (a row with finite logits, per column or for all)."""
     p = jnp.exp(logits - jnp.max(logits, axis=0))
     target = u * jnp.sum(p, axis=0)
 
@@ -124,7 +131,7 @@ def _inverse_cdf_rows(logits, u, last):
 
     _, index = jax.lax.fori_loop(0, logits.shape[0], add_row,
                                  (jnp.zeros_like(target), jnp.zeros(target.shape, jnp.int32)))
-    return jnp.minimum(index, last).astype(jnp.int32)
+    return jnp.where(index >= logits.shape[0], fallback, index).astype(jnp.int32)
 
 
 def block_size_for(n, dim, capacity_hint=64, budget=2**18):
@@ -137,7 +144,7 @@ def block_size_for(n, dim, capacity_hint=64, budget=2**18):
 def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay: int = SPLIT_DELAY,
                             merge_concentration: float = 1.0, likelihood_dtype: str = "float32",
                             block_size: int | None = None, record_parameters: bool = True,
-                            devices=None) -> Kernel:
+                            devices=None, super_clusters: bool = False, pair_merges: bool = False) -> Kernel:
     """The sub-cluster split sampler; see the module docstring.
 
     Parameters
@@ -167,6 +174,14 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         devices (``psum``); cluster-level work is replicated. The draws do not depend on
         the number of devices (every block draws its uniforms from its global index) up
         to the rounding of the float64 sums.
+    super_clusters : bool, default False
+        Restrict each point's label to the clusters of its current cluster's super-cluster,
+        drawn every iteration by Algorithm 1 (:mod:`dpppl.kernels.superclusters`); keeps the
+        sweep exact. Needs a family with a J-divergence (Gaussian, multinomial, Bernoulli).
+    pair_merges : bool, default False
+        Also propose, every iteration, to merge the clusters of a random pairing of the
+        occupied clusters, each pair accepted with the inverse of eq. (21), as if the reverse
+        sub-cluster split were certain (approximate: the published variant only).
     """
     family = bound_model.family
     if variant not in VARIANTS:
@@ -176,6 +191,12 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         raise KernelError(f"subcluster: split_delay must be an integer >= 1, got {split_delay!r}")
     if not merge_concentration > 0:
         raise KernelError(f"subcluster: merge_concentration must be > 0, got {merge_concentration!r}")
+    if pair_merges and not use_sub:
+        raise KernelError("subcluster: pair_merges=True is approximate (its reverse is a sub-cluster split), "
+                          "so the exact variant refuses it; use variant='paper'")
+    if super_clusters and not has_j_divergence(family):
+        raise KernelError(f"subcluster: super_clusters=True needs a J-divergence between components, which the "
+                          f"{family.name} family lacks")
     if likelihood_dtype not in ("float32", "float64"):
         raise KernelError(f"subcluster: likelihood_dtype must be 'float32' or 'float64', got {likelihood_dtype!r}")
     n, dim = bound_model.x.shape
@@ -278,9 +299,11 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
             params = jax.vmap(family.posterior_draw)(three[:, 0], stats)
         return log_pi, log_pibar, params, p_right
 
-    def sample_labels(first_block, rng_key, x_blocks, log_pi, log_pibar, params, seed):
+    def sample_labels(first_block, rng_key, x_blocks, z_blocks, group, log_pi, log_pibar, params, seed):
         """Labels (eq. 9) and sub-labels (eq. 15) of the points of ``x_blocks``, block by
         block, and the number of (real) points given each label, summed across devices.
+        With super-clusters (``group`` per slot), a point whose current label is
+        ``z_blocks`` considers only the clusters of that label's group.
 
         Gaussian families evaluate whitened likelihoods with clusters along rows
         (:func:`~dpppl.families.gaussian.whitened_log_likelihood_rows`), and each point's
@@ -306,13 +329,15 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
                 subs = jax.tree.map(lambda a: a[capacity:].reshape((capacity, 2) + a.shape[1:]), rows)
 
         def one_block(args):
-            xb, ub = args
+            xb, zb, ub = args
             if whitened:
                 logits = log_pi[:, None] + whitened_log_likelihood_rows(clusters, xb)  # (C, B)
             else:
                 ll = family.log_likelihood(params, xb)  # (B, 3C) or (B, C)
                 logits = log_pi[:, None] + ll[:, :capacity].T
-            z = _inverse_cdf_rows(logits, ub[:, 0], last_slot)
+            if super_clusters:
+                logits = jnp.where(group[:, None] == group[zb][None], logits, -jnp.inf)
+            z = _inverse_cdf_rows(logits, ub[:, 0], zb if super_clusters else last_slot)
             if not use_sub:
                 return z, jnp.zeros_like(z)
             if whitened:
@@ -324,11 +349,11 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
             side = jnp.sum((xb - mean[z]) * direction[z], axis=1) > 0
             return z, jnp.where(fresh[z], side, ub[:, 1] < p_right).astype(jnp.int32)
 
-        z, zbar = jax.lax.map(one_block, (x_blocks, u))
+        z, zbar = jax.lax.map(one_block, (x_blocks, z_blocks, u))
         counts = jax.ops.segment_sum(valid.reshape(-1).astype(jnp.int32), z.reshape(-1), num_segments=capacity)
         return z, zbar, across_devices(counts)
 
-    label_pass = per_shard(sample_labels, in_specs=(P(), P("points"), P(), P(), P(), P()),
+    label_pass = per_shard(sample_labels, in_specs=(P(), P("points"), P("points"), P(), P(), P(), P(), P()),
                            out_specs=(P("points"), P("points"), P()))
 
     def sum_statistics(capacity, first_block, rng_key, x_blocks, z, zbar, c, p_right):
@@ -348,8 +373,38 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
                          in_specs=(P(), P("points"), P("points"), P("points"), P(), P()),
                          out_specs=(P(), P("points")))
 
+    def merge_pairs(rng_key, z, zbar, rows, sub, age, alpha):
+        """Merges of pairs of clusters (sec. 5.5's merges, proposed for a random pairing of
+        the occupied clusters): the occupied slots in random order are paired first with
+        second, third with fourth, ...; each pair (k, m) merges into k with probability
+        min(1, 1 / H_split) (eq. 21 for the split back into k and m), all pairs at once. The
+        merged cluster's sub-clusters are its two parts."""
+        capacity = age.shape[0]
+        slot_index = jnp.arange(capacity)
+        k_order, k_accept = jax.random.split(rng_key)
+        occupied = rows[0].n > 0
+        order = jnp.argsort(jnp.where(occupied, jax.random.uniform(k_order, (capacity,)), 2.0))
+        position = jnp.argsort(order)
+        partner = order[jnp.minimum(position ^ 1, capacity - 1)]
+        keeps = (position % 2 == 0) & occupied & occupied[partner] & (partner != slot_index)
+        left, right = rows, take(rows, partner)
+        merged = jax.tree.map(jnp.add, left, right)
+        log_h = -log_split_gain(family, alpha, left[0], right[0], merged[0])
+        accept = keeps & (jnp.log(jax.random.uniform(k_accept, (capacity,))) < log_h)
+        absorbed_by = slot_index.at[jnp.where(accept, partner, capacity)].set(slot_index, mode="drop")
+        in_merge = accept[absorbed_by[z]]
+        zbar = jnp.where(in_merge, (z != absorbed_by[z]).astype(zbar.dtype), zbar)
+        z = absorbed_by[z]
+        absorbed = absorbed_by != slot_index
+        rows = jax.tree.map(lambda s, mg: jnp.where(_expand(absorbed, s), 0.0, jnp.where(_expand(accept, s), mg, s)),
+                            rows, merged)
+        sub = jax.tree.map(lambda s, l_, r_: jnp.where(_expand(accept, s), jnp.stack([l_, r_], axis=1), s),
+                           sub, left, right)
+        age = jnp.where(absorbed, 0, jnp.where(accept, 1, age))
+        return z, zbar, rows, sub, age, jnp.sum(accept).astype(jnp.int32)
+
     def step(rng_key, state, x):
-        k_par, k_lab, k_move, k_split, k_dir = jax.random.split(rng_key, 5)
+        k_par, k_lab, k_move, k_split, k_dir, k_group, k_pairs = jax.random.split(rng_key, 7)
         capacity = state.stats.n.shape[0]
         slots = state.aux["slots"]
         slot_index = jnp.arange(capacity)
@@ -361,7 +416,11 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
             mean = mean - center
         direction = jax.vmap(lambda k: jax.random.normal(k, (dim,)))(_slot_keys(k_dir, capacity))
         seed = (slots["age"] == 0, mean.astype(ll_dtype), direction.astype(ll_dtype))
-        z_new, zbar, counts = label_pass(k_lab, prepare_points(x), log_pi, log_pibar, params, seed)
+        occupied_before = state.stats.n > 0
+        group = (sample_super_clusters(k_group, j_divergence(family, take(params, slice(0, capacity))),
+                                       occupied_before) if super_clusters else slot_index)
+        z_new, zbar, counts = label_pass(k_lab, prepare_points(x), as_blocks(state.z), group, log_pi, log_pibar,
+                                         params, seed)
         # The restricted sweep has no move back that re-creates a cluster it empties; the
         # exact variant keeps the set of occupied clusters fixed by rejecting such sweeps
         # (a Gibbs update restricted to that event), so only split / merge moves change it.
@@ -423,6 +482,9 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
                            sub, left, right)
         age = jnp.where(do_merge & (slot_index == o), 0, jnp.where(do_merge & (slot_index == m), 1, age))
 
+        if pair_merges:
+            z, zbar, rows, sub, age, num_pair_merges = merge_pairs(k_pairs, z, zbar, rows, sub, age, state.alpha)
+
         # 3. sub-cluster splits of every eligible cluster (eq. 21), all at once; the right
         # sub-cluster moves to a free slot (the r-th accepted split takes the r-th free slot)
         occupied = rows[0].n > 0
@@ -447,6 +509,9 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         recorded = {f"theta_{name}": jnp.where(_expand(drawn, params[name][:capacity]), params[name][:capacity],
                                                jnp.nan) for name in recorded_params}
         info = {"num_splits": jnp.sum(accept).astype(jnp.int32), "sweep_rejected": emptied,
+                **({"num_pair_merges": num_pair_merges} if pair_merges else {}),
+                **({"num_super_clusters": jnp.sum(occupied_before & (group == slot_index)).astype(jnp.int32)}
+                   if super_clusters else {}),
                 "random_split_accept": do_split, "random_merge_accept": do_merge,
                 "split_accept_rate": jnp.sum(accept) / jnp.maximum(jnp.sum(eligible), 1)}
         new_slots = {"sub_stats": sub_stats, "x_sum": rows[1], "age": age.astype(jnp.int32),
@@ -470,7 +535,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
 
     return Kernel("subcluster", exact=not use_sub, step=step, init=init,
                   info_names=("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept",
-                              "split_accept_rate"), record=record, record_dims=record_dims)
+                              "split_accept_rate") + (("num_pair_merges",) if pair_merges else ())
+                  + (("num_super_clusters",) if super_clusters else ()), record=record, record_dims=record_dims)
 
 
 def _resolve_devices(devices):
