@@ -1,8 +1,12 @@
 """Shared fixtures: small data sets and models. JAX runs on the CPU in float64."""
 
 import os
+import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# One compilation cache for the session's workers (and their subprocesses): tests that
+# sample the same model on the same data compile it once.
+os.environ.setdefault("DPPPL_COMPILATION_CACHE", os.path.join(tempfile.gettempdir(), "dpppl-test-xla-cache"))
 
 import numpy as np
 import pytest

@@ -281,3 +281,16 @@ def test_alpha_moves_leave_the_conditional_invariant(k, n, discount):
     per_chain = draws.mean(axis=1)
     se = per_chain.std(ddof=1) / np.sqrt(len(per_chain))
     assert abs(per_chain.mean() - _alpha_posterior_mean(k, n, shape, rate, discount)) < 5 * se
+
+
+def test_compilation_cache_is_on_unless_turned_off():
+    """Compiled kernels go to the persistent cache named by DPPPL_COMPILATION_CACHE; 'off' turns it off."""
+    import os
+    import subprocess
+    import sys
+
+    assert jax.config.jax_compilation_cache_dir == os.environ["DPPPL_COMPILATION_CACHE"]
+    show = "import dpppl, jax; print(jax.config.jax_compilation_cache_dir)"
+    off = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True, check=True,
+                         env={**os.environ, "DPPPL_COMPILATION_CACHE": "off"})
+    assert off.stdout.strip() == "None"
