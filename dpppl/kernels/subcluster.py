@@ -223,10 +223,9 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
             params = {**params, "mu": params["mu"] - center}
         return jax.tree.map(lambda p: p.astype(ll_dtype) if jnp.issubdtype(p.dtype, jnp.floating) else p, params)
 
-    def as_blocks(a, fill=0):
-        """Points (N, ...) -> (num_blocks, block, ...), padded with ``fill``."""
-        return jnp.pad(a, [(0, pad)] + [(0, 0)] * (a.ndim - 1),
-                       constant_values=fill).reshape((num_blocks, block) + a.shape[1:])
+    def as_blocks(a):
+        """Points (N, ...) -> (num_blocks, block, ...), padded with zeros (masked where used)."""
+        return jnp.pad(a, [(0, pad)] + [(0, 0)] * (a.ndim - 1)).reshape((num_blocks, block) + a.shape[1:])
 
     def prepare_points(x):
         return as_blocks(((x - center) if center is not None else x).astype(ll_dtype))
