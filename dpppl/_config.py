@@ -28,6 +28,7 @@ configured in JAX is left alone.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 _EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
@@ -43,8 +44,8 @@ if _SAFE_CPU and "JAX_CPU_ENABLE_ASYNC_DISPATCH" not in os.environ:
 _CACHE_DIR = os.environ.get("DPPPL_COMPILATION_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "dpppl", "xla"))
 if _CACHE_DIR not in ("", "0", "off", "false") and jax.config.jax_compilation_cache_dir is None:
     jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
-    if jax.config.jax_compilation_cache_max_size == -1:
-        jax.config.update("jax_compilation_cache_max_size", 2 * 2**30)
+    if jax.config.jax_compilation_cache_max_size == -1 and importlib.util.find_spec("filelock"):
+        jax.config.update("jax_compilation_cache_max_size", 2 * 2**30)  # JAX needs filelock for it
 
 X64 = os.environ.get("DPPPL_X64", "1") not in ("0", "false", "False", "no")
 if X64:
