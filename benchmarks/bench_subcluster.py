@@ -8,7 +8,8 @@ Parts (``--part``, default all):
 - ``six``: 10^6 x 2 with 6 clusters, 100 iterations from one cluster, total seconds (the
   C++ code of the authors: 77 s on 1 core, 41 s on 2, 13 s on 8, per the issue).
 - ``w2``: W2 (10^5 x 2, 10 clusters): seconds until the labels' NMI against the truth reaches
-  0.95 of the true labels' own (1.0), beside scikit-learn's BayesianGaussianMixture (DP prior,
+  0.95 of the true labels' level, taken as the NMI of the Bayes assignment under the true
+  clusters (0.933 at 10^5: the clusters overlap, so no clustering reaches 0.95 itself), beside scikit-learn's BayesianGaussianMixture (DP prior,
   20 components, run to convergence) and our collapsed Gibbs from the same start; ratios.
 - ``d128``: 2 x 10^5 points in 128-D, 20 clusters: seconds per iteration and the fraction
   of the machine's peak FLOP rate (``--peak-gflops``) that the likelihood work reaches.
@@ -116,6 +117,19 @@ def part_six(args):
     return dict(n=n, **out)
 
 
+def oracle_nmi(x, y):
+    """NMI against y of the Bayes assignment of every point to the true cluster under the
+    clusters' own weights, means and covariances: the most any clustering of these
+    overlapping clusters reaches (the true labels themselves score 1 only by knowing them)."""
+    from scipy.stats import multivariate_normal
+
+    from dpppl.analysis.metrics import normalized_mutual_information
+
+    log_density = np.stack([np.log(np.mean(y == k)) + multivariate_normal(x[y == k].mean(0), np.cov(x[y == k].T))
+                            .logpdf(x) for k in np.unique(y)], axis=1)
+    return normalized_mutual_information(np.argmax(log_density, axis=1), y)
+
+
 def part_w2(args):
     import dpppl
     from dpppl.analysis.metrics import normalized_mutual_information
@@ -123,10 +137,12 @@ def part_w2(args):
     n = 20_000 if args.quick else 100_000
     x, y = dpppl.datasets.load("w2", n=n)
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
-    target = 0.95  # of the true labels' NMI, which is 1
+    oracle = oracle_nmi(x, y)
+    target = 0.95 * oracle
     sub = run_chain(model, x, args.iterations, truth=y, nmi_target=target, **args.kernel_options)
-    print(f"W2 {n}: subcluster reached NMI {target} after {sub['reached_seconds']} s "
-          f"(final NMI {sub['nmi'][-1]:.3f}, K {sub['k'][-1]})")
+    print(f"W2 {n}: the true labels' level (NMI of the Bayes assignment under the clusters' own means and "
+          f"covariances) is {oracle:.3f}; subcluster reached 0.95 of it ({target:.3f}) after "
+          f"{sub['reached_seconds']} s (final NMI {sub['nmi'][-1]:.3f}, K {sub['k'][-1]})")
     from sklearn.mixture import BayesianGaussianMixture
 
     tic = time.perf_counter()
@@ -141,7 +157,7 @@ def part_w2(args):
     print(f"W2 {n}: sklearn time / subcluster time to NMI {target}: {ratio}")
     gibbs = dpppl.sample(model, x, kernel="gibbs", init="single", num_warmup=0,
                          num_samples=args.gibbs_sweeps, progress_bar=False, seed=0)
-    return dict(n=n, subcluster=sub, sklearn_seconds=sk_seconds, sklearn_nmi=sk_nmi,
+    return dict(n=n, oracle_nmi=oracle, nmi_target=target, subcluster=sub, sklearn_seconds=sk_seconds, sklearn_nmi=sk_nmi,
                 sklearn_iterations=int(bgm.n_iter_), ratio_sklearn_over_subcluster=ratio,
                 gibbs_final_nmi=normalized_mutual_information(
                     np.asarray(gibbs.posterior["z"].values[0, -1]), y), gibbs_sweeps=args.gibbs_sweeps)
