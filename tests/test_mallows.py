@@ -188,7 +188,7 @@ def test_stagewise_proposal_law_is_its_log_q_and_not_the_target():
     assert abs(q_a - 1 / (1 + np.exp(-t1) + np.exp(-2 * t1))) > 0.01
 
 
-@pytest.mark.parametrize("n, seed", [(4, 2), (5, 3)])
+@pytest.mark.parametrize("n, seed", [pytest.param(4, 2, marks=pytest.mark.slow), (5, 3)])  # n = 4: test-time budget
 def test_sigma_mh_matches_enumeration(n, seed):
     W = _case_W(n, seed)
     perms, p = _exact_sigma_law(W)
