@@ -12,8 +12,14 @@ wall time (compilation excluded). Curves are averaged over replicates.
     python examples/mallows_fig6.py --datasets 1 --replicates 3 --iterations 100
 
 Writes ``mallows_fig6.png`` (VI against iteration and against time, one column per data
-set) and ``mallows_fig6.json`` into ``--out`` (default ``docs/figures``); ``--quick`` writes
-``mallows_fig6-quick.*`` instead.
+set) and ``mallows_fig6.json`` (every run's curves, load and a summary; rewritten after every
+run, so a stopped run keeps what it finished) into ``--out`` (default ``docs/figures``);
+``--quick`` writes ``mallows_fig6-quick.*`` instead. Replicates can be split between processes
+and merged afterwards (how the docs' figure was made; ``benchmarks/results/mallows-fig6.json``):
+
+    python examples/mallows_fig6.py --iterations 100 --replicates 5 --first-replicate 0 --out OUT --name part0
+    python examples/mallows_fig6.py --iterations 100 --replicates 5 --first-replicate 5 --out OUT --name part5
+    python examples/mallows_fig6.py --plot-from OUT/part0.json OUT/part5.json
 """
 
 from __future__ import annotations
@@ -149,15 +155,16 @@ def plot(results, datasets, path):
                 lo, hi = (np.maximum(f([r["vi"] for r in runs], axis=0), floor) for f in (np.min, np.max))
                 axes[0, col].fill_between(np.arange(1, vi.size + 1), lo, hi, color=colours[label], alpha=0.15, lw=0)
             axes[1, col].semilogy(secs, vi, color=colours[label], label=label)
-        axes[0, col].set_title(f"Data set {d}")
+        axes[0, col].set_title(f"Data set {d} ({len(results[f'{d}/Beta-Gibbs'])} + "
+                               f"{len(results[f'{d}/Slice-Gibbs'])} runs)")
         axes[0, col].set_xlabel("iterations")
         axes[1, col].set_xlabel("seconds")
         for row in range(2):
             axes[row, col].set_ylabel("VI distance")
             axes[row, col].set_ylim(floor / 2, 5)
     axes[0, 0].legend()
-    fig.suptitle(f"VI distance to the true clustering (mean of {len(results[f'{datasets[0]}/Beta-Gibbs'])} "
-                 f"replicates, band: min to max; values below {floor:g} drawn at {floor:g})")
+    fig.suptitle(f"VI distance to the true clustering (mean over replicates, band: min to max; "
+                 f"values below {floor:g} drawn at {floor:g})")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
