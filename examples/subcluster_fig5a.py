@@ -39,7 +39,8 @@ def main():
     results = run_panels(x, PANELS, seconds, truth=y)
     for panel in results.values():  # NMI of the final labels in the legend
         for name in [m for m in panel if "nmi" in panel[m]]:
-            panel[f"{name} (NMI {panel[name]['nmi']:.2f})"] = panel.pop(name)
+            out = panel.pop(name)
+            panel[f"{name} (NMI {out['nmi']:.2f})"] = out
     suffix = "-quick" if args.quick else ""
     path = harness.write_json("subcluster_fig5a" + suffix, {
         "data": f"sklearn digits, PCA to {args.pca}", "n": int(x.shape[0]), "seconds_cap": seconds,
