@@ -9,6 +9,10 @@
 3. The error of the approximate Beta-Gibbs against the exact (enumerated) posterior over
    partitions of a small problem (n = 3 items, N = 5 rankings), beside Slice-Gibbs:
    total-variation distance of the partition law and the harness verdict.
+4. ``--parts merged``: both kernels started at the true clustering of data set 1 with two true
+   clusters merged (VI = 2 (per_cluster / N) ln 2 from the truth), ``--iterations`` sweeps:
+   how long one-at-a-time label moves take to split the pair (the plateaus of Fig. 6's
+   Slice-Gibbs curves are multiples of that VI).
 
     python benchmarks/bench_mallows.py            # ~10-15 min on a quiet 2-core machine
     python benchmarks/bench_mallows.py --quick    # N = 1000, 20 sweeps
@@ -91,6 +95,34 @@ def beta_error(num_chains, num_samples):
     return out
 
 
+def merged_pair(fig6, per_cluster, iterations, seed=7):
+    from dpppl.analysis.metrics import variation_of_information
+    from dpppl.inference import initial_states
+    from dpppl.kernels.base import build
+
+    data, truth, _, _ = dpppl.datasets.mallows_mixture(1, per_cluster=per_cluster, seed=seed)
+    bound = fig6.model_for(data.n_items).bind(data)
+    x = jax.numpy.asarray(bound.x)
+    start = np.unique(np.where(truth == 1, 0, truth), return_inverse=True)[1].astype(np.int32)
+    out = {"start_vi": variation_of_information(start, truth)}
+    for label, kernel in fig6.SAMPLERS.items():
+        kern = build(kernel, bound)
+        state = jax.tree.map(lambda a: a[0], initial_states(bound, None, start[None], jax.random.split(
+            jax.random.key(0), 1), capacity=32))
+        state = jax.jit(kern.init)(state, x)
+        step = jax.jit(kern.step)
+        vi, k = [], []
+        for t in range(iterations):
+            state, _ = step(jax.random.fold_in(jax.random.key(seed), t), state, x)
+            vi.append(variation_of_information(np.asarray(state.z), truth))
+            k.append(int((np.asarray(state.stats.n) > 0.5).sum()))
+        split = next((i + 1 for i, v in enumerate(vi) if v < 1e-9), None)
+        out[label] = {"vi": vi, "num_clusters": k, "first_sweep_at_truth": split}
+        print(f"{label:11s}: from VI {out['start_vi']:.3f} (one merged pair, N = {len(data)}): "
+              f"first sweep at the truth {split}; VI every 10 sweeps {np.round(vi[::10], 3)}", flush=True)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
@@ -100,9 +132,11 @@ def main(argv=None):
     ap.add_argument("--replicates", type=int, default=1)
     ap.add_argument("--chains", type=int, default=64)
     ap.add_argument("--samples", type=int, default=400)
-    ap.add_argument("--parts", nargs="+", default=["sweep", "vi", "error"])
+    ap.add_argument("--parts", nargs="+", default=["sweep", "vi", "error"],
+                    help="any of sweep, vi, error, merged (merged: not in the default run)")
+    ap.add_argument("--per-cluster", type=int, default=500)
     args = ap.parse_args(argv)
-    per_cluster = 500
+    per_cluster = args.per_cluster
     if args.quick:
         per_cluster, args.burn, args.sweeps, args.iterations, args.chains, args.samples = 100, 5, 3, 20, 16, 100
     fig6 = _fig6()
@@ -114,6 +148,8 @@ def main(argv=None):
         payload["vi_within"] = vi_within(fig6, per_cluster, args.iterations, args.replicates)
     if "error" in args.parts:
         payload["beta_error"] = beta_error(args.chains, args.samples)
+    if "merged" in args.parts:
+        payload["merged_pair"] = merged_pair(fig6, per_cluster, args.iterations)
     payload["wall_s"] = time.time() - tic
     payload["machine_end"] = machine_info()
     name = "mallows" + ("" if set(args.parts) == {"sweep", "vi", "error"} else "-" + "-".join(args.parts))

@@ -290,9 +290,14 @@ class GibbsTrace:
     capacity : int, optional
         Initial cluster capacity for a start from labels (default: ``dpppl.sample``'s,
         ``max(16, 2 K + 8)``); it still doubles when a sweep needs more.
+    options : dict, optional
+        Keyword options of the kernel (``dpppl.kernels.build(kernel, bound, **options)``).
+        A kernel with an ``init`` (e.g. ``"subcluster"``) has it run on the initial state,
+        as ``dpppl.sample`` does, timed into ``init_seconds``.
     """
 
-    def __init__(self, model, x, init="sequential", seed=0, kernel="gibbs", cache=None, capacity=None):
+    def __init__(self, model, x, init="sequential", seed=0, kernel="gibbs", cache=None, capacity=None,
+                 options=None):
         import jax
         import jax.numpy as jnp
 
@@ -300,7 +305,7 @@ class GibbsTrace:
         from dpppl.kernels.state import log_joint, state_from_labels
 
         self.bound = model.bind(x)
-        self.kernel = dpppl.kernels.build(kernel, self.bound)
+        self.kernel = dpppl.kernels.build(kernel, self.bound, **(options or {}))
         self.x = jnp.asarray(self.bound.x)
         n = self.bound.num_points
         family, prior = self.bound.family, self.bound.prior
@@ -332,6 +337,13 @@ class GibbsTrace:
             state = build(labels)
             jax.block_until_ready(state)
             self.init_seconds = time.perf_counter() - tic
+        if self.kernel.init is not None:  # the kernel's carried values in state.aux
+            kernel_init = self._cached(("kernel_init", int(state.stats.n.shape[-1])),
+                                       lambda: jax.jit(self.kernel.init).lower(state, self.x))
+            tic = time.perf_counter()
+            state = kernel_init(state, self.x)
+            jax.block_until_ready(state)
+            self.init_seconds += time.perf_counter() - tic
         self.state = state
         self.sweeps = 0
         self.elapsed = self.init_seconds  # run time so far (init + sweeps), no compile

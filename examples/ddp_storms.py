@@ -1,10 +1,15 @@
 """Porteous et al. (2006, sec. 6) with our numbers: a dependent DP over time slices on
 Atlantic storm tracks and on synthetic moving blobs, with and without label-swap moves.
 
-For each data set, ten independent runs (one vectorised call with ``num_chains=10``,
-each chain started from labels drawn from the sticks' prior, as the paper's random
-start) of 100 iterations each, the first half burn-in, with kernel ``ddp`` (no moves)
-and ``ddp+ddpswap`` (label swaps over the paper's three interval kinds). Evidence:
+The paper's setup (secs. 5-6): ten time slices (the storms: the 10 busiest days of the
+2005 season); ten independent runs (one vectorised call with ``num_chains=10``, each
+chain started from labels drawn from the sticks' prior, the paper's random start) of
+100 iterations each, the first half burn-in; eq. (12) with a = delta = 1,
+beta = 0.005, IW scale 0.01 I with D + 1 degrees of freedom (the ``DDPMixture``
+defaults); kernel ``ddp`` (no moves) against ``ddp+ddpswap`` with one swap proposal per
+assignment update (the paper's M = 1: ``num_swaps`` = N per sweep), the pair drawn by
+prior stick weight (``pairs="prior"``, the paper's choice) and the interval by one of
+the paper's three kinds. Evidence:
 
 1. the log joint ``lp`` per iteration, mean over the runs (the paper's Fig. 2);
 2. the element-wise variance across the runs of the mean association (co-clustering)
@@ -39,15 +44,20 @@ def data_sets(quick: bool, days: int):
     return {"storms": storms, "blobs": blobs}
 
 
-def run(x, kernel, iterations, runs, seed, num_swaps):
+def run(x, kernel, iterations, runs, seed, num_swaps, pairs):
     tic = time.perf_counter()
-    options = {"num_swaps": num_swaps} if "ddpswap" in kernel else {}
+    options = {"num_swaps": num_swaps, "pairs": pairs} if "ddpswap" in kernel else {}
     idata = dpppl.sample(dpppl.DDPMixture(), x, kernel=kernel, num_warmup=0, num_samples=iterations,
                          num_chains=runs, seed=seed, init="prior", progress_bar=False, **options)
     seconds = time.perf_counter() - tic
     z = idata.posterior["z"].values  # (runs, iterations, N)
     lp = idata.sample_stats["lp"].values
-    accept = idata.sample_stats["ddpswap_accept_prob"].values if "ddpswap" in kernel else None
+    accept = None
+    if "ddpswap" in kernel:
+        st = idata.sample_stats
+        accept = {"accept_prob": float(st["ddpswap_accept_prob"].values.mean()),
+                  **{f"accepted_{k}_per_iteration": float(st[f"ddpswap_accepted_{k}"].values.mean())
+                     for k in ("single", "random", "full")}}
     return z, lp, accept, seconds
 
 
@@ -113,8 +123,12 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="few iterations and points (smoke run)")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--iterations", type=int, default=100)
-    parser.add_argument("--days", type=int, default=20, help="daily slices of the 2005 season (storms)")
-    parser.add_argument("--num-swaps", type=int, default=100, help="ddpswap proposals per iteration")
+    parser.add_argument("--days", type=int, default=10, help="daily slices of the 2005 season (storms)")
+    parser.add_argument("--num-swaps", type=int, default=None,
+                        help="ddpswap proposals per iteration (default N, the paper's M = 1)")
+    parser.add_argument("--pairs", choices=("prior", "uniform"), default="prior",
+                        help="how ddpswap draws the two labels (default: by prior weight, as the paper)")
+    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", choices=("storms", "blobs"), help="run one data set")
     parser.add_argument("--out", type=Path, default=FIGURES)
     args = parser.parse_args(argv)
@@ -130,15 +144,23 @@ def main(argv=None):
         results[name], summary[name] = {}, {"points": int(x.shape[0]), "slices": int(np.unique(x[:, -1]).size),
                                             "true_clusters": int(np.unique(labels).size)}
         for setting, kernel in SETTINGS.items():
-            z, lp, accept, seconds = run(x, kernel, iterations, runs, seed=1, num_swaps=args.num_swaps)
+            z, lp, accept, seconds = run(x, kernel, iterations, runs, seed=args.seed,
+                                         num_swaps=args.num_swaps or int(x.shape[0]), pairs=args.pairs)
             variance = dpppl.association_variance([chain[keep:] for chain in z])
+            t = x[:, -1]
+            upper = np.triu(np.ones(variance.shape, bool), 1)
+            same, across = upper & (t[:, None] == t[None, :]), upper & (t[:, None] != t[None, :])
             results[name][setting] = {"z": z, "lp": lp, "variance": variance}
             summary[name][setting] = {
                 "kernel": kernel, "seconds": round(seconds, 1),
                 "mean_association_variance": float(upper_entries(variance).mean()),
                 "final_lp_mean": float(lp[:, -keep:].mean()),
                 "best_lp": float(lp.max()),
-                "swap_accept_prob": None if accept is None else float(accept.mean())}
+                # where the variance is: pairs of points in the same slice and in different slices
+                "mean_variance_same_slice": float(variance[same].mean()),
+                "mean_variance_across_slices": float(variance[across].mean()),
+                "clusters_per_draw_mean": float(np.mean([[np.unique(d).size for d in chain[keep:]] for chain in z])),
+                "swaps": accept}
             print(f"{name} {setting}: mean variance {summary[name][setting]['mean_association_variance']:.5f}, "
                   f"lp {summary[name][setting]['final_lp_mean']:.1f} ({seconds:.0f} s)", flush=True)
         ratio = (summary[name]["without moves"]["mean_association_variance"]
@@ -148,8 +170,8 @@ def main(argv=None):
     summary["settings"] = {"runs": runs, "iterations": iterations, "burn_in": keep, "init": "prior",
                            "storm_days": args.days, "model": "DDPMixture() defaults: sticks (1, 1), a=1, beta=0.005, "
                                                              "delta=1, b=a, nu0=D+1, psi0=0.01 I",
-                           "ddp": "num_aux=10", "ddpswap": f"num_swaps={args.num_swaps}, intervals='all', "
-                                                           "pairs='uniform'",
+                           "ddp": "num_aux=10", "ddpswap": f"num_swaps={args.num_swaps or 'N'}, intervals='all', "
+                                                           f"pairs='{args.pairs}'", "seed": args.seed,
                            "command": "python examples/ddp_storms.py " + " ".join(argv if argv is not None else
                                                                                    __import__("sys").argv[1:])}
     plot(results, data, args.out)

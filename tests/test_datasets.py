@@ -52,7 +52,8 @@ def test_digits_without_sklearn(monkeypatch):
 
 def test_available_lists_every_loadable_name():
     names = datasets.available()
-    assert list(names) == ["galaxies", "faithful", "digits", "w1", "w2", "w3", "blobs", "storms"]
+    assert list(names) == ["galaxies", "faithful", "digits", "w1", "w2", "w3", "blobs", "storms",
+                           "minneapolis"]
     assert all(isinstance(d, str) and d and "\n" not in d for d in names.values())
 
 

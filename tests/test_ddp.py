@@ -148,10 +148,25 @@ def _random_state(model, x, t, labels, capacity, key):
     return bound, jax.jit(bound.state_from_labels, static_argnums=2)(key, jnp.asarray(labels), capacity)
 
 
-def _brute_swap(bound, state, i, j, t1, t2, aug_i, aug_j):
+def _joint_fn(bound, C):
+    """Augmented log joint of (z, mu, sigma), the parameters of the unused labels among
+    ``pair`` counted as prior draws; one jit for all cases."""
+    fam, prior, T = bound.family, bound.prior, bound.num_slices
+
+    @jax.jit
+    def joint(z, mu, sigma, pair):
+        n, nt, s1, s2 = slot_statistics(jnp.asarray(bound.x), jnp.asarray(bound.slices), z, C, T)
+        st = PartitionState(z, DDPSlots(n, nt, s1, s2, mu, sigma), jnp.zeros(()), jnp.zeros((), bool), {})
+        unused = jnp.zeros(C, bool).at[pair].set(True) & (n < 0.5)
+        extra = jnp.where(unused, fam.log_prior_means(mu) + fam.log_prior_cov(sigma), 0.0)  # augmented labels
+        return fam.log_joint_state(prior, st) + jnp.sum(extra)
+
+    return joint
+
+
+def _brute_swap(bound, joint, state, i, j, t1, t2, aug_i, aug_j):
     """The state after the swap, built from scratch, and the augmented log joints before/after."""
-    fam, prior = bound.family, bound.prior
-    T, C = bound.num_slices, state.stats.n.shape[0]
+    T = bound.num_slices
     inside = (np.arange(T) >= t1) & (np.arange(T) <= t2)
     full = bool(inside.all())
     used = np.asarray(state.stats.n) > 0.5
@@ -168,16 +183,8 @@ def _brute_swap(bound, state, i, j, t1, t2, aug_i, aug_j):
     mu_new[i, inside], mu_new[j, inside] = mu[j, inside], mu[i, inside]
     if full:
         sigma_new[i], sigma_new[j] = sigma[j], sigma[i]
-
-    @jax.jit
-    def joint(z, mu, sigma):
-        n, nt, s1, s2 = slot_statistics(jnp.asarray(bound.x), jnp.asarray(bound.slices), z, C, T)
-        st = PartitionState(z, DDPSlots(n, nt, s1, s2, mu, sigma), jnp.zeros(()), jnp.zeros((), bool), {})
-        unused = jnp.zeros(C, bool).at[jnp.asarray([i, j])].set(True) & (n < 0.5)
-        extra = jnp.where(unused, fam.log_prior_means(mu) + fam.log_prior_cov(sigma), 0.0)  # augmented labels
-        return fam.log_joint_state(prior, st) + jnp.sum(extra)
-
-    return float(joint(z_new, mu_new, sigma_new) - joint(z, mu, sigma)), z_new
+    pair = jnp.asarray([i, j])
+    return float(joint(z_new, mu_new, sigma_new, pair) - joint(z, mu, sigma, pair)), z_new
 
 
 def test_swap_ratio_equals_the_brute_force_ratio_of_joints():
@@ -192,12 +199,13 @@ def test_swap_ratio_equals_the_brute_force_ratio_of_joints():
     mus, sigmas = jax.jit(lambda k: bound.family.draw_prior(k, (2,)))(jax.random.key(5))
     aug = [(mus[0], sigmas[0]), (mus[1], sigmas[1])]
     cases = list(itertools.product([(0, 1), (2, 4), (1, 3), (5, 0)], [(0, 0), (1, 2), (0, T - 1), (3, 3)]))
+    joint = _joint_fn(bound, 8)
     ratio_fn = jax.jit(lambda i, j, inside, full: swap_log_ratio(bound.family, a, b, state.stats, i, j, inside,
                                                                 full, aug[0], aug[1]))
     for (i, j), (t1, t2) in cases:
         inside = (jnp.arange(T) >= t1) & (jnp.arange(T) <= t2)
         ratio, new_i, new_j = ratio_fn(i, j, inside, (t1 == 0) & (t2 == T - 1))
-        expected, z_new = _brute_swap(bound, state, i, j, t1, t2, aug[0], aug[1])
+        expected, z_new = _brute_swap(bound, joint, state, i, j, t1, t2, aug[0], aug[1])
         assert float(ratio) == pytest.approx(expected, rel=1e-9, abs=1e-9), (i, j, t1, t2)
         n_new = np.bincount(z_new, minlength=8)
         assert float(new_i[0].sum()) == n_new[i] and float(new_j[0].sum()) == n_new[j]

@@ -174,7 +174,7 @@ def test_stagewise_proposal_law_is_its_log_q_and_not_the_target():
     perms, p = _exact_sigma_law(W)
     q = np.exp(np.asarray(jax.vmap(lambda p: mv.stagewise_log_prob(p, W))(jnp.asarray(perms))))
     assert abs(q.sum() - 1) < 1e-12
-    draws = jax.vmap(lambda k: mv.stagewise(k, W)[0])(jax.random.split(jax.random.key(1), 40000))
+    draws = jax.jit(jax.vmap(lambda k: mv.stagewise(k, W)[0]))(jax.random.split(jax.random.key(1), 40000))
     codes_ = {v: i for i, v in enumerate(_perm_index(perms, 4))}
     counts = np.bincount([codes_[v] for v in _perm_index(draws, 4)], minlength=len(perms))
     assert chi2_ok(counts, q)[0]
@@ -188,7 +188,7 @@ def test_stagewise_proposal_law_is_its_log_q_and_not_the_target():
     assert abs(q_a - 1 / (1 + np.exp(-t1) + np.exp(-2 * t1))) > 0.01
 
 
-@pytest.mark.parametrize("n, seed", [(4, 2), (5, 3)])
+@pytest.mark.parametrize("n, seed", [pytest.param(4, 2, marks=pytest.mark.slow), (5, 3)])  # n = 4: test-time budget
 def test_sigma_mh_matches_enumeration(n, seed):
     W = _case_W(n, seed)
     perms, p = _exact_sigma_law(W)
@@ -217,7 +217,7 @@ def test_insert_code_is_the_exact_sigma_given_one_ranking():
     W = jnp.einsum("j,jab->ab", theta, st.R)
     perms, p = _exact_sigma_law(W)
     logits = mv.code_logits_given_theta(theta, fam.m, n)
-    draws = jax.vmap(lambda k: mv.insert_code(k, x, logits))(jax.random.split(jax.random.key(3), 30000))
+    draws = jax.jit(jax.vmap(lambda k: mv.insert_code(k, x, logits)))(jax.random.split(jax.random.key(3), 30000))
     codes_ = {v: i for i, v in enumerate(_perm_index(perms, n))}
     counts = np.bincount([codes_[v] for v in _perm_index(draws, n)], minlength=len(perms))
     assert chi2_ok(counts, p)[0]
@@ -230,13 +230,19 @@ def _theta_cdf(a, c, m):
     return lambda v: np.array([integrate.quad(f, 0, vi, epsabs=0, epsrel=1e-10)[0] / z for vi in np.atleast_1d(v)])
 
 
+@jax.jit
+def _theta_draws(keys, a, c, m):
+    """Slice and exact draws of theta (a, c, m traced: one compile for every case)."""
+    aa, cc, mm = (jnp.full(1, v) for v in (a, c, m))
+    slice_draws = jax.vmap(lambda k: mv.theta_slice(k, jnp.ones(1), aa, cc, mm, num_slices=20)[0])(keys)
+    return slice_draws, jax.vmap(lambda k: mv.theta_exact(k, a, c, m))(keys)
+
+
 @pytest.mark.parametrize("a, c, m", [(1.0, 1.0, 4), (3.5, 12.0, 2)])
 def test_theta_slice_and_exact_draws_match_quadrature(a, c, m):
     cdf = _theta_cdf(a, c, m)
     keys = jax.random.split(jax.random.key(5), 4000)
-    aa, cc, mm = (jnp.full(1, v, float) for v in (a, c, m))
-    slice_draws = jax.jit(jax.vmap(lambda k: mv.theta_slice(k, jnp.ones(1), aa, cc, mm, num_slices=20)[0]))(keys)
-    exact_draws = jax.jit(jax.vmap(lambda k: mv.theta_exact(k, a, c, m)))(keys)
+    slice_draws, exact_draws = _theta_draws(keys, *(jnp.asarray(v, float) for v in (a, c, m)))
     for draws in (np.asarray(slice_draws), np.asarray(exact_draws)):
         grid = np.quantile(draws, np.linspace(0.02, 0.98, 25))
         d = np.max(np.abs(np.searchsorted(np.sort(draws), grid, side="right") / draws.size - cdf(grid)))
@@ -262,7 +268,48 @@ def _harness(kernel, model, seed, num_chains=48, num_samples=250):
     return check_kernel_samples(exact, post["z"].values[:, BURN_IN:], alpha=alpha), idata
 
 
+def _direct_chains(kernel, model, seed, num_chains, num_samples):
+    """The kernel's step driven without :func:`dpppl.sample`: one jitted ``lax.map`` over
+    independent chains (each a ``lax.scan`` of steps from a prior draw of the labels), so the
+    step compiles once unbatched (about half the compile time of the driver's vmap over
+    chains, which dominates this test's time). Capacity N + 1 never overflows.
+    Returns labels (chains, draws after BURN_IN, N)."""
+    from dpppl.inference import initial_states
+    from dpppl.kernels.base import build
+
+    bound = model.bind(HARNESS_X)
+    kern = build(kernel, bound, num_gibbs=2, record_clusters=3)
+    x = jnp.asarray(bound.x)
+    k_init, k_run = jax.random.split(jax.random.key(seed))
+    states = initial_states(bound, "prior", None, jax.random.split(k_init, num_chains), capacity=x.shape[0] + 1)
+
+    def chain(args):
+        key, state = args
+        state = kern.init(state, x)
+
+        def one(state, t):
+            state, _ = kern.step(jax.random.fold_in(key, t), state, x)
+            return state, state.z
+        state, z = jax.lax.scan(one, state, jnp.arange(num_samples + BURN_IN))
+        return z, state.overflow
+
+    z, overflow = jax.jit(lambda keys, states: jax.lax.map(chain, (keys, states)))(
+        jax.random.split(k_run, num_chains), states)
+    assert not bool(jnp.any(overflow))
+    return np.asarray(z)[:, BURN_IN:]
+
+
 def test_slice_gibbs_matches_enumeration():
+    from dpppl.testing import check_kernel_samples, exact_posterior
+
+    model = dpppl.parse(MODEL_TEXT)
+    z = _direct_chains("mallows-slice", model, seed=0, num_chains=48, num_samples=250)
+    result = check_kernel_samples(exact_posterior(model, HARNESS_X), z)
+    assert result.passed, result.report
+
+
+@pytest.mark.slow
+def test_slice_gibbs_matches_enumeration_through_sample():
     result, idata = _harness("mallows-slice", dpppl.parse(MODEL_TEXT), seed=0)
     assert result.passed, result.report
     assert idata.attrs["exact"] in (True, 1, "True")

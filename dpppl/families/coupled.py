@@ -61,6 +61,21 @@ def time_covariance(times, a: float, beta: float, delta: float, b: float) -> np.
     return cov
 
 
+def _slice_conditionals(gamma) -> tuple[np.ndarray, np.ndarray]:
+    """(gain (T, T), chol (T, T, T)): for every slice t, g_t = Gamma[:, t] / Gamma[t, t] and a
+    Cholesky factor of the conditional covariance Gamma_{|t} given slice t (row and column
+    t zero) - see :meth:`CoupledGaussian.means_given_slice`."""
+    T = gamma.shape[0]
+    gain = (gamma / np.diag(gamma)[None, :]).T
+    chol = np.zeros((T, T, T))
+    for t in range(T):
+        rest = np.arange(T) != t
+        cond = gamma - np.outer(gamma[:, t], gamma[t, :]) / gamma[t, t]
+        if T > 1:
+            chol[t][np.ix_(rest, rest)] = np.linalg.cholesky(cond[np.ix_(rest, rest)])
+    return gain, chol
+
+
 @dataclasses.dataclass(frozen=True)
 class CoupledGaussian(Family):
     """Gaussian clusters with time-coupled means and inverse-Wishart covariances (sec. 5).
@@ -95,8 +110,8 @@ class CoupledGaussian(Family):
     psi0: Any = None
 
     # set by resolve (attributes, not hyperparameters): the slice times, Gamma, its
-    # Cholesky factor and its inverse
-    times = gamma = gamma_chol = gamma_inv = None
+    # Cholesky factor and its inverse, and the factors of :meth:`means_given_slice`
+    times = gamma = gamma_chol = gamma_inv = slice_conditionals = None
 
     name = "CoupledGaussian"
     data_kind = "real"
@@ -132,7 +147,7 @@ class CoupledGaussian(Family):
             nu0=float(check_hyper(self.name, "nu0", v["nu0"], shape=(), greater_than=D - 1)),
             psi0=check_hyper(self.name, "psi0", psi0, shape=(D, D), pos_def=True))
         for name, value in (("times", times), ("gamma", gamma), ("gamma_chol", np.linalg.cholesky(gamma)),
-                            ("gamma_inv", np.linalg.inv(gamma))):
+                            ("gamma_inv", np.linalg.inv(gamma)), ("slice_conditionals", _slice_conditionals(gamma))):
             object.__setattr__(out, name, value)
         return out
 
@@ -211,11 +226,52 @@ class CoupledGaussian(Family):
     def draw_prior(self, rng_key, shape=()):
         """(mu (shape, T, D), sigma (shape, D, D)) from the prior."""
         T, D = self.num_slices, self.dim
-        k_mu, k_diag, k_below = jax.random.split(rng_key, 3)
+        k_mu, k_cov = jax.random.split(rng_key)
         eps = jax.random.normal(k_mu, shape + (T, D))
         mu = jnp.asarray(self.mu0) + jnp.einsum("st,...td->...sd", jnp.asarray(self.gamma_chol), eps)
-        psi = jnp.broadcast_to(jnp.asarray(self.psi0), shape + (D, D))
-        return mu, inverse_wishart_draw(k_diag, k_below, psi, jnp.full(shape, self.nu0), gamma_draw)
+        return mu, self.draw_prior_cov(k_cov, shape)[0]
+
+    def draw_prior_cov(self, rng_key, shape=()):
+        """(Sigma, Sigma^-1, log|Sigma|) for Sigma ~ IW(psi0, nu0), of shape ``shape``.
+
+        The Bartlett decomposition of :func:`~dpppl.families.gaussian.inverse_wishart_draw`
+        with the precision formed directly: psi0 = U U^T, A lower triangular with
+        A_ii^2 ~ chi^2(nu0 - i) and A_ij ~ N(0, 1) below the diagonal; then
+        Sigma^-1 = (U^-T A)(U^-T A)^T, Sigma = (U A^-T)(U A^-T)^T and
+        log|Sigma| = 2 sum_i (log U_ii - log A_ii). With an integer nu0 <= 16 the
+        chi-squares are sums of nu0 - i squared normals (no rejection loop).
+        """
+        D = self.dim
+        k_diag, k_below = jax.random.split(rng_key)
+        dofs = self.nu0 - np.arange(D)
+        rows, cols = np.tril_indices(D, -1)
+        below = jax.random.normal(k_below, shape + (rows.size,))
+        if float(self.nu0).is_integer() and self.nu0 <= 16:
+            cells = jax.random.normal(k_diag, shape + (int(dofs.sum()),))
+            ends = np.cumsum(dofs.astype(int))
+            chi2 = jnp.stack([jnp.sum(cells[..., e - int(k):e] ** 2, axis=-1) for e, k in zip(ends, dofs)], axis=-1)
+        else:
+            chi2 = 2.0 * gamma_draw(k_diag, dofs / 2.0, shape + (D,))
+        eye = np.eye(D)
+        bartlett = (jnp.zeros(shape + (D, D)).at[..., rows, cols].set(below)
+                    + jnp.sqrt(chi2)[..., None] * eye)
+        chol_psi = np.linalg.cholesky(self.psi0)
+        prec_root = jnp.einsum("ji,...jk->...ik", np.linalg.inv(chol_psi), bartlett)  # U^-T A
+        cov_root = jnp.einsum("ij,...kj->...ik", chol_psi,
+                              solve_lower(bartlett, jnp.broadcast_to(eye, bartlett.shape)))  # U A^-T
+        logdet = 2.0 * (np.sum(np.log(np.diag(chol_psi))) - 0.5 * jnp.sum(jnp.log(chi2), axis=-1))
+        return (jnp.einsum("...ik,...jk->...ij", cov_root, cov_root),
+                jnp.einsum("...ik,...jk->...ij", prec_root, prec_root), logdet)
+
+    def means_given_slice(self, t, mu_t, eps):
+        """A prior draw of all T means of a label given its mean ``mu_t`` (..., D) in slice
+        ``t``: vec(mu) | mu_t ~ N(m + g_t (mu_t - m), Gamma_{|t} (x) I_D) with
+        g_t = Gamma[:, t] / Gamma[t, t] and Gamma_{|t} = Gamma - Gamma[:, t] Gamma[t, :] / Gamma[t, t],
+        from standard normals ``eps`` (..., T, D). Row t of the result is mu_t; drawing
+        mu_t ~ N(m, Gamma[t, t] I) and then this is a draw of vec(mu) from its prior."""
+        m = jnp.asarray(self.mu0)
+        gain, chol = (jnp.asarray(v)[t] for v in self.slice_conditionals)
+        return m + gain[:, None] * (mu_t - m)[..., None, :] + jnp.einsum("st,...td->...sd", chol, eps)
 
     def draw_cov(self, rng_key, n, s1, s2, mu):
         """Sigma_i | mu_i, x (eq. 11) for every cluster: statistics n (C, T), s1 (C, T, D),

@@ -21,11 +21,20 @@ slice): its means mu_{i,t} in every slice and its covariance Sigma_i
    auxiliaries (whose conditional is exactly what is drawn), so it is exact, with no
    Monte Carlo estimate of the non-conjugate predictive integral of the paper's
    footnote 5. The unused labels' parameters are prior draws
-   independent of everything, and are not part of the state.
+   independent of everything, and are not part of the state. Eq. (10) needs of an
+   auxiliary only its mean in the point's slice and its covariance: mu*_{k,t} ~ N(m,
+   Gamma_tt I) and Sigma*_k ~ IW are drawn for all points at once (the precision
+   directly, :meth:`~dpppl.families.coupled.CoupledGaussian.draw_prior_cov`), and the
+   chosen auxiliary's other means from their conditional given mu*_{k,t}
+   (:meth:`~dpppl.families.coupled.CoupledGaussian.means_given_slice`): the same prior
+   draw, made lazily. The log-likelihoods log N(x_n; mu_{i,t_n}, Sigma_i) of all points
+   and labels are computed once per sweep and a label's row is recomputed when it takes
+   new parameters.
 2. **parameters** (eq. 11): for every used label, Sigma_i | mu_i, x (inverse Wishart),
    then mu_i | Sigma_i, x (a T D-dimensional Gaussian coupling the slices through Gamma).
 
-A sweep costs O(N C (T + D^2)) for the assignments (C label slots) and
+A sweep costs O(N C D^2 + N m D^3) for the assignments (C label slots, m auxiliaries;
+O(N D^2) more per new label) and
 O(C (T D)^3) for the means. Labels beyond the capacity have weight too (the remaining
 stick): when one is drawn the state sets ``overflow`` and the driver grows the capacity
 and re-runs the chunk from the same keys (draws do not depend on the capacity).
@@ -89,10 +98,11 @@ def _safe_cov(sigma, used):
     return jnp.where(used[:, None, None], sigma, eye)
 
 
-def _point_log_lik(x, mu, prec, logdet):
-    """log N(x; mu_c, Sigma_c) of one point (D,) for every row of mu (C, D)."""
+def _log_lik(x, mu, prec, logdet):
+    """log N(x_n; mu_n, Sigma) for points ``x`` (..., D), means ``mu`` (..., D) and the
+    precision ``prec`` (..., D, D) and ``logdet`` = log|Sigma| (...) of their covariances."""
     d = x - mu
-    return -0.5 * (x.shape[-1] * np.log(2 * np.pi) + logdet + jnp.einsum("cd,cde,ce->c", d, prec, d))
+    return -0.5 * (x.shape[-1] * np.log(2 * np.pi) + logdet + jnp.einsum("...d,...de,...e->...", d, prec, d))
 
 
 def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_first: bool,
@@ -111,21 +121,32 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     N = x.shape[0]
     C, T = state.stats.nt.shape
     a, b = (jnp.asarray(v, x.dtype) for v in stick_arrays(sticks, C))
-    k_order, k_u, k_aux = jax.random.split(rng_key, 3)
+    k_order, k_u, k_aux_mu, k_aux_cov, k_rest = jax.random.split(rng_key, 5)
     order = jax.random.permutation(k_order, N)
     uniforms = jax.random.uniform(k_u, (2, N), dtype=x.dtype)
     m = num_aux
-    aux_mu, aux_sigma = family.draw_prior(k_aux, (N, m))
-    aux_prec, aux_logdet = family.precision(aux_sigma)
+    # the auxiliaries of point n: their means in n's slice and covariances now (all
+    # that eq. 10 needs); the other slices' means only for the one that is chosen
+    # (means_given_slice, from the standard normals `rest`)
+    scale = jnp.sqrt(jnp.asarray(np.diag(family.gamma)))[slices]
+    aux_mu_t = (jnp.asarray(family.mu0)
+                + scale[:, None, None] * jax.random.normal(k_aux_mu, (N, m, family.dim), x.dtype))
+    aux_sigma, aux_prec, aux_logdet = family.draw_prior_cov(k_aux_cov, (N, m))
+    rest = jax.random.normal(k_rest, (N, T, family.dim), x.dtype)
     stats = state.stats
-    used = stats.n > 0.5
-    prec, logdet = family.precision(_safe_cov(stats.sigma, used))
+    prec, logdet = family.precision(_safe_cov(stats.sigma, stats.n > 0.5))
+
+    def column(mu, prec, logdet):  # log N(x_n; mu_{t_n}, Sigma) of every point for one label
+        return _log_lik(x, mu[slices], prec, logdet) if with_data else jnp.zeros(N, x.dtype)
+
+    # lik[c, n] = log N(x_n; mu_{c, t_n}, Sigma_c), kept current as labels take new parameters
+    lik = jax.vmap(column)(stats.mu, prec, logdet)
+    lik_aux = _log_lik(x[:, None], aux_mu_t, aux_prec, aux_logdet) if with_data else jnp.zeros((N, m), x.dtype)
 
     def body(k, carry):
-        z, counts, total, mu, sigma, prec, logdet, overflow = carry
+        z, counts, total, mu, sigma, prec, logdet, lik, overflow = carry
         i = order[k]
         t = slices[i]
-        xi = x[i]
         old = z[i]
         if remove_first:
             counts = counts.at[t, old].add(-1.0)
@@ -133,16 +154,11 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
             alone = total[old] < 0.5
         else:
             alone = jnp.zeros((), bool)
-        own = (mu[old], sigma[old], prec[old], logdet[old])
-        fresh = (aux_mu[i], aux_sigma[i], aux_prec[i], aux_logdet[i])
-        a_mu, a_sigma, a_prec, a_logdet = (f.at[0].set(jnp.where(alone, o, f[0])) for o, f in zip(own, fresh))
         used = total > 0.5
         log_w, log_tail = log_stick_weights(counts[t], a, b)
-        if with_data:
-            ll = _point_log_lik(xi, mu[:, t], prec, logdet)
-            ll_aux = _point_log_lik(xi, a_mu[:, t], a_prec, a_logdet)
-        else:
-            ll, ll_aux = jnp.zeros_like(log_w), jnp.zeros(m, x.dtype)
+        ll = lik[:, i]
+        # auxiliary 1 is the point's own label's parameters when it was alone there
+        ll_aux = lik_aux[i].at[0].set(jnp.where(alone, ll[old], lik_aux[i, 0]))
         free = jnp.concatenate([jnp.where(used, -jnp.inf, log_w), log_tail[None]])
         logits = jnp.concatenate([jnp.where(used, log_w + ll, -jnp.inf), logsumexp(free) - np.log(m) + ll_aux])
         pick = sample_index(logits, uniforms[0, i])
@@ -151,17 +167,25 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
         label = sample_index(free, uniforms[1, i])
         beyond = is_new & (label == C)  # a label past the capacity: grow and re-run
         j = jnp.where(is_new, jnp.where(beyond, old, label), pick)
-        placed = is_new & ~beyond
-        mu = mu.at[j].set(jnp.where(placed, a_mu[k], mu[j]))
-        sigma = sigma.at[j].set(jnp.where(placed, a_sigma[k], sigma[j]))
-        prec = prec.at[j].set(jnp.where(placed, a_prec[k], prec[j]))
-        logdet = logdet.at[j].set(jnp.where(placed, a_logdet[k], logdet[j]))
+
+        def place(_):  # label j takes auxiliary k (or the old label's own parameters)
+            own = alone & (k == 0)
+            fresh = (family.means_given_slice(t, aux_mu_t[i, k], rest[i]), aux_sigma[i, k], aux_prec[i, k],
+                     aux_logdet[i, k])
+            new = tuple(jnp.where(own, arr[old], value) for value, arr in zip(fresh, (mu, sigma, prec, logdet)))
+            return new + (column(new[0], new[2], new[3]),)
+
+        # a cond, so that the O(N) column is only computed when a label is placed (under
+        # vmap it becomes a select over these small outputs)
+        new = jax.lax.cond(is_new & ~beyond, place, lambda _: (mu[j], sigma[j], prec[j], logdet[j], lik[j]), None)
+        mu, sigma, prec, logdet, lik = (arr.at[j].set(value) for arr, value in
+                                        zip((mu, sigma, prec, logdet, lik), new))
         counts = counts.at[t, j].add(1.0)
         total = total.at[j].add(1.0)
-        return z.at[i].set(j), counts, total, mu, sigma, prec, logdet, overflow | beyond
+        return z.at[i].set(j), counts, total, mu, sigma, prec, logdet, lik, overflow | beyond
 
-    carry = (state.z, stats.nt.T, stats.n, stats.mu, stats.sigma, prec, logdet, state.overflow)
-    z, counts, total, mu, sigma, _, _, overflow = jax.lax.fori_loop(0, N, body, carry)
+    carry = (state.z, stats.nt.T, stats.n, stats.mu, stats.sigma, prec, logdet, lik, state.overflow)
+    z, counts, total, mu, sigma, _, _, _, overflow = jax.lax.fori_loop(0, N, body, carry)
     stats = stats._replace(n=total, nt=counts.T, mu=mu, sigma=sigma)
     return state._replace(z=z, stats=stats, overflow=overflow)
 
@@ -191,7 +215,7 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX) -> Kernel:
         labels' weight (any m >= 1 is exact). The prior of the means is broad compared
         with a cluster, so one prior draw rarely lands near a point; m draws make a new
         cluster about m times as likely to be opened where the data call for it, for
-        O(m (T D + D^3)) more work per point.
+        O(m D^3) more work per point.
     """
     if isinstance(num_aux, bool) or not isinstance(num_aux, numbers.Integral) or num_aux < 1:
         raise KernelError(f"ddp: num_aux must be an integer >= 1, got {num_aux!r}")
@@ -217,4 +241,4 @@ def applies_to_ddp(model):
 
 register("ddp", build_ddp_kernel, exact=True, applies=applies_to_ddp,
          description="DDP Gibbs over labels (eq. 10, new labels via Neal's alg. 8 auxiliary) and "
-                     "time-coupled parameters (eq. 11); O(N C (T + D^2) + C (T D)^3) per sweep")
+                     "time-coupled parameters (eq. 11); O(N C D^2 + N m D^3 + C (T D)^3) per sweep")
