@@ -10,11 +10,24 @@ from dpppl.cli import main
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
 
-def test_sample_summary_and_plots(tmp_path, capsys):
-    out = tmp_path / "run.nc"
-    assert main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--warmup", "5",
-                 "--samples", "20", "--chains", "2", "--no-progress", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def galaxies_run(tmp_path_factory):
+    """One `dpppl sample` run on the galaxies (compiled once for the tests that read it):
+    the netCDF file it wrote, its exit status and what it printed."""
+    import contextlib
+    import io
+
+    out = tmp_path_factory.mktemp("cli") / "run.nc"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        status = main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--warmup", "5",
+                       "--samples", "20", "--chains", "2", "--no-progress", "--out", str(out)])
+    return out, status, printed.getvalue()
+
+
+def test_sample_summary_and_plots(galaxies_run, tmp_path, capsys):
+    out, status, text = galaxies_run
+    assert status == 0
     assert "kernel: gibbs (exact), 2 chain(s) x 20 draws, 82 points" in text
     assert "num_clusters" in text and "P(K=" in text and out.exists()
     assert main(["summary", str(out)]) == 0
@@ -63,10 +76,7 @@ def test_malformed_model_file(tmp_path, capsys):
     assert "bad.dp:3:" in err and "NormalInverseWishart" in err
 
 
-def test_plot_of_unknown_variable(tmp_path, capsys):
-    out = tmp_path / "run.nc"
-    main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--warmup", "1",
-          "--samples", "3", "--no-progress", "--out", str(out)])
-    capsys.readouterr()
+def test_plot_of_unknown_variable(galaxies_run, tmp_path, capsys):
+    out = galaxies_run[0]
     assert main(["plot", str(out), "--var", "nope", "--out", str(tmp_path / "f.png")]) == 2
     assert "nope" in capsys.readouterr().err

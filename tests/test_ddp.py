@@ -214,6 +214,7 @@ def test_swap_ratio_equals_the_brute_force_ratio_of_joints():
 # ----------------------------------------------------------------------------- sampling
 
 
+@pytest.mark.slow  # compile-bound (~130 s on 2 busy cores); the Geweke test below runs the same hybrid
 def test_sample_records_labels_lp_and_swap_acceptance():
     x, labels = dpppl.datasets.load("blobs", num_slices=4, points_per_blob=5, num_clusters=2, seed=1)
     model = DDPMixture()

@@ -165,7 +165,8 @@ def test_api_reference_covers_every_public_name():
 # ---------------------------------------------------------------------------- tutorials
 
 
-@pytest.mark.parametrize("name", TUTORIALS)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name == "mixing" else name
+                                  for name in TUTORIALS])  # mixing: ~130 s of compiles, run with -m slow
 def test_tutorial_runs_quick_and_draws_the_figures_its_page_shows(name, tmp_path):
     spec = importlib.util.spec_from_file_location(f"tutorial_{name}", DOCS / "tutorials" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)

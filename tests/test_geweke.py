@@ -33,9 +33,10 @@ MODELS = {
 }
 EXACT_KERNELS = [name for name in kernels.available() if name != "nuts" and kernels.entry(name).exact]
 HYBRIDS = [f"gibbs+{name}" for name in EXACT_KERNELS if name != "gibbs"]  # Gibbs with each other move
-# the baseline kernel runs on every model by default; the other kernels on a spread of
-# models (Gamma alpha, Pitman-Yor, counts) and the hybrids on one, so the default run fits
-# the CI budget; every pair runs with -m slow
+# by default every exact kernel (the baseline included) runs on a spread of models (Gamma
+# alpha, Pitman-Yor, counts) and the hybrids on one, so the default run fits the CI budget
+# (each family's predictive is checked against enumeration in test_exactness); every pair
+# runs with -m slow
 DEFAULT_MODELS = {"niw_gamma_alpha", "pitman_yor_gamma_alpha", "dirichlet_multinomial_gamma_alpha"}
 DEFAULT_HYBRID_MODELS = {"pitman_yor_gamma_alpha"}
 
@@ -46,7 +47,7 @@ def _matrix():
             if not kernels.applies_to(kernel, MODELS[name][0]):  # e.g. stick-breaking, Mallows kernels: their own test files
                 continue
             default = DEFAULT_HYBRID_MODELS if kernel in HYBRIDS else DEFAULT_MODELS
-            slow = kernel != "gibbs" and name not in default
+            slow = name not in default
             yield pytest.param(kernel, name, marks=[pytest.mark.slow] if slow else [],
                                id=f"{kernel}-{name}")
 
