@@ -93,7 +93,7 @@ def _prefix_scores(model, x, heuristic, prefix):
 
 @pytest.mark.parametrize("name", ["normal_known_2d_py", "niw_2d", "normal_gamma_2d", "dirichlet_multinomial",
                                   "beta_bernoulli"])
-@pytest.mark.parametrize("heuristic", ["admissible", "trivial"])
+@pytest.mark.parametrize("heuristic", ["admissible", pytest.param("trivial", marks=pytest.mark.slow)])
 def test_scores_bound_every_completion(name, heuristic):
     """Admissibility (eq. 4) checked directly: g(c0) >= max over completions of log p(c, x),
     with equality for complete clusterings."""
