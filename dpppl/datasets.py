@@ -285,7 +285,7 @@ def mallows_mixture(dataset: int = 1, *, num_clusters: int = 10, per_cluster: in
     import jax.numpy as jnp
 
     from .families.generalized_mallows import GeneralizedMallows
-    from .kernels.mallows_moves import order_to_pos, sigma_adjacent_swaps, sigma_mh
+    from .kernels.mallows_moves import sigma_adjacent_swaps, sigma_mh
     from .rankings import rankings
 
     if dataset not in FIG6_DATASETS:
