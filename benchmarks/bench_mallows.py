@@ -24,7 +24,6 @@ for a subset, ``-quick`` suffix for smoke runs) with the machine description and
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 import time
@@ -38,13 +37,11 @@ sys.path.insert(0, str(HERE))
 from harness import machine_info, write_json  # noqa: E402
 
 import dpppl  # noqa: E402
+from dpppl.testing.scripts import load_script  # noqa: E402
 
 
 def _fig6():
-    spec = importlib.util.spec_from_file_location("mallows_fig6", HERE.parent / "examples" / "mallows_fig6.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(HERE.parent / "examples" / "mallows_fig6.py")
 
 
 def sweep_seconds(fig6, per_cluster, burn, sweeps):

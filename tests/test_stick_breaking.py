@@ -241,14 +241,11 @@ def test_sampled_partition_law_of_a_dp_written_as_sticks_is_the_crp_posterior():
 
 
 def _fig1_module():
-    import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "examples" / "porteous_fig1.py"
-    spec = importlib.util.spec_from_file_location("porteous_fig1", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from dpppl.testing.scripts import load_script
+
+    return load_script(Path(__file__).resolve().parents[1] / "examples" / "porteous_fig1.py")
 
 
 def test_fig1_centre_point_is_biased_without_label_moves_and_half_with_them(tmp_path):
