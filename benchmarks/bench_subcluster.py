@@ -88,7 +88,7 @@ def run_chain(model, x, iterations, *, truth=None, nmi_target=None, seed=0, **op
             if reached is None and nmi_target is not None and nmis[-1] >= nmi_target:
                 reached = elapsed
     return dict(seconds=seconds, k=ks, nmi=nmis, compile_seconds=compile_seconds, reached_seconds=reached,
-                total_seconds=elapsed)
+                total_seconds=elapsed, capacity=int(state.stats.n.shape[0]))
 
 
 def part_w3(args):
@@ -171,9 +171,9 @@ def part_d128(args):
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
     out = run_chain(model, x, 10, truth=y, init_labels=y, **{"record_parameters": False, **args.kernel_options})
     per_iteration = float(np.median(out["seconds"][2:]))
-    capacity = 64
-    # whitened quadratic forms for C clusters: C * N * D^2 multiply-adds, plus the pairs: 2 N D^2
-    flops = 2.0 * n * 128 * 128 * (capacity + 2)
+    # whitened quadratic forms: N D^2 multiply-adds per cluster slot evaluated and 2 N D^2 for
+    # each point's two sub-clusters
+    flops = 2.0 * n * 128 * 128 * (out["capacity"] + 2)
     gflops = flops / per_iteration / 1e9
     print(f"{n} x 128, 20 clusters: {per_iteration:.2f} s/iteration, {gflops:.1f} GFLOP/s in the "
           f"likelihood work = {100 * gflops / args.peak_gflops:.1f}% of {args.peak_gflops} GFLOP/s peak")
@@ -205,6 +205,7 @@ def main():
                         help="W3 from the true labels (the 20-cluster steady state; default) or one cluster")
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                         help="a kernel option for every part (VALUE read as JSON, else as a string)")
+    parser.add_argument("--out", help="results name under benchmarks/results (default: subcluster[-quick])")
     args = parser.parse_args()
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                                + f" --xla_force_host_platform_device_count={args.devices}").strip()
@@ -213,7 +214,7 @@ def main():
     for name in args.part or sorted(PARTS):
         results[name] = PARTS[name](args)
     options = {k: str(v) for k, v in args.kernel_options.items()}
-    path = harness.write_json("subcluster-quick" if args.quick else "subcluster",
+    path = harness.write_json(args.out or ("subcluster-quick" if args.quick else "subcluster"),
                               {"options": options, "parts": results})
     print("wrote", path)
 

@@ -12,7 +12,7 @@ from . import datasets, kernels
 from .dsl import BoundModel, DataDecl, DPMixture, Model, PitmanYorMixture, load, parse
 from .errors import DataError, KernelError, ModelError
 from .families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
-                       NormalKnownCov)
+                       NormalKnownCov, NormalLogNormal)
 from .inference import log_joint, sample
 from .analysis import (DPGaussianMixture, coclustering, metrics, plot_cluster_sizes, plot_clusters,
                        plot_coclustering, plot_log_joint, plot_num_clusters, plots, point_estimate,
@@ -33,7 +33,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BetaBernoulli", "BoundModel", "CRP", "DataDecl", "DataError", "DirichletMultinomial",
     "DPMixture", "Gamma", "KernelError", "Model", "ModelError", "NormalGamma",
-    "NormalInverseWishart", "NormalKnownCov", "PitmanYor", "PitmanYorMixture", "datasets",
+    "NormalInverseWishart", "NormalKnownCov", "NormalLogNormal", "PitmanYor", "PitmanYorMixture", "datasets",
     "kernels", "load", "log_joint", "parse", "sample",
     "DPGaussianMixture", "coclustering", "metrics", "plot_cluster_sizes", "plot_clusters",
     "plot_coclustering", "plot_log_joint", "plot_num_clusters", "plots", "point_estimate",

@@ -72,7 +72,8 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     seed : int
         The same seed gives the same draws.
     init : {"sequential", "single", "prior", "search"} or array of labels
-        ``"sequential"``: sequential prediction (Liang et al. 2007, sec. 5.1);
+        ``"sequential"``: sequential prediction (Liang et al. 2007, sec. 5.1; one cluster
+        for a non-conjugate component, which has no closed-form predictive);
         ``"single"``: one cluster; ``"prior"``: a draw from the partition prior;
         ``"search"``: every chain starts from :func:`dpppl.map_search` (inadmissible
         score, beam 100; Daume 2007); or
@@ -181,6 +182,8 @@ def initial_states(bound: BoundModel, init, labels, init_keys, capacity=None) ->
     n, family = bound.num_points, bound.family
     alpha = bound.prior.initial_alpha
     x = jnp.asarray(bound.x)
+    if labels is None and init == "sequential" and not family.conjugate:
+        init = "single"  # sequential prediction needs a closed-form predictive
     if labels is None and init == "single":
         labels = np.zeros((len(init_keys), n), np.int32)
     elif labels is None and init == "prior":

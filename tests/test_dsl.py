@@ -12,7 +12,7 @@ from dpppl.errors import ModelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
                             NormalKnownCov)
 from dpppl.priors import CRP, Gamma, PitmanYor
-from dpppl.families import GeneralizedMallows
+from dpppl.families import GeneralizedMallows, NormalLogNormal
 
 MODELS = pathlib.Path(__file__).resolve().parents[1] / "models"
 RNG = np.random.default_rng(1)
@@ -36,6 +36,8 @@ EQUIVALENTS = {
     "stick_breaking.dp": StickBreakingMixture(a=0.75, b="1 + i * 0.25", component=NIW_FILE),
     "pseudo_particles.dp": PseudoParticleMixture(0.2, NIW_FILE, num_sticks=10),
     "rankings.dp": DPMixture(Gamma(1.0, 1.0), GeneralizedMallows(nu=1.0, r=1.0)),
+    "gaussian_lognormal.dp": DPMixture(Gamma(1.0, 1.0), NormalLogNormal(
+        m0="mean(x)", s0="sqrt(var(x))", l0="log(var(x)) / 2 - log(3)", t0=1.0)),
 }
 
 

@@ -121,6 +121,7 @@ CONCENTRATION_PRIORS: dict[str, type] = {"Gamma": Gamma}
 COMPONENTS: dict[str, ComponentRule] = {
     "NormalInverseWishart": ComponentRule("NormalInverseWishart", "Normal"),
     "NormalGamma": ComponentRule("NormalGamma", "Normal"),
+    "NormalLogNormal": ComponentRule("NormalLogNormal", "Normal"),
     "Normal": ComponentRule("NormalKnownCov", "Normal", observation_params=("sigma2",)),
     "Dirichlet": ComponentRule("DirichletMultinomial", "Multinomial"),
     "Beta": ComponentRule("BetaBernoulli", "Bernoulli"),

@@ -1,4 +1,4 @@
-"""The interface every conjugate component family implements.
+"""The interface every component family implements (conjugate ones, and what differs for the others).
 
 A family is a frozen dataclass whose fields are its hyperparameters. Fields may hold
 numbers, arrays, ``None`` (a documented data-dependent default) or expression strings
@@ -37,12 +37,21 @@ class Family:
     Subclasses are frozen dataclasses and implement the methods below. ``data_kind``
     is one of ``"real"``, ``"count"``, ``"binary"`` and says which data declaration
     (``real[N, D]``, ``count[N, V]``, ``binary[N, D]``) the family observes.
+
+    A family with ``conjugate = False`` (:class:`~dpppl.families.NormalLogNormal`) has no
+    ``log_marginal``, predictive or ``posterior_draw``; it offers instead unconstrained
+    parameters ``u`` and ``params_of(u)``, ``log_prior(u)``, ``prior_draw``,
+    ``log_likelihood_of_stats(u, stats)`` and a data-driven proposal
+    (``proposal``, ``log_proposal``, ``draw_proposal``), which the kernels that instantiate
+    parameters use (:mod:`dpppl.kernels.parameter_moves`).
     """
 
     name: ClassVar[str]
     data_kind: ClassVar[str]
     #: name of the observation distribution in the model language (``x[i] ~ Normal(...)``)
     observation: ClassVar[str]
+    #: whether the parameters integrate out in closed form (``log_marginal`` exists)
+    conjugate: ClassVar[bool] = True
 
     # ----- host side -------------------------------------------------------------
     def check_data(self, x: np.ndarray) -> np.ndarray:

@@ -263,6 +263,20 @@ def whitening_full(mu, cov):
     return Whitening(mu, white, log_norm)
 
 
+class DiagonalGaussianParams:
+    """Methods shared by the families whose drawn parameters are ``{"mu": (..., D),
+    "var": (..., D)}`` (:class:`~dpppl.families.NormalGamma`,
+    :class:`~dpppl.families.NormalLogNormal`)."""
+
+    def whitening(self, params):
+        """Parameters in the whitened form of :class:`Whitening`."""
+        return whitening_diagonal(params["mu"], params["var"])
+
+    def sample_points(self, rng_key, params, labels):
+        mu, var = params["mu"][labels], params["var"][labels]
+        return mu + jnp.sqrt(var) * jax.random.normal(rng_key, mu.shape, mu.dtype)
+
+
 def whitening_diagonal(mu, var):
     """:class:`Whitening` of N(mu_k, diag(var_k)); ``var`` broadcasts against ``mu``."""
     var = jnp.broadcast_to(var, mu.shape)

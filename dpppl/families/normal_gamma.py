@@ -39,11 +39,11 @@ from jax.scipy.special import gammaln
 from .base import Family, check_hyper, resolve_fields
 from .gaussian import (centered_sums, diagonal_normal_log_likelihood,
                        diagonal_empty_stats, diagonal_point_stats, diagonal_student_t_logpdf, diagonal_student_t_params,
-                       whitening_diagonal)
+                       DiagonalGaussianParams)
 
 
 @dataclasses.dataclass(frozen=True)
-class NormalGamma(Family):
+class NormalGamma(DiagonalGaussianParams, Family):
     """Gaussian components with unknown mean and unknown diagonal covariance.
 
     Every hyperparameter is a scalar (shared by all dimensions) or a (D,) array.
@@ -132,14 +132,6 @@ class NormalGamma(Family):
 
     def log_likelihood(self, params, x):
         return diagonal_normal_log_likelihood(params["mu"], params["var"], x, self.mu0)
-
-    def whitening(self, params):
-        """Parameters in the whitened form of :class:`~dpppl.families.gaussian.Whitening`."""
-        return whitening_diagonal(params["mu"], params["var"])
-
-    def sample_points(self, rng_key, params, labels):
-        mu, var = params["mu"][labels], params["var"][labels]
-        return mu + jnp.sqrt(var) * jax.random.normal(rng_key, mu.shape, mu.dtype)
 
     def numpyro_sample_params(self, num_components):
         import numpyro

@@ -96,6 +96,7 @@ from ..families.base import Family, segment_sums, take
 from ..families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
 from ..errors import KernelError
 from .base import Kernel, exchangeable_prior_only, register
+from .parameter_moves import build_parameter_update
 from .superclusters import has_j_divergence, j_divergence, sample_super_clusters
 
 SPLIT_DELAY = 3
@@ -107,13 +108,29 @@ def _slot_keys(rng_key, capacity):
     return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(rng_key, jnp.arange(capacity))
 
 
-def log_split_gain(family, alpha, left, right, whole):
-    """log p(C', x) / p(C, x) for splitting the cluster with statistics ``whole`` into
-    ``left`` and ``right`` under a DP(alpha) prior, parameters integrated out: the log of
-    the conjugate Hastings ratio of eq. (21),
-    log alpha + log Gamma(N_l) + log Gamma(N_r) - log Gamma(N_c) + log f(x_l) + log f(x_r) - log f(x_c)."""
+def log_evidence(family, stats, u=None):
+    """The per-cluster factor of eq. (21): log f_x(x_c; lambda) = log p(x_c) for a conjugate
+    family (the second expression); for a non-conjugate one, with the cluster's
+    unconstrained parameters ``u``, log f_theta(theta_c) + log f_x(x_c; theta_c) -
+    log q(theta_c | x_c) (the first expression, q the family's data-driven proposal)."""
+    if u is None:
+        return family.log_marginal(stats)
+    return family.log_prior(u) + family.log_likelihood_of_stats(u, stats) - family.log_proposal(u, stats)
+
+
+def log_split_gain(family, alpha, left, right, whole, u=None):
+    """log of the Hastings ratio of eq. (21) for splitting the cluster with statistics
+    ``whole`` into ``left`` and ``right`` under a DP(alpha) prior,
+
+        log alpha + log Gamma(N_l) + log Gamma(N_r) - log Gamma(N_c) + e_l + e_r - e_c,
+
+    e the :func:`log_evidence` of each part: with a conjugate family (``u`` None) this is
+    log p(C', x) / p(C, x), parameters integrated out; with a non-conjugate one ``u`` holds
+    the (proposed left, proposed right, current whole) unconstrained parameters."""
+    u_left, u_right, u_whole = (None, None, None) if u is None else u
     return (jnp.log(alpha) + gammaln(left.n) + gammaln(right.n) - gammaln(whole.n)
-            + family.log_marginal(left) + family.log_marginal(right) - family.log_marginal(whole))
+            + log_evidence(family, left, u_left) + log_evidence(family, right, u_right)
+            - log_evidence(family, whole, u_whole))
 
 
 def _inverse_cdf_rows(logits, u, fallback):
@@ -144,7 +161,9 @@ def block_size_for(n, dim, capacity_hint=64, budget=2**18):
 def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay: int = SPLIT_DELAY,
                             merge_concentration: float = 1.0, likelihood_dtype: str = "float32",
                             block_size: int | None = None, record_parameters: bool = True,
-                            devices=None, super_clusters: bool = False, pair_merges: bool = False) -> Kernel:
+                            devices=None, super_clusters: bool = False, pair_merges: bool = False,
+                            param_update: str = "mh", param_steps: int | None = None, proposal=None,
+                            nuts_step_size: float = 0.7) -> Kernel:
     """The sub-cluster split sampler; see the module docstring.
 
     Parameters
@@ -182,6 +201,21 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         Also propose, every iteration, to merge the clusters of a random pairing of the
         occupied clusters, each pair accepted with the inverse of eq. (21), as if the reverse
         sub-cluster split were certain (approximate: the published variant only).
+    param_update : {"mh", "nuts"}, default "mh"
+        Non-conjugate components only (``family.conjugate`` false, e.g.
+        :class:`~dpppl.families.NormalLogNormal`): how cluster and sub-cluster parameters
+        move given the labels, in place of the posterior draws of eqs. (8) and (14)
+        (:mod:`dpppl.kernels.parameter_moves`): Metropolis-Hastings with the family's
+        data-driven proposal and a random walk, or NumPyro's NUTS. Splits and merges then
+        use the first expression of eq. (21), new clusters' parameters drawn from that
+        proposal.
+    param_steps : int, optional
+        Parameter transitions per iteration (default 10 for ``"mh"``, 1 for ``"nuts"``).
+    proposal : callable, optional
+        A user Metropolis-Hastings proposal ``(rng_key, u, stats) -> (u_new, log_q_ratio)``
+        over every row's unconstrained parameters at once (``param_update="mh"``).
+    nuts_step_size : float, default 0.7
+        NUTS step size, in units of the proposal's scale (the diagonal mass matrix).
     """
     family = bound_model.family
     if variant not in VARIANTS:
@@ -199,6 +233,17 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
                           f"{family.name} family lacks")
     if likelihood_dtype not in ("float32", "float64"):
         raise KernelError(f"subcluster: likelihood_dtype must be 'float32' or 'float64', got {likelihood_dtype!r}")
+    conjugate = family.conjugate
+    if conjugate and (param_update != "mh" or param_steps is not None or proposal is not None):
+        raise KernelError(f"subcluster: param_update, param_steps and proposal apply to non-conjugate components; "
+                          f"{family.name}'s parameters are drawn from their posterior")
+    if not conjugate:
+        try:
+            update_params = build_parameter_update(
+                family, method=param_update, steps=param_steps or (1 if param_update == "nuts" else 10),
+                proposal=proposal, nuts_step_size=nuts_step_size)
+        except KernelError as e:
+            raise KernelError(f"subcluster: {e}") from None
     n, dim = bound_model.x.shape
     block = int(block_size) if block_size else block_size_for(n, dim)
     devices = _resolve_devices(devices)
@@ -211,7 +256,11 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
     ll_dtype = jnp.float32 if likelihood_dtype == "float32" else jnp.asarray(bound_model.x).dtype
     a_merge = float(merge_concentration)
     whitened = hasattr(family, "whitening")
-    one_row = jax.eval_shape(family.posterior_draw, jax.random.key(0), family.empty_stats())
+    if conjugate:
+        one_row = jax.eval_shape(family.posterior_draw, jax.random.key(0), family.empty_stats())
+    else:
+        num_u = family.num_unconstrained
+        one_row = jax.eval_shape(family.params_of, jax.ShapeDtypeStruct((num_u,), jnp.asarray(bound_model.x).dtype))
     recorded_params = tuple(one_row) if record_parameters else ()
     record_dims = {"weights": ["slot"], **{f"theta_{name}": ["slot"] + [f"theta_{name}_dim_{j}" for j in
                                                                         range(len(one_row[name].shape))]
@@ -264,7 +313,13 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         """Weights and parameters of clusters and sub-clusters (eqs. 7, 8, 13, 14), drawn in
         one batch of 3C rows: C clusters, then C (left, right) pairs; and the proportion
         p ~ Beta(a, a) of the random split (sec. 5.5). All Gamma variates come from one
-        batched draw (each Gamma sampler costs seconds of compilation)."""
+        batched draw (each Gamma sampler costs seconds of compilation).
+
+        Non-conjugate parameters are instead moved from their current values
+        (``slots["u"]``, ``slots["sub_u"]``) by ``update_params``; a fresh cluster's two
+        sub-clusters start from two draws of the proposal given the cluster's points.
+        Returns (log pi, log pibar, parameters, p, unconstrained rows or None, the
+        parameter moves' acceptance rate or None)."""
         stats, slots = state.stats, state.aux["slots"]
         capacity = stats.n.shape[0]
         k_w, k_rest, k_p, k_beta = jax.random.split(rng_key, 4)
@@ -290,13 +345,19 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         sub_source = jax.tree.map(lambda s, c: jnp.where(
             fresh.reshape((-1, 1) + (1,) * (c.ndim - 1)), c[:, None], s), sub, stats)
         three = jax.vmap(lambda k: jax.random.split(k, 3))(_slot_keys(k_p, capacity))
+        rows = jax.tree.map(lambda c, s: jnp.concatenate([c, s.reshape((2 * capacity,) + c.shape[1:])]),
+                            stats, sub_source) if use_sub else stats
+        if conjugate:
+            keys = jnp.concatenate([three[:, 0], three[:, 1:].reshape(-1)]) if use_sub else three[:, 0]
+            return log_pi, log_pibar, jax.vmap(family.posterior_draw)(keys, rows), p_right, None, None
+        u_rows = slots["u"]
         if use_sub:
-            rows = jax.tree.map(lambda c, s: jnp.concatenate([c, s.reshape((2 * capacity,) + c.shape[1:])]),
-                                stats, sub_source)
-            params = jax.vmap(family.posterior_draw)(jnp.concatenate([three[:, 0], three[:, 1:].reshape(-1)]), rows)
-        else:
-            params = jax.vmap(family.posterior_draw)(three[:, 0], stats)
-        return log_pi, log_pibar, params, p_right
+            starts = jax.vmap(lambda k, c: family.draw_proposal(k, c))(
+                three[:, 1:].reshape(-1), jax.tree.map(lambda c: jnp.repeat(c, 2, axis=0), stats))
+            sub_u = jnp.where(fresh[:, None, None], starts.reshape(capacity, 2, -1), slots["sub_u"])
+            u_rows = jnp.concatenate([u_rows, sub_u.reshape(2 * capacity, -1)])
+        u_rows, accept_rate = update_params(jax.random.fold_in(k_p, 2**30), u_rows, rows)  # not a slot's key
+        return log_pi, log_pibar, family.params_of(u_rows), p_right, u_rows, accept_rate
 
     def sample_labels(first_block, rng_key, x_blocks, z_blocks, group, log_pi, log_pibar, params, seed):
         """Labels (eq. 9) and sub-labels (eq. 15) of the points of ``x_blocks``, block by
@@ -372,15 +433,17 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
                          in_specs=(P(), P("points"), P("points"), P("points"), P(), P()),
                          out_specs=(P(), P("points")))
 
-    def merge_pairs(rng_key, z, zbar, rows, sub, age, alpha):
+    def merge_pairs(rng_key, z, zbar, rows, sub, age, alpha, u=None):
         """Merges of pairs of clusters (sec. 5.5's merges, proposed for a random pairing of
         the occupied clusters): the occupied slots in random order are paired first with
         second, third with fourth, ...; each pair (k, m) merges into k with probability
         min(1, 1 / H_split) (eq. 21 for the split back into k and m), all pairs at once. The
-        merged cluster's sub-clusters are its two parts."""
+        merged cluster's sub-clusters are its two parts. Non-conjugate parameters ``u`` =
+        (clusters', sub-clusters') are carried along, a merged cluster's drawn from the
+        proposal given its points."""
         capacity = age.shape[0]
         slot_index = jnp.arange(capacity)
-        k_order, k_accept = jax.random.split(rng_key)
+        k_order, k_accept, k_u = jax.random.split(rng_key, 3)
         occupied = rows[0].n > 0
         order = jnp.argsort(jnp.where(occupied, jax.random.uniform(k_order, (capacity,)), 2.0))
         position = jnp.argsort(order)
@@ -388,7 +451,11 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         keeps = (position % 2 == 0) & occupied & occupied[partner] & (partner != slot_index)
         left, right = rows, take(rows, partner)
         merged = jax.tree.map(jnp.add, left, right)
-        log_h = -log_split_gain(family, alpha, left[0], right[0], merged[0])
+        if u is not None:
+            u_merged = family.draw_proposal(k_u, merged[0])
+            log_h = -log_split_gain(family, alpha, left[0], right[0], merged[0], u=(u[0], u[0][partner], u_merged))
+        else:
+            log_h = -log_split_gain(family, alpha, left[0], right[0], merged[0])
         accept = keeps & (jnp.log(jax.random.uniform(k_accept, (capacity,))) < log_h)
         absorbed_by = slot_index.at[jnp.where(accept, partner, capacity)].set(slot_index, mode="drop")
         in_merge = accept[absorbed_by[z]]
@@ -400,7 +467,10 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         sub = jax.tree.map(lambda s, l_, r_: jnp.where(_expand(accept, s), jnp.stack([l_, r_], axis=1), s),
                            sub, left, right)
         age = jnp.where(absorbed, 0, jnp.where(accept, 1, age))
-        return z, zbar, rows, sub, age, jnp.sum(accept).astype(jnp.int32)
+        if u is not None:
+            u = (jnp.where(accept[:, None], u_merged, u[0]),
+                 jnp.where(accept[:, None, None], jnp.stack([u[0], u[0][partner]], axis=1), u[1]))
+        return z, zbar, rows, sub, age, jnp.sum(accept).astype(jnp.int32), u
 
     def step(rng_key, state, x):
         k_par, k_lab, k_move, k_split, k_dir, k_group, k_pairs = jax.random.split(rng_key, 7)
@@ -409,7 +479,11 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         slot_index = jnp.arange(capacity)
 
         # 1-2. restricted Gibbs sweep over clusters and sub-clusters, all points at once
-        log_pi, log_pibar, params, p_right = draw_parameters(k_par, state)
+        log_pi, log_pibar, params, p_right, u_rows, param_accept = draw_parameters(k_par, state)
+        if not conjugate:  # the clusters' and sub-clusters' unconstrained parameters, and proposal keys
+            u_c = u_rows[:capacity]
+            u_sub = u_rows[capacity:].reshape(capacity, 2, -1) if use_sub else slots["sub_u"]
+            k_q_half, k_q_merge, k_q_sub, k_q_pairs = jax.random.split(jax.random.fold_in(rng_key, 8), 4)
         mean = slots["x_sum"] / jnp.maximum(state.stats.n, 1.0)[:, None]
         if center is not None:
             mean = mean - center
@@ -449,7 +523,11 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         whole = take(rows, c)
         half_left = jax.tree.map(jnp.subtract, whole, half_right)
         n_left, n_right = half_left[0].n, half_right[0].n
-        log_h_split = (log_split_gain(family, state.alpha, half_left[0], half_right[0], whole[0])
+        if not conjugate:  # eq. (21), first expression: the halves' parameters drawn from q
+            u_halves = family.draw_proposal(k_q_half, jax.tree.map(lambda a, b: jnp.stack([a, b]),
+                                                                   half_left[0], half_right[0]))
+        log_h_split = (log_split_gain(family, state.alpha, half_left[0], half_right[0], whole[0],
+                                      u=None if conjugate else (u_halves[0], u_halves[1], u_c[c]))
                        + betaln(a_merge, a_merge) - jnp.log(num_k + 1.0)
                        - betaln(n_left + a_merge, n_right + a_merge))
         free = ~occupied
@@ -462,7 +540,9 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         m, o = jnp.minimum(c, o_slot), jnp.maximum(c, o_slot)
         left, right = take(rows, m), take(rows, o)
         merged = jax.tree.map(jnp.add, left, right)
-        log_h_merge = (-log_split_gain(family, state.alpha, left[0], right[0], merged[0]) + jnp.log(num_k * 1.0)
+        u_merged = None if conjugate else family.draw_proposal(k_q_merge, merged[0])
+        log_h_merge = (-log_split_gain(family, state.alpha, left[0], right[0], merged[0],
+                                       u=None if conjugate else (u_c[m], u_c[o], u_merged)) + jnp.log(num_k * 1.0)
                        + betaln(left[0].n + a_merge, right[0].n + a_merge) - betaln(a_merge, a_merge))
         log_u = jnp.log(jax.random.uniform(k_acc))
         do_split = propose_split & proper_split & jnp.any(free) & (log_u < log_h_split)
@@ -480,16 +560,29 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         sub = jax.tree.map(lambda s, l_, r_: jnp.where(do_merge, s.at[m, 0].set(l_).at[m, 1].set(r_), s),
                            sub, left, right)
         age = jnp.where(do_merge & (slot_index == o), 0, jnp.where(do_merge & (slot_index == m), 1, age))
+        if not conjugate:
+            u_sub = jnp.where(do_merge, u_sub.at[m].set(jnp.stack([u_c[m], u_c[o]])), u_sub)
+            u_c = jnp.where(do_split, u_c.at[c].set(u_halves[0]).at[new_slot].set(u_halves[1]),
+                            jnp.where(do_merge, u_c.at[m].set(u_merged), u_c))
 
         if pair_merges:
-            z, zbar, rows, sub, age, num_pair_merges = merge_pairs(k_pairs, z, zbar, rows, sub, age, state.alpha)
+            z, zbar, rows, sub, age, num_pair_merges, carried = merge_pairs(
+                k_pairs if conjugate else k_q_pairs, z, zbar, rows, sub, age, state.alpha,
+                None if conjugate else (u_c, u_sub))
+            if not conjugate:
+                u_c, u_sub = carried
 
         # 3. sub-cluster splits of every eligible cluster (eq. 21), all at once; the right
         # sub-cluster moves to a free slot (the r-th accepted split takes the r-th free slot)
         occupied = rows[0].n > 0
         sub_left, sub_right = take(sub, (slice(None), 0)), take(sub, (slice(None), 1))
         eligible = use_sub & occupied & (age > split_delay) & (sub_left[0].n > 0) & (sub_right[0].n > 0)
-        log_h = log_split_gain(family, state.alpha, sub_left[0], sub_right[0], rows[0])
+        if conjugate:
+            log_h = log_split_gain(family, state.alpha, sub_left[0], sub_right[0], rows[0])
+        else:  # eq. (21), first expression: the two new clusters' parameters drawn from q
+            u_parts = family.draw_proposal(k_q_sub, sub[0])  # (C, 2, P)
+            log_h = log_split_gain(family, state.alpha, sub_left[0], sub_right[0], rows[0],
+                                   u=(u_parts[:, 0], u_parts[:, 1], u_c))
         accept = eligible & (jnp.log(jax.vmap(jax.random.uniform)(_slot_keys(k_split, capacity))) < log_h)
         free = ~occupied
         free_rank = jnp.where(free, jnp.cumsum(free) - 1, capacity)
@@ -503,6 +596,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
             r_, mode="drop"), rows, sub_left, sub_right)
         age = jnp.where(accept, 0, age).at[drop_target].set(0, mode="drop")
         sub_stats = jax.tree.map(lambda s: jnp.where(_expand(age == 0, s), 0.0, s), sub[0])
+        if not conjugate:
+            u_c = jnp.where(accept[:, None], u_parts[:, 0], u_c).at[drop_target].set(u_parts[:, 1], mode="drop")
 
         drawn = jnp.isfinite(log_pi)  # slots occupied at the start of the step
         recorded = {f"theta_{name}": jnp.where(_expand(drawn, params[name][:capacity]), params[name][:capacity],
@@ -512,9 +607,11 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
                 **({"num_super_clusters": jnp.sum(occupied_before & (group == slot_index)).astype(jnp.int32)}
                    if super_clusters else {}),
                 "random_split_accept": do_split, "random_merge_accept": do_merge,
-                "split_accept_rate": jnp.sum(accept) / jnp.maximum(jnp.sum(eligible), 1)}
+                "split_accept_rate": jnp.sum(accept) / jnp.maximum(jnp.sum(eligible), 1),
+                **({} if conjugate else {"param_accept_rate": param_accept})}
         new_slots = {"sub_stats": sub_stats, "x_sum": rows[1], "age": age.astype(jnp.int32),
-                     "weights": jnp.exp(log_pi), **recorded}
+                     "weights": jnp.exp(log_pi), **recorded,
+                     **({} if conjugate else {"u": u_c, "sub_u": u_sub})}
         new_state = state._replace(z=_unblock(z, n), stats=rows[0], overflow=overflow,
                                    aux={**state.aux, "sub_z": _unblock(zbar, n), "slots": new_slots})
         return replicated(new_state), info
@@ -526,16 +623,29 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
                  for name in recorded_params}
         slots = {"sub_stats": family.empty_stats((capacity, 2)), "x_sum": x_sum,
                  "age": jnp.zeros(capacity, jnp.int32), "weights": jnp.zeros(capacity, x.dtype), **drawn}
+        if not conjugate:  # start every cluster's parameters at the centre of the proposal
+            u = family.proposal(state.stats)[0]
+            slots = {**slots, "u": u, "sub_u": jnp.stack([u, u], axis=1)}
         return replicated(state._replace(aux={**state.aux, "sub_z": jnp.zeros_like(state.z), "slots": slots}))
+
+    def log_joint(state):
+        """log p(x, z, theta, alpha) of a non-conjugate state: the prior's EPPF, and for every
+        occupied cluster log f_theta(theta_k) + log f_x(x_k; theta_k), theta_k its current
+        parameters (for the conjugate families, the driver's collapsed log joint)."""
+        u, stats = state.aux["slots"]["u"], state.stats
+        per_cluster = family.log_prior(u) + family.log_likelihood_of_stats(u, stats)
+        return (bound_model.prior.log_eppf(stats.n, state.alpha) + bound_model.prior.log_prior_alpha(state.alpha)
+                + jnp.sum(jnp.where(stats.n > 0, per_cluster, 0.0)))
 
     def record(state):
         """The weights and parameters drawn in the last step, per slot (the values of z)."""
         return {name: state.aux["slots"][name] for name in record_dims}
 
-    return Kernel("subcluster", exact=not use_sub, step=step, init=init,
+    return Kernel("subcluster", exact=not use_sub, step=step, init=init, log_joint=None if conjugate else log_joint,
                   info_names=("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept",
                               "split_accept_rate") + (("num_pair_merges",) if pair_merges else ())
-                  + (("num_super_clusters",) if super_clusters else ()), record=record, record_dims=record_dims)
+                  + (("num_super_clusters",) if super_clusters else ())
+                  + (() if conjugate else ("param_accept_rate",)), record=record, record_dims=record_dims)
 
 
 def _resolve_devices(devices):
@@ -571,6 +681,10 @@ def _applies(model):
         return ("the sub-cluster split ratio (Chang & Fisher 2013, eq. 21) is derived for the Dirichlet "
                 "process; this model has a Pitman-Yor prior (discount > 0)")
     component = getattr(model, "component", None)
+    if component is not None and not component.conjugate:
+        return None if hasattr(component, "log_likelihood_of_stats") else (
+            f"a non-conjugate {component.name} needs log_likelihood_of_stats and a proposal (see "
+            f"dpppl.kernels.parameter_moves)")
     if component is None or type(component).posterior_draw is Family.posterior_draw:
         return "the sampler draws cluster parameters from their posterior, which this component family lacks"
     return None

@@ -256,7 +256,8 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     Parameters
     ----------
     model : Model
-        A DP or Pitman-Yor mixture of a conjugate family; alpha fixed or Gamma.
+        A DP or Pitman-Yor mixture of a conjugate family, or of a non-conjugate one with a
+        numerical marginal; alpha fixed or Gamma.
     x : array_like
         Data with at most 10 points (the family's layout, as for ``model.bind``).
     partition_log_prior : callable, optional
@@ -273,7 +274,8 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     log p(C | x) = log p(C) + sum_c log p(x_c) - log Z. The log marginal likelihood of
     each of the 2^n - 1 non-empty subsets of points is computed in one batched call of
     the bound family's ``log_marginal`` (statistics are sums of point statistics), and
-    each partition adds up the entries of its clusters. p(C) is ``prior.log_eppf``; a
+    each partition adds up the entries of its clusters (for a non-conjugate family, its
+    numerical ``log_marginal_numerical``). p(C) is ``prior.log_eppf``; a
     Gamma prior on alpha is integrated out per K (see :func:`_alpha_integrals`). In
     float64 unless dpppl was put in 32-bit mode (``DPPPL_X64=0``).
     """
@@ -290,7 +292,8 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     point = family.point_stats(jnp.asarray(bound.x))
     subset_stats = jax.tree.map(
         lambda p: jnp.tensordot(jnp.asarray(subsets, p.dtype), p, axes=1), point)
-    log_ml = np.asarray(jax.jit(family.log_marginal)(subset_stats), dtype=float)  # (2^n - 1,)
+    log_marginal = family.log_marginal if family.conjugate else family.log_marginal_numerical
+    log_ml = np.asarray(jax.jit(log_marginal)(subset_stats), dtype=float)  # (2^n - 1,)
 
     member = parts[:, None, :] == np.arange(n)[None, :, None]                 # (B, cluster, point)
     codes = member @ bits                                                     # subset of each cluster
