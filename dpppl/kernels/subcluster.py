@@ -70,8 +70,9 @@ as approximate (``exact=False``); an instance built with ``variant="exact"`` is 
 Cost and precision. Per iteration O(N K D^2) for full covariances (O(N K D) diagonal),
 computed over blocks of points so memory stays O(N D + K D^2): the log likelihoods
 against the clusters are formed one block of points at a time (clusters along rows, so
-the running sum that inverts the CDF reads contiguous rows) and reduced to a label at
-once; for the Gaussian families each point is then scored against its own cluster's two
+the running sum that inverts the CDF reads contiguous rows; the occupied clusters only,
+gathered to the first rows and formed ``ROW_CHUNK`` at a time, so the cost follows the K
+occupied clusters, not the C slots of the capacity) and reduced to a label at once; for the Gaussian families each point is then scored against its own cluster's two
 sub-clusters only. Labels use one uniform per point (inverse CDF), sub-labels
 another. Likelihoods run in ``likelihood_dtype`` (float32 by default, on data centred
 at their mean: the values only rank clusters against each other), while sufficient
@@ -100,6 +101,7 @@ from .parameter_moves import build_parameter_update
 from .superclusters import has_j_divergence, j_divergence, sample_super_clusters
 
 SPLIT_DELAY = 3
+ROW_CHUNK = 8  # cluster slots whose likelihoods one step of the label pass forms together
 VARIANTS = ("paper", "exact")
 
 
@@ -133,11 +135,13 @@ def log_split_gain(family, alpha, left, right, whole, u=None):
             - log_evidence(family, whole, u_whole))
 
 
-def _inverse_cdf_rows(logits, u, fallback):
+def _inverse_cdf_rows(logits, u, fallback, num_rows=None):
     """One index per column of ``logits`` (K, B) drawn by inverting the CDF at ``u`` (B,):
-    a running sum over the K rows, each a contiguous vector over the block's points
-    (cumsum along a short axis is slow on CPU). Rounding past the total gives
-    ``fallback`` (a row with finite logits, per column or for all)."""
+    a running sum over the rows, each a contiguous vector over the block's points
+    (cumsum along a short axis is slow on CPU). Rows from ``num_rows`` on (default K, may be
+    traced) must hold -inf and are not visited. Rounding past the total gives ``fallback``
+    (a row with finite logits, per column or for all)."""
+    num_rows = logits.shape[0] if num_rows is None else num_rows
     p = jnp.exp(logits - jnp.max(logits, axis=0))
     target = u * jnp.sum(p, axis=0)
 
@@ -146,9 +150,8 @@ def _inverse_cdf_rows(logits, u, fallback):
         running = running + p[k]
         return running, index + (running < target).astype(jnp.int32)
 
-    _, index = jax.lax.fori_loop(0, logits.shape[0], add_row,
-                                 (jnp.zeros_like(target), jnp.zeros(target.shape, jnp.int32)))
-    return jnp.where(index >= logits.shape[0], fallback, index).astype(jnp.int32)
+    _, index = jax.lax.fori_loop(0, num_rows, add_row, (jnp.zeros_like(target), jnp.zeros(target.shape, jnp.int32)))
+    return jnp.where(index >= num_rows, fallback, index).astype(jnp.int32)
 
 
 def block_size_for(n, dim, capacity_hint=64, budget=2**18):
@@ -381,23 +384,51 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         log_pibar = log_pibar.astype(ll_dtype)
         fresh, mean, direction = seed
         u, valid = block_uniforms(rng_key, first_block, x_blocks.shape[:2] + (2,))
-        last_slot = capacity - 1 - jnp.argmax(jnp.isfinite(log_pi)[::-1])
+        occupied = jnp.isfinite(log_pi)
+        last_slot = capacity - 1 - jnp.argmax(occupied[::-1])
         if whitened:
             rows = family.whitening(params)
-            clusters = jax.tree.map(lambda a: a[:capacity], rows)
+            # occupied slots first (in slot order), padded to whole chunks of ROW_CHUNK rows
+            order = jnp.argsort(~occupied, stable=True)
+            num_active = jnp.sum(occupied)
+            padded = -(-capacity // ROW_CHUNK) * ROW_CHUNK
+            active = jax.tree.map(lambda a: jnp.pad(a[order], [(0, padded - capacity)] + [(0, 0)] * (a.ndim - 1)),
+                                  jax.tree.map(lambda a: a[:capacity], rows))
+            active_log_pi = jnp.pad(log_pi[order], (0, padded - capacity), constant_values=-jnp.inf)
+            active_group = jnp.pad(group[order], (0, padded - capacity), constant_values=-1)
+            position_of = jnp.argsort(order)
             if use_sub:
                 subs = jax.tree.map(lambda a: a[capacity:].reshape((capacity, 2) + a.shape[1:]), rows)
+
+        def active_logits(xb):
+            """log pi_k + log f(x_b; theta_k) with the occupied clusters along rows (the
+            order ``order``), formed ROW_CHUNK rows at a time for the occupied rows only;
+            the other rows hold -inf. Costs O(K B D^2), K occupied, not O(C B D^2)."""
+            def add_chunk(j, logits):
+                start = j * ROW_CHUNK
+                w = jax.tree.map(lambda a: jax.lax.dynamic_slice_in_dim(a, start, ROW_CHUNK), active)
+                chunk = (jax.lax.dynamic_slice_in_dim(active_log_pi, start, ROW_CHUNK)[:, None]
+                         + whitened_log_likelihood_rows(w, xb))
+                return jax.lax.dynamic_update_slice_in_dim(logits, chunk, start, 0)
+
+            return jax.lax.fori_loop(0, -(-num_active // ROW_CHUNK), add_chunk,
+                                     jnp.full((padded, xb.shape[0]), -jnp.inf, ll_dtype))
 
         def one_block(args):
             xb, zb, ub = args
             if whitened:
-                logits = log_pi[:, None] + whitened_log_likelihood_rows(clusters, xb)  # (C, B)
+                logits = active_logits(xb)  # (C, B), occupied clusters first
+                if super_clusters:
+                    logits = jnp.where(active_group[:, None] == group[zb][None], logits, -jnp.inf)
+                position = _inverse_cdf_rows(logits, ub[:, 0], position_of[zb] if super_clusters else num_active - 1,
+                                             num_rows=num_active)
+                z = order[position]
             else:
                 ll = family.log_likelihood(params, xb)  # (B, 3C) or (B, C)
                 logits = log_pi[:, None] + ll[:, :capacity].T
-            if super_clusters:
-                logits = jnp.where(group[:, None] == group[zb][None], logits, -jnp.inf)
-            z = _inverse_cdf_rows(logits, ub[:, 0], zb if super_clusters else last_slot)
+                if super_clusters:
+                    logits = jnp.where(group[:, None] == group[zb][None], logits, -jnp.inf)
+                z = _inverse_cdf_rows(logits, ub[:, 0], zb if super_clusters else last_slot)
             if not use_sub:
                 return z, jnp.zeros_like(z)
             if whitened:
