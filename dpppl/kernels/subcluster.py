@@ -38,6 +38,16 @@ over clusters, so it scales to millions of points and across devices. One step:
 
    A merged cluster's sub-clusters are the two clusters it was made of.
 
+Non-conjugate components (``family.conjugate`` false, e.g.
+:class:`~dpppl.families.NormalLogNormal`): the parameters are kept in the state and moved
+given the labels by a Markov kernel on p(theta | x_k) (:mod:`dpppl.kernels.parameter_moves`:
+Metropolis-Hastings or NumPyro's NUTS) instead of drawn from it in steps 1-2, and every split
+and merge uses the first expression of eq. (21), the new clusters' parameters drawn from the
+family's data-driven proposal q(theta | x_k):
+
+    H_split = alpha q(theta_c | x_c) / (Gamma(N_c) f_theta(theta_c) f_x(x_c; theta_c))
+              * prod_{k in l, r} Gamma(N_k) f_theta(theta_k) f_x(x_k; theta_k) / q(theta_k | x_k).
+
 Options beyond the published defaults: ``super_clusters=True`` restricts step 1 to the
 super-clusters of Algorithm 1 (sec. 4.1; :mod:`dpppl.kernels.superclusters`), which keeps
 it exact; ``pair_merges=True`` adds merges of the pairs of a random pairing of the
@@ -72,7 +82,8 @@ computed over blocks of points so memory stays O(N D + K D^2): the log likelihoo
 against the clusters are formed one block of points at a time (clusters along rows, so
 the running sum that inverts the CDF reads contiguous rows; the occupied clusters only,
 gathered to the first rows and formed ``ROW_CHUNK`` at a time, so the cost follows the K
-occupied clusters, not the C slots of the capacity) and reduced to a label at once; for the Gaussian families each point is then scored against its own cluster's two
+occupied clusters, not the C slots of the capacity) and reduced to a label at once; for
+the Gaussian families each point is then scored against its own cluster's two
 sub-clusters only. Labels use one uniform per point (inverse CDF), sub-labels
 another. Likelihoods run in ``likelihood_dtype`` (float32 by default, on data centred
 at their mean: the values only rank clusters against each other), while sufficient
@@ -514,7 +525,7 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         if not conjugate:  # the clusters' and sub-clusters' unconstrained parameters, and proposal keys
             u_c = u_rows[:capacity]
             u_sub = u_rows[capacity:].reshape(capacity, 2, -1) if use_sub else slots["sub_u"]
-            k_q_half, k_q_merge, k_q_sub, k_q_pairs = jax.random.split(jax.random.fold_in(rng_key, 8), 4)
+            k_q_half, k_q_merge, k_q_sub = jax.random.split(jax.random.fold_in(rng_key, 8), 3)
         mean = slots["x_sum"] / jnp.maximum(state.stats.n, 1.0)[:, None]
         if center is not None:
             mean = mean - center
@@ -598,8 +609,7 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
 
         if pair_merges:
             z, zbar, rows, sub, age, num_pair_merges, carried = merge_pairs(
-                k_pairs if conjugate else k_q_pairs, z, zbar, rows, sub, age, state.alpha,
-                None if conjugate else (u_c, u_sub))
+                k_pairs, z, zbar, rows, sub, age, state.alpha, None if conjugate else (u_c, u_sub))
             if not conjugate:
                 u_c, u_sub = carried
 
