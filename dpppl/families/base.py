@@ -85,6 +85,12 @@ class Family:
         """Statistics of points ``x`` of shape (..., D): one row per point."""
         raise NotImplementedError
 
+    def weighted_stats(self, x: jax.Array, weights: jax.Array) -> Stats:
+        """sum_i weights_i * point_stats(x_i) over points ``x`` (B, D). Families with large
+        per-point statistics (a Gaussian's D x D outer products) override it with matrix
+        products that never form the per-point values."""
+        return jax.tree.map(lambda p: jnp.tensordot(weights.astype(p.dtype), p, axes=1), self.point_stats(x))
+
     def log_marginal(self, stats: Stats) -> jax.Array:
         """log p(x_c) of a set of points with the parameters integrated out."""
         raise NotImplementedError
@@ -160,6 +166,40 @@ def segment_sums(per_point, x: jax.Array, labels: jax.Array, num_segments: int, 
 
     empty = jax.tree.map(lambda leaf: jnp.zeros((num_segments,) + leaf.shape[1:], leaf.dtype), one)
     return jax.lax.scan(add_block, empty, (xb, lb))[0]
+
+
+def segment_sums_by_sorting(weighted_sums, x: jax.Array, labels: jax.Array, num_segments: int, block: int):
+    """The sums of :func:`segment_sums`, for statistics whose per-point values are large.
+
+    ``weighted_sums(x_block, w)`` returns sum_i w_i s(x_i) over a block of points (a tree
+    of arrays), computed by the family as matrix products
+    (:meth:`Family.weighted_stats`), so no per-point value is formed. The points are
+    sorted by label; the sum over the first r sorted points is the prefix sum of whole
+    blocks' totals plus one block's first points (weights 1 then 0), and a segment's sum
+    is the difference of that prefix at its two boundaries. Cost: one pass of block
+    products over the points and ``num_segments + 1`` masked block products; labels
+    ``>= num_segments`` are dropped. The differences are taken in the statistics' dtype:
+    keep it float64 for large N.
+    """
+    n = x.shape[0]
+    order = jnp.argsort(labels)
+    sorted_labels = labels[order]
+    num_blocks = -(-n // block)
+    blocks = jnp.pad(x[order], [(0, num_blocks * block - n)] + [(0, 0)] * (x.ndim - 1)).reshape(
+        (num_blocks, block) + x.shape[1:])
+    ones = jnp.ones(block, x.dtype)
+    totals = jax.lax.map(lambda xb: weighted_sums(xb, ones), blocks)
+    prefix = jax.tree.map(lambda t: jnp.concatenate([jnp.zeros_like(t[:1]), jnp.cumsum(t, axis=0)]), totals)
+    bounds = jnp.searchsorted(sorted_labels, jnp.arange(num_segments + 1), side="left")
+
+    def prefix_at(row):
+        b = row // block
+        first = (jnp.arange(block) < row % block).astype(x.dtype)
+        partial = weighted_sums(blocks[jnp.minimum(b, num_blocks - 1)], first)
+        return jax.tree.map(lambda p, q: p[b] + q, prefix, partial)
+
+    at = jax.lax.map(prefix_at, bounds)
+    return jax.tree.map(lambda a: a[1:] - a[:-1], at)
 
 
 def segment_stats(family: Family, x: jax.Array, labels: jax.Array, capacity: int) -> Stats:

@@ -78,6 +78,11 @@ class NormalInverseWishart(Family):
     def point_stats(self, x):
         return gaussian_point_stats(x)
 
+    def weighted_stats(self, x, weights):
+        """sum_i w_i (1, x_i, x_i x_i^T) as matrix products (no (B, D, D) array)."""
+        wx = weights[:, None] * x
+        return GaussianStats(jnp.sum(weights), jnp.sum(wx, axis=0), wx.T @ x)
+
     def _posterior(self, stats):
         n = stats.n
         kn = self.kappa0 + n

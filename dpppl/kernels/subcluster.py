@@ -104,7 +104,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jax.scipy.special import betaln, gammaln
 
-from ..families.base import Family, segment_sums, take
+from ..families.base import Family, segment_sums, segment_sums_by_sorting, take
 from ..families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
 from ..errors import KernelError
 from .base import Kernel, exchangeable_prior_only, register
@@ -113,6 +113,7 @@ from .superclusters import has_j_divergence, j_divergence, sample_super_clusters
 
 SPLIT_DELAY = 3
 ROW_CHUNK = 8  # cluster slots whose likelihoods one step of the label pass forms together
+SORTED_BLOCK = 1024  # points per block product when statistics are summed by sorting (D > SMALL_DIM)
 VARIANTS = ("paper", "exact")
 
 
@@ -462,12 +463,20 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         """One pass over the points for the rows of every sub-cluster (segment 2k + zbar)
         and of the proposed random half of cluster ``c`` (segments 2C + zbar; a point of c
         joins it with probability ``p_right``, sec. 5.5), summed across devices; rows are
-        (family statistics, sums of x) pairs. Returns the rows and the half's mask."""
+        (family statistics, sums of x) pairs. Returns the rows and the half's mask.
+
+        Above :data:`~dpppl.families.gaussian.SMALL_DIM` dimensions the per-point
+        statistics (D x D outer products) are not formed: the points are sorted by segment
+        and summed as block matrix products (:func:`~dpppl.families.base.segment_sums_by_sorting`)."""
         u, valid = block_uniforms(rng_key, first_block, z.shape)
         in_half = (z == c) & (u < p_right) & valid
         segments = jnp.where(valid, jnp.where(in_half, 2 * capacity, 2 * z) + zbar, 2 * capacity + 2)
-        rows = segment_sums(lambda points: (family.point_stats(points), points), x_blocks.reshape(-1, dim),
-                            segments.reshape(-1), 2 * capacity + 2, block)
+        points, labels = x_blocks.reshape(-1, dim), segments.reshape(-1)
+        if dim > SMALL_DIM:
+            rows = segment_sums_by_sorting(lambda xb, w: (family.weighted_stats(xb, w), w @ xb), points, labels,
+                                           2 * capacity + 2, SORTED_BLOCK)
+        else:
+            rows = segment_sums(lambda p: (family.point_stats(p), p), points, labels, 2 * capacity + 2, block)
         return across_devices(rows), in_half
 
     def statistics_pass(capacity):
