@@ -24,7 +24,7 @@ from .dsl.spec import BoundModel, Model
 from .errors import DataError, KernelError
 from .kernels.base import Kernel
 from .kernels.gibbs import sequential_prediction
-from .kernels.state import (PartitionState, canonical_labels, grow, log_joint as _state_log_joint,
+from .kernels.state import (PartitionState, canonical_labels, cluster_log_marginals, grow, log_joint as _state_log_joint,
                             num_clusters, state_from_labels)
 
 INIT_METHODS = ("sequential", "single", "prior", "search")
@@ -388,7 +388,8 @@ def _to_inference_data(bound: BoundModel, records: dict, attrs: dict, record_dim
 def log_joint(model, data, z) -> float:
     """The collapsed log p(x, z) of labels ``z`` (any integer labels) under ``model``.
 
-    Component parameters are integrated out; the partition prior is the CRP/Pitman-Yor
+    Component parameters are integrated out (numerically for a non-conjugate component,
+    :meth:`dpppl.NormalLogNormal.log_marginal_numerical`); the partition prior is the CRP/Pitman-Yor
     EPPF at alpha (its Gamma prior mean when alpha is random, without the Gamma density).
     For a stick-breaking prior labels are explicit: label k >= 0 is stick k + 1 and the
     prior term is the probability of the labelled assignment with the sticks integrated
@@ -409,5 +410,5 @@ def log_joint(model, data, z) -> float:
         lab = canonical_labels(labels)
     state = state_from_labels(bound.family, bound.x, lab, int(lab.max()) + 1, bound.prior.initial_alpha)
     counts = state.stats.n
-    lm = jnp.sum(bound.family.log_marginal(state.stats))
+    lm = jnp.sum(cluster_log_marginals(bound.family, state.stats))
     return float(bound.prior.log_eppf(counts, state.alpha) + lm)

@@ -9,7 +9,8 @@ The prior of the mean does not scale with the variance (as it does in
 no closed form: the standard non-conjugate case (Neal 2000, sec. 6). The collapsed kernels
 need p(x_c), so this family is sampled by the kernels that instantiate parameters:
 ``kernel="subcluster"`` (Chang & Fisher 2013, the first expression of eq. 21) and NUTS on
-the truncated model.
+the truncated model. The collapsed log joint ``lp`` they report uses p(x_c) by numerical
+integration (:meth:`NormalLogNormal.log_marginal_numerical`).
 
 The instantiating kernels work with each cluster's parameters as one unconstrained vector
 ``u = (mu_1..mu_D, log sigma_1..log sigma_D)`` (P = 2D numbers), on which the prior is a
@@ -81,7 +82,7 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
     data_kind = "real"
     observation = "Normal"
     conjugate: ClassVar[bool] = False
-    kernels = ("subcluster",)
+    kernels = ("subcluster", "nuts")
     """The kernels that can sample this family (the others need a closed-form marginal)."""
     defaults = {"m0": "mean(x)", "s0": "sqrt(var(x))", "l0": "log(var(x)) / 2 - log(3)", "t0": 1.0}
 
@@ -172,8 +173,9 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
         loc, scale = self.proposal(stats)
         return loc + scale * jax.random.normal(rng_key, loc.shape, loc.dtype)
 
-    def log_marginal_numerical(self, stats, grid_points: int = 4001, width: float = 12.0):
-        """log p(x_c) by numerical integration, for tests on small data (not a sampler's).
+    def log_marginal_numerical(self, stats, grid_points: int = 2001, width: float = 12.0):
+        """log p(x_c) by numerical integration: what the collapsed log joint ``lp`` and the
+        enumeration tests use for this family.
 
         Per dimension, mu integrates out in closed form given sigma (a normal prior and a
         normal likelihood): with xbar, ss as in :meth:`proposal` and sigma^2 = exp(2 l),
@@ -181,22 +183,27 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
             log p(x_c | l) = -n/2 log(2 pi sigma^2) - ss / (2 sigma^2) + 1/2 log(2 pi sigma^2 / n)
                              + log N(xbar | m0, s0^2 + sigma^2 / n),
 
-        and l = log sigma is integrated over ``l0 +- width t0`` with the trapezoidal rule on
-        ``grid_points`` nodes against its N(l0, t0^2) prior."""
+        and l = log sigma is integrated against its N(l0, t0^2) prior with the trapezoidal
+        rule on ``grid_points`` nodes over ``+- width`` scales of the proposal for log sigma
+        (:meth:`proposal`; wider than the posterior, and the prior itself when n = 0), so
+        the grid follows the posterior of l however many points the cluster holds."""
+        D = self.dim
+        loc, scale = self.proposal(stats)
+        loc, scale = loc[..., D:, None], scale[..., D:, None]                   # (..., D, 1)
         n = stats.n[..., None, None]
         S, Q = centered_sums(stats, self.m0)
         safe_n = jnp.maximum(n, 1.0)
         S, Q = S[..., None], Q[..., None]
         ss = jnp.maximum(Q - S * S / safe_n, 0.0)
-        step = 2.0 * width / (grid_points - 1)
         xi = jnp.linspace(-width, width, grid_points)
-        log_sd = self.l0[:, None] + self.t0[:, None] * xi                       # (D, G)
+        log_sd = loc + scale * xi                                               # (..., D, G)
         var = jnp.exp(2.0 * log_sd)
         given_sd = (-0.5 * n * (_LOG_2PI + 2.0 * log_sd) - 0.5 * ss / var + 0.5 * (_LOG_2PI + 2.0 * log_sd
                     - jnp.log(safe_n)) + _normal_logpdf(S / safe_n, 0.0, jnp.sqrt(self.s0[:, None] ** 2 + var / safe_n)))
         given_sd = jnp.where(n > 0, given_sd, 0.0)
-        log_weights = _normal_logpdf(xi, 0.0, 1.0) + jnp.log(step) + jnp.where(
-            (jnp.arange(grid_points) == 0) | (jnp.arange(grid_points) == grid_points - 1), jnp.log(0.5), 0.0)
+        ends = (jnp.arange(grid_points) == 0) | (jnp.arange(grid_points) == grid_points - 1)
+        log_weights = (_normal_logpdf(log_sd, self.l0[:, None], self.t0[:, None]) + jnp.log(scale)
+                       + jnp.log(2.0 * width / (grid_points - 1)) + jnp.where(ends, jnp.log(0.5), 0.0))
         return jnp.sum(logsumexp(given_sd + log_weights, axis=-1), axis=-1)
 
     # ----- what every family offers -------------------------------------------------

@@ -89,18 +89,24 @@ def largest_cluster(state: PartitionState) -> jax.Array:
     return jnp.max(state.stats.n, axis=-1).astype(jnp.int32)
 
 
+def cluster_log_marginals(family, stats) -> jax.Array:
+    """log p(x_c) per row of ``stats``: the family's closed form, or for a non-conjugate
+    family its numerical ``log_marginal_numerical``."""
+    return family.log_marginal(stats) if family.conjugate else family.log_marginal_numerical(stats)
+
+
 def log_joint(family, prior, state: PartitionState) -> jax.Array:
     """Collapsed log p(x, z, alpha): EPPF(z | alpha) + sum_c log p(x_c) + log p(alpha).
 
     The partition is unlabelled: this is the probability of the set partition, not of
-    one labelling of it. A family that instantiates parameters (the DDP's
+    one labelling of it (p(x_c) from :func:`cluster_log_marginals`). A family that instantiates parameters (the DDP's
     :class:`~dpppl.families.coupled.CoupledGaussian`) supplies its own ``log_joint_state``.
     """
     own = getattr(family, "log_joint_state", None)
     if own is not None:
         return own(prior, state)
     counts = state.stats.n
-    lm = jnp.where(counts > 0, family.log_marginal(state.stats), 0.0)
+    lm = jnp.where(counts > 0, cluster_log_marginals(family, state.stats), 0.0)
     return prior.log_eppf(counts, state.alpha) + jnp.sum(lm) + prior.log_prior_alpha(state.alpha)
 
 

@@ -678,20 +678,11 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
             slots = {**slots, "u": u, "sub_u": jnp.stack([u, u], axis=1)}
         return replicated(state._replace(aux={**state.aux, "sub_z": jnp.zeros_like(state.z), "slots": slots}))
 
-    def log_joint(state):
-        """log p(x, z, theta, alpha) of a non-conjugate state: the prior's EPPF, and for every
-        occupied cluster log f_theta(theta_k) + log f_x(x_k; theta_k), theta_k its current
-        parameters (for the conjugate families, the driver's collapsed log joint)."""
-        u, stats = state.aux["slots"]["u"], state.stats
-        per_cluster = family.log_prior(u) + family.log_likelihood_of_stats(u, stats)
-        return (bound_model.prior.log_eppf(stats.n, state.alpha) + bound_model.prior.log_prior_alpha(state.alpha)
-                + jnp.sum(jnp.where(stats.n > 0, per_cluster, 0.0)))
-
     def record(state):
         """The weights and parameters drawn in the last step, per slot (the values of z)."""
         return {name: state.aux["slots"][name] for name in record_dims}
 
-    return Kernel("subcluster", exact=not use_sub, step=step, init=init, log_joint=None if conjugate else log_joint,
+    return Kernel("subcluster", exact=not use_sub, step=step, init=init,
                   info_names=("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept",
                               "split_accept_rate") + (("num_pair_merges",) if pair_merges else ())
                   + (("num_super_clusters",) if super_clusters else ())
