@@ -187,8 +187,8 @@ class DDPBound:
         """No point assigned; zero statistics and parameters."""
         n, (T, D) = self.num_points, (self.num_slices, self.x.shape[1])
         zeros = jnp.zeros
-        slots = DDPSlots(zeros(capacity), zeros((capacity, T)), zeros((capacity, T, D)),
-                         zeros((capacity, T, D, D)), zeros((capacity, T, D)), zeros((capacity, D, D)))
+        slots = DDPSlots(zeros(capacity), zeros((capacity, T)), zeros((capacity, T, D)), zeros((capacity, T, D, D)),
+                         zeros((capacity, T, D)), zeros((capacity, self.family.num_covariances, D, D)))
         return PartitionState(jnp.zeros(n, jnp.int32), slots, jnp.zeros(()), jnp.zeros((), bool), {})
 
     def state_from_labels(self, rng_key, labels, capacity: int) -> PartitionState:
@@ -242,7 +242,7 @@ class DDPBound:
 
 def DDPMixture(sticks: Any = (1.0, 1.0), *, a: float = 1.0, beta: float = 0.005, delta: float = 1.0,
                b: Optional[float] = None, mu0: Any = None, nu0: Any = None, psi0: Any = None,
-               data: Optional[DataDecl] = None, time: str = "t") -> DDPModel:
+               slice_covariances: bool = False, data: Optional[DataDecl] = None, time: str = "t") -> DDPModel:
     """A dependent DP mixture over time slices (Porteous et al. 2006, sec. 5).
 
     Parameters
@@ -258,6 +258,9 @@ def DDPMixture(sticks: Any = (1.0, 1.0), *, a: float = 1.0, beta: float = 0.005,
     nu0 : float, default D + 1
     psi0 : array (D, D) or float, default 0.01 I
         The inverse-Wishart prior of each label's covariance.
+    slice_covariances : bool, default False
+        One covariance per label and slice, independent inverse-Wishart (the paper's
+        eq. 11 and sec. 6), instead of one per label shared by all slices.
     data : DataDecl, optional
         Default ``x : real[N, D] by t``.
     time : str, default ``"t"``
@@ -276,7 +279,8 @@ def DDPMixture(sticks: Any = (1.0, 1.0), *, a: float = 1.0, beta: float = 0.005,
     else:
         raise ModelError(f"sticks must be a pair (a, b) or a stick-breaking prior with fields a and b, "
                          f"got {sticks!r}")
-    component = CoupledGaussian(a=a, beta=beta, delta=delta, b=b, mu0=mu0, nu0=nu0, psi0=psi0)
+    component = CoupledGaussian(a=a, beta=beta, delta=delta, b=b, mu0=mu0, nu0=nu0, psi0=psi0,
+                                slice_covariances=slice_covariances)
     return DDPModel(prior=prior, component=component, data=data or DataDecl(by=time))
 
 

