@@ -173,9 +173,9 @@ def part_d128(args):
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
     out = run_chain(model, x, 10, truth=y, init_labels=y, **{"record_parameters": False, **args.kernel_options})
     per_iteration = float(np.median(out["seconds"][2:]))
-    # whitened quadratic forms: N D^2 multiply-adds per cluster slot evaluated and 2 N D^2 for
-    # each point's two sub-clusters
-    flops = 2.0 * n * 128 * 128 * (out["capacity"] + 2)
+    # whitened quadratic forms: N D^2 multiply-adds per occupied cluster (the label pass forms
+    # no others) and 2 N D^2 for each point's two sub-clusters
+    flops = 2.0 * n * 128 * 128 * (out["k"][-1] + 2)
     gflops = flops / per_iteration / 1e9
     print(f"{n} x 128, 20 clusters: {per_iteration:.2f} s/iteration, {gflops:.1f} GFLOP/s in the "
           f"likelihood work = {100 * gflops / args.peak_gflops:.1f}% of {args.peak_gflops} GFLOP/s peak")
