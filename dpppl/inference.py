@@ -24,8 +24,8 @@ from .dsl.spec import BoundModel, Model
 from .errors import DataError, KernelError
 from .kernels.base import Kernel
 from .kernels.gibbs import sequential_prediction
-from .kernels.state import (PartitionState, canonical_labels, cluster_log_marginals, grow, log_joint as _state_log_joint,
-                            num_clusters, state_from_labels)
+from .kernels.state import (PartitionState, canonical_labels, cluster_log_marginals, grow,
+                            log_joint as _state_log_joint, num_clusters, state_from_labels)
 
 INIT_METHODS = ("sequential", "single", "prior", "search")
 _CHUNK_SECONDS = 0.5          # target wall time of one chunk (progress-bar refresh)
@@ -389,8 +389,9 @@ def log_joint(model, data, z) -> float:
     """The collapsed log p(x, z) of labels ``z`` (any integer labels) under ``model``.
 
     Component parameters are integrated out (numerically for a non-conjugate component,
-    :meth:`dpppl.NormalLogNormal.log_marginal_numerical`); the partition prior is the CRP/Pitman-Yor
-    EPPF at alpha (its Gamma prior mean when alpha is random, without the Gamma density).
+    :meth:`dpppl.NormalLogNormal.log_marginal_numerical`); the partition prior is the
+    CRP/Pitman-Yor EPPF at alpha (its Gamma prior mean when alpha is random, without the
+    Gamma density).
     For a stick-breaking prior labels are explicit: label k >= 0 is stick k + 1 and the
     prior term is the probability of the labelled assignment with the sticks integrated
     out (:meth:`dpppl.StickBreaking.log_prob_labels`).

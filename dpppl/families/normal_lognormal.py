@@ -198,8 +198,9 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
         xi = jnp.linspace(-width, width, grid_points)
         log_sd = loc + scale * xi                                               # (..., D, G)
         var = jnp.exp(2.0 * log_sd)
-        given_sd = (-0.5 * n * (_LOG_2PI + 2.0 * log_sd) - 0.5 * ss / var + 0.5 * (_LOG_2PI + 2.0 * log_sd
-                    - jnp.log(safe_n)) + _normal_logpdf(S / safe_n, 0.0, jnp.sqrt(self.s0[:, None] ** 2 + var / safe_n)))
+        given_sd = (-0.5 * n * (_LOG_2PI + 2.0 * log_sd) - 0.5 * ss / var
+                    + 0.5 * (_LOG_2PI + 2.0 * log_sd - jnp.log(safe_n))
+                    + _normal_logpdf(S / safe_n, 0.0, jnp.sqrt(self.s0[:, None] ** 2 + var / safe_n)))
         given_sd = jnp.where(n > 0, given_sd, 0.0)
         ends = (jnp.arange(grid_points) == 0) | (jnp.arange(grid_points) == grid_points - 1)
         log_weights = (_normal_logpdf(log_sd, self.l0[:, None], self.t0[:, None]) + jnp.log(scale)

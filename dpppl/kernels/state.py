@@ -99,7 +99,8 @@ def log_joint(family, prior, state: PartitionState) -> jax.Array:
     """Collapsed log p(x, z, alpha): EPPF(z | alpha) + sum_c log p(x_c) + log p(alpha).
 
     The partition is unlabelled: this is the probability of the set partition, not of
-    one labelling of it (p(x_c) from :func:`cluster_log_marginals`). A family that instantiates parameters (the DDP's
+    one labelling of it (p(x_c) from :func:`cluster_log_marginals`). A family that
+    instantiates parameters (the DDP's
     :class:`~dpppl.families.coupled.CoupledGaussian`) supplies its own ``log_joint_state``.
     """
     own = getattr(family, "log_joint_state", None)

@@ -43,6 +43,7 @@ import numpy as np
 from scipy import special, stats
 
 from ..dsl.spec import Model
+from ..kernels.state import cluster_log_marginals
 from ..priors.crp import Gamma
 
 MAX_POINTS = 10
@@ -292,8 +293,8 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     point = family.point_stats(jnp.asarray(bound.x))
     subset_stats = jax.tree.map(
         lambda p: jnp.tensordot(jnp.asarray(subsets, p.dtype), p, axes=1), point)
-    log_marginal = family.log_marginal if family.conjugate else family.log_marginal_numerical
-    log_ml = np.asarray(jax.jit(log_marginal)(subset_stats), dtype=float)  # (2^n - 1,)
+    log_ml = np.asarray(jax.jit(functools.partial(cluster_log_marginals, family))(subset_stats),
+                        dtype=float)  # (2^n - 1,)
 
     member = parts[:, None, :] == np.arange(n)[None, :, None]                 # (B, cluster, point)
     codes = member @ bits                                                     # subset of each cluster
