@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
+from jax.scipy.stats import norm
 
 from .base import Family, check_hyper, resolve_fields
 from .gaussian import (centered_sums, diagonal_empty_stats, diagonal_normal_log_likelihood, diagonal_point_stats,
@@ -44,10 +45,6 @@ _LOG_2PI = float(np.log(2 * np.pi))
 PROPOSAL_TEMPER = 0.5
 """The likelihood's weight in the proposal q: below 1, so q is wider than the posterior it
 approximates (an independence proposal narrower than its target mixes badly in the tails)."""
-
-
-def _normal_logpdf(v, loc, scale):
-    return -0.5 * ((v - loc) / scale) ** 2 - jnp.log(scale) - 0.5 * _LOG_2PI
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +117,7 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
     def log_prior(self, u):
         """log p(u) (the prior density of (mu, log sigma)) per row of ``u`` (..., 2D)."""
         D = self.dim
-        return jnp.sum(_normal_logpdf(u[..., :D], self.m0, self.s0) + _normal_logpdf(u[..., D:], self.l0, self.t0),
+        return jnp.sum(norm.logpdf(u[..., :D], self.m0, self.s0) + norm.logpdf(u[..., D:], self.l0, self.t0),
                        axis=-1)
 
     def prior_draw(self, rng_key, shape=()):
@@ -139,6 +136,14 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
         squares = Q - 2.0 * shift * S + n * shift * shift
         return jnp.sum(-0.5 * n * _LOG_2PI - n * log_sd - 0.5 * squares * jnp.exp(-2.0 * log_sd), axis=-1)
 
+    def _spread(self, stats):
+        """(n, max(n, 1), S = sum (x - m0), ss = sum (x - xbar)^2) per dimension, n with a
+        trailing axis of 1 to broadcast against the (..., D) sums."""
+        n = stats.n[..., None]
+        S, Q = centered_sums(stats, self.m0)
+        safe_n = jnp.maximum(n, 1.0)
+        return n, safe_n, S, jnp.maximum(Q - S * S / safe_n, 0.0)
+
     def proposal(self, stats):
         """(location, scale) per coordinate of the normal proposal q(u | x_c), a function of
         the statistics only. With n points of mean xbar and sum of squared deviations ss,
@@ -150,10 +155,7 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
 
         (2n is the curvature of the log likelihood in log sigma at its maximum); with n = 0
         this is the prior."""
-        n = stats.n[..., None]
-        S, Q = centered_sums(stats, self.m0)
-        safe_n = jnp.maximum(n, 1.0)
-        ss = jnp.maximum(Q - S * S / safe_n, 0.0)
+        n, safe_n, S, ss = self._spread(stats)
         var_hat = (ss + jnp.exp(2.0 * self.l0)) / (n + 1.0)
         w = PROPOSAL_TEMPER
         prec_mu = w * n / var_hat + 1.0 / self.s0**2
@@ -166,7 +168,7 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
     def log_proposal(self, u, stats):
         """log q(u | x_c) per row."""
         loc, scale = self.proposal(stats)
-        return jnp.sum(_normal_logpdf(u, loc, scale), axis=-1)
+        return jnp.sum(norm.logpdf(u, loc, scale), axis=-1)
 
     def draw_proposal(self, rng_key, stats):
         """u ~ q(u | x_c) per row of ``stats``."""
@@ -190,20 +192,16 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
         D = self.dim
         loc, scale = self.proposal(stats)
         loc, scale = loc[..., D:, None], scale[..., D:, None]                   # (..., D, 1)
-        n = stats.n[..., None, None]
-        S, Q = centered_sums(stats, self.m0)
-        safe_n = jnp.maximum(n, 1.0)
-        S, Q = S[..., None], Q[..., None]
-        ss = jnp.maximum(Q - S * S / safe_n, 0.0)
+        n, safe_n, S, ss = (a[..., None] for a in self._spread(stats))           # (..., D or 1, 1)
         xi = jnp.linspace(-width, width, grid_points)
         log_sd = loc + scale * xi                                               # (..., D, G)
         var = jnp.exp(2.0 * log_sd)
         given_sd = (-0.5 * n * (_LOG_2PI + 2.0 * log_sd) - 0.5 * ss / var
                     + 0.5 * (_LOG_2PI + 2.0 * log_sd - jnp.log(safe_n))
-                    + _normal_logpdf(S / safe_n, 0.0, jnp.sqrt(self.s0[:, None] ** 2 + var / safe_n)))
+                    + norm.logpdf(S / safe_n, 0.0, jnp.sqrt(self.s0[:, None] ** 2 + var / safe_n)))
         given_sd = jnp.where(n > 0, given_sd, 0.0)
         ends = (jnp.arange(grid_points) == 0) | (jnp.arange(grid_points) == grid_points - 1)
-        log_weights = (_normal_logpdf(log_sd, self.l0[:, None], self.t0[:, None]) + jnp.log(scale)
+        log_weights = (norm.logpdf(log_sd, self.l0[:, None], self.t0[:, None]) + jnp.log(scale)
                        + jnp.log(2.0 * width / (grid_points - 1)) + jnp.where(ends, jnp.log(0.5), 0.0))
         return jnp.sum(logsumexp(given_sd + log_weights, axis=-1), axis=-1)
 
