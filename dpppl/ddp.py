@@ -247,9 +247,12 @@ def DDPMixture(sticks: Any = (1.0, 1.0), *, a: float = 1.0, beta: float = 0.005,
 
     Parameters
     ----------
-    sticks : pair (a_i, b_i) or a stick-breaking prior with fields ``a`` and ``b``, default (1, 1)
-        The per-slice sticks V_{t,i} ~ Beta(a_i, b_i); each a number, a sequence or a
-        callable of the 1-based stick index. ``(1, alpha)`` is DP(alpha) in every slice.
+    sticks : pair (a_i, b_i), :class:`~dpppl.DDP` or a stick-breaking prior with fields ``a``
+        and ``b``; default (1, 1)
+        The per-slice sticks V_{t,i} ~ Beta(a_i, b_i); each parameter in any form
+        :class:`~dpppl.StickBreaking` takes (a number, a finite sequence ending with
+        b_L = 0, a vectorised callable or an expression of the 1-based stick index i).
+        ``(1, alpha)`` is DP(alpha) in every slice.
     a, beta, delta, b : float
         The time covariance of a label's means, Gamma_{t,t'} = a exp(-beta |t - t'|^delta)
         off the diagonal and b on it (eq. 12); defaults 1, 0.005, 1 and b = a (the
@@ -270,9 +273,9 @@ def DDPMixture(sticks: Any = (1.0, 1.0), *, a: float = 1.0, beta: float = 0.005,
     -------
     DDPModel
     """
-    if isinstance(sticks, tuple):
-        if len(sticks) != 2:
-            raise ModelError(f"sticks must be a pair (a, b), got {sticks!r}")
+    if isinstance(sticks, DDP):
+        prior = sticks
+    elif isinstance(sticks, tuple) and len(sticks) == 2:
         prior = DDP(a=sticks[0], b=sticks[1])
     elif hasattr(sticks, "a") and hasattr(sticks, "b"):
         prior = DDP(a=sticks.a, b=sticks.b)

@@ -17,8 +17,6 @@ from dpppl.ddp import DDPMixture
 from dpppl.kernels.ddp import DDPSlots, slot_statistics
 from dpppl.kernels.ddpswap import swap_log_ratio
 from dpppl.kernels.state import PartitionState
-from dpppl.priors.ddp import (log_labelled_partition, log_stick_weights, prior_stick_weights,
-                              stick_arrays)
 from dpppl.testing.ddp_geweke import ddp_geweke_test
 
 MODEL_TEXT = """\
@@ -38,48 +36,61 @@ def small_model(**kw):
 # ----------------------------------------------------------------------------- priors
 
 
-@pytest.mark.parametrize("sticks", [(1.0, 1.0), (5.0, 0.1), (0.75, lambda i: 0.5 + 0.25 * i)])
-def test_labelled_partition_is_the_product_of_the_prediction_rule(sticks):
-    """P(Z_t) (eq. 5 integrated) equals the chain rule of E[pi_i | Z] (eq. 6)."""
-    C = 12
-    a, b = (jnp.asarray(v) for v in stick_arrays(sticks, C))
+@pytest.mark.parametrize("sticks", [(1.0, 1.0), (5.0, 0.1), (0.75, lambda i: 0.5 + 0.25 * i), (1.0, [2.0, 1.0, 0.0])])
+def test_labelled_partition_of_every_slice_is_the_product_of_the_prediction_rule(sticks):
+    """P(Z_t) (eq. 5 integrated) equals the chain rule of E[pi_{t,i} | Z_t] (eq. 6), slice by
+    slice when the counts have a leading axis of slices (as the DDP kernels use them)."""
+    prior = dpppl.DDP(*sticks)
+    C, T = 12, 3
+    top = 6 if prior.num_sticks is None else prior.num_sticks
     rng = np.random.default_rng(1)
-    for _ in range(5):
-        labels = rng.integers(0, 6, size=9)
-        counts = jnp.zeros(C)
-        chain = 0.0
-        for lab in labels:
-            log_w, _ = log_stick_weights(counts, a, b)
-            chain += float(log_w[lab])
-            counts = counts.at[lab].add(1.0)
-        assert float(log_labelled_partition(counts, a, b)) == pytest.approx(chain, abs=1e-10)
+    counts = jnp.zeros((T, C))
+    chain = np.zeros(T)
+    for t in range(T):
+        for lab in rng.integers(0, top, size=9):
+            log_w, _ = prior.log_expected_weights(counts)
+            chain[t] += float(log_w[t, lab])
+            counts = counts.at[t, lab].add(1.0)
+    np.testing.assert_allclose(np.asarray(prior.log_prob_labels(counts)), chain, atol=1e-10)
 
 
 def test_stick_weights_sum_to_one_with_the_tail():
-    a, b = (jnp.asarray(v) for v in stick_arrays((1.0, 3.0), 10))
-    counts = jnp.asarray([0, 4, 0, 2, 1, 0, 0, 0, 0, 0], float)
-    log_w, log_tail = log_stick_weights(counts, a, b)
-    assert float(jnp.exp(log_w).sum() + jnp.exp(log_tail)) == pytest.approx(1.0, abs=1e-12)
-    weights = prior_stick_weights((1.0, 3.0), 200)
-    assert weights.sum() == pytest.approx(1.0, abs=1e-12)
-    assert weights[0] == pytest.approx(0.25)
+    prior = dpppl.DDP(1.0, 3.0)
+    counts = jnp.asarray([[0, 4, 0, 2, 1, 0, 0, 0, 0, 0], [3, 0, 0, 0, 0, 0, 0, 0, 0, 1]], float)
+    log_w, log_tail = prior.log_expected_weights(counts)
+    np.testing.assert_allclose(np.exp(log_w).sum(axis=1) + np.exp(log_tail), 1.0, atol=1e-12)
+    log_prior, log_rest = prior.log_prior_weights(200)
+    assert float(jnp.exp(log_prior).sum()) == pytest.approx(1.0, abs=1e-12)
+    assert float(jnp.exp(log_prior[0])) == pytest.approx(0.25) and float(log_rest) < -50
 
 
 @pytest.mark.parametrize("alpha", [0.5, 2.0])
 def test_two_points_share_a_label_with_the_crp_probability(alpha):
     """The paper's example (sec. 3.1): summing over labels, P(z1 = z2) = 1 / (1 + alpha)."""
     C = 400
-    a, b = (jnp.asarray(v) for v in stick_arrays((1.0, alpha), C))
     counts = jnp.zeros((C, C)).at[jnp.arange(C), jnp.arange(C)].set(2.0)
-    same = jnp.exp(log_labelled_partition(counts, a, b)).sum()
+    same = jnp.exp(dpppl.DDP(1.0, alpha).log_prob_labels(counts)).sum()
     assert float(same) == pytest.approx(1.0 / (1.0 + alpha), abs=1e-9)
 
 
-def test_bad_sticks_raise():
-    with pytest.raises(dpppl.ModelError, match="stick 3"):
-        dpppl.DDP(a=[1.0, 1.0, -1.0])
+def test_sticks_take_the_forms_of_stick_breaking_and_bad_ones_raise():
+    d, theta = 0.3, 1.5
+    pitman_yor = dpppl.StickBreaking.pitman_yor(d, theta)
+    by_expression = dpppl.DDP(a=1 - d, b=f"{theta} + i * {d}")
+    counts = jnp.asarray([[3.0, 0.0, 2.0, 1.0], [0.0, 1.0, 0.0, 5.0]])
+    np.testing.assert_allclose(np.asarray(by_expression.log_prob_labels(counts)),
+                               np.asarray(pitman_yor.log_prob_labels(counts)), rtol=1e-12)
+    assert DDPMixture(sticks=pitman_yor).prior == dpppl.DDP(a=pitman_yor.a, b=pitman_yor.b)
+    with pytest.raises(dpppl.ModelError, match="a_3 = -1"):
+        dpppl.DDP(a=[1.0, 1.0, -1.0], b=[1.0, 1.0, 0.0])
+    with pytest.raises(dpppl.ModelError, match="must end with b_2 = 0"):
+        dpppl.DDP(a=1.0, b=[1.0, 1.0])
+    with pytest.raises(dpppl.ModelError, match="do not sum to one"):
+        dpppl.DDP(a=1.0, b=lambda i: i ** 2.0)
     with pytest.raises(dpppl.ModelError, match="pair"):
         DDPMixture(sticks=(1.0, 1.0, 1.0))
+    model = dpppl.parse(MODEL_TEXT.replace("DDP(a = 1, b = 2)", f"DDP(a = 1 - {d}, b = {theta} + i * {d})"))
+    assert model.prior == by_expression
 
 
 # ----------------------------------------------------------------------------- model
@@ -204,12 +215,11 @@ def test_swap_ratio_equals_the_brute_force_ratio_of_joints(slice_covariances):
     labels = np.array([0, 0, 1, 0, 2, 1, 2, 2, 4, 0, 1, 4])
     model = small_model(slice_covariances=slice_covariances)
     bound, state = _random_state(model, x, t, labels, 8, jax.random.key(0))
-    a, b = (jnp.asarray(v) for v in stick_arrays(bound.prior, 8))
     mus, sigmas = jax.jit(lambda k: bound.family.draw_prior(k, (2,)))(jax.random.key(5))
     aug = [(mus[0], sigmas[0]), (mus[1], sigmas[1])]
     cases = list(itertools.product([(0, 1), (2, 4), (1, 3), (5, 0)], [(0, 0), (1, 2), (0, T - 1), (3, 3)]))
     joint = _joint_fn(bound, 8)
-    ratio_fn = jax.jit(lambda i, j, inside, full: swap_log_ratio(bound.family, a, b, state.stats, i, j, inside,
+    ratio_fn = jax.jit(lambda i, j, inside, full: swap_log_ratio(bound.family, bound.prior, state.stats, i, j, inside,
                                                                 full, aug[0], aug[1]))
     for (i, j), (t1, t2) in cases:
         inside = (jnp.arange(T) >= t1) & (jnp.arange(T) <= t2)
@@ -219,7 +229,7 @@ def test_swap_ratio_equals_the_brute_force_ratio_of_joints(slice_covariances):
         n_new = np.bincount(z_new, minlength=8)
         assert float(new_i[0].sum()) == n_new[i] and float(new_j[0].sum()) == n_new[j]
         if slice_covariances:  # the paper's rule (sec. 5): only P(Z) and the means' prior change
-            sticks = sum(float(log_labelled_partition(jnp.asarray(_slice_counts(zz, bound.slices, T, 8)), a, b).sum())
+            sticks = sum(float(bound.prior.log_prob_labels(jnp.asarray(_slice_counts(zz, bound.slices, T, 8))).sum())
                          * sign for zz, sign in ((z_new, 1), (np.asarray(state.z), -1)))
             means = float(bound.family.log_prior_means(mu_new).sum() - bound.family.log_prior_means(mu_old).sum())
             assert float(ratio) == pytest.approx(sticks + means, rel=1e-9, abs=1e-9), (i, j, t1, t2)
@@ -255,6 +265,14 @@ def test_geweke_ddp_with_swaps_small(slice_covariances):
     kinds), with shared and with per-slice covariances."""
     result = ddp_geweke_test(small_model(slice_covariances=slice_covariances), "ddp+ddpswap", SLICES,
                              num_chains=32, num_steps=40, num_forward=5000, seed=1, num_swaps=4)
+    assert result.passed, result.report
+
+
+def test_geweke_ddp_with_swaps_on_finite_sticks():
+    """Three labels only (a finite sequence of sticks ending with b_3 = 0): the kernels must
+    never seat a point past the last stick, and stay exact."""
+    result = ddp_geweke_test(small_model(sticks=([1.0, 1.0, 1.0], [2.0, 1.0, 0.0])), "ddp+ddpswap", SLICES,
+                             num_chains=32, num_steps=40, num_forward=5000, seed=3, num_swaps=4, pairs="uniform")
     assert result.passed, result.report
 
 

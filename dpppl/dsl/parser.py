@@ -111,7 +111,7 @@ PARTITION_PRIORS: dict[str, PartitionRule] = {
     "StickBreaking": PartitionRule(StickBreaking, random=(), indexed=("a", "b"), params=("a", "b")),
     "PseudoParticles": PartitionRule(StickBreaking.pseudo_particles, random=(), indexed=("gamma",),
                                      params=("gamma", "num_sticks")),
-    "DDP": PartitionRule(DDP, random=()),
+    "DDP": PartitionRule(DDP, random=(), indexed=("a", "b"), params=("a", "b")),
 }
 """Partition priors by name."""
 

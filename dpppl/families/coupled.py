@@ -45,7 +45,6 @@ import numpy as np
 from jax.scipy.special import multigammaln
 
 from ..errors import DataError
-from ..priors.ddp import log_labelled_partition, stick_arrays
 from .base import Family, check_hyper, resolve_fields
 from .gaussian import cholesky, gamma_draw, inverse_wishart_draw, solve_lower
 
@@ -233,10 +232,8 @@ class CoupledGaussian(Family):
         and it depends on the labels (they matter in the stick-breaking representation).
         """
         stats = state.stats
-        C = stats.n.shape[-1]
-        a, b = (jnp.asarray(v, stats.mu.dtype) for v in stick_arrays(prior, C))
         used = stats.n > 0.5
-        sticks = jnp.sum(log_labelled_partition(stats.nt.T, a, b))
+        sticks = jnp.sum(prior.log_prob_labels(stats.nt.T))
         sigma = jnp.where(used[:, None, None, None], stats.sigma, jnp.eye(self.dim, dtype=stats.sigma.dtype))
         params = self.log_prior_means(stats.mu) + jnp.sum(self.log_prior_cov(sigma), axis=1)
         prec, logdet = self.precision(sigma)

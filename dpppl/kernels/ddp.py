@@ -53,7 +53,6 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from ..errors import KernelError
-from ..priors.ddp import log_stick_weights, stick_arrays
 from .base import Kernel, register
 from .state import PartitionState, sample_index
 
@@ -123,7 +122,6 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     """
     N = x.shape[0]
     C, T = state.stats.nt.shape
-    a, b = (jnp.asarray(v, x.dtype) for v in stick_arrays(sticks, C))
     k_order, k_u, k_aux_mu, k_aux_cov, k_rest = jax.random.split(rng_key, 5)
     order = jax.random.permutation(k_order, N)
     uniforms = jax.random.uniform(k_u, (2, N), dtype=x.dtype)
@@ -162,7 +160,7 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
         else:
             alone = jnp.zeros((), bool)
         used = total > 0.5
-        log_w, log_tail = log_stick_weights(counts[t], a, b)
+        log_w, log_tail = sticks.log_expected_weights(counts[t])
         ll = lik[:, i]
         # auxiliary 1 is the point's own label's parameters when it was alone there
         ll_aux = lik_aux[i].at[0].set(jnp.where(alone, ll[old], lik_aux[i, 0]))

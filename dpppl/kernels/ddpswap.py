@@ -50,7 +50,6 @@ import jax
 import jax.numpy as jnp
 
 from ..errors import KernelError
-from ..priors.ddp import log_labelled_partition, prior_stick_weights, stick_arrays
 from .base import Kernel, register
 from .ddp import applies_to_ddp
 from .state import PartitionState, sample_index
@@ -73,7 +72,7 @@ def _label_log_joint(family, nt, s1, s2, mu, sigma):
     return family.log_prior_means(mu) + jnp.sum(family.log_prior_cov(sigma)) + jnp.sum(lik)
 
 
-def swap_log_ratio(family, a, b, stats, i, j, inside, swap_cov, aug_i, aug_j):
+def swap_log_ratio(family, sticks, stats, i, j, inside, swap_cov, aug_i, aug_j):
     """log p(state') - log p(state) for the swap of labels i, j on the slices ``inside``
     (bool (T,)); the covariances of those slices too when they are per slice, the shared
     ones when ``swap_cov``. ``aug_i``, ``aug_j``: the (mu, sigma) used for a label no point
@@ -96,11 +95,10 @@ def swap_log_ratio(family, a, b, stats, i, j, inside, swap_cov, aug_i, aug_j):
     new_j = tuple(mix(q, p, mask) for p, q, mask in zip(ri, rj, masks))
     counts = stats.nt.T  # (T, C)
     new_counts = counts.at[:, i].set(new_i[0]).at[:, j].set(new_j[0])
-    sticks = jnp.sum(jnp.where(inside, log_labelled_partition(new_counts, a, b)
-                               - log_labelled_partition(counts, a, b), 0.0))
+    partition = jnp.sum(jnp.where(inside, sticks.log_prob_labels(new_counts) - sticks.log_prob_labels(counts), 0.0))
     labels = (_label_log_joint(family, *new_i) + _label_log_joint(family, *new_j)
               - _label_log_joint(family, *ri) - _label_log_joint(family, *rj))
-    return sticks + labels, new_i, new_j
+    return partition + labels, new_i, new_j
 
 
 def _choose_interval(rng_key, T: int, kinds):
@@ -167,9 +165,8 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
     def step(rng_key, state: PartitionState, x):
         stats = state.stats
         C = stats.n.shape[-1]
-        a, b = (jnp.asarray(v, x.dtype) for v in stick_arrays(prior, C))
-        weights = jnp.asarray(prior_stick_weights(prior, C), x.dtype)
-        prior_logits = jnp.log(jnp.concatenate([weights, jnp.maximum(1.0 - weights.sum(), 0.0)[None]]))
+        log_w, log_rest = prior.log_prior_weights(C, x.dtype)
+        prior_logits = jnp.concatenate([log_w, log_rest[None]])
         k_aug, k_props = jax.random.split(rng_key)
         aug_mu, aug_sigma = family.draw_prior(k_aug, (num_swaps, 2))
 
@@ -182,7 +179,7 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
             inside = (jnp.arange(T) >= t1) & (jnp.arange(T) <= t2)
             swap_cov = (t1 == 0) & (t2 == T - 1)
             log_ratio, new_i, new_j = swap_log_ratio(
-                family, a, b, stats, i, j, inside, swap_cov,
+                family, prior, stats, i, j, inside, swap_cov,
                 (aug_mu[s, 0], aug_sigma[s, 0]), (aug_mu[s, 1], aug_sigma[s, 1]))
             new_stats = stats
             for k, row in ((i, new_i), (j, new_j)):

@@ -408,7 +408,7 @@ class StickBreaking:
         return jnp.zeros(())
 
     def describe(self) -> str:
-        return f"StickBreaking(a={_show(self.a)}, b={_show(self.b)})"
+        return f"{self.name}(a={_show(self.a)}, b={_show(self.b)})"
 
     # -------------------------------------------------------------------- sampling ---
     def draw_labels(self, key, n: int, capacity: int, dtype=jnp.float64):

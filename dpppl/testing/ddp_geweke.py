@@ -31,7 +31,6 @@ from ..families.gaussian import cholesky
 from ..kernels.base import build
 from ..kernels.ddp import DDPSlots, slot_statistics
 from ..kernels.state import PartitionState, sample_index
-from ..priors.ddp import stick_arrays
 from .geweke import GewekeResult, compare
 
 TEST_FUNCTIONS = ("num_labels", "top_label", "label0_share", "coclustered_pairs", "cluster_mean",
@@ -87,7 +86,7 @@ def ddp_geweke_test(model, kernel: str, slices, *, capacity: int = 24, num_chain
         raise ValueError("every slice 0..T-1 needs at least one point")
     family, prior = bound.family, bound.prior
     kern = build(kernel, (kernel_model or model).bind((probe, slices.astype(float))), **options)
-    a, b = (jnp.asarray(v) for v in stick_arrays(prior, capacity))
+    a, b = (jnp.asarray(v) for v in prior.sticks(capacity))
     sl = jnp.asarray(slices)
     slice0 = {"slice0": sl[0]}
 
@@ -102,7 +101,7 @@ def ddp_geweke_test(model, kernel: str, slices, *, capacity: int = 24, num_chain
 
     def forward(key):
         k_v, k_z, k_theta, k_x = jax.random.split(key, 4)
-        v = jax.random.beta(k_v, a, b, (T, capacity))
+        v = jnp.where(b > 0, jax.random.beta(k_v, a, jnp.where(b > 0, b, 1.0), (T, capacity)), 1.0)  # b_L = 0: V_L = 1
         stay = jnp.cumprod(1.0 - v, axis=1)
         pi = v * jnp.concatenate([jnp.ones((T, 1)), stay[:, :-1]], axis=1)
         pi = pi.at[:, -1].add(stay[:, -1])  # the stick beyond the last label
