@@ -2,8 +2,9 @@
 
 A :class:`DDPModel` couples T stick-breaking mixtures, one per time slice, through
 the cluster parameters: label i has a mean in every slice, the means of one label
-drawn jointly from a Gaussian over time (eq. 12), and one inverse-Wishart covariance
-(:class:`~dpppl.families.coupled.CoupledGaussian`); each slice has its own sticks with
+drawn jointly from a Gaussian over time (eq. 12), and an inverse-Wishart covariance
+per slice (eq. 11; or one shared by the slices,
+:class:`~dpppl.families.coupled.CoupledGaussian`); each slice has its own sticks with
 the same Beta(a_i, b_i) (:class:`~dpppl.priors.ddp.DDP`). Build one with
 :func:`DDPMixture` or a model file::
 
@@ -242,7 +243,7 @@ class DDPBound:
 
 def DDPMixture(sticks: Any = (1.0, 1.0), *, a: float = 1.0, beta: float = 0.005, delta: float = 1.0,
                b: Optional[float] = None, mu0: Any = None, nu0: Any = None, psi0: Any = None,
-               slice_covariances: bool = False, data: Optional[DataDecl] = None, time: str = "t") -> DDPModel:
+               slice_covariances: bool = True, data: Optional[DataDecl] = None, time: str = "t") -> DDPModel:
     """A dependent DP mixture over time slices (Porteous et al. 2006, sec. 5).
 
     Parameters
@@ -261,9 +262,9 @@ def DDPMixture(sticks: Any = (1.0, 1.0), *, a: float = 1.0, beta: float = 0.005,
     nu0 : float, default D + 1
     psi0 : array (D, D) or float, default 0.01 I
         The inverse-Wishart prior of each label's covariance.
-    slice_covariances : bool, default False
+    slice_covariances : bool, default True
         One covariance per label and slice, independent inverse-Wishart (the paper's
-        eq. 11 and sec. 6), instead of one per label shared by all slices.
+        eq. 11 and sec. 6); False: one per label shared by all slices.
     data : DataDecl, optional
         Default ``x : real[N, D] by t``.
     time : str, default ``"t"``

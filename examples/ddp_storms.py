@@ -6,9 +6,9 @@ The paper's setup (secs. 5-6): ten time slices (the storms: the 10 busiest days 
 independent runs (one vectorised call with ``num_chains=10``, each chain started from
 labels drawn from the sticks' prior, the paper's random start) of 100 iterations each
 (``--iterations``), the first half burn-in; eq. (12) with a = delta = 1, beta = 0.005,
-IW scale 0.01 I with D + 1 degrees of freedom (the ``DDPMixture`` defaults), and with
-``--slice-covariances`` the paper's independent covariance per label and slice (eq. 11;
-the default is one covariance per label); kernel ``ddp`` (no moves) against
+IW scale 0.01 I with D + 1 degrees of freedom and the paper's independent covariance
+per label and slice (eq. 11) (the ``DDPMixture`` defaults; ``--no-slice-covariances``:
+one covariance per label); kernel ``ddp`` (no moves) against
 ``ddp+ddpswap`` with one swap proposal per assignment update (the paper's M = 1:
 ``num_swaps`` = N per sweep), the pair drawn by prior stick weight (``pairs="prior"``,
 the paper's choice) and the interval by one of the paper's three kinds (``--pairs``,
@@ -171,8 +171,9 @@ def main(argv=None):
                         help="how ddpswap draws the two labels (default: by prior weight, as the paper)")
     parser.add_argument("--intervals", choices=("all", "single", "random", "full"), default="all",
                         help="ddpswap interval kinds (default: the paper's three, one drawn per proposal)")
-    parser.add_argument("--slice-covariances", action="store_true",
-                        help="one covariance per label and slice (the paper's eq. 11) instead of one per label")
+    parser.add_argument("--slice-covariances", action=argparse.BooleanOptionalAction, default=True,
+                        help="one covariance per label and slice (the paper's eq. 11, the default); "
+                             "--no-slice-covariances: one per label")
     parser.add_argument("--save-draws", action="store_true",
                         help="also write the labels and lp of every draw (ddp_draws_<data>.npz)")
     parser.add_argument("--seed", type=int, default=1)

@@ -1,10 +1,10 @@
 """Gaussian clusters whose means are coupled over time slices (Porteous et al. 2006, sec. 5).
 
 Cluster i has one mean mu_{i,t} per slice t = 1..T and either one covariance Sigma_{i,t}
-per slice (``slice_covariances=True``, the paper's model: eq. 11 conditions
-W(Sigma_{i,t}^-1) slice by slice, and sec. 6 models "the cluster covariances using
-independent inverse Wishart distributions") or one covariance Sigma_i shared by its
-slices (``slice_covariances=False``, the default), with
+per slice (``slice_covariances=True``, the default and the paper's model: eq. 11
+conditions W(Sigma_{i,t}^-1) slice by slice, and sec. 6 models "the cluster covariances
+using independent inverse Wishart distributions") or one covariance Sigma_i shared by its
+slices (``slice_covariances=False``), with
 
     Sigma_{i,s} ~ IW(psi0, nu0)  independently,   s = t (per slice) or s = 1 (shared),
     vec(mu_i) ~ N(m, Gamma (x) I_D),   Gamma_{t,t'} = a exp(-beta |tau_t - tau_t'|^delta) (t != t'),
@@ -104,9 +104,11 @@ class CoupledGaussian(Family):
         Inverse-Wishart degrees of freedom.
     psi0 : array (D, D) or float, default ``0.01 I``
         Inverse-Wishart scale.
-    slice_covariances : bool, default False
+    slice_covariances : bool, default True
         One covariance per label and slice, Sigma_{i,t}, independent IW (the paper's
-        eq. 11), instead of one per label shared by its slices.
+        eq. 11); False: one per label shared by its slices (fewer parameters for slices
+        with few points, but a label swap over part of the slices then moves points onto
+        another label's covariance and is rarely accepted).
     """
 
     a: Any = None
@@ -126,7 +128,7 @@ class CoupledGaussian(Family):
     data_kind = "real"
     observation = "Normal"
     defaults = {"a": 1.0, "beta": 0.005, "delta": 1.0, "b": None, "mu0": "mean(x)", "nu0": "D + 1",
-                "psi0": 0.01, "slice_covariances": 0}
+                "psi0": 0.01, "slice_covariances": 1}
 
     def resolve(self, x: np.ndarray, times=None) -> "CoupledGaussian":
         """Hyperparameters fitted to ``x`` (N, D) and the time covariance over the slice
