@@ -77,7 +77,8 @@ def main(argv=None):
         ddp = jax.jit(dpppl.kernels.build("ddp", bound).step)
         for i in range(warm):
             state, _ = ddp(jax.random.key(100 + i), state, x)
-        settled[covariances] = {"labels_in_use": int((state.stats.n > 0).sum()), "capacity": int(state.stats.n.shape[0])}
+        settled[covariances] = {"labels_in_use": int((state.stats.n > 0).sum()),
+                                "capacity": int(state.stats.n.shape[0])}
         print(f"covariances {covariances}: N = {bound.num_points}, T = {bound.num_slices}, {settled[covariances]}")
         for name, options in (("ddp", {}), ("ddp (num_aux=1)", {"num_aux": 1}), ("ddpswap", {}), ("ddp+ddpswap", {})):
             kern = dpppl.kernels.build(name.split(" ")[0], bound, **options)

@@ -286,8 +286,9 @@ def test_geweke_ddp_with_swaps_on_finite_sticks():
     ("ddp+ddpswap", {"intervals": "random"}),
 ])
 def test_geweke_ddp_long(kernel, options):
+    # per-slice covariances (the default) are vaguer on 6 points: chains reach higher labels
     result = ddp_geweke_test(small_model(), kernel, SLICES, num_chains=64, num_steps=150,
-                             num_forward=20000, seed=2, **options)
+                             num_forward=20000, seed=2, capacity=48, **options)
     assert result.passed, result.report
 
 
