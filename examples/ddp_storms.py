@@ -17,7 +17,8 @@ the paper's choice) and the interval by one of the paper's three kinds (``--pair
 
 1. the log joint ``lp`` per iteration, mean over the runs (the paper's Fig. 2); it
    includes the prior densities of every used label's parameters in all slices, so it
-   grows with the number of labels in use (the JSON gives it by that number);
+   grows with the number of labels in use: ``ddp_lp_by_labels.png`` (and the JSON)
+   compares the samplers at an equal number of labels;
 2. the element-wise variance across the runs of the mean association (co-clustering)
    matrices over the kept draws (Fig. 5): a histogram, the mean, and the ratio
    without / with moves (target: at least 5 on the storms);
@@ -156,6 +157,32 @@ def plot(results, data, out):
         plt.close(fig)
 
 
+def plot_lp_by_labels(summary, out):
+    """The paper's Fig. 2 comparison at an equal number of labels in use: the mean ``lp``
+    of the kept draws by that number, for both samplers (``lp`` grows with the number of
+    labels, so the curves of lp per iteration compare samplers that use different numbers).
+    Drawn from the summary alone, so ``ddp_storms.json`` redraws it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [name for name in summary if name != "settings"]
+    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 3.6))
+    for ax, name in zip(np.atleast_1d(axes), names):
+        for setting, style in zip(SETTINGS, ("o--", "s-")):
+            by_labels = summary[name][setting]["lp_by_labels_in_use"]
+            ax.plot([int(k) for k in by_labels], list(by_labels.values()), style, label=setting)
+        ax.set_title(f"{name}: mean lp of the kept draws")
+        ax.set_xlabel("labels in use")
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.set_ylabel("lp")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "ddp_lp_by_labels.png", dpi=110)
+    plt.close(fig)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="few iterations and points (smoke run)")
@@ -244,6 +271,7 @@ def main(argv=None):
                                 **{f"{key}_{setting.replace(' ', '_')}": per_setting[setting][key]
                                    for setting in SETTINGS for key in ("z", "lp")})
     plot(results, data, args.out)
+    plot_lp_by_labels(summary, args.out)
     if not args.quick:
         name = "ddp_storms.json" if not args.only else f"ddp_storms_{args.only}.json"
         (args.out / name).write_text(json.dumps(summary, indent=2))
