@@ -219,8 +219,8 @@ def test_swap_ratio_equals_the_brute_force_ratio_of_joints(slice_covariances):
     aug = [(mus[0], sigmas[0]), (mus[1], sigmas[1])]
     cases = list(itertools.product([(0, 1), (2, 4), (1, 3), (5, 0)], [(0, 0), (1, 2), (0, T - 1), (3, 3)]))
     joint = _joint_fn(bound, 8)
-    ratio_fn = jax.jit(lambda i, j, inside, full: swap_log_ratio(bound.family, bound.prior, state.stats, i, j, inside,
-                                                                full, aug[0], aug[1]))
+    ratio_fn = jax.jit(lambda i, j, inside, full: swap_log_ratio(bound.family, bound.prior, state.stats, i, j,
+                                                                inside, full, aug[0], aug[1]))
     for (i, j), (t1, t2) in cases:
         inside = (jnp.arange(T) >= t1) & (jnp.arange(T) <= t2)
         ratio, new_i, new_j = ratio_fn(i, j, inside, (t1 == 0) & (t2 == T - 1))
