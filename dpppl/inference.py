@@ -263,7 +263,6 @@ class _Runner:
     def run(self, states, chain_keys, num_warmup, num_samples, thinning, show):
         total = num_warmup + num_samples
         n = self.x.shape[0]
-        limit = getattr(self.bound, "max_capacity", n + 1)  # most slots a state grows to
         max_len = int(np.clip(_CHUNK_BYTES // max(1, self.num_chains * (4 * n + 64)), 1, 256))
         kept: list[dict] = []
         bar = _progress(total, show, self.kern.name)
@@ -327,10 +326,12 @@ def _concatenate_padded(chunks):
 def _capacity_limit(bound) -> int:
     """Most cluster slots a chain may need: N + 1 for an exchangeable prior (new clusters
     take the first empty slot); for a prior on explicit labels, whose slot k is label
-    k + 1, its ``max_labels(N)`` (labels may lie past N + 1)."""
+    k + 1, its ``max_labels(N)`` (labels may lie past N + 1); never more than a bound
+    model's own ``max_capacity`` (the DDP's)."""
     n = bound.num_points
     max_labels = getattr(bound.prior, "max_labels", None)
-    return n + 1 if max_labels is None else max(int(max_labels(n)), 2)
+    limit = n + 1 if max_labels is None else max(int(max_labels(n)), 2)
+    return min(limit, getattr(bound, "max_capacity", limit))
 
 
 def _check_label_limit(bound, limit):
