@@ -88,7 +88,7 @@ def main(argv=None):
                 "cpu_median_s": statistics.median(cpu), "times_s": times}
     niw = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
     nbound = niw.bind(np.asarray(bound.x))
-    gstate = jax.tree.map(lambda a: a[0], dpppl.inference.initial_states(
+    gstate = jax.tree.map(lambda a: a[0], dpppl.run.driver.initial_states(
         nbound, "sequential", None, jax.random.split(jax.random.key(0), 1)))
     gibbs = dpppl.kernels.build("gibbs", nbound)
     times, compile_s, _, cpu = time_steps(gibbs.step, gstate, jnp.asarray(nbound.x), steps)

@@ -94,7 +94,7 @@ def beta_error(num_chains, num_samples):
 
 def merged_pair(fig6, per_cluster, iterations, seed=7):
     from dpppl.analysis.metrics import variation_of_information
-    from dpppl.inference import initial_states
+    from dpppl.run.driver import initial_states
     from dpppl.kernels.base import build
 
     data, truth, _, _ = dpppl.datasets.mallows_mixture(1, per_cluster=per_cluster, seed=seed)

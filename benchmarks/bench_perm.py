@@ -39,7 +39,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import dpppl
-from dpppl.kernels.state import canonical_labels, grow, log_joint, num_clusters, state_from_labels
+from dpppl.core.state import canonical_labels, grow, num_clusters
+from dpppl.models.mixture import log_joint, state_from_labels
 
 try:
     from harness import write_json
@@ -137,7 +138,7 @@ class MoveTrace:
         self._cache = {}
         self._lp = jax.jit(lambda s: log_joint(fam, prior, s))
         if init == "sequential":
-            from dpppl.inference import initial_states
+            from dpppl.run.driver import initial_states
 
             tic = time.perf_counter()
             states = initial_states(self.bound, "sequential", None, jax.random.split(self.key, 1))

@@ -42,9 +42,9 @@ def _driver(model, x, *, init_labels=None, capacity=32, **options):
     import jax.numpy as jnp
 
     import dpppl
-    from dpppl.inference import initial_states
+    from dpppl.run.driver import initial_states
     from dpppl.kernels import build
-    from dpppl.kernels.state import grow
+    from dpppl.core.state import grow
 
     bound = model.bind(x)
     kernel = build("subcluster", bound, **options)

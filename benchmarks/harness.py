@@ -302,7 +302,7 @@ class GibbsTrace:
         import jax.numpy as jnp
 
         import dpppl
-        from dpppl.kernels.state import log_joint, state_from_labels
+        from dpppl.models.mixture import log_joint, state_from_labels
 
         self.bound = model.bind(x)
         self.kernel = dpppl.kernels.build(kernel, self.bound, **(options or {}))
@@ -324,7 +324,7 @@ class GibbsTrace:
         else:
             if isinstance(init, str) and init != "single":
                 raise ValueError(f"init must be 'single', 'sequential' or labels, got {init!r}")
-            from dpppl.kernels.state import canonical_labels
+            from dpppl.core.state import canonical_labels
 
             labels = np.zeros(n, np.int32) if isinstance(init, str) else np.asarray(init)
             labels = jnp.asarray(canonical_labels(labels))
@@ -354,8 +354,8 @@ class GibbsTrace:
         import jax
         import jax.numpy as jnp
 
-        from dpppl.kernels.gibbs import sequential_prediction
-        from dpppl.kernels.state import PartitionState
+        from dpppl.models.seating import sequential_prediction
+        from dpppl.core.state import PartitionState
 
         fam = self.bound.family
         cap = int(min(n + 1, 24))  # dpppl.sample's initial capacity for sequential prediction
@@ -408,7 +408,7 @@ class GibbsTrace:
         """One timed sweep; returns its seconds (re-runs after capacity growth included)."""
         import jax
 
-        from dpppl.kernels.state import grow
+        from dpppl.core.state import grow
 
         key = jax.random.fold_in(self.chain_key, self.sweeps)
         seconds = 0.0

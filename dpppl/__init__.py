@@ -7,26 +7,25 @@
 See the README and ``docs/`` for the model language, the kernels and the papers.
 """
 
-from . import _config  # noqa: F401  (float64 unless DPPPL_X64=0)
-from . import datasets, kernels
-from .dsl import BoundModel, DataDecl, DPMixture, Model, PitmanYorMixture, load, parse
-from .errors import DataError, KernelError, ModelError
-from .families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
-                       NormalKnownCov, NormalLogNormal)
-from .inference import log_joint, sample
-from .analysis import (DPGaussianMixture, coclustering, metrics, plot_cluster_sizes, plot_clusters,
-                       plot_coclustering, plot_log_joint, plot_num_clusters, plots, point_estimate,
-                       predict, sample_prior)
-from .priors import CRP, Gamma, PitmanYor
-from .search import SearchResult, map_search
-from .dsl import PseudoParticleMixture, StickBreakingMixture
-from .priors import StickBreaking
-from .ddp import DDPMixture, DDPModel
-from .families import CoupledGaussian
-from .priors.ddp import DDP
-from .analysis import association_variance
-from .families import GeneralizedMallows
-from .rankings import Rankings, rankings
+from dpppl import config as _config  # noqa: F401  (float64 unless DPPPL_X64=0)
+from dpppl import datasets, kernels
+from dpppl.dsl import BoundModel, DataDecl, DPMixture, Model, PitmanYorMixture, load, parse
+from dpppl.errors import DataError, KernelError, ModelError
+from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
+    NormalKnownCov, NormalLogNormal)
+from dpppl.run.driver import log_joint, sample
+from dpppl.analysis import (DPGaussianMixture, coclustering, metrics, plot_cluster_sizes, plot_clusters,
+    plot_coclustering, plot_log_joint, plot_num_clusters, plots, point_estimate, predict, sample_prior)
+from dpppl.priors import CRP, Gamma, PitmanYor
+from dpppl.search.beam import SearchResult, map_search
+from dpppl.dsl import PseudoParticleMixture, StickBreakingMixture
+from dpppl.priors import StickBreaking
+from dpppl.models.ddp import DDPMixture, DDPModel
+from dpppl.families import CoupledGaussian
+from dpppl.priors.ddp import DDP
+from dpppl.analysis import association_variance
+from dpppl.families import GeneralizedMallows
+from dpppl.models.rankings import Rankings, rankings
 
 __version__ = "0.1.0"
 

@@ -89,7 +89,7 @@ def summary_text(idata) -> str:
     """A short summary of a run: model, kernel, draws, and label-invariant statistics."""
     import numpy as np
 
-    from .diagnostics.arviz_compat import az, group
+    from dpppl.diagnostics.arviz_compat import az, group
 
     post = group(idata, "posterior")
     stats = group(idata, "sample_stats")
@@ -116,7 +116,7 @@ def summary_text(idata) -> str:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    from .errors import DPPPLError
+    from dpppl.errors import DPPPLError
 
     try:
         return _run(args)
@@ -127,7 +127,7 @@ def main(argv=None) -> int:
 
 def _run(args) -> int:
     if args.command == "kernels":
-        from .kernels import available, entry
+        from dpppl.kernels import available, entry
 
         for name in available():
             if name == "nuts":
@@ -137,7 +137,7 @@ def _run(args) -> int:
             print(f"{name:<14} {'exact      ' if e.exact else 'approximate'}  {e.description}")
         return 0
     if args.command == "datasets":
-        from .datasets import available
+        from dpppl.datasets.bundled import available
 
         for name, text in available().items():
             print(f"{name:<10} {text}")
@@ -146,7 +146,7 @@ def _run(args) -> int:
         import numpy as np
 
         import dpppl
-        from .datasets import read_data
+        from dpppl.datasets.bundled import read_data
 
         beam = None if args.beam.lower() == "none" else int(args.beam)
         result = dpppl.map_search(dpppl.load(args.model), read_data(args.data), heuristic=args.heuristic,
@@ -161,11 +161,11 @@ def _run(args) -> int:
         return 0
     if args.command == "sample":
         import dpppl
-        from .datasets import read_data
+        from dpppl.datasets.bundled import read_data
 
         model = dpppl.load(args.model)
         if model.data.kind == "ranking":  # lists of item names, or indices padded with -1
-            from .rankings import read_rankings
+            from dpppl.datasets.bundled import read_rankings
 
             x = read_rankings(args.data)
         else:
@@ -179,7 +179,7 @@ def _run(args) -> int:
             idata.to_netcdf(args.out)
             print(f"\nwrote {args.out}")
         return 0
-    from .diagnostics.arviz_compat import az
+    from dpppl.diagnostics.arviz_compat import az
 
     idata = az.from_netcdf(args.run)
     if args.command == "summary":
@@ -191,13 +191,13 @@ def _run(args) -> int:
     import matplotlib.pyplot as plt
 
     if args.kind not in ("trace", "autocorr"):
-        from .analysis.plots import plot_command
+        from dpppl.analysis.plots import plot_command
 
         runs = {args.run: idata, **{path: az.from_netcdf(path) for path in args.compare}}
         plot_command(args.kind, runs, args.out, estimate=args.estimate)
         print(f"wrote {args.out}")
         return 0
-    from .diagnostics.arviz_compat import group
+    from dpppl.diagnostics.arviz_compat import group
 
     post = group(idata, "posterior")
     names = args.var or [v for v in LABEL_INVARIANT if v in post]

@@ -35,9 +35,9 @@ import numpy as np
 
 import dpppl
 from dpppl.analysis.metrics import variation_of_information
-from dpppl.inference import initial_states
+from dpppl.run.driver import initial_states
 from dpppl.kernels.base import build
-from dpppl.kernels.state import grow
+from dpppl.core.state import grow
 
 SAMPLERS = {"Beta-Gibbs": "mallows-beta", "Slice-Gibbs": "mallows-slice"}
 

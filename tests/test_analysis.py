@@ -14,9 +14,9 @@ from scipy import stats
 import dpppl
 from dpppl.analysis import metrics
 from dpppl.analysis.partitions import (coclustering, dahl, expected_vi, least_squares_loss, point_estimate,
-                                       salso, vi_lower_bound)
-from dpppl.analysis.prior import expected_num_clusters
-from dpppl.analysis.summaries import compact_labels, label_summaries
+    salso, vi_lower_bound)
+from dpppl.simulate import expected_num_clusters
+from dpppl.diagnostics.summaries import compact_labels, label_summaries
 from dpppl.cli import main
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.testing import canonical, exact_posterior, sample_exact, set_partitions

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import dpppl
-from dpppl.ddp import DDPMixture
-from dpppl.kernels.ddp import DDPSlots, slot_statistics
-from dpppl.kernels.ddpswap import swap_log_ratio
-from dpppl.kernels.state import PartitionState
+from dpppl.models.ddp import DDPMixture
+from dpppl.models.ddp_state import DDPSlots, slot_statistics
+from dpppl.kernels.ddp.swap import swap_log_ratio
+from dpppl.core.state import PartitionState
 from dpppl.testing.ddp_geweke import ddp_geweke_test
 
 MODEL_TEXT = """\

@@ -20,8 +20,8 @@ import yaml  # noqa: E402  (a dependency of mkdocs)
 
 import dpppl  # noqa: E402
 from dpppl.dsl import parser as dsl_parser  # noqa: E402
-from dpppl.dsl.expressions import FUNCTIONS  # noqa: E402
-from dpppl.dsl.spec import DATA_KINDS  # noqa: E402
+from dpppl.core.expressions import FUNCTIONS  # noqa: E402
+from dpppl.models.mixture import DATA_KINDS  # noqa: E402
 from dpppl.testing.scripts import load_script  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,10 +7,10 @@ import pytest
 
 from dpppl.dsl import DPMixture, PitmanYorMixture, load, parse
 from dpppl.dsl import PseudoParticleMixture, StickBreakingMixture
-from dpppl.dsl.spec import DataDecl
+from dpppl.models.mixture import DataDecl
 from dpppl.errors import ModelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
-                            NormalKnownCov)
+    NormalKnownCov)
 from dpppl.priors import CRP, Gamma, PitmanYor
 from dpppl.families import GeneralizedMallows, NormalLogNormal
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from dpppl.dsl.expressions import (FUNCTIONS, BinOp, Name, Number, data_environment, evaluate,
-                                   parse_expression)
+from dpppl.core.expressions import (FUNCTIONS, BinOp, Name, Number, data_environment, evaluate,
+    parse_expression)
 from dpppl.errors import DataError, ModelError
 
 RNG = np.random.default_rng(0)
@@ -120,7 +120,7 @@ def test_substitute_renames_and_keeps_positions():
 
 
 def test_every_function_is_documented():
-    import dpppl.dsl.expressions as module
+    import dpppl.core.expressions as module
 
     for name in FUNCTIONS:
         assert f"``{name}" in module.__doc__

@@ -12,8 +12,9 @@ from scipy import integrate, special
 import dpppl
 from dpppl import kernels
 from dpppl.diagnostics.arviz_compat import az, group
-from dpppl.kernels.alpha import escobar_west, slice_log_alpha
-from dpppl.kernels.state import canonical_labels
+from dpppl.kernels.alpha import escobar_west
+from dpppl.core.numerics import slice_log_alpha
+from dpppl.core.state import canonical_labels
 
 RUN = dict(num_warmup=5, num_samples=20, progress_bar=False)
 
@@ -130,7 +131,7 @@ def test_thinning_and_fixed_alpha(two_blobs):
 
 
 def test_interrupted_run_keeps_its_draws(niw_model, two_blobs, monkeypatch):
-    from dpppl import inference
+    from dpppl.run import driver as inference
 
     x, _ = two_blobs
     real = inference._Runner._chunk_fn
@@ -155,7 +156,7 @@ def test_interrupted_run_keeps_its_draws(niw_model, two_blobs, monkeypatch):
 
 
 def test_interrupt_during_warmup_reraises(niw_model, two_blobs, monkeypatch):
-    from dpppl import inference
+    from dpppl.run import driver as inference
 
     def broken(self, *a):
         def fn(*args):

@@ -17,9 +17,9 @@ from scipy import integrate, stats
 
 import dpppl
 from dpppl.errors import DataError, KernelError, ModelError
-from dpppl.families.generalized_mallows import (GeneralizedMallows, all_permutations, log_gm,
-                                                log_psi, log_tbeta, lsigma)
-from dpppl.kernels import mallows_moves as mv
+from dpppl.families.generalized_mallows import (GeneralizedMallows, all_permutations, log_gm, log_psi,
+    log_tbeta, lsigma)
+from dpppl.families import mallows_draws as mv
 
 LEVEL = 1e-3
 MODEL_TEXT = """
@@ -58,11 +58,11 @@ def chi2_ok(counts, probs):
 
 # ------------------------------------------------------------------------- data ---
 def test_rankings_from_names_and_arrays():
-    r = dpppl.rankings([["b", "a"], ["c"], ["a", "c", "b"]])
+    r = dpppl.models.rankings([["b", "a"], ["c"], ["a", "c", "b"]])
     assert r.items == ("a", "b", "c")
     np.testing.assert_array_equal(r.x, [[1, 0, -1], [2, -1, -1], [0, 2, 1]])
     assert list(r.lengths) == [2, 1, 3] and r.names(r.x[0]) == ["b", "a"]
-    r2 = dpppl.rankings([[3, 1]], n_items=5)
+    r2 = dpppl.models.rankings([[3, 1]], n_items=5)
     np.testing.assert_array_equal(r2.x, [[3, 1, -1, -1, -1]])
 
 
@@ -75,12 +75,12 @@ def test_rankings_from_names_and_arrays():
 ])
 def test_bad_rankings_name_the_row(rows, kwargs, message):
     with pytest.raises(DataError, match=message):
-        dpppl.rankings(rows, **kwargs)
+        dpppl.models.rankings(rows, **kwargs)
 
 
 def test_padding_rules_and_model_errors():
     with pytest.raises(DataError, match="ranking 0 has an item after the -1 padding"):
-        dpppl.rankings(np.array([[0, -1, 1]]))
+        dpppl.models.rankings(np.array([[0, -1, 1]]))
     model = dpppl.parse(MODEL_TEXT)
     with pytest.raises(KernelError, match="no closed-form marginal"):
         dpppl.sample(model, [[0, 1]], kernel="gibbs")
@@ -274,7 +274,7 @@ def _direct_chains(kernel, model, seed, num_chains, num_samples):
     step compiles once unbatched (about half the compile time of the driver's vmap over
     chains, which dominates this test's time). Capacity N + 1 never overflows.
     Returns labels (chains, draws after BURN_IN, N)."""
-    from dpppl.inference import initial_states
+    from dpppl.run.driver import initial_states
     from dpppl.kernels.base import build
 
     bound = model.bind(HARNESS_X)

@@ -1,5 +1,5 @@
 """Non-conjugate components: the NormalLogNormal family, the parameter moves of
-dpppl.kernels.parameter_moves, and kernel="subcluster" with the first expression of eq. (21).
+dpppl.kernels.subcluster.parameter_moves, and kernel="subcluster" with the first expression of eq. (21).
 
 - the family's closed forms (prior, likelihood from statistics, proposal) against direct
   sums and scipy, its numerical marginal against a 2-D quadrature by scipy and against
@@ -19,7 +19,7 @@ from scipy import integrate, stats
 import dpppl
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.errors import KernelError
-from dpppl.kernels.parameter_moves import build_parameter_update
+from dpppl.kernels.subcluster.parameter_moves import build_parameter_update
 from dpppl.testing import check_kernel_samples, exact_posterior
 
 X_SMALL = np.array([[-1.0], [-0.6], [0.1], [0.4], [1.2]])

@@ -27,10 +27,9 @@ import dpppl
 from dpppl import kernels
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.errors import KernelError
-from dpppl.kernels import perm as P
-from dpppl.kernels.permutation_moves import (markov_permutation, projection_permutation,
-                                             uniform_permutation)
-from dpppl.kernels.state import state_from_labels
+from dpppl.kernels.perm import sampler as P
+from dpppl.kernels.perm.permutations import markov_permutation, projection_permutation, uniform_permutation
+from dpppl.models.mixture import state_from_labels
 from dpppl.testing import check_kernel_samples, exact_posterior, small_datasets
 
 CASES = {case.name: case for case in small_datasets()}

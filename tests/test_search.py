@@ -12,7 +12,7 @@ import pytest
 
 import dpppl
 from dpppl import families as fam
-from dpppl.search import _engine
+from dpppl.search.beam import _engine
 from dpppl.testing.exact import canonical, exact_posterior
 
 NIW = fam.NormalInverseWishart(mu0=[0.0, 0.0], kappa0=0.2, nu0=4.0, psi0=[[0.3, 0.0], [0.0, 0.3]])
@@ -202,7 +202,7 @@ def test_max_states_stops_and_returns_the_greedy_pass():
 
 
 def test_init_search_starts_every_chain_from_the_search():
-    from dpppl.inference import initial_states
+    from dpppl.run.driver import initial_states
     import jax
 
     model = dpppl.DPMixture(1.0, fam.NormalKnownCov(sigma2=0.5, mu0=0.0, tau2=9.0))

@@ -22,8 +22,9 @@ from dpppl import kernels
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.families.base import segment_stats
 from dpppl.kernels.splitmerge import (INFO_NAMES, allocation_pass, build_splitmerge_kernel, choose_pair,
-                                      propose)
-from dpppl.kernels.state import grow, log_joint, state_from_labels
+    propose)
+from dpppl.core.state import grow
+from dpppl.models.mixture import log_joint, state_from_labels
 from dpppl.testing import check_kernel_samples, exact_posterior, small_datasets
 
 CASES = {case.name: case for case in small_datasets()}
@@ -75,7 +76,7 @@ def brute_force_sams_log_q(b, i, j, order, sides):
 
 
 def canonical(z):
-    return dpppl.kernels.state.canonical_labels(np.asarray(z))
+    return dpppl.core.state.canonical_labels(np.asarray(z))
 
 
 # ----- (a) proposal probabilities -------------------------------------------------------------

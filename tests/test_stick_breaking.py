@@ -14,7 +14,7 @@ from scipy import integrate, special, stats
 import dpppl
 from dpppl import kernels
 from dpppl.diagnostics.arviz_compat import group
-from dpppl.kernels.labelswap import swap_log_ratio_pseudo_particles
+from dpppl.kernels.stick_breaking.labelswap import swap_log_ratio_pseudo_particles
 from dpppl.priors import PitmanYor, StickBreaking
 from dpppl.testing import exact_posterior, set_partitions
 from dpppl.testing.labelled import check_labelled_samples, exact_labelled_posterior, stick_breaking_log_eppf
@@ -356,7 +356,7 @@ def test_draws_do_not_depend_on_the_number_of_slots():
     """The kernels' random numbers do not depend on the capacity C, so a chain that needs a
     label past C is re-run by the driver with more slots and makes the same draws (what
     keeps sampling on the unbounded label space exact)."""
-    from dpppl.kernels.state import state_from_labels
+    from dpppl.models.mixture import state_from_labels
 
     x = np.array([-2.0, -1.8, -1.5, 0.1, 1.7, 2.0])[:, None]
     bound = dpppl.StickBreakingMixture(1.0, 1.0, component=NKC).bind(x)

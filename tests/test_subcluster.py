@@ -17,9 +17,9 @@ import dpppl
 from dpppl import kernels
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.errors import KernelError
-from dpppl.kernels.state import state_from_labels
+from dpppl.models.mixture import state_from_labels
 from dpppl.families.base import segment_sums
-from dpppl.kernels.subcluster import block_size_for, log_split_gain
+from dpppl.kernels.subcluster.sampler import block_size_for, log_split_gain
 from dpppl.testing import check_kernel_samples, exact_posterior, small_datasets
 
 CASES = {case.name: case for case in small_datasets()}
@@ -221,7 +221,7 @@ def test_pair_merges_are_refused_by_the_exact_variant():
 
 def test_j_divergences_match_their_definitions():
     """J(p, q) = KL(p || q) + KL(q || p), against direct numpy formulas."""
-    from dpppl.kernels.superclusters import gaussian_j_divergence, j_divergence
+    from dpppl.kernels.subcluster.superclusters import gaussian_j_divergence, j_divergence
 
     rng = np.random.default_rng(1)
     dim = 3
@@ -254,7 +254,7 @@ def test_super_clusters_follow_algorithm_1():
     divergence 0 are grouped unless both draw themselves: probability 3/4."""
     import jax
 
-    from dpppl.kernels.superclusters import sample_super_clusters
+    from dpppl.kernels.subcluster.superclusters import sample_super_clusters
 
     blocks = np.array([0, 0, 1, 1, 1, 2, 2, 3])  # slot 7 is empty
     divergence = np.where(blocks[:, None] == blocks[None], 0.0, np.inf)
@@ -292,7 +292,7 @@ import json
 import jax, jax.numpy as jnp, numpy as np
 import dpppl
 from dpppl.kernels import build
-from dpppl.inference import initial_states
+from dpppl.run.driver import initial_states
 
 x, _ = dpppl.datasets.load("w2", n=1001, num_clusters=4, seed=1)
 bound = dpppl.DPMixture(1.0, dpppl.NormalKnownCov()).bind(x)

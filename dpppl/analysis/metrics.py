@@ -31,8 +31,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import DataError
-from .summaries import as_label_array
+from dpppl.errors import DataError
+from dpppl.diagnostics.summaries import as_label_array
 
 
 def contingency(a, b) -> np.ndarray:

@@ -52,9 +52,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DataError
-from ..kernels.state import canonical_labels
-from .summaries import as_label_array, compact_labels
+from dpppl.errors import DataError
+from dpppl.core.state import canonical_labels
+from dpppl.diagnostics.summaries import as_label_array, compact_labels
 
 METHODS = ("vi", "dahl", "best")
 LOSSES = ("vi", "vi_lb")
@@ -83,7 +83,7 @@ def is_inference_data(source) -> bool:
 
 def run_variable(idata, name, group="posterior") -> np.ndarray:
     """Variable ``name`` of ``group`` as an array; DataError naming what is missing."""
-    from ..diagnostics.arviz_compat import group as get_group
+    from dpppl.diagnostics.arviz_compat import group as get_group
 
     try:
         ds = get_group(idata, group)

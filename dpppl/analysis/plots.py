@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DataError
-from .partitions import is_inference_data, run_variable, coclustering, point_estimate, posterior_draws
-from .summaries import label_summaries
+from dpppl.errors import DataError
+from dpppl.analysis.partitions import (is_inference_data, run_variable, coclustering, point_estimate,
+    posterior_draws)
+from dpppl.diagnostics.summaries import label_summaries
 
 KINDS = ("coclustering", "clusters", "k", "lp")
 
@@ -109,7 +110,7 @@ def plot_clusters(idata, estimate=None, data=None, columns=(0, 1), ax=None):
 
 
 def _observed(idata):
-    from ..diagnostics.arviz_compat import group
+    from dpppl.diagnostics.arviz_compat import group
 
     obs = group(idata, "observed_data")
     if not obs.data_vars:

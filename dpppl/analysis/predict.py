@@ -39,13 +39,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..dsl.spec import BoundModel, validate_data
-from ..errors import DataError
-from ..families.base import segment_stats
-from ..kernels.state import canonical_labels
-from ..priors.stick_breaking import refuse_labelled
-from .partitions import is_inference_data, run_variable, point_estimate, posterior_draws
-from .summaries import as_label_array, compact_labels
+from dpppl.models.mixture import BoundModel, validate_data
+from dpppl.errors import DataError
+from dpppl.families.base import segment_stats
+from dpppl.core.state import canonical_labels
+from dpppl.priors.stick_breaking import refuse_labelled
+from dpppl.analysis.partitions import is_inference_data, run_variable, point_estimate, posterior_draws
+from dpppl.diagnostics.summaries import as_label_array, compact_labels
 
 
 class Prediction(NamedTuple):
@@ -71,7 +71,7 @@ def bind_to_run(model, idata) -> BoundModel:
     hyperparameters are resolved exactly as when sampling; or a BoundModel, which must
     hold the same data as the run.
     """
-    from ..inference import _as_model
+    from dpppl.run.driver import _as_model
 
     if not is_inference_data(idata):
         raise DataError("predict needs the InferenceData returned by dpppl.sample")
@@ -86,7 +86,7 @@ def bind_to_run(model, idata) -> BoundModel:
 
 def alpha_draws(idata, bound: BoundModel) -> np.ndarray:
     """The concentration of every draw (S,): sampled values, or the fixed alpha."""
-    from ..diagnostics.arviz_compat import group
+    from dpppl.diagnostics.arviz_compat import group
 
     post = group(idata, "posterior")
     if "alpha" in post:

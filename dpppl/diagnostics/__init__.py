@@ -1,5 +1,5 @@
 """Diagnostics: conversion to ArviZ and label-invariant summaries."""
 
-from .arviz_compat import to_arviz
+from dpppl.diagnostics.arviz_compat import to_arviz
 
 __all__ = ["to_arviz"]

@@ -1,4 +1,4 @@
-"""The model-file parser: text in the dpppl model language to a :class:`~dpppl.dsl.spec.Model`.
+"""The model-file parser: text in the dpppl model language to a :class:`~dpppl.models.mixture.Model`.
 
 A model file has one statement per line; ``#`` starts a comment::
 
@@ -33,7 +33,7 @@ Names are free (``y``, ``c``, ``phi``, ``j``, ...) but must be used consistently
 data declaration may stand anywhere, any other name must be defined before it is used.
 Arguments are positional (in the order of the family's fields) or keyword; an omitted
 hyperparameter takes the family's default. Hyperparameters are expressions
-(:mod:`dpppl.dsl.expressions`) of the data (by its declared name), ``N``, ``D``, ``V`` and
+(:mod:`dpppl.core.expressions`) of the data (by its declared name), ``N``, ``D``, ``V`` and
 constants; they stay expressions in the model and are evaluated by ``Family.resolve`` when
 data are bound, where the data are always called ``x`` (references to the declared data
 name and dimension names are rewritten).
@@ -56,14 +56,14 @@ from typing import Any, Optional
 import numpy as np
 from lark import v_args
 
-from ..errors import ModelError
-from ..priors.crp import CRP, Gamma, PitmanYor
-from ..priors.stick_breaking import StickBreaking
-from ..priors.ddp import DDP
-from ..families.coupled import CoupledGaussian
-from .expressions import (Call, Expr, ExprBuilder, Index, Name, Number, Source, Span, parse_rule,
-                          suggest)
-from .spec import DATA_KINDS, DataDecl, Model
+from dpppl.errors import ModelError
+from dpppl.priors.crp import CRP, Gamma, PitmanYor
+from dpppl.priors.stick_breaking import StickBreaking
+from dpppl.priors.ddp import DDP
+from dpppl.families.coupled import CoupledGaussian
+from dpppl.core.expressions import (Call, Expr, ExprBuilder, Index, Name, Number, Source, Span, parse_rule,
+    suggest)
+from dpppl.models.mixture import DATA_KINDS, DataDecl, Model
 
 # ---------------------------------------------------------------------------- tables
 

@@ -1,14 +1,14 @@
 """Component families (see :mod:`dpppl.families.base` for the interface)."""
 
-from .base import Family
-from .beta_bernoulli import BetaBernoulli
-from .dirichlet_multinomial import DirichletMultinomial
-from .generalized_mallows import GeneralizedMallows
-from .niw import NormalInverseWishart
-from .normal_gamma import NormalGamma
-from .normal_known import NormalKnownCov
-from .normal_lognormal import NormalLogNormal
-from .coupled import CoupledGaussian
+from dpppl.families.base import Family
+from dpppl.families.beta_bernoulli import BetaBernoulli
+from dpppl.families.dirichlet_multinomial import DirichletMultinomial
+from dpppl.families.generalized_mallows import GeneralizedMallows
+from dpppl.families.niw import NormalInverseWishart
+from dpppl.families.normal_gamma import NormalGamma
+from dpppl.families.normal_known import NormalKnownCov
+from dpppl.families.normal_lognormal import NormalLogNormal
+from dpppl.families.coupled import CoupledGaussian
 
 __all__ = ["Family", "NormalKnownCov", "NormalInverseWishart", "NormalGamma", "NormalLogNormal",
            "DirichletMultinomial", "BetaBernoulli", "CoupledGaussian", "GeneralizedMallows"]

@@ -2,7 +2,7 @@
 
 A family is a frozen dataclass whose fields are its hyperparameters. Fields may hold
 numbers, arrays, ``None`` (a documented data-dependent default) or expression strings
-such as ``"cov(x) / 10"`` (see :mod:`dpppl.dsl.expressions`). :meth:`Family.resolve`
+such as ``"cov(x) / 10"`` (see :mod:`dpppl.core.expressions`). :meth:`Family.resolve`
 returns a copy whose fields are all numeric arrays for a given data set; every other
 method assumes a resolved family and is a pure JAX function, so kernels may close over
 a resolved family inside ``jit``.
@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import DataError
+from dpppl.errors import DataError
 
 Stats = Any  # a NamedTuple of arrays with first field ``n``
 PredictiveParams = Any  # pytree of arrays, leading axes as the stats they came from
@@ -43,7 +43,7 @@ class Family:
     parameters ``u`` and ``params_of(u)``, ``log_prior(u)``, ``prior_draw``,
     ``log_likelihood_of_stats(u, stats)`` and a data-driven proposal
     (``proposal``, ``log_proposal``, ``draw_proposal``), which the kernels that instantiate
-    parameters use (:mod:`dpppl.kernels.parameter_moves`).
+    parameters use (:mod:`dpppl.kernels.subcluster.parameter_moves`).
     """
 
     name: ClassVar[str]
@@ -66,7 +66,7 @@ class Family:
         """A copy with every hyperparameter a numeric array fitted to ``x`` (N, D).
 
         ``None`` hyperparameters take the family's documented defaults; expression
-        strings are evaluated with :func:`dpppl.dsl.expressions.evaluate` against the
+        strings are evaluated with :func:`dpppl.core.expressions.evaluate` against the
         data summaries of ``x``.
         """
         raise NotImplementedError
@@ -226,7 +226,7 @@ def resolve_fields(family: Family, x: np.ndarray, defaults: dict[str, Any]) -> d
         if value is None:
             value = defaults[f.name]
         if not isinstance(value, (int, float, np.ndarray, list, tuple)):  # an expression
-            from ..dsl.expressions import data_environment, evaluate
+            from dpppl.core.expressions import data_environment, evaluate
 
             env = env if env is not None else data_environment(x)
             value = evaluate(value, env)
@@ -283,3 +283,9 @@ def log_clipped(p: jax.Array) -> jax.Array:
     to exactly 0; a finite log keeps ``0 * log p`` at 0 in matrix products.
     """
     return jnp.log(jnp.maximum(p, jnp.finfo(jnp.result_type(p)).tiny))
+
+
+def cluster_log_marginals(family, stats) -> jax.Array:
+    """log p(x_c) per row of ``stats``: the family's closed form, or for a non-conjugate
+    family its numerical ``log_marginal_numerical``."""
+    return family.log_marginal(stats) if family.conjugate else family.log_marginal_numerical(stats)

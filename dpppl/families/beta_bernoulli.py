@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betaln
 
-from .base import Family, check_entries, check_hyper, log_clipped, resolve_fields
+from dpppl.families.base import Family, check_entries, check_hyper, log_clipped, resolve_fields
 
 
 class BinaryStats(NamedTuple):

@@ -44,9 +44,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import multigammaln
 
-from ..errors import DataError
-from .base import Family, check_hyper, resolve_fields
-from .gaussian import cholesky, gamma_draw, inverse_wishart_draw, solve_lower
+from dpppl.errors import DataError
+from dpppl.families.base import Family, check_hyper, resolve_fields
+from dpppl.families.gaussian import cholesky, gamma_draw, inverse_wishart_draw, solve_lower
 
 
 def solve_upper_transposed(chol, b):

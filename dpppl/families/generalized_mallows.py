@@ -47,7 +47,7 @@ ranking equally likely, whatever theta.
 
 Data layout: a (N, n) array of item indices 0..n-1, row i holding pi_i(1..t_i) followed by
 -1 in positions t_i+1..n, stored as float64 like every data set (see
-:func:`dpppl.rankings.as_rankings`, which also reads lists of item names).
+:func:`dpppl.models.rankings.as_rankings`, which also reads lists of item names).
 
 References
 ----------
@@ -68,8 +68,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, logsumexp
 
-from ..errors import DataError, ModelError
-from .base import Family, check_hyper
+from dpppl.errors import DataError, ModelError
+from dpppl.families.base import Family, check_hyper
 
 MAX_ENUMERATED_ITEMS = 7
 """Largest n for which :meth:`GeneralizedMallows.log_marginal` sums over the n! central
@@ -227,7 +227,7 @@ class GeneralizedMallows(Family):
     """The kernels that can sample this family (the others need a closed-form marginal)."""
 
     def check_data(self, x):
-        from ..rankings import check_ranking_array
+        from dpppl.families.generalized_mallows import check_ranking_array
 
         return check_ranking_array(x, self.n_items)
 
@@ -302,7 +302,7 @@ class GeneralizedMallows(Family):
     def sample_points(self, rng_key, params, labels, lengths=None) -> jax.Array:
         """Draw top-t rankings from GM(sigma_label, theta_label) (``lengths`` default n - 1
         entries, i.e. full rankings), padded with -1: ``labels.shape + (n,)``."""
-        from ..kernels.mallows_moves import sample_gm
+        from dpppl.families.mallows_draws import sample_gm
 
         n = int(self.n_items)
         flat = jnp.ravel(labels)
@@ -330,3 +330,37 @@ class GeneralizedMallows(Family):
 
 __all__ = ["GeneralizedMallows", "RankingStats", "log_psi", "log_tbeta", "codes", "lsigma",
            "log_gm", "MAX_ENUMERATED_ITEMS"]
+
+
+def check_ranking_array(x, n_items=None, name: str = "x") -> np.ndarray:
+    """Check a padded (N, n) ranking array; return it as float. Raises DataError naming
+    the first bad row."""
+    try:
+        x = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise DataError(f"data '{name}': rankings must be numbers (item indices)") from None
+    if x.ndim != 2 or x.shape[0] == 0:
+        raise DataError(f"data '{name}': rankings must be a non-empty 2-D array, got shape {x.shape}")
+    n = x.shape[1] if n_items is None else int(n_items)
+    if x.shape[1] != n:
+        raise DataError(f"data '{name}': {x.shape[1]} columns but {n} items")
+    bad_value = ~np.isfinite(x) | (x != np.round(x)) | (x < -1) | (x >= n)
+    if bad_value.any():
+        i, j = np.argwhere(bad_value)[0]
+        raise DataError(f"data '{name}': ranking {i} holds {x[i, j]:g} at position {j}, "
+                        f"not an item index in 0..{n - 1} (or -1 for padding)")
+    pad = x < 0
+    after_pad = pad[:, :-1] & ~pad[:, 1:]
+    if after_pad.any():
+        i = int(np.argwhere(after_pad)[0][0])
+        raise DataError(f"data '{name}': ranking {i} has an item after the -1 padding")
+    empty = pad.all(axis=1)
+    if empty.any():
+        raise DataError(f"data '{name}': ranking {int(np.argmax(empty))} is empty")
+    srt = np.sort(np.where(pad, -1 - np.arange(n)[None, :], x), axis=1)
+    repeated = (srt[:, 1:] == srt[:, :-1]).any(axis=1)
+    if repeated.any():
+        i = int(np.argmax(repeated))
+        vals, counts = np.unique(x[i][x[i] >= 0], return_counts=True)
+        raise DataError(f"data '{name}': ranking {i} lists item {int(vals[counts > 1][0])} more than once")
+    return x

@@ -24,9 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import multigammaln
 
-from .base import Family, check_hyper, resolve_fields
-from .gaussian import (GaussianStats, cholesky, gaussian_point_stats, inverse_wishart_draw, logdet_pd,
-                       mvn_log_likelihood, student_t_logpdf, student_t_params, whitening_full)
+from dpppl.families.base import Family, check_hyper, resolve_fields
+from dpppl.families.gaussian import (GaussianStats, cholesky, gaussian_point_stats, inverse_wishart_draw,
+    logdet_pd, mvn_log_likelihood, student_t_logpdf, student_t_params, whitening_full)
 
 
 @dataclasses.dataclass(frozen=True)

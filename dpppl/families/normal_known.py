@@ -34,10 +34,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import Family, check_hyper, resolve_fields
-from .gaussian import (centered_sums, diagonal_normal_log_likelihood,
-                       diagonal_normal_logpdf, diagonal_normal_params, diagonal_empty_stats, diagonal_point_stats,
-                       whitening_diagonal)
+from dpppl.families.base import Family, check_hyper, resolve_fields
+from dpppl.families.gaussian import (centered_sums, diagonal_normal_log_likelihood, diagonal_normal_logpdf,
+    diagonal_normal_params, diagonal_empty_stats, diagonal_point_stats, whitening_diagonal)
 
 
 @dataclasses.dataclass(frozen=True)

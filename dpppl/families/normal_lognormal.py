@@ -37,9 +37,9 @@ import numpy as np
 from jax.scipy.special import logsumexp
 from jax.scipy.stats import norm
 
-from .base import Family, check_hyper, resolve_fields
-from .gaussian import (centered_sums, diagonal_empty_stats, diagonal_normal_log_likelihood, diagonal_point_stats,
-                       DiagonalGaussianParams)
+from dpppl.families.base import Family, check_hyper, resolve_fields
+from dpppl.families.gaussian import (centered_sums, diagonal_empty_stats, diagonal_normal_log_likelihood,
+    diagonal_point_stats, DiagonalGaussianParams)
 
 _LOG_2PI = float(np.log(2 * np.pi))
 PROPOSAL_TEMPER = 0.5

@@ -1,16 +1,18 @@
 """Partition kernels: registry, construction, and the NumPyro adapter.
 
 ``available()`` lists kernel names; ``register(name, factory, exact=...)`` adds one;
-``make(name, model, data)`` returns a ``numpyro.infer.mcmc.MCMCKernel``.
+``make(name, model, data)`` returns a ``numpyro.infer.mcmc.MCMCKernel``. Importing this
+package registers the built-in kernels, one module per move, grouped by paper.
 """
 
-from . import alpha, gibbs, perm, splitmerge, subcluster  # noqa: F401  (registers the built-in kernels)
-from . import labelswap, sbgibbs  # noqa: F401  (stick-breaking kernels)
-from . import ddp, ddpswap  # noqa: F401  (registers the DDP kernels)
-from . import mallows  # noqa: F401  (registers mallows-slice and mallows-beta)
-from .adapter import PartitionKernel, make
-from .base import Kernel, available, build, check_applies, compose, entry, register
-from .base import applies_to
+from dpppl.kernels import alpha, gibbs, splitmerge  # noqa: F401  (registers the built-in kernels)
+from dpppl.kernels.ddp import gibbs as ddp_gibbs, swap as ddp_swap  # noqa: F401
+from dpppl.kernels.mallows import sampler as mallows_sampler  # noqa: F401
+from dpppl.kernels.perm import sampler as perm_sampler  # noqa: F401
+from dpppl.kernels.stick_breaking import labelswap, sbgibbs  # noqa: F401
+from dpppl.kernels.subcluster import sampler as subcluster_sampler  # noqa: F401
+from dpppl.kernels.adapter import PartitionKernel, make
+from dpppl.kernels.base import Kernel, applies_to, available, build, check_applies, compose, entry, register
 
 __all__ = ["Kernel", "PartitionKernel", "available", "build", "check_applies", "compose", "entry",
            "make", "register", "applies_to"]

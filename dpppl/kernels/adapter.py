@@ -25,8 +25,9 @@ import jax.numpy as jnp
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
-from .base import build
-from .state import PartitionState, largest_cluster, log_joint, num_clusters
+from dpppl.kernels.base import build
+from dpppl.core.state import PartitionState, largest_cluster, num_clusters
+from dpppl.models.mixture import log_joint
 
 
 class AdapterState(NamedTuple):
@@ -34,7 +35,7 @@ class AdapterState(NamedTuple):
 
     - **i** - iteration counter (warmup while ``i < num_warmup``).
     - **z** - dict of the draw: ``z`` labels, ``num_clusters``, ``largest_cluster``, ``alpha``.
-    - **partition** - the dpppl :class:`~dpppl.kernels.state.PartitionState`.
+    - **partition** - the dpppl :class:`~dpppl.core.state.PartitionState`.
     - **potential_energy** - minus the collapsed log joint (ArviZ shows ``lp``).
     - **overflow** - True once a move found no empty slot (see the module docstring).
     - **rng_key** - key for the next step.
@@ -67,7 +68,7 @@ class PartitionKernel(MCMCKernel):
     sample_field = "z"
 
     def __init__(self, kernel, model, data, *, init="sequential", capacity=None, **options):
-        from ..inference import _as_model
+        from dpppl.run.driver import _as_model
 
         self._bound = _as_model(model).bind(data)
         self._kernel = build(kernel, self._bound, **options)
@@ -99,7 +100,7 @@ class PartitionKernel(MCMCKernel):
         return AdapterState(i, draw, partition, -lp, partition.overflow, rng_key)
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
-        from ..inference import _given_labels, initial_states
+        from dpppl.run.driver import _given_labels, initial_states
 
         self._num_warmup = num_warmup
         keys = rng_key[None] if is_prng_key(rng_key) else rng_key

@@ -4,7 +4,7 @@ A kernel is a pair of pure functions in the manner of BlackJAX:
 
     step(rng_key, state: PartitionState, x) -> (PartitionState, info: dict[str, scalar])
 
-over the immutable :class:`~dpppl.kernels.state.PartitionState`, built for one bound
+over the immutable :class:`~dpppl.core.state.PartitionState`, built for one bound
 model by a *factory*. ``warmup_step`` (optional) is used during warmup instead, for
 kernels that adapt a tuning parameter in burn-in only. Every kernel declares whether it
 leaves the exact posterior invariant (``exact``); a hybrid is exact when every part is.
@@ -19,8 +19,8 @@ from typing import Callable, Optional
 import jax
 import jax.numpy as jnp
 
-from ..errors import KernelError
-from .state import sample_index
+from dpppl.errors import KernelError
+from dpppl.core.numerics import sample_index
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Kernel:
     log_joint : callable or None
         ``state -> scalar``: the log joint the driver records as ``lp`` for kernels whose
         state instantiates parameters the family cannot integrate out (None: the
-        collapsed :func:`~dpppl.kernels.state.log_joint`).
+        collapsed :func:`~dpppl.core.state.log_joint`).
     record : callable or None
         ``state -> dict`` of extra per-draw values for the ``posterior`` group (e.g.
         cluster parameters); their dimension names are ``record_dims``. Per-slot values
@@ -205,7 +205,7 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
     elif schedule == "random":
         _schedule_probabilities(weights, 1)  # validated, though one part leaves nothing to choose
     if bound_model.prior.alpha_is_random:
-        from .alpha import build_alpha_kernel
+        from dpppl.kernels.alpha import build_alpha_kernel
 
         parts.append(build_alpha_kernel(bound_model))
     return parts[0] if len(parts) == 1 else compose(parts, name=spec)

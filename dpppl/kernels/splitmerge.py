@@ -96,10 +96,11 @@ from typing import Any, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from ..errors import KernelError
-from ..families.base import add_point, segment_stats, take
-from .base import Kernel, exchangeable_prior_only, register
-from .state import PartitionState, sample_index, set_row
+from dpppl.errors import KernelError
+from dpppl.families.base import add_point, segment_stats, take
+from dpppl.kernels.base import Kernel, exchangeable_prior_only, register
+from dpppl.core.state import PartitionState, set_row
+from dpppl.core.numerics import sample_index
 
 METHODS = ("sams", "restricted_gibbs")
 DEFAULT_NUM_PROPOSALS = 10

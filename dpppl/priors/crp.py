@@ -20,7 +20,7 @@ from typing import Union
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
-from ..errors import ModelError
+from dpppl.errors import ModelError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .stick_breaking import StickBreaking
+from dpppl.priors.stick_breaking import StickBreaking
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,8 +49,8 @@ class DDP(StickBreaking):
 
     @property
     def model_class(self) -> type:
-        """The model class a ``z ~ DDP(...)`` line builds (:class:`dpppl.ddp.DDPModel`)."""
-        from ..ddp import DDPModel
+        """The model class a ``z ~ DDP(...)`` line builds (:class:`dpppl.models.ddp.DDPModel`)."""
+        from dpppl.models.ddp import DDPModel
 
         return DDPModel
 

@@ -27,7 +27,7 @@ The weights sum to one almost surely exactly when prod_i E[1 - V_i] = prod_i b_i
 2001, Lemma 1: the remaining length R_L = prod_{i<=L} (1 - V_i) decreases, so E R_L -> 0
 iff R_L -> 0 almost surely). A finite prior of L sticks ends with b_L = 0 (V_L = 1).
 
-In code, slot k of a :class:`~dpppl.kernels.state.PartitionState` is stick k + 1: the
+In code, slot k of a :class:`~dpppl.core.state.PartitionState` is stick k + 1: the
 count vector ``counts`` (leading axis C) holds N_1..N_C.
 """
 
@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-from ..errors import ModelError
+from dpppl.errors import ModelError
 
 StickParameter = Union[float, Sequence[float], Callable[[np.ndarray], Any], str, Any]
 """A number, a finite sequence (a_1, ..., a_L), a vectorised callable of the 1-based
@@ -76,7 +76,7 @@ def _kind(value) -> str:
 
 
 def _is_expr(value) -> bool:
-    from ..dsl.expressions import Expr
+    from dpppl.core.expressions import Expr
 
     return isinstance(value, Expr)
 
@@ -92,7 +92,7 @@ def _normalise(value, what: str, prior: str):
             raise ModelError(f"{prior}: {what} must be a non-empty 1-D sequence, got shape {arr.shape}")
         return tuple(float(v) for v in arr)
     if kind == "expression" and isinstance(value, str):
-        from ..dsl.expressions import parse_expression
+        from dpppl.core.expressions import parse_expression
 
         value = parse_expression(value)
     if kind == "expression":
@@ -221,7 +221,7 @@ class StickBreaking:
         d, theta = float(discount), float(alpha)
         if d == 0:
             return cls(a=1.0, b=theta)
-        from ..dsl.expressions import parse_expression
+        from dpppl.core.expressions import parse_expression
 
         return cls(a=1.0 - d, b=parse_expression(f"{theta!r} + i * {d!r}"))
 
@@ -415,7 +415,7 @@ class StickBreaking:
         """Labels (n,) in [0, capacity) drawn from the labelled prior by the prediction
         rule (eq. 6), jittable. A draw past ``capacity`` (probability at most n times the
         prior mass past it; see :meth:`labels_needed`) is put at the last slot."""
-        from ..kernels.state import sample_index
+        from dpppl.core.numerics import sample_index
 
         def seat(counts, u):
             log_w, log_rest = self.log_expected_weights(counts)

@@ -1,5 +1,5 @@
 """Geweke (2004) joint-distribution test of the DDP kernels (:mod:`dpppl.kernels.ddp`,
-:mod:`dpppl.kernels.ddpswap`).
+:mod:`dpppl.kernels.ddp.swap`).
 
 The collapsed test (:mod:`dpppl.testing.geweke`) redraws the data from p(x | z) with the
 parameters integrated out; a DDP state instantiates the parameters, so here the joint is
@@ -26,12 +26,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..analysis.prior import depends_on_data
-from ..families.gaussian import cholesky
-from ..kernels.base import build
-from ..kernels.ddp import DDPSlots, slot_statistics
-from ..kernels.state import PartitionState, sample_index
-from .geweke import GewekeResult, compare
+from dpppl.simulate import depends_on_data
+from dpppl.families.gaussian import cholesky
+from dpppl.kernels.base import build
+from dpppl.models.ddp_state import DDPSlots, slot_statistics
+from dpppl.core.state import PartitionState
+from dpppl.core.numerics import sample_index
+from dpppl.testing.geweke import GewekeResult, compare
 
 TEST_FUNCTIONS = ("num_labels", "top_label", "label0_share", "coclustered_pairs", "cluster_mean",
                   "cluster_logdet", "tanh_mean", "log_joint")

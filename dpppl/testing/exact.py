@@ -42,9 +42,9 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import special, stats
 
-from ..dsl.spec import Model
-from ..kernels.state import cluster_log_marginals
-from ..priors.crp import Gamma
+from dpppl.models.mixture import Model
+from dpppl.families.base import cluster_log_marginals
+from dpppl.priors.crp import Gamma
 
 MAX_POINTS = 10
 """Largest n for which :func:`set_partitions` lists partitions (Bell(10) = 115975)."""
@@ -869,8 +869,8 @@ def small_datasets() -> list:
     -------
     list of ExactCase
     """
-    from .. import families as fam
-    from ..dsl.spec import DPMixture, PitmanYorMixture
+    from dpppl import families as fam
+    from dpppl.models.mixture import DPMixture, PitmanYorMixture
 
     def case(name, model, x, description):
         return ExactCase(name, model, np.asarray(x, dtype=float), description)

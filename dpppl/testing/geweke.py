@@ -44,11 +44,12 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats as sps
 
-from .._config import float_dtype
-from ..analysis.prior import depends_on_data, draw_alpha, draw_data, draw_partition
-from ..families.base import segment_stats
-from ..kernels.base import build
-from ..kernels.state import PartitionState, log_joint
+from dpppl.config import float_dtype
+from dpppl.simulate import depends_on_data, draw_alpha, draw_data, draw_partition
+from dpppl.families.base import segment_stats
+from dpppl.kernels.base import build
+from dpppl.core.state import PartitionState
+from dpppl.models.mixture import log_joint
 
 TEST_FUNCTIONS = ("num_clusters", "largest_share", "coclustered_pairs", "positive_share", "tanh_mean",
                   "near_pairs_coclustered", "log_joint", "alpha", "log_alpha")

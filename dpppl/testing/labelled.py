@@ -38,8 +38,9 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import special
 
-from ..dsl.spec import Model
-from .exact import ExactPosterior, HarnessResult, QuantityCheck, _partition_law_check, check_kernel_samples, exact_posterior
+from dpppl.models.mixture import Model
+from dpppl.testing.exact import (ExactPosterior, HarnessResult, QuantityCheck, _partition_law_check,
+    check_kernel_samples, exact_posterior)
 
 MAX_TRUNCATION = 2**14
 
@@ -170,7 +171,7 @@ def exact_labelled_posterior(model: Model, x, max_label: int = 4, *, tol: float 
     z = np.array(list(itertools.product(range(max_label), repeat=n)), dtype=np.int64)
     counts = (z[:, :, None] == np.arange(max_label)[None, None, :]).sum(axis=1).astype(float)
     log_p_labels = np.asarray(jax.jit(jax.vmap(prior.log_prob_labels))(jnp.asarray(counts)))
-    from .exact import partition_index
+    from dpppl.testing.exact import partition_index
 
     index = partition_index(z, n)
     part_counts = (parts.partitions[:, :, None] == np.arange(n)[None, None, :]).sum(axis=1)

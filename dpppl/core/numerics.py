@@ -1,0 +1,63 @@
+"""Small numerics shared by every layer: inverse-CDF draws of an index and a slice sampler
+on the log scale."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+def sample_index(logits: jax.Array, u: jax.Array) -> jax.Array:
+    """Draw an index from unnormalised ``logits`` by inverting the CDF at ``u`` in [0, 1).
+
+    Slots with -inf logits are never chosen, and appending -inf slots does not change
+    the draw: this is what lets the capacity grow without changing a run.
+    """
+    p = jnp.exp(logits - jnp.max(logits))
+    cdf = jnp.cumsum(p)
+    target = jnp.maximum(u, jnp.finfo(cdf.dtype).tiny) * cdf[-1]
+    return jnp.sum(cdf < target).astype(jnp.int32)
+
+
+def slice_log_alpha(rng_key, alpha, log_density, width=1.0, max_steps=32, max_shrinks=200):
+    """Slice-sample u = log alpha with target log_density(alpha) + u (the Jacobian).
+
+    Stepping out is capped at ``max_steps`` per side and shrinkage at ``max_shrinks``
+    proposals; the level is drawn with ``log U <= 0`` and accepted with ``>=``, so the
+    current point always lies in the slice and the loop ends even when rounding makes the
+    level equal to the current density. If the target is not finite at the current
+    point, or no proposal is accepted within the cap (each rejection shrinks the
+    interval, so this takes more than 2^-200 of its width), alpha is left unchanged.
+    """
+    def target(u):
+        return log_density(jnp.exp(u)) + u
+
+    k_level, k_pos, k_shrink = jax.random.split(rng_key, 3)
+    u0 = jnp.log(alpha)
+    target0 = target(u0)
+    level = target0 + jnp.log(jax.random.uniform(k_level, minval=1e-300))
+    left = u0 - width * jax.random.uniform(k_pos)
+    right = left + width
+
+    def step_out(bound, direction):
+        def cond(c):
+            b, i = c
+            return (i < max_steps) & (target(b) >= level)
+        return jax.lax.while_loop(cond, lambda c: (c[0] + direction * width, c[1] + 1), (bound, 0))[0]
+
+    left, right = step_out(left, -1.0), step_out(right, 1.0)
+
+    def cond(c):
+        return ~c[3] & (c[5] < max_shrinks)
+
+    def shrink(c):
+        lo, hi, key, _, _, i = c
+        key, sub = jax.random.split(key)
+        u = jax.random.uniform(sub, minval=lo, maxval=hi)
+        ok = target(u) >= level
+        lo = jnp.where(~ok & (u < u0), u, lo)
+        hi = jnp.where(~ok & (u >= u0), u, hi)
+        return lo, hi, key, ok, u, i + 1
+
+    finite = jnp.isfinite(target0)
+    _, _, _, ok, u, _ = jax.lax.while_loop(cond, shrink, (left, right, k_shrink, ~finite, u0, 0))
+    return jnp.exp(jnp.where(ok & finite, u, u0))

@@ -1,0 +1,85 @@
+"""The partition state every partition kernel moves, and operations on it.
+
+A partition of N points is held with a fixed cluster capacity C (static under ``jit``):
+labels ``z`` in ``[0, C)`` and per-slot sufficient statistics ``stats`` (leading axis
+C) whose field ``n`` is the cluster size; empty slots hold exact zeros. A kernel that
+needs a new cluster takes the first empty slot; when none is left it sets ``overflow``
+and the driver grows the capacity on the host (:func:`grow`) and re-runs the chunk of
+iterations from the same keys. Kernels therefore draw random numbers whose shapes do not
+depend on C, so that growing the capacity never changes the draws.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+
+class PartitionState(NamedTuple):
+    """State of a partition sampler.
+
+    - **z** - int32 (N,) cluster slot of each point.
+    - **stats** - family sufficient statistics per slot, leading axis C; ``stats.n``
+      are the cluster sizes, zero for empty slots.
+    - **alpha** - current concentration (fixed, or resampled by the alpha move).
+    - **overflow** - bool, set when a move needed an empty slot and found none.
+    - **aux** - kernel-specific carried values (a dict; empty for most kernels), for
+      example the adapted beta of the permutation sampler. Per-slot values (leading axis
+      C, e.g. instantiated cluster parameters) go under ``aux["slots"]``, which
+      :func:`grow` pads with the statistics.
+    """
+
+    z: jax.Array
+    stats: Any
+    alpha: jax.Array
+    overflow: jax.Array
+    aux: dict = {}
+
+
+def canonical_labels(labels: np.ndarray) -> np.ndarray:
+    """Relabel to 0..K-1 in order of first appearance."""
+    labels = np.asarray(labels)
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first))
+    return rank[inverse].astype(np.int32)
+
+
+def grow(state: PartitionState, new_capacity: int) -> PartitionState:
+    """Pad the per-slot statistics (of one chain or a batch of chains) with empty slots."""
+    axis = state.z.ndim - 1  # slots follow the batch (chain) axes of z
+
+    def pad(s):
+        widths = [(0, 0)] * s.ndim
+        widths[axis] = (0, new_capacity - s.shape[axis])
+        return jnp.pad(s, widths)
+    aux = state.aux
+    if "slots" in aux:
+        aux = {**aux, "slots": jax.tree.map(pad, aux["slots"])}
+    return state._replace(stats=jax.tree.map(pad, state.stats), overflow=jnp.zeros_like(state.overflow),
+                          aux=aux)
+
+
+def capacity_of(state: PartitionState) -> int:
+    return int(state.stats.n.shape[-1])
+
+
+def cluster_sizes(state: PartitionState) -> jax.Array:
+    return state.stats.n
+
+
+def num_clusters(state: PartitionState) -> jax.Array:
+    return jnp.sum(state.stats.n > 0, axis=-1)
+
+
+def largest_cluster(state: PartitionState) -> jax.Array:
+    return jnp.max(state.stats.n, axis=-1).astype(jnp.int32)
+
+
+def set_row(stats, k, row):
+    """Per-slot statistics with row ``k`` replaced by ``row`` (a tree of single rows)."""
+    return jax.tree.map(lambda a, r: a.at[k].set(r), stats, row)
+

@@ -1,0 +1,264 @@
+"""Moves on one Generalized Mallows cluster's parameters (Meilă & Chen 2010, Figs. 2-4).
+
+Central permutations are held as positions ``pos`` (n,): ``pos[l]`` = sigma(l) - 1, the
+0-based rank of item l. Conventions, math and data layout: :mod:`dpppl.families.generalized_mallows`.
+
+**sigma given theta** (Lemma 2). With W = sum_j theta_j R_j,
+p(sigma | theta, pi_c) ∝ exp(-L_sigma(W)), L_sigma(W) = sum_{a,b} W[a, b] [sigma(b) < sigma(a)].
+Sample-sigma-Stagewise (Fig. 2) picks the items in rank order, item i with probability
+∝ exp(-rho_i), rho_i the column sum of W over the items not yet placed. Its law is
+q(sigma) = prod_k exp(-rho^(k)_{sigma_k}) / Z_k(sigma_1..sigma_{k-1}); the normalisers Z_k depend on the
+earlier choices, so q differs from p(sigma | theta, pi_c) in general. Example: one ranking
+(A, B, C), theta = (theta_1, theta_2): p(A first) = 1/psi_2(theta_1) but q(A first) =
+1/(1 + e^{-theta_1} + e^{-theta_1-theta_2}); they agree only when theta_1 = theta_2. The
+paper's Lemma 2 (exact sampling) therefore does not hold as stated (its proof is cut from
+the text we have). :func:`sigma_mh` keeps the stagewise draw as an *independence
+Metropolis-Hastings proposal* with its exact log q, which makes the update exact
+(it leaves p(sigma | theta, pi_c) invariant); :func:`sigma_adjacent_swaps` adds a sweep of
+adjacent-transposition Metropolis moves, cheap local steps that help when q is far from p.
+tests/test_mallows.py checks both against enumeration (n <= 5) and measures q's error.
+
+**sigma given theta and one ranking** (exact). The code s_1..s_t of pi and the order of the
+unranked items determine sigma, and given theta the s_j are independent truncated
+geometrics, P(s_j = k) ∝ e^{-theta_j k}, k = 0..m_j: :func:`insert_code` places pi(j) at the
+(s_j + 1)-th still free rank, then the unranked items in a uniform random order.
+Sample-sigma-N1 (Fig. 4) is the same construction with P(V_j = k) ∝ Beta(nu r_j + k, nu + 2),
+theta integrated out in the infinite-n approximation (approximate for finite n).
+
+**theta given sigma** (Lemma 3, Fig. 3): the theta_j are independent with log-concave
+density ∝ exp(-a_j theta - c_j ln psi_{m_j}(theta)) on [0, inf), a_j = nu r_j + S_j(sigma),
+c_j = nu + N_j (eq. 10). :func:`theta_slice` slice-samples each (stepping out and
+shrinkage, Neal 2003, in u = log theta with the Jacobian; :func:`dpppl.kernels.alpha.slice_log_alpha`).
+:func:`theta_exact` draws exactly by rejection from the piecewise-exponential envelope
+made of tangents to the log density (valid for any log-concave density: every tangent
+lies above it); used for the prior draw of a new cluster's theta, where
+p(theta | pi_i) = P0(theta) (averaging GM over a uniform sigma removes theta).
+Beta-Gibbs's theta draw (eq. 12, :func:`theta_beta`) uses the infinite-n form
+e^{-theta_j} ~ Beta(a_j, c_j + 1): approximate.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import betaln, logsumexp, polygamma
+
+from dpppl.families.generalized_mallows import log_psi, ranking_lengths
+from dpppl.core.numerics import slice_log_alpha
+from dpppl.core.numerics import sample_index
+
+
+# ------------------------------------------------------------------ sigma | theta ---
+def _stagewise_pass(W, uniforms, forced=None):
+    """Run Fig. 2 on cost matrix W (n, n); draw with ``uniforms`` (n,), or follow the
+    item order ``forced`` (n,). Returns (order, log q(order))."""
+    n = W.shape[0]
+
+    def body(k, carry):
+        remaining, rho, logq, order = carry
+        logits = jnp.where(remaining, -rho, -jnp.inf)
+        i = sample_index(logits, uniforms[k]) if forced is None else forced[k]
+        logq = logq + logits[i] - logsumexp(logits)
+        return remaining.at[i].set(False), rho - W[i], logq, order.at[k].set(i)
+
+    init = (jnp.ones(n, bool), jnp.sum(W, axis=0), jnp.zeros((), W.dtype), jnp.zeros(n, jnp.int32))
+    _, _, logq, order = jax.lax.fori_loop(0, n, body, init)
+    return order, logq
+
+
+def order_to_pos(order):
+    """Item at each rank -> rank of each item."""
+    return jnp.zeros_like(order).at[order].set(jnp.arange(order.shape[0], dtype=order.dtype))
+
+
+def stagewise(rng_key, W):
+    """Sample-sigma-Stagewise (Fig. 2): (pos, log q(pos))."""
+    order, logq = _stagewise_pass(W, jax.random.uniform(rng_key, (W.shape[0],), W.dtype))
+    return order_to_pos(order), logq
+
+
+def stagewise_log_prob(pos, W):
+    """log q(sigma) of the stagewise proposal at positions ``pos``."""
+    return _stagewise_pass(W, jnp.zeros(W.shape[0], W.dtype), forced=jnp.argsort(pos).astype(jnp.int32))[1]
+
+
+def sigma_log_target(pos, W):
+    """-L_sigma(W), the unnormalised log p(sigma | theta, pi_c)."""
+    before = pos[None, :] < pos[:, None]
+    return -jnp.sum(jnp.where(before, W, 0.0))
+
+
+def sigma_mh(rng_key, pos, W):
+    """One independence Metropolis-Hastings step with the stagewise proposal: exact.
+    Returns (pos, accepted)."""
+    k_prop, k_acc = jax.random.split(rng_key)
+    new, logq_new = stagewise(k_prop, W)
+    log_ratio = (sigma_log_target(new, W) - sigma_log_target(pos, W)
+                 + stagewise_log_prob(pos, W) - logq_new)
+    accept = jnp.log(jax.random.uniform(k_acc, dtype=W.dtype)) < log_ratio
+    return jnp.where(accept, new, pos), accept
+
+
+def sigma_adjacent_swaps(rng_key, pos, W):
+    """A sweep of Metropolis moves swapping the items at ranks k, k+1 (k = 0..n-2): swapping
+    a (rank k) and b (rank k+1) changes L_sigma(W) by W[b, a] - W[a, b]. Exact."""
+    n = W.shape[0]
+    logu = jnp.log(jax.random.uniform(rng_key, (n - 1,), W.dtype))
+
+    def body(k, order):
+        a, b = order[k], order[k + 1]
+        ok = logu[k] < W[b, a] - W[a, b]   # new cost drops W[b, a] and adds W[a, b]
+        return jnp.where(ok, order.at[k].set(b).at[k + 1].set(a), order)
+
+    return order_to_pos(jax.lax.fori_loop(0, n - 1, body, jnp.argsort(pos).astype(pos.dtype)))
+
+
+# -------------------------------------------------------- sigma | theta, one ranking ---
+def insert_code(rng_key, ranking, logits):
+    """Build sigma from a code drawn stage by stage: V_j ~ softmax(logits[j, :m_j + 1]),
+    pi(j) at the (V_j + 1)-th free rank, then the unranked items uniformly at random.
+    ``ranking`` padded (n,), ``logits`` (n-1, n) with -inf beyond m_j. Returns pos (n,)."""
+    n = ranking.shape[-1]
+    t = ranking_lengths(ranking)
+    k_code, k_rest = jax.random.split(rng_key)
+    u = jax.random.uniform(k_code, (n - 1,), logits.dtype)
+
+    def body(j, order):
+        v = sample_index(logits[j], u[j])
+        free = order < 0
+        slot = jnp.argmax(free & (jnp.cumsum(free) == v + 1))
+        return jnp.where(j < t, order.at[slot].set(ranking[j]), order)
+
+    ranking = ranking.astype(jnp.int32)
+    order = jax.lax.fori_loop(0, n - 1, body, jnp.full(n, -1, jnp.int32))
+    placed = jnp.zeros(n, bool).at[jnp.where(order >= 0, order, n)].set(True, mode="drop")
+    scores = jnp.where(placed, jnp.inf, jax.random.uniform(k_rest, (n,), logits.dtype))
+    rest = jnp.argsort(scores).astype(jnp.int32)                # unranked items, random order, first
+    free_slots = jnp.argsort(jnp.where(order < 0, 0, 1), stable=True).astype(jnp.int32)   # free ranks first, in order
+    num_free = jnp.sum(order < 0)
+    fill = jnp.where(jnp.arange(n) < num_free, rest, order[free_slots])
+    return order_to_pos(order.at[free_slots].set(fill))
+
+
+def code_logits_given_theta(theta, m, n):
+    """logits[j, k] = -theta_j k for k <= m_j (exact sigma | theta, pi)."""
+    k = jnp.arange(n)
+    return jnp.where(k[None, :] <= m[:, None], -theta[:, None] * k[None, :], -jnp.inf)
+
+
+def code_logits_n1(nu, r, m, n):
+    """Sample-sigma-N1 (Fig. 4): logits[j, k] = log Beta(nu r_j + k, nu + 2), k <= m_j."""
+    k = jnp.arange(n)
+    return jnp.where(k[None, :] <= m[:, None], betaln(nu * r[:, None] + k[None, :], nu + 2.0), -jnp.inf)
+
+
+def sample_gm(rng_key, pos, theta, t, m):
+    """Draw a top-t ranking from GM(sigma, theta): at stage j take the (s_j + 1)-th item, in
+    sigma's order, of those not yet ranked, s_j ~ P(k) ∝ e^{-theta_j k}, k = 0..m_j.
+    Returns the padded ranking (n,) (int32)."""
+    n = pos.shape[-1]
+    order = jnp.argsort(pos).astype(jnp.int32)
+    logits = code_logits_given_theta(theta, m, n)
+    u = jax.random.uniform(rng_key, (n - 1,), theta.dtype)
+
+    def body(j, carry):
+        remaining, out = carry
+        s = sample_index(logits[j], u[j])
+        slot = jnp.argmax(remaining & (jnp.cumsum(remaining) == s + 1))
+        take = j < t
+        return (jnp.where(take, remaining.at[slot].set(False), remaining),
+                out.at[j].set(jnp.where(take, order[slot], -1)))
+
+    _, out = jax.lax.fori_loop(0, n - 1, body, (jnp.ones(n, bool), jnp.full(n, -1, jnp.int32)))
+    return out
+
+
+# ------------------------------------------------------------------ theta | sigma ---
+def theta_log_density(theta, a, c, m):
+    """log of the unnormalised theta_j density exp(-a theta - c ln psi_m(theta)) (eq. 10)."""
+    return -a * theta - c * log_psi(theta, m)
+
+
+def theta_slice(rng_key, theta, a, c, m, num_slices: int = 3):
+    """Sample-theta-Slice (Fig. 3): ``num_slices`` slice updates of each theta_j
+    (arrays (n-1,)); exact (leaves each conditional invariant)."""
+    def one(key, th, aj, cj, mj):
+        def density(v):
+            return jnp.where(v > 0, theta_log_density(v, aj, cj, mj), -jnp.inf)
+
+        def body(i, v):
+            return slice_log_alpha(jax.random.fold_in(key, i), v, density)
+        return jax.lax.fori_loop(0, num_slices, body, th)
+
+    keys = jax.random.split(rng_key, theta.shape[0])
+    return jax.vmap(one)(keys, theta, a, c, m)
+
+
+def _dlog_psi(theta, m):
+    """d/dtheta log psi_m(theta) = -E[k], k ~ P(k) ∝ e^{-k theta} on 0..m."""
+    small = theta < 1e-6
+    th = jnp.where(small, 1.0, theta)
+    mean = 1.0 / jnp.expm1(th) - (m + 1.0) / jnp.expm1((m + 1.0) * th)
+    return -jnp.where(small, 0.5 * m - m * (m + 2.0) * theta / 12.0, mean)
+
+
+_GRID = jnp.linspace(-4.0, 4.0, 17)
+
+
+def theta_exact(rng_key, a, c, m, max_tries: int = 200):
+    """One exact draw of theta with density ∝ exp(-a theta - c ln psi_m(theta)) on [0, inf)
+    (scalars; a, c > 0), by rejection from a tangent envelope of the concave log density.
+
+    Tangent points: theta* e^{tau g}, g in [-4, 4], with theta* = log(1 + c / a) and tau
+    from the infinite-n Beta approximation's spread; the last point lies beyond the mode
+    (the truncated geometric mean is below the untruncated one), so the tail is
+    integrable. Correctness does not depend on these choices, only the acceptance rate
+    (about 0.9 or more). After ``max_tries`` rejections the last proposal is kept
+    (probability < 1e-20 in practice).
+    """
+    dtype = jnp.result_type(float)
+    a, c, m = (jnp.asarray(v, dtype) for v in (a, c, m))
+    mode = jnp.log1p(c / a)
+    sd = jnp.sqrt(jnp.maximum(polygamma(1, a) - polygamma(1, a + c + 1.0), 1e-30))
+    tau = jnp.clip(sd / mode, 0.05, 3.0)
+    x = mode * jnp.exp(tau * _GRID)
+    h = theta_log_density(x, a, c, m)
+    d = -a - c * _dlog_psi(x, m)
+    dd = d[:-1] - d[1:]
+    z = (h[1:] - h[:-1] + d[:-1] * x[:-1] - d[1:] * x[1:]) / jnp.where(dd > 0, dd, 1.0)
+    z = jnp.clip(jnp.where(dd > 0, z, x[:-1]), x[:-1], x[1:])
+    lo = jnp.concatenate([jnp.zeros(1, dtype), z])
+    hi = jnp.concatenate([z, jnp.full(1, jnp.inf, dtype)])
+    width = hi - lo
+    flat = jnp.abs(d) < 1e-12
+    dsafe = jnp.where(flat, 1.0, d)
+    ratio = jnp.where(flat, width, jnp.expm1(dsafe * width) / dsafe)     # int_0^width e^{d s} ds
+    log_mass = h + d * (lo - x) + jnp.log(ratio)
+
+    def propose(key):
+        k1, k2, k3 = jax.random.split(key, 3)
+        k = sample_index(log_mass, jax.random.uniform(k1, dtype=dtype))
+        v = jax.random.uniform(k2, dtype=dtype)
+        step = jnp.where(flat[k], v * width[k], jnp.log1p(v * jnp.expm1(dsafe[k] * width[k])) / dsafe[k])
+        theta = lo[k] + step
+        envelope = h[k] + d[k] * (theta - x[k])
+        ok = jnp.log(jax.random.uniform(k3, dtype=dtype)) < theta_log_density(theta, a, c, m) - envelope
+        return theta, ok
+
+    def cond(carry):
+        return ~carry[1] & (carry[2] < max_tries)
+
+    def body(carry):
+        _, _, i, key = carry
+        key, sub = jax.random.split(key)
+        theta, ok = propose(sub)
+        return theta, ok, i + 1, key
+
+    theta, _, _, _ = jax.lax.while_loop(cond, body, (mode, jnp.zeros((), bool), 0, rng_key))
+    return theta
+
+
+def theta_beta(rng_key, a, c):
+    """Eq. (12), infinite-n form: e^{-theta_j} ~ Beta(a_j, c_j + 1) (approximate)."""
+    x = jax.random.beta(rng_key, a, c + 1.0)
+    return -jnp.log(jnp.clip(x, jnp.finfo(x.dtype).tiny, 1.0 - jnp.finfo(x.dtype).eps))

@@ -1,0 +1,219 @@
+"""Label swaps over time intervals for the dependent DP mixture (Porteous et al. 2006, sec. 5).
+
+In the stick-breaking representation labels matter, and in the DDP a cluster that
+carries different labels in different slices is a deep local mode: the Gibbs sampler
+(:mod:`dpppl.kernels.ddp`) cannot bring the labels into correspondence one point at a
+time. A *label-swap over an interval* proposes to exchange two labels i and j in every
+slice t of an interval [t1, t2]: the points labelled i there take label j and the other
+way round, and the means mu_{i,t} and mu_{j,t} of those slices are exchanged with them
+(the points keep their means). The interval is chosen, as in the paper, by one of
+
+1. ``"single"``: t1 = t2, a slice drawn uniformly;
+2. ``"random"``: t1 <= t2 the sorted pair of two uniform slices;
+3. ``"full"``: t1 = 1, t2 = T (all slices: a pure relabelling of the two clusters).
+
+With per-slice covariances Sigma_{i,t} (the paper's model, ``slice_covariances=True``)
+the covariances of the slices in the interval are exchanged with the means, so the
+points keep all their parameters and only P(Z) and the means' prior change: the
+paper's acceptance rule. With one covariance per label it is exchanged only on the full
+interval; on a partial interval it stays with the label, so the moved points change
+covariance and the likelihood enters the ratio. Each proposal is a deterministic involution given (i, j, [t1, t2]),
+which are drawn independently of the state except as noted below, so the
+Metropolis-Hastings ratio is the ratio of joints,
+
+    [prod_{t in I} P(Z'_t) / P(Z_t)] [P(mu'_i) P(mu'_j) / (P(mu_i) P(mu_j))] [p(x | z', theta') / p(x | z, theta)],
+
+the paper's P(Z_new)/P(Z_old) and P(mu_new)/P(mu_old) terms plus the covariance change of
+partial swaps. A label that no point uses has no parameters in the state; for the
+proposal it gets a fresh prior draw (its exact conditional), so swapping with an unused
+label is exact too.
+
+The pair (i, j) is drawn by ``pairs``:
+
+- ``"prior"`` (the paper): i and j independently from the prior expected stick weights
+  E[pi_i]; i = j is a rejected proposal. Symmetric, so no Hastings term.
+- ``"uniform"`` (default): two distinct labels uniformly among 0..R-1, with R the largest
+  used label + 2 (one unused label above the top); the reverse move draws from R' after
+  the swap, so the ratio gains R (R - 1) / (R' (R' - 1)) and is 0 when a label falls out
+  of range. Labels of small prior weight are proposed as often as the others.
+
+Every step makes ``num_swaps`` proposals. A proposal costs O(T C + T D^2) (the labelled
+partition probability of every slice and two labels' likelihoods); the points' labels
+are permuted once per step, O(N).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import jax
+import jax.numpy as jnp
+
+from dpppl.errors import KernelError
+from dpppl.kernels.base import Kernel, register
+from dpppl.kernels.ddp.gibbs import applies_to_ddp
+from dpppl.core.state import PartitionState
+from dpppl.core.numerics import sample_index
+
+INTERVALS = ("single", "random", "full", "all")
+PAIRS = ("uniform", "prior")
+DEFAULT_NUM_SWAPS = 100
+INFO_NAMES = ("accept_prob", "accepted", "accepted_single", "accepted_random", "accepted_full")
+
+
+def _rows(stats, k):
+    return stats.nt[k], stats.s1[k], stats.s2[k], stats.mu[k], stats.sigma[k]
+
+
+def _label_log_joint(family, nt, s1, s2, mu, sigma):
+    """log [P(mu) prod_s P(Sigma_s) prod_t p(x_{label,t} | mu_t, Sigma_{s(t)})] of one label
+    (any use; ``sigma`` (S, D, D))."""
+    prec, logdet = family.precision(sigma)
+    lik = family.log_likelihood_stats(nt, s1, s2, mu, prec, logdet)
+    return family.log_prior_means(mu) + jnp.sum(family.log_prior_cov(sigma)) + jnp.sum(lik)
+
+
+def swap_log_ratio(family, sticks, stats, i, j, inside, swap_cov, aug_i, aug_j):
+    """log p(state') - log p(state) for the swap of labels i, j on the slices ``inside``
+    (bool (T,)); the covariances of those slices too when they are per slice, the shared
+    ones when ``swap_cov``. ``aug_i``, ``aug_j``: the (mu, sigma) used for a label no point
+    uses. Returns (log ratio, new row i, new row j)."""
+    used = stats.n > 0.5
+
+    def row(k, aug):
+        nt, s1, s2, mu, sigma = _rows(stats, k)
+        return nt, s1, s2, jnp.where(used[k], mu, aug[0]), jnp.where(used[k], sigma, aug[1])
+
+    ri, rj = row(i, aug_i), row(j, aug_j)
+
+    def mix(p, q, mask):
+        m = mask.reshape(mask.shape + (1,) * (p.ndim - mask.ndim))
+        return jnp.where(m, q, p)
+
+    cov_inside = inside if family.slice_covariances else jnp.asarray(swap_cov)[None]  # (S,)
+    masks = (inside,) * 4 + (cov_inside,)
+    new_i = tuple(mix(p, q, mask) for p, q, mask in zip(ri, rj, masks))
+    new_j = tuple(mix(q, p, mask) for p, q, mask in zip(ri, rj, masks))
+    counts = stats.nt.T  # (T, C)
+    new_counts = counts.at[:, i].set(new_i[0]).at[:, j].set(new_j[0])
+    partition = jnp.sum(jnp.where(inside, sticks.log_prob_labels(new_counts) - sticks.log_prob_labels(counts), 0.0))
+    labels = (_label_log_joint(family, *new_i) + _label_log_joint(family, *new_j)
+              - _label_log_joint(family, *ri) - _label_log_joint(family, *rj))
+    return partition + labels, new_i, new_j
+
+
+def _choose_interval(rng_key, T: int, kinds):
+    """(kind index into ("single", "random", "full"), t1, t2) by the allowed ``kinds``."""
+    k_kind, k_a, k_b = jax.random.split(rng_key, 3)
+    kind = jnp.asarray(kinds)[jax.random.randint(k_kind, (), 0, len(kinds))]
+    s, u = jax.random.randint(k_a, (), 0, T), jax.random.randint(k_b, (), 0, T)
+    t1 = jnp.where(kind == 0, s, jnp.where(kind == 1, jnp.minimum(s, u), 0))
+    t2 = jnp.where(kind == 0, s, jnp.where(kind == 1, jnp.maximum(s, u), T - 1))
+    return kind, t1, t2
+
+
+def _top(stats):
+    """Largest used label (-1 when none)."""
+    C = stats.n.shape[-1]
+    return jnp.max(jnp.where(stats.n > 0.5, jnp.arange(C), -1))
+
+
+def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, intervals: str = "all",
+                         pairs: str = "uniform") -> Kernel:
+    """Label swaps over time intervals (see the module docstring).
+
+    Parameters
+    ----------
+    num_swaps : int, default 100
+        Proposals per step. The paper proposes a move after every assignment update
+        (probability M = 1 for the DDP), i.e. N per sweep; 100 per sweep of the
+        assignments costs a small fraction of the sweep at N ~ 1000.
+    intervals : {"all", "single", "random", "full"}, default "all"
+        Which of the paper's three interval choices to use; ``"all"`` picks one of the
+        three uniformly for every proposal.
+    pairs : {"uniform", "prior"}, default "uniform"
+        How the two labels are drawn (``"prior"``: by prior stick weight, as in the paper).
+
+    Returns
+    -------
+    Kernel
+        ``exact=True``. ``info``: ``accept_prob`` (mean acceptance probability of the
+        step's proposals), ``accepted`` and ``accepted_single`` / ``_random`` / ``_full``
+        (accepted proposals in the step, by interval kind).
+    """
+    if isinstance(num_swaps, bool) or not isinstance(num_swaps, numbers.Integral) or num_swaps < 1:
+        raise KernelError(f"ddpswap: num_swaps must be an integer >= 1, got {num_swaps!r}")
+    if intervals not in INTERVALS:
+        raise KernelError(f"ddpswap: intervals must be one of {INTERVALS}, got {intervals!r}")
+    if pairs not in PAIRS:
+        raise KernelError(f"ddpswap: pairs must be one of {PAIRS}, got {pairs!r}")
+    family, prior = bound_model.family, bound_model.prior
+    slices = jnp.asarray(bound_model.slices)
+    T = bound_model.num_slices
+    kinds = (0, 1, 2) if intervals == "all" else (INTERVALS.index(intervals),)
+
+    def choose_labels(rng_key, stats, C, prior_cdf):
+        u = jax.random.uniform(rng_key, (2,), dtype=stats.mu.dtype)
+        if pairs == "prior":
+            i, j = sample_index(prior_cdf, u[0]), sample_index(prior_cdf, u[1])
+            return i, j, jnp.zeros(()), (i < C) & (j < C)
+        r = _top(stats) + 2
+        i = jnp.floor(u[0] * r).astype(jnp.int32)
+        j = jnp.floor(u[1] * (r - 1)).astype(jnp.int32)
+        j = j + (j >= i)
+        return i, j, jnp.log(r * (r - 1.0)), (i < C) & (j < C)
+
+    def step(rng_key, state: PartitionState, x):
+        stats = state.stats
+        C = stats.n.shape[-1]
+        log_w, log_rest = prior.log_prior_weights(C, x.dtype)
+        prior_logits = jnp.concatenate([log_w, log_rest[None]])
+        k_aug, k_props = jax.random.split(rng_key)
+        aug_mu, aug_sigma = family.draw_prior(k_aug, (num_swaps, 2))
+
+        def one(s, carry):
+            stats, perm, total_p, accepted, overflow = carry
+            k_pair, k_interval, k_accept = jax.random.split(jax.random.fold_in(k_props, s), 3)
+            i, j, log_q, inside_capacity = choose_labels(k_pair, stats, C, prior_logits)
+            i, j = jnp.minimum(i, C - 1), jnp.minimum(j, C - 1)
+            kind, t1, t2 = _choose_interval(k_interval, T, kinds)
+            inside = (jnp.arange(T) >= t1) & (jnp.arange(T) <= t2)
+            swap_cov = (t1 == 0) & (t2 == T - 1)
+            log_ratio, new_i, new_j = swap_log_ratio(
+                family, prior, stats, i, j, inside, swap_cov,
+                (aug_mu[s, 0], aug_sigma[s, 0]), (aug_mu[s, 1], aug_sigma[s, 1]))
+            new_stats = stats
+            for k, row in ((i, new_i), (j, new_j)):
+                new_stats = new_stats._replace(
+                    nt=new_stats.nt.at[k].set(row[0]), s1=new_stats.s1.at[k].set(row[1]),
+                    s2=new_stats.s2.at[k].set(row[2]), mu=new_stats.mu.at[k].set(row[3]),
+                    sigma=new_stats.sigma.at[k].set(row[4]))
+            new_stats = new_stats._replace(n=new_stats.nt.sum(axis=1))
+            if pairs == "uniform":  # the reverse move's pair probability
+                r_new = _top(new_stats) + 2
+                log_q = log_q - jnp.log(r_new * (r_new - 1.0))
+                reachable = (i < r_new) & (j < r_new)
+            else:
+                reachable = i != j
+            log_accept = jnp.where(reachable & inside_capacity, log_ratio + log_q, -jnp.inf)
+            accept = jnp.log(jax.random.uniform(k_accept, dtype=x.dtype)) < log_accept
+            stats = jax.tree.map(lambda new, old: jnp.where(accept, new, old), new_stats, stats)
+            swapped = jnp.where(perm == i, j, jnp.where(perm == j, i, perm))
+            perm = jnp.where(accept & inside[:, None], swapped, perm)
+            total_p = total_p + jnp.exp(jnp.minimum(log_accept, 0.0))
+            accepted = accepted.at[kind].add(accept.astype(jnp.int32))
+            return stats, perm, total_p, accepted, overflow | ~inside_capacity
+
+        perm = jnp.broadcast_to(jnp.arange(C, dtype=jnp.int32), (T, C))
+        carry = (stats, perm, jnp.zeros((), x.dtype), jnp.zeros(3, jnp.int32), state.overflow)
+        stats, perm, total_p, accepted, overflow = jax.lax.fori_loop(0, num_swaps, one, carry)
+        state = state._replace(z=perm[slices, state.z], stats=stats, overflow=overflow)
+        return state, dict(accept_prob=total_p / num_swaps, accepted=accepted.sum(),
+                           accepted_single=accepted[0], accepted_random=accepted[1], accepted_full=accepted[2])
+
+    return Kernel("ddpswap", exact=True, step=step, info_names=INFO_NAMES)
+
+
+register("ddpswap", build_ddpswap_kernel, exact=True, applies=applies_to_ddp,
+         description="DDP label swaps over time intervals (one slice, random, all; Porteous et al. "
+                     "2006, sec. 5), Metropolis-Hastings; O(T C + T D^2) per proposal")

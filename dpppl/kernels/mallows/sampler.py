@@ -1,0 +1,342 @@
+"""Slice-Gibbs and Beta-Gibbs for DP mixtures of Generalized Mallows models (Meilă & Chen 2010).
+
+Both kernels instantiate a central permutation and dispersions per cluster slot, carried in
+``state.aux["slots"] = {"pos": (C, n) int32, "theta": (C, n-1)}`` (``pos[c, l]`` is the
+0-based rank of item l in sigma_c; :func:`dpppl.core.state.grow` pads these with the
+statistics). The cluster statistics R_j, N_j are the family's ``RankingStats``, updated
+incrementally as points move. One step is
+
+1. the cluster parameters of every occupied slot, ``num_gibbs`` (T_Gibbs) rounds, then
+2. one sweep over the points in a random order, each label drawn from its conditional.
+
+(The paper lists the label sweep first; a cycle of invariant updates is invariant in
+either order, and this one never seats points against unset parameters after
+initialisation, when the slots hold sigma = identity, theta = 1.)
+
+**mallows-slice** (Fig. 1; exact). State (z, sigma, theta). Step 1: sigma_c | theta_c by an
+independence Metropolis-Hastings step with the stagewise proposal plus a sweep of
+adjacent swaps (:mod:`dpppl.families.mallows_draws`: Fig. 2's sampler alone is not exact),
+theta_c | sigma_c by ``num_slices`` slice updates per stage (Fig. 3, eq. 10). Step 2
+(eq. 11, Neal 2000 alg. 2):
+
+    P(z_i = c) ∝ w_c GM(pi_i | sigma_c, theta_c)          (existing c),
+    P(z_i = new) ∝ w_new (n - t_i)!/n!                      (Lemma 1),
+
+with w the CRP (Pitman-Yor) seating weights; a new cluster draws (sigma, theta) exactly
+from p(. | pi_i): theta ~ P0 (the sigma-average of GM does not depend on theta) by
+rejection, then sigma | theta, pi_i by its code. Every move leaves
+p(z, sigma, theta | x) invariant.
+
+**mallows-beta** (Fig. 5; approximate). State (z, sigma); theta is integrated out with the
+infinite-n forms of Lemmas 4-7 (Beta functions in place of B~eta):
+
+    P(z_i = c) ∝ w_c prod_{j<=t_i} Beta(s_j + nu r_j + S_cj, nu + N_cj + 2) / Beta(nu r_j + S_cj, nu + N_cj + 1),
+
+S_cj = L_{sigma_c}(R_cj) and N_cj without point i; a new cluster as above but with
+sigma by Sample-sigma-N1 (Fig. 4). Step 1 for clusters of two or more points: T_Gibbs
+rounds of theta | sigma by eq. (12) (approximate) and sigma | theta as in mallows-slice;
+singletons draw sigma by Sample-sigma-N1. It leaves no known law exactly invariant and
+is registered ``exact=False``; tests/test_mallows.py measures its error.
+
+Both record, per kept draw, the ``record_clusters`` largest clusters (sorted by size):
+``sigma`` (cluster, rank) = the item at each rank of the central ranking (-1 for
+missing clusters), ``theta`` (cluster, stage) (NaN when missing), ``gm_cluster_size`` and
+``gm_cluster_slot`` (the label in ``z`` of that cluster). ``lp`` is the log joint of the
+instantiated state: log p(x, z, sigma, theta, alpha) for mallows-slice, and the
+approximate log p(x, z, sigma, alpha) with theta integrated in the infinite-n form for
+mallows-beta.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import betaln, gammaln
+
+from dpppl.errors import KernelError
+from dpppl.families.generalized_mallows import (GeneralizedMallows, codes, log_gm, log_psi, lsigma,
+    ranking_lengths)
+from dpppl.kernels.base import Kernel, register
+from dpppl.families.mallows_draws import (code_logits_given_theta, code_logits_n1, insert_code,
+    sigma_adjacent_swaps, sigma_mh, theta_beta, theta_exact, theta_slice)
+from dpppl.core.state import PartitionState
+from dpppl.core.numerics import sample_index
+
+
+def applies(model):
+    """None for a GeneralizedMallows model, else why the Mallows kernels cannot run."""
+    if isinstance(model.component, GeneralizedMallows):
+        return None
+    return (f"the Mallows kernels sample GeneralizedMallows components of rankings, "
+            f"not {model.component.name}")
+
+
+def _check_options(num_gibbs, num_slices, record_clusters):
+    for name, v in (("num_gibbs", num_gibbs), ("num_slices", num_slices), ("record_clusters", record_clusters)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise KernelError(f"{name} must be an integer >= 1, got {v!r}")
+
+
+class _GM:
+    """The pieces both kernels share, closed over a resolved family and prior."""
+
+    def __init__(self, bound_model, record_clusters):
+        self.family = bound_model.family
+        self.prior = bound_model.prior
+        self.n = int(self.family.n_items)
+        self.m = self.family.m
+        self.nu = jnp.asarray(self.family.nu)
+        self.r = jnp.asarray(self.family.r)
+        self.record_clusters = record_clusters
+
+    # ----- state --------------------------------------------------------------------
+    def init(self, state: PartitionState, x) -> PartitionState:
+        cap = state.stats.n.shape[-1]
+        slots = {"pos": jnp.tile(jnp.arange(self.n, dtype=jnp.int32), (cap, 1)),
+                 "theta": jnp.ones((cap, self.n - 1), state.alpha.dtype)}
+        return state._replace(aux={**state.aux, "slots": slots})
+
+    def move_point(self, stats, k, ranking, sign):
+        """Add (sign 1) or remove (sign -1) one ranking's statistics at slot k (row scatter)."""
+        from dpppl.families.generalized_mallows import after_mask
+
+        A = after_mask(ranking)
+        first = jnp.maximum(ranking[: self.n - 1], 0)
+        valid = (jnp.arange(self.n - 1) < ranking_lengths(ranking)).astype(A.dtype)
+        return stats._replace(n=stats.n.at[k].add(sign), Nj=stats.Nj.at[k].add(sign * valid),
+                              R=stats.R.at[k, jnp.arange(self.n - 1), first].add(sign * A))
+
+    def lemma1(self, ranking):
+        t = jnp.sum(ranking >= 0)
+        return gammaln(self.n - t + 1.0) - gammaln(self.n + 1.0)
+
+    def seat_logits(self, counts, alpha, log_lik_existing, ranking):
+        """Seating logits over slots and the first empty slot (None-safe: ``has_empty``)."""
+        log_existing, log_new = self.prior.log_seat_weights(counts, alpha)
+        empty = counts < 0.5
+        has_empty = jnp.any(empty)
+        first_empty = jnp.argmax(empty)
+        logits = jnp.where(empty, -jnp.inf, log_existing + log_lik_existing)
+        logits = jnp.where(has_empty, logits.at[first_empty].set(log_new + self.lemma1(ranking)), logits)
+        return logits, has_empty
+
+    def sigma_step(self, key, pos, W):
+        k1, k2 = jax.random.split(key)
+        pos, accepted = sigma_mh(k1, pos, W)
+        return sigma_adjacent_swaps(k2, pos, W), accepted
+
+    def update_slots(self, rng_key, state, one_slot):
+        """Apply ``one_slot(key, R, Nj, n, pos, theta) -> (pos, theta, accepted)`` to every
+        occupied slot with a per-slot key (independent of the capacity)."""
+        slots = state.aux["slots"]
+        cap = state.stats.n.shape[-1]
+        keys = jax.vmap(lambda c: jax.random.fold_in(rng_key, c))(jnp.arange(cap))
+        pos, theta, acc = jax.vmap(one_slot)(keys, state.stats.R, state.stats.Nj, state.stats.n,
+                                             slots["pos"], slots["theta"])
+        occupied = state.stats.n > 0.5
+        pos = jnp.where(occupied[:, None], pos, slots["pos"])
+        theta = jnp.where(occupied[:, None], theta, slots["theta"])
+        rate = jnp.sum(jnp.where(occupied, acc, 0.0)) / jnp.maximum(jnp.sum(occupied), 1)
+        return state._replace(aux={**state.aux, "slots": {"pos": pos, "theta": theta}}), rate
+
+    # ----- recording ------------------------------------------------------------------
+    def kernel(self, name, exact, one_slot, sweep, log_joint) -> Kernel:
+        """A kernel whose step updates every slot's parameters (``one_slot``), then sweeps the
+        labels (``sweep``); ``sigma_accept`` is the acceptance rate of the sigma moves."""
+        def step(rng_key, state, x):
+            k_par, k_lab = jax.random.split(rng_key)
+            state, rate = self.update_slots(k_par, state, one_slot)
+            return sweep(k_lab, state, x), {"sigma_accept": rate}
+
+        return Kernel(name, exact=exact, step=step, info_names=("sigma_accept",), init=self.init,
+                      log_joint=log_joint, record=self.record, record_dims=self.record_dims)
+
+    def record(self, state):
+        K = self.record_clusters
+        counts = state.stats.n
+        cap = counts.shape[-1]
+        order = jnp.argsort(-counts, stable=True)
+        idx = jnp.concatenate([order, jnp.zeros(max(K - cap, 0), order.dtype)])[:K]
+        present = (jnp.arange(K) < cap) & (counts[idx] > 0.5)
+        slots = state.aux["slots"]
+        sigma = jnp.argsort(slots["pos"][idx], axis=-1).astype(jnp.int32)
+        return {"sigma": jnp.where(present[:, None], sigma, -1),
+                "theta": jnp.where(present[:, None], slots["theta"][idx], jnp.nan),
+                "gm_cluster_size": jnp.where(present, counts[idx], 0).astype(jnp.int32),
+                "gm_cluster_slot": jnp.where(present, idx, -1).astype(jnp.int32)}
+
+    record_dims = {"sigma": ["gm_cluster", "rank"], "theta": ["gm_cluster", "stage"],
+                   "gm_cluster_size": ["gm_cluster"], "gm_cluster_slot": ["gm_cluster"]}
+
+    def log_partition_prior(self, state):
+        return self.prior.log_eppf(state.stats.n, state.alpha) + self.prior.log_prior_alpha(state.alpha)
+
+
+# ---------------------------------------------------------------------- Slice-Gibbs ---
+def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
+                      record_clusters: int = 20) -> Kernel:
+    """Slice-Gibbs (Fig. 1). ``num_gibbs`` = T_Gibbs rounds of (sigma, theta) per cluster and
+    step, ``num_slices`` = T_Slices slice updates per theta_j (the paper's 10 and 3);
+    ``record_clusters`` largest clusters' parameters are recorded per draw."""
+    _check_options(num_gibbs, num_slices, record_clusters)
+    gm = _GM(bound_model, record_clusters)
+    n, m, nu, r = gm.n, gm.m, gm.nu, gm.r
+
+    def one_slot(key, R, Nj, count, pos, theta):
+        def body(i, carry):
+            pos, theta, acc = carry
+            k1, k2 = jax.random.split(jax.random.fold_in(key, i))
+            pos, ok = gm.sigma_step(k1, pos, jnp.einsum("j,jab->ab", theta, R))
+            theta = theta_slice(k2, theta, nu * r + lsigma(R, pos), nu + Nj, m, num_slices)
+            return pos, theta, acc + ok
+        pos, theta, acc = jax.lax.fori_loop(0, num_gibbs, body, (pos, theta, jnp.zeros((), theta.dtype)))
+        return pos, theta, acc / num_gibbs
+
+    def prior_thetas(key, num):
+        """``num`` exact draws of theta ~ P0 (num, n-1): a new cluster's theta given its one
+        ranking (drawn for every point before the sweep, vectorised; shapes independent of C)."""
+        keys = jax.random.split(key, num * (n - 1)).reshape((num, n - 1))
+        return jax.vmap(jax.vmap(theta_exact))(keys, jnp.broadcast_to(nu * r, (num, n - 1)),
+                                               jnp.full((num, n - 1), nu), jnp.broadcast_to(m, (num, n - 1)))
+
+    def sweep(rng_key, state, x):
+        k_order, k_u, k_new, k_theta = jax.random.split(rng_key, 4)
+        N = x.shape[0]
+        order = jax.random.permutation(k_order, N)
+        uniforms = jax.random.uniform(k_u, (N,), x.dtype)
+        new_theta = prior_thetas(k_theta, N)
+
+        def body(t, carry):
+            z, stats, pos, theta, overflow = carry
+            i = order[t]
+            ranking = x[i].astype(jnp.int32)
+            stats = gm.move_point(stats, z[i], ranking, -1.0)
+            ll = log_gm(ranking, pos, theta, m)
+            logits, has_empty = gm.seat_logits(stats.n, state.alpha, ll, ranking)
+            k = sample_index(logits, uniforms[t])
+            is_new = stats.n[k] < 0.5
+            theta_k = jnp.where(is_new, new_theta[t], theta[k])
+            pos_k = jax.lax.cond(is_new, lambda: insert_code(jax.random.fold_in(k_new, i), ranking,
+                                                             code_logits_given_theta(theta_k, m, n)),
+                                 lambda: pos[k])
+            stats = gm.move_point(stats, k, ranking, 1.0)
+            return (z.at[i].set(k), stats, pos.at[k].set(pos_k), theta.at[k].set(theta_k),
+                    overflow | ~has_empty)
+
+        slots = state.aux["slots"]
+        z, stats, pos, theta, overflow = jax.lax.fori_loop(
+            0, N, body, (state.z, state.stats, slots["pos"], slots["theta"], state.overflow))
+        return state._replace(z=z, stats=stats, overflow=overflow,
+                              aux={**state.aux, "slots": {"pos": pos, "theta": theta}})
+
+    def log_joint(state):
+        slots, stats = state.aux["slots"], state.stats
+        S = lsigma(stats.R, slots["pos"])
+        th = slots["theta"]
+        per = (gm.family.log_prior(slots["pos"], th)
+               - jnp.sum(th * S + stats.Nj * log_psi(th, m), axis=-1))
+        return gm.log_partition_prior(state) + jnp.sum(jnp.where(stats.n > 0.5, per, 0.0))
+
+    return gm.kernel("mallows-slice", True, one_slot, sweep, log_joint)
+
+
+# ----------------------------------------------------------------------- Beta-Gibbs ---
+def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int = 20) -> Kernel:
+    """Beta-Gibbs (Fig. 5; approximate). ``num_gibbs`` = T_Gibbs rounds of (theta, sigma) per
+    cluster of two or more points and step; ``record_clusters`` as for mallows-slice."""
+    _check_options(num_gibbs, 1, record_clusters)
+    gm = _GM(bound_model, record_clusters)
+    n, m, nu, r = gm.n, gm.m, gm.nu, gm.r
+    n1_logits = code_logits_n1(nu, r, m, n)
+
+    def singleton_ranking(R, Nj):
+        """The one ranking of a singleton cluster, read off its R_j rows (-1 past t)."""
+        items = jnp.argmax(jnp.sum(R, axis=-1), axis=-1).astype(jnp.int32)      # (n-1,)
+        valid = Nj > 0.5
+        return jnp.concatenate([jnp.where(valid, items, -1), jnp.full(1, -1, jnp.int32)])
+
+    def one_slot(key, R, Nj, count, pos, theta):
+        def body(i, carry):
+            pos, theta, acc = carry
+            k1, k2 = jax.random.split(jax.random.fold_in(key, i))
+            pos, ok = gm.sigma_step(k1, pos, jnp.einsum("j,jab->ab", theta, R))
+            theta = theta_beta(k2, nu * r + lsigma(R, pos), nu + Nj)
+            return pos, theta, acc + ok
+        k_loop, k_n1, k_theta = jax.random.split(key, 3)
+        pos, theta, acc = jax.lax.fori_loop(0, num_gibbs, body, (pos, theta, jnp.zeros((), theta.dtype)))
+        single = count < 1.5
+        pos1 = insert_code(k_n1, singleton_ranking(R, Nj), n1_logits)
+        theta1 = theta_beta(k_theta, nu * r + lsigma(R, pos1), nu + Nj)
+        return (jnp.where(single, pos1, pos), jnp.where(single, theta1, theta),
+                jnp.where(single, 1.0, acc / num_gibbs))
+
+    def cached_terms(S, Nj):
+        """The s-free terms of the label weights, (gammaln(a), gammaln(a + b), log b) with
+        a = nu r + S, b = nu + N + 1; kept per slot and refreshed for the two slots a move changes."""
+        a = nu * r + S
+        b = nu + Nj + 1.0
+        return jnp.stack([gammaln(a), gammaln(a + b), jnp.log(b)])
+
+    def log_lik_existing(ranking, pos, S, Nj, cache):
+        s = codes(ranking, pos)                                                   # (C, n-1)
+        a = nu * r + S
+        b = nu + Nj + 1.0
+        stage = jnp.arange(n - 1) < ranking_lengths(ranking)
+        # log Beta(s + a, b + 1) - log Beta(a, b) by log-gamma, the s-free terms cached
+        ratio = gammaln(s + a) - cache[0] + cache[2] + cache[1] - gammaln(a + b + s + 1.0)
+        return jnp.sum(jnp.where(stage, ratio, 0.0), axis=-1)
+
+    def sweep(rng_key, state, x):
+        k_order, k_u, k_new = jax.random.split(rng_key, 3)
+        N = x.shape[0]
+        order = jax.random.permutation(k_order, N)
+        uniforms = jax.random.uniform(k_u, (N,), x.dtype)
+        slots = state.aux["slots"]
+
+        def refresh(cache, S, Nj, c):
+            return cache.at[:, c].set(cached_terms(S[c], Nj[c]))
+
+        def body(t, carry):
+            z, stats, pos, S, cache, overflow = carry
+            i = order[t]
+            ranking = x[i].astype(jnp.int32)
+            c = z[i]
+            stats = gm.move_point(stats, c, ranking, -1.0)
+            S = S.at[c].add(-codes(ranking, pos[c]))
+            cache = refresh(cache, S, stats.Nj, c)
+            ll = log_lik_existing(ranking, pos, S, stats.Nj, cache)
+            logits, has_empty = gm.seat_logits(stats.n, state.alpha, ll, ranking)
+            k = sample_index(logits, uniforms[t])
+            is_new = stats.n[k] < 0.5
+            pos_k = jax.lax.cond(is_new, lambda: insert_code(jax.random.fold_in(k_new, i), ranking, n1_logits),
+                                 lambda: pos[k])
+            pos = pos.at[k].set(pos_k)
+            S = S.at[k].set(jnp.where(is_new, 0.0, S[k]) + codes(ranking, pos_k))
+            stats = gm.move_point(stats, k, ranking, 1.0)
+            cache = refresh(cache, S, stats.Nj, k)
+            return z.at[i].set(k), stats, pos, S, cache, overflow | ~has_empty
+
+        S0 = lsigma(state.stats.R, slots["pos"])
+        z, stats, pos, _, _, overflow = jax.lax.fori_loop(
+            0, N, body, (state.z, state.stats, slots["pos"], S0, cached_terms(S0, state.stats.Nj), state.overflow))
+        return state._replace(z=z, stats=stats, overflow=overflow,
+                              aux={**state.aux, "slots": {"pos": pos, "theta": slots["theta"]}})
+
+    def log_joint(state):
+        slots, stats = state.aux["slots"], state.stats
+        a0 = nu * r
+        S = lsigma(stats.R, slots["pos"])
+        per = jnp.sum(betaln(a0 + S, nu + stats.Nj + 1.0) - betaln(a0, nu + 1.0), axis=-1) - math.lgamma(n + 1)
+        return gm.log_partition_prior(state) + jnp.sum(jnp.where(stats.n > 0.5, per, 0.0))
+
+    return gm.kernel("mallows-beta", False, one_slot, sweep, log_joint)
+
+
+register("mallows-slice", build_slice_gibbs, exact=True, applies=applies,
+         description="Slice-Gibbs for DP mixtures of Generalized Mallows rankings (Meila & Chen 2010, "
+                     "Fig. 1): sigma by stagewise-proposal MH, theta by slice sampling; exact")
+register("mallows-beta", build_beta_gibbs, exact=False, applies=applies,
+         description="Beta-Gibbs for DP mixtures of Generalized Mallows rankings (Meila & Chen 2010, "
+                     "Fig. 5): theta integrated out in the infinite-n approximation; APPROXIMATE")

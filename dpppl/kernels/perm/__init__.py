@@ -1,0 +1,1 @@
+"""The permutation-augmented sampler (Liang, Jordan & Taskar 2007)."""

@@ -1,0 +1,497 @@
+"""The permutation-augmented sampler (Liang, Jordan & Taskar 2007): ``kernel="perm"``.
+
+Augmentation. The clustering C of the N points is augmented with a permutation pi of
+them, drawn from a law p(pi | C) that puts every cluster in one contiguous block
+(:mod:`dpppl.kernels.perm.permutations`). One step is a blocked Gibbs sweep of the
+augmented model: pi ~ p(pi | C), then C ~ p(C | pi, x), after which pi is dropped (the
+next step draws it afresh, so it is never stored). For the uniform law of eq. (3) the
+joint is eq. (4),
+
+    p(C, pi, x) = A(|C|) prod_{c in C} B(c)        if pi in Pi(C), else 0,
+    A(K) = alpha^K / (AF(alpha, N) K!),  B(c) = p(x_c) / |c|,
+
+and for the Pitman-Yor prior PY(d, alpha) (sec. 3.1 notes the generalisation; EPPF in
+:mod:`dpppl.priors.crp`)
+
+    A(K) = prod_{j=1}^{K-1} (alpha + j d) / ((alpha + 1)_{N-1} K!),
+    B(c) = p(x_c) (1 - d)_{|c|-1} / |c|!,
+
+which is the DP form at d = 0 up to the constant alpha. With the Markov Gibbs scan law of
+sec. 4.1 the 1/|c|! in B(c) is replaced by the scan probability h(c) of the block's order.
+The clusterings consistent with pi are the segmentations of pi into contiguous segments;
+B of a segment comes in O(1) from prefix sums of sufficient statistics along pi:
+stats(pi_{s+1..r}) = P_r - P_s, P_r = sum_{t <= r} stats(x_{pi_t}), evaluated with the
+family's ``log_marginal`` (float64 by default: see :mod:`dpppl.config`).
+
+Clustering given pi (sec. 3). Three dynamic programs over the segment ends r = 1..N, each
+a ``lax.scan`` over r with vector operations over the segment starts:
+
+``dp="exact"`` - sec. 3.1. g(r, K) = sum_m g(r - m, K - 1) B(pi_{r-m+1..r}) (the sum over
+segmentations of the first r points into K segments), p(pi, x) = sum_K A(K) g(N, K);
+K is drawn with probability A(K) g(N, K) / p(pi, x) and the segments backwards from
+r = N with probabilities g(r - m, K - 1) B(segment) / g(r, K). An exact Gibbs draw from
+p(C | pi, x). O(N^2) memory, O(N^3) time: for N up to a few hundred.
+
+``dp="mh"`` (default) - sec. 3.2. K! in A is replaced by beta^K, so every cluster carries
+the factor B'(c) = B(c) exp(lambda) with lambda = log alpha - log beta (DP), and
+
+    g'(r) = sum_m g'(r - m) B'(pi_{r-m+1..r})                                  (6)
+
+is an O(N) memory, O(N^2) time dynamic program for q_beta(C | pi) = prod_c B'(c) / g'(N).
+A draw C_new ~ q_beta is accepted with probability
+
+    min{1, p(C_new, pi, x) q(C_old | pi) / (p(C_old, pi, x) q(C_new | pi))}
+      = min{1, exp(log A(K_new) - log A(K_old) - lambda (K_new - K_old))}
+
+(the B factors and g'(N) cancel). The paper's beta comes from a Taylor expansion of
+log K! at the current K; here lambda is the derivative of log A at a reference number of
+clusters k_ref, lambda = d/dK log A(K) at k_ref, which for the DP is
+log alpha - psi(k_ref + 1), i.e. beta = exp psi(k_ref + 1) (the paper writes
+psi(|C_old|); the expansion it states, log K! ~ log Gamma(K_old + 1) + psi(K_old + 1)
+(K - K_old), gives psi(K_old + 1)). The same formula serves Pitman-Yor. During warmup
+k_ref is the current K (adaptive, as in the paper, which makes warmup inexact); after
+warmup it is fixed at the mean K over the warmup iterations (kept in ``state.aux``), so
+the sampling phase is an exact Metropolis-Hastings step for every fixed alpha (alpha,
+when resampled, enters lambda as the state's current value, which is fine: the move is
+conditional on alpha).
+
+``beam_epsilon=eps`` (with ``dp="mh"``) - sec. 3.3. For each r a set M_r of at most
+``beam_width`` segment lengths is kept: the smallest subset of
+N_r = {m + 1 : m in M_{r-1}} u {1} capturing 1 - eps of the sum of the contributions
+g~(r - m) B'(segment) over N_r, and g~(r) is the sum over M_r only. O(N W) memory and
+time for width W. The paper uses the beam as an approximation of g'(N); here it stays an
+exact Metropolis-Hastings proposal: the draw's probability is prod_c B'(c) / g~(N) when
+every segment (r, m) of C has m in M_r and 0 otherwise (the products of the backward
+probabilities telescope), and C_old's membership is checked against the stored M_r, so
+the acceptance ratio gains the factor 1[C_old in the beam] and the move leaves the
+posterior invariant for every eps and W. What the beam costs is acceptance: a C_old
+outside the beam is never left by this move (in particular a single-cluster start, whose
+one long segment a narrow beam drops), so use it in hybrids (``"gibbs+perm"``) or after
+burn-in.
+
+Permutation given the clustering (sec. 4): ``permutation`` and ``warmup_permutation`` in
+{"uniform", "markov", "projection"}; see :mod:`dpppl.kernels.perm.permutations`. With
+``"projection"`` p(pi | C) is unknown, so the clustering is drawn from the *hill-climbing*
+target p(C, x) 1[pi in Pi(C)] of sec. 4.2 instead of the augmented one: A(K) loses its
+1/K!, B(c) its 1/|c|!, and for the DP both factors are exactly per-cluster, so the
+factored DP is an exact draw from that target with no correction (for Pitman-Yor the
+slope approximation is corrected by the same Metropolis-Hastings ratio; the beam
+membership factor is left out, since this mode is not exact anyway).
+
+Configurations (cost per step for N points, D dimensions, W beam width; time and memory
+of the clustering step, which dominates; NIW adds a factor D^2 to the D):
+
+=========================================  ===========================  ===========================
+configuration                              cost                          exactness
+=========================================  ===========================  ===========================
+default: dp="mh", permutation="uniform",   O(N^2 D) time, O(N D) memory  warmup: stochastic hill-
+warmup_permutation="projection"                                          climbing; sampling: exact
+dp="exact"                                 O(N^3 + N^2 D), O(N^2)        exact (every phase, unless
+                                                                         a projection phase)
+permutation="markov" (either dp)           + O(N max|c| D) scan,         exact
+                                           O(N^2) memory (segment table)
+beam_epsilon=eps (dp="mh")                 O(N W D) time, O(N W) memory  exact (invariant; see above)
+permutation="projection"                   O(N D + N log N) for pi       NOT exact: Kernel.exact is
+                                                                         False and a warning is issued
+=========================================  ===========================  ===========================
+
+``warmup_permutation`` only acts during warmup, which is discarded, so it never affects
+exactness; ``warmup_permutation=None`` uses ``permutation`` in warmup too. The Markov
+scan evaluates h on every segment, so it is not combined with the beam.
+
+Reference
+---------
+P. Liang, M. I. Jordan and B. Taskar, "A permutation-augmented sampler for DP mixture
+models", ICML 2007.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import gammaln, logsumexp
+
+from dpppl.errors import KernelError
+from dpppl.families.base import segment_stats
+from dpppl.priors.crp import PitmanYor
+from dpppl.kernels.base import Kernel, register
+from dpppl.kernels.perm.permutations import (EXACT_PERMUTATIONS, PERMUTATIONS, pairwise_log_predictive,
+    sample_permutation, single_point_predictive)
+from dpppl.core.state import PartitionState, num_clusters
+from dpppl.core.numerics import sample_index
+
+DP_FORMS = ("mh", "exact")
+DEFAULT_BEAM_WIDTH = 32
+
+
+# ----------------------------------------------------------------- the factors A, B ---
+def log_count_factor(prior, alpha, k, n, augmented: bool = True):
+    """log A(K) of eq. (4) for the CRP or Pitman-Yor prior, normaliser included.
+
+    ``augmented=False`` drops the 1/K! of p(pi | C): the factor of p(C, x) itself (the
+    hill-climbing target of sec. 4.2). ``k`` may be a float (for the slope lambda).
+    """
+    d = prior.discount
+    if d == 0:
+        new_terms = (k - 1.0) * jnp.log(alpha)
+    else:
+        new_terms = (k - 1.0) * jnp.log(d) + gammaln(alpha / d + k) - gammaln(alpha / d + 1.0)
+    log_a = new_terms - (gammaln(alpha + n) - gammaln(alpha + 1.0))
+    return log_a - gammaln(k + 1.0) if augmented else log_a
+
+
+def log_count_slope(prior, alpha, k_ref, n, augmented: bool = True):
+    """lambda = d/dK log A(K) at ``k_ref``: the per-cluster factor that replaces A in the
+    factored proposal (sec. 3.2; lambda = log alpha - psi(k_ref + 1) for the DP)."""
+    return jax.grad(lambda k: log_count_factor(prior, alpha, k, n, augmented))(
+        jnp.asarray(k_ref, jnp.result_type(float)))
+
+
+def prefix_stats(family, x_pi):
+    """P_r = sum_{t < r} stats(x_{pi_t}), r = 0..N (leading axis N + 1)."""
+    point = family.point_stats(x_pi)
+    return jax.tree.map(lambda p: jnp.concatenate([jnp.zeros_like(p[:1]), jnp.cumsum(p, axis=0)]), point)
+
+
+def segment_log_weights(family, prior, prefix, starts, end, *, uniform_order: bool):
+    """log B of the segments pi_{s+1..end} for every start s in ``starts`` (any shape;
+    None: every s = 0..N, without a gather), -inf where s >= end or s < 0:
+    log p(x_seg) + log (1 - d)_{m-1} [- log m! when the within-cluster order is uniform
+    (eq. 3)], m = end - s."""
+    if starts is None:
+        starts = jnp.arange(prefix.n.shape[0])
+        m = end - starts
+        valid = m >= 1
+        # rows s >= end have negative counts; their values are masked below
+        stats = jax.tree.map(lambda p: p[end] - p, prefix)
+    else:
+        m = end - starts
+        valid = (m >= 1) & (starts >= 0)
+        safe = jnp.where(valid, starts, end)
+        stats = jax.tree.map(lambda p: p[end] - p[safe], prefix)   # zeros (the prior) where invalid
+    mf = jnp.where(valid, m, 1).astype(prefix.n.dtype)
+    d = prior.discount
+    lw = family.log_marginal(stats) + gammaln(mf - d) - gammaln(1.0 - d)
+    if uniform_order:
+        lw = lw - gammaln(mf + 1.0)
+    return jnp.where(valid, lw, -jnp.inf)
+
+
+def markov_segment_matrix(family, prior, prefix, x_pi):
+    """L[r - 1, s] = log B(pi_{s+1..r}) with the Markov scan probability h of sec. 4.1.
+
+    log h(s, r) = -log m + sum_{t=s+1}^{r-1} [log w(t-1 -> t) - log S_t(r)] over
+    positions t of pi (0-based), S_t(r) = sum_{u=t}^{r-1} w(t-1 -> u): S is carried over
+    r (S_t(r + 1) = S_t(r) + w(t-1 -> r)), and the sums over t are suffix sums. O(N)
+    memory in the scan, O(N^2 D) time, the (N, N + 1) table returned.
+    """
+    n = x_pi.shape[0]
+    params = single_point_predictive(family, x_pi)
+    log_w_next = jnp.concatenate([jnp.zeros((1,), x_pi.dtype),
+                                  pairwise_log_predictive(family, jax.tree.map(lambda a: a[:-1], params),
+                                                          x_pi[1:])])        # t: log w(t-1 -> t)
+    positions = jnp.arange(n + 1)
+    starts = positions
+
+    def body(log_s, r):
+        column = family.log_predictive(params, x_pi[r - 1])                 # p: log w(p -> r-1)
+        t_ok = (positions >= 1) & (positions <= r - 1)
+        col_t = jnp.where(t_ok, jnp.concatenate([jnp.zeros((1,), x_pi.dtype), column]), -jnp.inf)
+        log_s = jnp.logaddexp(log_s, col_t)
+        v = jnp.where(t_ok, jnp.concatenate([log_w_next, jnp.zeros((1,), x_pi.dtype)]) - log_s, 0.0)
+        tail = jnp.sum(v) - jnp.cumsum(v)                                     # s: sum_{t > s} v_t
+        m = r - starts
+        log_h = -jnp.log(jnp.where(m >= 1, m, 1).astype(x_pi.dtype)) + tail
+        row = segment_log_weights(family, prior, prefix, None, r, uniform_order=False) + log_h
+        return log_s, jnp.where(m >= 1, row, -jnp.inf)
+
+    _, rows = jax.lax.scan(body, jnp.full((n + 1,), -jnp.inf, x_pi.dtype), jnp.arange(1, n + 1))
+    return rows
+
+
+# ---------------------------------------------------------------- dynamic programs ---
+def forward_factored(row_fn, n, dtype):
+    """log g'(r), r = 0..N, of eq. (6): ``row_fn(r)`` gives log B'(pi_{s+1..r}) for
+    s = 0..N (-inf for s >= r)."""
+    def body(log_g, r):
+        return log_g.at[r].set(logsumexp(log_g + row_fn(r))), None
+
+    init = jnp.full((n + 1,), -jnp.inf, dtype).at[0].set(0.0)
+    return jax.lax.scan(body, init, jnp.arange(1, n + 1))[0]
+
+
+def forward_by_count(row_fn, n, dtype):
+    """log g(r, K), r, K = 0..N (sec. 3.1): the segmentations of the first r points into
+    K segments, weighted by prod B."""
+    def body(log_g, r):
+        row = row_fn(r)
+        by_count = logsumexp(log_g[:, :-1] + row[:, None], axis=0)          # K = 1..N
+        return log_g.at[r].set(jnp.concatenate([jnp.full((1,), -jnp.inf, dtype), by_count])), None
+
+    init = jnp.full((n + 1, n + 1), -jnp.inf, dtype).at[0, 0].set(0.0)
+    return jax.lax.scan(body, init, jnp.arange(1, n + 1))[0]
+
+
+def forward_beam(weights_fn, n, epsilon, width, dtype):
+    """The beam of sec. 3.3 over eq. (6).
+
+    At position r the candidates are N_r = {m + 1 : m in M_{r-1}} u {1}; M_r keeps those
+    whose contribution g~(r - m) B'(segment) is at least epsilon / |N_r| of the sum over
+    N_r, so that M_r captures at least 1 - epsilon of it, as the paper's smallest such
+    subset does (found here without sorting); when all W + 1 candidates qualify the
+    smallest is dropped. A length m + 1 at r has the same start as m at r - 1, so the
+    carry is W slots of kept lengths (0: free) with their starts' log g~(s), and
+    g~(r - 1): O(W) work per position.
+
+    ``weights_fn(starts, r)`` gives log B'(pi_{s+1..r}) for an array of starts. Returns
+    log g~(r) (N + 1,), the kept lengths M_r (N + 1, W) (0: unused) and their log
+    contributions (N + 1, W), row 0 unused.
+    """
+    cut = jnp.log(jnp.asarray(epsilon, dtype) / (width + 1))
+
+    def body(carry, r):
+        log_g_prev, kept, kept_log_g = carry
+        lengths = jnp.concatenate([jnp.where(kept > 0, kept + 1, 0), jnp.ones((1,), jnp.int32)])
+        start_log_g = jnp.concatenate([kept_log_g, log_g_prev[None]])
+        contrib = jnp.where(lengths > 0, start_log_g + weights_fn(r - lengths, r), -jnp.inf)
+        keep = (contrib >= logsumexp(contrib) + cut) & jnp.isfinite(contrib)
+        keep = keep.at[jnp.argmin(jnp.where(keep, contrib, jnp.inf))].set(~jnp.all(keep))
+        free = jnp.argmin(keep[:width])                       # a slot for the new length-1 segment
+        take_new = keep[width] & ~keep[free]
+        slots = jnp.arange(width)
+        moved = jnp.where(take_new & (slots == free), width, slots)
+        kept_mask = keep[moved]
+        kept = jnp.where(kept_mask, lengths[moved], 0)
+        kept_contrib = jnp.where(kept_mask, contrib[moved], -jnp.inf)
+        log_g = logsumexp(kept_contrib)
+        return (log_g, kept, start_log_g[moved]), (log_g, kept, kept_contrib)
+
+    init = (jnp.zeros((), dtype), jnp.zeros((width,), jnp.int32), jnp.full((width,), -jnp.inf, dtype))
+    _, (log_g, kept, contrib) = jax.lax.scan(body, init, jnp.arange(1, n + 1), unroll=4)
+    return (jnp.concatenate([jnp.zeros((1,), dtype), log_g]),
+            jnp.concatenate([jnp.zeros((1, width), jnp.int32), kept]),
+            jnp.concatenate([jnp.full((1, width), -jnp.inf, dtype), contrib]))
+
+
+def _backward(choose, n, rng_key, k0=0):
+    """Walk back from r = N: ``choose(r, k, u) -> previous boundary s``; returns the
+    segment starts as a bool mask over positions 0..N."""
+    def body(carry):
+        r, k, i, starts = carry
+        s = choose(r, k, jax.random.uniform(jax.random.fold_in(rng_key, i)))
+        return s, k - 1, i + 1, starts.at[s].set(True)
+
+    init = (jnp.asarray(n, jnp.int32), jnp.asarray(k0, jnp.int32), jnp.zeros((), jnp.int32),
+            jnp.zeros((n + 1,), bool))
+    return jax.lax.while_loop(lambda c: c[0] > 0, body, init)[3]
+
+
+def sample_factored(row_fn, log_g, rng_key):
+    """Segment starts of C ~ prod B' / g'(N), drawn backwards (sec. 3.1)."""
+    n = log_g.shape[0] - 1
+    return _backward(lambda r, k, u: sample_index(log_g + row_fn(r), u), n, rng_key)
+
+
+def sample_by_count(row_fn, log_g, log_a, rng_key):
+    """K ~ A(K) g(N, K) / p(pi, x), then the segments backwards (sec. 3.1). ``log_a``:
+    log A(K) for K = 0..N. Returns (starts mask, K, log p(pi, x))."""
+    n = log_g.shape[0] - 1
+    k_count, k_segments = jax.random.split(rng_key)
+    logits = log_a + log_g[n]
+    k = sample_index(logits, jax.random.uniform(k_count))
+    starts = _backward(lambda r, kk, u: sample_index(log_g[:, kk - 1] + row_fn(r), u), n, k_segments, k)
+    return starts, k, logsumexp(logits)
+
+
+def sample_beam(kept, contrib, rng_key):
+    """Segment starts of C ~ the beam proposal: at r, length M_r[j] with probability
+    proportional to its stored contribution."""
+    n = kept.shape[0] - 1
+    return _backward(lambda r, k, u: r - kept[r, sample_index(contrib[r], u)], n, rng_key)
+
+
+def in_beam(kept, z_pi):
+    """Whether every segment of the clustering ``z_pi`` (labels along pi, each cluster
+    contiguous) ends at r with a length in M_r."""
+    n = z_pi.shape[0]
+    positions = jnp.arange(n)
+    is_start = jnp.concatenate([jnp.ones((1,), bool), z_pi[1:] != z_pi[:-1]])
+    start_of = jax.lax.cummax(jnp.where(is_start, positions, 0))
+    ends = jnp.arange(1, n + 1)
+    is_end = jnp.concatenate([is_start[1:], jnp.ones((1,), bool)])
+    length = ends - start_of
+    member = jnp.any(kept[1:] == length[:, None], axis=1)
+    return jnp.all(member | ~is_end)
+
+
+def labels_from_starts(starts):
+    """Segment index of each position 0..N-1, and the number of segments."""
+    seg = jnp.cumsum(starts[:-1]) - 1
+    return seg.astype(jnp.int32), jnp.sum(starts[:-1]).astype(jnp.int32)
+
+
+# --------------------------------------------------------------------------- kernel ---
+def _check_options(dp, permutation, warmup_permutation, beam_epsilon, beam_width):
+    if dp not in DP_FORMS:
+        raise KernelError(f"perm: dp must be one of {DP_FORMS}, got {dp!r}")
+    for name, value in (("permutation", permutation), ("warmup_permutation", warmup_permutation)):
+        if value not in PERMUTATIONS:
+            raise KernelError(f"perm: {name} must be one of {PERMUTATIONS}, got {value!r}")
+    if isinstance(beam_width, bool) or not isinstance(beam_width, numbers.Integral) or beam_width < 1:
+        raise KernelError(f"perm: beam_width must be an integer >= 1, got {beam_width!r}")
+    if beam_epsilon is None:
+        return
+    if isinstance(beam_epsilon, bool) or not isinstance(beam_epsilon, numbers.Real) or not 0 <= beam_epsilon < 1:
+        raise KernelError(f"perm: beam_epsilon must be a number in [0, 1), got {beam_epsilon!r}")
+    if dp != "mh":
+        raise KernelError("perm: the beam (beam_epsilon) applies to dp='mh' only (sec. 3.3 prunes eq. 6)")
+    if "markov" in (permutation, warmup_permutation):
+        raise KernelError("perm: permutation='markov' evaluates the scan probability on every segment "
+                          "and cannot be combined with the beam (beam_epsilon)")
+
+
+def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "uniform",
+                      warmup_permutation: Optional[str] = "projection", beam_epsilon: Optional[float] = None,
+                      beam_width: int = DEFAULT_BEAM_WIDTH) -> Kernel:
+    """The permutation-augmented sampler; see the module docstring for the mathematics,
+    the cost and the exactness of each configuration.
+
+    Parameters
+    ----------
+    dp : {"mh", "exact"}, default "mh"
+        ``"mh"``: eq. (6) with the Metropolis-Hastings correction (sec. 3.2), k_ref
+        adapted in warmup and fixed after it. ``"exact"``: the dynamic program
+        conditioned on K (sec. 3.1), O(N^3).
+    permutation : {"uniform", "markov", "projection"}, default "uniform"
+        p(pi | C) after warmup. ``"projection"`` makes the kernel inexact.
+    warmup_permutation : {"uniform", "markov", "projection"} or None, default "projection"
+        p(pi | C) during warmup (None: as ``permutation``). The default is the paper's
+        burn-in (sec. 5.1): stochastic hill-climbing with random projections.
+    beam_epsilon : float in [0, 1) or None, default None
+        Use the beam of sec. 3.3 with this epsilon (``dp="mh"`` only).
+    beam_width : int, default 32
+        Most segment lengths kept per position by the beam (a static shape).
+
+    Returns
+    -------
+    Kernel
+        ``exact`` unless ``permutation="projection"``. ``info``: ``accept_prob``
+        (Metropolis-Hastings acceptance probability; 1 for dp="exact"), ``accepted``,
+        ``proposed_clusters`` (K of the drawn clustering), and for ``dp="mh"``
+        ``k_ref`` (the reference K of lambda; beta = exp psi(k_ref + 1) for the DP) and
+        ``in_beam`` (C_old within the beam; always 1 without one).
+    """
+    if warmup_permutation is None:
+        warmup_permutation = permutation
+    _check_options(dp, permutation, warmup_permutation, beam_epsilon, beam_width)
+    exact = permutation in EXACT_PERMUTATIONS
+    if not exact:
+        warnings.warn("perm: permutation='projection' is stochastic hill-climbing (Liang et al. 2007, "
+                      "sec. 4.2), not an exact sampler; keep it to warmup (warmup_permutation) for "
+                      "posterior draws", UserWarning, stacklevel=3)
+    family, prior = bound_model.family, bound_model.prior
+    n = bound_model.num_points
+
+    def cluster_step(rng_key, state: PartitionState, x, kind: str, adapt: bool):
+        k_perm, k_dp, k_accept = jax.random.split(rng_key, 3)
+        capacity = state.stats.n.shape[0]
+        pi = sample_permutation(kind, k_perm, family, x, state.z, capacity)
+        x_pi = x[pi]
+        prefix = prefix_stats(family, x_pi)
+        augmented = kind != "projection"
+        alpha = state.alpha
+        k_old = num_clusters(state)
+        dtype = x.dtype
+
+        if kind == "markov":
+            table = markov_segment_matrix(family, prior, prefix, x_pi)
+
+            def base_row(r):
+                return table[r - 1]
+        else:
+            def base_row(r):
+                return segment_log_weights(family, prior, prefix, None, r, uniform_order=augmented)
+
+        info = {}
+        if dp == "exact":
+            counts = jnp.arange(n + 1)
+            log_a = jnp.where(counts >= 1, log_count_factor(prior, alpha, counts.astype(dtype), n, augmented),
+                              -jnp.inf)
+            log_g = forward_by_count(base_row, n, dtype)
+            starts, _, _ = sample_by_count(base_row, log_g, log_a, k_dp)
+            log_accept = jnp.zeros((), dtype)
+        else:
+            if adapt:
+                k_ref = k_old.astype(dtype)
+            else:
+                k_ref = state.aux["perm_k_sum"] / state.aux["perm_k_count"]
+            lam = log_count_slope(prior, alpha, k_ref, n, augmented)
+            if beam_epsilon is None:
+                def row(r):
+                    return base_row(r) + lam
+                log_g = forward_factored(row, n, dtype)
+                starts = sample_factored(row, log_g, k_dp)
+                support = jnp.ones((), bool)
+            else:
+                def weights(starts, r):
+                    return segment_log_weights(family, prior, prefix, starts, r, uniform_order=augmented) + lam
+                _, kept, contrib = forward_beam(weights, n, beam_epsilon, beam_width, dtype)
+                starts = sample_beam(kept, contrib, k_dp)
+                support = in_beam(kept, state.z[pi]) | (not augmented)
+            k_new = jnp.sum(starts[:-1])
+            log_accept = (log_count_factor(prior, alpha, k_new.astype(dtype), n, augmented)
+                          - log_count_factor(prior, alpha, k_old.astype(dtype), n, augmented)
+                          - lam * (k_new - k_old))
+            log_accept = jnp.where(support, log_accept, -jnp.inf)
+            info.update(k_ref=k_ref, in_beam=support.astype(jnp.int32))
+
+        seg, k_new = labels_from_starts(starts)
+        fits = k_new <= capacity
+        z_new = jnp.zeros_like(state.z).at[pi].set(seg)
+        accept = fits & (jnp.log(jax.random.uniform(k_accept, dtype=dtype)) < log_accept)
+        stats_new = segment_stats(family, x, jnp.where(fits, z_new, 0), capacity)
+        state = state._replace(
+            z=jnp.where(accept, z_new, state.z),
+            stats=jax.tree.map(lambda a, b: jnp.where(accept, a, b), stats_new, state.stats),
+            overflow=state.overflow | ~fits)
+        info.update(accept_prob=jnp.exp(jnp.minimum(log_accept, 0.0)), accepted=accept.astype(jnp.int32),
+                    proposed_clusters=k_new)
+        return state, info
+
+    def step(rng_key, state, x):
+        return cluster_step(rng_key, state, x, permutation, adapt=False)
+
+    def warmup_step(rng_key, state, x):
+        state, info = cluster_step(rng_key, state, x, warmup_permutation, adapt=True)
+        if dp == "mh":
+            k = num_clusters(state).astype(x.dtype)
+            state = state._replace(aux={**state.aux, "perm_k_sum": state.aux["perm_k_sum"] + k,
+                                        "perm_k_count": state.aux["perm_k_count"] + 1.0})
+        return state, info
+
+    def init(state, x):
+        if dp != "mh":
+            return state
+        k = num_clusters(state).astype(x.dtype)
+        return state._replace(aux={**state.aux, "perm_k_sum": k, "perm_k_count": jnp.ones_like(k)})
+
+    info_names = ("accept_prob", "accepted", "proposed_clusters") + (("k_ref", "in_beam") if dp == "mh" else ())
+    return Kernel("perm", exact=exact, step=step, warmup_step=warmup_step, info_names=info_names, init=init)
+
+
+def _applies(model) -> Optional[str]:
+    prior = getattr(model, "prior", None)
+    if not isinstance(prior, PitmanYor):
+        return "the permutation-augmented sampler needs a CRP or Pitman-Yor partition prior"
+    return None
+
+
+register("perm", build_perm_kernel, exact=True, applies=_applies,
+         description="permutation-augmented sampler (Liang, Jordan & Taskar 2007): blocked pi | C, "
+                     "C | pi by dynamic programming; default dp='mh' O(N^2) per step, exact after warmup "
+                     "(warmup: random-projection hill-climbing); dp='exact' O(N^3); beam_epsilon for "
+                     "O(N W); permutation='projection' is inexact")

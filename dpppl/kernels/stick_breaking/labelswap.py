@@ -1,0 +1,161 @@
+"""Label moves for stick-breaking priors: ``labelswap`` and ``labelpermute``
+(Porteous, Ihler, Smyth & Welling 2006, sec. 3.3).
+
+Under a stick-breaking prior the probability of a labelled assignment Z changes when
+labels are permuted, while the likelihood p(X | Z) (component parameters integrated out)
+does not: it depends on the partition only. A Metropolis-Hastings move that proposes a
+relabelling Z' = sigma(Z) from a proposal symmetric in (Z, Z') is therefore accepted with
+
+    min(1, P(Z') / P(Z)),
+
+P the labelled law with the sticks integrated out (:meth:`StickBreaking.log_prob_labels`):
+P(Z) = prod_i B(a_i + N_i, b_i + M_i) / B(a_i, b_i), M_i = sum_{j>i} N_j.
+
+- **labelswap**: draw two labels i, j independently from the prior weights
+  p_i = E[pi_i] (eq. 6 with no data; for eq. 7, gamma_i / gamma) and propose to swap them.
+  The proposal does not depend on Z and is its own inverse, so it is symmetric. For the
+  pseudo-particle prior of eq. (7) the ratio reduces to the paper's closed form
+
+      P(Z') / P(Z) = prod_{n<N_j} (gamma_i + n) prod_{n<N_i} (gamma_j + n)
+                     / (prod_{n<N_i} (gamma_i + n) prod_{n<N_j} (gamma_j + n))
+
+  (:func:`swap_log_ratio_pseudo_particles`); for general (a_i, b_i) a swap also changes
+  M_l for the labels l between i and j, and that closed form is *wrong* (it ignores
+  them): this module always uses the ratio of the labelled laws, over all labels.
+- **labelpermute**: draw m from the prior weights and propose a uniformly random
+  permutation of the labels 1..m. The proposal probability (p_m / m!) is the same for a
+  permutation and its inverse, so it is symmetric.
+
+As in the paper, each move is proposed "between each sample of an assignment variable"
+with probability ``swap_prob`` / ``permute_prob`` (the paper's M_i): one step of a move
+makes Binomial(N, prob) proposals (the number the paper's interleaving makes in one
+sweep; each is an MH step, and a random number of invariant steps leaves the law
+invariant). A proposal only changes the count vector; the relabelling of z and of the
+per-slot statistics is composed and applied once at the end of the step, so a proposal
+costs O(C) (swap) or O(C log C) (permute). A label past the C slots sets ``overflow``:
+:func:`dpppl.sample` re-runs the chunk with more slots from the same keys (each
+proposal's draws come from ``fold_in(key, t)`` and per-slot keys, independent of C).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import gammaln
+
+from dpppl.families.base import take
+from dpppl.kernels.base import Kernel, register
+from dpppl.kernels.stick_breaking.sbgibbs import stick_breaking_only
+from dpppl.core.numerics import sample_index
+
+INFO_NAMES = ("accept_prob", "proposals", "accepted")
+
+
+def swap_log_ratio_pseudo_particles(gamma_i, gamma_j, n_i, n_j):
+    """log of the paper's closed-form label-swap ratio (sec. 3.3) for the pseudo-particle
+    prior of eq. (7): log [Gamma(gamma_i + N_j) Gamma(gamma_j + N_i) /
+    (Gamma(gamma_i + N_i) Gamma(gamma_j + N_j))], N_i, N_j the sizes before the swap.
+    Valid only when a_i + b_i = b_{i-1} (eq. 7); kept to test the general ratio against."""
+    return (gammaln(gamma_i + n_j) + gammaln(gamma_j + n_i)
+            - gammaln(gamma_i + n_i) - gammaln(gamma_j + n_j))
+
+
+def _check_prob(name, value):
+    from dpppl.errors import KernelError
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise KernelError(f"{name} must be a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _relabel_kernel(name, bound_model, prob, propose):
+    """A kernel making Binomial(N, prob) MH proposals of relabellings.
+
+    ``propose(key, log_prior_w, log_prior_rest) -> (slot_map, past)``: a map from
+    each slot to its new slot (a permutation of the C slots) and whether a drawn label
+    was past the C slots.
+    """
+    prior = bound_model.prior
+
+    def step(rng_key, state, x):
+        counts = state.stats.n
+        C = counts.shape[-1]
+        log_pw, log_prest = prior.log_prior_weights(C, counts.dtype)
+        k_num, k_props = jax.random.split(rng_key)
+        num = jax.random.binomial(k_num, x.shape[0], prob).astype(jnp.int32)
+
+        def body(carry):
+            t, slot_of, counts, log_p, overflow, acc_sum, accepted = carry
+            k_prop, k_acc = jax.random.split(jax.random.fold_in(k_props, t))
+            move, past = propose(k_prop, log_pw, log_prest)
+            new_counts = jnp.zeros_like(counts).at[move].set(counts)
+            new_log_p = prior.log_prob_labels(new_counts)
+            log_ratio = new_log_p - log_p
+            accept_prob = jnp.where(past, 0.0, jnp.exp(jnp.minimum(log_ratio, 0.0)))
+            ok = (jax.random.uniform(k_acc, dtype=log_p.dtype) < accept_prob) & ~past
+            return (t + 1, jnp.where(ok, move[slot_of], slot_of), jnp.where(ok, new_counts, counts),
+                    jnp.where(ok, new_log_p, log_p), overflow | past, acc_sum + accept_prob,
+                    accepted + ok.astype(jnp.int32))
+
+        init = (jnp.zeros((), jnp.int32), jnp.arange(C), counts, prior.log_prob_labels(counts),
+                state.overflow, jnp.zeros((), counts.dtype), jnp.zeros((), jnp.int32))
+        _, slot_of, _, _, overflow, acc_sum, accepted = jax.lax.while_loop(
+            lambda c: c[0] < num, body, init)
+        source = jnp.zeros_like(slot_of).at[slot_of].set(jnp.arange(C))  # new slot -> old slot
+        state = state._replace(z=slot_of[state.z].astype(state.z.dtype),
+                               stats=take(state.stats, source), overflow=overflow)
+        info = {"accept_prob": jnp.where(num > 0, acc_sum / jnp.maximum(num, 1), 1.0),
+                "proposals": num, "accepted": accepted}
+        return state, info
+
+    return Kernel(name, exact=True, step=step, info_names=INFO_NAMES)
+
+
+def _draw_label(key, log_pw, log_prest):
+    """A label drawn from the prior weights p_i (index C: past the slots)."""
+    k = sample_index(jnp.concatenate([log_pw, log_prest[None]]), jax.random.uniform(key, dtype=log_pw.dtype))
+    return k, k == log_pw.shape[0]
+
+
+def build_labelswap_kernel(bound_model, *, swap_prob: float = 1.0) -> Kernel:
+    """Label-swap proposals (sec. 3.3), each with probability ``swap_prob`` per point."""
+    prob = _check_prob("swap_prob", swap_prob)
+
+    def propose(key, log_pw, log_prest):
+        k_i, k_j = jax.random.split(key)
+        i, past_i = _draw_label(k_i, log_pw, log_prest)
+        j, past_j = _draw_label(k_j, log_pw, log_prest)
+        C = log_pw.shape[0]
+        i, j = jnp.minimum(i, C - 1), jnp.minimum(j, C - 1)
+        slots = jnp.arange(C)
+        move = jnp.where(slots == i, j, jnp.where(slots == j, i, slots))
+        return move, past_i | past_j
+
+    return _relabel_kernel("labelswap", bound_model, prob, propose)
+
+
+def build_labelpermute_kernel(bound_model, *, permute_prob: float = 1.0) -> Kernel:
+    """Label-permute proposals (sec. 3.3), each with probability ``permute_prob`` per point."""
+    prob = _check_prob("permute_prob", permute_prob)
+
+    def propose(key, log_pw, log_prest):
+        k_m, k_perm = jax.random.split(key)
+        m, past = _draw_label(k_m, log_pw, log_prest)   # permute labels 1..m+1 (slots 0..m)
+        C = log_pw.shape[0]
+        slots = jnp.arange(C)
+        u = jax.vmap(lambda s: jax.random.uniform(jax.random.fold_in(k_perm, s), dtype=log_pw.dtype))(slots)
+        keys = jnp.where(slots <= m, u, 2.0 + slots)   # slots past m keep their place
+        move = jnp.argsort(jnp.argsort(keys))          # slot s -> its rank: uniform on slots 0..m
+        return move, past
+
+    return _relabel_kernel("labelpermute", bound_model, prob, propose)
+
+
+register("labelswap", build_labelswap_kernel, exact=True, applies=stick_breaking_only,
+         description="label-swap Metropolis-Hastings for stick-breaking priors (Porteous et al. "
+                     "2006, sec. 3.3): two labels drawn by prior weight, accepted by the ratio of "
+                     "labelled laws; Binomial(N, swap_prob) proposals of O(C) per step")
+register("labelpermute", build_labelpermute_kernel, exact=True, applies=stick_breaking_only,
+         description="label-permute Metropolis-Hastings for stick-breaking priors (sec. 3.3): a "
+                     "uniform permutation of labels 1..m, m drawn by prior weight; "
+                     "Binomial(N, permute_prob) proposals of O(C log C) per step")

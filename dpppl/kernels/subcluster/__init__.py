@@ -1,0 +1,1 @@
+"""Sub-cluster splits and merges (Chang & Fisher 2013)."""

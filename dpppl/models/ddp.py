@@ -1,0 +1,292 @@
+"""Dependent Dirichlet-process mixtures over time slices (Porteous et al. 2006, sec. 5).
+
+A :class:`DDPModel` couples T stick-breaking mixtures, one per time slice, through
+the cluster parameters: label i has a mean in every slice, the means of one label
+drawn jointly from a Gaussian over time (eq. 12), and an inverse-Wishart covariance
+per slice (eq. 11; or one shared by the slices,
+:class:`~dpppl.families.coupled.CoupledGaussian`); each slice has its own sticks with
+the same Beta(a_i, b_i) (:class:`~dpppl.priors.ddp.DDP`). Build one with
+:func:`DDPMixture` or a model file::
+
+    data x : real[N, 2] by t
+    z ~ DDP(a = 1, b = 1)
+    theta[k] ~ CoupledGaussian(a = 1, beta = 0.005, delta = 1)
+    x[i] ~ Normal(theta[z[i]])
+
+Data carry a time with every point. :func:`dpppl.sample` accepts ``(x, t)``, a dict
+``{"x": x, "t": t}`` (the declared names) or one array whose **last column** is the time
+(what a CSV file with a time column gives on the command line). The slices are the
+distinct times, in increasing order; Gamma uses the times themselves, so slices need not
+be evenly spaced.
+
+Kernels: ``ddp`` (Gibbs over assignments and parameters, :mod:`dpppl.kernels.ddp`) and
+``ddpswap`` (label swaps over time intervals, :mod:`dpppl.kernels.ddp.swap`), e.g.
+``kernel="ddp+ddpswap"``; the collapsed kernels refuse DDP models.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpppl.models.mixture import DataDecl, Model, validate_data
+from dpppl.errors import DataError, ModelError
+from dpppl.families.coupled import CoupledGaussian
+from dpppl.models.ddp_state import (DEFAULT_NUM_AUX, DDPSlots, seat, slot_statistics, update_parameters,
+    with_statistics)
+from dpppl.core.state import PartitionState
+from dpppl.priors.ddp import DDP
+
+DDP_KERNELS = ("ddp", "ddpswap")
+"""The kernels that sample a DDP model."""
+
+MAX_CAPACITY = 1 << 14
+"""Most label slots a DDP state grows to (labels are not dense: see :class:`DDPBound`)."""
+
+_INIT_PARAMETER_SWEEPS = 3  # parameter updates after labels are given, before the first step
+
+
+@dataclasses.dataclass(frozen=True)
+class DDPModel(Model):
+    """A dependent DP mixture over time slices; build with :func:`DDPMixture` or a model file."""
+
+    def __post_init__(self):
+        if not isinstance(self.prior, DDP):
+            raise ModelError(f"a DDP model needs a DDP partition prior, got {self.prior!r}")
+        if not isinstance(self.component, CoupledGaussian):
+            raise ModelError(
+                f"a DDP model needs CoupledGaussian components (means coupled over time), got "
+                f"{getattr(self.component, 'name', self.component)!r}", source=self.path,
+                line=self.data.line, column=self.data.column, text=self.source)
+        if not self.data.by:
+            raise ModelError("a DDP model needs time-indexed data: declare them as "
+                             "'data x : real[N, D] by t'", source=self.path, line=self.data.line,
+                             column=self.data.column, text=self.source)
+        if self.data.kind != "real":
+            raise ModelError(f"a DDP model observes real data, but the data are declared {self.data.kind}",
+                             source=self.path, line=self.data.line, column=self.data.column, text=self.source)
+
+    def refuses_kernel(self, name: str) -> Optional[str]:
+        """Why kernel ``name`` cannot sample this model (None for the DDP kernels)."""
+        if name in DDP_KERNELS:
+            return None
+        return ("a DDP model instantiates time-coupled cluster parameters; sample it with "
+                f"{' or '.join(repr(k) for k in DDP_KERNELS)} (e.g. 'ddp+ddpswap')")
+
+    def bind(self, data) -> "DDPBound":
+        """Validate time-indexed data (see the module docstring); raises DataError."""
+        x, t = split_time(data, self.data)
+        arr = validate_data(x, dataclasses.replace(self.data, by=None), self.component)
+        t = _check_times(t, arr.shape[0], self.data)
+        times, slices = np.unique(t, return_inverse=True)
+        family = self.component.resolve(arr, times=times)
+        return DDPBound(self, arr, family, t, slices.astype(np.int32), times)
+
+    def numpyro_model(self, truncation: int = 20):
+        raise ModelError("a DDP model has no compiled NumPyro form; sample it with kernel 'ddp'")
+
+    def describe(self) -> str:
+        return f"{self.prior.describe()} mixture over time ('{self.data.by}') of {self.component.name}"
+
+
+def _parameter_sweeps(family, rng_key, state):
+    """A few parameter updates (eq. 11) given the labels, to start a chain."""
+    return jax.lax.fori_loop(0, _INIT_PARAMETER_SWEEPS, lambda s, st: update_parameters(
+        family, jax.random.fold_in(rng_key, s), st), state)
+
+
+def split_time(data, decl: DataDecl):
+    """(x, t) from a tuple ``(x, t)``, a dict of the declared names, or one array (or list
+    of rows) whose last column is t."""
+    if isinstance(data, dict):
+        missing = [k for k in (decl.name, decl.by) if k not in data]
+        if missing:
+            raise DataError(f"data dict is missing {', '.join(repr(k) for k in missing)}; expected keys "
+                            f"{decl.name!r} (points) and {decl.by!r} (their times)")
+        return data[decl.name], data[decl.by]
+    if isinstance(data, tuple):
+        if len(data) != 2:
+            raise DataError(f"time-indexed data given as a tuple must be (x, {decl.by}), got {len(data)} items")
+        return data
+    try:
+        arr = np.asarray(data, dtype=float)
+    except (TypeError, ValueError):
+        raise DataError(f"time-indexed data '{decl.name}' must be (x, {decl.by}), a dict or one numeric "
+                        f"array whose last column is '{decl.by}'") from None
+    if arr.ndim != 2 or arr.shape[1] < 2:
+        raise DataError(f"time-indexed data '{decl.name}' given as one array need at least two columns "
+                        f"(the last is the time '{decl.by}'), got shape {arr.shape}")
+    return arr[:, :-1], arr[:, -1]
+
+
+def _check_times(t, n: int, decl: DataDecl) -> np.ndarray:
+    name = decl.by
+    try:
+        arr = np.asarray(t)
+    except Exception as e:
+        raise DataError(f"time '{name}' cannot be read as an array: {e}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise DataError(f"time '{name}' must be numeric (e.g. hours or slice numbers), got dtype {arr.dtype}")
+    arr = np.asarray(arr, dtype=float)
+    if arr.ndim != 1:
+        raise DataError(f"time '{name}' must be 1-D (one time per point), got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise DataError(f"time '{name}' has {arr.shape[0]} entries but the data have {n} points")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise DataError(f"time '{name}' has a non-finite value ({arr[i]}) at point {i}")
+    return arr
+
+
+@dataclasses.dataclass(frozen=True)
+class DDPBound:
+    """A DDP model with validated data: points ``x`` (N, D), their times ``t`` (N,), the
+    distinct ``times`` (T,) and each point's slice index ``slices`` (N,).
+
+    Labels are the sticks' indices (0-based here) and matter: a new cluster may take any
+    unused label, so the largest label can exceed the number of points; the state's
+    capacity grows to :data:`MAX_CAPACITY`.
+    """
+
+    model: DDPModel
+    x: np.ndarray
+    family: CoupledGaussian
+    t: np.ndarray
+    slices: np.ndarray
+    times: np.ndarray
+
+    @property
+    def prior(self) -> DDP:
+        return self.model.prior
+
+    @property
+    def num_points(self) -> int:
+        return int(self.x.shape[0])
+
+    @property
+    def num_slices(self) -> int:
+        return int(self.times.shape[0])
+
+    @property
+    def max_capacity(self) -> int:
+        return MAX_CAPACITY
+
+    @property
+    def observed_extra(self) -> dict:
+        """Observed variables besides the points (the times), for InferenceData."""
+        return {self.model.data.by: self.t}
+
+    def numpyro_model(self, truncation: int = 20):
+        return self.model.numpyro_model(truncation)
+
+    # ----- states ----------------------------------------------------------------------
+    def empty_state(self, capacity: int) -> PartitionState:
+        """No point assigned; zero statistics and parameters."""
+        n, (T, D) = self.num_points, (self.num_slices, self.x.shape[1])
+        zeros = jnp.zeros
+        slots = DDPSlots(zeros(capacity), zeros((capacity, T)), zeros((capacity, T, D)), zeros((capacity, T, D, D)),
+                         zeros((capacity, T, D)), zeros((capacity, self.family.num_covariances, D, D)))
+        return PartitionState(jnp.zeros(n, jnp.int32), slots, jnp.zeros(()), jnp.zeros((), bool), {})
+
+    def state_from_labels(self, rng_key, labels, capacity: int) -> PartitionState:
+        """A state with labels ``labels`` (in [0, capacity)): parameters start at the prior
+        mean and covariance psi0 / nu0, then a few parameter draws (eq. 11) given the labels."""
+        x, slices = jnp.asarray(self.x), jnp.asarray(self.slices)
+        state = self.empty_state(capacity)
+        n, nt, s1, s2 = slot_statistics(x, slices, jnp.asarray(labels, jnp.int32), capacity, self.num_slices)
+        fam = self.family
+        mu = jnp.broadcast_to(jnp.asarray(fam.mu0), state.stats.mu.shape)
+        sigma = jnp.broadcast_to(jnp.asarray(fam.psi0) / fam.nu0, state.stats.sigma.shape)
+        state = state._replace(z=jnp.asarray(labels, jnp.int32), stats=DDPSlots(n, nt, s1, s2, mu, sigma))
+        return _parameter_sweeps(fam, rng_key, state)
+
+    def initial_states(self, init, labels, init_keys, capacity=None) -> PartitionState:
+        """Initial states of all chains (batched along axis 0) for :func:`dpppl.sample`.
+
+        ``"sequential"``: points seated one by one in a random order by eq. (10) (the
+        DDP's sequential prediction), then parameter draws; ``"prior"``: labels drawn
+        from the sticks' prior; ``"single"``: every point label 0; or given labels.
+        """
+        if isinstance(init, str) and init == "search":
+            raise DataError("init='search' (MAP search) is not available for DDP models; use "
+                            "'sequential', 'prior', 'single' or labels")
+        n = self.num_points
+        if labels is None and init == "single":
+            labels = np.zeros((len(init_keys), n), np.int32)
+        if labels is not None:
+            cap = int(min(self.max_capacity, max(16, int(labels.max()) + 9, capacity or 0)))
+            build = jax.jit(jax.vmap(lambda k, lab: self.state_from_labels(k, lab, cap)))
+            return build(init_keys, jnp.asarray(labels, jnp.int32))
+        cap = int(min(self.max_capacity, max(16, capacity or 0)))
+        x, slices = jnp.asarray(self.x), jnp.asarray(self.slices)
+        fam, prior = self.family, self.prior
+
+        def start(key, cap):
+            k_seat, k_params = jax.random.split(key)
+            state = seat(fam, prior, x, slices, k_seat, self.empty_state(cap), remove_first=False,
+                         with_data=(init == "sequential"), num_aux=DEFAULT_NUM_AUX)
+            return _parameter_sweeps(fam, k_params, with_statistics(state, x, slices))
+
+        while True:
+            states = jax.jit(jax.vmap(lambda k: start(k, cap)))(init_keys)
+            if not bool(jnp.any(states.overflow)) or cap >= self.max_capacity:
+                return states
+            cap = min(2 * cap, self.max_capacity)
+
+    def log_joint_state(self, state: PartitionState):
+        """The ``lp`` of a state: :meth:`~dpppl.families.coupled.CoupledGaussian.log_joint_state`."""
+        return self.family.log_joint_state(self.prior, state)
+
+def DDPMixture(sticks: Any = (1.0, 1.0), *, a: float = 1.0, beta: float = 0.005, delta: float = 1.0,
+               b: Optional[float] = None, mu0: Any = None, nu0: Any = None, psi0: Any = None,
+               slice_covariances: bool = True, data: Optional[DataDecl] = None, time: str = "t") -> DDPModel:
+    """A dependent DP mixture over time slices (Porteous et al. 2006, sec. 5).
+
+    Parameters
+    ----------
+    sticks : pair (a_i, b_i), :class:`~dpppl.DDP` or a stick-breaking prior with fields ``a``
+        and ``b``; default (1, 1)
+        The per-slice sticks V_{t,i} ~ Beta(a_i, b_i); each parameter in any form
+        :class:`~dpppl.StickBreaking` takes (a number, a finite sequence ending with
+        b_L = 0, a vectorised callable or an expression of the 1-based stick index i).
+        ``(1, alpha)`` is DP(alpha) in every slice.
+    a, beta, delta, b : float
+        The time covariance of a label's means, Gamma_{t,t'} = a exp(-beta |t - t'|^delta)
+        off the diagonal and b on it (eq. 12); defaults 1, 0.005, 1 and b = a (the
+        paper's storm settings for data in the unit square).
+    mu0 : array (D,), default the data mean
+    nu0 : float, default D + 1
+    psi0 : array (D, D) or float, default 0.01 I
+        The inverse-Wishart prior of each label's covariance.
+    slice_covariances : bool, default True
+        One covariance per label and slice, independent inverse-Wishart (the paper's
+        eq. 11 and sec. 6); False: one per label shared by all slices.
+    data : DataDecl, optional
+        Default ``x : real[N, D] by t``.
+    time : str, default ``"t"``
+        The name of the time variable (the key of a data dict).
+
+    Returns
+    -------
+    DDPModel
+    """
+    if isinstance(sticks, DDP):
+        prior = sticks
+    elif isinstance(sticks, tuple) and len(sticks) == 2:
+        prior = DDP(a=sticks[0], b=sticks[1])
+    elif hasattr(sticks, "a") and hasattr(sticks, "b"):
+        prior = DDP(a=sticks.a, b=sticks.b)
+    else:
+        raise ModelError(f"sticks must be a pair (a, b) or a stick-breaking prior with fields a and b, "
+                         f"got {sticks!r}")
+    component = CoupledGaussian(a=a, beta=beta, delta=delta, b=b, mu0=mu0, nu0=nu0, psi0=psi0,
+                                slice_covariances=slice_covariances)
+    return DDPModel(prior=prior, component=component, data=data or DataDecl(by=time))
+
+
+__all__ = ["DDPModel", "DDPBound", "DDPMixture", "DDP_KERNELS", "split_time"]

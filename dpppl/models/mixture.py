@@ -1,0 +1,224 @@
+"""The model spec: one representation built from Python or parsed from a model file.
+
+A :class:`Model` is a partition prior (CRP / Pitman-Yor), a component family and a data
+declaration. :meth:`Model.bind` validates a data set against it and resolves the
+data-dependent hyperparameters, giving a :class:`BoundModel` that kernels consume.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+from dpppl.errors import DataError, ModelError
+from dpppl.families.base import Family
+from dpppl.priors.crp import CRP, Concentration, Gamma, PitmanYor
+from dpppl.core.state import PartitionState
+from dpppl.families.base import cluster_log_marginals, segment_stats
+
+DATA_KINDS = ("real", "count", "binary", "ranking")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataDecl:
+    """``data x : real[N, D]``: name, kind and declared dimensions.
+
+    ``dims`` holds ints (a fixed size) or names (``"N"``, ``"D"``, ``"V"``: bound to the
+    data's shape). A declaration with one dimension (``real[N]``) accepts 1-D data.
+    """
+
+    name: str = "x"
+    kind: str = "real"
+    dims: tuple = ("N", "D")
+    # where the declaration sits in a model file, for errors
+    line: Optional[int] = None
+    column: Optional[int] = None
+    # ``data x : real[N, D] by t``: the name of each point's time (a DDP model's slices)
+    by: Optional[str] = None
+    #: ``ranking[N] of n``: the number of items (None: from the data)
+    of: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    """A Dirichlet-process mixture model.
+
+    Build with :func:`DPMixture` / :func:`PitmanYorMixture` or :func:`dpppl.load`.
+    """
+
+    prior: PitmanYor
+    component: Family
+    data: DataDecl = DataDecl()
+    source: Optional[str] = None
+    path: Optional[str] = None
+
+    def __post_init__(self):
+        if not isinstance(self.component, Family):
+            raise ModelError(
+                f"component must be a dpppl component family (e.g. dpppl.NormalInverseWishart()), "
+                f"got {self.component!r}")
+        if self.data.kind != self.component.data_kind:
+            raise ModelError(
+                f"{self.component.name} observes {self.component.data_kind} data but the data "
+                f"are declared {self.data.kind}", source=self.path, line=self.data.line,
+                column=self.data.column, text=self.source)
+
+    def bind(self, x) -> "BoundModel":
+        """Validate ``x`` against the model; resolve hyperparameters. Raises DataError."""
+        arr = validate_data(x, self.data, self.component)
+        return BoundModel(self, arr, self.component.resolve(arr))
+
+    def numpyro_model(self, truncation: int = 20):
+        """The model compiled to a NumPyro model function ``f(x)`` (truncated
+        stick-breaking, assignments summed out). See :mod:`dpppl.models.compile`."""
+        from dpppl.models.compile import compile_numpyro
+
+        return compile_numpyro(self, truncation)
+
+    def describe(self) -> str:
+        return f"{self.prior.describe()} mixture of {self.component.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundModel:
+    """A model with validated data ``x`` (N, D) and a resolved component family."""
+
+    model: Model
+    x: np.ndarray
+    family: Family
+
+    @property
+    def prior(self) -> PitmanYor:
+        return self.model.prior
+
+    @property
+    def num_points(self) -> int:
+        return int(self.x.shape[0])
+
+    def numpyro_model(self, truncation: int = 20):
+        """The compiled NumPyro model with this data's resolved hyperparameters."""
+        from dpppl.models.compile import compile_numpyro
+
+        return compile_numpyro(self.model, truncation, family=self.family)
+
+
+def DPMixture(alpha: Concentration = 1.0, component: Family = None, *, data: DataDecl = None) -> Model:
+    """Dirichlet-process mixture: ``z ~ CRP(alpha)``, ``theta_k ~ component``.
+
+    Parameters
+    ----------
+    alpha : float or Gamma, default 1.0
+        Concentration; a :class:`Gamma` prior makes it resampled (Escobar & West 1995).
+    component : Family
+        A component family such as ``NormalInverseWishart()``.
+    """
+    return _mixture(CRP(alpha=alpha), component, data)
+
+
+def PitmanYorMixture(discount: float = 0.0, alpha: Concentration = 1.0, component: Family = None,
+                     *, data: DataDecl = None) -> Model:
+    """Pitman-Yor mixture: ``z ~ PY(discount, alpha)``, ``theta_k ~ component``."""
+    return _mixture(PitmanYor(discount=discount, alpha=alpha), component, data)
+
+
+def StickBreakingMixture(a=1.0, b=1.0, component: Family = None, *, data: DataDecl = None,
+                         check: bool = True) -> Model:
+    """Stick-breaking mixture on explicit labels: V_i ~ Beta(a_i, b_i), theta_i ~ component
+    (Porteous et al. 2006, sec. 3). ``a``, ``b``: numbers, finite sequences (ending with
+    b_L = 0), vectorised callables of the 1-based stick index array, or expressions of
+    ``i`` such as ``"0.75 + i * 0.25"``; see :class:`~dpppl.priors.StickBreaking`."""
+    from dpppl.priors.stick_breaking import StickBreaking
+
+    return _mixture(StickBreaking(a=a, b=b, check=check), component, data)
+
+
+def PseudoParticleMixture(gamma, component: Family = None, *, num_sticks=None,
+                          data: DataDecl = None) -> Model:
+    """The pseudo-particle stick-breaking mixture of eq. (7): a_i = gamma_i,
+    b_i = sum_{j>i} gamma_j; see :meth:`~dpppl.priors.StickBreaking.pseudo_particles`."""
+    from dpppl.priors.stick_breaking import StickBreaking
+
+    return _mixture(StickBreaking.pseudo_particles(gamma, num_sticks), component, data)
+
+
+def _mixture(prior, component, data):
+    if component is None:
+        raise ModelError("a mixture needs a component family, e.g. component=dpppl.NormalInverseWishart()")
+    if data is None:
+        data = DataDecl(kind=getattr(component, "data_kind", "real"))
+    return Model(prior=prior, component=component, data=data)
+
+
+def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
+    """Check data against a declaration and a family; return a float (N, D) array."""
+    name = decl.name
+    if x is None:
+        raise DataError(f"data '{name}' is missing")
+    if decl.kind == "ranking":  # top-t rankings, padded (N, n) layout: see dpppl.models.rankings
+        from dpppl.models.rankings import rankings
+
+        n_items = decl.of if decl.of is not None else getattr(family, "n_items", None)
+        return family.check_data(rankings(x, n_items=n_items, name=name).x)
+    try:
+        arr = np.asarray(x)
+    except Exception as e:  # ragged lists and the like
+        raise DataError(f"data '{name}' cannot be read as an array: {e}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise DataError(f"data '{name}' must be numeric, got dtype {arr.dtype}")
+    if arr.ndim == 1 and len(decl.dims) == 1:
+        arr = arr[:, None]
+    elif arr.ndim == 1 and decl.kind == "real" and len(decl.dims) == 2 and decl.dims[1] in ("D", 1):
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise DataError(
+            f"data '{name}' must be a 2-D array (points x dimensions) as declared "
+            f"{decl.kind}[{', '.join(map(str, decl.dims))}], got {arr.ndim}-D with shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise DataError(f"data '{name}' is empty (0 points)")
+    if arr.shape[1] == 0:
+        raise DataError(f"data '{name}' has 0 dimensions")
+    for axis, dim in enumerate(decl.dims[:2]):
+        if isinstance(dim, int) and arr.shape[axis] != dim:
+            raise DataError(
+                f"data '{name}' has {arr.shape[axis]} {'points' if axis == 0 else 'columns'} "
+                f"but the model declares {dim}")
+    arr = arr.astype(float)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise DataError(f"data '{name}' has a non-finite value ({arr[r, c]}) at row {r}, column {c}"
+                        f" ({int(bad.sum())} in all)")
+    return family.check_data(arr)
+
+
+__all__ = ["DataDecl", "Model", "BoundModel", "DPMixture", "PitmanYorMixture", "Gamma", "validate_data",
+           "StickBreakingMixture", "PseudoParticleMixture"]
+
+
+def state_from_labels(family, x, z, capacity: int, alpha: float, aux=None) -> PartitionState:
+    """Build a state from labels ``z`` in ``[0, capacity)`` (traceable; see
+    :func:`canonical_labels` to bring arbitrary labels into range on the host)."""
+    z = jnp.asarray(z, jnp.int32)
+    stats = segment_stats(family, jnp.asarray(x), z, capacity)
+    return PartitionState(z, stats, jnp.asarray(alpha, dtype=jnp.asarray(x).dtype),
+                          jnp.zeros((), bool), aux or {})
+
+
+def log_joint(family, prior, state: PartitionState) -> jax.Array:
+    """Collapsed log p(x, z, alpha): EPPF(z | alpha) + sum_c log p(x_c) + log p(alpha).
+
+    The partition is unlabelled: this is the probability of the set partition, not of
+    one labelling of it (p(x_c) from :func:`cluster_log_marginals`). A family that
+    instantiates parameters (the DDP's
+    :class:`~dpppl.families.coupled.CoupledGaussian`) supplies its own ``log_joint_state``.
+    """
+    own = getattr(family, "log_joint_state", None)
+    if own is not None:
+        return own(prior, state)
+    counts = state.stats.n
+    lm = jnp.where(counts > 0, cluster_log_marginals(family, state.stats), 0.0)
+    return prior.log_eppf(counts, state.alpha) + jnp.sum(lm) + prior.log_prior_alpha(state.alpha)

@@ -1,0 +1,82 @@
+"""Seating points one at a time by the collapsed conditional (Neal 2000, algorithm 3).
+
+With the component parameters integrated out, point i joins slot c with probability
+
+    p(z_i = c | z_-i, x) ∝ w_c(z_-i) p(x_i | x_{c, -i}),
+
+where w_c are the prior's sequential weights (``log_seat_weights``: |c| - d and
+alpha + K d for the CRP/Pitman-Yor, E[pi_c | Z] for stick-breaking sticks, eq. 6 of
+Porteous et al. 2006). A Gibbs sweep removes each point first; over an empty partition the
+same pass is the *sequential prediction* initialiser of Liang et al. (2007, sec. 5.1).
+Statistics are updated incrementally and the predictive parameters of the two slots a
+point left and joined are recomputed, nothing else.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from dpppl.core.numerics import sample_index
+from dpppl.core.state import PartitionState, set_row
+from dpppl.families.base import add_point, take
+
+def refresh(family, stats, params, k):
+    """After a point left or joined slot ``k``: zero the slot's statistics exactly when it
+    emptied, and recompute its predictive parameters (the only ones that changed)."""
+    row = take(stats, k)
+    emptied = row.n < 0.5
+    row = jax.tree.map(lambda s: jnp.where(emptied, jnp.zeros_like(s), s), row)
+    return set_row(stats, k, row), set_row(params, k, family.predictive_params(row))
+
+
+def sweep_draws(rng_key, x):
+    """A random visiting order of the points of ``x`` and one uniform per visit (shapes
+    independent of the slot capacity, so growing it never changes the draws)."""
+    k_order, k_u = jax.random.split(rng_key)
+    n = x.shape[0]
+    return jax.random.permutation(k_order, n), jax.random.uniform(k_u, (n,), dtype=x.dtype)
+
+
+def visit_points(family, state: PartitionState, order, body) -> PartitionState:
+    """Run ``body(t, (z, stats, predictive params, overflow))`` for each point of ``order``."""
+    params = family.predictive_params(state.stats)
+    z, stats, _, overflow = jax.lax.fori_loop(
+        0, order.shape[0], body, (state.z, state.stats, params, state.overflow))
+    return state._replace(z=z, stats=stats, overflow=overflow)
+
+
+def seat_points(family, prior, x, order, uniforms, state: PartitionState, remove_first: bool):
+    """Seat points ``order`` one at a time; with ``remove_first`` they leave their
+    current cluster first (a Gibbs sweep), otherwise they start unassigned."""
+    alpha = state.alpha
+
+    def body(t, carry):
+        z, stats, params, overflow = carry
+        i = order[t]
+        xi = x[i]
+        point = family.point_stats(xi)
+        if remove_first:
+            stats = add_point(stats, z[i], point, -1.0)
+            stats, params = refresh(family, stats, params, z[i])
+        counts = stats.n
+        log_existing, log_new = prior.log_seat_weights(counts, alpha)
+        log_pred = family.log_predictive(params, xi)
+        empty = counts < 0.5
+        has_empty = jnp.any(empty)
+        first_empty = jnp.argmax(empty)
+        logits = log_existing + log_pred
+        logits = jnp.where(has_empty, logits.at[first_empty].set(log_new + log_pred[first_empty]), logits)
+        k = sample_index(logits, uniforms[t])
+        stats = add_point(stats, k, point, 1.0)
+        stats, params = refresh(family, stats, params, k)
+        return z.at[i].set(k), stats, params, overflow | ~has_empty
+
+    return visit_points(family, state, order, body)
+
+
+def sequential_prediction(bound_model, rng_key, state: PartitionState, x) -> PartitionState:
+    """Seat every point, in a random order, into ``state`` (whose statistics must be
+    empty) by CRP weight times posterior predictive (Liang et al. 2007, sec. 5.1)."""
+    order, uniforms = sweep_draws(rng_key, x)
+    return seat_points(bound_model.family, bound_model.prior, x, order, uniforms, state, remove_first=False)

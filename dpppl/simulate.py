@@ -1,0 +1,182 @@
+"""Simulation from the prior: partitions by the Chinese restaurant, then data.
+
+For teaching: what partitions does CRP(alpha) or PY(d, alpha) put on N points, and what
+data does the whole model generate? One draw is
+
+1. alpha ~ Gamma(shape, rate) when it has a Gamma prior (else fixed);
+2. z ~ CRP / PY(d, alpha) by sequential seating: point i + 1 joins cluster c with
+   probability (|c| - d) / (alpha + i) and opens a new one with probability
+   (alpha + K d) / (alpha + i) (``prior.log_seat_weights``; Pitman 2006, sec. 3.2). The
+   partitions are exact draws of the exchangeable partition law, not of a truncation;
+3. theta_k ~ G_0 for every cluster (``family.posterior_draw`` of empty statistics) and
+   x_i ~ F(theta_{z_i}) (``family.sample_points``), the same generative model the
+   compiled NumPyro model (:mod:`dpppl.models.compile`) writes as a truncated stick-breaking
+   mixture.
+
+The expected number of clusters obeys E[K_{i+1}] = E[K_i] + (alpha + d E[K_i]) /
+(alpha + i), E[K_1] = 1 (the new-cluster probability is linear in K_i). For the CRP this
+sums to sum_{i=1}^N alpha / (alpha + i - 1); for PY with d > 0 it is
+(alpha / d) [(alpha + d)_N / (alpha)_N - 1] (Pitman 2006, eq. 3.13), with (a)_N the
+rising factorial. :func:`expected_num_clusters` evaluates the recursion (integrating
+over a Gamma prior on alpha numerically).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpppl.models.mixture import BoundModel
+from dpppl.errors import ModelError
+from dpppl.core.numerics import sample_index
+from dpppl.priors.stick_breaking import refuse_labelled
+from dpppl.diagnostics.summaries import label_summaries
+
+
+def draw_alpha(prior, key, dtype):
+    """alpha ~ its Gamma prior, or the fixed value."""
+    if prior.alpha_is_random:
+        return (jax.random.gamma(key, prior.alpha.shape, dtype=dtype) / prior.alpha.rate).astype(dtype)
+    return jnp.asarray(prior.initial_alpha, dtype)
+
+
+def draw_partition(prior, key, alpha, n: int, capacity: int):
+    """z (n,) ~ CRP / Pitman-Yor(alpha) by sequential seating, labels in [0, capacity)
+    (a prior on explicit labels draws them by its own prediction rule)."""
+    if getattr(prior, "labelled", False):
+        return prior.draw_labels(key, n, capacity, alpha.dtype)
+    uniforms = jax.random.uniform(key, (n,), dtype=alpha.dtype)
+
+    def seat(counts, u):
+        log_existing, log_new = prior.log_seat_weights(counts, alpha)
+        first_empty = jnp.argmax(counts < 0.5)
+        k = sample_index(log_existing.at[first_empty].set(log_new), u)
+        return counts.at[k].add(1.0), k
+
+    _, z = jax.lax.scan(seat, jnp.zeros((capacity,), alpha.dtype), uniforms)
+    return z.astype(jnp.int32)
+
+
+def draw_data(family, key, z, capacity: int, num_trials=None):
+    """x ~ p(x | z): theta_k ~ G_0 for every slot, then x_i ~ F(theta_{z_i})."""
+    k_theta, k_x = jax.random.split(key)
+    theta = family.posterior_draw(k_theta, family.empty_stats((capacity,)))
+    if num_trials is None:
+        return family.sample_points(k_x, theta, z)
+    return family.sample_points(k_x, theta, z, num_trials=num_trials)
+
+
+def depends_on_data(value) -> bool:
+    """Whether a hyperparameter needs the data: a default (None) or an expression of
+    ``x`` or ``N`` (``D`` alone is fixed by ``dim``)."""
+    from dpppl.core.expressions import Expr, parse_expression
+
+    if isinstance(value, str):
+        value = parse_expression(value)
+    return value is None or (isinstance(value, Expr) and bool(value.names() & {"x", "N"}))
+
+
+def _family_for_data(model, data, dim):
+    """The resolved family to simulate data with, or None when data cannot be simulated."""
+    if isinstance(model, BoundModel):
+        return model.family
+    if data is not None:
+        return model.bind(data).family
+    if dim is None:
+        return None
+    component = model.component
+    free = [f.name for f in dataclasses.fields(component) if depends_on_data(getattr(component, f.name))]
+    if free:
+        raise ModelError(f"{component.name}: hyperparameter(s) {', '.join(free)} depend on the data; "
+                         f"pass data=... (or a model bound to data) to simulate from the prior")
+    return component.resolve(np.zeros((1, int(dim))))
+
+
+def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=None,
+                 dim: int | None = None, num_trials=None):
+    """Draw partitions (and data) of ``n`` points from a model's prior.
+
+    Parameters
+    ----------
+    model : Model, BoundModel or str
+        A DP or Pitman-Yor mixture (or a model-file path).
+    n : int
+        Number of points.
+    num_samples : int
+        Independent draws.
+    seed : int
+    data : array_like, optional
+        Data whose summaries fix data-dependent hyperparameters (``mean(x)``,
+        ``cov(x) / 10``, ...) and the dimension; the prior then simulates data "like
+        these". A BoundModel carries its own.
+    dim : int, optional
+        Data dimension when every hyperparameter is given numerically and no data are.
+    num_trials : int, optional
+        Total count of each simulated vector, for multinomial components.
+
+    Returns
+    -------
+    InferenceData
+        Group ``prior`` (one chain of ``num_samples`` draws): ``z`` (point),
+        ``num_clusters``, ``largest_cluster``, ``cluster_sizes``, ``entropy`` and ``alpha``
+        when it has a prior; group ``prior_predictive``: the simulated data (point, dim)
+        when a family could be resolved (from ``data``, a BoundModel or ``dim``).
+    """
+    from dpppl.diagnostics.arviz_compat import to_arviz
+    from dpppl.run.driver import _as_model, _check_positive_int
+
+    _check_positive_int("n", n, 1)
+    _check_positive_int("num_samples", num_samples, 1)
+    spec = model.model if isinstance(model, BoundModel) else _as_model(model)
+    family = _family_for_data(model if isinstance(model, BoundModel) else spec, data, dim)
+    prior = spec.prior
+    refuse_labelled(prior, "sample_prior")
+    dtype = jnp.zeros(()).dtype
+    keys = jax.random.split(jax.random.key(seed), num_samples)
+
+    def partition(key):
+        k_alpha, k_z = jax.random.split(jax.random.fold_in(key, 0))
+        alpha = draw_alpha(prior, k_alpha, dtype)
+        return alpha, draw_partition(prior, k_z, alpha, n, n)
+
+    alpha, z = jax.jit(jax.vmap(partition))(keys)
+    z = np.asarray(z)
+    groups = {"prior": {"z": z[None], **{k: v[None] for k, v in label_summaries(z).items()}}}
+    if prior.alpha_is_random:
+        groups["prior"]["alpha"] = np.asarray(alpha)[None]
+    dims = {"z": ["point"], "cluster_sizes": ["cluster"]}
+    if family is not None:
+        capacity = int(z.max()) + 1
+        simulate = jax.jit(jax.vmap(lambda key, labels: draw_data(
+            family, jax.random.fold_in(key, 1), labels, capacity, num_trials)))
+        groups["prior_predictive"] = {spec.data.name: np.asarray(simulate(keys, jnp.asarray(z)))[None]}
+        dims[spec.data.name] = ["point", "dim"]
+    return to_arviz(groups, coords={"point": np.arange(n)}, dims=dims,
+                    attrs={"model": spec.describe(), "num_points": n, "seed": seed})
+
+
+def expected_num_clusters(prior, n: int, alpha: float | None = None) -> float:
+    """E[K] for ``n`` points under a CRP / Pitman-Yor prior (module docstring).
+
+    ``alpha`` overrides the prior's concentration; with a Gamma prior and no override,
+    the expectation is integrated over alpha numerically.
+    """
+    from scipy import integrate, stats
+
+    def given(a):
+        k = 1.0
+        for i in range(1, n):
+            k += (a + prior.discount * k) / (a + i)
+        return k
+
+    if alpha is not None or not prior.alpha_is_random:
+        return given(prior.initial_alpha if alpha is None else float(alpha))
+    g = prior.alpha
+    density = stats.gamma(g.shape, scale=1.0 / g.rate).pdf
+    return float(integrate.quad(lambda a: given(a) * density(a), 0.0, np.inf, limit=200)[0])
+
+
+__all__ = ["draw_alpha", "draw_data", "draw_partition", "expected_num_clusters", "sample_prior"]
