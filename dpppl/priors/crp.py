@@ -62,6 +62,8 @@ class PitmanYor:
     alpha: Concentration = 1.0
 
     name = "PitmanYor"
+    labelled = False
+    """Exchangeable: the law of a partition does not depend on how its clusters are numbered."""
 
     def __post_init__(self):
         d = self.discount
