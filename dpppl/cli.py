@@ -146,7 +146,7 @@ def _run(args) -> int:
         import numpy as np
 
         import dpppl
-        from dpppl.datasets.bundled import read_data
+        from dpppl.datasets.files import read_data
 
         beam = None if args.beam.lower() == "none" else int(args.beam)
         result = dpppl.map_search(dpppl.load(args.model), read_data(args.data), heuristic=args.heuristic,
@@ -161,11 +161,11 @@ def _run(args) -> int:
         return 0
     if args.command == "sample":
         import dpppl
-        from dpppl.datasets.bundled import read_data
+        from dpppl.datasets.files import read_data
 
         model = dpppl.load(args.model)
         if model.data.kind == "ranking":  # lists of item names, or indices padded with -1
-            from dpppl.datasets.bundled import read_rankings
+            from dpppl.datasets.files import read_rankings
 
             x = read_rankings(args.data)
         else:

@@ -1,0 +1,171 @@
+"""File readers: :func:`read_data` reads a data array from a ``.csv``/``.tsv``/``.txt``,
+``.npy`` or ``.npz`` file, or loads a data set by name (what the command line's ``--data``
+takes); :func:`read_rankings` reads rankings, as item indices or as lines of item names.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from dpppl.datasets.bundled import _did_you_mean, available, load
+from dpppl.errors import DataError
+from dpppl.models.rankings import Rankings, rankings
+
+__all__ = ["read_data", "read_rankings"]
+
+_TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
+
+
+def read_data(path_or_name: str | os.PathLike) -> np.ndarray:
+    """Read a data array from a file, or load a named data set.
+
+    Parameters
+    ----------
+    path_or_name : str or path-like
+        An existing file, read by its extension (case-insensitive):
+
+        - ``.csv``, ``.tsv``, ``.txt``: delimited text, one point per line. Values are
+          separated by commas when the first non-blank line holds a comma, else by
+          whitespace. The first line is a header when none of its cells is a number.
+          Blank lines and lines starting with ``#`` are skipped; surrounding quotes are
+          removed from cells. Returns float64 of shape (N, D).
+        - ``.npy``: the array as stored.
+        - ``.npz``: its single array, else the array named ``x``, else ``data``.
+
+        Otherwise a name from :func:`available` (a bare word with no extension), whose
+        points :func:`load` returns with default options.
+
+    Returns
+    -------
+    numpy.ndarray
+        The numeric array: (N, D) from text files, as stored from NumPy files.
+
+    Raises
+    ------
+    dpppl.errors.DataError
+        For a missing file, a directory, an unknown extension, an unknown name (with the
+        closest names), a cell that is not a number (naming its line and column), rows of
+        different lengths, a file with no data rows, an ``.npz`` with several arrays and
+        none named ``x`` or ``data`` (listing its keys), an unreadable or non-numeric
+        NumPy array.
+    """
+    text = os.fspath(path_or_name)
+    path = Path(text)
+    if path.is_file():
+        suffix = path.suffix.lower()
+        if suffix in _TEXT_SUFFIXES:
+            return _read_text(path)
+        if suffix in (".npy", ".npz"):
+            return _read_numpy(path, suffix)
+        raise DataError(f"{text}: unknown file extension {path.suffix!r}; "
+                        f"expected one of {', '.join(_TEXT_SUFFIXES)}, .npy, .npz")
+    if path.exists():
+        raise DataError(f"{text}: not a file")
+    if path.suffix or len(path.parts) != 1:
+        raise DataError(f"{text}: no such file")
+    names = available()
+    if text.lower() not in names:
+        raise DataError(f"no file and no data set named {text!r}{_did_you_mean(text)}. "
+                        f"Data sets: {', '.join(names)}")
+    return load(text)[0]
+
+
+def _read_numpy(path: Path, suffix: str) -> np.ndarray:
+    try:
+        if suffix == ".npy":
+            arr = np.load(path, allow_pickle=False)
+        else:
+            with np.load(path, allow_pickle=False) as archive:
+                keys = list(archive.files)
+                if len(keys) == 1:
+                    key = keys[0]
+                elif "x" in keys:
+                    key = "x"
+                elif "data" in keys:
+                    key = "data"
+                else:
+                    raise DataError(f"{path}: holds {len(keys)} arrays and none is named 'x' or "
+                                    f"'data'; its keys: {', '.join(keys) or '(none)'}")
+                arr = archive[key]
+    except DataError:
+        raise
+    except (OSError, ValueError, EOFError) as e:
+        raise DataError(f"{path}: cannot read as {suffix}: {e}") from None
+    if arr.dtype.kind not in "biuf":
+        raise DataError(f"{path}: the array must be numeric, got dtype {arr.dtype}")
+    return arr
+
+
+def _read_text(path: Path) -> np.ndarray:
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            lines = fh.readlines()
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
+
+    delimiter: Optional[str] = None
+    header: Optional[list[str]] = None
+    first_line = 0
+    rows: list[list[float]] = []
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if not first_line:
+            first_line = number
+            delimiter = "," if "," in stripped else None
+        cells = [c.strip().strip("\"'") for c in stripped.split(delimiter)]
+        if number == first_line and not any(_is_number(c) for c in cells):
+            header = cells
+            continue
+        width = len(header) if header is not None else (len(rows[0]) if rows else len(cells))
+        if len(cells) != width:
+            raise DataError(f"{path}, line {number}: {len(cells)} values, but line {first_line} "
+                            f"has {width}")
+        try:
+            rows.append([float(c) for c in cells])
+        except ValueError:
+            col = next(j for j, c in enumerate(cells) if not _is_number(c))
+            name = f" ({header[col]})" if header is not None and header[col] else ""
+            what = repr(cells[col]) if cells[col] else "an empty cell"
+            raise DataError(f"{path}, line {number}, column {col + 1}{name}: "
+                            f"{what} is not a number") from None
+    if not rows:
+        raise DataError(f"{path}: no data rows")
+    return np.array(rows, dtype=float)
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def read_rankings(path) -> Rankings:
+    """Read rankings from a file (what ``dpppl sample --data`` does for ranking models).
+
+    ``.npy``/``.npz`` and numeric text files are read by :func:`dpppl.datasets.read_data`
+    (item indices padded with -1). Other text files hold one ranking per line, items (names)
+    separated by commas, most preferred first; blank cells and lines, and lines starting
+    with ``#``, are skipped; the items are the sorted set of names seen.
+    """
+    try:
+        return rankings(read_data(path))
+    except DataError as numeric_error:
+        if not str(path).lower().endswith(_TEXT_SUFFIXES):
+            raise
+        rows = []
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip() or line.lstrip().startswith("#"):
+                    continue
+                rows.append([c.strip().strip('"') for c in line.rstrip("\n").split(",") if c.strip()])
+        if not rows:
+            raise numeric_error
+        return rankings(rows)
