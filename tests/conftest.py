@@ -26,3 +26,16 @@ def two_blobs():
 def niw_model():
     return dpppl.DPMixture(dpppl.Gamma(1.0, 1.0), dpppl.NormalInverseWishart(
         mu0=np.zeros(2), kappa0=0.1, nu0=4.0, psi0=np.eye(2)))
+
+
+@pytest.fixture(scope="module")
+def run():
+    """A short fixed-alpha run on 24 points in two groups (lp is then log p(x, z))."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.normal(-2.5, 0.7, (12, 2)), rng.normal(2.5, 0.7, (12, 2))])
+    model = dpppl.DPMixture(0.7, dpppl.NormalInverseWishart(mu0=np.zeros(2), kappa0=0.1, nu0=4.0,
+                                                            psi0=0.5 * np.eye(2)))
+    idata = dpppl.sample(model, x, num_warmup=20, num_samples=150, num_chains=2, seed=1,
+                         init="single", progress_bar=False)
+    return model, x, idata
+

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dpppl.cli import main
+import dpppl
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
@@ -80,3 +81,50 @@ def test_plot_of_unknown_variable(galaxies_run, tmp_path, capsys):
     out = galaxies_run[0]
     assert main(["plot", str(out), "--var", "nope", "--out", str(tmp_path / "f.png")]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_cli_summary_and_analysis_plots(tmp_path, capsys):
+    out = tmp_path / "run.nc"
+    assert main(["sample", "models/gaussian_known.dp", "--data", "faithful", "--warmup", "5", "--samples", "30",
+                 "--chains", "2", "--no-progress", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["summary", str(out)]) == 0
+    text = capsys.readouterr().out
+    for name in ("num_clusters", "largest_cluster", "entropy", "cluster_sizes[0]", "r_hat", "ess_bulk", "lp"):
+        assert name in text
+    for kind in ("coclustering", "clusters", "k", "lp"):
+        fig = tmp_path / f"{kind}.png"
+        extra = ["--compare", str(out)] if kind == "lp" else ["--estimate", "dahl"]
+        assert main(["plot", str(out), "--kind", kind, "--out", str(fig)] + extra) == 0
+        assert fig.stat().st_size > 1000
+
+
+def test_cli_search(tmp_path):
+    from dpppl.cli import main
+
+    x, _ = dpppl.datasets.gaussian_mixture(40, 2, 3, mean_scale=9.0, seed=2)
+    data = tmp_path / "x.csv"
+    np.savetxt(data, x, delimiter=",")
+    out = tmp_path / "labels.csv"
+    assert main(["search", "models/gaussian_known.dp", "--data", str(data), "--beam", "10",
+                 "--out", str(out)]) == 0
+    labels = np.loadtxt(out, dtype=int)
+    model = dpppl.load("models/gaussian_known.dp")
+    assert np.array_equal(labels, dpppl.map_search(model, x, beam=10).labels)
+    assert main(["search", "models/gaussian_known.dp", "--data", str(data), "--beam", "zero"]) == 2
+
+
+@pytest.mark.slow  # a NIW compilation; the CLI path itself is covered by tests/test_cli.py
+def test_cli_samples_the_stick_breaking_model_file(tmp_path, capsys):
+    from pathlib import Path
+
+    from dpppl.cli import main
+
+    data = tmp_path / "points.csv"
+    pts = np.r_[np.random.default_rng(0).normal(-2, 0.5, (6, 2)), np.random.default_rng(1).normal(2, 0.5, (6, 2))]
+    np.savetxt(data, pts, delimiter=",")
+    model = Path(__file__).resolve().parents[1] / "models" / "stick_breaking.dp"
+    assert main(["sample", str(model), "--data", str(data), "--kernel", "sbgibbs+labelswap+labelpermute",
+                 "--option", "permute_prob=0.5", "--warmup", "0", "--samples", "4", "--no-progress"]) == 0
+    assert "sbgibbs+labelswap+labelpermute (exact)" in capsys.readouterr().out
+

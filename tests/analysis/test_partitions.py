@@ -1,0 +1,121 @@
+"""Co-clustering, expected losses and point estimates (dpppl.analysis.partitions)."""
+
+import itertools
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+
+import dpppl
+from dpppl.analysis import metrics
+from dpppl.analysis.partitions import (coclustering, dahl, expected_vi, least_squares_loss, point_estimate,
+    salso, vi_lower_bound)
+from dpppl.diagnostics.arviz_compat import group
+from dpppl.testing import canonical, exact_posterior, sample_exact, set_partitions
+from tests.helpers.partitions import _random_partitions
+
+
+# ------------------------------------------------------- co-clustering, losses ---
+def test_coclustering_matches_the_definition():
+    rng = np.random.default_rng(3)
+    draws = _random_partitions(rng, 50, 7, 3) * 11 - 4
+    naive = np.mean([d[:, None] == d[None, :] for d in draws], axis=0)
+    np.testing.assert_allclose(coclustering(draws), naive, atol=1e-14)
+    np.testing.assert_allclose(coclustering(draws.reshape(5, 10, 7)), naive, atol=1e-14)
+
+
+def test_expected_vi_and_least_squares_match_their_definitions():
+    rng = np.random.default_rng(4)
+    draws = _random_partitions(rng, 40, 6, 3)
+    psm = coclustering(draws)
+    for c in set_partitions(6)[::37]:
+        assert expected_vi(c, draws) == pytest.approx(
+            np.mean([metrics.variation_of_information(c, d) for d in draws]), abs=1e-12)
+        assert least_squares_loss(c, psm) == pytest.approx(
+            sum((float(c[i] == c[j]) - psm[i, j]) ** 2 for i in range(6) for j in range(6)))
+        # mcclust.ext's VI.lb (log base 2) written out point by point
+        lb = np.mean([np.log2(np.sum(c == c[i])) + np.log2(psm[i].sum()) - 2 * np.log2(psm[i, c == c[i]].sum())
+                      for i in range(6)])
+        assert vi_lower_bound(c, psm) == pytest.approx(lb * np.log(2))
+        # Jensen: with the c-free term E log|C_i| in place of log sum_j p_ij it bounds E[VI]
+        own_size = np.stack([(draws == draws[:, [i]]).sum(axis=1) for i in range(6)])
+        shift = np.mean(np.log(own_size).mean(axis=1) - np.log(psm.sum(axis=1)))
+        assert vi_lower_bound(c, psm) + shift <= expected_vi(c, draws) + 1e-12
+
+
+def _cases():
+    """Small posteriors with n = 5..7 points: clear groups, overlapping groups, PY."""
+    rng = np.random.default_rng(5)
+    known = dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=4.0)
+    yield dpppl.DPMixture(1.0, known), np.concatenate([rng.normal(-2, 1, (3, 1)), rng.normal(2, 1, (4, 1))])
+    yield dpppl.DPMixture(2.0, known), rng.normal(0, 1.5, (6, 1))
+    yield (dpppl.PitmanYorMixture(0.4, 0.5, dpppl.NormalInverseWishart(mu0=np.zeros(2), kappa0=0.2, nu0=4.0,
+                                                                        psi0=np.eye(2))),
+           rng.normal(0, 1.5, (5, 2)))
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_point_estimates_reach_the_brute_force_optimum(case):
+    model, x = list(_cases())[case]
+    exact = exact_posterior(model, x)
+    draws = sample_exact(exact, case, 400)
+    parts = set_partitions(x.shape[0])
+    psm = coclustering(draws)
+
+    # Dahl: the best draw under the least-squares criterion
+    best_draw, score = dahl(draws)
+    losses = np.array([least_squares_loss(d, psm) for d in draws])
+    assert score == pytest.approx(losses.min()) and least_squares_loss(best_draw, psm) == pytest.approx(losses.min())
+    np.testing.assert_array_equal(point_estimate(draws, "dahl"), canonical(best_draw))
+
+    # SALSO search over all partitions: the global minimum of each loss
+    exact_vi = np.array([expected_vi(p, draws) for p in parts])
+    labels, loss = salso(draws, loss="vi", seed=case)
+    assert loss == pytest.approx(exact_vi.min(), abs=1e-10)
+    assert expected_vi(labels, draws) == pytest.approx(exact_vi.min(), abs=1e-10)
+    np.testing.assert_array_equal(point_estimate(draws, "vi", seed=case), labels)
+    bound = np.array([vi_lower_bound(p, psm) for p in parts])
+    labels_lb, loss_lb = salso(draws, loss="vi_lb", seed=case)
+    assert loss_lb == pytest.approx(bound.min(), abs=1e-10)
+    assert vi_lower_bound(labels_lb, psm) == pytest.approx(bound.min(), abs=1e-10)
+
+
+def test_vi_search_finds_a_partition_that_no_draw_is():
+    # every draw merges one pair of 4 points; the expected-VI optimum is all singletons,
+    # which no draw is: VI(singletons, draw) = log 4 - H(2, 1, 1) = (1/2) log 2
+    draws = []
+    for i, j in itertools.combinations(range(4), 2):
+        d = np.arange(4)
+        d[j] = i
+        draws.append(d)
+    draws = np.array(draws)
+    values = np.array([expected_vi(p, draws) for p in set_partitions(4)])
+    labels, loss = salso(draws, num_runs=4)
+    np.testing.assert_array_equal(labels, [0, 1, 2, 3])
+    assert loss == pytest.approx(0.5 * np.log(2)) and loss == pytest.approx(values.min())
+    assert loss < min(expected_vi(d, draws) for d in draws) - 0.1
+
+
+def test_best_is_the_draw_of_highest_log_joint(run):
+    model, x, idata = run
+    z = np.asarray(group(idata, "posterior")["z"]).reshape(-1, x.shape[0])
+    unique = np.unique(np.stack([canonical(d) for d in z]), axis=0)
+    log_joints = [dpppl.log_joint(model, x, d) for d in unique]
+    best = point_estimate(idata, "best")
+    assert dpppl.log_joint(model, x, best) == pytest.approx(max(log_joints))
+    assert point_estimate(idata, "map").tolist() == best.tolist()
+    with pytest.raises(dpppl.DataError):
+        point_estimate(z, "best")
+    with pytest.raises(ValueError, match="method"):
+        point_estimate(idata, "median")
+
+
+def test_point_estimate_of_two_clear_groups(run):
+    _, x, idata = run
+    truth = np.repeat([0, 1], 12)
+    for method in ("vi", "dahl", "best"):
+        assert metrics.adjusted_rand_index(point_estimate(idata, method), truth) > 0.9
+

@@ -1,0 +1,67 @@
+"""The Generalized Mallows family (Meilă & Chen 2010): normalisation, the
+incomplete beta and the marginal against quadrature."""
+
+import itertools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import integrate
+
+from dpppl.families.generalized_mallows import (all_permutations, log_gm, log_psi,
+    log_tbeta, lsigma)
+from tests.helpers.mallows import family, np_log_psi, padded
+
+
+# ----------------------------------------------------------------------- family ---
+@pytest.mark.parametrize("n", [3, 4, 5])
+def test_gm_normalises_over_all_top_t_rankings(n):
+    rng = np.random.default_rng(n)
+    fam = family(n)
+    pos = jnp.asarray(rng.permutation(n))
+    theta = jnp.asarray(rng.uniform(0.05, 2.0, n - 1))
+    rows = np.concatenate([padded(itertools.permutations(range(n), t), n) for t in range(1, n + 1)])
+    logp = np.asarray(jax.jit(jax.vmap(lambda x: log_gm(x.astype(jnp.int32), pos, theta, fam.m)))(jnp.asarray(rows)))
+    t_of_row = (rows >= 0).sum(axis=1)
+    for t in range(1, n + 1):
+        total = np.exp(logp[t_of_row == t]).sum()
+        assert abs(total - 1.0) < 1e-12, (t, total)
+    th = np.linspace(0.0, 5.0, 11)
+    np.testing.assert_allclose(np.asarray(log_psi(jnp.asarray(th), 7.0)), [np_log_psi(v, 7) for v in th], rtol=1e-12)
+
+
+def test_tbeta_matches_adaptive_quadrature():
+    for a, c, m in [(0.05, 1.0, 19), (0.3, 200.0, 19), (1.0, 1.0, 3), (7.0, 30.0, 5), (60.0, 0.5, 1)]:
+        mode = np.log1p(c / a)
+        f = lambda th: np.exp(-a * th - c * np_log_psi(th, m))  # noqa: E731
+        pts = [0, mode / 10, mode, 10 * mode, np.inf]
+        q = sum(integrate.quad(f, lo, hi, limit=400, epsabs=0, epsrel=1e-12)[0] for lo, hi in zip(pts, pts[1:]))
+        assert abs(float(log_tbeta(a, c, m)) - np.log(q)) < 1e-9
+
+
+def test_lemma1_and_marginal_against_direct_integration():
+    fam = family(4)
+    log_marginal = jax.jit(lambda x: fam.log_marginal(fam.point_stats(x)))
+    for t in (1, 2, 3, 4):
+        x = padded([[2, 0, 3, 1][:t]], 4)
+        lm = float(log_marginal(jnp.asarray(x[0])))
+        assert abs(lm - math.log(math.factorial(4 - t) / math.factorial(4))) < 1e-10
+    # two rankings of n = 3: sum over sigma of prod_j integrals done by scipy, term by term
+    fam = family(3, nu=1.5, r=[0.7, 1.3])
+    x = padded([[0, 1, 2], [1, 0]], 3)
+    st = jax.tree.map(lambda s: s.sum(0), fam.point_stats(jnp.asarray(x)))
+    total = 0.0
+    for perm in all_permutations(3):
+        S = np.asarray(lsigma(st.R, jnp.asarray(perm)))
+        term = 1.0
+        for j in range(2):
+            mj, rj = 3 - (j + 1), fam.r[j]
+            post = integrate.quad(lambda th: np.exp(-th * (1.5 * rj + S[j]) - (1.5 + st.Nj[j]) * np_log_psi(th, mj)), 0, np.inf, epsabs=0, epsrel=1e-12)[0]
+            prior = integrate.quad(lambda th: np.exp(-th * 1.5 * rj - 1.5 * np_log_psi(th, mj)),
+                                   0, np.inf, epsabs=0, epsrel=1e-12)[0]
+            term *= post / prior
+        total += term / 6
+    assert abs(float(jax.jit(fam.log_marginal)(st)) - np.log(total)) < 1e-8
+

@@ -1,0 +1,324 @@
+"""The permutation-augmented sampler (``kernel="perm"``, Liang, Jordan & Taskar 2007).
+
+(a) The factorisation A(K) prod B(c) of eq. (4) equals the EPPF times the marginal
+likelihoods times p(pi | C), for the CRP and Pitman-Yor priors and both exact laws of pi.
+(b) Each dynamic program's normaliser equals a brute-force sum over every segmentation of
+a small permutation (sec. 3.1 exact, eq. 6, the beam restricted to its support, the
+Markov scan weights). (c) Draws of each backward sampler, for a fixed permutation, match
+the brute-force laws. (d) The Metropolis-Hastings ratio in closed form equals the
+brute-force ratio p(C_new, pi) q(C_old) / (p(C_old, pi) q(C_new)) for every pair of
+segmentations. (e) Options, exactness flags, hybrids, capacity growth, the CLI.
+The permutation samplers are in tests/kernels/perm/test_permutations.py, chains against
+the enumerated posterior in tests/statistical/test_perm_exactness.py."""
+
+import itertools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import special
+
+import dpppl
+from dpppl import kernels
+from dpppl.diagnostics.arviz_compat import group
+from dpppl.errors import KernelError
+from dpppl.kernels.perm import sampler as P
+from dpppl.models.mixture import state_from_labels
+from tests.helpers.cases import CASES
+from tests.helpers.perm import NUM_DRAWS, bound, brute_markov_log_h, explicit_log_marginal
+UNIT_CASES = ["niw_2d_overlap", "pitman_yor_normal_known", "dirichlet_multinomial_overlap",
+              "beta_bernoulli_overlap"]
+
+
+def segmentations(n):
+    """Every segmentation of positions 0..n-1 as a list of (start, end) pairs."""
+    for cuts in itertools.product([False, True], repeat=n - 1):
+        bounds = [0] + [i + 1 for i, c in enumerate(cuts) if c] + [n]
+        yield list(zip(bounds[:-1], bounds[1:]))
+
+
+def brute_log_joint(b, pi, segs, alpha, order_law="uniform"):
+    """log p(C, pi, x) = log EPPF(C) + sum_c log p(x_c) + log p(pi | C)."""
+    counts = jnp.asarray([e - s for s, e in segs] + [0], dtype=float)
+    lp = float(b.prior.log_eppf(counts, alpha))
+    lp += sum(explicit_log_marginal(b, pi[s:e]) for s, e in segs)
+    lp -= special.gammaln(len(segs) + 1)
+    if order_law == "uniform":
+        lp -= sum(special.gammaln(e - s + 1) for s, e in segs)
+    else:
+        lp += sum(brute_markov_log_h(b, list(pi[s:e])) for s, e in segs)
+    return lp
+
+
+def brute_log_b(b, pi, s, e, uniform_order=True):
+    d = b.prior.discount
+    m = e - s
+    lw = explicit_log_marginal(b, pi[s:e]) + special.gammaln(m - d) - special.gammaln(1 - d)
+    return lw - special.gammaln(m + 1) if uniform_order else lw
+
+
+def setup(name, seed=0):
+    b = bound(name)
+    x = jnp.asarray(b.x)
+    pi = np.asarray(jax.random.permutation(jax.random.key(seed), b.num_points))
+    x_pi = x[pi]
+    prefix = P.prefix_stats(b.family, x_pi)
+    return b, x, pi, x_pi, prefix
+
+
+def uniform_rows(b, prefix):
+    n = b.num_points
+
+    def row(r):
+        return P.segment_log_weights(b.family, b.prior, prefix, jnp.arange(n + 1), r, uniform_order=True)
+    return row
+
+
+# ----------------------------------------------------------------------- (a), (b) ---
+@pytest.mark.parametrize("name", UNIT_CASES)
+def test_factorisation_and_exact_normaliser(name):
+    """A(K) prod B(c) = EPPF prod p(x_c) / (K! prod |c|!) for every segmentation, and the
+    sec. 3.1 DP's p(pi, x) equals the brute-force sum."""
+    b, x, pi, x_pi, prefix = setup(name)
+    n, alpha = b.num_points, b.prior.initial_alpha
+    brute = []
+    for segs in segmentations(n):
+        factored = float(P.log_count_factor(b.prior, alpha, float(len(segs)), n)) + sum(
+            float(P.segment_log_weights(b.family, b.prior, prefix, jnp.asarray(s), e, uniform_order=True))
+            for s, e in segs)
+        brute.append(brute_log_joint(b, pi, segs, alpha))
+        np.testing.assert_allclose(factored, brute[-1], rtol=1e-10, atol=1e-9)
+    counts = jnp.arange(n + 1)
+    log_a = jnp.where(counts >= 1, P.log_count_factor(b.prior, alpha, counts.astype(float), n), -jnp.inf)
+    row = uniform_rows(b, prefix)
+    log_g = P.forward_by_count(row, n, x.dtype)
+    _, _, log_norm = P.sample_by_count(row, log_g, log_a, jax.random.key(0))
+    np.testing.assert_allclose(float(log_norm), special.logsumexp(brute), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", UNIT_CASES[:2])
+def test_factored_and_beam_normalisers(name):
+    """log g'(N) of eq. (6) is the brute-force sum of prod B'; the beam's g~(N) is the
+    same sum over the segmentations inside the beam, and with epsilon = 0 and a width of
+    N it is g'(N)."""
+    b, x, pi, x_pi, prefix = setup(name, seed=3)
+    n, alpha = b.num_points, b.prior.initial_alpha
+    lam = float(P.log_count_slope(b.prior, alpha, 2.0, n))
+    weights = {(s, e): brute_log_b(b, pi, s, e) + lam for s in range(n) for e in range(s + 1, n + 1)}
+    all_segs = list(segmentations(n))
+    brute = special.logsumexp([sum(weights[seg] for seg in segs) for segs in all_segs])
+    row = uniform_rows(b, prefix)
+    log_g = P.forward_factored(lambda r: row(r) + lam, n, x.dtype)
+    np.testing.assert_allclose(float(log_g[n]), brute, rtol=1e-10)
+
+    def fn(starts, r):
+        return P.segment_log_weights(b.family, b.prior, prefix, starts, r, uniform_order=True) + lam
+    full, _, _ = P.forward_beam(fn, n, 0.0, n, x.dtype)
+    np.testing.assert_allclose(float(full[n]), brute, rtol=1e-10)
+    log_gb, kept, _ = P.forward_beam(fn, n, 0.2, 2, x.dtype)
+    kept = np.asarray(kept)
+    inside = [segs for segs in all_segs if all((e - s) in kept[e] for s, e in segs)]
+    assert 0 < len(inside) < len(all_segs)        # the narrow beam does prune
+    np.testing.assert_allclose(float(log_gb[n]), special.logsumexp(
+        [sum(weights[seg] for seg in segs) for segs in inside]), rtol=1e-10)
+    for segs in all_segs:                           # in_beam agrees with the membership rule
+        z_pi = np.concatenate([np.full(e - s, k) for k, (s, e) in enumerate(segs)])
+        assert bool(P.in_beam(jnp.asarray(kept), jnp.asarray(z_pi))) == (segs in inside)
+
+
+def test_markov_segment_weights_match_brute_force():
+    """Every entry of the Markov scan segment table equals log p(x_seg) + log (1-d)_{m-1}
+    + log h(seg) from a direct evaluation, and h sums to one over the orders of a block."""
+    b, x, pi, x_pi, prefix = setup("niw_2d_overlap", seed=1)
+    n = b.num_points
+    table = np.asarray(P.markov_segment_matrix(b.family, b.prior, prefix, x_pi))
+    for s in range(n):
+        for e in range(s + 1, n + 1):
+            expected = brute_log_b(b, pi, s, e, uniform_order=False) + brute_markov_log_h(b, list(pi[s:e]))
+            np.testing.assert_allclose(table[e - 1, s], expected, rtol=1e-9, atol=1e-9)
+        assert np.all(np.isneginf(table[s, s + 1:]))
+    block = [0, 2, 3, 4]
+    total = special.logsumexp([brute_markov_log_h(b, list(o)) for o in itertools.permutations(block)])
+    assert abs(total) < 1e-10
+
+
+# --------------------------------------------------------------------------- (c) ---
+def frequencies(starts_batch):
+    keys = ["".join("1" if v else "0" for v in row) for row in np.asarray(starts_batch)]
+    values, counts = np.unique(keys, return_counts=True)
+    return dict(zip(values, counts / len(keys)))
+
+
+def starts_key(segs, n):
+    mask = np.zeros(n + 1, bool)
+    for s, _ in segs:
+        mask[s] = True
+    return "".join("1" if v else "0" for v in mask)
+
+
+def assert_law(draws, law, num):
+    """Every cell's frequency within 5 binomial standard errors of its probability."""
+    freq = frequencies(draws)
+    assert set(freq) <= {k for k, p in law.items() if p > 0}
+    for k, p in law.items():
+        se = math.sqrt(p * (1 - p) / num)
+        assert abs(freq.get(k, 0.0) - p) <= 5 * se + 1e-12, (k, freq.get(k, 0.0), p)
+
+
+@pytest.mark.parametrize("form", ["exact", "factored", "beam", "markov"])
+def test_backward_samplers_draw_the_dp_law(form):
+    b, x, pi, x_pi, prefix = setup("normal_known_2d_overlap_n4" if form != "exact" else "niw_2d_overlap", seed=2)
+    n, alpha = b.num_points, b.prior.initial_alpha
+    keys = jax.random.split(jax.random.key(7), NUM_DRAWS)
+    all_segs = list(segmentations(n))
+    lam = float(P.log_count_slope(b.prior, alpha, 1.5, n))
+    if form == "exact":
+        row = uniform_rows(b, prefix)
+        counts = jnp.arange(n + 1)
+        log_a = jnp.where(counts >= 1, P.log_count_factor(b.prior, alpha, counts.astype(float), n), -jnp.inf)
+        log_g = P.forward_by_count(row, n, x.dtype)
+        draws = jax.jit(jax.vmap(lambda k: P.sample_by_count(row, log_g, log_a, k)[0]))(keys)
+        logp = [brute_log_joint(b, pi, segs, alpha) for segs in all_segs]
+    elif form == "markov":
+        table = P.markov_segment_matrix(b.family, b.prior, prefix, x_pi)
+
+        def row(r):
+            return table[r - 1] + lam
+        log_g = P.forward_factored(row, n, x.dtype)
+        draws = jax.jit(jax.vmap(lambda k: P.sample_factored(row, log_g, k)))(keys)
+        logp = [sum(brute_log_b(b, pi, s, e, uniform_order=False) + brute_markov_log_h(b, list(pi[s:e])) + lam
+                    for s, e in segs) for segs in all_segs]
+    else:
+        def fn(starts, r):
+            return P.segment_log_weights(b.family, b.prior, prefix, starts, r, uniform_order=True) + lam
+        weights = [sum(brute_log_b(b, pi, s, e) + lam for s, e in segs) for segs in all_segs]
+        if form == "factored":
+            log_g = P.forward_factored(lambda r: fn(jnp.arange(n + 1), r), n, x.dtype)
+            draws = jax.jit(jax.vmap(lambda k: P.sample_factored(lambda r: fn(jnp.arange(n + 1), r), log_g, k)))(keys)
+            logp = weights
+        else:
+            _, kept, contrib = P.forward_beam(fn, n, 0.3, 2, x.dtype)
+            kept_np = np.asarray(kept)
+            draws = jax.jit(jax.vmap(lambda k: P.sample_beam(kept, contrib, k)))(keys)
+            logp = [w if all((e - s) in kept_np[e] for s, e in segs) else -np.inf
+                    for w, segs in zip(weights, all_segs)]
+    logp = np.asarray(logp)
+    law = {starts_key(segs, n): p for segs, p in zip(all_segs, np.exp(logp - special.logsumexp(logp)))}
+    assert_law(draws, law, NUM_DRAWS)
+
+
+# --------------------------------------------------------------------------- (d) ---
+@pytest.mark.parametrize("name, k_ref", [("niw_2d_overlap", 2.0), ("pitman_yor_normal_known", 3.4)])
+def test_mh_ratio_matches_brute_force(name, k_ref):
+    """For every pair (C_old, C_new) of segmentations of pi: log A(K_new) - log A(K_old)
+    - lambda (K_new - K_old) equals log [p(C_new, pi, x) q(C_old | pi) / (p(C_old, pi, x)
+    q(C_new | pi))] with q normalised by enumeration."""
+    b, x, pi, x_pi, prefix = setup(name, seed=5)
+    n, alpha = b.num_points, b.prior.initial_alpha
+    lam = float(P.log_count_slope(b.prior, alpha, k_ref, n))
+    eps = 1e-6
+    numeric = (float(P.log_count_factor(b.prior, alpha, k_ref + eps, n))
+               - float(P.log_count_factor(b.prior, alpha, k_ref - eps, n))) / (2 * eps)
+    np.testing.assert_allclose(lam, numeric, rtol=1e-6)
+    if b.prior.discount == 0:
+        np.testing.assert_allclose(lam, math.log(alpha) - special.digamma(k_ref + 1), rtol=1e-12)
+    all_segs = list(segmentations(n))
+    log_p = np.array([brute_log_joint(b, pi, segs, alpha) for segs in all_segs])
+    log_q = np.array([sum(brute_log_b(b, pi, s, e) + lam for s, e in segs) for segs in all_segs])
+    log_q -= special.logsumexp(log_q)
+    ks = np.array([len(segs) for segs in all_segs], float)
+    closed = jax.jit(lambda kn, ko: P.log_count_factor(b.prior, alpha, kn, n)
+                     - P.log_count_factor(b.prior, alpha, ko, n) - lam * (kn - ko))
+    closed_all = np.asarray(closed(jnp.asarray(ks)[:, None], jnp.asarray(ks)[None, :]))   # [new, old]
+    brute = (log_p[:, None] + log_q[None, :]) - (log_p[None, :] + log_q[:, None])
+    np.testing.assert_allclose(closed_all, brute, rtol=1e-9, atol=1e-8)
+
+
+# --------------------------------------------------------------------------- (f) ---
+@pytest.mark.parametrize("options, message", [
+    (dict(dp="fast"), "dp must be one of"),
+    (dict(permutation="random"), "permutation must be one of"),
+    (dict(beam_epsilon=1.5), "beam_epsilon must be"),
+    (dict(beam_width=0), "beam_width must be"),
+    (dict(dp="exact", beam_epsilon=1e-8), "applies to dp='mh' only"),
+    (dict(permutation="markov", beam_epsilon=1e-8), "cannot be combined with the beam"),
+    (dict(warmup_permutation="markov", beam_epsilon=1e-8), "cannot be combined with the beam"),
+])
+def test_bad_options_raise(options, message):
+    with pytest.raises(KernelError, match=message):
+        kernels.build("perm", bound("niw_2d_overlap"), **options)
+
+
+def test_exactness_flags():
+    b = bound("niw_2d_overlap")
+    assert kernels.entry("perm").exact
+    for options in ({}, dict(dp="exact"), dict(permutation="markov"), dict(beam_epsilon=1e-8),
+                    dict(warmup_permutation=None), dict(warmup_permutation="uniform")):
+        assert kernels.build("perm", b, **options).exact, options
+    with pytest.warns(UserWarning, match="not an exact sampler"):
+        kern = kernels.build("perm", b, permutation="projection")
+    assert not kern.exact
+    with pytest.warns(UserWarning):
+        assert not kernels.build("gibbs+perm", b, permutation="projection").exact
+
+
+def test_k_ref_adapts_in_warmup_and_is_fixed_after(two_blobs):
+    """During warmup k_ref follows the current K; after it, k_ref is one constant per
+    chain: the mean K over the warmup."""
+    x, _ = two_blobs
+    model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=25.0))
+    idata = dpppl.sample(model, x, kernel="perm", num_warmup=30, num_samples=40, num_chains=2, seed=1,
+                         init="single", progress_bar=False, warmup_permutation="uniform")
+    stats = group(idata, "sample_stats")
+    k_ref = stats["k_ref"].values
+    assert np.all(k_ref == k_ref[:, :1]) and np.all((k_ref >= 1) & (k_ref <= 30))
+    assert {"accept_prob", "accepted", "proposed_clusters", "in_beam"} <= set(stats.data_vars)
+    b = model.bind(x)
+    kern = kernels.build("perm", b)
+    state = kern.init(state_from_labels(b.family, jnp.asarray(x), np.zeros(30, int), 31, 1.0), jnp.asarray(x))
+    total, count = float(state.aux["perm_k_sum"]), float(state.aux["perm_k_count"])
+    step = jax.jit(kern.warmup)
+    for t in range(5):
+        k_before = int(np.sum(np.asarray(state.stats.n) > 0))
+        state, info = step(jax.random.key(t), state, jnp.asarray(x))
+        assert float(info["k_ref"]) == k_before
+        total, count = total + int(np.sum(np.asarray(state.stats.n) > 0)), count + 1
+    np.testing.assert_allclose(float(state.aux["perm_k_sum"] / state.aux["perm_k_count"]), total / count)
+    _, info = jax.jit(kern.step)(jax.random.key(9), state, jnp.asarray(x))
+    np.testing.assert_allclose(float(info["k_ref"]), total / count)
+
+
+def test_statistics_and_overflow(two_blobs):
+    """The statistics after an accepted move equal a recomputation from the labels; a
+    proposal with more clusters than slots sets ``overflow`` (the driver then grows the
+    capacity and re-runs the step with the same key) and leaves the state unchanged."""
+    x, _ = two_blobs
+    model = dpppl.DPMixture(5.0, dpppl.NormalKnownCov(sigma2=0.05, mu0=0.0, tau2=25.0))
+    b = model.bind(x)
+    kern = kernels.build("perm", b, dp="exact")
+    state = state_from_labels(b.family, jnp.asarray(x), np.zeros(30, int), 31, 5.0)
+    new, info = jax.jit(kern.step)(jax.random.key(0), state, jnp.asarray(x))
+    assert int(info["accepted"]) == 1
+    fresh = state_from_labels(b.family, jnp.asarray(x), np.asarray(new.z), 31, 5.0)
+    for a, c in zip(new.stats, fresh.stats):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), atol=1e-10)
+    small = state_from_labels(b.family, jnp.asarray(x), np.zeros(30, int), 2, 5.0)
+    kept, info = jax.jit(kern.step)(jax.random.key(0), small, jnp.asarray(x))
+    assert bool(kept.overflow) and int(info["accepted"]) == 0 and np.all(np.asarray(kept.z) == 0)
+
+
+def test_hybrids_and_cli(tmp_path, capsys):
+    from dpppl.cli import main
+
+    case = CASES["normal_known_1d_separated"]
+    hybrid = kernels.build("gibbs+splitmerge+perm", bound(case.name), beam_epsilon=1e-10, beam_width=4)
+    assert hybrid.exact and "perm_accept_prob" in hybrid.info_names and hybrid.init is not None
+    data = tmp_path / "points.csv"
+    np.savetxt(data, np.asarray(case.x), delimiter=",", header="a", comments="")
+    assert main(["sample", "models/gaussian_known.dp", "--data", str(data), "--kernel", "gibbs+perm",
+                 "--option", "dp=exact", "--option", "permutation=markov", "--warmup", "2", "--samples", "3",
+                 "--no-progress"]) == 0
+    assert "gibbs+perm (exact)" in capsys.readouterr().out
+

@@ -1,0 +1,50 @@
+"""The stick-breaking kernels (sbgibbs, labelswap, labelpermute): which priors they
+accept, and draws that do not depend on the number of slots."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dpppl
+from dpppl import kernels
+from tests.helpers.stick_breaking import FIG1_PRIOR, NKC, X4
+
+
+# ---------------------------------------------------------------------------- kernels
+
+
+def test_kernels_refuse_the_wrong_prior():
+    sb = dpppl.StickBreakingMixture(*FIG1_PRIOR, component=NKC)
+    dp = dpppl.DPMixture(1.0, NKC)
+    for name in ("gibbs", "splitmerge", "perm", "gibbs+splitmerge"):
+        with pytest.raises(dpppl.KernelError, match="does not apply"):
+            kernels.check_applies(name, sb)
+    for name in ("sbgibbs", "labelswap", "labelpermute"):
+        with pytest.raises(dpppl.KernelError, match="stick-breaking prior"):
+            kernels.check_applies(name, dp)
+    with pytest.raises(dpppl.KernelError, match="swap_prob"):
+        dpppl.sample(sb, X4, kernel="sbgibbs+labelswap", swap_prob=1.5)
+
+
+def test_draws_do_not_depend_on_the_number_of_slots():
+    """The kernels' random numbers do not depend on the capacity C, so a chain that needs a
+    label past C is re-run by the driver with more slots and makes the same draws (what
+    keeps sampling on the unbounded label space exact)."""
+    from dpppl.models.mixture import state_from_labels
+
+    x = np.array([-2.0, -1.8, -1.5, 0.1, 1.7, 2.0])[:, None]
+    bound = dpppl.StickBreakingMixture(1.0, 1.0, component=NKC).bind(x)
+    kern = kernels.build("sbgibbs+labelswap+labelpermute", bound)
+    step = jax.jit(kern.step)
+    small, big = (state_from_labels(bound.family, x, np.zeros(6, int), c, 0.0) for c in (10, 40))
+    compared = 0
+    for t in range(40):
+        key = jax.random.key(t)
+        small, big = step(key, small, jnp.asarray(x))[0], step(key, big, jnp.asarray(x))[0]
+        if bool(small.overflow):
+            break
+        np.testing.assert_array_equal(small.z, big.z)
+        compared += 1
+    assert compared >= 5 and int(big.z.max()) >= 2  # labels past the first two were visited
+

@@ -1,0 +1,219 @@
+"""The sub-cluster split sampler (Chang & Fisher 2013), ``kernel="subcluster"``.
+
+- the published variant is declared approximate everywhere a user sees exactness;
+- the split ratio of eq. (21) equals the change of the collapsed log joint;
+- growing the capacity does not change the draws; statistics of 10^6 points stay exact;
+- on separated data it finds the clusters from a single-cluster start.
+
+The harness tests against enumeration are in tests/statistical/test_subcluster_exactness.py."""
+
+import numpy as np
+import pytest
+
+import dpppl
+from dpppl.diagnostics.arviz_compat import group
+from dpppl.errors import KernelError
+from dpppl import kernels
+from dpppl.models.mixture import state_from_labels
+from dpppl.families.base import segment_sums
+from dpppl.kernels.subcluster.sampler import block_size_for
+from dpppl.kernels.subcluster.sampler import log_split_gain
+from tests.helpers.cases import CASES
+
+
+def test_published_variant_finds_separated_clusters():
+    x, y = dpppl.datasets.gaussian_mixture(4000, 2, 4, mean_scale=25.0, seed=3)
+    model = dpppl.DPMixture(1.0, dpppl.NormalLogNormal())
+    idata = dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=60, progress_bar=False, seed=1)
+    post = group(idata, "posterior")
+    z = post["z"].values[0, -1]
+    assert dpppl.metrics.normalized_mutual_information(z, y) > 0.95
+    assert np.isfinite(group(idata, "sample_stats")["lp"].values).all()
+
+
+def test_declared_approximate_unless_exact_variant():
+    assert kernels.entry("subcluster").exact is False
+    case = CASES["niw_2d_overlap"]
+    bound = case.model.bind(case.x)
+    assert kernels.build("subcluster", bound).exact is False
+    assert kernels.build("subcluster", bound, variant="exact").exact is True
+
+
+@pytest.mark.parametrize("case_name", ["niw_2d_separated", "dirichlet_multinomial_separated",
+                                       pytest.param("normal_gamma_2d_separated", marks=pytest.mark.slow),
+                                       pytest.param("beta_bernoulli_separated", marks=pytest.mark.slow)])
+def test_split_ratio_is_the_log_joint_change(case_name):
+    """log H of eq. (21) = log p(split, x) - log p(merged, x) for random splits of random partitions."""
+    case = CASES[case_name]
+    bound = case.model.bind(case.x)
+    alpha = bound.prior.initial_alpha
+    rng = np.random.default_rng(0)
+    n = case.x.shape[0]
+    for _ in range(5):
+        z = rng.integers(0, 2, n)
+        c = int(z[0])
+        members = np.flatnonzero(z == c)
+        right = members[rng.permutation(len(members))[: max(1, len(members) // 2)]]
+        if len(right) == len(members):
+            continue
+        split = z.copy()
+        split[right] = 2
+        state = state_from_labels(bound.family, bound.x, split, 3, alpha)
+        left_stats = jax_row(state.stats, c)
+        right_stats = jax_row(state.stats, 2)
+        whole = jax_add(left_stats, right_stats)
+        gain = float(log_split_gain(bound.family, alpha, left_stats, right_stats, whole))
+        expected = dpppl.log_joint(case.model, case.x, split) - dpppl.log_joint(case.model, case.x, z)
+        assert gain == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+def jax_row(stats, k):
+    import jax
+    return jax.tree.map(lambda s: s[k], stats)
+
+
+def jax_add(a, b):
+    import jax
+    return jax.tree.map(lambda u, v: u + v, a, b)
+
+
+@pytest.mark.slow
+def test_capacity_growth_does_not_change_draws():
+    x, _ = dpppl.datasets.load("w2", n=300, num_clusters=4, seed=1)
+    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    runs = [dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=30, init="single",
+                         capacity=capacity, seed=5, progress_bar=False) for capacity in (2, 16)]
+    z_small, z_large = (group(r, "posterior")["z"].values for r in runs)
+    assert runs[0].attrs["final_capacity"] > 2  # it did grow
+    np.testing.assert_array_equal(z_small, z_large)
+
+
+def test_finds_separated_clusters_from_one_cluster():
+    x, labels = dpppl.datasets.load("w2", n=3000, num_clusters=6, seed=2)
+    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    idata = dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=60, init="single",
+                         seed=0, progress_bar=False)
+    z = group(idata, "posterior")["z"].values[0, -1]
+    assert dpppl.metrics.normalized_mutual_information(z, labels) > 0.9
+    post = group(idata, "posterior")
+    weights = post["weights"].values[0, -1]
+    assert post["weights"].dims[-1] == "slot" and post["theta_mu"].shape[-2:] == (weights.shape[0], 2)
+    assert np.all(weights >= 0) and 0.5 < weights.sum() <= 1.0 + 1e-9  # the rest of the stick is 1 - sum
+    stats = group(idata, "sample_stats")
+    assert int(stats["num_splits"].sum()) >= 5  # it grew by sub-cluster splits
+    assert {"split_accept_rate", "random_split_accept", "random_merge_accept"} <= set(stats.data_vars)
+
+
+def test_statistics_of_a_million_points_stay_accurate():
+    """Statistics are summed block by block in the data's float64: sums of squares of
+    10^6 points far from the origin agree with exactly rounded sums to 1e-12, and the
+    variance they imply to 1e-5; summed in float32 the variance is lost to cancellation."""
+    import math
+
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(loc=1000.0, scale=1.0, size=(1_000_000, 2))
+    family = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart()).bind(x).family
+    segments = jnp.zeros(len(x), jnp.int32)
+    n = len(x)
+
+    def first_coordinate(points):
+        stats = segment_sums(family.point_stats, points, segments, 1, block_size_for(n, 2))
+        return float(stats.s1[0, 0]), float(stats.s2[0, 0, 0])
+
+    s1, s2 = first_coordinate(jnp.asarray(x))
+    assert s1 == pytest.approx(math.fsum(x[:, 0]), rel=1e-12)
+    assert s2 == pytest.approx(math.fsum(x[:, 0] * x[:, 0]), rel=1e-12)
+    assert s2 / n - (s1 / n) ** 2 == pytest.approx(x[:, 0].var(), rel=1e-5)
+    s1, s2 = first_coordinate(jnp.asarray(x, jnp.float32))
+    assert s2 / n - (s1 / n) ** 2 != pytest.approx(x[:, 0].var(), rel=1e-2)
+
+
+def test_bad_options_and_models_are_refused():
+    case = CASES["niw_2d_separated"]
+    with pytest.raises(KernelError, match="variant"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", variant="fast", progress_bar=False)
+    with pytest.raises(KernelError, match="split_delay"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", split_delay=0, progress_bar=False)
+    py = CASES["pitman_yor_normal_known"]
+    with pytest.raises(KernelError, match="Pitman-Yor"):
+        dpppl.sample(py.model, py.x, kernel="subcluster", progress_bar=False)
+
+
+def test_pair_merges_join_an_over_split_clustering():
+    """``pair_merges=True`` merges the halves of six separated clusters that start split in two."""
+    rng = np.random.default_rng(0)
+    truth = np.repeat(np.arange(6), 150)
+    x = rng.normal(size=(len(truth), 2)) + 12.0 * np.stack([np.cos(truth), np.sin(truth)], 1)
+    model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0))
+    idata = dpppl.sample(model, x, kernel="subcluster", pair_merges=True, split_delay=50, num_warmup=0,
+                         num_samples=30, init=2 * truth + rng.integers(0, 2, len(truth)), seed=1,
+                         progress_bar=False)
+    stats = group(idata, "sample_stats")
+    assert int(stats["num_pair_merges"].sum()) >= 3
+    assert idata.posterior["num_clusters"].values[0, -1] <= 7
+    z = group(idata, "posterior")["z"].values[0, -1]
+    assert dpppl.metrics.normalized_mutual_information(z, truth) > 0.95
+
+
+def test_pair_merges_are_refused_by_the_exact_variant():
+    case = CASES["niw_2d_separated"]
+    with pytest.raises(KernelError, match="pair_merges"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", variant="exact", pair_merges=True,
+                     progress_bar=False)
+
+
+SHARDED_RUN = """
+import json
+import jax, jax.numpy as jnp, numpy as np
+import dpppl
+from dpppl.kernels import build
+from dpppl.run.driver import initial_states
+
+x, _ = dpppl.datasets.load("w2", n=1001, num_clusters=4, seed=1)
+bound = dpppl.DPMixture(1.0, dpppl.NormalKnownCov()).bind(x)
+xj = jnp.asarray(bound.x)
+draws, shardings = [], []
+for devices in (1, 4):
+    kernel = build("subcluster", bound, devices=devices, block_size=128)
+    states = initial_states(bound, "single", None, jax.random.split(jax.random.key(0), 2), capacity=8)
+    states = jax.jit(jax.vmap(kernel.init, in_axes=(0, None)))(states, xj)
+    step = jax.jit(jax.vmap(kernel.step, in_axes=(0, 0, None)))  # two chains, as dpppl.sample runs them
+    z = []
+    for t in range(12):
+        states, _ = step(jax.random.split(jax.random.key(t), 2), states, xj)
+        z.append(np.asarray(states.z))
+    draws.append({"z": np.stack(z, 1).tolist(), "n": np.asarray(states.stats.n).tolist()})
+    shardings.append(len(states.z.sharding.device_set))
+print(json.dumps({"device_count": jax.device_count(), "step_devices": shardings, "draws": draws}))
+"""
+
+
+def test_sharded_over_four_host_devices_gives_the_same_draws():
+    """Scope item 6: points sharded over 4 CPU devices (the label and statistics passes run
+    per device, the statistics are summed across devices) give the draws of one device, for
+    two vmapped chains as ``dpppl.sample`` runs them. In a fresh process, since the number
+    of host devices is fixed when jax starts."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", SHARDED_RUN], env=env, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["device_count"] == 4 and result["step_devices"] == [1, 4]
+    one, four = (np.asarray(d["z"]) for d in result["draws"])
+    assert len(np.unique(one[:, -1])) > 1  # it split
+    np.testing.assert_array_equal(one, four)
+    np.testing.assert_allclose(result["draws"][0]["n"], result["draws"][1]["n"])
+
+
+def test_more_devices_than_available_is_refused():
+    case = CASES["niw_2d_separated"]
+    with pytest.raises(KernelError, match="devices=64"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", devices=64, progress_bar=False)
+

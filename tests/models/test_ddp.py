@@ -1,0 +1,52 @@
+"""The dependent-DP model (Porteous et al. 2006, sec. 5): model files, data forms and errors."""
+
+
+import numpy as np
+import pytest
+
+import dpppl
+from tests.helpers.ddp import MODEL_TEXT, small_model
+
+
+# ----------------------------------------------------------------------------- model
+
+
+def test_model_file_builds_a_ddp_model():
+    model = dpppl.parse(MODEL_TEXT)
+    assert isinstance(model, dpppl.DDPModel)
+    assert model.data.by == "t" and model.prior == dpppl.DDP(a=1.0, b=2.0)
+    fam = model.bind((np.zeros((4, 2)), np.array([0.0, 0.0, 2.0, 3.0]))).family
+    assert fam.gamma.shape == (3, 3)
+    assert fam.gamma[0, 1] == pytest.approx(np.exp(-0.5 * 2.0)) and fam.gamma[0, 0] == 1.5
+
+
+@pytest.mark.parametrize("text, message", [
+    (MODEL_TEXT.replace("DDP(a = 1, b = 2)", "CRP(1)"), "need a dependent DP"),
+    (MODEL_TEXT.replace(" by t", ""), "a DDP needs time-indexed data"),
+    (MODEL_TEXT.replace("CoupledGaussian(a = 1, beta = 0.5, delta = 1, b = 1.5, mu0 = [0, 0], nu0 = 4, psi0 = 0.5)",
+                        "NormalInverseWishart()"), "CoupledGaussian components"),
+    (MODEL_TEXT.replace("mu0 = [0, 0]", "mu0 = t"), "'t' is the data's time"),
+])
+def test_model_file_errors(text, message):
+    with pytest.raises(dpppl.ModelError, match=message):
+        dpppl.parse(text)
+
+
+def test_data_forms_agree_and_bad_times_raise():
+    model = small_model()
+    x = np.arange(12.0).reshape(6, 2)
+    t = np.array([3.0, 1.0, 1.0, 7.0, 3.0, 1.0])
+    for data in ((x, t), {"x": x, "t": t}, np.column_stack([x, t])):
+        bound = model.bind(data)
+        np.testing.assert_array_equal(bound.x, x)
+        np.testing.assert_array_equal(bound.times, [1.0, 3.0, 7.0])
+        np.testing.assert_array_equal(bound.slices, [1, 0, 0, 2, 1, 0])
+    for data, message in [((x, t[:-1]), "5 entries but the data have 6"),
+                          ((x, np.where(t == 7.0, np.inf, t)), "non-finite value .* at point 3"),
+                          ({"x": x}, "missing 't'"), (x[:, :1], "at least two columns"),
+                          ((x, t.astype(str)), "must be numeric")]:
+        with pytest.raises(dpppl.DataError, match=message):
+            model.bind(data)
+    with pytest.raises(dpppl.DataError, match="not positive definite"):
+        small_model(a=1.0, b=0.5, beta=0.001).bind((x, t))
+

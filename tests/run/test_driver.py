@@ -1,0 +1,272 @@
+"""dpppl.sample: the InferenceData contract, determinism, initialisation, capacity
+growth, interruption, the NumPyro adapter, lp, and dpppl.log_joint."""
+
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import special
+
+import dpppl
+from dpppl import kernels
+from dpppl.diagnostics.arviz_compat import az, group
+from dpppl.core.state import canonical_labels
+from tests.helpers.stick_breaking import FIG1_PRIOR, NKC, X4
+
+RUN = dict(num_warmup=5, num_samples=20, progress_bar=False)
+
+
+@pytest.fixture(scope="module")
+def idata(niw_model, two_blobs):
+    x, _ = two_blobs
+    return dpppl.sample(niw_model, x, kernel="gibbs", num_chains=2, seed=1, **RUN)
+
+
+def test_inference_data_contract(idata, two_blobs):
+    x, _ = two_blobs
+    post, stats, obs = group(idata, "posterior"), group(idata, "sample_stats"), group(idata, "observed_data")
+    assert post["z"].dims == ("chain", "draw", "point")
+    assert post["z"].shape == (2, 20, 30) and post["z"].dtype == np.int32
+    for name in ("num_clusters", "largest_cluster", "alpha"):
+        assert post[name].shape == (2, 20)
+    assert np.array_equal(obs["x"].values, x)
+    assert stats["lp"].shape == (2, 20) and np.all(np.isfinite(stats["lp"]))
+    z = post["z"].values
+    k = np.array([[len(np.unique(z[c, d])) for d in range(20)] for c in range(2)])
+    assert np.array_equal(k, post["num_clusters"].values)
+    big = np.array([[np.bincount(z[c, d]).max() for d in range(20)] for c in range(2)])
+    assert np.array_equal(big, post["largest_cluster"].values)
+    assert post.attrs["kernel"] == "gibbs" and post.attrs["exact"] == 1
+    assert "NormalInverseWishart" in post.attrs["model"]
+    assert post.attrs["dpppl_version"] == dpppl.__version__
+
+
+def test_lp_is_the_collapsed_log_joint(idata, niw_model, two_blobs):
+    x, _ = two_blobs
+    post, stats = group(idata, "posterior"), group(idata, "sample_stats")
+    bound = niw_model.bind(x)
+    for c, d in [(0, 0), (1, 7), (0, 19)]:
+        z = post["z"].values[c, d]
+        alpha = float(post["alpha"].values[c, d])
+        # independent computation: EPPF of the CRP plus each cluster's marginal, plus the Gamma prior
+        sizes = np.bincount(canonical_labels(z))
+        eppf = (len(sizes) * np.log(alpha) + special.gammaln(alpha) - special.gammaln(alpha + len(z))
+                + special.gammaln(sizes).sum())
+        marg = sum(float(bound.family.log_marginal(bound.family.point_stats(jnp.asarray(x[z == k])).__class__(
+            *[jnp.sum(s, axis=0) for s in bound.family.point_stats(jnp.asarray(x[z == k]))])))
+            for k in np.unique(z))
+        prior_alpha = -alpha  # Gamma(1, 1) log density
+        assert stats["lp"].values[c, d] == pytest.approx(eppf + marg + prior_alpha, rel=1e-9)
+
+
+def test_arviz_functions_apply(idata, tmp_path):
+    post = group(idata, "posterior")
+    summary = az.summary(post[["num_clusters", "largest_cluster", "alpha"]].astype(float))
+    assert list(summary.index) == ["num_clusters", "largest_cluster", "alpha"]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    az.plot_trace(idata, var_names=["num_clusters", "alpha"])
+    az.plot_autocorr(idata, var_names=["num_clusters"])
+    path = tmp_path / "run.nc"
+    idata.to_netcdf(str(path))
+    back = az.from_netcdf(str(path))
+    assert np.array_equal(group(back, "posterior")["z"].values, group(idata, "posterior")["z"].values)
+
+
+def test_same_seed_same_draws_and_other_seed_differs(niw_model, two_blobs):
+    x, _ = two_blobs
+    a = dpppl.sample(niw_model, x, seed=3, **RUN)
+    b = dpppl.sample(niw_model, x, seed=3, **RUN)
+    c = dpppl.sample(niw_model, x, seed=4, **RUN)
+    za, zb, zc = (group(i, "posterior")["z"].values for i in (a, b, c))
+    assert np.array_equal(za, zb)
+    assert not np.array_equal(za, zc)
+
+
+def test_capacity_growth_does_not_change_the_draws(two_blobs):
+    # many small clusters: alpha large, so the capacity of 2 must grow several times
+    x, _ = two_blobs
+    model = dpppl.DPMixture(300.0, dpppl.NormalInverseWishart(mu0=np.zeros(2), kappa0=0.1, nu0=4.0,
+                                                              psi0=np.eye(2)))
+    small = dpppl.sample(model, x, init="single", capacity=2, seed=5, **RUN)
+    large = dpppl.sample(model, x, init="single", capacity=31, seed=5, **RUN)
+    zs, zl = (group(i, "posterior")["z"].values for i in (small, large))
+    assert group(small, "posterior")["num_clusters"].values.max() > 2
+    assert group(small, "posterior").attrs["final_capacity"] > 2
+    # slots may be numbered differently only if growth reordered them; it must not
+    assert np.array_equal(zs, zl)
+
+
+@pytest.mark.parametrize("init", ["single", "sequential", "prior"])
+def test_init_methods(niw_model, two_blobs, init):
+    x, _ = two_blobs
+    out = dpppl.sample(niw_model, x, init=init, num_warmup=0, num_samples=2, progress_bar=False)
+    assert group(out, "posterior")["z"].shape == (1, 2, 30)
+
+
+def test_init_labels_and_their_errors(niw_model, two_blobs):
+    x, truth = two_blobs
+    out = dpppl.sample(niw_model, x, init=truth + 7, num_warmup=0, num_samples=1, num_chains=2,
+                       progress_bar=False)
+    assert group(out, "posterior")["z"].shape == (2, 1, 30)
+    with pytest.raises(dpppl.DataError, match="shape"):
+        dpppl.sample(niw_model, x, init=truth[:10], **RUN)
+    with pytest.raises(dpppl.DataError, match="integers"):
+        dpppl.sample(niw_model, x, init=truth + 0.5, **RUN)
+    with pytest.raises(ValueError, match="init must be one of"):
+        dpppl.sample(niw_model, x, init="random", **RUN)
+
+
+def test_thinning_and_fixed_alpha(two_blobs):
+    x, _ = two_blobs
+    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    out = dpppl.sample(model, x, num_warmup=0, num_samples=10, thinning=3, progress_bar=False)
+    post = group(out, "posterior")
+    assert post["z"].shape == (1, 3, 30)
+    assert "alpha" not in post
+
+
+def test_interrupted_run_keeps_its_draws(niw_model, two_blobs, monkeypatch):
+    from dpppl.run import driver as inference
+
+    x, _ = two_blobs
+    real = inference._Runner._chunk_fn
+    calls = {"n": 0}
+
+    def flaky(self, warmup, length, with_z, capacity):
+        fn = real(self, warmup, length, with_z, capacity)
+
+        def wrapped(*args):
+            calls["n"] += 1
+            if calls["n"] == 3:  # the first two chunks run one iteration each
+                raise KeyboardInterrupt
+            return fn(*args)
+        return wrapped
+
+    monkeypatch.setattr(inference._Runner, "_chunk_fn", flaky)
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        out = dpppl.sample(niw_model, x, num_warmup=0, num_samples=50, progress_bar=False)
+    post = group(out, "posterior")
+    assert 0 < post.sizes["draw"] < 50
+    assert post.attrs["interrupted"] == 1
+
+
+def test_interrupt_during_warmup_reraises(niw_model, two_blobs, monkeypatch):
+    from dpppl.run import driver as inference
+
+    def broken(self, *a):
+        def fn(*args):
+            raise KeyboardInterrupt
+        return fn
+
+    monkeypatch.setattr(inference._Runner, "_chunk_fn", broken)
+    with pytest.raises(KeyboardInterrupt):
+        dpppl.sample(niw_model, two_blobs[0], **RUN)
+
+
+def test_registry_and_kernel_errors(niw_model, two_blobs):
+    x, _ = two_blobs
+    assert {"gibbs", "nuts"} <= set(kernels.available())
+    assert kernels.entry("gibbs").exact
+    with pytest.raises(dpppl.KernelError, match="did you mean 'gibbs'"):
+        dpppl.sample(niw_model, x, kernel="gibs", **RUN)
+    with pytest.raises(dpppl.KernelError, match="unknown option"):
+        dpppl.sample(niw_model, x, kernel="gibbs", beam=3, **RUN)
+    with pytest.raises(dpppl.KernelError, match="cannot be combined"):
+        dpppl.sample(niw_model, x, kernel="gibbs+nuts", **RUN)
+
+
+def test_kernel_that_does_not_apply_is_refused_before_sampling(niw_model, two_blobs):
+    kernels.register("rankings-only", lambda bm: None, exact=True,
+                     applies=lambda model: "it samples ranking data only")
+    try:
+        with pytest.raises(dpppl.KernelError, match="does not apply to this model: it samples ranking"):
+            dpppl.sample(niw_model, two_blobs[0], kernel="rankings-only", **RUN)
+    finally:
+        kernels.base._REGISTRY.pop("rankings-only")
+
+
+@pytest.mark.parametrize("bad, match", [
+    (np.array([[0.0, np.nan]] * 3), "non-finite value .* row 0, column 1"),
+    (np.array([[0.0, np.inf]] * 3), "non-finite"),
+    (np.zeros((0, 2)), "empty"),
+    (np.zeros((3, 2, 2)), "2-D array"),
+    (np.array([["a", "b"]]), "numeric"),
+    (np.zeros((5, 3)), "shape \\(2,\\)"),  # NIW hyperparameters fixed for D = 2
+])
+def test_bad_data_is_refused_before_sampling(niw_model, bad, match):
+    with pytest.raises(dpppl.DataError, match=match):
+        dpppl.sample(niw_model, bad, **RUN)
+
+
+def test_bad_counts_and_binary_data():
+    with pytest.raises(dpppl.DataError, match="row 1"):
+        dpppl.sample(dpppl.DPMixture(1.0, dpppl.DirichletMultinomial()), np.array([[1, 2], [1.5, 0]]), **RUN)
+    with pytest.raises(dpppl.DataError, match="row 0"):
+        dpppl.sample(dpppl.DPMixture(1.0, dpppl.DirichletMultinomial()), np.array([[-1, 2], [1, 0]]), **RUN)
+    with pytest.raises(dpppl.DataError):
+        dpppl.sample(dpppl.DPMixture(1.0, dpppl.BetaBernoulli()), np.array([[0, 1], [2, 0]]), **RUN)
+
+
+def test_bad_run_arguments(niw_model, two_blobs):
+    x, _ = two_blobs
+    for kwargs in ({"num_samples": 0}, {"num_chains": 0}, {"num_warmup": -1}, {"thinning": 0}):
+        with pytest.raises(ValueError):
+            dpppl.sample(niw_model, x, **{**RUN, **kwargs})
+
+
+def test_numpyro_adapter_matches_across_chain_methods(niw_model, two_blobs):
+    from numpyro.infer import MCMC
+
+    x, _ = two_blobs
+    draws = []
+    for method in ("sequential", "vectorized"):
+        mcmc = MCMC(kernels.make("gibbs", niw_model, x), num_warmup=5, num_samples=10, num_chains=2,
+                    chain_method=method, progress_bar=False)
+        mcmc.run(jax.random.key(0), x, extra_fields=("potential_energy", "overflow"))
+        draws.append(mcmc.get_samples(group_by_chain=True))
+        assert not np.any(mcmc.get_extra_fields()["overflow"])
+    assert np.array_equal(draws[0]["z"], draws[1]["z"])
+    idata = az.from_numpyro(mcmc)
+    assert "lp" in group(idata, "sample_stats")
+    assert group(idata, "posterior")["num_clusters"].shape == (2, 10)
+
+
+def test_log_joint_function(niw_model, two_blobs):
+    x, truth = two_blobs
+    lp_true = dpppl.log_joint(niw_model, x, truth)
+    assert lp_true == pytest.approx(dpppl.log_joint(niw_model, x, 5 - truth))  # labels do not matter
+    assert lp_true > dpppl.log_joint(niw_model, x, np.zeros(30, int))
+    with pytest.raises(dpppl.DataError):
+        dpppl.log_joint(niw_model, x, truth[:3])
+
+
+def test_lp_is_the_collapsed_log_joint_for_every_kernel():
+    """``lp`` means log p(x, z) (marginals by quadrature) whichever kernel drew z: the
+    sub-cluster sampler's and NUTS's agree with dpppl.log_joint of their labels."""
+    x, _ = dpppl.datasets.gaussian_mixture(300, 2, 3, mean_scale=20.0, seed=4)
+    model = dpppl.DPMixture(1.0, dpppl.NormalLogNormal())
+    for kernel in ("subcluster", "nuts"):
+        idata = dpppl.sample(model, x, kernel=kernel, num_warmup=20, num_samples=5, progress_bar=False,
+                             **({"truncation": 8} if kernel == "nuts" else {}))
+        lp = group(idata, "sample_stats")["lp"].values[0, -1]
+        z = group(idata, "posterior")["z"].values[0, -1]
+        assert np.isfinite(lp)
+        assert lp == pytest.approx(float(dpppl.log_joint(model, x, z)), rel=1e-9), kernel
+
+
+def test_log_joint_is_labelled():
+    model = dpppl.StickBreakingMixture(*FIG1_PRIOR, component=NKC)
+    z = np.array([0, 0, 1, 1])
+    swapped = 1 - z
+    lj, ljs = dpppl.log_joint(model, X4, z), dpppl.log_joint(model, X4, swapped)
+    prior = model.prior
+    diff = float(prior.log_prob_labels(jnp.array([2.0, 2.0])) - prior.log_prob_labels(jnp.array([2.0, 2.0])))
+    assert diff == 0.0 and lj == pytest.approx(ljs)  # equal sizes: swapping changes nothing
+    lj3 = dpppl.log_joint(model, X4, np.array([0, 1, 1, 1]))
+    lj3s = dpppl.log_joint(model, X4, np.array([1, 0, 0, 0]))
+    want = float(prior.log_prob_labels(jnp.array([1.0, 3.0])) - prior.log_prob_labels(jnp.array([3.0, 1.0])))
+    assert lj3 - lj3s == pytest.approx(want, abs=1e-10) and abs(want) > 0.1
+

@@ -1,0 +1,67 @@
+"""None"""
+
+import pytest
+
+import dpppl
+from dpppl import kernels
+from dpppl.diagnostics.arviz_compat import group
+from dpppl.testing import check_kernel_samples, exact_posterior, scale_concentration
+from tests.helpers.cases import CASES
+EXACT_KERNELS = [name for name in kernels.available() if name != "nuts" and kernels.entry(name).exact]
+HYBRIDS = [f"gibbs+{name}" for name in EXACT_KERNELS if name != "gibbs"]  # Gibbs with each other move
+NUM_CHAINS, NUM_WARMUP, NUM_SAMPLES = 64, 100, 500
+# By default the baseline kernel runs on one overlapping case of every family (and the
+# Pitman-Yor case), the other exact kernels on the NIW and Pitman-Yor cases and the hybrids
+# on one; every pair runs with -m slow. This keeps the default
+# run inside the CI budget: each case costs a compile and 64 x 600 steps.
+DEFAULT_CASES = {"niw_2d_overlap", "pitman_yor_normal_known"}
+DEFAULT_HYBRID_CASES = {"niw_2d_overlap"}
+
+
+def _matrix():
+    for kernel in EXACT_KERNELS + HYBRIDS:
+        for name in sorted(CASES):
+            if not kernels.applies_to(kernel, CASES[name].model):  # e.g. stick-breaking, Mallows kernels: their own test files
+                continue
+            if kernel == "gibbs":
+                slow = name.endswith("_separated")
+            else:
+                slow = name not in (DEFAULT_HYBRID_CASES if kernel in HYBRIDS else DEFAULT_CASES)
+            yield pytest.param(kernel, name, marks=[pytest.mark.slow] if slow else [],
+                               id=f"{kernel}-{name}")
+
+
+@pytest.fixture(scope="module")
+def exact():
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = exact_posterior(CASES[name].model, CASES[name].x)
+        return cache[name]
+    return get
+
+
+def _check(kernel, case, exact_post, seed, model=None):
+    idata = dpppl.sample(model or case.model, case.x, kernel=kernel, num_warmup=NUM_WARMUP,
+                         num_samples=NUM_SAMPLES, num_chains=NUM_CHAINS, seed=seed, init="prior",
+                         progress_bar=False)
+    post = group(idata, "posterior")
+    alpha = post["alpha"].values if case.model.prior.alpha_is_random else None
+    return check_kernel_samples(exact_post, post["z"].values, alpha=alpha)
+
+
+@pytest.mark.parametrize("kernel, case_name", list(_matrix()))
+def test_exact_kernel_matches_enumeration(kernel, case_name, exact):
+    case = CASES[case_name]
+    result = _check(kernel, case, exact(case_name), seed=sorted(CASES).index(case_name))
+    assert result.passed, result.report
+
+
+def test_biased_gibbs_is_rejected(exact):
+    """Gibbs run with alpha 25% too large (a wrong new-cluster weight) must fail."""
+    case = CASES["niw_2d_separated"]
+    biased = scale_concentration(case.model, 1.25)
+    result = _check("gibbs", case, exact(case.name), seed=11, model=biased)
+    assert not result.passed, result.report
+
