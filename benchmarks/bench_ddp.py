@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import dpppl
+from dpppl.models.init import initial_states
 from harness import load_average, write_json
 
 
@@ -72,8 +73,8 @@ def main(argv=None):
     for covariances, slice_covariances in (("per slice", True), ("per label", False)):
         bound = dpppl.DDPMixture(slice_covariances=slice_covariances).bind(data)
         x = jnp.asarray(bound.x)
-        state = jax.tree.map(lambda a: a[0], bound.initial_states("sequential", None,
-                                                                  jax.random.split(jax.random.key(0), 1)))
+        state = jax.tree.map(lambda a: a[0], initial_states(bound, "sequential",
+                                                                 jax.random.split(jax.random.key(0), 1)))
         ddp = jax.jit(dpppl.kernels.build("ddp", bound).step)
         for i in range(warm):
             state, _ = ddp(jax.random.key(100 + i), state, x)
@@ -88,8 +89,8 @@ def main(argv=None):
                 "cpu_median_s": statistics.median(cpu), "times_s": times}
     niw = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
     nbound = niw.bind(np.asarray(bound.x))
-    gstate = jax.tree.map(lambda a: a[0], dpppl.run.driver.initial_states(
-        nbound, "sequential", None, jax.random.split(jax.random.key(0), 1)))
+    gstate = jax.tree.map(lambda a: a[0], initial_states(
+        nbound, "sequential", jax.random.split(jax.random.key(0), 1)))
     gibbs = dpppl.kernels.build("gibbs", nbound)
     times, compile_s, _, cpu = time_steps(gibbs.step, gstate, jnp.asarray(nbound.x), steps)
     rows["gibbs (collapsed NIW)"] = {"median_s": statistics.median(times), "best_s": min(times),

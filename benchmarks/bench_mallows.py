@@ -94,7 +94,7 @@ def beta_error(num_chains, num_samples):
 
 def merged_pair(fig6, per_cluster, iterations, seed=7):
     from dpppl.analysis.metrics import variation_of_information
-    from dpppl.run.driver import initial_states
+    from dpppl.models.init import initial_states
     from dpppl.kernels.base import build
 
     data, truth, _, _ = dpppl.datasets.mallows_mixture(1, per_cluster=per_cluster, seed=seed)
@@ -104,7 +104,7 @@ def merged_pair(fig6, per_cluster, iterations, seed=7):
     out = {"start_vi": variation_of_information(start, truth)}
     for label, kernel in fig6.SAMPLERS.items():
         kern = build(kernel, bound)
-        state = jax.tree.map(lambda a: a[0], initial_states(bound, None, start[None], jax.random.split(
+        state = jax.tree.map(lambda a: a[0], initial_states(bound, start[None], jax.random.split(
             jax.random.key(0), 1), capacity=32))
         state = jax.jit(kern.init)(state, x)
         step = jax.jit(kern.step)

@@ -138,10 +138,10 @@ class MoveTrace:
         self._cache = {}
         self._lp = jax.jit(lambda s: log_joint(fam, prior, s))
         if init == "sequential":
-            from dpppl.run.driver import initial_states
+            from dpppl.models.init import initial_states
 
             tic = time.perf_counter()
-            states = initial_states(self.bound, "sequential", None, jax.random.split(self.key, 1))
+            states = initial_states(self.bound, "sequential", jax.random.split(self.key, 1))
             jax.block_until_ready(states)
             init_seconds = time.perf_counter() - tic   # includes its compile; small next to runs
             state = jax.tree.map(lambda a: a[0], states)

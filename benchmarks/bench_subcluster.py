@@ -42,14 +42,14 @@ def _driver(model, x, *, init_labels=None, capacity=32, **options):
     import jax.numpy as jnp
 
     import dpppl
-    from dpppl.run.driver import initial_states
+    from dpppl.models.init import initial_states
     from dpppl.kernels import build
     from dpppl.core.state import grow
 
     bound = model.bind(x)
     kernel = build("subcluster", bound, **options)
-    labels = None if init_labels is None else np.asarray(init_labels, np.int32)[None]
-    state = initial_states(bound, "single", labels, jax.random.split(jax.random.key(0), 1), capacity=capacity)
+    init = "single" if init_labels is None else np.asarray(init_labels, np.int32)[None]
+    state = initial_states(bound, init, jax.random.split(jax.random.key(0), 1), capacity=capacity)
     state = jax.tree.map(lambda a: a[0], state)
     xj = jnp.asarray(bound.x)
     state = kernel.init(state, xj)

@@ -9,8 +9,10 @@ See the README and ``docs/`` for the model language, the kernels and the papers.
 
 from dpppl import config as _config  # noqa: F401  (float64 unless DPPPL_X64=0)
 from dpppl import datasets, kernels
-from dpppl.dsl import BoundModel, DataDecl, DPMixture, Model, PitmanYorMixture, load, parse
+from dpppl.dsl import load, parse
+from dpppl.models.mixture import BoundModel, DataDecl, DPMixture, Model, PitmanYorMixture
 from dpppl.errors import DataError, KernelError, ModelError
+from dpppl.version import __version__
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
     NormalKnownCov, NormalLogNormal)
 from dpppl.run.driver import log_joint, sample
@@ -18,7 +20,7 @@ from dpppl.analysis import (DPGaussianMixture, coclustering, metrics, plot_clust
     plot_coclustering, plot_log_joint, plot_num_clusters, plots, point_estimate, predict, sample_prior)
 from dpppl.priors import CRP, Gamma, PitmanYor
 from dpppl.search.beam import SearchResult, map_search
-from dpppl.dsl import PseudoParticleMixture, StickBreakingMixture
+from dpppl.models.mixture import PseudoParticleMixture, StickBreakingMixture
 from dpppl.priors import StickBreaking
 from dpppl.models.ddp import DDPMixture, DDPModel
 from dpppl.families import CoupledGaussian
@@ -27,9 +29,9 @@ from dpppl.analysis import association_variance
 from dpppl.families import GeneralizedMallows
 from dpppl.models.rankings import Rankings, rankings
 
-__version__ = "0.1.0"
 
 __all__ = [
+    "__version__",
     "BetaBernoulli", "BoundModel", "CRP", "DataDecl", "DataError", "DirichletMultinomial",
     "DPMixture", "Gamma", "KernelError", "Model", "ModelError", "NormalGamma",
     "NormalInverseWishart", "NormalKnownCov", "NormalLogNormal", "PitmanYor", "PitmanYorMixture", "datasets",

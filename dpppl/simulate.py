@@ -29,11 +29,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.models.mixture import BoundModel
-from dpppl.errors import ModelError
-from dpppl.core.numerics import sample_index
-from dpppl.priors.stick_breaking import refuse_labelled
+from dpppl.core.expressions import Expr, parse_expression
+from dpppl.diagnostics.arviz_compat import to_arviz
 from dpppl.diagnostics.summaries import label_summaries
+from dpppl.dsl.parser import as_model
+from dpppl.errors import ModelError
+from dpppl.models.mixture import BoundModel
+from dpppl.priors.stick_breaking import refuse_labelled
+from dpppl.run.driver import check_positive_int
 
 
 def draw_alpha(prior, key, dtype):
@@ -41,23 +44,6 @@ def draw_alpha(prior, key, dtype):
     if prior.alpha_is_random:
         return (jax.random.gamma(key, prior.alpha.shape, dtype=dtype) / prior.alpha.rate).astype(dtype)
     return jnp.asarray(prior.initial_alpha, dtype)
-
-
-def draw_partition(prior, key, alpha, n: int, capacity: int):
-    """z (n,) ~ CRP / Pitman-Yor(alpha) by sequential seating, labels in [0, capacity)
-    (a prior on explicit labels draws them by its own prediction rule)."""
-    if getattr(prior, "labelled", False):
-        return prior.draw_labels(key, n, capacity, alpha.dtype)
-    uniforms = jax.random.uniform(key, (n,), dtype=alpha.dtype)
-
-    def seat(counts, u):
-        log_existing, log_new = prior.log_seat_weights(counts, alpha)
-        first_empty = jnp.argmax(counts < 0.5)
-        k = sample_index(log_existing.at[first_empty].set(log_new), u)
-        return counts.at[k].add(1.0), k
-
-    _, z = jax.lax.scan(seat, jnp.zeros((capacity,), alpha.dtype), uniforms)
-    return z.astype(jnp.int32)
 
 
 def draw_data(family, key, z, capacity: int, num_trials=None):
@@ -72,7 +58,6 @@ def draw_data(family, key, z, capacity: int, num_trials=None):
 def depends_on_data(value) -> bool:
     """Whether a hyperparameter needs the data: a default (None) or an expression of
     ``x`` or ``N`` (``D`` alone is fixed by ``dim``)."""
-    from dpppl.core.expressions import Expr, parse_expression
 
     if isinstance(value, str):
         value = parse_expression(value)
@@ -125,12 +110,9 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
         when it has a prior; group ``prior_predictive``: the simulated data (point, dim)
         when a family could be resolved (from ``data``, a BoundModel or ``dim``).
     """
-    from dpppl.diagnostics.arviz_compat import to_arviz
-    from dpppl.run.driver import _as_model, _check_positive_int
-
-    _check_positive_int("n", n, 1)
-    _check_positive_int("num_samples", num_samples, 1)
-    spec = model.model if isinstance(model, BoundModel) else _as_model(model)
+    check_positive_int("n", n, 1)
+    check_positive_int("num_samples", num_samples, 1)
+    spec = model.model if isinstance(model, BoundModel) else as_model(model)
     family = _family_for_data(model if isinstance(model, BoundModel) else spec, data, dim)
     prior = spec.prior
     refuse_labelled(prior, "sample_prior")
@@ -140,7 +122,7 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
     def partition(key):
         k_alpha, k_z = jax.random.split(jax.random.fold_in(key, 0))
         alpha = draw_alpha(prior, k_alpha, dtype)
-        return alpha, draw_partition(prior, k_z, alpha, n, n)
+        return alpha, prior.draw_labels(k_z, n, n, alpha)
 
     alpha, z = jax.jit(jax.vmap(partition))(keys)
     z = np.asarray(z)
@@ -179,4 +161,4 @@ def expected_num_clusters(prior, n: int, alpha: float | None = None) -> float:
     return float(integrate.quad(lambda a: given(a) * density(a), 0.0, np.inf, limit=200)[0])
 
 
-__all__ = ["draw_alpha", "draw_data", "draw_partition", "expected_num_clusters", "sample_prior"]
+__all__ = ["draw_alpha", "draw_data", "expected_num_clusters", "sample_prior"]

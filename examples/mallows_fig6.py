@@ -35,7 +35,7 @@ import numpy as np
 
 import dpppl
 from dpppl.analysis.metrics import variation_of_information
-from dpppl.run.driver import initial_states
+from dpppl.models.init import initial_states
 from dpppl.kernels.base import build
 from dpppl.core.state import grow
 
@@ -58,7 +58,7 @@ def trace(kernel: str, bound, truth, iterations: int, seed: int, compiled=None, 
     n = x.shape[0]
     k_init, k_run = jax.random.split(jax.random.key(seed))
     chain_key = jax.random.split(k_run, 1)[0]
-    state = jax.tree.map(lambda a: a[0], initial_states(bound, "sequential", None, jax.random.split(k_init, 1)))
+    state = jax.tree.map(lambda a: a[0], initial_states(bound, "sequential", jax.random.split(k_init, 1)))
     state = jax.jit(kern.init)(state, x)
     compiled = {} if compiled is None else compiled
     compile_s = 0.0

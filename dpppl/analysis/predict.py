@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpppl.dsl.parser import as_model
 from dpppl.models.mixture import BoundModel, validate_data
 from dpppl.errors import DataError
 from dpppl.families.base import segment_stats
@@ -71,17 +72,15 @@ def bind_to_run(model, idata) -> BoundModel:
     hyperparameters are resolved exactly as when sampling; or a BoundModel, which must
     hold the same data as the run.
     """
-    from dpppl.run.driver import _as_model
-
     if not is_inference_data(idata):
         raise DataError("predict needs the InferenceData returned by dpppl.sample")
-    name = (model.model if isinstance(model, BoundModel) else _as_model(model)).data.name
+    name = (model.model if isinstance(model, BoundModel) else as_model(model)).data.name
     x = run_variable(idata, name, group="observed_data")
     if isinstance(model, BoundModel):
         if model.x.shape != x.shape or not np.allclose(model.x, x):
             raise DataError("the bound model's data differ from the data the run was sampled on")
         return model
-    return _as_model(model).bind(x)
+    return as_model(model).bind(x)
 
 
 def alpha_draws(idata, bound: BoundModel) -> np.ndarray:

@@ -1,8 +1,6 @@
-"""The model language: spec dataclasses, parser, and compilation to NumPyro."""
+"""The model language: the parser of model files (the grammar and the hyperparameter
+expressions live in :mod:`dpppl.core.expressions`; the models it builds in :mod:`dpppl.models`)."""
 
-from dpppl.dsl.parser import load, parse
-from dpppl.models.mixture import BoundModel, DataDecl, DPMixture, Model, PitmanYorMixture
-from dpppl.models.mixture import PseudoParticleMixture, StickBreakingMixture
+from dpppl.dsl.parser import as_model, load, parse
 
-__all__ = ["BoundModel", "DataDecl", "DPMixture", "Model", "PitmanYorMixture", "load", "parse",
-           "PseudoParticleMixture", "StickBreakingMixture"]
+__all__ = ["as_model", "load", "parse"]

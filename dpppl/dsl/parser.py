@@ -49,13 +49,13 @@ column, a caret excerpt and what was expected.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 from typing import Any, Optional
 
 import numpy as np
 from lark import v_args
 
+from dpppl import families
 from dpppl.errors import ModelError
 from dpppl.priors.crp import CRP, Gamma, PitmanYor
 from dpppl.priors.stick_breaking import StickBreaking
@@ -63,7 +63,8 @@ from dpppl.priors.ddp import DDP
 from dpppl.families.coupled import CoupledGaussian
 from dpppl.core.expressions import (Call, Expr, ExprBuilder, Index, Name, Number, Source, Span, parse_rule,
     suggest)
-from dpppl.models.mixture import DATA_KINDS, DataDecl, Model
+from dpppl.models.ddp import DDPBound, DDPModel
+from dpppl.models.mixture import DATA_KINDS, BoundModel, DataDecl, Model
 
 # ---------------------------------------------------------------------------- tables
 
@@ -97,7 +98,7 @@ class ComponentRule:
 
     def family_class(self) -> type:
         """The component family class."""
-        return getattr(importlib.import_module("dpppl.families"), self.family)
+        return getattr(families, self.family)
 
     def prior_params(self) -> tuple[str, ...]:
         """The arguments of the component prior, in the family's field order."""
@@ -278,7 +279,7 @@ class _ModelBuilder:
         rule = COMPONENTS[self.component.dist.func]
         family = rule.family_class()(**self.component_args, **self.observation_args)
         self._check_time(first, family)
-        model_class = getattr(self.prior, "model_class", Model)  # a DDP prior builds a DDPModel
+        model_class = DDPModel if isinstance(self.prior, DDP) else Model
         return model_class(prior=self.prior, component=family, data=self.data, source=self.source.text)
 
     def _check_time(self, data: DataStatement, family):
@@ -656,5 +657,18 @@ def load(path: str | os.PathLike) -> Model:
     return dataclasses.replace(parse(text, source=path), path=path)
 
 
-__all__ = ["parse", "load", "PARTITION_PRIORS", "CONCENTRATION_PRIORS", "COMPONENTS",
+def as_model(model) -> Model:
+    """A model from a model (its data are dropped from a bound one: data are passed
+    separately), model-file text or a model-file path."""
+    if isinstance(model, Model):
+        return model
+    if isinstance(model, (BoundModel, DDPBound)):
+        return model.model
+    if isinstance(model, (str, os.PathLike)):
+        text = str(model)
+        return parse(text) if "\n" in text else load(text)
+    raise TypeError(f"model must be a dpppl Model or a model-file path, got {type(model).__name__}")
+
+
+__all__ = ["as_model", "parse", "load", "PARTITION_PRIORS", "CONCENTRATION_PRIORS", "COMPONENTS",
            "OBSERVATIONS"]

@@ -19,7 +19,7 @@ the prior's.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import Optional, Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -52,6 +52,8 @@ class Family:
     observation: ClassVar[str]
     #: whether the parameters integrate out in closed form (``log_marginal`` exists)
     conjugate: ClassVar[bool] = True
+    #: the only kernels that can sample this family (None: every kernel that applies to the prior)
+    kernels: ClassVar[Optional[tuple]] = None
 
     # ----- host side -------------------------------------------------------------
     def check_data(self, x: np.ndarray) -> np.ndarray:

@@ -227,7 +227,6 @@ class GeneralizedMallows(Family):
     """The kernels that can sample this family (the others need a closed-form marginal)."""
 
     def check_data(self, x):
-        from dpppl.families.generalized_mallows import check_ranking_array
 
         return check_ranking_array(x, self.n_items)
 

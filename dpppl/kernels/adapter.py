@@ -5,9 +5,10 @@
     mcmc.get_samples()["num_clusters"]
 
 NumPyro's MCMC runs the whole chain inside one jitted loop, so the cluster capacity
-cannot grow on the host as in :func:`dpppl.sample`. The adapter fixes it at
-construction (default: enough for four times the initial number of clusters, at least
-64, at most N + 1). If a move needs a new cluster while every slot is occupied the move
+cannot grow on the host as in :func:`dpppl.sample`. Chains start as in :func:`dpppl.sample`
+(the same init strategies, :mod:`dpppl.models.init`); the capacity is fixed then, by the
+same rule for a run that cannot grow (:func:`~dpppl.models.init.initial_slots`: four times
+the initial number of clusters, at least 64, at most N + 1). If a move needs a new cluster while every slot is occupied the move
 is restricted to the existing clusters, which biases the chain; the state's
 ``overflow`` flag records it (``extra_fields=("overflow",)``). Use
 ``capacity=N + 1`` to rule it out, or :func:`dpppl.sample`, which grows as needed. Under a
@@ -25,9 +26,10 @@ import jax.numpy as jnp
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
-from dpppl.kernels.base import build
 from dpppl.core.state import PartitionState, largest_cluster, num_clusters
-from dpppl.models.mixture import log_joint
+from dpppl.dsl.parser import as_model
+from dpppl.kernels.base import build
+from dpppl.models.init import check_labels, initial_slots, resolve_init
 
 
 class AdapterState(NamedTuple):
@@ -68,9 +70,7 @@ class PartitionKernel(MCMCKernel):
     sample_field = "z"
 
     def __init__(self, kernel, model, data, *, init="sequential", capacity=None, **options):
-        from dpppl.run.driver import _as_model
-
-        self._bound = _as_model(model).bind(data)
+        self._bound = as_model(model).bind(data)
         self._kernel = build(kernel, self._bound, **options)
         self._init = init
         self._capacity = capacity
@@ -95,29 +95,20 @@ class PartitionKernel(MCMCKernel):
     def _wrap(self, i, partition, rng_key):
         draw = {"z": partition.z, "num_clusters": num_clusters(partition),
                 "largest_cluster": largest_cluster(partition), "alpha": partition.alpha}
-        lp = (log_joint(self._bound.family, self._bound.prior, partition) if self._kernel.log_joint is None
-              else self._kernel.log_joint(partition))
-        return AdapterState(i, draw, partition, -lp, partition.overflow, rng_key)
+        return AdapterState(i, draw, partition, -self._kernel.log_joint(partition), partition.overflow, rng_key)
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
-        from dpppl.run.driver import _given_labels, initial_states
-
         self._num_warmup = num_warmup
         keys = rng_key[None] if is_prng_key(rng_key) else rng_key
-        n = self._bound.num_points
-        labels = _given_labels(init_params if init_params is not None else self._init, n, keys.shape[0],
-                               getattr(self._bound.prior, "labelled", False))
+        bound = self._bound
         k_init, k_run = jax.vmap(jax.random.split, out_axes=1)(keys)
-        capacity = self._capacity
-        if capacity is None:
-            guess = 8 if labels is None else int(labels.max()) + 1
-            capacity = int(min(n + 1, max(64, 4 * guess)))
-            hint = getattr(self._bound.prior, "initial_capacity", None)  # labels past N + 1 (stick-breaking)
-            capacity = max(capacity, hint(n) if hint is not None else 0, guess)
-        states = initial_states(self._bound, self._init if init_params is None else "labels",
-                                labels, k_init, capacity)
+        init = self._init if init_params is None else init_params
+        strategy, name = resolve_init(init)
+        in_use = int(check_labels(bound, init, keys.shape[0]).max()) + 1 if name == "labels" else 8
+        capacity = initial_slots(bound, in_use, self._capacity, growable=False)
+        states = strategy(bound, k_init, capacity)
         if self._kernel.init is not None:  # the kernel's carried values in state.aux
-            states = jax.vmap(self._kernel.init, in_axes=(0, None))(states, jnp.asarray(self._bound.x))
+            states = jax.vmap(self._kernel.init, in_axes=(0, None))(states, jnp.asarray(bound.x))
         wrapped = jax.vmap(lambda s, k: self._wrap(jnp.zeros((), jnp.int32), s, k))(states, k_run)
         return jax.tree.map(lambda a: a[0], wrapped) if is_prng_key(rng_key) else wrapped
 

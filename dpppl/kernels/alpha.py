@@ -18,9 +18,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from dpppl.kernels.base import Kernel
-from dpppl.core.state import num_clusters
 from dpppl.core.numerics import slice_log_alpha
+from dpppl.core.state import num_clusters
+from dpppl.kernels.base import Kernel, register_prior_move
 
 
 def escobar_west(rng_key, alpha, k, n, shape, rate):
@@ -55,3 +55,6 @@ def build_alpha_kernel(bound_model) -> Kernel:
             return state._replace(alpha=alpha.astype(state.alpha.dtype)), {}
 
     return Kernel("alpha", exact=True, step=step)
+
+
+register_prior_move("alpha", build_alpha_kernel)

@@ -13,14 +13,15 @@ leaves the exact posterior invariant (``exact``); a hybrid is exact when every p
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import inspect
 from typing import Callable, Optional
 
 import jax
 import jax.numpy as jnp
 
-from dpppl.errors import KernelError
 from dpppl.core.numerics import sample_index
+from dpppl.errors import KernelError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,43 +71,57 @@ class Kernel:
 
 @dataclasses.dataclass(frozen=True)
 class KernelEntry:
+    """A registered kernel: its factory, whether it is exact, and the backend that runs it
+    (``"partition"``: a step over partition states, driven by :mod:`dpppl.run`; another
+    name, e.g. ``"nuts"``, a sampler of its own that :func:`dpppl.sample` hands the run to)."""
+
     name: str
-    factory: Callable  # (bound_model, **options) -> Kernel
+    factory: Optional[Callable]  # (bound_model, **options) -> Kernel; None for another backend
     exact: bool
     description: str
-    applies: Optional[Callable] = None  # bound/unbound model -> None or a reason it does not apply
+    applies: Optional[Callable] = None  # model -> None or a reason it does not apply
+    backend: str = "partition"
 
     @property
     def options(self) -> tuple:
+        if self.factory is None:
+            return ()
         params = list(inspect.signature(self.factory).parameters.values())[1:]
         return tuple(p.name for p in params if p.kind == p.KEYWORD_ONLY or p.default is not p.empty)
 
 
 _REGISTRY: dict[str, KernelEntry] = {}
+_PRIOR_MOVES: dict[str, Callable] = {}
 
 
-def register(name: str, factory: Callable, *, exact: bool, description: str = "",
-             applies: Optional[Callable] = None) -> None:
+def register(name: str, factory: Optional[Callable], *, exact: bool, description: str = "",
+             applies: Optional[Callable] = None, backend: str = "partition") -> None:
     """Register a kernel factory under ``name``.
 
     ``factory(bound_model, **options) -> Kernel``. ``applies(model)`` returns None when
-    the kernel can sample the model, else a sentence saying why not.
+    the kernel can sample the model, else a sentence saying why not. A kernel of another
+    ``backend`` (a sampler that is not a step over partition states, such as NUTS) has no
+    factory; :func:`dpppl.sample` runs it by its backend.
     """
     if "+" in name:
         raise KernelError(f"kernel names may not contain '+': {name!r}")
-    _REGISTRY[name] = KernelEntry(name, factory, exact, description, applies)
+    _REGISTRY[name] = KernelEntry(name, factory, exact, description, applies, backend)
+
+
+def register_prior_move(name: str, factory: Callable) -> None:
+    """Register a move a partition prior asks every kernel to append (its ``moves``, e.g.
+    ``"alpha"``); ``factory(bound_model) -> Kernel``."""
+    _PRIOR_MOVES[name] = factory
 
 
 def available() -> list[str]:
-    """Names of the registered kernels (``"nuts"`` is handled by :func:`dpppl.sample`)."""
-    return sorted(_REGISTRY) + ["nuts"]
+    """Names of the registered kernels."""
+    return sorted(_REGISTRY)
 
 
 def entry(name: str) -> KernelEntry:
     if name not in _REGISTRY:
-        import difflib
-
-        close = difflib.get_close_matches(name, list(_REGISTRY) + ["nuts"], n=1)
+        close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise KernelError(f"unknown kernel {name!r}{hint} Available: {', '.join(available())}")
     return _REGISTRY[name]
@@ -118,27 +133,24 @@ def parse_kernel_name(spec: str) -> list[str]:
         raise KernelError(f"kernel must be a non-empty string such as 'gibbs', got {spec!r}")
     names = [s.strip() for s in spec.split("+")]
     for n in names:
-        if n == "nuts" and len(names) > 1:
-            raise KernelError("'nuts' samples the truncated stick-breaking model and cannot be "
+        e = entry(n)
+        if e.backend != "partition" and len(names) > 1:
+            raise KernelError(f"{n!r} is a sampler of its own ({e.description}) and cannot be "
                               "combined with partition moves")
-        if n != "nuts":
-            entry(n)
     return names
+
+
+def backend_of(spec: str) -> str:
+    """The backend that runs ``spec`` (a hybrid of partition moves: ``"partition"``)."""
+    return entry(parse_kernel_name(spec)[0]).backend
 
 
 def check_applies(spec: str, model) -> None:
     """Raise KernelError when a kernel (or a part of a hybrid) cannot sample ``model``."""
-    only = getattr(getattr(model, "component", None), "kernels", None)
     for n in parse_kernel_name(spec):
-        refuses = getattr(model, "refuses_kernel", None)  # models only some kernels sample (DDP)
-        reason = refuses(n) if refuses is not None else None
+        reason = model.refuses_kernel(n)
         if reason:
             raise KernelError(f"kernel {n!r} does not apply to this model: {reason}")
-        if only is not None and n not in only:  # a family without a closed-form marginal
-            raise KernelError(f"kernel {n!r} does not apply to this model: {model.component.name} "
-                              f"has no closed-form marginal likelihood; use one of {', '.join(only)}")
-        if n == "nuts":
-            continue
         e = entry(n)
         reason = e.applies(model) if e.applies else None
         if reason:
@@ -150,8 +162,8 @@ def exchangeable_prior_only(model) -> Optional[str]:
     ``log_eppf`` and seating weights ``log_seat_weights``): they sample unlabelled
     partitions and would be wrong for a prior on explicit labels, whose law changes when
     labels are permuted (Porteous et al. 2006, sec. 3.1)."""
-    prior = getattr(model, "prior", None)
-    if getattr(prior, "labelled", False):
+    prior = model.prior
+    if prior.labelled:
         return (f"the prior {prior.describe()} is on explicit labels (not exchangeable); use "
                 f"'sbgibbs+labelswap+labelpermute'")
     return None
@@ -184,6 +196,8 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
     """
     names = parse_kernel_name(spec)
     check_applies(spec, bound_model.model)
+    if backend_of(spec) != "partition":
+        raise KernelError(f"kernel {spec!r} is run by its own backend: sample it with dpppl.sample")
     if schedule not in SCHEDULES:
         raise KernelError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     if weights is not None and schedule != "random":
@@ -204,11 +218,11 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
         parts = [compose(parts, name=spec, schedule="random", weights=weights)]
     elif schedule == "random":
         _schedule_probabilities(weights, 1)  # validated, though one part leaves nothing to choose
-    if bound_model.prior.alpha_is_random:
-        from dpppl.kernels.alpha import build_alpha_kernel
-
-        parts.append(build_alpha_kernel(bound_model))
-    return parts[0] if len(parts) == 1 else compose(parts, name=spec)
+    parts += [_PRIOR_MOVES[move](bound_model) for move in bound_model.prior.moves]
+    kernel = parts[0] if len(parts) == 1 else compose(parts, name=spec)
+    if kernel.log_joint is None:  # the collapsed log joint of the target
+        kernel = dataclasses.replace(kernel, log_joint=bound_model.lp)
+    return kernel
 
 
 def _schedule_probabilities(weights, num_parts: int):

@@ -33,12 +33,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.models.mixture import DataDecl, Model, validate_data
-from dpppl.errors import DataError, ModelError
+from dpppl.core.fingerprint import fingerprint
+from dpppl.core.state import PartitionState
+from dpppl.errors import DataError, KernelError, ModelError
 from dpppl.families.coupled import CoupledGaussian
 from dpppl.models.ddp_state import (DEFAULT_NUM_AUX, DDPSlots, seat, slot_statistics, update_parameters,
-    with_statistics)
-from dpppl.core.state import PartitionState
+                                    with_statistics)
+from dpppl.models.mixture import DataDecl, Model, validate_data
 from dpppl.priors.ddp import DDP
 
 DDP_KERNELS = ("ddp", "ddpswap")
@@ -172,15 +173,6 @@ class DDPBound:
     def num_slices(self) -> int:
         return int(self.times.shape[0])
 
-    @property
-    def max_capacity(self) -> int:
-        return MAX_CAPACITY
-
-    @property
-    def observed_extra(self) -> dict:
-        """Observed variables besides the points (the times), for InferenceData."""
-        return {self.model.data.by: self.t}
-
     def numpyro_model(self, truncation: int = 20):
         return self.model.numpyro_model(truncation)
 
@@ -205,42 +197,57 @@ class DDPBound:
         state = state._replace(z=jnp.asarray(labels, jnp.int32), stats=DDPSlots(n, nt, s1, s2, mu, sigma))
         return _parameter_sweeps(fam, rng_key, state)
 
-    def initial_states(self, init, labels, init_keys, capacity=None) -> PartitionState:
-        """Initial states of all chains (batched along axis 0) for :func:`dpppl.sample`.
-
-        ``"sequential"``: points seated one by one in a random order by eq. (10) (the
-        DDP's sequential prediction), then parameter draws; ``"prior"``: labels drawn
-        from the sticks' prior; ``"single"``: every point label 0; or given labels.
-        """
-        if isinstance(init, str) and init == "search":
-            raise DataError("init='search' (MAP search) is not available for DDP models; use "
-                            "'sequential', 'prior', 'single' or labels")
-        n = self.num_points
-        if labels is None and init == "single":
-            labels = np.zeros((len(init_keys), n), np.int32)
-        if labels is not None:
-            cap = int(min(self.max_capacity, max(16, int(labels.max()) + 9, capacity or 0)))
-            build = jax.jit(jax.vmap(lambda k, lab: self.state_from_labels(k, lab, cap)))
-            return build(init_keys, jnp.asarray(labels, jnp.int32))
-        cap = int(min(self.max_capacity, max(16, capacity or 0)))
+    def seat(self, key, state: PartitionState) -> PartitionState:
+        """Points seated one by one in a random order by eq. (10) (the DDP's sequential
+        prediction), then a few parameter draws (eq. 11)."""
         x, slices = jnp.asarray(self.x), jnp.asarray(self.slices)
-        fam, prior = self.family, self.prior
+        k_seat, k_params = jax.random.split(key)
+        state = seat(self.family, self.prior, x, slices, k_seat, state, remove_first=False, num_aux=DEFAULT_NUM_AUX)
+        return _parameter_sweeps(self.family, k_params, with_statistics(state, x, slices))
 
-        def start(key, cap):
-            k_seat, k_params = jax.random.split(key)
-            state = seat(fam, prior, x, slices, k_seat, self.empty_state(cap), remove_first=False,
-                         with_data=(init == "sequential"), num_aux=DEFAULT_NUM_AUX)
-            return _parameter_sweeps(fam, k_params, with_statistics(state, x, slices))
+    def draw_labels(self, key, capacity: int):
+        """Labels drawn from the sticks' prior independently in every slice (the same
+        Beta(a_i, b_i) sticks in each, sec. 5)."""
+        n = self.num_points
+        draws = jax.vmap(lambda k: self.prior.draw_labels(k, n, capacity, jnp.zeros(())))(
+            jax.random.split(key, self.num_slices))
+        return draws[jnp.asarray(self.slices), jnp.asarray(self._rank_in_slice)]
 
-        while True:
-            states = jax.jit(jax.vmap(lambda k: start(k, cap)))(init_keys)
-            if not bool(jnp.any(states.overflow)) or cap >= self.max_capacity:
-                return states
-            cap = min(2 * cap, self.max_capacity)
+    @property
+    def _rank_in_slice(self) -> np.ndarray:
+        """Each point's index among the points of its slice."""
+        order = np.argsort(self.slices, kind="stable")
+        starts = np.searchsorted(self.slices[order], np.arange(self.num_slices))
+        rank = np.empty(self.num_points, np.int64)
+        rank[order] = np.arange(self.num_points) - starts[self.slices[order]]
+        return rank
 
-    def log_joint_state(self, state: PartitionState):
-        """The ``lp`` of a state: :meth:`~dpppl.families.coupled.CoupledGaussian.log_joint_state`."""
+    def lp(self, state: PartitionState):
+        """:meth:`~dpppl.families.coupled.CoupledGaussian.log_joint_state`: the parameters
+        are instantiated, so this is log p(x, z, mu, Sigma) with the sticks integrated out."""
         return self.family.log_joint_state(self.prior, state)
+
+    # ----- the target protocol (host) -----------------------------------------------
+    def log_joint_of_labels(self, labels):
+        raise KernelError("a DDP model has no collapsed log joint (its prior on the parameters is not "
+                          "conjugate); sample it and read 'lp' (DDPBound.lp of a state)")
+
+    def max_slots(self) -> int:
+        """Labels are not dense (a new cluster may take any unused label): at most
+        :data:`MAX_CAPACITY` slots."""
+        return min(self.prior.max_slots(self.num_points), MAX_CAPACITY)
+
+    def min_slots(self) -> int:
+        return min(self.prior.min_slots(self.num_points), MAX_CAPACITY)
+
+    def observed(self) -> dict:
+        """The points and their times."""
+        return {self.model.data.name: self.x, self.model.data.by: self.t}
+
+    def fingerprint(self):
+        return (fingerprint(self.model.prior), fingerprint(self.model.data), fingerprint(self.family),
+                fingerprint(self.slices), fingerprint(self.x))
+
 
 def DDPMixture(sticks: Any = (1.0, 1.0), *, a: float = 1.0, beta: float = 0.005, delta: float = 1.0,
                b: Optional[float] = None, mu0: Any = None, nu0: Any = None, psi0: Any = None,

@@ -71,14 +71,13 @@ def _log_lik(x, mu, prec, logdet):
 
 
 def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_first: bool,
-         with_data: bool = True, num_aux: int = 1) -> PartitionState:
+         num_aux: int = 1) -> PartitionState:
     """Draw every point's label from its conditional (eq. 10, with the auxiliary
     parameters of the module docstring), in a random order.
 
     With ``remove_first`` the points leave their labels first (a Gibbs sweep); without,
     they start unassigned (statistics zero) and are seated one by one: the DDP's
-    sequential prediction (with ``with_data=False``: a draw of the labels from the
-    sticks' prior, ignoring the data). ``num_aux`` is m of Neal's algorithm 8: the
+    sequential prediction. ``num_aux`` is m of Neal's algorithm 8: the
     unused labels' weight W_new is shared equally by m auxiliary parameter sets (the
     first is the point's own label's when no other point uses it). Only the counts
     change here; the caller recomputes the other statistics (:func:`with_statistics`).
@@ -105,11 +104,11 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     prec, logdet = family.precision(_safe_cov(stats.sigma, stats.n > 0.5))
 
     def column(mu, prec, logdet):  # log N(x_n; mu_{t_n}, Sigma_{s(t_n)}) of every point for one label
-        return _log_lik(x, mu[slices], prec[cov_slot], logdet[cov_slot]) if with_data else jnp.zeros(N, x.dtype)
+        return _log_lik(x, mu[slices], prec[cov_slot], logdet[cov_slot])
 
     # lik[c, n] = log N(x_n; mu_{c, t_n}, Sigma_c), kept current as labels take new parameters
     lik = jax.vmap(column)(stats.mu, prec, logdet)
-    lik_aux = _log_lik(x[:, None], aux_mu_t, aux_prec, aux_logdet) if with_data else jnp.zeros((N, m), x.dtype)
+    lik_aux = _log_lik(x[:, None], aux_mu_t, aux_prec, aux_logdet)
 
     def body(k, carry):
         z, counts, total, mu, sigma, prec, logdet, lik, overflow = carry

@@ -10,15 +10,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-import numpy as np
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from dpppl.errors import DataError, ModelError
-from dpppl.families.base import Family
-from dpppl.priors.crp import CRP, Concentration, Gamma, PitmanYor
+from dpppl.core.fingerprint import fingerprint
 from dpppl.core.state import PartitionState
-from dpppl.families.base import cluster_log_marginals, segment_stats
+from dpppl.errors import DataError, ModelError
+from dpppl.families.base import Family, cluster_log_marginals, segment_stats
+from dpppl.models.compile import compile_numpyro
+from dpppl.models.rankings import rankings
+from dpppl.models.seating import sequential_prediction
+from dpppl.priors.crp import CRP, Concentration, Gamma, PitmanYor
+from dpppl.priors.stick_breaking import StickBreaking
 
 DATA_KINDS = ("real", "count", "binary", "ranking")
 
@@ -75,9 +79,16 @@ class Model:
     def numpyro_model(self, truncation: int = 20):
         """The model compiled to a NumPyro model function ``f(x)`` (truncated
         stick-breaking, assignments summed out). See :mod:`dpppl.models.compile`."""
-        from dpppl.models.compile import compile_numpyro
-
         return compile_numpyro(self, truncation)
+
+    def refuses_kernel(self, name: str) -> Optional[str]:
+        """Why kernel ``name`` cannot sample this model, or None. A family without a
+        closed-form marginal names the only kernels that can (``Family.kernels``)."""
+        only = self.component.kernels
+        if only is not None and name not in only:
+            return (f"{self.component.name} has no closed-form marginal likelihood; use one of "
+                    f"{', '.join(only)}")
+        return None
 
     def describe(self) -> str:
         return f"{self.prior.describe()} mixture of {self.component.name}"
@@ -85,7 +96,14 @@ class Model:
 
 @dataclasses.dataclass(frozen=True)
 class BoundModel:
-    """A model with validated data ``x`` (N, D) and a resolved component family."""
+    """A model with validated data ``x`` (N, D) and a resolved component family: the
+    target (:class:`dpppl.core.protocols.Target`) of a mixture with collapsed parameters.
+
+    States hold labels and per-slot sufficient statistics; ``lp`` is the collapsed log
+    joint: the prior's ``log_eppf`` of the slot counts (the EPPF of the partition, or for
+    sticks on explicit labels the probability of the labelled assignment) plus
+    sum_c log p(x_c) plus log p(alpha).
+    """
 
     model: Model
     x: np.ndarray
@@ -101,9 +119,53 @@ class BoundModel:
 
     def numpyro_model(self, truncation: int = 20):
         """The compiled NumPyro model with this data's resolved hyperparameters."""
-        from dpppl.models.compile import compile_numpyro
-
         return compile_numpyro(self.model, truncation, family=self.family)
+
+    # ----- the target protocol (traceable, one chain) ------------------------------
+    def empty_state(self, capacity: int) -> PartitionState:
+        dtype = jnp.asarray(self.x).dtype
+        return PartitionState(jnp.zeros(self.num_points, jnp.int32), self.family.empty_stats((capacity,)),
+                              jnp.asarray(self.prior.initial_alpha, dtype), jnp.zeros((), bool), {})
+
+    def state_from_labels(self, key, labels, capacity: int) -> PartitionState:
+        return state_from_labels(self.family, self.x, labels, capacity, self.prior.initial_alpha)
+
+    def seat(self, key, state: PartitionState) -> PartitionState:
+        """Sequential prediction; a non-conjugate family has no closed-form predictive, so
+        its chains start from one cluster."""
+        if not self.family.conjugate:
+            return self.state_from_labels(key, jnp.zeros(self.num_points, jnp.int32), state.stats.n.shape[-1])
+        return sequential_prediction(self, key, state, jnp.asarray(self.x))
+
+    def draw_labels(self, key, capacity: int):
+        return self.prior.draw_labels(key, self.num_points, capacity,
+                                      jnp.asarray(self.prior.initial_alpha, jnp.asarray(self.x).dtype))
+
+    def lp(self, state: PartitionState):
+        return log_joint(self.family, self.prior, state)
+
+    # ----- the target protocol (host) -----------------------------------------------
+    def log_joint_of_labels(self, labels) -> jax.Array:
+        """log p(x, z) of labels as a state holds them, at the prior's initial alpha and
+        without alpha's prior density (what :func:`dpppl.log_joint` reports)."""
+        state = self.state_from_labels(None, labels, int(np.max(labels)) + 1)
+        counts = state.stats.n
+        return self.prior.log_eppf(counts, state.alpha) + jnp.sum(cluster_log_marginals(self.family, state.stats))
+
+    def max_slots(self) -> int:
+        return self.prior.max_slots(self.num_points)
+
+    def min_slots(self) -> int:
+        return self.prior.min_slots(self.num_points)
+
+    def observed(self) -> dict:
+        return {self.model.data.name: self.x}
+
+    def fingerprint(self):
+        """Model, resolved hyperparameters and the data (kernels close over constants derived
+        from the data, such as resolved hyperparameters)."""
+        return (fingerprint(self.model.prior), fingerprint(self.model.data), fingerprint(self.family),
+                fingerprint(self.x))
 
 
 def DPMixture(alpha: Concentration = 1.0, component: Family = None, *, data: DataDecl = None) -> Model:
@@ -131,8 +193,6 @@ def StickBreakingMixture(a=1.0, b=1.0, component: Family = None, *, data: DataDe
     (Porteous et al. 2006, sec. 3). ``a``, ``b``: numbers, finite sequences (ending with
     b_L = 0), vectorised callables of the 1-based stick index array, or expressions of
     ``i`` such as ``"0.75 + i * 0.25"``; see :class:`~dpppl.priors.StickBreaking`."""
-    from dpppl.priors.stick_breaking import StickBreaking
-
     return _mixture(StickBreaking(a=a, b=b, check=check), component, data)
 
 
@@ -140,8 +200,6 @@ def PseudoParticleMixture(gamma, component: Family = None, *, num_sticks=None,
                           data: DataDecl = None) -> Model:
     """The pseudo-particle stick-breaking mixture of eq. (7): a_i = gamma_i,
     b_i = sum_{j>i} gamma_j; see :meth:`~dpppl.priors.StickBreaking.pseudo_particles`."""
-    from dpppl.priors.stick_breaking import StickBreaking
-
     return _mixture(StickBreaking.pseudo_particles(gamma, num_sticks), component, data)
 
 
@@ -149,7 +207,7 @@ def _mixture(prior, component, data):
     if component is None:
         raise ModelError("a mixture needs a component family, e.g. component=dpppl.NormalInverseWishart()")
     if data is None:
-        data = DataDecl(kind=getattr(component, "data_kind", "real"))
+        data = DataDecl(kind=component.data_kind if isinstance(component, Family) else "real")
     return Model(prior=prior, component=component, data=data)
 
 
@@ -159,9 +217,7 @@ def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
     if x is None:
         raise DataError(f"data '{name}' is missing")
     if decl.kind == "ranking":  # top-t rankings, padded (N, n) layout: see dpppl.models.rankings
-        from dpppl.models.rankings import rankings
-
-        n_items = decl.of if decl.of is not None else getattr(family, "n_items", None)
+        n_items = decl.of if decl.of is not None else family.n_items
         return family.check_data(rankings(x, n_items=n_items, name=name).x)
     try:
         arr = np.asarray(x)
@@ -211,14 +267,10 @@ def state_from_labels(family, x, z, capacity: int, alpha: float, aux=None) -> Pa
 def log_joint(family, prior, state: PartitionState) -> jax.Array:
     """Collapsed log p(x, z, alpha): EPPF(z | alpha) + sum_c log p(x_c) + log p(alpha).
 
-    The partition is unlabelled: this is the probability of the set partition, not of
-    one labelling of it (p(x_c) from :func:`cluster_log_marginals`). A family that
-    instantiates parameters (the DDP's
-    :class:`~dpppl.families.coupled.CoupledGaussian`) supplies its own ``log_joint_state``.
+    For an exchangeable prior this is the probability of the set partition, not of one
+    labelling of it; for sticks on explicit labels, of the labelled assignment (p(x_c)
+    from :func:`~dpppl.families.base.cluster_log_marginals`).
     """
-    own = getattr(family, "log_joint_state", None)
-    if own is not None:
-        return own(prior, state)
     counts = state.stats.n
     lm = jnp.where(counts > 0, cluster_log_marginals(family, state.stats), 0.0)
     return prior.log_eppf(counts, state.alpha) + jnp.sum(lm) + prior.log_prior_alpha(state.alpha)

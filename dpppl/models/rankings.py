@@ -139,4 +139,4 @@ def _checked(arr, items, name) -> Rankings:
     return Rankings(check_ranking_array(arr, len(items), name), tuple(items))
 
 
-__all__ = ["Rankings", "rankings", "check_ranking_array", "read_rankings"]
+__all__ = ["Rankings", "rankings"]

@@ -17,9 +17,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Union
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import gammaln
 
+from dpppl.core.numerics import sample_index
+from dpppl.core.state import canonical_labels
 from dpppl.errors import ModelError
 
 
@@ -108,6 +112,38 @@ class PitmanYor:
 
     def log_prior_alpha(self, alpha):
         return self.alpha.log_prob(alpha) if self.alpha_is_random else jnp.zeros(())
+
+    @property
+    def moves(self) -> tuple[str, ...]:
+        """The alpha move (Escobar & West 1995) when alpha has a Gamma prior."""
+        return ("alpha",) if self.alpha_is_random else ()
+
+    def canonical(self, labels) -> np.ndarray:
+        """Any integer labels renumbered 0..K-1 by first appearance (the partition is what matters)."""
+        return canonical_labels(labels)
+
+    def draw_labels(self, key, n: int, capacity: int, alpha):
+        """n labels drawn by sequential seating (weights |c| - d and alpha + K d), each new
+        cluster at the first empty slot, so labels come in order of first appearance;
+        ``capacity`` >= n + 1 never runs out."""
+        alpha = jnp.asarray(alpha)
+        uniforms = jax.random.uniform(key, (n,), dtype=alpha.dtype)
+
+        def seat(counts, u):
+            log_existing, log_new = self.log_seat_weights(counts, alpha)
+            first_empty = jnp.argmax(counts < 0.5)
+            k = sample_index(log_existing.at[first_empty].set(log_new), u)
+            return counts.at[k].add(1.0), k
+
+        _, z = jax.lax.scan(seat, jnp.zeros((capacity,), alpha.dtype), uniforms)
+        return z.astype(jnp.int32)
+
+    def max_slots(self, n: int) -> int:
+        """n + 1: new clusters take the first empty slot, so n points never need more."""
+        return n + 1
+
+    def min_slots(self, n: int) -> int:
+        return 1
 
     def describe(self) -> str:
         return f"PitmanYor(discount={self.discount}, alpha={self.alpha})"

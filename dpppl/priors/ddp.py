@@ -47,12 +47,5 @@ class DDP(StickBreaking):
 
     name = "DDP"
 
-    @property
-    def model_class(self) -> type:
-        """The model class a ``z ~ DDP(...)`` line builds (:class:`dpppl.models.ddp.DDPModel`)."""
-        from dpppl.models.ddp import DDPModel
-
-        return DDPModel
-
 
 __all__ = ["DDP"]

@@ -42,7 +42,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-from dpppl.errors import ModelError
+from dpppl.core.expressions import Expr, parse_expression
+from dpppl.core.numerics import sample_index
+from dpppl.errors import DataError, ModelError
 
 StickParameter = Union[float, Sequence[float], Callable[[np.ndarray], Any], str, Any]
 """A number, a finite sequence (a_1, ..., a_L), a vectorised callable of the 1-based
@@ -76,8 +78,6 @@ def _kind(value) -> str:
 
 
 def _is_expr(value) -> bool:
-    from dpppl.core.expressions import Expr
-
     return isinstance(value, Expr)
 
 
@@ -92,8 +92,6 @@ def _normalise(value, what: str, prior: str):
             raise ModelError(f"{prior}: {what} must be a non-empty 1-D sequence, got shape {arr.shape}")
         return tuple(float(v) for v in arr)
     if kind == "expression" and isinstance(value, str):
-        from dpppl.core.expressions import parse_expression
-
         value = parse_expression(value)
     if kind == "expression":
         unknown = sorted(value.names() - {"i"})
@@ -221,8 +219,6 @@ class StickBreaking:
         d, theta = float(discount), float(alpha)
         if d == 0:
             return cls(a=1.0, b=theta)
-        from dpppl.core.expressions import parse_expression
-
         return cls(a=1.0 - d, b=parse_expression(f"{theta!r} + i * {d!r}"))
 
     @classmethod
@@ -364,9 +360,9 @@ class StickBreaking:
         """Prior E[pi_i] for i = 1..n and the log mass past n (footnote 2)."""
         return self.log_expected_weights(jnp.zeros(n, dtype))
 
-    # --------------------------------------------- the partition-prior protocol ---
+    # ------------------------------------------------------------- the log joint ---
     def log_eppf(self, counts, alpha=None):
-        """The prior term of the collapsed log joint (``kernels.state.log_joint``, the
+        """The prior term of the collapsed log joint (:meth:`dpppl.models.mixture.BoundModel.lp`, the
         ``lp`` that :func:`dpppl.sample` records): for this prior it is
         :meth:`log_prob_labels`, the probability of the *labelled* assignment with slot
         k = label k + 1, not an exchangeable partition probability. ``alpha`` is ignored."""
@@ -407,15 +403,37 @@ class StickBreaking:
     def log_prior_alpha(self, alpha):
         return jnp.zeros(())
 
+    # --------------------------------------------- the partition-prior protocol ---
+    moves = ()
+    """No move is appended: the sticks are integrated out and there is no concentration."""
+
+    def canonical(self, labels) -> np.ndarray:
+        """Labels are explicit (label k is stick k + 1): kept as given, checked to be
+        non-negative integers."""
+        labels = np.asarray(labels)
+        if labels.size and (labels.dtype.kind not in "iu" or labels.min() < 0):
+            raise DataError("labels of a stick-breaking prior must be non-negative integers "
+                            "(label k is stick k + 1)")
+        return labels.astype(np.int32)
+
+    def max_slots(self, n: int) -> int:
+        """:meth:`max_labels`: labels may lie past n + 1."""
+        return max(int(self.max_labels(n)), 2)
+
+    def min_slots(self, n: int) -> int:
+        """:meth:`initial_capacity`, so that growing (a recompilation) is rare."""
+        return self.initial_capacity(n)
+
     def describe(self) -> str:
         return f"{self.name}(a={_show(self.a)}, b={_show(self.b)})"
 
     # -------------------------------------------------------------------- sampling ---
-    def draw_labels(self, key, n: int, capacity: int, dtype=jnp.float64):
+    def draw_labels(self, key, n: int, capacity: int, alpha=None):
         """Labels (n,) in [0, capacity) drawn from the labelled prior by the prediction
-        rule (eq. 6), jittable. A draw past ``capacity`` (probability at most n times the
-        prior mass past it; see :meth:`labels_needed`) is put at the last slot."""
-        from dpppl.core.numerics import sample_index
+        rule (eq. 6), traceable; ``alpha`` is unused (there is no concentration) but fixes
+        the dtype. A draw past ``capacity`` (probability at most n times the prior mass
+        past it; see :meth:`labels_needed`) is put at the last slot."""
+        dtype = jnp.asarray(0.0 if alpha is None else alpha).dtype
 
         def seat(counts, u):
             log_w, log_rest = self.log_expected_weights(counts)
@@ -426,31 +444,11 @@ class StickBreaking:
         _, z = jax.lax.scan(seat, jnp.zeros((capacity,), dtype), uniforms)
         return z.astype(jnp.int32)
 
-    def sample_labels(self, n: int, rng) -> np.ndarray:
-        """Labels (0-based: label k + 1 is stick k + 1) of ``n`` points drawn from the
-        labelled prior by the prediction rule (eq. 6), with concrete labels in the tail."""
-        rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-        size = 16
-        counts = np.zeros(size)
-        labels = np.empty(n, np.int64)
-        for t in range(n):
-            while True:
-                log_w, log_rest = (np.asarray(v) for v in self.log_expected_weights(jnp.asarray(counts)))
-                p = np.exp(np.append(log_w, log_rest))
-                k = int(np.searchsorted(np.cumsum(p), rng.uniform() * p.sum(), side="right"))
-                if k < size:
-                    break
-                size *= 2
-                counts = np.concatenate([counts, np.zeros(size - counts.size)])
-            counts[k] += 1
-            labels[t] = k
-        return labels
-
 
 def refuse_labelled(prior, what: str) -> None:
     """Raise :class:`ModelError` when ``what`` (a function built on exchangeable seating
     weights) is given a prior on explicit labels."""
-    if getattr(prior, "labelled", False):
+    if prior.labelled:
         raise ModelError(f"{what} supports exchangeable partition priors (CRP, Pitman-Yor); "
                          f"{prior.describe()} is a prior on explicit labels, which it does not support")
 

@@ -94,6 +94,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
+from dpppl.dsl.parser import as_model
 from dpppl.errors import DataError, KernelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
     NormalKnownCov)
@@ -182,8 +183,6 @@ def map_search(model, data, heuristic: str = "inadmissible", beam: Optional[int]
     SearchResult
     """
     tic = time.perf_counter()
-    from dpppl.run.driver import _as_model
-
     if heuristic not in HEURISTICS:
         raise KernelError(f"map_search: heuristic must be one of {HEURISTICS}, got {heuristic!r}")
     if beam is not None and (isinstance(beam, bool) or not isinstance(beam, (int, np.integer)) or beam < 1):
@@ -191,7 +190,7 @@ def map_search(model, data, heuristic: str = "inadmissible", beam: Optional[int]
     if max_states is not None and (isinstance(max_states, bool) or not isinstance(max_states, (int, np.integer))
                                    or max_states < 1):
         raise KernelError(f"map_search: max_states must be None or an integer >= 1, got {max_states!r}")
-    bound = _as_model(model).bind(data)
+    bound = as_model(model).bind(data)
     refuse_labelled(bound.prior, "map_search")
     if heuristic != "inadmissible" and type(bound.family) not in _BOUNDS:
         raise KernelError(f"map_search: heuristic {heuristic!r} has no predictive bound for "

@@ -45,7 +45,7 @@ import numpy as np
 from scipy import stats as sps
 
 from dpppl.config import float_dtype
-from dpppl.simulate import depends_on_data, draw_alpha, draw_data, draw_partition
+from dpppl.simulate import depends_on_data, draw_alpha, draw_data
 from dpppl.families.base import segment_stats
 from dpppl.kernels.base import build
 from dpppl.core.state import PartitionState
@@ -154,15 +154,15 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
     family, prior = bound.family, bound.prior
     # a prior on explicit labels needs slots up to the labels drawn: enough that a label past
     # them has prior probability below 1e-9 (the chains cannot grow; overflow fails the test)
-    capacity = prior.labels_needed(num_points, 1e-9) if getattr(prior, "labelled", False) else num_points + 1
+    capacity = prior.labels_needed(num_points, 1e-9) if prior.labelled else num_points + 1
     names = TEST_FUNCTIONS if prior.alpha_is_random else TEST_FUNCTIONS[:-2]
-    if getattr(prior, "labelled", False):  # the law of the labels themselves, not only the partition
+    if prior.labelled:  # the law of the labels themselves, not only the partition
         names = names + ("label_1_share",)
 
     def forward(key):
         k_alpha, k_z, k_x = jax.random.split(key, 3)
         alpha = draw_alpha(prior, k_alpha, dtype)
-        z = draw_partition(prior, k_z, alpha, num_points, capacity)
+        z = prior.draw_labels(k_z, num_points, capacity, alpha)
         x = draw_data(family, k_x, z, capacity, num_trials).astype(dtype)
         return PartitionState(z, segment_stats(family, x, z, capacity), alpha, jnp.zeros((), bool), {}), x
 

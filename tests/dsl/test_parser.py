@@ -5,8 +5,8 @@ import pathlib
 import numpy as np
 import pytest
 
-from dpppl.dsl import DPMixture, PitmanYorMixture, load, parse
-from dpppl.dsl import PseudoParticleMixture, StickBreakingMixture
+from dpppl.dsl import load, parse
+from dpppl.models.mixture import DPMixture, PitmanYorMixture, PseudoParticleMixture, StickBreakingMixture
 from dpppl.models.mixture import DataDecl
 from dpppl.errors import ModelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,

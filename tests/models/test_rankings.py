@@ -12,11 +12,11 @@ from tests.helpers.mallows import MODEL_TEXT
 
 # ------------------------------------------------------------------------- data ---
 def test_rankings_from_names_and_arrays():
-    r = dpppl.models.rankings([["b", "a"], ["c"], ["a", "c", "b"]])
+    r = dpppl.rankings([["b", "a"], ["c"], ["a", "c", "b"]])
     assert r.items == ("a", "b", "c")
     np.testing.assert_array_equal(r.x, [[1, 0, -1], [2, -1, -1], [0, 2, 1]])
     assert list(r.lengths) == [2, 1, 3] and r.names(r.x[0]) == ["b", "a"]
-    r2 = dpppl.models.rankings([[3, 1]], n_items=5)
+    r2 = dpppl.rankings([[3, 1]], n_items=5)
     np.testing.assert_array_equal(r2.x, [[3, 1, -1, -1, -1]])
 
 
@@ -29,12 +29,12 @@ def test_rankings_from_names_and_arrays():
 ])
 def test_bad_rankings_name_the_row(rows, kwargs, message):
     with pytest.raises(DataError, match=message):
-        dpppl.models.rankings(rows, **kwargs)
+        dpppl.rankings(rows, **kwargs)
 
 
 def test_padding_rules_and_model_errors():
     with pytest.raises(DataError, match="ranking 0 has an item after the -1 padding"):
-        dpppl.models.rankings(np.array([[0, -1, 1]]))
+        dpppl.rankings(np.array([[0, -1, 1]]))
     model = dpppl.parse(MODEL_TEXT)
     with pytest.raises(KernelError, match="no closed-form marginal"):
         dpppl.sample(model, [[0, 1]], kernel="gibbs")

@@ -129,23 +129,23 @@ def test_thinning_and_fixed_alpha(two_blobs):
 
 
 def test_interrupted_run_keeps_its_draws(niw_model, two_blobs, monkeypatch):
-    from dpppl.run import driver as inference
+    from dpppl.run import runner
 
     x, _ = two_blobs
-    real = inference._Runner._chunk_fn
+    real = runner._chunk_function
     calls = {"n": 0}
 
-    def flaky(self, warmup, length, with_z, capacity):
-        fn = real(self, warmup, length, with_z, capacity)
+    def flaky(*spec):
+        fn = real(*spec)
 
         def wrapped(*args):
             calls["n"] += 1
-            if calls["n"] == 3:  # the first two chunks run one iteration each
+            if calls["n"] == 2:  # the first chunk runs one iteration
                 raise KeyboardInterrupt
             return fn(*args)
         return wrapped
 
-    monkeypatch.setattr(inference._Runner, "_chunk_fn", flaky)
+    monkeypatch.setattr(runner, "_chunk_function", flaky)
     with pytest.warns(RuntimeWarning, match="interrupted"):
         out = dpppl.sample(niw_model, x, num_warmup=0, num_samples=50, progress_bar=False)
     post = group(out, "posterior")
@@ -154,14 +154,14 @@ def test_interrupted_run_keeps_its_draws(niw_model, two_blobs, monkeypatch):
 
 
 def test_interrupt_during_warmup_reraises(niw_model, two_blobs, monkeypatch):
-    from dpppl.run import driver as inference
+    from dpppl.run import runner
 
-    def broken(self, *a):
+    def broken(*spec):
         def fn(*args):
             raise KeyboardInterrupt
         return fn
 
-    monkeypatch.setattr(inference._Runner, "_chunk_fn", broken)
+    monkeypatch.setattr(runner, "_chunk_function", broken)
     with pytest.raises(KeyboardInterrupt):
         dpppl.sample(niw_model, two_blobs[0], **RUN)
 

@@ -198,13 +198,13 @@ def test_max_states_stops_and_returns_the_greedy_pass():
 
 
 def test_init_search_starts_every_chain_from_the_search():
-    from dpppl.run.driver import initial_states
+    from dpppl.models.init import initial_states
     import jax
 
     model = dpppl.DPMixture(1.0, fam.NormalKnownCov(sigma2=0.5, mu0=0.0, tau2=9.0))
     x, _ = dpppl.datasets.gaussian_mixture(60, 2, 3, mean_scale=9.0, seed=4)
     found = dpppl.map_search(model, x, heuristic="inadmissible", beam=100)
-    states = initial_states(model.bind(x), "search", None, jax.random.split(jax.random.key(0), 3))
+    states = initial_states(model.bind(x), "search", jax.random.split(jax.random.key(0), 3))
     for z in np.asarray(states.z):
         assert np.array_equal(canonical(z), canonical(found.labels))
     idata = dpppl.sample(model, x, kernel="gibbs", init="search", num_warmup=0, num_samples=3, num_chains=2,

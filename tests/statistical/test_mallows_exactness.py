@@ -36,14 +36,14 @@ def _direct_chains(kernel, model, seed, num_chains, num_samples):
     step compiles once unbatched (about half the compile time of the driver's vmap over
     chains, which dominates this test's time). Capacity N + 1 never overflows.
     Returns labels (chains, draws after BURN_IN, N)."""
-    from dpppl.run.driver import initial_states
+    from dpppl.models.init import initial_states
     from dpppl.kernels.base import build
 
     bound = model.bind(HARNESS_X)
     kern = build(kernel, bound, num_gibbs=2, record_clusters=3)
     x = jnp.asarray(bound.x)
     k_init, k_run = jax.random.split(jax.random.key(seed))
-    states = initial_states(bound, "prior", None, jax.random.split(k_init, num_chains), capacity=x.shape[0] + 1)
+    states = initial_states(bound, "prior", jax.random.split(k_init, num_chains), capacity=x.shape[0] + 1)
 
     def chain(args):
         key, state = args

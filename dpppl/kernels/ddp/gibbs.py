@@ -49,6 +49,7 @@ import numbers
 import jax
 import jax.numpy as jnp
 
+from dpppl.models.ddp import DDPModel
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, register
 from dpppl.models.ddp_state import DEFAULT_NUM_AUX, seat, update_parameters, with_statistics
@@ -81,8 +82,6 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX) -> Kernel:
 
 def applies_to_ddp(model):
     """``applies`` of the DDP kernels: None for a DDP model, else why not."""
-    from dpppl.models.ddp import DDPModel
-
     if isinstance(model, DDPModel):
         return None
     return "it samples dependent DP mixtures over time (dpppl.DDPMixture, 'z ~ DDP(...)' with 'by t' data)"

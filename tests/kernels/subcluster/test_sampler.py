@@ -169,7 +169,7 @@ import json
 import jax, jax.numpy as jnp, numpy as np
 import dpppl
 from dpppl.kernels import build
-from dpppl.run.driver import initial_states
+from dpppl.models.init import initial_states
 
 x, _ = dpppl.datasets.load("w2", n=1001, num_clusters=4, seed=1)
 bound = dpppl.DPMixture(1.0, dpppl.NormalKnownCov()).bind(x)
@@ -177,7 +177,7 @@ xj = jnp.asarray(bound.x)
 draws, shardings = [], []
 for devices in (1, 4):
     kernel = build("subcluster", bound, devices=devices, block_size=128)
-    states = initial_states(bound, "single", None, jax.random.split(jax.random.key(0), 2), capacity=8)
+    states = initial_states(bound, "single", jax.random.split(jax.random.key(0), 2), capacity=8)
     states = jax.jit(jax.vmap(kernel.init, in_axes=(0, None)))(states, xj)
     step = jax.jit(jax.vmap(kernel.step, in_axes=(0, 0, None)))  # two chains, as dpppl.sample runs them
     z = []

@@ -1,0 +1,147 @@
+"""How chains start: the init strategies and the one capacity rule.
+
+:func:`dpppl.sample` and the NumPyro adapter both start chains here. An init strategy is a
+callable ``(target, keys, capacity) -> states`` (one state per key, batched along axis 0);
+the names ``"sequential"``, ``"single"``, ``"prior"`` and ``"search"`` (registered by
+:mod:`dpppl.search`) stand for the built-in ones, and labels given as an array start every
+chain from them. States are built by the target's own methods (seat, state from labels,
+prior draw), compiled once per target and capacity (:mod:`dpppl.core.compiled`).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpppl.core.compiled import compiled
+from dpppl.core.protocols import InitStrategy, Target
+from dpppl.core.state import PartitionState
+from dpppl.errors import DataError
+
+_STRATEGIES: dict[str, InitStrategy] = {}
+
+
+def register_init(name: str, strategy: InitStrategy) -> None:
+    """Make ``init=name`` mean ``strategy``."""
+    _STRATEGIES[name] = strategy
+
+
+def init_names() -> tuple[str, ...]:
+    return tuple(_STRATEGIES)
+
+
+def initial_slots(target: Target, labels_in_use: int, requested: int | None = None, *,
+                  growable: bool = True) -> int:
+    """The number of cluster slots a chain starts with.
+
+    ``requested`` when given (at least the labels in use); otherwise room for twice the
+    labels in use plus 8, at least 16 and at least the prior's own floor
+    (``target.min_slots()``: a stick-breaking prior's labels lie past N + 1). A run that
+    cannot grow its capacity (the NumPyro adapter, whose loop is NumPyro's) starts with
+    four times the labels in use, at least 64. Never more than ``target.max_slots()``.
+    """
+    if requested is not None and (isinstance(requested, bool) or not isinstance(requested, (int, np.integer))
+                                  or requested < 2):
+        raise ValueError(f"capacity must be an integer >= 2, got {requested!r}")
+    if requested is not None:
+        want = int(requested)
+    elif growable:
+        want = max(16, 2 * labels_in_use + 8, target.min_slots())
+    else:
+        want = max(64, 4 * labels_in_use, target.min_slots())
+    return int(max(min(want, target.max_slots()), labels_in_use))
+
+
+def grown_slots(target: Target, capacity: int) -> int:
+    """The capacity after a chain ran out of empty slots: doubled, at most ``target.max_slots()``."""
+    return int(min(2 * capacity, target.max_slots()))
+
+
+def from_labels(labels) -> InitStrategy:
+    """A strategy starting every chain from ``labels``: shape (N,) or (num_chains, N)."""
+
+    def strategy(target: Target, keys, capacity=None) -> PartitionState:
+        rows = check_labels(target, labels, len(keys))
+        cap = initial_slots(target, int(rows.max()) + 1, capacity)
+        return states_from_labels(target, keys, rows, cap)
+
+    return strategy
+
+
+def check_labels(target: Target, labels, num_chains: int) -> np.ndarray:
+    """Labels given by a user as (num_chains, N) integers the prior accepts."""
+    n = target.num_points
+    arr = np.asarray(labels)
+    if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(arr == np.round(arr))):
+        raise DataError(f"init labels must be integers, got dtype {arr.dtype}")
+    if arr.ndim == 1:
+        arr = np.broadcast_to(arr, (num_chains, arr.shape[0]))
+    if arr.shape != (num_chains, n):
+        raise DataError(f"init labels must have shape ({n},) or ({num_chains}, {n}), got {np.shape(labels)}")
+    return np.stack([target.prior.canonical(row.astype(np.int64)) for row in arr])
+
+
+def states_from_labels(target: Target, keys, labels, capacity: int) -> PartitionState:
+    build = compiled(("states_from_labels", target.fingerprint(), capacity), lambda: jax.jit(jax.vmap(
+        lambda k, lab: target.state_from_labels(k, lab, capacity))))
+    return build(keys, jnp.asarray(labels, jnp.int32))
+
+
+def sequential(target: Target, keys, capacity=None) -> PartitionState:
+    """Every point seated in a random order by the prior's weights times the predictive
+    (Liang et al. 2007, sec. 5.1); the capacity grows until no chain runs out of slots."""
+    cap = initial_slots(target, 8, capacity)
+    while True:
+        seat = compiled(("seat", target.fingerprint(), cap), lambda: jax.jit(jax.vmap(
+            lambda k: target.seat(k, target.empty_state(cap)))))
+        states = seat(keys)
+        if not np.any(np.asarray(states.overflow)) or cap >= target.max_slots():
+            return states
+        cap = grown_slots(target, cap)
+
+
+def single(target: Target, keys, capacity=None) -> PartitionState:
+    """Every point in one cluster."""
+    return states_from_labels(target, keys, np.zeros((len(keys), target.num_points), np.int32),
+                              initial_slots(target, 1, capacity))
+
+
+def prior(target: Target, keys, capacity=None) -> PartitionState:
+    """A partition drawn from the prior for each chain (the target's ``draw_labels``; a
+    labelled prior's rare draws past ``max(N + 1, target.min_slots())`` labels are put at
+    the last of them)."""
+    draw_slots = min(target.max_slots(), max(target.num_points + 1, target.min_slots()))
+    draw = compiled(("prior_labels", target.fingerprint(), draw_slots), lambda: jax.jit(jax.vmap(
+        lambda k: target.draw_labels(k, draw_slots))))
+    k_draw, k_state = jax.vmap(jax.random.split, out_axes=1)(keys)
+    labels = np.stack([target.prior.canonical(row) for row in np.asarray(draw(k_draw))])
+    return states_from_labels(target, k_state, labels, initial_slots(target, int(labels.max()) + 1, capacity))
+
+
+register_init("sequential", sequential)
+register_init("single", single)
+register_init("prior", prior)
+
+
+def resolve_init(init) -> tuple[InitStrategy, str]:
+    """``init`` (a registered name, a strategy callable or labels) as a strategy and the
+    name the run records."""
+    if isinstance(init, str):
+        if init not in _STRATEGIES:
+            raise ValueError(f"init must be one of {init_names()}, a callable or an array of labels, got {init!r}")
+        return _STRATEGIES[init], init
+    if callable(init):
+        return init, getattr(init, "__name__", "callable")
+    return from_labels(init), "labels"
+
+
+def initial_states(target: Target, init, keys, capacity: int | None = None) -> PartitionState:
+    """The initial state of every chain (one per key, batched along axis 0)."""
+    strategy, _ = resolve_init(init)
+    return strategy(target, keys, capacity)
+
+
+__all__ = ["check_labels", "from_labels", "grown_slots", "init_names", "initial_slots", "initial_states",
+           "prior", "register_init", "resolve_init", "sequential", "single", "states_from_labels"]
+

@@ -1,0 +1,187 @@
+"""The partition-kernel backend: chains run in chunks of steps compiled once per process.
+
+A chunk is ``n_iter`` steps of every chain (vmapped) in one jitted ``fori_loop`` that
+writes each step's record into a buffer of a length taken from a small fixed set
+(:data:`CHUNK_LENGTHS`), so a run of another length reuses the compiled chunk. The chunk
+function is kept per kernel, options, target (:meth:`~dpppl.core.protocols.Target.fingerprint`),
+phase and capacity (:mod:`dpppl.core.compiled`): a second run traces and compiles nothing.
+After each chunk the runner (1) grows the cluster capacity on the host and re-runs the
+chunk from the same keys when a chain ran out of empty slots (growth never changes the
+draws), (2) updates the progress bar, and (3) keeps the draws, so a run stopped with
+Ctrl-C returns what it has. Step t of chain c uses the key ``fold_in(chain_key[c], t)``:
+the same seed gives the same draws whatever the chunking.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpppl.core.compiled import compiled
+from dpppl.core.fingerprint import fingerprint
+from dpppl.core.protocols import Target
+from dpppl.core.state import grow, num_clusters
+from dpppl.errors import KernelError
+from dpppl.kernels.base import Kernel, build
+from dpppl.models.init import grown_slots, initial_states
+
+CHUNK_LENGTHS = (16, 256)
+"""Buffer lengths of a chunk (steps recorded per compiled call, at most)."""
+CHUNK_SECONDS = 0.5           # target wall time of one chunk (progress-bar refresh)
+CHUNK_BYTES = 256 * 2**20     # memory for one chunk's recorded draws
+
+
+def built_kernel(spec: str, target: Target, options: dict) -> tuple[Kernel, tuple]:
+    """The kernel ``spec`` with ``options`` for ``target``, built once per process, and
+    the key its compiled functions are kept under."""
+    key = ("kernel", spec, fingerprint(options), target.fingerprint())
+    return compiled(key, lambda: build(spec, target, **options)), key
+
+
+def _record(kern: Kernel, state, info, with_z: bool) -> dict:
+    rec = {"num_clusters": num_clusters(state).astype(jnp.int32), "alpha": state.alpha,
+           "lp": kern.log_joint(state), **info}
+    if with_z:
+        if kern.record is not None:
+            rec.update(kern.record(state))
+        rec["z"] = state.z
+    return rec
+
+
+def _chunk_function(kern: Kernel, kernel_key, warmup: bool, length: int, capacity: int):
+    with_z = not warmup
+    step = kern.warmup if warmup else kern.step
+
+    def per_chain(state, chain_key, start, n_iter, x):
+        def one(state, t):
+            state, info = step(jax.random.fold_in(chain_key, t), state, x)
+            return state, _record(kern, state, info, with_z)
+
+        shapes = jax.eval_shape(lambda s: one(s, 0)[1], state)
+        buf = jax.tree.map(lambda s: jnp.zeros((length,) + s.shape, s.dtype), shapes)
+
+        def body(t, carry):
+            state, buf = carry
+            state, rec = one(state, start + t)
+            return state, jax.tree.map(lambda b, r: b.at[t].set(r), buf, rec)
+
+        return jax.lax.fori_loop(0, n_iter, body, (state, buf))
+
+    return compiled(("chunk", kernel_key, warmup, length, capacity),
+                    lambda: jax.jit(jax.vmap(per_chain, in_axes=(0, 0, None, None, None))))
+
+
+def _chunk_length(iterations: int, max_len: int) -> int:
+    fits = [n for n in CHUNK_LENGTHS if n <= max_len]
+    if not fits:
+        return max_len
+    return next((n for n in fits if n >= iterations), fits[-1])
+
+
+def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
+                     num_chains: int, seed: int, init, capacity, thinning: int, progress_bar, **_):
+    """Run ``spec`` on ``target``; return (records, attrs, record_dims). Options of other
+    backends (``truncation``) are ignored."""
+    kern, kernel_key = built_kernel(spec, target, options)
+    x = jnp.asarray(target.x)
+    k_init, k_run = jax.random.split(jax.random.key(seed))
+    chain_keys = jax.random.split(k_run, num_chains)
+    states = initial_states(target, init, jax.random.split(k_init, num_chains), capacity)
+    if kern.init is not None:  # the kernel's carried values in state.aux
+        init_fn = compiled(("kernel_init", kernel_key), lambda: jax.jit(jax.vmap(kern.init, in_axes=(0, None))))
+        states = init_fn(states, x)
+    records, states, interrupted = _run(target, kern, kernel_key, states, chain_keys, x, num_warmup,
+                                        num_samples, thinning, progress_bar)
+    attrs = dict(kernel=spec, exact=kern.exact, interrupted=interrupted,
+                 final_capacity=int(states.stats.n.shape[-1]))
+    return records, attrs, kern.record_dims
+
+
+def _run(target, kern, kernel_key, states, chain_keys, x, num_warmup, num_samples, thinning, progress_bar):
+    total = num_warmup + num_samples
+    num_chains, n = chain_keys.shape[0], target.num_points
+    max_len = int(np.clip(CHUNK_BYTES // max(1, num_chains * (4 * n + 64)), 1, max(CHUNK_LENGTHS)))
+    kept: list[dict] = []
+    bar = _progress(total, progress_bar, kern.name)
+    t, per_iter, interrupted = 0, None, False
+    limit = target.max_slots()
+    try:
+        while t < total:
+            warmup = t < num_warmup
+            phase_end = num_warmup if warmup else total
+            length = _chunk_length(phase_end - (0 if warmup else num_warmup), max_len)
+            n_iter = 1 if per_iter is None else int(np.clip(CHUNK_SECONDS / per_iter, 1, length))
+            n_iter = min(n_iter, length, phase_end - t)
+            while True:
+                capacity = int(states.stats.n.shape[-1])
+                fn = _chunk_function(kern, kernel_key, warmup, length, capacity)
+                tic = time.perf_counter()
+                new_states, buf = fn(states, chain_keys, t, n_iter, x)
+                overflow = np.asarray(new_states.overflow)
+                # sizes the next chunk (one that compiled is slow: the next then runs one step)
+                per_iter = (time.perf_counter() - tic) / n_iter
+                if not overflow.any():
+                    break
+                if capacity >= limit:
+                    _check_label_limit(target, limit)
+                    break
+                states = grow(states, grown_slots(target, capacity))
+            states = new_states
+            host = jax.tree.map(lambda b: np.asarray(b)[:, :n_iter], buf)
+            if not warmup:
+                offset = t - num_warmup
+                keep = [j for j in range(n_iter) if (offset + j) % thinning == thinning - 1]
+                kept.append(jax.tree.map(lambda h: h[:, keep], host))
+            t += n_iter
+            if bar is not None:
+                bar.set_postfix_str(f"K={_fmt(host['num_clusters'][:, -1])} lp={_fmt(host['lp'][:, -1], '.1f')}"
+                                    + (" (warmup)" if warmup else ""))
+                bar.update(n_iter)
+    except KeyboardInterrupt:
+        interrupted = True
+        if not kept:
+            raise
+        warnings.warn(f"interrupted after {t} iterations: returning the {sum(k['lp'].shape[1] for k in kept)} "
+                      "draws kept so far", RuntimeWarning, stacklevel=4)
+    finally:
+        if bar is not None:
+            bar.close()
+    records = {k: _concatenate_padded([c[k] for c in kept]) for k in kept[0]}
+    return records, states, interrupted
+
+
+def _concatenate_padded(chunks):
+    """Concatenate chunks of draws (chain, draw, ...) along draws; per-slot arrays of chunks
+    run before the capacity grew are padded (NaN, or 0 for integers) to the widest."""
+    widest = tuple(max(c.shape[j] for c in chunks) for j in range(2, chunks[0].ndim))
+    fill = np.nan if np.issubdtype(chunks[0].dtype, np.floating) else 0
+    padded = [np.pad(c, [(0, 0), (0, 0)] + [(0, w - s) for w, s in zip(widest, c.shape[2:])],
+                     constant_values=fill) for c in chunks]
+    return np.concatenate(padded, axis=1)
+
+
+def _check_label_limit(target, limit):
+    raise KernelError(f"a move drew a label past {limit}, the most slots dpppl gives a "
+                      f"{target.prior.describe()} prior on {target.num_points} points; its tail is too heavy to "
+                      f"sample on explicit labels: use a finite sequence of sticks (ending with b_L = 0)")
+
+
+def _fmt(values, spec="d"):
+    values = np.atleast_1d(values)
+    return "/".join(format(v.item() if spec == "d" else float(v), spec) for v in values[:4]) + (
+        "/..." if values.size > 4 else "")
+
+
+def _progress(total, show, name):
+    if not show:
+        return None
+    from tqdm.auto import tqdm  # noqa: PLC0415  (tqdm only when a bar is shown)
+
+    return tqdm(total=total, desc=f"dpppl {name}", unit="it", dynamic_ncols=True)
+
+
+__all__ = ["CHUNK_LENGTHS", "built_kernel", "sample_partition"]

@@ -1,0 +1,3 @@
+"""The version of dpppl, in one place (read by the package metadata too)."""
+
+__version__ = "0.1.0"
