@@ -21,6 +21,17 @@ import argparse
 import ast
 import sys
 
+import numpy as np
+
+import dpppl
+from dpppl.analysis.plots import plot_command
+from dpppl.datasets.bundled import available as available_datasets
+from dpppl.datasets.files import read_data, read_rankings
+from dpppl.diagnostics.arviz_compat import az, group
+from dpppl.errors import DPPPLError
+from dpppl.kernels import available as available_kernels
+from dpppl.kernels import entry
+
 LABEL_INVARIANT = ("num_clusters", "largest_cluster", "entropy", "alpha")
 SUMMARY_RANKS = 4  # cluster_sizes shown by `dpppl summary`: the largest few clusters
 
@@ -87,10 +98,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def summary_text(idata) -> str:
     """A short summary of a run: model, kernel, draws, and label-invariant statistics."""
-    import numpy as np
-
-    from dpppl.diagnostics.arviz_compat import az, group
-
     post = group(idata, "posterior")
     stats = group(idata, "sample_stats")
     attrs = dict(post.attrs)
@@ -116,8 +123,6 @@ def summary_text(idata) -> str:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    from dpppl.errors import DPPPLError
-
     try:
         return _run(args)
     except (DPPPLError, FileNotFoundError, ValueError) as e:
@@ -127,27 +132,15 @@ def main(argv=None) -> int:
 
 def _run(args) -> int:
     if args.command == "kernels":
-        from dpppl.kernels import available, entry
-
-        for name in available():
-            if name == "nuts":
-                print(f"{'nuts':<14} approximate  NumPyro NUTS on the truncated stick-breaking model")
-                continue
+        for name in available_kernels():
             e = entry(name)
             print(f"{name:<14} {'exact      ' if e.exact else 'approximate'}  {e.description}")
         return 0
     if args.command == "datasets":
-        from dpppl.datasets.bundled import available
-
-        for name, text in available().items():
+        for name, text in available_datasets().items():
             print(f"{name:<10} {text}")
         return 0
     if args.command == "search":
-        import numpy as np
-
-        import dpppl
-        from dpppl.datasets.files import read_data
-
         beam = None if args.beam.lower() == "none" else int(args.beam)
         result = dpppl.map_search(dpppl.load(args.model), read_data(args.data), heuristic=args.heuristic,
                                   beam=beam, order=args.order, seed=args.seed)
@@ -160,13 +153,8 @@ def _run(args) -> int:
             print(f"wrote {args.out}")
         return 0
     if args.command == "sample":
-        import dpppl
-        from dpppl.datasets.files import read_data
-
         model = dpppl.load(args.model)
         if model.data.kind == "ranking":  # lists of item names, or indices padded with -1
-            from dpppl.datasets.files import read_rankings
-
             x = read_rankings(args.data)
         else:
             x = read_data(args.data)
@@ -179,8 +167,6 @@ def _run(args) -> int:
             idata.to_netcdf(args.out)
             print(f"\nwrote {args.out}")
         return 0
-    from dpppl.diagnostics.arviz_compat import az
-
     idata = az.from_netcdf(args.run)
     if args.command == "summary":
         print(summary_text(idata))
@@ -191,14 +177,10 @@ def _run(args) -> int:
     import matplotlib.pyplot as plt
 
     if args.kind not in ("trace", "autocorr"):
-        from dpppl.analysis.plots import plot_command
-
         runs = {args.run: idata, **{path: az.from_netcdf(path) for path in args.compare}}
         plot_command(args.kind, runs, args.out, estimate=args.estimate)
         print(f"wrote {args.out}")
         return 0
-    from dpppl.diagnostics.arviz_compat import group
-
     post = group(idata, "posterior")
     names = args.var or [v for v in LABEL_INVARIANT if v in post]
     missing = [v for v in names if v not in post]

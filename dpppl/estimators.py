@@ -16,8 +16,12 @@ import inspect
 
 import numpy as np
 
+from dpppl.analysis.partitions import point_estimate, posterior_draws
+from dpppl.analysis.predict import Predictor, alpha_draws
 from dpppl.families import NormalGamma, NormalInverseWishart
+from dpppl.models.mixture import DPMixture
 from dpppl.priors import Gamma
+from dpppl.run.driver import sample
 
 COVARIANCE_TYPES = ("full", "diag")
 
@@ -86,8 +90,6 @@ class DPGaussianMixture:
 
     # ----- fitting ------------------------------------------------------------------------
     def _model(self):
-        from dpppl.models.mixture import DPMixture
-
         if self.covariance_type not in COVARIANCE_TYPES:
             raise ValueError(f"covariance_type must be one of {COVARIANCE_TYPES}, got {self.covariance_type!r}")
         component = NormalInverseWishart() if self.covariance_type == "full" else NormalGamma()
@@ -96,9 +98,6 @@ class DPGaussianMixture:
 
     def fit(self, X, y=None):
         """Sample the posterior of the clustering of ``X`` (N, D); ``y`` is ignored."""
-        from dpppl.run.driver import sample
-        from dpppl.analysis.partitions import point_estimate, posterior_draws
-        from dpppl.analysis.predict import Predictor, alpha_draws
 
         model = self._model()
         bound = model.bind(X)

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 import dpppl
-from dpppl.diagnostics.association import upper_entries
+from dpppl.analysis.association import upper_entries
 
 FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
 SETTINGS = {"without moves": "ddp", "with moves": "ddp+ddpswap"}

@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import dpppl  # noqa: E402
-from dpppl.analysis import expected_num_clusters  # noqa: E402
+from dpppl.simulate import expected_num_clusters  # noqa: E402
 
 FIGURES = Path(__file__).resolve().parent.parent / "figures"
 

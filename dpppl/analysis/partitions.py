@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpppl.diagnostics.arviz_compat import group as get_group
 from dpppl.errors import DataError
 from dpppl.core.state import canonical_labels
 from dpppl.diagnostics.summaries import as_label_array, compact_labels
@@ -83,8 +84,6 @@ def is_inference_data(source) -> bool:
 
 def run_variable(idata, name, group="posterior") -> np.ndarray:
     """Variable ``name`` of ``group`` as an array; DataError naming what is missing."""
-    from dpppl.diagnostics.arviz_compat import group as get_group
-
     try:
         ds = get_group(idata, group)
     except (KeyError, AttributeError):

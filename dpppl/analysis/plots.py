@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpppl.diagnostics.arviz_compat import group
 from dpppl.errors import DataError
 from dpppl.analysis.partitions import (is_inference_data, run_variable, coclustering, point_estimate,
     posterior_draws)
@@ -110,8 +111,6 @@ def plot_clusters(idata, estimate=None, data=None, columns=(0, 1), ax=None):
 
 
 def _observed(idata):
-    from dpppl.diagnostics.arviz_compat import group
-
     obs = group(idata, "observed_data")
     if not obs.data_vars:
         raise DataError("the InferenceData has no observed data; pass data=")
@@ -120,9 +119,9 @@ def _observed(idata):
 
 def _run_var(source, name):
     """``name`` from a run's posterior or a prior simulation's prior group."""
-    for group in ("posterior", "prior"):
+    for group_name in ("posterior", "prior"):
         try:
-            return run_variable(source, name, group=group)
+            return run_variable(source, name, group=group_name)
         except DataError:
             continue
     raise DataError(f"the InferenceData has no '{name}' in a 'posterior' or 'prior' group")

@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpppl.diagnostics.arviz_compat import group
 from dpppl.dsl.parser import as_model
 from dpppl.models.mixture import BoundModel, validate_data
 from dpppl.errors import DataError
@@ -85,8 +86,6 @@ def bind_to_run(model, idata) -> BoundModel:
 
 def alpha_draws(idata, bound: BoundModel) -> np.ndarray:
     """The concentration of every draw (S,): sampled values, or the fixed alpha."""
-    from dpppl.diagnostics.arviz_compat import group
-
     post = group(idata, "posterior")
     if "alpha" in post:
         return np.asarray(post["alpha"], dtype=float).reshape(-1)

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpppl.core.expressions import data_environment, evaluate
 from dpppl.errors import DataError
 
 Stats = Any  # a NamedTuple of arrays with first field ``n``
@@ -228,8 +229,6 @@ def resolve_fields(family: Family, x: np.ndarray, defaults: dict[str, Any]) -> d
         if value is None:
             value = defaults[f.name]
         if not isinstance(value, (int, float, np.ndarray, list, tuple)):  # an expression
-            from dpppl.core.expressions import data_environment, evaluate
-
             env = env if env is not None else data_environment(x)
             value = evaluate(value, env)
         out[f.name] = np.asarray(value, dtype=float)

@@ -132,7 +132,7 @@ def resolve_init(init) -> tuple[InitStrategy, str]:
             raise ValueError(f"init must be one of {init_names()}, a callable or an array of labels, got {init!r}")
         return _STRATEGIES[init], init
     if callable(init):
-        return init, getattr(init, "__name__", "callable")
+        return init, next((name for name, known in _STRATEGIES.items() if known is init), "callable")
     return from_labels(init), "labels"
 
 

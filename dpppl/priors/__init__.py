@@ -1,7 +1,9 @@
 """Partition priors: the Chinese restaurant process (DP), Pitman-Yor, and
-stick-breaking priors with arbitrary (a_i, b_i) on explicit labels."""
+stick-breaking priors with arbitrary (a_i, b_i) on explicit labels, and the DDP's sticks.
+Each implements :class:`dpppl.core.protocols.PartitionPrior`."""
 
-from dpppl.priors.crp import CRP, Gamma, PitmanYor, PartitionPrior
+from dpppl.priors.crp import CRP, Gamma, PitmanYor
+from dpppl.priors.ddp import DDP
 from dpppl.priors.stick_breaking import StickBreaking
 
-__all__ = ["CRP", "Gamma", "PitmanYor", "PartitionPrior", "StickBreaking"]
+__all__ = ["CRP", "DDP", "Gamma", "PitmanYor", "StickBreaking"]

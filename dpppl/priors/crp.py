@@ -161,5 +161,3 @@ class CRP(PitmanYor):
     def describe(self) -> str:
         return f"CRP(alpha={self.alpha})"
 
-
-PartitionPrior = PitmanYor

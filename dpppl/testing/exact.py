@@ -42,7 +42,8 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import special, stats
 
-from dpppl.models.mixture import Model
+from dpppl import families as fam
+from dpppl.models.mixture import DPMixture, Model, PitmanYorMixture
 from dpppl.families.base import cluster_log_marginals
 from dpppl.priors.crp import Gamma
 
@@ -282,7 +283,7 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     """
     bound = model.bind(x)
     family, prior, n = bound.family, bound.prior, bound.num_points
-    if getattr(prior, "labelled", False) and partition_log_prior is None:
+    if prior.labelled and partition_log_prior is None:
         raise ValueError("exact_posterior: a prior on explicit labels has no EPPF here; use "
                          "dpppl.testing.labelled.exact_labelled_posterior")
     if n > MAX_POINTS:
@@ -869,9 +870,6 @@ def small_datasets() -> list:
     -------
     list of ExactCase
     """
-    from dpppl import families as fam
-    from dpppl.models.mixture import DPMixture, PitmanYorMixture
-
     def case(name, model, x, description):
         return ExactCase(name, model, np.asarray(x, dtype=float), description)
 

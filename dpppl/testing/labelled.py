@@ -39,8 +39,7 @@ import numpy as np
 from scipy import special
 
 from dpppl.models.mixture import Model
-from dpppl.testing.exact import (ExactPosterior, HarnessResult, QuantityCheck, _partition_law_check,
-    check_kernel_samples, exact_posterior)
+from dpppl.testing.exact import (ExactPosterior, HarnessResult, QuantityCheck, _partition_law_check, check_kernel_samples, exact_posterior, partition_index)
 
 MAX_TRUNCATION = 2**14
 
@@ -156,7 +155,7 @@ def exact_labelled_posterior(model: Model, x, max_label: int = 4, *, tol: float 
     assignments of ``x`` (at most 7 points), with labels 1..``max_label`` listed one by
     one and the rest lumped (module docstring)."""
     prior = model.prior
-    if not getattr(prior, "labelled", False):
+    if not prior.labelled:
         raise ValueError("exact_labelled_posterior needs a stick-breaking (labelled) prior")
     n = model.bind(x).num_points
     if n > 7:
@@ -171,8 +170,6 @@ def exact_labelled_posterior(model: Model, x, max_label: int = 4, *, tol: float 
     z = np.array(list(itertools.product(range(max_label), repeat=n)), dtype=np.int64)
     counts = (z[:, :, None] == np.arange(max_label)[None, None, :]).sum(axis=1).astype(float)
     log_p_labels = np.asarray(jax.jit(jax.vmap(prior.log_prob_labels))(jnp.asarray(counts)))
-    from dpppl.testing.exact import partition_index
-
     index = partition_index(z, n)
     part_counts = (parts.partitions[:, :, None] == np.arange(n)[None, None, :]).sum(axis=1)
     log_w, _, _ = stick_breaking_log_eppf(prior, part_counts, tol=tol)

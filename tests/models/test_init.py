@@ -1,0 +1,60 @@
+"""Init strategies and the one capacity rule, shared by dpppl.sample and the NumPyro adapter."""
+
+import jax
+import numpy as np
+import pytest
+
+import dpppl
+from dpppl.diagnostics.arviz_compat import group
+from dpppl.errors import DataError
+from dpppl.models.init import check_labels, grown_slots, initial_slots, initial_states, resolve_init, sequential
+from tests.helpers.stick_breaking import FIG1_PRIOR, NKC
+
+
+def test_capacity_rule(niw_model, two_blobs):
+    target = niw_model.bind(two_blobs[0])  # 30 points: at most 31 slots
+    assert initial_slots(target, 1) == 16
+    assert initial_slots(target, 8) == 24
+    assert initial_slots(target, 20) == 31
+    assert initial_slots(target, 3, requested=5) == 5
+    assert initial_slots(target, 9, requested=5) == 9  # never fewer than the labels in use
+    assert initial_slots(target, 1, growable=False) == 31
+    assert grown_slots(target, 16) == 31
+    with pytest.raises(ValueError, match="capacity"):
+        initial_slots(target, 1, requested=1)
+
+
+def test_a_labelled_prior_starts_with_room_for_its_tail():
+    model = dpppl.StickBreakingMixture(*FIG1_PRIOR, component=NKC)
+    target = model.bind(np.linspace(-1, 1, 10))
+    assert initial_slots(target, 1) >= target.prior.initial_capacity(10)
+    assert target.max_slots() > 11  # labels may lie past N + 1
+
+
+def test_init_strategies_by_name_callable_and_labels(niw_model, two_blobs):
+    x, truth = two_blobs
+    target = niw_model.bind(x)
+    keys = jax.random.split(jax.random.key(0), 2)
+    assert resolve_init("sequential") == (sequential, "sequential")
+    assert resolve_init(sequential) == (sequential, "sequential")
+    states = initial_states(target, truth + 5, keys)  # relabelled 0..K-1 by first appearance
+    assert np.array_equal(np.asarray(states.z), np.stack([truth, truth]))
+
+    def halves(target, keys, capacity):
+        return initial_states(target, np.repeat([0, 1, 2], 10), keys, capacity)
+
+    idata = dpppl.sample(niw_model, x, init=halves, num_warmup=0, num_samples=1, seed=2, progress_bar=False)
+    assert group(idata, "posterior").attrs["init"] == "callable"
+    with pytest.raises(ValueError, match="init must be one of"):
+        resolve_init("sequentail")
+    with pytest.raises(DataError, match="shape"):
+        check_labels(target, np.zeros(29, int), 2)
+
+
+def test_prior_init_draws_partitions_from_the_prior(niw_model, two_blobs):
+    target = niw_model.bind(two_blobs[0])
+    states = initial_states(target, "prior", jax.random.split(jax.random.key(1), 200))
+    k = np.asarray((states.stats.n > 0).sum(axis=1))
+    # CRP(alpha = E[alpha] = 1) on 30 points: E[K] = sum_i 1 / i = 3.99, sd about 1.4
+    expected = dpppl.simulate.expected_num_clusters(dpppl.CRP(1.0), 30)
+    assert abs(k.mean() - expected) < 4 * 1.4 / np.sqrt(200)

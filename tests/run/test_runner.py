@@ -1,0 +1,58 @@
+"""The partition-kernel backend: steps traced and compiled once per process, chunk
+lengths from a fixed set, the same draws whatever was compiled before."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import dpppl
+from dpppl.diagnostics.arviz_compat import group
+from dpppl.kernels import base
+from dpppl.kernels.gibbs import build_gibbs_kernel
+from dpppl.run import runner
+
+
+@pytest.fixture
+def counting_kernel(monkeypatch):
+    """A kernel 'counted' (collapsed Gibbs) whose step counts how often it is traced."""
+    traces = {"n": 0}
+
+    def factory(bound_model):
+        kern = build_gibbs_kernel(bound_model)
+
+        def step(rng_key, state, x):
+            traces["n"] += 1  # runs while JAX traces the step, never when a compiled step runs
+            return kern.step(rng_key, state, x)
+
+        return dataclasses.replace(kern, name="counted", step=step)
+
+    monkeypatch.setitem(base._REGISTRY, "counted", base.KernelEntry(
+        "counted", factory, True, "collapsed Gibbs that counts its traces", base.exchangeable_prior_only))
+    return traces
+
+
+def test_a_second_run_traces_nothing(counting_kernel, niw_model, two_blobs):
+    x, _ = two_blobs
+    # a model of its own, so no earlier test compiled these steps
+    model = dpppl.DPMixture(0.9, niw_model.component)
+    first = dpppl.sample(model, x, kernel="counted", num_warmup=3, num_samples=7, seed=5, progress_bar=False)
+    traced = counting_kernel["n"]
+    assert traced > 0
+    second = dpppl.sample(model, x, kernel="counted", num_warmup=3, num_samples=7, seed=5, progress_bar=False)
+    assert counting_kernel["n"] == traced
+    assert np.array_equal(group(first, "posterior")["z"].values, group(second, "posterior")["z"].values)
+    # another length from the same set of chunk lengths, another seed: still nothing traced
+    dpppl.sample(model, x, kernel="counted", num_warmup=2, num_samples=11, seed=6, progress_bar=False)
+    assert counting_kernel["n"] == traced
+    # other data: the kernel's constants may differ, so it is traced again
+    dpppl.sample(model, x + 1.0, kernel="counted", num_warmup=3, num_samples=7, seed=5, progress_bar=False)
+    assert counting_kernel["n"] > traced
+
+
+def test_chunk_lengths_come_from_a_fixed_set():
+    for iterations in (1, 5, 16, 17, 200, 1000, 10**6):
+        assert runner._chunk_length(iterations, 10**9) in runner.CHUNK_LENGTHS
+    assert runner._chunk_length(5, 10**9) == min(runner.CHUNK_LENGTHS)
+    assert runner._chunk_length(10**6, 10**9) == max(runner.CHUNK_LENGTHS)
+    assert runner._chunk_length(100, 3) == 3  # memory allows fewer steps per chunk than any length
