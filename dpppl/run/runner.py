@@ -4,7 +4,8 @@ A chunk is ``n_iter`` steps of every chain (vmapped) in one jitted ``fori_loop``
 writes each step's record into a buffer of a length taken from a small fixed set
 (:data:`CHUNK_LENGTHS`), so a run of another length reuses the compiled chunk. The chunk
 function is kept per kernel, options, target (:meth:`~dpppl.core.protocols.Target.fingerprint`),
-phase and capacity (:mod:`dpppl.core.compiled`): a second run traces and compiles nothing.
+phase and capacity (:mod:`dpppl.core.compiled`): a second run traces and compiles nothing,
+and its trace is kept on disk (:class:`~dpppl.core.compiled.Exported`) for new processes.
 After each chunk the runner (1) grows the cluster capacity on the host and re-runs the
 chunk from the same keys when a chain ran out of empty slots (growth never changes the
 draws), (2) updates the progress bar, and (3) keeps the draws, so a run stopped with
@@ -21,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.core.compiled import compiled
+from dpppl.core.compiled import Exported, compiled
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.protocols import Target
 from dpppl.core.state import grow, num_clusters
@@ -56,7 +57,9 @@ def _chunk_function(kern: Kernel, kernel_key, warmup: bool, length: int, capacit
     with_z = not warmup
     step = kern.warmup if warmup else kern.step
 
-    def per_chain(state, chain_key, start, n_iter, x):
+    def per_chain(state, chain_key_data, start, n_iter, x):
+        chain_key = jax.random.wrap_key_data(chain_key_data)
+
         def one(state, t):
             state, info = step(jax.random.fold_in(chain_key, t), state, x)
             return state, _record(kern, state, info, with_z)
@@ -71,8 +74,9 @@ def _chunk_function(kern: Kernel, kernel_key, warmup: bool, length: int, capacit
 
         return jax.lax.fori_loop(0, n_iter, body, (state, buf))
 
-    return compiled(("chunk", kernel_key, warmup, length, capacity),
-                    lambda: jax.jit(jax.vmap(per_chain, in_axes=(0, 0, None, None, None))))
+    key = ("chunk", kernel_key, warmup, length, capacity)
+    return compiled(key, lambda: Exported(key, jax.vmap(per_chain, in_axes=(0, 0, None, None, None)),
+                                          lambda states, *_: jax.tree.structure(states)))
 
 
 def _chunk_length(iterations: int, max_len: int) -> int:
@@ -89,7 +93,7 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
     kern, kernel_key = built_kernel(spec, target, options)
     x = jnp.asarray(target.x)
     k_init, k_run = jax.random.split(jax.random.key(seed))
-    chain_keys = jax.random.split(k_run, num_chains)
+    chain_keys = jax.random.key_data(jax.random.split(k_run, num_chains))
     states = initial_states(target, init, jax.random.split(k_init, num_chains), capacity)
     if kern.init is not None:  # the kernel's carried values in state.aux
         init_fn = compiled(("kernel_init", kernel_key), lambda: jax.jit(jax.vmap(kern.init, in_axes=(0, None))))
@@ -120,7 +124,7 @@ def _run(target, kern, kernel_key, states, chain_keys, x, num_warmup, num_sample
                 capacity = int(states.stats.n.shape[-1])
                 fn = _chunk_function(kern, kernel_key, warmup, length, capacity)
                 tic = time.perf_counter()
-                new_states, buf = fn(states, chain_keys, t, n_iter, x)
+                new_states, buf = fn(states, chain_keys, np.int32(t), np.int32(n_iter), x)
                 overflow = np.asarray(new_states.overflow)
                 # sizes the next chunk (one that compiled is slow: the next then runs one step)
                 per_iter = (time.perf_counter() - tic) / n_iter
