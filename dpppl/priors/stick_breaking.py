@@ -450,7 +450,7 @@ class StickBreaking:
 def refuse_labelled(prior, what: str) -> None:
     """Raise :class:`ModelError` when ``what`` (a function built on exchangeable seating
     weights) is given a prior on explicit labels."""
-    if getattr(prior, "labelled", False):
+    if prior.labelled:
         raise ModelError(f"{what} supports exchangeable partition priors (CRP, Pitman-Yor); "
                          f"{prior.describe()} is a prior on explicit labels, which it does not support")
 
