@@ -1,91 +1,22 @@
 """Split-merge Metropolis-Hastings moves: SAMS (Dahl 2003) and restricted Gibbs (Jain & Neal 2004).
 
-Target. With the component parameters integrated out, the posterior of a partition C is
-
-    pi(C) ∝ p(C | alpha) prod_{c in C} m(x_c),
-
-p(C | alpha) the prior's EPPF (``prior.log_eppf``) and m(x_c) the family's marginal
-likelihood (``family.log_marginal``). A split of a cluster c (size n_c) into c_i and c_j
-(sizes a + b = n_c) when C has K clusters changes the Pitman-Yor EPPF (discount d,
-strength alpha; :mod:`dpppl.priors.crp`) by
-
-    p(C_split) / p(C) = (alpha + K d) Gamma(a - d) Gamma(b - d) / (Gamma(1 - d) Gamma(n_c - d)):
-
-the factor prod_{j<K}(alpha + j d) gains the term j = K, the rising factorials
-(1 - d)_{n - 1} = Gamma(n - d) / Gamma(1 - d) of c are replaced by those of c_i and c_j,
-and the normaliser (alpha + 1)_{N-1} does not change. With d = 0 this is the ratio
-alpha (a - 1)! (b - 1)! / (n_c - 1)! of Jain & Neal (2004) for the Dirichlet
-process; a merge of two clusters of C (K clusters) has the reciprocal ratio with K - 1 in
-place of K. The code takes the difference of ``prior.log_eppf`` before and after the
-move, which is this ratio for any exchangeable prior the library implements.
-
-Metropolis-Hastings (Jain & Neal 2004). Two distinct points i, j are chosen
-uniformly. If they share a cluster, a split C_split is proposed that separates them;
-otherwise the merge C_merge of their two clusters. The move is accepted with probability
+The target is the collapsed posterior of partitions, pi(C) ∝ p(C | alpha) prod_{c in C} m(x_c)
+(``prior.log_eppf`` times ``family.log_marginal``). Two distinct points i, j are chosen
+uniformly; if they share a cluster a split C* separating them is proposed, else the merge C*
+of their two clusters, accepted with probability
 
     a(C*, C) = min[1, q(C | C*) pi(C*) / (q(C* | C) pi(C))],
 
-where q(C_merge | C) = q(C | C_split) = 1 (a merge is deterministic) and the split
-probability q(C_split | C) comes from the proposal mechanism below. For a merge, q(C |
-C_merge) is the probability that the same mechanism, started from the merged cluster
-with the same i, j and the same auxiliary random numbers, would produce exactly the
-current two clusters. S denotes the other members of the cluster(s) of i and j.
-
-``method="sams"`` - the sequentially-allocated merge-split sampler (Dahl 2003). Start from
-c_i = {i}, c_j = {j} and allocate the points of S one at a time in a uniformly random
-order, each with probability proportional to its prior seating weight times its
-posterior predictive given the points allocated so far:
-
-    P(k -> c_i) = (|c_i| - d) p(x_k | x_{c_i}) / sum_{c in {c_i, c_j}} (|c| - d) p(x_k | x_c),
-
-q(C_split | C) being the product of these probabilities along the order. With d = 0 the
-weights are Dahl's cluster sizes; for Pitman-Yor they are the weights of
-``prior.log_seat_weights``. A merge evaluates the same product with each point forced to
-its current side.
-
-``method="restricted_gibbs"`` - Jain & Neal (2004), the conjugate case. A launch
-state is built: i stays in its cluster's slot, j goes to a new slot (split) or stays in
-its own (merge), each point of S is put in one of the two uniformly at random, and
-``num_restricted_scans`` restricted Gibbs scans follow, each point of S being drawn from
-
-    P(k -> c) ∝ (n_{-k, c} - d) p(x_k | x_{c, -k}),   c in {c_i^launch, c_j^launch},
-
-its full conditional given that it joins one of the two clusters. A split is one more
-restricted scan from the launch state; q(C_split | C) is the product of that scan's
-conditional probabilities. For a merge, q(C | C_merge) is the product of the
-probabilities that this final scan, from the launch state, puts each point of S on its
-current side. The launch depends only on i, j, S and random numbers drawn independently
-of the state, so it is the same in the two directions and cancels.
-
-Both directions use the same auxiliary random numbers (the order of S, the launch
-assignment, the scans' uniforms), whose law does not depend on the state: for each value
-of them the move is a Metropolis-Hastings step reversible with respect to pi, so the mixture
-is too. The order of S is the order of its points in a uniformly random permutation of all
-N points, drawn once per step and shared by the step's proposals: for a fixed permutation
-each proposal is such a reversible step, so their product leaves pi invariant, and so
-does its mixture over permutations. The order of S is therefore uniformly random, as in
-Dahl (2003).
-
-Implementation. Everything is traced once under ``jit`` with static shapes. The step
-draws its permutation by sorting N uniforms (O(N log N), once per step); a proposal
-compacts the members of the two clusters, in permutation order, to the front of an index
-array of length N (O(N)), and a loop whose trip count is |S| visits them, updating the
-sufficient statistics of the two candidate clusters incrementally and recomputing the
-predictive quantities of those two rows only: a SAMS proposal costs O(N + C) vector work
-plus |S| sequential steps of O(D^3) (NIW) or O(D) (diagonal families); restricted Gibbs
-costs ``num_restricted_scans + 1`` such passes. A split takes the first empty slot for
-c_j; if there is none, the state's ``overflow`` flag is set and the split rejected (the
-driver grows the capacity and re-runs from the same keys). All random numbers have shapes that depend on N and
-the options only, never on the capacity. The statistics of a merged cluster are the sum
-of the two rows; the slot it frees is set to exact zeros.
-
-References
-----------
-D. B. Dahl, "An improved merge-split sampler for conjugate Dirichlet process mixture
-models", Technical Report 1086, Department of Statistics, University of Wisconsin-Madison,
-2003.
-S. Jain and R. M. Neal, "A split-merge Markov chain Monte Carlo procedure for the
-Dirichlet process mixture model", J. Comput. Graph. Statist. 13(1), 158-182, 2004.
+a merge being deterministic. For the DP a split of c (n_c points) into sizes a and b has prior
+ratio alpha (a - 1)! (b - 1)! / (n_c - 1)! (Jain & Neal 2004); the code takes the difference of
+``log_eppf``, which covers Pitman-Yor. ``method="sams"`` allocates the other members S one at a
+time in random order by seating weight times predictive (Dahl 2003); ``"restricted_gibbs"``
+builds a random launch state, runs ``num_restricted_scans`` restricted Gibbs scans, and the
+split is one more scan. q(C | C*) of a merge is the probability that the same mechanism, with
+the same auxiliary random numbers (whose law does not depend on the state), gives the current
+two clusters, so each proposal is reversible. The Pitman-Yor ratio, the allocation and scan
+probabilities, the reversibility argument and the implementation and its cost are in
+``docs/kernels/splitmerge.md`` ("Design notes").
 """
 
 from __future__ import annotations

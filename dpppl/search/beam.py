@@ -1,82 +1,20 @@
 """MAP search for DP mixtures: A* and beam search over clusterings of prefixes (Daumé 2007).
 
-The points are put in a fixed order x_1..x_N. A search state is a clustering c0 of the
-first N0 points; its children seat point N0 + 1 in one of the K0 clusters of c0 or in a
-new one (Daumé 2007, Fig. 1). A max-queue holds states scored by g(c0), an estimate of
-the best log joint of any completion c of c0,
+The points are put in a fixed order x_1..x_N. A search state is a clustering c0 of the first
+N0 points; its children seat point N0 + 1 in one of the K0 clusters of c0 or in a new one
+(Fig. 1). A max-queue holds states scored by g(c0), an estimate of the best log joint of any
+completion c of c0,
 
     max_{c : c|N0 = c0} log p(c, x) = max_c [log p(c) + sum_k log H(x_{c=k})]     (eqs. 4, 5)
 
-with H the family's marginal likelihood (parameters integrated out). The best state is
-removed, expanded, and with a beam b the queue is cut to its b best entries. The search
-returns the first complete clustering it removes. When g never underestimates (eq. 4,
-*admissible*) and the queue is unbounded (A*), that clustering is the exact MAP.
-
-g is a prior part plus a data part (sec. 3):
-
-**Prior part** (sec. 3.1): the exact maximum of the partition prior over completions.
-The objective is the probability of the *partition* c, the exchangeable partition
-probability function (EPPF) that :func:`dpppl.log_joint` evaluates; the paper's eq. (2)
-is the law of the count vector m, which multiplies it by the number of partitions with
-those counts, so we maximise the EPPF itself. Seating the R = N - N0 remaining points one
-by one multiplies it by (|c| - d) / (alpha + i) for an existing cluster c and by
-(alpha + K d) / (alpha + i) for a new one (Pitman-Yor PY(d, alpha); d = 0 is the DP).
-The sum of log Gamma(n_c - d + a_c) over clusters is convex in the additions a_c, so an
-exchange argument puts every point that joins an existing cluster into the largest one
-(size n_max), and the value of opening J new clusters is convex in J; the maximum is at
-J = 0 or J = R:
-
-    log p(c0) + max( sum_{j<R} log(alpha + (K0 + j) d),  sum_{j<R} log(n_max - d + j) )
-              - sum_{i=N0}^{N-1} log(alpha + i).
-
-This is the early stop of sec. 3.1 taken to its end ("once the largest cluster is large
-enough it keeps growing"): the greedy loop over m is not needed, and a greedy choice of
-alpha against n_max at each step would not be a maximum (with alpha > n_max it opens R
-singletons, while R points in one cluster are worth log Gamma(n_max + R) - log
-Gamma(n_max), more for large R). The bound is O(1) per state and holds for Pitman-Yor.
-
-**Data part**, for the unclustered points x_n, n > N0:
-
-- ``"trivial"`` (sec. 3.2, eq. 7): the clusters of c0 only, sum_k log H(x_{c0=k}), plus
-  for each unclustered point a state-free ceiling on any of its predictive densities:
-  0 for the discrete families (a probability is at most 1, and eq. 7 is then exactly
-  the paper's), and for densities, which may exceed 1, the bound below evaluated for an
-  empty cluster that may receive any N - 1 of the data. Admissible.
-- ``"admissible"`` (sec. 3.3, eqs. 8-11): p(x | c) = prod_n H(x_n | x_{c_{1:n-1} = c_n})
-  (eq. 9), and each unclustered point's factor is bounded on its own by the maximum over
-  clusters k of c0 (and a new one) and over the t <= n - N0 - 1 unclustered points that
-  may precede it in its cluster (eq. 11). The paper replaces those t points by replicas
-  of x_n; that is a bound only for some families, so we bound the predictive family by
-  family, valid for any t points drawn from the unclustered ones (t = 0 is exact):
-  NormalKnownCov, BetaBernoulli and DirichletMultinomial through the range of posterior
-  means reachable by t points inside the bounding box of the unclustered points (the
-  predictive is monotone in each coordinate of the summed statistics); NormalGamma
-  through the Student-t maximised over its location in that range and over its scale
-  above the scale of c0's cluster (adding points never lowers the posterior b_n);
-  NormalInverseWishart through the mode of the Student-t with |psi_n| >= |psi of c0's
-  cluster| (psi_n only grows in the Loewner order). Admissible; O(N^2 C D) per state.
-- ``"inadmissible"`` (sec. 3.4, eq. 12): sum_k log H(x_{c0=k}) + sum_{n > N0} log H(x_n),
-  every unclustered point alone in its own cluster. Not a bound, but tight and O(1)
-  beyond the expansion itself; with it the search is close to greedy.
-
-The order matters for the inadmissible score; ``order="marginal"`` presents the points by
-increasing log H(x_n) (sec. 3.4).
-
-Two additions to Fig. 1: a greedy pass with the inadmissible score runs first
-(``greedy_start``), and the result is the better of it and the search's, so a search
-never returns less than its own greedy pass; with an admissible score, states whose
-bound is below the greedy log joint are never enqueued (they cannot beat it), which
-keeps A* exact and makes it enqueue fewer states. The concentration is fixed at alpha
-(its Gamma prior mean when alpha is random), as in the paper.
-
-Implementation: the queue lives on the host (a heap); removing a state materialises its
-statistics from its parent's (one point added to one cluster slot) and scores all its
-children in one jitted call, vectorised over cluster slots (fixed capacity, doubled on
-the host when full). The greedy pass is one jitted loop.
-
-References
-----------
-H. Daumé III, "Fast search for Dirichlet process mixture models", AISTATS 2007.
+with H the family's marginal likelihood. The best state is removed and expanded; with a beam b
+the queue is cut to its b best entries; the first complete clustering removed is returned, the
+exact MAP when g is admissible (eq. 4) and the queue unbounded (A*). g is a prior part, the
+exact maximum of the EPPF over completions (sec. 3.1, here in closed form, for Pitman-Yor too),
+plus a data part: ``"trivial"`` (sec. 3.2, eq. 7), ``"admissible"`` (sec. 3.3, eqs. 8-11, bounded
+family by family) or ``"inadmissible"`` (sec. 3.4, eq. 12). A greedy pass runs first
+(``greedy_start``). The derivation of the prior bound, the per-family data bounds, the pruning
+against the greedy pass and the implementation are in ``docs/search.md`` ("Design notes").
 """
 
 from __future__ import annotations
@@ -502,7 +440,8 @@ class _Engine:
             j = jnp.argmax(jnp.where(valid, partial, -jnp.inf))
             stats, params = self._seat(data, stats, params, j, depth + 1)
             full = jnp.all(stats.n > 0.5)
-            return stats, params, labels.at[depth].set(j.astype(jnp.int32)), child_prior[j], child_data[j], overflow | full
+            return (stats, params, labels.at[depth].set(j.astype(jnp.int32)), child_prior[j], child_data[j],
+                    overflow | full)
 
         stats, params = self._seat(data, stats, params, 0, 1)
         init = (stats, params, jnp.zeros(self.n, jnp.int32), jnp.zeros((), data.x.dtype), data.log_h[0],

@@ -1,45 +1,21 @@
 """Label swaps over time intervals for the dependent DP mixture (Porteous et al. 2006, sec. 5).
 
-In the stick-breaking representation labels matter, and in the DDP a cluster that
-carries different labels in different slices is a deep local mode: the Gibbs sampler
-(:mod:`dpppl.kernels.ddp`) cannot bring the labels into correspondence one point at a
-time. A *label-swap over an interval* proposes to exchange two labels i and j in every
-slice t of an interval [t1, t2]: the points labelled i there take label j and the other
-way round, and the means mu_{i,t} and mu_{j,t} of those slices are exchanged with them
-(the points keep their means). The interval is chosen, as in the paper, by one of
-
-1. ``"single"``: t1 = t2, a slice drawn uniformly;
-2. ``"random"``: t1 <= t2 the sorted pair of two uniform slices;
-3. ``"full"``: t1 = 1, t2 = T (all slices: a pure relabelling of the two clusters).
-
-With per-slice covariances Sigma_{i,t} (the paper's model, ``slice_covariances=True``)
-the covariances of the slices in the interval are exchanged with the means, so the
-points keep all their parameters and only P(Z) and the means' prior change: the
-paper's acceptance rule. With one covariance per label it is exchanged only on the full
-interval; on a partial interval it stays with the label, so the moved points change
-covariance and the likelihood enters the ratio. Each proposal is a deterministic involution given (i, j, [t1, t2]),
-which are drawn independently of the state except as noted below, so the
-Metropolis-Hastings ratio is the ratio of joints,
+Labels matter in the stick-breaking representation, and a DDP cluster that carries different
+labels in different slices is a deep local mode that the Gibbs sweep (:mod:`dpppl.kernels.ddp`)
+cannot undo one point at a time. A *label-swap over an interval* exchanges labels i and j in
+every slice t of [t1, t2] (``"single"``: t1 = t2; ``"random"``: a sorted pair of uniform slices;
+``"full"``: all slices), the means mu_{i,t}, mu_{j,t} of those slices (and per-slice covariances;
+one covariance per label is exchanged on the full interval only) travelling with their points.
+Each proposal is a deterministic involution given (i, j, [t1, t2]), so the Metropolis-Hastings
+ratio is the ratio of joints,
 
     [prod_{t in I} P(Z'_t) / P(Z_t)] [P(mu'_i) P(mu'_j) / (P(mu_i) P(mu_j))] [p(x | z', theta') / p(x | z, theta)],
 
 the paper's P(Z_new)/P(Z_old) and P(mu_new)/P(mu_old) terms plus the covariance change of
-partial swaps. A label that no point uses has no parameters in the state; for the
-proposal it gets a fresh prior draw (its exact conditional), so swapping with an unused
-label is exact too.
-
-The pair (i, j) is drawn by ``pairs``:
-
-- ``"prior"`` (the paper): i and j independently from the prior expected stick weights
-  E[pi_i]; i = j is a rejected proposal. Symmetric, so no Hastings term.
-- ``"uniform"`` (default): two distinct labels uniformly among 0..R-1, with R the largest
-  used label + 2 (one unused label above the top); the reverse move draws from R' after
-  the swap, so the ratio gains R (R - 1) / (R' (R' - 1)) and is 0 when a label falls out
-  of range. Labels of small prior weight are proposed as often as the others.
-
-Every step makes ``num_swaps`` proposals. A proposal costs O(T C + T D^2) (the labelled
-partition probability of every slice and two labels' likelihoods); the points' labels
-are permuted once per step, O(N).
+partial swaps; an unused label gets a fresh prior draw. Pairs are drawn by prior stick weight
+(``pairs="prior"``, the paper) or uniformly among the used labels and one above
+(``"uniform"``, with its Hastings factor). The pair rules, the exactness argument and the cost
+are in ``docs/kernels/ddpswap.md``.
 """
 
 from __future__ import annotations
@@ -118,6 +94,32 @@ def _top(stats):
     return jnp.max(jnp.where(stats.n > 0.5, jnp.arange(C), -1))
 
 
+def _choose_labels(pairs, rng_key, stats, C, prior_cdf):
+    """The two labels of a proposal: by prior stick weight (``pairs="prior"``, no Hastings term)
+    or two distinct labels uniformly among 0..R-1, R the largest used label + 2 (log R (R - 1) of
+    the forward draw returned); and whether both fall inside the capacity C."""
+    u = jax.random.uniform(rng_key, (2,), dtype=stats.mu.dtype)
+    if pairs == "prior":
+        i, j = sample_index(prior_cdf, u[0]), sample_index(prior_cdf, u[1])
+        return i, j, jnp.zeros(()), (i < C) & (j < C)
+    r = _top(stats) + 2
+    i = jnp.floor(u[0] * r).astype(jnp.int32)
+    j = jnp.floor(u[1] * (r - 1)).astype(jnp.int32)
+    j = j + (j >= i)
+    return i, j, jnp.log(r * (r - 1.0)), (i < C) & (j < C)
+
+
+def _with_rows(stats, rows):
+    """``stats`` with the label rows (k, (nt, s1, s2, mu, sigma)) of ``rows`` replaced, and n
+    recounted."""
+    for k, row in rows:
+        stats = stats._replace(
+            nt=stats.nt.at[k].set(row[0]), s1=stats.s1.at[k].set(row[1]),
+            s2=stats.s2.at[k].set(row[2]), mu=stats.mu.at[k].set(row[3]),
+            sigma=stats.sigma.at[k].set(row[4]))
+    return stats._replace(n=stats.nt.sum(axis=1))
+
+
 def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, intervals: str = "all",
                          pairs: str = "uniform") -> Kernel:
     """Label swaps over time intervals (see the module docstring).
@@ -152,17 +154,6 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
     T = bound_model.num_slices
     kinds = (0, 1, 2) if intervals == "all" else (INTERVALS.index(intervals),)
 
-    def choose_labels(rng_key, stats, C, prior_cdf):
-        u = jax.random.uniform(rng_key, (2,), dtype=stats.mu.dtype)
-        if pairs == "prior":
-            i, j = sample_index(prior_cdf, u[0]), sample_index(prior_cdf, u[1])
-            return i, j, jnp.zeros(()), (i < C) & (j < C)
-        r = _top(stats) + 2
-        i = jnp.floor(u[0] * r).astype(jnp.int32)
-        j = jnp.floor(u[1] * (r - 1)).astype(jnp.int32)
-        j = j + (j >= i)
-        return i, j, jnp.log(r * (r - 1.0)), (i < C) & (j < C)
-
     def step(rng_key, state: PartitionState, x):
         stats = state.stats
         C = stats.n.shape[-1]
@@ -174,7 +165,7 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
         def one(s, carry):
             stats, perm, total_p, accepted, overflow = carry
             k_pair, k_interval, k_accept = jax.random.split(jax.random.fold_in(k_props, s), 3)
-            i, j, log_q, inside_capacity = choose_labels(k_pair, stats, C, prior_logits)
+            i, j, log_q, inside_capacity = _choose_labels(pairs, k_pair, stats, C, prior_logits)
             i, j = jnp.minimum(i, C - 1), jnp.minimum(j, C - 1)
             kind, t1, t2 = _choose_interval(k_interval, T, kinds)
             inside = (jnp.arange(T) >= t1) & (jnp.arange(T) <= t2)
@@ -182,13 +173,7 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
             log_ratio, new_i, new_j = swap_log_ratio(
                 family, prior, stats, i, j, inside, swap_cov,
                 (aug_mu[s, 0], aug_sigma[s, 0]), (aug_mu[s, 1], aug_sigma[s, 1]))
-            new_stats = stats
-            for k, row in ((i, new_i), (j, new_j)):
-                new_stats = new_stats._replace(
-                    nt=new_stats.nt.at[k].set(row[0]), s1=new_stats.s1.at[k].set(row[1]),
-                    s2=new_stats.s2.at[k].set(row[2]), mu=new_stats.mu.at[k].set(row[3]),
-                    sigma=new_stats.sigma.at[k].set(row[4]))
-            new_stats = new_stats._replace(n=new_stats.nt.sum(axis=1))
+            new_stats = _with_rows(stats, ((i, new_i), (j, new_j)))
             if pairs == "uniform":  # the reverse move's pair probability
                 r_new = _top(new_stats) + 2
                 log_q = log_q - jnp.log(r_new * (r_new - 1.0))

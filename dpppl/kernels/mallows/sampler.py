@@ -1,50 +1,24 @@
 """Slice-Gibbs and Beta-Gibbs for DP mixtures of Generalized Mallows models (Meilă & Chen 2010).
 
-Both kernels instantiate a central permutation and dispersions per cluster slot, carried in
-``state.aux["slots"] = {"pos": (C, n) int32, "theta": (C, n-1)}`` (``pos[c, l]`` is the
-0-based rank of item l in sigma_c; :func:`dpppl.core.state.grow` pads these with the
-statistics). The cluster statistics R_j, N_j are the family's ``RankingStats``, updated
-incrementally as points move. One step is
+Both kernels instantiate a central permutation sigma_c and, for Slice-Gibbs, dispersions theta_c
+per cluster slot; one step is (1) the parameters of every occupied cluster, ``num_gibbs``
+(T_Gibbs) rounds, then (2) one sweep over the points in random order (eq. 11, Neal 2000 alg. 2):
 
-1. the cluster parameters of every occupied slot, ``num_gibbs`` (T_Gibbs) rounds, then
-2. one sweep over the points in a random order, each label drawn from its conditional.
+    P(z_i = c) ∝ w_c GM(pi_i | sigma_c, theta_c),      P(z_i = new) ∝ w_new (n - t_i)!/n!  (Lemma 1),
 
-(The paper lists the label sweep first; a cycle of invariant updates is invariant in
-either order, and this one never seats points against unset parameters after
-initialisation, when the slots hold sigma = identity, theta = 1.)
+w the CRP (Pitman-Yor) seating weights; a new cluster draws (sigma, theta) exactly from p(. | pi_i).
 
-**mallows-slice** (Fig. 1; exact). State (z, sigma, theta). Step 1: sigma_c | theta_c by an
-independence Metropolis-Hastings step with the stagewise proposal plus a sweep of
-adjacent swaps (:mod:`dpppl.families.mallows_draws`: Fig. 2's sampler alone is not exact),
-theta_c | sigma_c by ``num_slices`` slice updates per stage (Fig. 3, eq. 10). Step 2
-(eq. 11, Neal 2000 alg. 2):
+**mallows-slice** (Fig. 1; exact): sigma_c | theta_c by an independence Metropolis-Hastings step
+with the stagewise proposal (Fig. 2) plus adjacent swaps (:mod:`dpppl.families.mallows_draws`),
+theta_c | sigma_c by ``num_slices`` slice updates per stage (Fig. 3, eq. 10).
 
-    P(z_i = c) ∝ w_c GM(pi_i | sigma_c, theta_c)          (existing c),
-    P(z_i = new) ∝ w_new (n - t_i)!/n!                      (Lemma 1),
+**mallows-beta** (Fig. 5; approximate): theta integrated out with the infinite-n Beta forms of
+Lemmas 4-7, ``P(z_i = c) ∝ w_c prod_{j<=t_i} Beta(s_j + nu r_j + S_cj, nu + N_cj + 2) /
+Beta(nu r_j + S_cj, nu + N_cj + 1)``; theta | sigma by eq. (12), singletons' sigma by
+Sample-sigma-N1 (Fig. 4). Registered ``exact=False``.
 
-with w the CRP (Pitman-Yor) seating weights; a new cluster draws (sigma, theta) exactly
-from p(. | pi_i): theta ~ P0 (the sigma-average of GM does not depend on theta) by
-rejection, then sigma | theta, pi_i by its code. Every move leaves
-p(z, sigma, theta | x) invariant.
-
-**mallows-beta** (Fig. 5; approximate). State (z, sigma); theta is integrated out with the
-infinite-n forms of Lemmas 4-7 (Beta functions in place of B~eta):
-
-    P(z_i = c) ∝ w_c prod_{j<=t_i} Beta(s_j + nu r_j + S_cj, nu + N_cj + 2) / Beta(nu r_j + S_cj, nu + N_cj + 1),
-
-S_cj = L_{sigma_c}(R_cj) and N_cj without point i; a new cluster as above but with
-sigma by Sample-sigma-N1 (Fig. 4). Step 1 for clusters of two or more points: T_Gibbs
-rounds of theta | sigma by eq. (12) (approximate) and sigma | theta as in mallows-slice;
-singletons draw sigma by Sample-sigma-N1. It leaves no known law exactly invariant and
-is registered ``exact=False``; tests/test_mallows.py measures its error.
-
-Both record, per kept draw, the ``record_clusters`` largest clusters (sorted by size):
-``sigma`` (cluster, rank) = the item at each rank of the central ranking (-1 for
-missing clusters), ``theta`` (cluster, stage) (NaN when missing), ``gm_cluster_size`` and
-``gm_cluster_slot`` (the label in ``z`` of that cluster). ``lp`` is the log joint of the
-instantiated state: log p(x, z, sigma, theta, alpha) for mallows-slice, and the
-approximate log p(x, z, sigma, alpha) with theta integrated in the infinite-n form for
-mallows-beta.
+The slots' layout, the order of the two updates, what is recorded and ``lp`` are in
+``docs/kernels/mallows-slice.md`` and ``docs/kernels/mallows-beta.md``.
 """
 
 from __future__ import annotations
@@ -243,6 +217,34 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
 
 
 # ----------------------------------------------------------------------- Beta-Gibbs ---
+def _singleton_ranking(R, Nj):
+    """The one ranking of a singleton cluster, read off its R_j rows (-1 past t)."""
+    items = jnp.argmax(jnp.sum(R, axis=-1), axis=-1).astype(jnp.int32)      # (n-1,)
+    valid = Nj > 0.5
+    return jnp.concatenate([jnp.where(valid, items, -1), jnp.full(1, -1, jnp.int32)])
+
+
+def _beta_cached_terms(nu, r, S, Nj):
+    """The s-free terms of Beta-Gibbs's label weights, (gammaln(a), gammaln(a + b), log b) with
+    a = nu r + S, b = nu + N + 1; kept per slot and refreshed for the two slots a move changes."""
+    a = nu * r + S
+    b = nu + Nj + 1.0
+    return jnp.stack([gammaln(a), gammaln(a + b), jnp.log(b)])
+
+
+def _beta_log_lik_existing(nu, r, ranking, pos, S, Nj, cache):
+    """log of Beta-Gibbs's likelihood of ``ranking`` in every existing cluster (Fig. 5, theta
+    integrated out by Lemmas 4-7): prod_{j<=t} Beta(s_j + a_j, b_j + 1) / Beta(a_j, b_j), with
+    :func:`_beta_cached_terms` ``cache`` of a = nu r + S, b = nu + N + 1."""
+    s = codes(ranking, pos)                                                   # (C, n-1)
+    a = nu * r + S
+    b = nu + Nj + 1.0
+    stage = jnp.arange(s.shape[-1]) < ranking_lengths(ranking)
+    # log Beta(s + a, b + 1) - log Beta(a, b) by log-gamma, the s-free terms cached
+    ratio = gammaln(s + a) - cache[0] + cache[2] + cache[1] - gammaln(a + b + s + 1.0)
+    return jnp.sum(jnp.where(stage, ratio, 0.0), axis=-1)
+
+
 def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int = 20) -> Kernel:
     """Beta-Gibbs (Fig. 5; approximate). ``num_gibbs`` = T_Gibbs rounds of (theta, sigma) per
     cluster of two or more points and step; ``record_clusters`` as for mallows-slice."""
@@ -251,12 +253,6 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
     n, m, nu, r = gm.n, gm.m, gm.nu, gm.r
     n1_logits = code_logits_n1(nu, r, m, n)
 
-    def singleton_ranking(R, Nj):
-        """The one ranking of a singleton cluster, read off its R_j rows (-1 past t)."""
-        items = jnp.argmax(jnp.sum(R, axis=-1), axis=-1).astype(jnp.int32)      # (n-1,)
-        valid = Nj > 0.5
-        return jnp.concatenate([jnp.where(valid, items, -1), jnp.full(1, -1, jnp.int32)])
-
     def one_slot(key, R, Nj, count, pos, theta):
         def body(i, carry):
             pos, theta, acc = carry
@@ -264,29 +260,13 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
             pos, ok = gm.sigma_step(k1, pos, jnp.einsum("j,jab->ab", theta, R))
             theta = theta_beta(k2, nu * r + lsigma(R, pos), nu + Nj)
             return pos, theta, acc + ok
-        k_loop, k_n1, k_theta = jax.random.split(key, 3)
+        _, k_n1, k_theta = jax.random.split(key, 3)
         pos, theta, acc = jax.lax.fori_loop(0, num_gibbs, body, (pos, theta, jnp.zeros((), theta.dtype)))
         single = count < 1.5
-        pos1 = insert_code(k_n1, singleton_ranking(R, Nj), n1_logits)
+        pos1 = insert_code(k_n1, _singleton_ranking(R, Nj), n1_logits)
         theta1 = theta_beta(k_theta, nu * r + lsigma(R, pos1), nu + Nj)
         return (jnp.where(single, pos1, pos), jnp.where(single, theta1, theta),
                 jnp.where(single, 1.0, acc / num_gibbs))
-
-    def cached_terms(S, Nj):
-        """The s-free terms of the label weights, (gammaln(a), gammaln(a + b), log b) with
-        a = nu r + S, b = nu + N + 1; kept per slot and refreshed for the two slots a move changes."""
-        a = nu * r + S
-        b = nu + Nj + 1.0
-        return jnp.stack([gammaln(a), gammaln(a + b), jnp.log(b)])
-
-    def log_lik_existing(ranking, pos, S, Nj, cache):
-        s = codes(ranking, pos)                                                   # (C, n-1)
-        a = nu * r + S
-        b = nu + Nj + 1.0
-        stage = jnp.arange(n - 1) < ranking_lengths(ranking)
-        # log Beta(s + a, b + 1) - log Beta(a, b) by log-gamma, the s-free terms cached
-        ratio = gammaln(s + a) - cache[0] + cache[2] + cache[1] - gammaln(a + b + s + 1.0)
-        return jnp.sum(jnp.where(stage, ratio, 0.0), axis=-1)
 
     def sweep(rng_key, state, x):
         k_order, k_u, k_new = jax.random.split(rng_key, 3)
@@ -296,7 +276,7 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
         slots = state.aux["slots"]
 
         def refresh(cache, S, Nj, c):
-            return cache.at[:, c].set(cached_terms(S[c], Nj[c]))
+            return cache.at[:, c].set(_beta_cached_terms(nu, r, S[c], Nj[c]))
 
         def body(t, carry):
             z, stats, pos, S, cache, overflow = carry
@@ -306,7 +286,7 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
             stats = gm.move_point(stats, c, ranking, -1.0)
             S = S.at[c].add(-codes(ranking, pos[c]))
             cache = refresh(cache, S, stats.Nj, c)
-            ll = log_lik_existing(ranking, pos, S, stats.Nj, cache)
+            ll = _beta_log_lik_existing(nu, r, ranking, pos, S, stats.Nj, cache)
             logits, has_empty = gm.seat_logits(stats.n, state.alpha, ll, ranking)
             k = sample_index(logits, uniforms[t])
             is_new = stats.n[k] < 0.5
@@ -320,7 +300,8 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
 
         S0 = lsigma(state.stats.R, slots["pos"])
         z, stats, pos, _, _, overflow = jax.lax.fori_loop(
-            0, N, body, (state.z, state.stats, slots["pos"], S0, cached_terms(S0, state.stats.Nj), state.overflow))
+            0, N, body, (state.z, state.stats, slots["pos"], S0, _beta_cached_terms(nu, r, S0, state.stats.Nj),
+                         state.overflow))
         return state._replace(z=z, stats=stats, overflow=overflow,
                               aux={**state.aux, "slots": {"pos": pos, "theta": slots["theta"]}})
 

@@ -1,48 +1,25 @@
 """Sampling the permutation given the clustering (Liang, Jordan & Taskar 2007, sec. 3 and 4).
 
-The permutation-augmented sampler (:mod:`dpppl.kernels.perm`) alternates between a
-permutation pi of the N points given the clustering C, and C given pi. This module holds
-the first half: three laws p(pi | C), each placing every cluster in one contiguous block
-(pi is *consistent* with C, pi in Pi(C)), so that C is among the clusterings the dynamic
-program of the second half sums over.
+The first half of the permutation-augmented sampler (:mod:`dpppl.kernels.perm.sampler`): three
+laws p(pi | C), each placing every cluster in one contiguous block (pi in Pi(C)).
 
-``"uniform"`` - eq. (3): the uniform law on Pi(C),
+``"uniform"`` - eq. (3): p(pi | C) = 1 / (|C|! prod_{c in C} |c|!), a uniformly random order of
+the clusters, then within each cluster. Exact; O(N log N).
 
-    p(pi | C) = 1 / (|C|! prod_{c in C} |c|!):
-
-a uniformly random order of the clusters, then a uniformly random order within each
-cluster. Exact; O(N log N).
-
-``"markov"`` - Markov Gibbs scans (sec. 4.1): the clusters in a uniformly random order;
-within a cluster the first point is uniform and each next point j is drawn from the
-points of the cluster not yet placed with probability proportional to the predictive
-likelihood w(i -> j) = p(x_j | x_i) of j given the previous point i alone,
+``"markov"`` - Markov Gibbs scans (sec. 4.1): the clusters in a uniformly random order; within a
+cluster the first point is uniform and each next point j is drawn from those not yet placed
+with probability proportional to w(i -> j) = p(x_j | x_i), i the previous point,
 
     p(pi | C) = 1/|C|! prod_{c in C} h(pi_c),
     h(pi_c) = 1/|c| prod_{t=2}^{|c|} w(pi_{t-1} -> pi_t) / sum_{u >= t} w(pi_{t-1} -> pi_u),
 
-with pi_c the order of the points of c. p(pi | C) keeps the A(|C|) prod_c B(c) form
-of eq. (4) (the factor h joins B(c)), so the clustering step stays a dynamic program
-(:func:`dpppl.kernels.perm.markov_segment_matrix` evaluates h on every segment). Exact;
-the clusters are scanned in parallel, max_c |c| steps of O(N D) (NIW: O(N D^2)) each,
-O(N max_c |c|) in all - the O(|c|^2) of the paper per cluster.
+which keeps the form of eq. (4) (h joins B(c)). Exact.
 
-``"projection"`` - random projections (sec. 4.2): draw a uniformly random unit vector u,
-sort the clusters by u . v_c (v_c the mean of the points' vector representations) and
-the points within each cluster by u . v_i. The representation is the point itself for
-real and binary data and its proportions x_i / sum_j x_ij for counts. p(pi | C) is the
-volume of a polyhedral cone and cannot be evaluated, so the augmented chain is *not*
-exact: it is the paper's stochastic hill-climbing for burn-in (see :mod:`dpppl.kernels.perm`).
-O(N D + N log N).
+``"projection"`` - random projections (sec. 4.2): clusters sorted by u . v_c and points within
+them by u . v_i for a uniformly random unit vector u. p(pi | C) cannot be evaluated, so this is
+the paper's stochastic hill-climbing for burn-in, not exact. O(N D + N log N).
 
-Every sampler draws random numbers whose shapes depend on N and D only, never on the
-cluster capacity (see :mod:`dpppl.core.state`). Ties (probability zero) are broken by
-slot index, so the result is always consistent with C.
-
-Reference
----------
-P. Liang, M. I. Jordan and B. Taskar, "A permutation-augmented sampler for DP mixture
-models", ICML 2007.
+Costs, the point representations and the handling of ties are in ``docs/kernels/perm.md``.
 """
 
 from __future__ import annotations

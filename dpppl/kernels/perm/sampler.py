@@ -1,108 +1,21 @@
 """The permutation-augmented sampler (Liang, Jordan & Taskar 2007): ``kernel="perm"``.
 
-Augmentation. The clustering C of the N points is augmented with a permutation pi of
-them, drawn from a law p(pi | C) that puts every cluster in one contiguous block
-(:mod:`dpppl.kernels.perm.permutations`). One step is a blocked Gibbs sweep of the
-augmented model: pi ~ p(pi | C), then C ~ p(C | pi, x), after which pi is dropped (the
-next step draws it afresh, so it is never stored). For the uniform law of eq. (3) the
+The clustering C is augmented with a permutation pi that keeps every cluster contiguous
+(:mod:`dpppl.kernels.perm.permutations`). One step is a blocked Gibbs sweep: pi ~ p(pi | C)
+(sec. 4), then C ~ p(C | pi, x), then pi is dropped. For the uniform law of eq. (3) the
 joint is eq. (4),
 
-    p(C, pi, x) = A(|C|) prod_{c in C} B(c)        if pi in Pi(C), else 0,
-    A(K) = alpha^K / (AF(alpha, N) K!),  B(c) = p(x_c) / |c|,
+    p(C, pi, x) = A(|C|) prod_{c in C} B(c)   (pi in Pi(C)),   A(K) = alpha^K / (AF(alpha, N) K!),
+    B(c) = p(x_c) / |c|,
 
-and for the Pitman-Yor prior PY(d, alpha) (sec. 3.1 notes the generalisation; EPPF in
-:mod:`dpppl.priors.crp`)
-
-    A(K) = prod_{j=1}^{K-1} (alpha + j d) / ((alpha + 1)_{N-1} K!),
-    B(c) = p(x_c) (1 - d)_{|c|-1} / |c|!,
-
-which is the DP form at d = 0 up to the constant alpha. With the Markov Gibbs scan law of
-sec. 4.1 the 1/|c|! in B(c) is replaced by the scan probability h(c) of the block's order.
-The clusterings consistent with pi are the segmentations of pi into contiguous segments;
-B of a segment comes in O(1) from prefix sums of sufficient statistics along pi:
-stats(pi_{s+1..r}) = P_r - P_s, P_r = sum_{t <= r} stats(x_{pi_t}), evaluated with the
-family's ``log_marginal`` (float64 by default: see :mod:`dpppl.config`).
-
-Clustering given pi (sec. 3). Three dynamic programs over the segment ends r = 1..N, each
-a ``lax.scan`` over r with vector operations over the segment starts:
-
-``dp="exact"`` - sec. 3.1. g(r, K) = sum_m g(r - m, K - 1) B(pi_{r-m+1..r}) (the sum over
-segmentations of the first r points into K segments), p(pi, x) = sum_K A(K) g(N, K);
-K is drawn with probability A(K) g(N, K) / p(pi, x) and the segments backwards from
-r = N with probabilities g(r - m, K - 1) B(segment) / g(r, K). An exact Gibbs draw from
-p(C | pi, x). O(N^2) memory, O(N^3) time: for N up to a few hundred.
-
-``dp="mh"`` (default) - sec. 3.2. K! in A is replaced by beta^K, so every cluster carries
-the factor B'(c) = B(c) exp(lambda) with lambda = log alpha - log beta (DP), and
-
-    g'(r) = sum_m g'(r - m) B'(pi_{r-m+1..r})                                  (6)
-
-is an O(N) memory, O(N^2) time dynamic program for q_beta(C | pi) = prod_c B'(c) / g'(N).
-A draw C_new ~ q_beta is accepted with probability
-
-    min{1, p(C_new, pi, x) q(C_old | pi) / (p(C_old, pi, x) q(C_new | pi))}
-      = min{1, exp(log A(K_new) - log A(K_old) - lambda (K_new - K_old))}
-
-(the B factors and g'(N) cancel). The paper's beta comes from a Taylor expansion of
-log K! at the current K; here lambda is the derivative of log A at a reference number of
-clusters k_ref, lambda = d/dK log A(K) at k_ref, which for the DP is
-log alpha - psi(k_ref + 1), i.e. beta = exp psi(k_ref + 1) (the paper writes
-psi(|C_old|); the expansion it states, log K! ~ log Gamma(K_old + 1) + psi(K_old + 1)
-(K - K_old), gives psi(K_old + 1)). The same formula serves Pitman-Yor. During warmup
-k_ref is the current K (adaptive, as in the paper, which makes warmup inexact); after
-warmup it is fixed at the mean K over the warmup iterations (kept in ``state.aux``), so
-the sampling phase is an exact Metropolis-Hastings step for every fixed alpha (alpha,
-when resampled, enters lambda as the state's current value, which is fine: the move is
-conditional on alpha).
-
-``beam_epsilon=eps`` (with ``dp="mh"``) - sec. 3.3. For each r a set M_r of at most
-``beam_width`` segment lengths is kept: the smallest subset of
-N_r = {m + 1 : m in M_{r-1}} u {1} capturing 1 - eps of the sum of the contributions
-g~(r - m) B'(segment) over N_r, and g~(r) is the sum over M_r only. O(N W) memory and
-time for width W. The paper uses the beam as an approximation of g'(N); here it stays an
-exact Metropolis-Hastings proposal: the draw's probability is prod_c B'(c) / g~(N) when
-every segment (r, m) of C has m in M_r and 0 otherwise (the products of the backward
-probabilities telescope), and C_old's membership is checked against the stored M_r, so
-the acceptance ratio gains the factor 1[C_old in the beam] and the move leaves the
-posterior invariant for every eps and W. What the beam costs is acceptance: a C_old
-outside the beam is never left by this move (in particular a single-cluster start, whose
-one long segment a narrow beam drops), so use it in hybrids (``"gibbs+perm"``) or after
-burn-in.
-
-Permutation given the clustering (sec. 4): ``permutation`` and ``warmup_permutation`` in
-{"uniform", "markov", "projection"}; see :mod:`dpppl.kernels.perm.permutations`. With
-``"projection"`` p(pi | C) is unknown, so the clustering is drawn from the *hill-climbing*
-target p(C, x) 1[pi in Pi(C)] of sec. 4.2 instead of the augmented one: A(K) loses its
-1/K!, B(c) its 1/|c|!, and for the DP both factors are exactly per-cluster, so the
-factored DP is an exact draw from that target with no correction (for Pitman-Yor the
-slope approximation is corrected by the same Metropolis-Hastings ratio; the beam
-membership factor is left out, since this mode is not exact anyway).
-
-Configurations (cost per step for N points, D dimensions, W beam width; time and memory
-of the clustering step, which dominates; NIW adds a factor D^2 to the D):
-
-=========================================  ===========================  ===========================
-configuration                              cost                          exactness
-=========================================  ===========================  ===========================
-default: dp="mh", permutation="uniform",   O(N^2 D) time, O(N D) memory  warmup: stochastic hill-
-warmup_permutation="projection"                                          climbing; sampling: exact
-dp="exact"                                 O(N^3 + N^2 D), O(N^2)        exact (every phase, unless
-                                                                         a projection phase)
-permutation="markov" (either dp)           + O(N max|c| D) scan,         exact
-                                           O(N^2) memory (segment table)
-beam_epsilon=eps (dp="mh")                 O(N W D) time, O(N W) memory  exact (invariant; see above)
-permutation="projection"                   O(N D + N log N) for pi       NOT exact: Kernel.exact is
-                                                                         False and a warning is issued
-=========================================  ===========================  ===========================
-
-``warmup_permutation`` only acts during warmup, which is discarded, so it never affects
-exactness; ``warmup_permutation=None`` uses ``permutation`` in warmup too. The Markov
-scan evaluates h on every segment, so it is not combined with the beam.
-
-Reference
----------
-P. Liang, M. I. Jordan and B. Taskar, "A permutation-augmented sampler for DP mixture
-models", ICML 2007.
+so the clusterings consistent with pi, its segmentations, are summed over by dynamic
+programming, B of a segment from prefix sums of statistics along pi: ``dp="exact"``
+(sec. 3.1, g(r, K) conditioned on K, an exact Gibbs draw, O(N^3)); ``dp="mh"`` (default,
+sec. 3.2: K! replaced by beta^K, the O(N^2) recursion of eq. (6) and a Metropolis-Hastings
+correction, beta adapted in warmup only); ``beam_epsilon`` (sec. 3.3, O(N W), kept an exact
+Metropolis-Hastings proposal). Pitman-Yor priors change A and B. The Pitman-Yor forms, the
+choice of beta, the beam's exactness, the projection (hill-climbing) target and the cost of
+each configuration are in ``docs/kernels/perm.md`` ("Design notes").
 """
 
 from __future__ import annotations
@@ -354,6 +267,79 @@ def _check_options(dp, permutation, warmup_permutation, beam_epsilon, beam_width
                           "and cannot be combined with the beam (beam_epsilon)")
 
 
+def _segment_row_fn(family, prior, prefix, x_pi, kind, augmented):
+    """Row r of the dynamic programs: log B of the segments of pi ending at r, from the Markov
+    scan's segment table (sec. 4.1) or from the prefix sums (eq. 4; without the 1/|c|! of
+    p(pi | C) for the projection target of sec. 4.2)."""
+    if kind == "markov":
+        table = markov_segment_matrix(family, prior, prefix, x_pi)
+
+        def base_row(r):
+            return table[r - 1]
+    else:
+        def base_row(r):
+            return segment_log_weights(family, prior, prefix, None, r, uniform_order=augmented)
+    return base_row
+
+
+def _draw_by_count(prior, alpha, base_row, n, dtype, augmented, rng_key):
+    """``dp="exact"`` (sec. 3.1): an exact Gibbs draw from p(C | pi, x) by the dynamic program
+    g(r, K) conditioned on the number of clusters. Returns the segment starts and the log
+    acceptance (0)."""
+    counts = jnp.arange(n + 1)
+    log_a = jnp.where(counts >= 1, log_count_factor(prior, alpha, counts.astype(dtype), n, augmented), -jnp.inf)
+    log_g = forward_by_count(base_row, n, dtype)
+    starts, _, _ = sample_by_count(base_row, log_g, log_a, rng_key)
+    return starts, jnp.zeros((), dtype)
+
+
+def _draw_factored(family, prior, alpha, base_row, prefix, k_ref, k_old, z_and_pi, n, dtype, augmented, beam,
+                   rng_key):
+    """``dp="mh"`` (sec. 3.2): a draw from q_beta(C | pi) of eq. (6), every cluster carrying
+    lambda = d/dK log A(K) at ``k_ref``, with its log Metropolis-Hastings acceptance
+    log A(K_new) - log A(K_old) - lambda (K_new - K_old); with ``beam`` = (epsilon, width) the
+    beam of sec. 3.3, and the acceptance gains 1[C_old in the beam] (C_old: the labels and pi
+    in ``z_and_pi``). Returns the segment starts, the log acceptance and the info."""
+    lam = log_count_slope(prior, alpha, k_ref, n, augmented)
+    if beam is None:
+        def row(r):
+            return base_row(r) + lam
+        log_g = forward_factored(row, n, dtype)
+        starts = sample_factored(row, log_g, rng_key)
+        support = jnp.ones((), bool)
+    else:
+        def weights(starts, r):
+            return segment_log_weights(family, prior, prefix, starts, r, uniform_order=augmented) + lam
+        _, kept, contrib = forward_beam(weights, n, beam[0], beam[1], dtype)
+        starts = sample_beam(kept, contrib, rng_key)
+        z, pi = z_and_pi
+        support = in_beam(kept, z[pi]) | (not augmented)
+    k_new = jnp.sum(starts[:-1])
+    log_accept = (log_count_factor(prior, alpha, k_new.astype(dtype), n, augmented)
+                  - log_count_factor(prior, alpha, k_old.astype(dtype), n, augmented)
+                  - lam * (k_new - k_old))
+    log_accept = jnp.where(support, log_accept, -jnp.inf)
+    return starts, log_accept, {"k_ref": k_ref, "in_beam": support.astype(jnp.int32)}
+
+
+def _accept_clustering(family, state, x, pi, starts, log_accept, rng_key):
+    """The clustering with segments ``starts`` along pi, accepted with probability
+    min(1, exp(log_accept)) when it fits the capacity (else ``overflow`` is set)."""
+    capacity = state.stats.n.shape[0]
+    dtype = x.dtype
+    seg, k_new = labels_from_starts(starts)
+    fits = k_new <= capacity
+    z_new = jnp.zeros_like(state.z).at[pi].set(seg)
+    accept = fits & (jnp.log(jax.random.uniform(rng_key, dtype=dtype)) < log_accept)
+    stats_new = segment_stats(family, x, jnp.where(fits, z_new, 0), capacity)
+    state = state._replace(
+        z=jnp.where(accept, z_new, state.z),
+        stats=jax.tree.map(lambda a, b: jnp.where(accept, a, b), stats_new, state.stats),
+        overflow=state.overflow | ~fits)
+    return state, {"accept_prob": jnp.exp(jnp.minimum(log_accept, 0.0)), "accepted": accept.astype(jnp.int32),
+                   "proposed_clusters": k_new}
+
+
 def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "uniform",
                       warmup_permutation: Optional[str] = "projection", beam_epsilon: Optional[float] = None,
                       beam_width: int = DEFAULT_BEAM_WIDTH) -> Kernel:
@@ -395,72 +381,30 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
                       "posterior draws", UserWarning, stacklevel=3)
     family, prior = bound_model.family, bound_model.prior
     n = bound_model.num_points
+    beam = None if beam_epsilon is None else (beam_epsilon, beam_width)
 
     def cluster_step(rng_key, state: PartitionState, x, kind: str, adapt: bool):
+        """pi ~ p(pi | C) (sec. 4), then C ~ p(C | pi, x) by the dynamic program of ``dp``."""
         k_perm, k_dp, k_accept = jax.random.split(rng_key, 3)
         capacity = state.stats.n.shape[0]
         pi = sample_permutation(kind, k_perm, family, x, state.z, capacity)
         x_pi = x[pi]
         prefix = prefix_stats(family, x_pi)
         augmented = kind != "projection"
-        alpha = state.alpha
         k_old = num_clusters(state)
-        dtype = x.dtype
-
-        if kind == "markov":
-            table = markov_segment_matrix(family, prior, prefix, x_pi)
-
-            def base_row(r):
-                return table[r - 1]
-        else:
-            def base_row(r):
-                return segment_log_weights(family, prior, prefix, None, r, uniform_order=augmented)
-
-        info = {}
+        base_row = _segment_row_fn(family, prior, prefix, x_pi, kind, augmented)
         if dp == "exact":
-            counts = jnp.arange(n + 1)
-            log_a = jnp.where(counts >= 1, log_count_factor(prior, alpha, counts.astype(dtype), n, augmented),
-                              -jnp.inf)
-            log_g = forward_by_count(base_row, n, dtype)
-            starts, _, _ = sample_by_count(base_row, log_g, log_a, k_dp)
-            log_accept = jnp.zeros((), dtype)
+            starts, log_accept = _draw_by_count(prior, state.alpha, base_row, n, x.dtype, augmented, k_dp)
+            info = {}
         else:
             if adapt:
-                k_ref = k_old.astype(dtype)
+                k_ref = k_old.astype(x.dtype)
             else:
                 k_ref = state.aux["perm_k_sum"] / state.aux["perm_k_count"]
-            lam = log_count_slope(prior, alpha, k_ref, n, augmented)
-            if beam_epsilon is None:
-                def row(r):
-                    return base_row(r) + lam
-                log_g = forward_factored(row, n, dtype)
-                starts = sample_factored(row, log_g, k_dp)
-                support = jnp.ones((), bool)
-            else:
-                def weights(starts, r):
-                    return segment_log_weights(family, prior, prefix, starts, r, uniform_order=augmented) + lam
-                _, kept, contrib = forward_beam(weights, n, beam_epsilon, beam_width, dtype)
-                starts = sample_beam(kept, contrib, k_dp)
-                support = in_beam(kept, state.z[pi]) | (not augmented)
-            k_new = jnp.sum(starts[:-1])
-            log_accept = (log_count_factor(prior, alpha, k_new.astype(dtype), n, augmented)
-                          - log_count_factor(prior, alpha, k_old.astype(dtype), n, augmented)
-                          - lam * (k_new - k_old))
-            log_accept = jnp.where(support, log_accept, -jnp.inf)
-            info.update(k_ref=k_ref, in_beam=support.astype(jnp.int32))
-
-        seg, k_new = labels_from_starts(starts)
-        fits = k_new <= capacity
-        z_new = jnp.zeros_like(state.z).at[pi].set(seg)
-        accept = fits & (jnp.log(jax.random.uniform(k_accept, dtype=dtype)) < log_accept)
-        stats_new = segment_stats(family, x, jnp.where(fits, z_new, 0), capacity)
-        state = state._replace(
-            z=jnp.where(accept, z_new, state.z),
-            stats=jax.tree.map(lambda a, b: jnp.where(accept, a, b), stats_new, state.stats),
-            overflow=state.overflow | ~fits)
-        info.update(accept_prob=jnp.exp(jnp.minimum(log_accept, 0.0)), accepted=accept.astype(jnp.int32),
-                    proposed_clusters=k_new)
-        return state, info
+            starts, log_accept, info = _draw_factored(family, prior, state.alpha, base_row, prefix, k_ref, k_old,
+                                                      (state.z, pi), n, x.dtype, augmented, beam, k_dp)
+        state, accept_info = _accept_clustering(family, state, x, pi, starts, log_accept, k_accept)
+        return state, {**info, **accept_info}
 
     def step(rng_key, state, x):
         return cluster_step(rng_key, state, x, permutation, adapt=False)
@@ -484,8 +428,7 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
 
 
 def _applies(model) -> Optional[str]:
-    prior = getattr(model, "prior", None)
-    if not isinstance(prior, PitmanYor):
+    if not isinstance(model.prior, PitmanYor):
         return "the permutation-augmented sampler needs a CRP or Pitman-Yor partition prior"
     return None
 

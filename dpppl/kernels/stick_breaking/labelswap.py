@@ -1,40 +1,24 @@
 """Label moves for stick-breaking priors: ``labelswap`` and ``labelpermute``
 (Porteous, Ihler, Smyth & Welling 2006, sec. 3.3).
 
-Under a stick-breaking prior the probability of a labelled assignment Z changes when
-labels are permuted, while the likelihood p(X | Z) (component parameters integrated out)
-does not: it depends on the partition only. A Metropolis-Hastings move that proposes a
-relabelling Z' = sigma(Z) from a proposal symmetric in (Z, Z') is therefore accepted with
+Under a stick-breaking prior the law of a labelled assignment Z changes when labels are
+permuted, while the collapsed likelihood p(X | Z) does not, so a relabelling Z' = sigma(Z)
+proposed symmetrically is accepted with
 
-    min(1, P(Z') / P(Z)),
+    min(1, P(Z') / P(Z)),   P(Z) = prod_i B(a_i + N_i, b_i + M_i) / B(a_i, b_i),   M_i = sum_{j>i} N_j
 
-P the labelled law with the sticks integrated out (:meth:`StickBreaking.log_prob_labels`):
-P(Z) = prod_i B(a_i + N_i, b_i + M_i) / B(a_i, b_i), M_i = sum_{j>i} N_j.
+(:meth:`StickBreaking.log_prob_labels`, sticks integrated out).
 
-- **labelswap**: draw two labels i, j independently from the prior weights
-  p_i = E[pi_i] (eq. 6 with no data; for eq. 7, gamma_i / gamma) and propose to swap them.
-  The proposal does not depend on Z and is its own inverse, so it is symmetric. For the
-  pseudo-particle prior of eq. (7) the ratio reduces to the paper's closed form
+- **labelswap**: two labels i, j drawn independently from the prior weights p_i = E[pi_i]
+  (eq. 6 with no data; for eq. 7, gamma_i / gamma) are swapped. For the pseudo-particle prior of
+  eq. (7) the ratio is the paper's closed form (:func:`swap_log_ratio_pseudo_particles`); for
+  general (a_i, b_i) that form is wrong, so the ratio of the labelled laws is always used.
+- **labelpermute**: m drawn from the prior weights, then a uniformly random permutation of the
+  labels 1..m (probability p_m / m! both ways).
 
-      P(Z') / P(Z) = prod_{n<N_j} (gamma_i + n) prod_{n<N_i} (gamma_j + n)
-                     / (prod_{n<N_i} (gamma_i + n) prod_{n<N_j} (gamma_j + n))
-
-  (:func:`swap_log_ratio_pseudo_particles`); for general (a_i, b_i) a swap also changes
-  M_l for the labels l between i and j, and that closed form is *wrong* (it ignores
-  them): this module always uses the ratio of the labelled laws, over all labels.
-- **labelpermute**: draw m from the prior weights and propose a uniformly random
-  permutation of the labels 1..m. The proposal probability (p_m / m!) is the same for a
-  permutation and its inverse, so it is symmetric.
-
-As in the paper, each move is proposed "between each sample of an assignment variable"
-with probability ``swap_prob`` / ``permute_prob`` (the paper's M_i): one step of a move
-makes Binomial(N, prob) proposals (the number the paper's interleaving makes in one
-sweep; each is an MH step, and a random number of invariant steps leaves the law
-invariant). A proposal only changes the count vector; the relabelling of z and of the
-per-slot statistics is composed and applied once at the end of the step, so a proposal
-costs O(C) (swap) or O(C log C) (permute). A label past the C slots sets ``overflow``:
-:func:`dpppl.sample` re-runs the chunk with more slots from the same keys (each
-proposal's draws come from ``fold_in(key, t)`` and per-slot keys, independent of C).
+Each is proposed between assignment updates with probability ``swap_prob`` / ``permute_prob``
+(the paper's M_i): one step makes Binomial(N, prob) proposals. The batching of the relabelling,
+the cost and the capacity handling are in ``docs/kernels/labelswap.md``.
 """
 
 from __future__ import annotations

@@ -42,11 +42,10 @@ from dpppl.core.numerics import sample_index
 
 def stick_breaking_only(model) -> Optional[str]:
     """``applies`` of the stick-breaking kernels: they need a :class:`StickBreaking` prior."""
-    prior = getattr(model, "prior", None)
+    prior = model.prior
     if not isinstance(prior, StickBreaking):
-        what = prior.describe() if hasattr(prior, "describe") else repr(prior)
         return (f"it samples explicit labels of a stick-breaking prior (StickBreakingMixture, "
-                f"'z ~ StickBreaking(a, b)'), but this model's prior is {what}; a Pitman-Yor prior "
+                f"'z ~ StickBreaking(a, b)'), but this model's prior is {prior.describe()}; a Pitman-Yor prior "
                 f"is StickBreakingMixture(a=1 - d, b=alpha + i * d)")
     return None
 
