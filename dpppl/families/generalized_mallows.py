@@ -68,6 +68,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, logsumexp
 
+from dpppl.core.numerics import sample_index
 from dpppl.errors import DataError, ModelError
 from dpppl.families.base import Family, check_hyper
 
@@ -301,8 +302,6 @@ class GeneralizedMallows(Family):
     def sample_points(self, rng_key, params, labels, lengths=None) -> jax.Array:
         """Draw top-t rankings from GM(sigma_label, theta_label) (``lengths`` default n - 1
         entries, i.e. full rankings), padded with -1: ``labels.shape + (n,)``."""
-        from dpppl.families.mallows_draws import sample_gm
-
         n = int(self.n_items)
         flat = jnp.ravel(labels)
         t = jnp.full(flat.shape, n - 1) if lengths is None else jnp.broadcast_to(lengths, flat.shape)
@@ -327,8 +326,6 @@ class GeneralizedMallows(Family):
         return jnp.zeros_like(params) + gammaln(n - t + 1.0) - gammaln(n + 1.0)
 
 
-__all__ = ["GeneralizedMallows", "RankingStats", "log_psi", "log_tbeta", "codes", "lsigma",
-           "log_gm", "MAX_ENUMERATED_ITEMS"]
 
 
 def check_ranking_array(x, n_items=None, name: str = "x") -> np.ndarray:
@@ -363,3 +360,34 @@ def check_ranking_array(x, n_items=None, name: str = "x") -> np.ndarray:
         vals, counts = np.unique(x[i][x[i] >= 0], return_counts=True)
         raise DataError(f"data '{name}': ranking {i} lists item {int(vals[counts > 1][0])} more than once")
     return x
+
+
+def code_logits_given_theta(theta, m, n):
+    """logits[j, k] = -theta_j k for k <= m_j (exact sigma | theta, pi)."""
+    k = jnp.arange(n)
+    return jnp.where(k[None, :] <= m[:, None], -theta[:, None] * k[None, :], -jnp.inf)
+
+
+def sample_gm(rng_key, pos, theta, t, m):
+    """Draw a top-t ranking from GM(sigma, theta): at stage j take the (s_j + 1)-th item, in
+    sigma's order, of those not yet ranked, s_j ~ P(k) ∝ e^{-theta_j k}, k = 0..m_j.
+    Returns the padded ranking (n,) (int32)."""
+    n = pos.shape[-1]
+    order = jnp.argsort(pos).astype(jnp.int32)
+    logits = code_logits_given_theta(theta, m, n)
+    u = jax.random.uniform(rng_key, (n - 1,), theta.dtype)
+
+    def body(j, carry):
+        remaining, out = carry
+        s = sample_index(logits[j], u[j])
+        slot = jnp.argmax(remaining & (jnp.cumsum(remaining) == s + 1))
+        take = j < t
+        return (jnp.where(take, remaining.at[slot].set(False), remaining),
+                out.at[j].set(jnp.where(take, order[slot], -1)))
+
+    _, out = jax.lax.fori_loop(0, n - 1, body, (jnp.ones(n, bool), jnp.full(n, -1, jnp.int32)))
+    return out
+
+
+__all__ = ["GeneralizedMallows", "code_logits_given_theta", "sample_gm", "RankingStats", "log_psi", "log_tbeta", "codes", "lsigma",
+           "log_gm", "MAX_ENUMERATED_ITEMS"]

@@ -43,9 +43,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import betaln, logsumexp, polygamma
 
+from dpppl.core.numerics import sample_index, slice_log_alpha
 from dpppl.families.generalized_mallows import log_psi, ranking_lengths
-from dpppl.core.numerics import slice_log_alpha
-from dpppl.core.numerics import sample_index
 
 
 # ------------------------------------------------------------------ sigma | theta ---
@@ -140,37 +139,10 @@ def insert_code(rng_key, ranking, logits):
     return order_to_pos(order.at[free_slots].set(fill))
 
 
-def code_logits_given_theta(theta, m, n):
-    """logits[j, k] = -theta_j k for k <= m_j (exact sigma | theta, pi)."""
-    k = jnp.arange(n)
-    return jnp.where(k[None, :] <= m[:, None], -theta[:, None] * k[None, :], -jnp.inf)
-
-
 def code_logits_n1(nu, r, m, n):
     """Sample-sigma-N1 (Fig. 4): logits[j, k] = log Beta(nu r_j + k, nu + 2), k <= m_j."""
     k = jnp.arange(n)
     return jnp.where(k[None, :] <= m[:, None], betaln(nu * r[:, None] + k[None, :], nu + 2.0), -jnp.inf)
-
-
-def sample_gm(rng_key, pos, theta, t, m):
-    """Draw a top-t ranking from GM(sigma, theta): at stage j take the (s_j + 1)-th item, in
-    sigma's order, of those not yet ranked, s_j ~ P(k) ∝ e^{-theta_j k}, k = 0..m_j.
-    Returns the padded ranking (n,) (int32)."""
-    n = pos.shape[-1]
-    order = jnp.argsort(pos).astype(jnp.int32)
-    logits = code_logits_given_theta(theta, m, n)
-    u = jax.random.uniform(rng_key, (n - 1,), theta.dtype)
-
-    def body(j, carry):
-        remaining, out = carry
-        s = sample_index(logits[j], u[j])
-        slot = jnp.argmax(remaining & (jnp.cumsum(remaining) == s + 1))
-        take = j < t
-        return (jnp.where(take, remaining.at[slot].set(False), remaining),
-                out.at[j].set(jnp.where(take, order[slot], -1)))
-
-    _, out = jax.lax.fori_loop(0, n - 1, body, (jnp.ones(n, bool), jnp.full(n, -1, jnp.int32)))
-    return out
 
 
 # ------------------------------------------------------------------ theta | sigma ---

@@ -37,6 +37,7 @@ from dpppl.errors import DataError, KernelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
     NormalKnownCov)
 from dpppl.families.base import add_point, take
+from dpppl.families.dirichlet_multinomial import log_multinomial_coef
 from dpppl.families.gaussian import logdet_pd
 from dpppl.core.state import canonical_labels, set_row
 from dpppl.priors.stick_breaking import refuse_labelled
@@ -226,8 +227,6 @@ def _bound_dirichlet_multinomial(family, x, stats, t, box):
              + t[..., 0] * shortest)                                   # smallest total
     xs = x[:, None, None, :]
     length = jnp.sum(x, axis=-1)[:, None, None]
-    from dpppl.families.dirichlet_multinomial import log_multinomial_coef
-
     coef = log_multinomial_coef(x)[:, None, None]
     pooled = coef + gammaln(total) - gammaln(total + length) + jnp.sum(gammaln(conc + xs) - gammaln(conc), axis=-1)
     sup_likelihood = coef + jnp.sum(jnp.where(xs > 0, xs * jnp.log(jnp.where(xs > 0, xs, 1.0) / jnp.maximum(

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpppl.families.generalized_mallows import (all_permutations)
+from dpppl.families.generalized_mallows import all_permutations, code_logits_given_theta
 from dpppl.families import mallows_draws as mv
 from tests.helpers.mallows import family, np_log_psi, padded
 
@@ -100,7 +100,7 @@ def test_insert_code_is_the_exact_sigma_given_one_ranking():
     st = fam.point_stats(x)
     W = jnp.einsum("j,jab->ab", theta, st.R)
     perms, p = _exact_sigma_law(W)
-    logits = mv.code_logits_given_theta(theta, fam.m, n)
+    logits = code_logits_given_theta(theta, fam.m, n)
     draws = jax.jit(jax.vmap(lambda k: mv.insert_code(k, x, logits)))(jax.random.split(jax.random.key(3), 30000))
     codes_ = {v: i for i, v in enumerate(_perm_index(perms, n))}
     counts = np.bincount([codes_[v] for v in _perm_index(draws, n)], minlength=len(perms))

@@ -30,10 +30,10 @@ import jax.numpy as jnp
 from jax.scipy.special import betaln, gammaln
 
 from dpppl.errors import KernelError
-from dpppl.families.generalized_mallows import (GeneralizedMallows, codes, log_gm, log_psi, lsigma,
+from dpppl.families.generalized_mallows import (GeneralizedMallows, after_mask, code_logits_given_theta, codes, log_gm, log_psi, lsigma,
     ranking_lengths)
 from dpppl.kernels.base import Kernel, register
-from dpppl.families.mallows_draws import (code_logits_given_theta, code_logits_n1, insert_code,
+from dpppl.families.mallows_draws import (code_logits_n1, insert_code,
     sigma_adjacent_swaps, sigma_mh, theta_beta, theta_exact, theta_slice)
 from dpppl.core.state import PartitionState
 from dpppl.core.numerics import sample_index
@@ -74,8 +74,6 @@ class _GM:
 
     def move_point(self, stats, k, ranking, sign):
         """Add (sign 1) or remove (sign -1) one ranking's statistics at slot k (row scatter)."""
-        from dpppl.families.generalized_mallows import after_mask
-
         A = after_mask(ranking)
         first = jnp.maximum(ranking[: self.n - 1], 0)
         valid = (jnp.arange(self.n - 1) < ranking_lengths(ranking)).astype(A.dtype)

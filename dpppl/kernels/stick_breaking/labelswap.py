@@ -31,6 +31,7 @@ from dpppl.families.base import take
 from dpppl.kernels.base import Kernel, register
 from dpppl.kernels.stick_breaking.sbgibbs import stick_breaking_only
 from dpppl.core.numerics import sample_index
+from dpppl.errors import KernelError
 
 INFO_NAMES = ("accept_prob", "proposals", "accepted")
 
@@ -45,8 +46,6 @@ def swap_log_ratio_pseudo_particles(gamma_i, gamma_j, n_i, n_j):
 
 
 def _check_prob(name, value):
-    from dpppl.errors import KernelError
-
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise KernelError(f"{name} must be a probability in [0, 1], got {value!r}")
     return float(value)
