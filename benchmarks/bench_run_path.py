@@ -5,7 +5,8 @@ Runs every measurement in a subprocess against one or more source trees side by 
 (``--tree before=/path/to/old/checkout --tree after=.``), so the figures compare like
 with like on one machine at one time:
 
-    python benchmarks/bench_run_path.py --tree before=/tmp/dpppl-6b3bd48 --tree after=. --out benchmarks/results/run_path.json
+    python benchmarks/bench_run_path.py --tree before=/tmp/dpppl-6b3bd48 --tree after=. \
+        --out benchmarks/results/run_path.json
 
 Measures, per tree (medians of ``--repeats``):
 - ``second_call_s``: in one process, ``dpppl.sample(model, x, num_warmup=5, num_samples=5)``

@@ -9,7 +9,8 @@ Parts (``--part``, default all):
   C++ code of the authors: 77 s on 1 core, 41 s on 2, 13 s on 8, per the issue).
 - ``w2``: W2 (10^5 x 2, 10 clusters): seconds until the labels' NMI against the truth reaches
   0.95 of the true labels' level, taken as the NMI of the Bayes assignment under the true
-  clusters (0.933 at 10^5: the clusters overlap, so no clustering reaches 0.95 itself), beside scikit-learn's BayesianGaussianMixture (DP prior,
+  clusters (0.933 at 10^5: the clusters overlap, so no clustering reaches 0.95 itself), beside scikit-learn's
+  BayesianGaussianMixture (DP prior,
   20 components, run to convergence) and our collapsed Gibbs from the same start; ratios.
 - ``nonconjugate``: the non-conjugate path (NormalLogNormal, MH or NUTS parameter moves)
   beside NumPyro's NUTS on the truncated model and the conjugate NormalGamma, 10^4 x 2.
@@ -159,7 +160,8 @@ def part_w2(args):
     print(f"W2 {n}: sklearn time / subcluster time to NMI {target}: {ratio}")
     gibbs = dpppl.sample(model, x, kernel="gibbs", init="single", num_warmup=0,
                          num_samples=args.gibbs_sweeps, progress_bar=False, seed=0)
-    return dict(n=n, oracle_nmi=oracle, nmi_target=target, subcluster=sub, sklearn_seconds=sk_seconds, sklearn_nmi=sk_nmi,
+    return dict(n=n, oracle_nmi=oracle, nmi_target=target, subcluster=sub, sklearn_seconds=sk_seconds,
+                sklearn_nmi=sk_nmi,
                 sklearn_iterations=int(bgm.n_iter_), ratio_sklearn_over_subcluster=ratio,
                 gibbs_final_nmi=normalized_mutual_information(
                     np.asarray(gibbs.posterior["z"].values[0, -1]), y), gibbs_sweeps=args.gibbs_sweeps)

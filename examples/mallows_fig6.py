@@ -106,7 +106,8 @@ def run(datasets, replicates, iterations, per_cluster, seed=0, first_replicate=0
                                                                 "vi": vi.tolist(), "compile_s": comp,
                                                                 "load_average": os.getloadavg()})
                 log(f"data set {d} replicate {rep} {label:11s}: VI {vi[0]:.3f} -> {vi[-1]:.4f} after "
-                    f"{iterations} sweeps, {secs[-1]:.1f} s ({secs[-1] / iterations:.3f} s/sweep; compile {comp:.1f} s; "
+                    f"{iterations} sweeps, {secs[-1]:.1f} s ({secs[-1] / iterations:.3f} s/sweep; "
+                    f"compile {comp:.1f} s; "
                     f"load {os.getloadavg()[0]:.1f})", flush=True)
                 if save is not None:
                     save(results)
@@ -127,7 +128,8 @@ def summarise(results, datasets):
             mean_sweep = np.array([r["seconds"][-1] / len(r["seconds"]) for r in runs])
             per_sweep = np.array([np.median(np.diff(np.r_[0.0, r["seconds"]])) for r in runs])
             table[f"{d}/{label}"] = {"replicates": len(runs), "iterations": len(runs[0]["vi"]),
-                                     "vi_mean": float(last.mean()), "vi_sd": float(last.std(ddof=1)) if len(runs) > 1 else 0.0,
+                                     "vi_mean": float(last.mean()),
+                                     "vi_sd": float(last.std(ddof=1)) if len(runs) > 1 else 0.0,
                                      "vi_min": float(last.min()), "vi_max": float(last.max()),
                                      "below_0.1": int((last < 0.1).sum()),
                                      "seconds_per_sweep_median": float(np.median(per_sweep)),
@@ -217,7 +219,8 @@ def main(argv=None):
             json.dump({"config": vars(args), "merged_from": args.plot_from, "load_average": loads,
                        "results": results, "summary": summary}, f)
     for k, v in summary.items():
-        print(f"{k:14s} {v['replicates']:2d} runs x {v['iterations']} sweeps: VI {v['vi_mean']:.3f} +- {v['vi_sd']:.3f} "
+        print(f"{k:14s} {v['replicates']:2d} runs x {v['iterations']} sweeps: "
+              f"VI {v['vi_mean']:.3f} +- {v['vi_sd']:.3f} "
               f"(min {v['vi_min']:.3f}, max {v['vi_max']:.3f}; {v['below_0.1']} below 0.1), "
               f"{v['seconds_per_sweep_median']:.2f} s/sweep")
     return results

@@ -12,7 +12,8 @@ first choice (theta large: nearly everyone puts sigma's first candidate first).
     python examples/minneapolis_ballots.py --quick          # 1,000 ballots, few sweeps
 
 Writes ``minneapolis_clusters.png`` and ``minneapolis_clusters.json`` into ``--out``
-(default ``docs/figures``; ``-quick`` names with ``--quick``) and prints the clusters of the last draw: size, central ranking
+(default ``docs/figures``; ``-quick`` names with ``--quick``) and prints the clusters of the last draw: size,
+central ranking
 (first five candidates) and theta_1..theta_3.
 """
 

@@ -20,7 +20,7 @@ import numpy as np
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.errors import DataError
 from dpppl.analysis.partitions import (is_inference_data, run_variable, coclustering, point_estimate,
-    posterior_draws)
+                                       posterior_draws)
 from dpppl.diagnostics.summaries import label_summaries
 
 KINDS = ("coclustering", "clusters", "k", "lp")

@@ -62,7 +62,7 @@ from dpppl.priors.stick_breaking import StickBreaking
 from dpppl.priors.ddp import DDP
 from dpppl.families.coupled import CoupledGaussian
 from dpppl.core.expressions import (Call, Expr, ExprBuilder, Index, Name, Number, Source, Span, parse_rule,
-    suggest)
+                                    suggest)
 from dpppl.models.ddp import DDPBound, DDPModel
 from dpppl.models.mixture import DATA_KINDS, BoundModel, DataDecl, Model
 

@@ -389,5 +389,6 @@ def sample_gm(rng_key, pos, theta, t, m):
     return out
 
 
-__all__ = ["GeneralizedMallows", "code_logits_given_theta", "sample_gm", "RankingStats", "log_psi", "log_tbeta", "codes", "lsigma",
+__all__ = ["GeneralizedMallows", "code_logits_given_theta", "sample_gm", "RankingStats", "log_psi", "log_tbeta",
+           "codes", "lsigma",
            "log_gm", "MAX_ENUMERATED_ITEMS"]

@@ -26,7 +26,7 @@ from jax.scipy.special import multigammaln
 
 from dpppl.families.base import Family, check_hyper, resolve_fields
 from dpppl.families.gaussian import (GaussianStats, cholesky, gaussian_point_stats, inverse_wishart_draw,
-    logdet_pd, mvn_log_likelihood, student_t_logpdf, student_t_params, whitening_full)
+                                     logdet_pd, mvn_log_likelihood, student_t_logpdf, student_t_params, whitening_full)
 
 
 @dataclasses.dataclass(frozen=True)

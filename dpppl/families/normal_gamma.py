@@ -38,7 +38,8 @@ from jax.scipy.special import gammaln
 
 from dpppl.families.base import Family, check_hyper, resolve_fields
 from dpppl.families.gaussian import (centered_sums, diagonal_normal_log_likelihood, diagonal_empty_stats,
-    diagonal_point_stats, diagonal_student_t_logpdf, diagonal_student_t_params, DiagonalGaussianParams)
+                                     diagonal_point_stats, diagonal_student_t_logpdf, diagonal_student_t_params,
+                                     DiagonalGaussianParams)
 
 
 @dataclasses.dataclass(frozen=True)

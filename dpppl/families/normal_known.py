@@ -36,7 +36,8 @@ import numpy as np
 
 from dpppl.families.base import Family, check_hyper, resolve_fields
 from dpppl.families.gaussian import (centered_sums, diagonal_normal_log_likelihood, diagonal_normal_logpdf,
-    diagonal_normal_params, diagonal_empty_stats, diagonal_point_stats, whitening_diagonal)
+                                     diagonal_normal_params, diagonal_empty_stats, diagonal_point_stats,
+                                     whitening_diagonal)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,7 +39,7 @@ from jax.scipy.stats import norm
 
 from dpppl.families.base import Family, check_hyper, resolve_fields
 from dpppl.families.gaussian import (centered_sums, diagonal_empty_stats, diagonal_normal_log_likelihood,
-    diagonal_point_stats, DiagonalGaussianParams)
+                                     diagonal_point_stats, DiagonalGaussianParams)
 
 _LOG_2PI = float(np.log(2 * np.pi))
 PROPOSAL_TEMPER = 0.5

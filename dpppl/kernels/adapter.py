@@ -8,7 +8,8 @@ NumPyro's MCMC runs the whole chain inside one jitted loop, so the cluster capac
 cannot grow on the host as in :func:`dpppl.sample`. Chains start as in :func:`dpppl.sample`
 (the same init strategies, :mod:`dpppl.models.init`); the capacity is fixed then, by the
 same rule for a run that cannot grow (:func:`~dpppl.models.init.initial_slots`: four times
-the initial number of clusters, at least 64, at most N + 1). If a move needs a new cluster while every slot is occupied the move
+the initial number of clusters, at least 64, at most N + 1). If a move needs a new cluster while every slot
+is occupied the move
 is restricted to the existing clusters, which biases the chain; the state's
 ``overflow`` flag records it (``extra_fields=("overflow",)``). Use
 ``capacity=N + 1`` to rule it out, or :func:`dpppl.sample`, which grows as needed. Under a

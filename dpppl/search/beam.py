@@ -35,7 +35,7 @@ from jax.scipy.special import gammaln
 from dpppl.dsl.parser import as_model
 from dpppl.errors import DataError, KernelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
-    NormalKnownCov)
+                            NormalKnownCov)
 from dpppl.families.base import add_point, take
 from dpppl.families.dirichlet_multinomial import log_multinomial_coef
 from dpppl.families.gaussian import logdet_pd

@@ -39,7 +39,8 @@ import numpy as np
 from scipy import special
 
 from dpppl.models.mixture import Model
-from dpppl.testing.exact import (ExactPosterior, HarnessResult, QuantityCheck, _partition_law_check, check_kernel_samples, exact_posterior, partition_index)
+from dpppl.testing.exact import (ExactPosterior, HarnessResult, QuantityCheck, _partition_law_check,
+                                 check_kernel_samples, exact_posterior, partition_index)
 
 MAX_TRUNCATION = 2**14
 

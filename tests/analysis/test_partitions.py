@@ -12,7 +12,7 @@ import pytest
 import dpppl
 from dpppl.analysis import metrics
 from dpppl.analysis.partitions import (coclustering, dahl, expected_vi, least_squares_loss, point_estimate,
-    salso, vi_lower_bound)
+                                       salso, vi_lower_bound)
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.testing import canonical, exact_posterior, sample_exact, set_partitions
 from tests.helpers.partitions import _random_partitions

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dpppl.core.expressions import (FUNCTIONS, BinOp, Name, Number, data_environment, evaluate,
-    parse_expression)
+                                    parse_expression)
 from dpppl.errors import DataError, ModelError
 
 RNG = np.random.default_rng(0)

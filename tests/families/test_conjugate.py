@@ -29,7 +29,7 @@ from scipy import integrate, special, stats
 import dpppl  # noqa: F401  (float64)
 from dpppl.errors import DataError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
-    NormalKnownCov)
+                            NormalKnownCov)
 from dpppl.families.base import add_point, segment_stats, take
 
 # ----- cases: resolved families (every hyperparameter a numeric array of full shape) -----

@@ -11,7 +11,7 @@ import pytest
 from scipy import integrate
 
 from dpppl.families.generalized_mallows import (all_permutations, log_gm, log_psi,
-    log_tbeta, lsigma)
+                                                log_tbeta, lsigma)
 from tests.helpers.mallows import family, np_log_psi, padded
 
 
@@ -58,7 +58,9 @@ def test_lemma1_and_marginal_against_direct_integration():
         term = 1.0
         for j in range(2):
             mj, rj = 3 - (j + 1), fam.r[j]
-            post = integrate.quad(lambda th: np.exp(-th * (1.5 * rj + S[j]) - (1.5 + st.Nj[j]) * np_log_psi(th, mj)), 0, np.inf, epsabs=0, epsrel=1e-12)[0]
+            def density(th):
+                return np.exp(-th * (1.5 * rj + S[j]) - (1.5 + st.Nj[j]) * np_log_psi(th, mj))
+            post = integrate.quad(density, 0, np.inf, epsabs=0, epsrel=1e-12)[0]
             prior = integrate.quad(lambda th: np.exp(-th * 1.5 * rj - 1.5 * np_log_psi(th, mj)),
                                    0, np.inf, epsabs=0, epsrel=1e-12)[0]
             term *= post / prior

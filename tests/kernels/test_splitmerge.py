@@ -20,7 +20,7 @@ import dpppl
 from dpppl import kernels
 from dpppl.families.base import segment_stats
 from dpppl.kernels.splitmerge import (INFO_NAMES, allocation_pass, build_splitmerge_kernel, choose_pair,
-    propose)
+                                      propose)
 from dpppl.core.state import grow
 from dpppl.models.mixture import log_joint, state_from_labels
 from tests.helpers.cases import CASES

@@ -24,7 +24,7 @@ from scipy import integrate, special, stats
 import dpppl
 from dpppl.families.base import Family, segment_stats
 from dpppl.testing import (canonical, check_kernel_samples, exact_posterior, partition_index, power_curve,
-    sample_exact, sample_sticky_chains, scale_concentration, set_partitions, small_datasets)
+                           sample_exact, sample_sticky_chains, scale_concentration, set_partitions, small_datasets)
 
 
 # ----- helpers ----------------------------------------------------------------------------

@@ -21,7 +21,8 @@ DEFAULT_HYBRID_CASES = {"niw_2d_overlap"}
 def _matrix():
     for kernel in EXACT_KERNELS + HYBRIDS:
         for name in sorted(CASES):
-            if not kernels.applies_to(kernel, CASES[name].model):  # e.g. stick-breaking, Mallows kernels: their own test files
+            # e.g. stick-breaking, Mallows kernels: their own test files
+            if not kernels.applies_to(kernel, CASES[name].model):
                 continue
             if kernel == "gibbs":
                 slow = name.endswith("_separated")

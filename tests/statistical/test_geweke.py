@@ -44,7 +44,8 @@ DEFAULT_HYBRID_MODELS = {"pitman_yor_gamma_alpha"}
 def _matrix():
     for kernel in EXACT_KERNELS + HYBRIDS:
         for name in MODELS:
-            if not kernels.applies_to(kernel, MODELS[name][0]):  # e.g. stick-breaking, Mallows kernels: their own test files
+            # e.g. stick-breaking, Mallows kernels: their own test files
+            if not kernels.applies_to(kernel, MODELS[name][0]):
                 continue
             default = DEFAULT_HYBRID_MODELS if kernel in HYBRIDS else DEFAULT_MODELS
             slow = name not in default

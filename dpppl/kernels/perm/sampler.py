@@ -33,7 +33,7 @@ from dpppl.families.base import segment_stats
 from dpppl.priors.crp import PitmanYor
 from dpppl.kernels.base import Kernel, register
 from dpppl.kernels.perm.permutations import (EXACT_PERMUTATIONS, PERMUTATIONS, pairwise_log_predictive,
-    sample_permutation, single_point_predictive)
+                                             sample_permutation, single_point_predictive)
 from dpppl.core.state import PartitionState, num_clusters
 from dpppl.core.numerics import sample_index
 
