@@ -7,7 +7,7 @@
 See the README and ``docs/`` for the model language, the kernels and the papers.
 """
 
-from dpppl import config as _config  # noqa: F401  (float64 unless DPPPL_X64=0)
+from dpppl import config  # noqa: F401  (JAX settings changed on import: docs/configuration.md)
 from dpppl import datasets, kernels
 from dpppl.analysis import (association_variance, coclustering, metrics, plot_cluster_sizes, plot_clusters,
                             plot_coclustering, plot_log_joint, plot_num_clusters, plots, point_estimate, predict)

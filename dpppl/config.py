@@ -1,55 +1,158 @@
-"""Numerical configuration.
+"""JAX settings dpppl changes on import, each with its opt-out; see docs/configuration.md.
 
-dpppl runs in float64 by default: the collapsed log joint of a partition sums
-thousands of log-gamma and log-determinant terms, and sufficient statistics are
-updated incrementally millions of times, both of which lose digits in float32.
-Set the environment variable ``DPPPL_X64=0`` before importing dpppl to keep JAX in
-32-bit mode (faster on GPUs); every kernel then runs in float32.
-
-On the CPU, XLA's multi-threaded Eigen pool can wedge: every pool thread waits for
-work while the caller waits for a result that never comes (seen here with vmapped
-kernels on a 2-core machine, the process idle at 0% CPU; reported for jaxlib's
-CPU runtime in PyAutoLabs/PyAutoFit#1528 and #1530, and with CPU asynchronous
-dispatch in jax-ml/jax#25861). dpppl therefore adds ``--xla_cpu_multi_thread_eigen=false``
-to ``XLA_FLAGS`` and turns off ``jax_cpu_enable_async_dispatch`` (CPU computations run
-inline in the calling thread), unless ``DPPPL_CPU_THREADING=default`` or the user set
-either already. The partition kernels are sequential scans, so they lose little; the
-settings take effect only if dpppl is imported before JAX first runs a computation,
-and they do not touch GPU or TPU execution.
-
-Compiled kernels are kept on disk (JAX's persistent compilation cache) in
-``~/.cache/dpppl/xla``, at most 2 GB, least recently used first out: a kernel takes
-10-40 s to compile on a CPU, and a second run of the same model on data of the same
-shape then starts at once. Entries are keyed by the compiled program, the JAX version
-and the device, so a stale entry is never used. ``DPPPL_COMPILATION_CACHE=DIR`` puts it
-elsewhere, ``DPPPL_COMPILATION_CACHE=off`` turns it off, and a cache directory the user
-configured in JAX is left alone.
+A setting the user already made (in the environment or in ``jax.config``) is left as it was.
+What was changed is logged once (logger ``"dpppl"``, level INFO) and :func:`describe`
+lists every setting, its value, where the value came from and how to opt out.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import logging
 import os
 
+__all__ = ["X64", "Setting", "describe", "float_dtype", "settings"]
+
+_OFF = ("0", "false", "False", "FALSE", "no", "off", "")
 _EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
-_SAFE_CPU = os.environ.get("DPPPL_CPU_THREADING", "safe") != "default"
-if _SAFE_CPU and _EIGEN_FLAG not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" {_EIGEN_FLAG}=false").strip()
+_DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "dpppl", "xla")
+_CACHE_MAX_BYTES = 2 * 2**30
 
-import jax  # noqa: E402  (after XLA_FLAGS)
 
-if _SAFE_CPU and "JAX_CPU_ENABLE_ASYNC_DISPATCH" not in os.environ:
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One JAX/XLA setting dpppl may change: its value now and where that value came from.
+
+    ``changed`` is True when dpppl set it at import; ``source`` says who decided the value
+    (``"dpppl default"``, ``"user: ..."``, ``"opt-out: ..."`` or ``"JAX default ..."``).
+    """
+
+    name: str
+    value: object
+    changed: bool
+    source: str
+    opt_out: str
+    why: str
+
+
+_SETTINGS: list[Setting] = []
+
+
+def _backend_started() -> bool:
+    try:
+        from jax._src import xla_bridge
+        return bool(xla_bridge.backends_are_initialized())
+    except Exception:  # noqa: BLE001  (private API moved: assume not started)
+        return False
+
+
+# XLA_FLAGS and async dispatch are read when JAX creates its CPU client (the first computation).
+# DPPPL_CPU_THREADING: "safe" (default: async dispatch off), "strict" (also the Eigen flag),
+# "default" (neither).
+_threading = os.environ.get("DPPPL_CPU_THREADING", "safe").strip().lower()
+_safe_cpu = _threading != "default"
+_user_xla_flags = os.environ.get("XLA_FLAGS", "")
+
+import jax
+
+_started = _backend_started()
+
+
+def _eigen_setting() -> Setting:
+    # Opt-in only (DPPPL_CPU_THREADING=strict): it single-threads every XLA CPU op of the
+    # process and, being an environment variable, of its child processes; with async dispatch
+    # off no run of benchmarks/bench_cpu_wedge.py hung without it.
+    name, opt = "XLA_FLAGS " + _EIGEN_FLAG, "opt-in: DPPPL_CPU_THREADING=strict"
+    why = "the older guard against the XLA CPU thread-pool wedge (docs/configuration.md#cpu-threading)"
+    if _EIGEN_FLAG in _user_xla_flags:
+        value = next((f.split("=", 1)[-1] for f in _user_xla_flags.split() if f.startswith(_EIGEN_FLAG)), "?")
+        return Setting(name, value, False, "user: XLA_FLAGS", opt, why)
+    if _threading != "strict":
+        return Setting(name, "XLA default (true)", False, "XLA default", opt, why)
+    if _started:
+        return Setting(name, "XLA default (true)", False,
+                       "XLA default: JAX had run before dpppl was imported, too late to change", opt, why)
+    os.environ["XLA_FLAGS"] = (_user_xla_flags + f" {_EIGEN_FLAG}=false").strip()
+    return Setting(name, "false", True, "DPPPL_CPU_THREADING=strict", opt, why)
+
+
+def _async_setting() -> Setting:
+    name, opt = "jax_cpu_enable_async_dispatch", "DPPPL_CPU_THREADING=default"
+    why = "guards against the XLA CPU thread-pool wedge (docs/configuration.md#cpu-threading)"
+    value = jax.config.values["jax_cpu_enable_async_dispatch"]
+    if value is not True:  # JAX's default is True and no environment variable sets it
+        return Setting(name, value, False, "user: jax.config", opt, why)
+    if not _safe_cpu:
+        return Setting(name, value, False, "opt-out: DPPPL_CPU_THREADING=default", opt, why)
+    if _started:
+        return Setting(name, value, False,
+                       "JAX default: JAX had run before dpppl was imported, too late to change", opt, why)
     jax.config.update("jax_cpu_enable_async_dispatch", False)
+    return Setting(name, False, True, "dpppl default", opt, why)
 
-_CACHE_DIR = os.environ.get("DPPPL_COMPILATION_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "dpppl", "xla"))
-if _CACHE_DIR not in ("", "0", "off", "false") and jax.config.jax_compilation_cache_dir is None:
-    jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
-    if jax.config.jax_compilation_cache_max_size == -1 and importlib.util.find_spec("filelock"):
-        jax.config.update("jax_compilation_cache_max_size", 2 * 2**30)  # JAX needs filelock for it
 
-X64 = os.environ.get("DPPPL_X64", "1") not in ("0", "false", "False", "no")
-if X64:
+def _cache_settings() -> list[Setting]:
+    opt = "DPPPL_COMPILATION_CACHE=off (or =DIR for another directory)"
+    why = "a second process with the same model and data shapes starts without compiling (10-40 s on CPU)"
+    why_size = "bounds the cache dpppl turned on; least recently used entries go first"
+    wanted = os.environ.get("DPPPL_COMPILATION_CACHE")
+    current = jax.config.values["jax_compilation_cache_dir"]
+    size = jax.config.values["jax_compilation_cache_max_size"]
+    if current is not None:
+        src = "user: JAX_COMPILATION_CACHE_DIR" if os.environ.get("JAX_COMPILATION_CACHE_DIR") else "user: jax.config"
+        return [Setting("jax_compilation_cache_dir", current, False, src, opt, why),
+                Setting("jax_compilation_cache_max_size", size, False, "left to the user's cache", opt, why_size)]
+    if wanted is not None and wanted.strip() in _OFF:
+        return [Setting("jax_compilation_cache_dir", None, False, f"opt-out: DPPPL_COMPILATION_CACHE={wanted}", opt, why),
+                Setting("jax_compilation_cache_max_size", size, False, "cache off", opt, why_size)]
+    directory = wanted or _DEFAULT_CACHE
+    jax.config.update("jax_compilation_cache_dir", directory)
+    out = [Setting("jax_compilation_cache_dir", directory, True,
+                   "DPPPL_COMPILATION_CACHE" if wanted else "dpppl default", opt, why)]
+    if size != -1 or os.environ.get("JAX_COMPILATION_CACHE_MAX_SIZE"):
+        out.append(Setting("jax_compilation_cache_max_size", size, False, "user", opt, why_size))
+    elif importlib.util.find_spec("filelock") is None:  # JAX needs filelock to enforce a limit
+        out.append(Setting("jax_compilation_cache_max_size", size, False,
+                           "JAX default (unbounded): the filelock package is not installed", opt, why_size))
+    else:
+        jax.config.update("jax_compilation_cache_max_size", _CACHE_MAX_BYTES)
+        out.append(Setting("jax_compilation_cache_max_size", _CACHE_MAX_BYTES, True, "dpppl default", opt, why_size))
+    return out
+
+
+def _x64_setting() -> Setting:
+    name, opt = "jax_enable_x64", "DPPPL_X64=0"
+    why = "float64: collapsed log joints sum thousands of log-gamma/log-det terms (float_dtype())"
+    value = jax.config.values["jax_enable_x64"]
+    if "JAX_ENABLE_X64" in os.environ or value:
+        src = "user: JAX_ENABLE_X64" if "JAX_ENABLE_X64" in os.environ else "user: jax.config"
+        return Setting(name, value, False, src, opt, why)
+    if os.environ.get("DPPPL_X64", "1").strip() in _OFF:
+        return Setting(name, value, False, f"opt-out: DPPPL_X64={os.environ['DPPPL_X64']}", opt, why)
     jax.config.update("jax_enable_x64", True)
+    return Setting(name, True, True, "dpppl default", opt, why)
+
+
+_SETTINGS += [_eigen_setting(), _async_setting(), *_cache_settings(), _x64_setting()]
+
+#: True when dpppl's kernels compute in float64 (JAX's 64-bit mode is on at import).
+X64 = bool(jax.config.values["jax_enable_x64"])
+
+
+def settings() -> list[Setting]:
+    """Every setting dpppl may change, as decided when dpppl was imported."""
+    return list(_SETTINGS)
+
+
+def describe() -> str:
+    """A table of every setting: value, whether dpppl changed it, why, and its opt-out.
+
+    ``print(dpppl.config.describe())``.
+    """
+    rows = [f"{s.name} = {s.value!r}\n    {'changed by dpppl' if s.changed else 'not changed'}"
+            f" (source: {s.source})\n    why: {s.why}\n    opt-out: {s.opt_out}" for s in _SETTINGS]
+    return "dpppl JAX settings (docs/configuration.md)\n" + "\n".join(rows)
 
 
 def float_dtype():
@@ -57,3 +160,10 @@ def float_dtype():
     import jax.numpy as jnp
 
     return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
+
+
+_changed = [s for s in _SETTINGS if s.changed]
+if _changed:
+    logging.getLogger("dpppl").info(
+        "dpppl changed JAX settings on import: %s; see dpppl.config.describe() for opt-outs",
+        ", ".join(f"{s.name}={s.value}" for s in _changed))
