@@ -54,7 +54,7 @@ _threading = os.environ.get("DPPPL_CPU_THREADING", "safe").strip().lower()
 _safe_cpu = _threading != "default"
 _user_xla_flags = os.environ.get("XLA_FLAGS", "")
 
-import jax
+import jax  # noqa: E402  (after reading the user's XLA_FLAGS, before the CPU client exists)
 
 _started = _backend_started()
 
@@ -100,11 +100,13 @@ def _cache_settings() -> list[Setting]:
     current = jax.config.values["jax_compilation_cache_dir"]
     size = jax.config.values["jax_compilation_cache_max_size"]
     if current is not None:
-        src = "user: JAX_COMPILATION_CACHE_DIR" if os.environ.get("JAX_COMPILATION_CACHE_DIR") else "user: jax.config"
+        src = ("user: JAX_COMPILATION_CACHE_DIR" if os.environ.get("JAX_COMPILATION_CACHE_DIR")
+               else "user: jax.config")
         return [Setting("jax_compilation_cache_dir", current, False, src, opt, why),
                 Setting("jax_compilation_cache_max_size", size, False, "left to the user's cache", opt, why_size)]
     if wanted is not None and wanted.strip() in _OFF:
-        return [Setting("jax_compilation_cache_dir", None, False, f"opt-out: DPPPL_COMPILATION_CACHE={wanted}", opt, why),
+        return [Setting("jax_compilation_cache_dir", None, False, f"opt-out: DPPPL_COMPILATION_CACHE={wanted}",
+                        opt, why),
                 Setting("jax_compilation_cache_max_size", size, False, "cache off", opt, why_size)]
     directory = wanted or _DEFAULT_CACHE
     jax.config.update("jax_compilation_cache_dir", directory)
@@ -118,6 +120,14 @@ def _cache_settings() -> list[Setting]:
     else:
         jax.config.update("jax_compilation_cache_max_size", _CACHE_MAX_BYTES)
         out.append(Setting("jax_compilation_cache_max_size", _CACHE_MAX_BYTES, True, "dpppl default", opt, why_size))
+    name, why_min = "jax_persistent_cache_min_compile_time_secs", (
+        "every compiled program of a run goes to the cache, the small ones too (key splits, seating), "
+        "so a new process compiles nothing")
+    if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" in os.environ or jax.config.values[name] != 1.0:
+        out.append(Setting(name, jax.config.values[name], False, "user", opt, why_min))
+    else:
+        jax.config.update(name, 0.0)
+        out.append(Setting(name, 0.0, True, "dpppl default", opt, why_min))
     return out
 
 

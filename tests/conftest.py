@@ -4,6 +4,9 @@ import os
 import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# the full guard against the XLA CPU thread-pool wedge (docs/configuration.md#cpu-threading): the
+# suite runs many vmapped kernels in parallel workers, where the last CI runs that hung saw it
+os.environ.setdefault("DPPPL_CPU_THREADING", "strict")
 # One compilation cache for the session's workers (and their subprocesses): tests that
 # sample the same model on the same data compile it once.
 os.environ.setdefault("DPPPL_COMPILATION_CACHE", os.path.join(tempfile.gettempdir(), "dpppl-test-xla-cache"))
