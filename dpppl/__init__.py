@@ -24,10 +24,9 @@ from dpppl.priors import CRP, DDP, Gamma, PitmanYor, StickBreaking
 from dpppl.run.driver import log_joint, sample
 from dpppl.search import SearchResult, map_search
 from dpppl.simulate import sample_prior
-from dpppl.version import __version__
+from dpppl.version import __version__  # noqa: F401  (dpppl.__version__)
 
 __all__ = [
-    "__version__",
     "BetaBernoulli", "BoundModel", "CRP", "DataDecl", "DataError", "DirichletMultinomial",
     "DPMixture", "Gamma", "KernelError", "Model", "ModelError", "NormalGamma",
     "NormalInverseWishart", "NormalKnownCov", "NormalLogNormal", "PitmanYor", "PitmanYorMixture", "datasets",

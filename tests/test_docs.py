@@ -107,7 +107,7 @@ def test_model_language_page_covers_every_statement_distribution_and_function():
     page = "model-language.md"
     text = read(page)
     heads = "\n".join(headings(page))
-    statements = re.search(r"_statement:(.*?)\n\n", (ROOT / "dpppl/dsl/grammar.lark").read_text(), re.S)
+    statements = re.search(r"_statement:(.*?)\n\n", (ROOT / "dpppl/core/grammar.lark").read_text(), re.S)
     for rule in re.findall(r"\w+", statements.group(1)):
         assert "{#" + rule + "}" in heads, f"no section with anchor {{#{rule}}} for the statement rule {rule}"
     names = [*dsl_parser.PARTITION_PRIORS, *dsl_parser.CONCENTRATION_PRIORS, *dsl_parser.COMPONENTS,
