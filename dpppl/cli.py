@@ -27,7 +27,7 @@ import dpppl
 from dpppl.analysis.plots import plot_command
 from dpppl.datasets.bundled import available as available_datasets
 from dpppl.datasets.files import read_data, read_rankings
-from dpppl.diagnostics.arviz_compat import az, group
+from dpppl.diagnostics.arviz_compat import arviz, group
 from dpppl.errors import DPPPLError
 from dpppl.kernels import available as available_kernels
 from dpppl.kernels import entry
@@ -110,6 +110,7 @@ def summary_text(idata) -> str:
         lines.append("note:   the run was interrupted; these are the draws it kept")
     names = [v for v in LABEL_INVARIANT + ("cluster_sizes",) if v in post]
     shown = post[names].isel(cluster=slice(0, SUMMARY_RANKS), missing_dims="ignore")
+    az = arviz()
     table = az.summary(shown.astype(float), kind="all", round_to=3)
     lp = az.summary(stats[["lp"]], kind="all", round_to=1)
     lines += ["", table.to_string(), lp.to_string(), ""]
@@ -167,6 +168,7 @@ def _run(args) -> int:
             idata.to_netcdf(args.out)
             print(f"\nwrote {args.out}")
         return 0
+    az = arviz()
     idata = az.from_netcdf(args.run)
     if args.command == "summary":
         print(summary_text(idata))

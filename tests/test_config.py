@@ -67,7 +67,7 @@ def test_defaults_change_each_setting_say_so_once_and_print_nothing(defaults):
     assert r["cache_max"] == 2 * 2**30
     changed = {n for n, (_, c, source, _) in r["settings"].items() if c and source == "dpppl default"}
     assert changed == {"jax_enable_x64", "jax_compilation_cache_dir", "jax_compilation_cache_max_size",
-                       "jax_cpu_enable_async_dispatch"}
+                       "jax_persistent_cache_min_compile_time_secs", "jax_cpu_enable_async_dispatch"}
     assert len(r["records"]) == 1  # one INFO record names every change
     for name in changed:
         assert name in r["records"][0]

@@ -8,16 +8,32 @@ before arviz (ArviZ 1.x otherwise leaves numpyro half-imported).
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpyro  # noqa: F401  (import order matters for ArviZ 1.x)
 
-with warnings.catch_warnings():
-    # ArviZ 0.23 announces its 1.x refactor on import; dpppl absorbs the change here
-    warnings.simplefilter("ignore", FutureWarning)
-    import arviz as az
 
-ARVIZ_MAJOR = int(az.__version__.split(".")[0])
+@functools.cache
+def arviz():
+    """The ``arviz`` module, imported on first use (it takes about a second: importing dpppl
+    does not pay for it until a run is converted or summarised)."""
+    with warnings.catch_warnings():
+        # ArviZ 0.23 announces its 1.x refactor on import; dpppl absorbs the change here
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz as az  # noqa: PLC0415  (an import of a second's cost, on first use)
+    return az
+
+
+def arviz_major() -> int:
+    return int(arviz().__version__.split(".")[0])
+
+
+def __getattr__(name):
+    """``az``: the arviz module (imported on first use)."""
+    if name == "az":
+        return arviz()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def to_arviz(groups: dict, *, coords: dict | None = None, dims: dict | None = None,
@@ -28,7 +44,8 @@ def to_arviz(groups: dict, *, coords: dict | None = None, dims: dict | None = No
     groups whose name contains ``data`` have none. ``attrs`` go on every group.
     """
     attrs = {k: _attr(v) for k, v in (attrs or {}).items()}
-    if ARVIZ_MAJOR >= 1:
+    az = arviz()
+    if arviz_major() >= 1:
         return az.from_dict(groups, coords=coords, dims=dims,
                             attrs={name: attrs for name in groups} | {"/": attrs})
     kwargs = {name: data for name, data in groups.items()}
