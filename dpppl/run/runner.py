@@ -15,6 +15,7 @@ the same seed gives the same draws whatever the chunking.
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 
@@ -41,6 +42,14 @@ def built_kernel(spec: str, target: Target, options: dict) -> tuple[Kernel, tupl
     the key its compiled functions are kept under."""
     key = ("kernel", spec, fingerprint(options), target.fingerprint())
     return compiled(key, lambda: build(spec, target, **options)), key
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _chain_keys(seed, num_chains: int):
+    """Each chain's key for its initial state, and the key data its steps fold ``t`` into
+    (one compiled program rather than a program per key operation)."""
+    k_init, k_run = jax.random.split(jax.random.key(seed))
+    return jax.random.split(k_init, num_chains), jax.random.key_data(jax.random.split(k_run, num_chains))
 
 
 def _record(kern: Kernel, state, info, with_z: bool) -> dict:
@@ -92,9 +101,8 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
     backends (``truncation``) are ignored."""
     kern, kernel_key = built_kernel(spec, target, options)
     x = jnp.asarray(target.x)
-    k_init, k_run = jax.random.split(jax.random.key(seed))
-    chain_keys = jax.random.key_data(jax.random.split(k_run, num_chains))
-    states = initial_states(target, init, jax.random.split(k_init, num_chains), capacity)
+    init_keys, chain_keys = _chain_keys(seed, num_chains)
+    states = initial_states(target, init, init_keys, capacity)
     if kern.init is not None:  # the kernel's carried values in state.aux
         init_fn = compiled(("kernel_init", kernel_key), lambda: jax.jit(jax.vmap(kern.init, in_axes=(0, None))))
         states = init_fn(states, x)
