@@ -4,7 +4,7 @@
     model = dpppl.load("models/gaussian_niw.dp")
     idata = dpppl.sample(model, x, kernel="gibbs", num_chains=4)
 
-See the README and ``docs/`` for the model language, the kernels and the papers.
+See the README and `docs/` for the model language, the kernels and the papers.
 """
 
 from dpppl import config  # noqa: F401  (JAX settings changed on import: docs/configuration.md)

@@ -1,7 +1,7 @@
 """JAX settings dpppl changes on import, each with its opt-out; see docs/configuration.md.
 
-A setting the user already made (in the environment or in ``jax.config``) is left as it was.
-What was changed is logged once (logger ``"dpppl"``, level INFO) and :func:`describe`
+A setting the user already made (in the environment or in `jax.config`) is left as it was.
+What was changed is logged once (logger `"dpppl"`, level INFO) and `describe`
 lists every setting, its value, where the value came from and how to opt out.
 """
 
@@ -24,8 +24,8 @@ _CACHE_MAX_BYTES = 2 * 2**30
 class Setting:
     """One JAX/XLA setting dpppl may change: its value now and where that value came from.
 
-    ``changed`` is True when dpppl set it at import; ``source`` says who decided the value
-    (``"dpppl default"``, ``"user: ..."``, ``"opt-out: ..."`` or ``"JAX default ..."``).
+    `changed` is True when dpppl set it at import; `source` says who decided the value
+    (`"dpppl default"`, `"user: ..."`, `"opt-out: ..."` or `"JAX default ..."`).
     """
 
     name: str
@@ -158,7 +158,7 @@ def settings() -> list[Setting]:
 def describe() -> str:
     """A table of every setting: value, whether dpppl changed it, why, and its opt-out.
 
-    ``print(dpppl.config.describe())``.
+    `print(dpppl.config.describe())`.
     """
     rows = [f"{s.name} = {s.value!r}\n    {'changed by dpppl' if s.changed else 'not changed'}"
             f" (source: {s.source})\n    why: {s.why}\n    opt-out: {s.opt_out}" for s in _SETTINGS]

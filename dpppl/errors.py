@@ -10,8 +10,8 @@ class DPPPLError(Exception):
 class ModelError(DPPPLError, ValueError):
     """A model (file, text or Python builder) is malformed.
 
-    When the model came from text, ``line`` and ``column`` are 1-based positions,
-    ``source`` is the file name (or ``"<string>"``) and the message carries a caret
+    When the model came from text, `line` and `column` are 1-based positions,
+    `source` is the file name (or `"<string>"`) and the message carries a caret
     excerpt of the offending line.
     """
 

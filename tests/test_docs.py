@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -64,12 +65,19 @@ def headings(page: str) -> list[str]:
 # ---------------------------------------------------------------------------- the build
 
 
-def test_site_builds_strict_with_every_nav_page(tmp_path):
-    site = tmp_path / "site"
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    """The site built once with `mkdocs build --strict`: (its directory, the build's result)."""
+    site = tmp_path_factory.mktemp("docs") / "site"
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
                              str(ROOT / "mkdocs.yml"), "--site-dir", str(site)],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return site, result
+
+
+def test_site_builds_strict_with_every_nav_page(built_site):
+    site, result = built_site
     assert result.returncode == 0, result.stdout + result.stderr
     pages = nav_pages()
     for page in pages:
@@ -79,6 +87,53 @@ def test_site_builds_strict_with_every_nav_page(tmp_path):
         assert built.stat().st_size > 1000
     on_disk = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}
     assert on_disk == set(pages), f"pages not in the nav: {sorted(on_disk - set(pages))}"
+
+
+RAW_REST_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|data|attr|obj|exc):")
+
+
+class _TextOutsideCodeBlocks(HTMLParser):
+    """Collects the text of a page outside `<pre>` code blocks, scripts and styles, and
+    separately the text of inline `<code>`."""
+
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+
+    def __init__(self):
+        super().__init__()
+        self.open: list[str] = []
+        self.text: list[str] = []
+        self.inline_code: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in self.VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag):
+        if tag in self.open:
+            while self.open.pop() != tag:
+                pass
+
+    def handle_data(self, data):
+        if any(tag in ("pre", "script", "style") for tag in self.open):
+            return
+        (self.inline_code if "code" in self.open else self.text).append(data)
+
+
+def test_built_site_has_no_raw_rest(built_site):
+    """Docstrings are Markdown (mkdocstrings): a reST role (`:func:`...) or a double-backtick
+    literal left in one shows up raw on the API pages. docs/tools/convert_rest.py converts them."""
+    site, result = built_site
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = []
+    for page in sorted(site.rglob("*.html")):
+        parser = _TextOutsideCodeBlocks()
+        parser.feed(page.read_text(encoding="utf-8"))
+        for text in parser.text + parser.inline_code:
+            for match in [*RAW_REST_ROLE.finditer(text), *re.finditer("``", text)]:
+                context = text[max(0, match.start() - 50):match.end() + 50].replace("\n", " ")
+                found.append(f"{page.relative_to(site)}: ...{context}...")
+    assert not found, f"{len(found)} raw reST markups in the built site (run docs/tools/convert_rest.py " \
+        "on the docstrings):\n" + "\n".join(found[:40])
 
 
 def test_every_figure_a_page_shows_exists():

@@ -1,13 +1,13 @@
 """Compiled functions kept for the life of the process, and traces kept on disk.
 
-``compiled(key, build)`` returns the function ``build()`` made the first time ``key`` was
-seen (typically a ``jax.jit`` of a vmapped step), so a second ``dpppl.sample`` of the same
+`compiled(key, build)` returns the function `build()` made the first time `key` was
+seen (typically a `jax.jit` of a vmapped step), so a second `dpppl.sample` of the same
 model, data, kernel and options traces and compiles nothing: JAX's own cache then serves
 every call with the same argument shapes. Keys hold fingerprints
-(:mod:`dpppl.core.fingerprint`) of the target and the options.
+(`dpppl.core.fingerprint`) of the target and the options.
 
-:class:`Exported` goes further for the functions that cost most to trace (a chunk of
-kernel steps): it exports the trace (``jax.export``) and keeps it beside JAX's persistent
+`Exported` goes further for the functions that cost most to trace (a chunk of
+kernel steps): it exports the trace (`jax.export`) and keeps it beside JAX's persistent
 compilation cache, so a new process loads it and compiles from that cache without running
 the kernel's Python again. The disk key holds the function's key, the argument shapes, the
 JAX version, the precision, the platform and a digest of dpppl's own source, so an entry is
@@ -65,12 +65,12 @@ def _trace_dir() -> pathlib.Path | None:
 
 
 class Exported:
-    """``fn(*args) -> (tree, dict of arrays)`` run as one exported trace per argument structure.
+    """`fn(*args) -> (tree, dict of arrays)` run as one exported trace per argument structure.
 
-    ``fn``'s first result is a tree whose structure ``structure(*args)`` gives without tracing
-    ``fn`` (a state); its second result is a flat dict of arrays (records, possibly empty).
-    When the function cannot be exported (an operation ``jax.export`` does not serialise),
-    it runs as ``jax.jit(fn)`` and nothing is kept on disk.
+    `fn`'s first result is a tree whose structure `structure(*args)` gives without tracing
+    `fn` (a state); its second result is a flat dict of arrays (records, possibly empty).
+    When the function cannot be exported (an operation `jax.export` does not serialise),
+    it runs as `jax.jit(fn)` and nothing is kept on disk.
     """
 
     def __init__(self, key: Hashable, fn: Callable, structure: Callable):

@@ -1,43 +1,43 @@
 """Hyperparameter expressions: a small, safe language evaluated against the data.
 
 A hyperparameter of a component family may be an expression of the data instead of a
-number, for example ``psi0 = cov(x) / 10`` or ``nu0 = D + 2``. Expressions are parsed by
-the ``expression`` rule of the model grammar (``grammar.lark``, shared with the model
-files) into an immutable tree of :class:`Expr` nodes; nothing is ever passed to Python's
-``eval``.
+number, for example `psi0 = cov(x) / 10` or `nu0 = D + 2`. Expressions are parsed by
+the `expression` rule of the model grammar (`grammar.lark`, shared with the model
+files) into an immutable tree of `Expr` nodes; nothing is ever passed to Python's
+`eval`.
 
 Syntax
-    numbers (``2``, ``0.5``, ``1e-3``); ``+ - * /``; ``^`` or ``**`` (power, right
-    associative, binding tighter than unary minus: ``-2^2 == -4``); parentheses; vector
-    literals ``[1, 2, 3]`` (nested for matrices: ``[[1, 0], [0, 1]]``); names; calls of
+    numbers (`2`, `0.5`, `1e-3`); `+ - * /`; `^` or `**` (power, right
+    associative, binding tighter than unary minus: `-2^2 == -4`); parentheses; vector
+    literals `[1, 2, 3]` (nested for matrices: `[[1, 0], [0, 1]]`); names; calls of
     the functions below.
 
-Names (bound by :func:`data_environment`)
-    ``x`` the data, an (N, D) array; ``N`` the number of points; ``D`` the number of
-    columns; ``V`` the same as ``D`` (the vocabulary size of count data).
+Names (bound by `data_environment`)
+    `x` the data, an (N, D) array; `N` the number of points; `D` the number of
+    columns; `V` the same as `D` (the vocabulary size of count data).
 
 Functions (each takes one argument)
-    ``mean``, ``var``, ``sd``, ``min``, ``max``, ``sum``
-        reduce over the first axis (over the points for ``x``, giving a (D,) vector; a
-        vector gives a scalar). ``var`` and ``sd`` use ``ddof=1``.
-    ``cov``
-        ``np.cov(x, rowvar=False, ddof=1)``, always a (D, D) matrix (also for D = 1).
-    ``sqrt``, ``log``, ``exp``
+    `mean`, `var`, `sd`, `min`, `max`, `sum`
+        reduce over the first axis (over the points for `x`, giving a (D,) vector; a
+        vector gives a scalar). `var` and `sd` use `ddof=1`.
+    `cov`
+        `np.cov(x, rowvar=False, ddof=1)`, always a (D, D) matrix (also for D = 1).
+    `sqrt`, `log`, `exp`
         element-wise.
-    ``eye(n)``, ``ones(n)``, ``zeros(n)``
+    `eye(n)`, `ones(n)`, `zeros(n)`
         the n x n identity, a vector of n ones or n zeros; n is a positive integer.
-    ``diag``
+    `diag`
         a vector to a diagonal matrix, a matrix to its diagonal.
 
 Semantics and errors
     Arithmetic is element-wise; the operands must have equal shapes or one must be a
-    scalar (no other broadcasting: ``cov(x) + mean(x)`` is an error). Problems raise
-    :class:`~dpppl.errors.ModelError` naming the problem and, for expressions parsed
+    scalar (no other broadcasting: `cov(x) + mean(x)` is an error). Problems raise
+    [`ModelError`][dpppl.errors.ModelError] naming the problem and, for expressions parsed
     from text, the line and column: syntax errors, an unknown name or function (with a
     close-match suggestion), a wrong number of arguments, mismatched shapes, and a result
-    that is not finite (``log(0)``, ``1 / 0``). The sample statistics ``var``, ``sd`` and
-    ``cov`` of fewer than two points are undefined and raise
-    :class:`~dpppl.errors.DataError`: the model is fine, the data are too few.
+    that is not finite (`log(0)`, `1 / 0`). The sample statistics `var`, `sd` and
+    `cov` of fewer than two points are undefined and raise
+    [`DataError`][dpppl.errors.DataError]: the model is fine, the data are too few.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from dpppl.errors import DataError, ModelError
 @dataclasses.dataclass(frozen=True)
 class Source:
     """The text an expression or model was parsed from, and its name (a file or
-    ``"<string>"``), for error messages."""
+    `"<string>"`), for error messages."""
 
     name: str
     text: str
@@ -74,15 +74,15 @@ class Source:
 
 @dataclasses.dataclass(frozen=True)
 class Span:
-    """A 1-based ``line`` and ``column`` in a :class:`Source`: where errors point."""
+    """A 1-based `line` and `column` in a `Source`: where errors point."""
 
     source: Source
     line: int
     column: int
 
     def error(self, message: str, cls: type = ModelError) -> Exception:
-        """An exception of class ``cls`` at this position (a caret excerpt for
-        :class:`ModelError`; ``file:line:column:`` before the message otherwise)."""
+        """An exception of class `cls` at this position (a caret excerpt for
+        [`ModelError`][dpppl.ModelError]; `file:line:column:` before the message otherwise)."""
         if issubclass(cls, ModelError):
             return cls(message, source=self.source.name, line=self.line, column=self.column,
                        text=self.source.text)
@@ -90,12 +90,12 @@ class Span:
 
 
 def located(span: Optional[Span], message: str, cls: type = ModelError) -> Exception:
-    """An exception at ``span``, or without a position when ``span`` is ``None``."""
+    """An exception at `span`, or without a position when `span` is `None`."""
     return cls(message) if span is None else span.error(message, cls)
 
 
 def suggest(name: str, candidates) -> str:
-    """``" (did you mean 'x'?)"`` for the closest candidate, or ``""``."""
+    """`" (did you mean 'x'?)"` for the closest candidate, or `""`."""
     close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -111,10 +111,10 @@ _VERBS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "^": "rai
 class Expr:
     """A node of an expression tree.
 
-    Nodes compare equal when their structure is equal; ``span`` (where the node was
-    written) and ``text`` (the exact source text) take no part in comparisons.
-    ``str(expr)`` gives the source text of a parsed expression, or the canonical
-    :meth:`render` of a built or rewritten one; parsing either gives back an equal tree.
+    Nodes compare equal when their structure is equal; `span` (where the node was
+    written) and `text` (the exact source text) take no part in comparisons.
+    `str(expr)` gives the source text of a parsed expression, or the canonical
+    `render` of a built or rewritten one; parsing either gives back an equal tree.
     """
 
     span: Optional[Span] = dataclasses.field(default=None, compare=False, kw_only=True)
@@ -123,7 +123,7 @@ class Expr:
     precedence = _ATOM
 
     def evaluate(self, env: Mapping[str, Any]) -> np.ndarray:
-        """The value of the expression with the names bound by ``env``."""
+        """The value of the expression with the names bound by `env`."""
         raise NotImplementedError
 
     def children(self) -> tuple["Expr", ...]:
@@ -141,7 +141,7 @@ class Expr:
         return frozenset(node.name for node in self.walk() if isinstance(node, Name))
 
     def check(self) -> "Expr":
-        """Raise :class:`ModelError` for an unknown function or a wrong number of
+        """Raise [`ModelError`][dpppl.ModelError] for an unknown function or a wrong number of
         arguments anywhere in the tree; return the expression."""
         for node in self.walk():
             if isinstance(node, Call):
@@ -149,17 +149,17 @@ class Expr:
         return self
 
     def substitute(self, mapping: Mapping[str, "Expr"]) -> "Expr":
-        """A copy with each name in ``mapping`` replaced by its expression.
+        """A copy with each name in `mapping` replaced by its expression.
 
         A replacement without a position takes the position of the name it replaces.
-        Rewritten nodes lose their source text, so ``str`` renders them canonically.
+        Rewritten nodes lose their source text, so `str` renders them canonically.
         """
         if not self.names() & mapping.keys():
             return self
         return self._map(lambda child: child.substitute(mapping))
 
     def _map(self, fn: Callable[["Expr"], "Expr"]) -> "Expr":
-        """A copy with ``fn`` applied to every direct sub-expression, without text
+        """A copy with `fn` applied to every direct sub-expression, without text
         (a leaf has none and is returned as it is)."""
         return self
 
@@ -168,7 +168,7 @@ class Expr:
         return located(self.span, message, cls)
 
     def render(self) -> str:
-        """The canonical text of the expression (what ``str`` gives without source)."""
+        """The canonical text of the expression (what `str` gives without source)."""
         raise NotImplementedError
 
     def __str__(self) -> str:
@@ -178,7 +178,7 @@ class Expr:
         return f"parse_expression({str(self)!r})"
 
     def _finite(self, value) -> np.ndarray:
-        """``value`` as a float array; raise if it holds an infinity or a NaN."""
+        """`value` as a float array; raise if it holds an infinity or a NaN."""
         value = np.asarray(value, dtype=float)
         if not np.all(np.isfinite(value)):
             raise self.error(f"'{self}' is not finite: {value}")
@@ -186,7 +186,7 @@ class Expr:
 
 
 def _wrap(expr: Expr, min_precedence: int) -> str:
-    """The canonical text of a sub-expression, in parentheses below ``min_precedence``."""
+    """The canonical text of a sub-expression, in parentheses below `min_precedence`."""
     text = expr.render()
     return f"({text})" if expr.precedence < min_precedence else text
 
@@ -211,7 +211,7 @@ class Number(Expr):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class Name(Expr):
-    """A name: ``x``, ``N``, ``D``, ``V`` in hyperparameters; any name in a model."""
+    """A name: `x`, `N`, `D`, `V` in hyperparameters; any name in a model."""
 
     name: str
 
@@ -233,7 +233,7 @@ class Name(Expr):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class Vector(Expr):
-    """A vector literal ``[a, b, ...]``; nested vectors make matrices."""
+    """A vector literal `[a, b, ...]`; nested vectors make matrices."""
 
     items: tuple[Expr, ...]
 
@@ -257,21 +257,21 @@ class Vector(Expr):
 
 @dataclasses.dataclass(frozen=True)
 class Keyword:
-    """A keyword argument ``name = value`` of a :class:`Call`."""
+    """A keyword argument `name = value` of a `Call`."""
 
     name: str
     value: Expr
     span: Optional[Span] = dataclasses.field(default=None, compare=False)
 
     def render(self) -> str:
-        """The canonical text ``name = value``."""
+        """The canonical text `name = value`."""
         return f"{self.name} = {self.value.render()}"
 
 
 @dataclasses.dataclass(frozen=True)
 class Function:
-    """A function of the expression language: ``nargs`` arguments, implementation
-    ``fn(call, *values)`` (``call`` is the :class:`Call` node, for errors)."""
+    """A function of the expression language: `nargs` arguments, implementation
+    `fn(call, *values)` (`call` is the `Call` node, for errors)."""
 
     nargs: int
     fn: Callable[..., np.ndarray]
@@ -279,15 +279,15 @@ class Function:
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class Call(Expr):
-    """A call ``f(a, b, key = c)``: a function in an expression, a distribution in a
-    model statement (which interprets ``args`` and ``keywords`` itself)."""
+    """A call `f(a, b, key = c)`: a function in an expression, a distribution in a
+    model statement (which interprets `args` and `keywords` itself)."""
 
     func: str
     args: tuple[Expr, ...] = ()
     keywords: tuple[Keyword, ...] = ()
 
     def function(self) -> Function:
-        """The called function of the expression language; raises :class:`ModelError`
+        """The called function of the expression language; raises [`ModelError`][dpppl.ModelError]
         if there is none by that name or the arguments do not fit it."""
         if self.func not in FUNCTIONS:
             raise self.error(f"unknown function '{self.func}'{suggest(self.func, FUNCTIONS)}; "
@@ -321,7 +321,7 @@ class Call(Expr):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class BinOp(Expr):
-    """``left op right`` with ``op`` one of ``+ - * / ^`` (``**`` is read as ``^``)."""
+    """`left op right` with `op` one of `+ - * / ^` (`**` is read as `^`)."""
 
     op: str
     left: Expr
@@ -380,8 +380,8 @@ class Neg(Expr):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class Index(Expr):
-    """``base[index]``: only meaningful in a model's observation line
-    (``x[i] ~ Normal(theta[z[i]])``); it has no value as a hyperparameter."""
+    """`base[index]`: only meaningful in a model's observation line
+    (`x[i] ~ Normal(theta[z[i]])`); it has no value as a hyperparameter."""
 
     base: Expr
     index: Expr
@@ -404,7 +404,7 @@ class Index(Expr):
 
 
 def _reduction(numpy_fn, min_rows: int = 1) -> Function:
-    """A reduction over the first axis; a sample statistic needs ``min_rows`` rows."""
+    """A reduction over the first axis; a sample statistic needs `min_rows` rows."""
 
     def fn(call, a):
         if a.ndim == 0:
@@ -418,7 +418,7 @@ def _reduction(numpy_fn, min_rows: int = 1) -> Function:
 
 
 def _cov(call, a):
-    """The (D, D) sample covariance of the rows of ``a`` (a vector is one column)."""
+    """The (D, D) sample covariance of the rows of `a` (a vector is one column)."""
     if a.ndim == 1:
         a = a[:, None]
     if a.ndim != 2:
@@ -429,14 +429,14 @@ def _cov(call, a):
 
 
 def _size(call, a) -> int:
-    """The argument of ``eye``, ``ones`` or ``zeros``: a positive integer."""
+    """The argument of `eye`, `ones` or `zeros`: a positive integer."""
     if a.ndim != 0 or a < 1 or a != np.round(a):
         raise call.error(f"{call.func}() needs a positive integer, got {a}")
     return int(a)
 
 
 def _diag(call, a):
-    """``np.diag``: a vector to a diagonal matrix, a matrix to its diagonal."""
+    """`np.diag`: a vector to a diagonal matrix, a matrix to its diagonal."""
     if a.ndim not in (1, 2):
         raise call.error(f"diag() needs a vector or a matrix, got shape {a.shape}")
     return np.diag(a)
@@ -466,8 +466,8 @@ FUNCTIONS: dict[str, Function] = {
 
 @functools.cache
 def grammar() -> lark.Lark:
-    """The LALR parser of ``grammar.lark`` with start symbols ``model`` and
-    ``expression``."""
+    """The LALR parser of `grammar.lark` with start symbols `model` and
+    `expression`."""
     return lark.Lark.open("grammar.lark", rel_to=__file__, parser="lalr",
                           start=["model", "expression"], propagate_positions=True)
 
@@ -501,7 +501,7 @@ def _expected(names) -> str:
 
 
 def syntax_error(exc: lark.UnexpectedInput, source: Source) -> ModelError:
-    """Translate a lark parse error into a :class:`ModelError` that names what was
+    """Translate a lark parse error into a [`ModelError`][dpppl.ModelError] that names what was
     found and what was expected, with line, column and a caret excerpt."""
     interactive = getattr(exc, "interactive_parser", None)
     # LALR merges states, so exc.expected may list tokens of other contexts; the
@@ -526,7 +526,7 @@ def syntax_error(exc: lark.UnexpectedInput, source: Source) -> ModelError:
 
 @v_args(meta=True)
 class ExprBuilder(Transformer):
-    """Turn a lark parse tree into :class:`Expr` nodes carrying their positions.
+    """Turn a lark parse tree into `Expr` nodes carrying their positions.
 
     The model parser extends it with the statement rules.
     """
@@ -554,7 +554,7 @@ class ExprBuilder(Transformer):
         return Number(value, span=self._span(tok), text=str(tok))
 
     def _name(self, tok) -> Name:
-        """A :class:`Name` for a NAME token."""
+        """A `Name` for a NAME token."""
         return Name(str(tok), span=self._span(tok), text=str(tok))
 
     def name(self, meta, children):
@@ -598,8 +598,8 @@ class ExprBuilder(Transformer):
 
 
 def parse_rule(text: str, start: str, builder: ExprBuilder):
-    """Parse ``text`` from the grammar rule ``start`` and transform it with ``builder``;
-    syntax errors become :class:`ModelError`, and errors the builder raises are passed
+    """Parse `text` from the grammar rule `start` and transform it with `builder`;
+    syntax errors become [`ModelError`][dpppl.ModelError], and errors the builder raises are passed
     on as they are."""
     try:
         tree = grammar().parse(text, start=start)
@@ -613,19 +613,19 @@ def parse_rule(text: str, start: str, builder: ExprBuilder):
 
 @functools.lru_cache(maxsize=512)
 def parse_expression(text: str) -> Expr:
-    """Parse a hyperparameter expression such as ``"cov(x) / 10"``.
+    """Parse a hyperparameter expression such as `"cov(x) / 10"`.
 
     Unknown functions and wrong numbers of arguments are reported here; names are only
-    known when the expression is evaluated. Raises :class:`ModelError` with the column
-    of the problem in ``text``.
+    known when the expression is evaluated. Raises [`ModelError`][dpppl.ModelError] with the column
+    of the problem in `text`.
     """
     source = Source("<expression>", text)
     return parse_rule(text, "expression", ExprBuilder(source)).check()
 
 
 def evaluate(expr: Expr | str | float | np.ndarray, env: Mapping[str, Any]) -> np.ndarray:
-    """Evaluate an expression (an :class:`Expr` or its text) with the names in ``env``
-    (see :func:`data_environment`); numbers and arrays are returned as float arrays."""
+    """Evaluate an expression (an `Expr` or its text) with the names in `env`
+    (see `data_environment`); numbers and arrays are returned as float arrays."""
     if isinstance(expr, str):
         expr = parse_expression(expr)
     if isinstance(expr, Expr):
@@ -634,8 +634,8 @@ def evaluate(expr: Expr | str | float | np.ndarray, env: Mapping[str, Any]) -> n
 
 
 def data_environment(x: np.ndarray) -> dict[str, Any]:
-    """The names an expression may use for data ``x`` of shape (N, D) (a 1-D array is
-    one column): ``x``, ``N``, ``D`` and its alias ``V``."""
+    """The names an expression may use for data `x` of shape (N, D) (a 1-D array is
+    one column): `x`, `N`, `D` and its alias `V`."""
     x = np.asarray(x, dtype=float)
     if x.ndim == 1:
         x = x[:, None]

@@ -3,7 +3,7 @@
 Two objects with equal fingerprints trace to the same computation: dataclasses by their
 class and fields, arrays by shape, dtype and a digest of their bytes, numbers and strings
 by value. A callable (a user's stick function) is identified by the object itself, so it
-keys only the in-process cache; :func:`persistable` says whether a fingerprint may key a
+keys only the in-process cache; `persistable` says whether a fingerprint may key a
 cache on disk.
 """
 
@@ -47,7 +47,7 @@ def fingerprint(value: Any) -> Hashable:
 
 
 def persistable(key: Hashable) -> bool:
-    """Whether ``key`` means the same in another process (holds no object identity)."""
+    """Whether `key` means the same in another process (holds no object identity)."""
     if isinstance(key, _Identity):
         return False
     if isinstance(key, tuple):

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 
 def sample_index(logits: jax.Array, u: jax.Array) -> jax.Array:
-    """Draw an index from unnormalised ``logits`` by inverting the CDF at ``u`` in [0, 1).
+    """Draw an index from unnormalised `logits` by inverting the CDF at `u` in [0, 1).
 
     Slots with -inf logits are never chosen, and appending -inf slots does not change
     the draw: this is what lets the capacity grow without changing a run.
@@ -21,8 +21,8 @@ def sample_index(logits: jax.Array, u: jax.Array) -> jax.Array:
 def slice_log_alpha(rng_key, alpha, log_density, width=1.0, max_steps=32, max_shrinks=200):
     """Slice-sample u = log alpha with target log_density(alpha) + u (the Jacobian).
 
-    Stepping out is capped at ``max_steps`` per side and shrinkage at ``max_shrinks``
-    proposals; the level is drawn with ``log U <= 0`` and accepted with ``>=``, so the
+    Stepping out is capped at `max_steps` per side and shrinkage at `max_shrinks`
+    proposals; the level is drawn with `log U <= 0` and accepted with `>=`, so the
     current point always lies in the slice and the loop ends even when rounding makes the
     level equal to the current density. If the target is not finite at the current
     point, or no proposal is accepted within the cap (each rejection shrinks the

@@ -3,7 +3,7 @@
 A *partition prior* (CRP, Pitman-Yor, stick-breaking sticks, the DDP's sticks) says how its
 labels are held, how many slots a chain may need, how to draw a partition and which moves
 every kernel must append for it. A *target* is a model bound to data: it builds states
-from labels, seats points, scores a state (``lp``) and names what a run records. Nothing
+from labels, seats points, scores a state (`lp`) and names what a run records. Nothing
 above this layer asks what kind of model or prior it holds: it calls these methods.
 """
 
@@ -18,7 +18,7 @@ from dpppl.core.state import PartitionState
 
 
 class PartitionPrior(Protocol):
-    """A law on partitions (or on labelled assignments, when ``labelled``)."""
+    """A law on partitions (or on labelled assignments, when `labelled`)."""
 
     name: str
     labelled: bool
@@ -51,7 +51,7 @@ class PartitionPrior(Protocol):
 
     @property
     def moves(self) -> tuple[str, ...]:
-        """Registered moves every kernel appends for this prior (``("alpha",)`` when the
+        """Registered moves every kernel appends for this prior (`("alpha",)` when the
         concentration is resampled)."""
 
 
@@ -73,27 +73,27 @@ class Target(Protocol):
         """No point assigned."""
 
     def state_from_labels(self, key, labels, capacity: int) -> PartitionState:
-        """A state holding ``labels`` (traceable; ``key`` for targets that draw parameters)."""
+        """A state holding `labels` (traceable; `key` for targets that draw parameters)."""
 
     def seat(self, key, state: PartitionState) -> PartitionState:
-        """Every point seated, one at a time in a random order, into the empty ``state``
+        """Every point seated, one at a time in a random order, into the empty `state`
         (sequential prediction, Liang et al. 2007, sec. 5.1)."""
 
     def draw_labels(self, key, capacity: int) -> jax.Array:
         """Labels of every point drawn from the prior (traceable)."""
 
     def lp(self, state: PartitionState) -> jax.Array:
-        """The log joint a run records as ``lp``."""
+        """The log joint a run records as `lp`."""
 
     def log_joint_of_labels(self, labels) -> jax.Array:
-        """log p(x, z) of labels as a state holds them (:func:`dpppl.log_joint`)."""
+        """log p(x, z) of labels as a state holds them ([`dpppl.log_joint`][dpppl.log_joint])."""
 
     def max_slots(self) -> int: ...
 
     def min_slots(self) -> int: ...
 
     def observed(self) -> dict[str, np.ndarray]:
-        """Observed variables for the InferenceData's ``observed_data`` group."""
+        """Observed variables for the InferenceData's `observed_data` group."""
 
     def fingerprint(self) -> Hashable:
         """Equal for targets whose compiled steps are interchangeable (same model, same
@@ -101,7 +101,7 @@ class Target(Protocol):
 
 
 InitStrategy = Callable[[Target, jax.Array, "int | None"], PartitionState]
-"""``(target, keys, capacity) -> states``: the initial state of every chain (batched)."""
+"""`(target, keys, capacity) -> states`: the initial state of every chain (batched)."""
 
 
 __all__ = ["InitStrategy", "PartitionPrior", "Target"]

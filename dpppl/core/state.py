@@ -1,10 +1,10 @@
 """The partition state every partition kernel moves, and operations on it.
 
-A partition of N points is held with a fixed cluster capacity C (static under ``jit``):
-labels ``z`` in ``[0, C)`` and per-slot sufficient statistics ``stats`` (leading axis
-C) whose field ``n`` is the cluster size; empty slots hold exact zeros. A kernel that
-needs a new cluster takes the first empty slot; when none is left it sets ``overflow``
-and the driver grows the capacity on the host (:func:`grow`) and re-runs the chunk of
+A partition of N points is held with a fixed cluster capacity C (static under `jit`):
+labels `z` in `[0, C)` and per-slot sufficient statistics `stats` (leading axis
+C) whose field `n` is the cluster size; empty slots hold exact zeros. A kernel that
+needs a new cluster takes the first empty slot; when none is left it sets `overflow`
+and the driver grows the capacity on the host (`grow`) and re-runs the chunk of
 iterations from the same keys. Kernels therefore draw random numbers whose shapes do not
 depend on C, so that growing the capacity never changes the draws.
 """
@@ -23,14 +23,14 @@ class PartitionState(NamedTuple):
     """State of a partition sampler.
 
     - **z** - int32 (N,) cluster slot of each point.
-    - **stats** - family sufficient statistics per slot, leading axis C; ``stats.n``
+    - **stats** - family sufficient statistics per slot, leading axis C; `stats.n`
       are the cluster sizes, zero for empty slots.
     - **alpha** - current concentration (fixed, or resampled by the alpha move).
     - **overflow** - bool, set when a move needed an empty slot and found none.
     - **aux** - kernel-specific carried values (a dict; empty for most kernels), for
       example the adapted beta of the permutation sampler. Per-slot values (leading axis
-      C, e.g. instantiated cluster parameters) go under ``aux["slots"]``, which
-      :func:`grow` pads with the statistics.
+      C, e.g. instantiated cluster parameters) go under `aux["slots"]`, which
+      `grow` pads with the statistics.
     """
 
     z: jax.Array
@@ -80,6 +80,6 @@ def largest_cluster(state: PartitionState) -> jax.Array:
 
 
 def set_row(stats, k, row):
-    """Per-slot statistics with row ``k`` replaced by ``row`` (a tree of single rows)."""
+    """Per-slot statistics with row `k` replaced by `row` (a tree of single rows)."""
     return jax.tree.map(lambda a, r: a.at[k].set(r), stats, row)
 

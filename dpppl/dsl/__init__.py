@@ -1,5 +1,5 @@
 """The model language: the parser of model files (the grammar and the hyperparameter
-expressions live in :mod:`dpppl.core.expressions`; the models it builds in :mod:`dpppl.models`)."""
+expressions live in `dpppl.core.expressions`; the models it builds in `dpppl.models`)."""
 
 from dpppl.dsl.parser import as_model, load, parse
 

@@ -1,6 +1,6 @@
-"""The model-file parser: text in the dpppl model language to a :class:`~dpppl.models.mixture.Model`.
+"""The model-file parser: text in the dpppl model language to a [`Model`][dpppl.models.mixture.Model].
 
-A model file has one statement per line; ``#`` starts a comment::
+A model file has one statement per line; `#` starts a comment::
 
     data x : real[N, D]                 # the data: kind real, count or binary
     alpha ~ Gamma(1, 1)                 # or: alpha = 2.0 (a fixed concentration)
@@ -9,40 +9,40 @@ A model file has one statement per line; ``#`` starts a comment::
     x[i] ~ Normal(theta[z[i]])
 
 Statements
-    ``data NAME : KIND[dims]``
-        declares the data; KIND is ``real``, ``count`` or ``binary``; one dimension
-        (``real[N]``, 1-D data) or two (``real[N, D]``); a dimension is a name or a
-        positive integer. The first dimension name is an alias of ``N``, the second of
-        ``D``.
-    ``NAME = expr``
+    `data NAME : KIND[dims]`
+        declares the data; KIND is `real`, `count` or `binary`; one dimension
+        (`real[N]`, 1-D data) or two (`real[N, D]`); a dimension is a name or a
+        positive integer. The first dimension name is an alias of `N`, the second of
+        `D`.
+    `NAME = expr`
         a constant: a number for a concentration or discount, or any hyperparameter
         expression, usable by name in later lines.
-    ``NAME ~ Gamma(shape, rate)``
+    `NAME ~ Gamma(shape, rate)`
         a random concentration (resampled during inference).
-    ``z ~ CRP(alpha)`` / ``z ~ PitmanYor(discount, alpha)``
-        the partition prior; ``alpha`` is a number, a constant or a Gamma-distributed name.
-    ``z ~ StickBreaking(a, b)`` / ``z ~ PseudoParticles(gamma, num_sticks)``
+    `z ~ CRP(alpha)` / `z ~ PitmanYor(discount, alpha)`
+        the partition prior; `alpha` is a number, a constant or a Gamma-distributed name.
+    `z ~ StickBreaking(a, b)` / `z ~ PseudoParticles(gamma, num_sticks)`
         a stick-breaking prior on explicit labels (Porteous et al. 2006): a, b, gamma are
-        expressions of the stick index ``i`` (``b = theta + i * d``), numbers, or vector
+        expressions of the stick index `i` (`b = theta + i * d`), numbers, or vector
         literals (a finite sequence of sticks).
-    ``theta[k] ~ PRIOR(...)`` and ``x[i] ~ OBSERVATION(theta[z[i]], ...)``
+    `theta[k] ~ PRIOR(...)` and `x[i] ~ OBSERVATION(theta[z[i]], ...)`
         the component prior and the observation model, a conjugate pair from
-        :data:`COMPONENTS` (e.g. ``Dirichlet`` with ``Multinomial``).
+        `COMPONENTS` (e.g. `Dirichlet` with `Multinomial`).
 
-Names are free (``y``, ``c``, ``phi``, ``j``, ...) but must be used consistently; the
+Names are free (`y`, `c`, `phi`, `j`, ...) but must be used consistently; the
 data declaration may stand anywhere, any other name must be defined before it is used.
 Arguments are positional (in the order of the family's fields) or keyword; an omitted
 hyperparameter takes the family's default. Hyperparameters are expressions
-(:mod:`dpppl.core.expressions`) of the data (by its declared name), ``N``, ``D``, ``V`` and
-constants; they stay expressions in the model and are evaluated by ``Family.resolve`` when
-data are bound, where the data are always called ``x`` (references to the declared data
+(`dpppl.core.expressions`) of the data (by its declared name), `N`, `D`, `V` and
+constants; they stay expressions in the model and are evaluated by `Family.resolve` when
+data are bound, where the data are always called `x` (references to the declared data
 name and dimension names are rewritten).
 
 The grammar knows only calls with positional and keyword expression arguments; which
 distributions exist and what they build is decided by the tables below, so a new prior or
 family is a new table entry.
 
-Every problem raises :class:`~dpppl.errors.ModelError` with the file, the 1-based line and
+Every problem raises [`ModelError`][dpppl.errors.ModelError] with the file, the 1-based line and
 column, a caret excerpt and what was expected.
 """
 
@@ -71,24 +71,24 @@ from dpppl.models.mixture import DATA_KINDS, BoundModel, DataDecl, Model
 
 @dataclasses.dataclass(frozen=True)
 class PartitionRule:
-    """A partition prior ``z ~ NAME(...)``: its class, whose init fields are the
+    """A partition prior `z ~ NAME(...)`: its class, whose init fields are the
     arguments, and which of them may be a name with a Gamma prior (the others are
     fixed numbers)."""
 
     prior: type
     random: tuple[str, ...] = ("alpha",)
     indexed: tuple[str, ...] = ()
-    """Arguments that are expressions of the stick index ``i`` (stick-breaking priors)."""
+    """Arguments that are expressions of the stick index `i` (stick-breaking priors)."""
     params: Optional[tuple[str, ...]] = None
-    """The argument names, when they are not the init fields of ``prior``."""
+    """The argument names, when they are not the init fields of `prior`."""
 
 
 @dataclasses.dataclass(frozen=True)
 class ComponentRule:
-    """A conjugate pair ``theta[k] ~ PRIOR(...)`` / ``x[i] ~ observation(theta[z[i]], ...)``.
+    """A conjugate pair `theta[k] ~ PRIOR(...)` / `x[i] ~ observation(theta[z[i]], ...)`.
 
-    ``family`` names the class in :mod:`dpppl.families` (imported when used);
-    ``observation_params`` are the family fields given on the observation line, the
+    `family` names the class in `dpppl.families` (imported when used);
+    `observation_params` are the family fields given on the observation line, the
     other fields are the prior's arguments, in field order.
     """
 
@@ -117,7 +117,7 @@ PARTITION_PRIORS: dict[str, PartitionRule] = {
 """Partition priors by name."""
 
 CONCENTRATION_PRIORS: dict[str, type] = {"Gamma": Gamma}
-"""Priors of a random concentration (``alpha ~ Gamma(1, 1)``) by name."""
+"""Priors of a random concentration (`alpha ~ Gamma(1, 1)`) by name."""
 
 COMPONENTS: dict[str, ComponentRule] = {
     "NormalInverseWishart": ComponentRule("NormalInverseWishart", "Normal"),
@@ -132,7 +132,7 @@ COMPONENTS: dict[str, ComponentRule] = {
 """Component priors by name, each with its observation distribution and family."""
 
 OBSERVATIONS = frozenset(rule.observation for rule in COMPONENTS.values())
-"""Observation distributions (``x[i] ~ NAME(theta[z[i]])``)."""
+"""Observation distributions (`x[i] ~ NAME(theta[z[i]])`)."""
 
 BUILTINS = {"N": "the number of points", "D": "the number of columns",
             "V": "the number of columns (of count data)"}
@@ -150,7 +150,7 @@ _ROLES = (  # (what, names, example) for messages about a distribution in the wr
 
 @dataclasses.dataclass(frozen=True)
 class DataStatement:
-    """``data NAME : KIND[dims] (of expr)?``."""
+    """`data NAME : KIND[dims] (of expr)?`."""
 
     name: Name
     kind: Name
@@ -162,7 +162,7 @@ class DataStatement:
 
 @dataclasses.dataclass(frozen=True)
 class Assignment:
-    """``NAME = expr``."""
+    """`NAME = expr`."""
 
     name: Name
     value: Expr
@@ -170,7 +170,7 @@ class Assignment:
 
 @dataclasses.dataclass(frozen=True)
 class Sampling:
-    """``NAME ~ dist(...)`` or ``NAME[index] ~ dist(...)``."""
+    """`NAME ~ dist(...)` or `NAME[index] ~ dist(...)`."""
 
     name: Name
     index: Optional[Name]
@@ -179,7 +179,7 @@ class Sampling:
 
 @dataclasses.dataclass(frozen=True)
 class _ByClause:
-    """``by NAME`` in a data declaration."""
+    """`by NAME` in a data declaration."""
 
     name: Name
 
@@ -221,7 +221,7 @@ class StatementBuilder(ExprBuilder):
 
 @dataclasses.dataclass(frozen=True)
 class _Definition:
-    """A name in scope: its ``kind`` (data, dimension, constant, random, partition,
+    """A name in scope: its `kind` (data, dimension, constant, random, partition,
     component), where it was defined and its value (the expression of a constant, the
     prior of a random concentration, the name a dimension aliases)."""
 
@@ -236,7 +236,7 @@ _KINDS = {"data": "the data", "dimension": "a data dimension", "constant": "a co
 
 
 class _ModelBuilder:
-    """Checks the statements of one model file and builds its :class:`Model`."""
+    """Checks the statements of one model file and builds its [`Model`][dpppl.dsl.parser.Model]."""
 
     def __init__(self, source: Source, statements: list):
         self.source = source
@@ -321,7 +321,7 @@ class _ModelBuilder:
 
     # ----- names ---------------------------------------------------------------------
     def _define(self, name: Name, kind: str, value: Any = None):
-        """Bring ``name`` into scope; a built-in or an already defined name raises."""
+        """Bring `name` into scope; a built-in or an already defined name raises."""
         if name.name in BUILTINS:
             raise name.error(f"'{name.name}' is a built-in name ({BUILTINS[name.name]}) and "
                              f"cannot be defined")
@@ -331,7 +331,7 @@ class _ModelBuilder:
         self.scope[name.name] = _Definition(kind, name.span, value)
 
     def _lookup(self, name: Name) -> _Definition:
-        """The definition of ``name``; raises if it is undefined or defined later."""
+        """The definition of `name`; raises if it is undefined or defined later."""
         if name.name in self.scope:
             return self.scope[name.name]
         if name.name in self.first_definition:
@@ -344,8 +344,8 @@ class _ModelBuilder:
 
     def _expression(self, expr: Expr, what: Optional[str] = None) -> Expr:
         """Check a hyperparameter expression and rewrite it for evaluation against
-        ``x``: the data name becomes ``x``, dimension names ``N`` / ``D``, constants
-        their expressions. With ``what`` (e.g. ``"alpha"``) it must be a fixed number:
+        `x`: the data name becomes `x`, dimension names `N` / `D`, constants
+        their expressions. With `what` (e.g. `"alpha"`) it must be a fixed number:
         it may not use the data."""
         for node in expr.walk():
             if isinstance(node, Index):
@@ -378,7 +378,7 @@ class _ModelBuilder:
         return rewritten
 
     def _constant(self, expr: Expr) -> Expr:
-        """The rewritten expression of ``NAME = expr``, evaluated now when it does not
+        """The rewritten expression of `NAME = expr`, evaluated now when it does not
         use the data so that its errors show even if the name is never used."""
         expr = self._expression(expr)
         if not expr.names():
@@ -405,7 +405,7 @@ class _ModelBuilder:
 
     # ----- statements ----------------------------------------------------------------
     def _data(self, s: DataStatement) -> DataDecl:
-        """``data x : real[N, D]``: check the kind and dimensions, define the names."""
+        """`data x : real[N, D]`: check the kind and dimensions, define the names."""
         kind = s.kind.name
         if kind not in DATA_KINDS:
             raise s.kind.error(f"unknown data kind '{kind}'{suggest(kind, DATA_KINDS)}; expected "
@@ -449,7 +449,7 @@ class _ModelBuilder:
                         by=s.by.name if s.by is not None else None, of=of)
 
     def _random(self, s: Sampling):
-        """``z ~ CRP(...)``, ``z ~ PitmanYor(...)`` or ``alpha ~ Gamma(...)``."""
+        """`z ~ CRP(...)`, `z ~ PitmanYor(...)` or `alpha ~ Gamma(...)`."""
         func = s.dist.func
         if func in PARTITION_PRIORS:
             if self.partition is not None:
@@ -473,9 +473,9 @@ class _ModelBuilder:
                            [*PARTITION_PRIORS, *CONCENTRATION_PRIORS])
 
     def _stick_parameter(self, expr: Expr, what: str):
-        """A stick parameter of ``StickBreaking(a, b)`` / ``PseudoParticles(gamma)``: an
-        expression of the stick index ``i`` (1, 2, ...), numbers and constants; a number
-        or a vector literal (a finite sequence of sticks) when it does not use ``i``."""
+        """A stick parameter of `StickBreaking(a, b)` / `PseudoParticles(gamma)`: an
+        expression of the stick index `i` (1, 2, ...), numbers and constants; a number
+        or a vector literal (a finite sequence of sticks) when it does not use `i`."""
         if "i" in self.scope:
             raise expr.error(f"'i' is the stick index in {what}, but it is defined as a name at "
                              f"line {self.scope['i'].span.line}; rename that name")
@@ -510,7 +510,7 @@ class _ModelBuilder:
         return self._number(expr, "the concentration")
 
     def _component(self, s: Sampling):
-        """``theta[k] ~ PRIOR(...)``."""
+        """`theta[k] ~ PRIOR(...)`."""
         func = s.dist.func
         if func not in COMPONENTS:
             raise _unknown(s.dist, "component prior", COMPONENTS)
@@ -530,7 +530,7 @@ class _ModelBuilder:
         self._define(s.name, "component")
 
     def _observation(self, s: Sampling):
-        """``x[i] ~ OBSERVATION(theta[z[i]], ...)``."""
+        """`x[i] ~ OBSERVATION(theta[z[i]], ...)`."""
         x, func = s.name.name, s.dist.func
         if s.index is None:
             raise s.name.error(f"the observation of '{x}' needs an index: {x}[i] ~ ...")
@@ -554,7 +554,7 @@ class _ModelBuilder:
         self.observation = s
 
     def _reference(self, ref: Expr, index: Name):
-        """Check ``theta[z[i]]``: the component parameter, indexed by the partition at
+        """Check `theta[z[i]]`: the component parameter, indexed by the partition at
         the observation's own index."""
         i = index.name
         theta = self.component.name.name if self.component else "theta"
@@ -581,7 +581,7 @@ class _ModelBuilder:
 
     @staticmethod
     def _bind(call: Call, params, leading=()) -> dict[str, Expr]:
-        """Match the arguments of ``call`` to ``params`` (after ``leading`` positional
+        """Match the arguments of `call` to `params` (after `leading` positional
         ones, already handled): too many positional, unknown or repeated keywords raise."""
         signature = f"{call.func}({', '.join([*leading, *params])})"
         positional = call.args[len(leading):]
@@ -606,7 +606,7 @@ def _init_fields(cls: type) -> tuple[str, ...]:
 
 
 def _construct(call: Call, cls: type, values: dict):
-    """``cls(**values)``, with the validation errors of ``cls`` placed at ``call``."""
+    """`cls(**values)`, with the validation errors of `cls` placed at `call`."""
     try:
         return cls(**values)
     except ModelError as exc:
@@ -614,7 +614,7 @@ def _construct(call: Call, cls: type, values: dict):
 
 
 def _unknown(call: Call, role: str, names) -> ModelError:
-    """The error for a distribution that is not a ``role``: a hint when it is a
+    """The error for a distribution that is not a `role`: a hint when it is a
     distribution of another role, else a close-match suggestion."""
     for other, table, example in _ROLES:
         if call.func in table:
@@ -635,13 +635,13 @@ def parse(text: str, source: str = "<string>") -> Model:
     ----------
     text : str
         The model.
-    source : str, default ``"<string>"``
+    source : str, default "<string>"
         A name for the text in error messages (a file name).
 
     Returns
     -------
     Model
-        With ``source`` the text. Raises :class:`~dpppl.errors.ModelError` naming the line,
+        With `source` the text. Raises [`ModelError`][dpppl.errors.ModelError] naming the line,
         column and what was expected.
     """
     src = Source(source, text)
@@ -650,7 +650,7 @@ def parse(text: str, source: str = "<string>") -> Model:
 
 
 def load(path: str | os.PathLike) -> Model:
-    """Read and parse a model file (see :func:`parse`); the model's ``path`` is ``path``."""
+    """Read and parse a model file (see [`parse`][dpppl.dsl.parser.parse]); the model's `path` is `path`."""
     path = os.fspath(path)
     with open(path, encoding="utf-8") as f:
         text = f.read()

@@ -1,4 +1,4 @@
-"""Component families (see :mod:`dpppl.families.base` for the interface)."""
+"""Component families (see `dpppl.families.base` for the interface)."""
 
 from dpppl.families.base import Family
 from dpppl.families.beta_bernoulli import BetaBernoulli

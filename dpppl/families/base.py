@@ -1,17 +1,17 @@
 """The interface every component family implements (conjugate ones, and what differs for the others).
 
 A family is a frozen dataclass whose fields are its hyperparameters. Fields may hold
-numbers, arrays, ``None`` (a documented data-dependent default) or expression strings
-such as ``"cov(x) / 10"`` (see :mod:`dpppl.core.expressions`). :meth:`Family.resolve`
+numbers, arrays, `None` (a documented data-dependent default) or expression strings
+such as `"cov(x) / 10"` (see `dpppl.core.expressions`). `Family.resolve`
 returns a copy whose fields are all numeric arrays for a given data set; every other
 method assumes a resolved family and is a pure JAX function, so kernels may close over
-a resolved family inside ``jit``.
+a resolved family inside `jit`.
 
-Sufficient statistics are a ``NamedTuple`` of arrays whose first field is ``n``, the
+Sufficient statistics are a `NamedTuple` of arrays whose first field is `n`, the
 number of points (a float holding an integer). Statistics are additive: the statistics
 of a union of disjoint sets are the element-wise sums, so adding or removing a point is
-``stats + point_stats(x_i)`` or ``stats - point_stats(x_i)`` and never a recomputation
-(:func:`add_point`). Every method is vectorised over leading axes of ``stats``: a
+`stats + point_stats(x_i)` or `stats - point_stats(x_i)` and never a recomputation
+(`add_point`). Every method is vectorised over leading axes of `stats`: a
 partition keeps one row per cluster slot, and empty slots hold zeros, whose marginal is
 the prior's.
 """
@@ -35,16 +35,16 @@ PredictiveParams = Any  # pytree of arrays, leading axes as the stats they came 
 class Family:
     """Base class of conjugate component families.
 
-    Subclasses are frozen dataclasses and implement the methods below. ``data_kind``
-    is one of ``"real"``, ``"count"``, ``"binary"`` and says which data declaration
-    (``real[N, D]``, ``count[N, V]``, ``binary[N, D]``) the family observes.
+    Subclasses are frozen dataclasses and implement the methods below. `data_kind`
+    is one of `"real"`, `"count"`, `"binary"` and says which data declaration
+    (`real[N, D]`, `count[N, V]`, `binary[N, D]`) the family observes.
 
-    A family with ``conjugate = False`` (:class:`~dpppl.families.NormalLogNormal`) has no
-    ``log_marginal``, predictive or ``posterior_draw``; it offers instead unconstrained
-    parameters ``u`` and ``params_of(u)``, ``log_prior(u)``, ``prior_draw``,
-    ``log_likelihood_of_stats(u, stats)`` and a data-driven proposal
-    (``proposal``, ``log_proposal``, ``draw_proposal``), which the kernels that instantiate
-    parameters use (:mod:`dpppl.kernels.subcluster.parameter_moves`).
+    A family with `conjugate = False` ([`NormalLogNormal`][dpppl.families.NormalLogNormal]) has no
+    `log_marginal`, predictive or `posterior_draw`; it offers instead unconstrained
+    parameters `u` and `params_of(u)`, `log_prior(u)`, `prior_draw`,
+    `log_likelihood_of_stats(u, stats)` and a data-driven proposal
+    (`proposal`, `log_proposal`, `draw_proposal`), which the kernels that instantiate
+    parameters use ([`dpppl.kernels.subcluster.parameter_moves`][dpppl.kernels.subcluster.parameter_moves]).
     """
 
     name: ClassVar[str]
@@ -60,17 +60,17 @@ class Family:
     def check_data(self, x: np.ndarray) -> np.ndarray:
         """Validate a 2-D data array for this family; return it converted to float.
 
-        Raises :class:`~dpppl.errors.DataError` naming the first offending row and
+        Raises [`DataError`][dpppl.errors.DataError] naming the first offending row and
         column. The generic check (finite values) is done by the caller.
         """
         return np.asarray(x, dtype=float)
 
     def resolve(self, x: np.ndarray) -> "Family":
-        """A copy with every hyperparameter a numeric array fitted to ``x`` (N, D).
+        """A copy with every hyperparameter a numeric array fitted to `x` (N, D).
 
-        ``None`` hyperparameters take the family's documented defaults; expression
-        strings are evaluated with :func:`dpppl.core.expressions.evaluate` against the
-        data summaries of ``x``.
+        `None` hyperparameters take the family's documented defaults; expression
+        strings are evaluated with `dpppl.core.expressions.evaluate` against the
+        data summaries of `x`.
         """
         raise NotImplementedError
 
@@ -81,15 +81,15 @@ class Family:
 
     # ----- JAX side (resolved families only) ---------------------------------------
     def empty_stats(self, shape: tuple[int, ...] = ()) -> Stats:
-        """Zero statistics with leading ``shape`` (e.g. ``(capacity,)``)."""
+        """Zero statistics with leading `shape` (e.g. `(capacity,)`)."""
         raise NotImplementedError
 
     def point_stats(self, x: jax.Array) -> Stats:
-        """Statistics of points ``x`` of shape (..., D): one row per point."""
+        """Statistics of points `x` of shape (..., D): one row per point."""
         raise NotImplementedError
 
     def weighted_stats(self, x: jax.Array, weights: jax.Array) -> Stats:
-        """sum_i weights_i * point_stats(x_i) over points ``x`` (B, D). Families with large
+        """sum_i weights_i * point_stats(x_i) over points `x` (B, D). Families with large
         per-point statistics (a Gaussian's D x D outer products) override it with matrix
         products that never form the per-point values."""
         return jax.tree.map(lambda p: jnp.tensordot(weights.astype(p.dtype), p, axes=1), self.point_stats(x))
@@ -99,43 +99,43 @@ class Family:
         raise NotImplementedError
 
     def predictive_params(self, stats: Stats) -> PredictiveParams:
-        """Quantities that make :meth:`log_predictive` cheap for each row of ``stats``."""
+        """Quantities that make `log_predictive` cheap for each row of `stats`."""
         raise NotImplementedError
 
     def log_predictive(self, params: PredictiveParams, x: jax.Array) -> jax.Array:
-        """log p(x | x_c) for one point ``x`` (D,) against every row of ``params``.
+        """log p(x | x_c) for one point `x` (D,) against every row of `params`.
 
-        Equal to ``log_marginal(stats + point_stats(x)) - log_marginal(stats)``.
+        Equal to `log_marginal(stats + point_stats(x)) - log_marginal(stats)`.
         """
         raise NotImplementedError
 
     def posterior_draw(self, rng_key: jax.Array, stats: Stats) -> Any:
-        """Draw parameters from p(theta | x_c) for each row of ``stats``."""
+        """Draw parameters from p(theta | x_c) for each row of `stats`."""
         raise NotImplementedError
 
     def log_likelihood(self, params: Any, x: jax.Array) -> jax.Array:
-        """log p(x_i | theta_k): ``x`` (N, D), params with leading K -> (N, K)."""
+        """log p(x_i | theta_k): `x` (N, D), params with leading K -> (N, K)."""
         raise NotImplementedError
 
     def sample_points(self, rng_key: jax.Array, params: Any, labels: jax.Array) -> jax.Array:
-        """Draw one point per entry of ``labels`` (any shape) from f(x | theta_label):
-        returns ``labels.shape + (D,)``. Used to simulate data from the compiled model."""
+        """Draw one point per entry of `labels` (any shape) from f(x | theta_label):
+        returns `labels.shape + (D,)`. Used to simulate data from the compiled model."""
         raise NotImplementedError
 
     # ----- NumPyro side -------------------------------------------------------------
     def numpyro_sample_params(self, num_components: int) -> Any:
-        """Inside a NumPyro model: sample ``num_components`` parameter sets from the
-        prior with ``numpyro.sample`` sites named ``theta_*``; return the parameters."""
+        """Inside a NumPyro model: sample `num_components` parameter sets from the
+        prior with `numpyro.sample` sites named `theta_*`; return the parameters."""
         raise NotImplementedError
 
 
 def add_point(stats: Stats, k: jax.Array, point: Stats, sign: float | jax.Array = 1.0) -> Stats:
-    """Add (``sign=1``) or remove (``sign=-1``) one point's statistics to row ``k``."""
+    """Add (`sign=1`) or remove (`sign=-1`) one point's statistics to row `k`."""
     return jax.tree.map(lambda s, p: s.at[k].add(sign * p), stats, point)
 
 
 def take(stats: Stats, k: jax.Array) -> Stats:
-    """Row ``k`` (an index or an index array) of per-cluster statistics."""
+    """Row `k` (an index or an index array) of per-cluster statistics."""
     return jax.tree.map(lambda s: s[k], stats)
 
 
@@ -143,10 +143,10 @@ SEGMENT_BUDGET = 2**22  # per-point statistics formed at once, in numbers (32 MB
 
 
 def segment_sums(per_point, x: jax.Array, labels: jax.Array, num_segments: int, block: int | None = None):
-    """Sums of ``per_point(x_i)`` (a tree of arrays with leading axis N) over the points
-    of each segment; labels ``>= num_segments`` are dropped.
+    """Sums of `per_point(x_i)` (a tree of arrays with leading axis N) over the points
+    of each segment; labels `>= num_segments` are dropped.
 
-    Points are taken ``block`` at a time (default: as many as fit in :data:`SEGMENT_BUDGET`
+    Points are taken `block` at a time (default: as many as fit in `SEGMENT_BUDGET`
     numbers of per-point values), so that for example the N x D x D outer products of a
     Gaussian family never exist all at once; data that fit in one block take one pass.
     """
@@ -172,16 +172,16 @@ def segment_sums(per_point, x: jax.Array, labels: jax.Array, num_segments: int, 
 
 
 def segment_sums_by_sorting(weighted_sums, x: jax.Array, labels: jax.Array, num_segments: int, block: int):
-    """The sums of :func:`segment_sums`, for statistics whose per-point values are large.
+    """The sums of `segment_sums`, for statistics whose per-point values are large.
 
-    ``weighted_sums(x_block, w)`` returns sum_i w_i s(x_i) over a block of points (a tree
+    `weighted_sums(x_block, w)` returns sum_i w_i s(x_i) over a block of points (a tree
     of arrays), computed by the family as matrix products
-    (:meth:`Family.weighted_stats`), so no per-point value is formed. The points are
+    (`Family.weighted_stats`), so no per-point value is formed. The points are
     sorted by label; the sum over the first r sorted points is the prefix sum of whole
     blocks' totals plus one block's first points (weights 1 then 0), and a segment's sum
     is the difference of that prefix at its two boundaries. Cost: one pass of block
-    products over the points and ``num_segments + 1`` masked block products; labels
-    ``>= num_segments`` are dropped. The differences are taken in the statistics' dtype:
+    products over the points and `num_segments + 1` masked block products; labels
+    `>= num_segments` are dropped. The differences are taken in the statistics' dtype:
     keep it float64 for large N.
     """
     n = x.shape[0]
@@ -206,21 +206,21 @@ def segment_sums_by_sorting(weighted_sums, x: jax.Array, labels: jax.Array, num_
 
 
 def segment_stats(family: Family, x: jax.Array, labels: jax.Array, capacity: int) -> Stats:
-    """Per-cluster statistics of points ``x`` with ``labels`` in ``[0, capacity)``.
+    """Per-cluster statistics of points `x` with `labels` in `[0, capacity)`.
 
     Used once when a state is built from labels; kernels then update statistics
-    incrementally. Labels equal to ``capacity`` or more are dropped (unassigned points).
-    Summed block by block for large data (:func:`segment_sums`).
+    incrementally. Labels equal to `capacity` or more are dropped (unassigned points).
+    Summed block by block for large data (`segment_sums`).
     """
     return segment_sums(family.point_stats, x, labels, capacity)
 
 
 def resolve_fields(family: Family, x: np.ndarray, defaults: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Evaluate a family's hyperparameter fields against data ``x``.
+    """Evaluate a family's hyperparameter fields against data `x`.
 
-    ``defaults`` maps a field name to its default (an expression string or a number)
-    used where the field is ``None``. Returns float arrays; the caller checks shapes
-    and domains with :func:`check_hyper`.
+    `defaults` maps a field name to its default (an expression string or a number)
+    used where the field is `None`. Returns float arrays; the caller checks shapes
+    and domains with `check_hyper`.
     """
     env = None
     out = {}
@@ -238,9 +238,9 @@ def resolve_fields(family: Family, x: np.ndarray, defaults: dict[str, Any]) -> d
 def check_hyper(family_name: str, name: str, value: np.ndarray, *, shape=None,
                 positive: bool = False, greater_than: float | None = None,
                 pos_def: bool = False) -> np.ndarray:
-    """Check one resolved hyperparameter; broadcast a scalar to ``shape``.
+    """Check one resolved hyperparameter; broadcast a scalar to `shape`.
 
-    Raises :class:`~dpppl.errors.DataError` (hyperparameters that depend on the data
+    Raises [`DataError`][dpppl.errors.DataError] (hyperparameters that depend on the data
     are only known once the data are) naming the family and the hyperparameter.
     """
     value = np.asarray(value, dtype=float)
@@ -267,8 +267,8 @@ def check_hyper(family_name: str, name: str, value: np.ndarray, *, shape=None,
 
 
 def check_entries(family_name: str, x: np.ndarray, ok: np.ndarray, requirement: str) -> None:
-    """Raise :class:`~dpppl.errors.DataError` at the first entry of ``x`` (N, D) where
-    ``ok`` is false, naming its row, column and value (0-based)."""
+    """Raise [`DataError`][dpppl.errors.DataError] at the first entry of `x` (N, D) where
+    `ok` is false, naming its row, column and value (0-based)."""
     bad = ~ok
     if bad.any():
         r, c = np.argwhere(bad)[0]
@@ -278,15 +278,15 @@ def check_entries(family_name: str, x: np.ndarray, ok: np.ndarray, requirement: 
 
 
 def log_clipped(p: jax.Array) -> jax.Array:
-    """``log p`` with ``p`` clipped below at the smallest positive float.
+    """`log p` with `p` clipped below at the smallest positive float.
 
     Probabilities drawn from a Dirichlet or Beta with small concentrations can underflow
-    to exactly 0; a finite log keeps ``0 * log p`` at 0 in matrix products.
+    to exactly 0; a finite log keeps `0 * log p` at 0 in matrix products.
     """
     return jnp.log(jnp.maximum(p, jnp.finfo(jnp.result_type(p)).tiny))
 
 
 def cluster_log_marginals(family, stats) -> jax.Array:
-    """log p(x_c) per row of ``stats``: the family's closed form, or for a non-conjugate
-    family its numerical ``log_marginal_numerical``."""
+    """log p(x_c) per row of `stats`: the family's closed form, or for a non-conjugate
+    family its numerical `log_marginal_numerical`."""
     return family.log_marginal(stats) if family.conjugate else family.log_marginal_numerical(stats)

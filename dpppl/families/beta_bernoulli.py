@@ -10,7 +10,7 @@ s1 = sum x. Integrating p out (Gelman et al. 2013, sec. 2.4; Bishop 2006, sec. 2
 
 with B the Beta function; the posterior is Beta(a + s1, b + n - s1) and the predictive
 probability of a one is (a + s1) / (a + b + n). The predictive of one point against C
-clusters is one matrix-vector product, ``log p0 + x . log(p1 / p0)``: O(C D).
+clusters is one matrix-vector product, `log p0 + x . log(p1 / p0)`: O(C D).
 
 References
 ----------
@@ -33,15 +33,15 @@ from dpppl.families.base import Family, check_entries, check_hyper, log_clipped,
 
 
 class BinaryStats(NamedTuple):
-    """Statistics of a set of binary vectors: ``n`` points and ``s1 = sum x`` (D,)."""
+    """Statistics of a set of binary vectors: `n` points and `s1 = sum x` (D,)."""
 
     n: jax.Array
     s1: jax.Array
 
 
 class BernoulliParams(NamedTuple):
-    """Product of Bernoullis as ``log p(x) = log_p0 + x . log_odds``: ``log_odds`` (..., D)
-    and ``log_p0 = sum_d log(1 - p_d)`` (...)."""
+    """Product of Bernoullis as `log p(x) = log_p0 + x . log_odds`: `log_odds` (..., D)
+    and `log_p0 = sum_d log(1 - p_d)` (...)."""
 
     log_odds: jax.Array
     log_p0: jax.Array
@@ -53,14 +53,15 @@ class BetaBernoulli(Family):
 
     Parameters
     ----------
-    a, b : float or array (D,), default ``1.0``
+    a, b : float or array (D,), default 1.0
         Beta prior of each dimension's probability of a one, > 0 (a scalar: shared by all
         dimensions). The default is the uniform prior.
 
     Notes
     -----
-    Parameters drawn by :meth:`posterior_draw` and :meth:`numpyro_sample_params` are
-    ``{"probs": (..., D)}``.
+    Parameters drawn by [`posterior_draw`][dpppl.families.beta_bernoulli.BetaBernoulli.posterior_draw] and
+    `numpyro_sample_params` are
+    `{"probs": (..., D)}`.
     """
 
     a: Any = None
@@ -114,7 +115,7 @@ class BetaBernoulli(Family):
         return params.log_p0 + params.log_odds @ x
 
     def posterior_draw(self, rng_key, stats):
-        """Draw ``probs ~ Beta(a + s1, b + n - s1)`` per row."""
+        """Draw `probs ~ Beta(a + s1, b + n - s1)` per row."""
         an, bn = self._posterior(stats)
         return {"probs": jax.random.beta(rng_key, an, bn)}
 

@@ -1,10 +1,10 @@
 """Gaussian clusters whose means are coupled over time slices (Porteous et al. 2006, sec. 5).
 
 Cluster i has one mean mu_{i,t} per slice t = 1..T and either one covariance Sigma_{i,t}
-per slice (``slice_covariances=True``, the default and the paper's model: eq. 11
+per slice (`slice_covariances=True`, the default and the paper's model: eq. 11
 conditions W(Sigma_{i,t}^-1) slice by slice, and sec. 6 models "the cluster covariances
 using independent inverse Wishart distributions") or one covariance Sigma_i shared by its
-slices (``slice_covariances=False``), with
+slices (`slice_covariances=False`), with
 
     Sigma_{i,s} ~ IW(psi0, nu0)  independently,   s = t (per slice) or s = 1 (shared),
     vec(mu_i) ~ N(m, Gamma (x) I_D),   Gamma_{t,t'} = a exp(-beta |tau_t - tau_t'|^delta) (t != t'),
@@ -28,9 +28,9 @@ with N_{i,t}, s1_{i,t} = sum x, s2_{i,t} = sum x x^T the statistics of the point
 cluster i in slice t. The means' conditional is a dense (T D)-dimensional Gaussian, so a
 draw costs O((T D)^3) per cluster: meant for tens of slices.
 
-This is not a conjugate family in the sense of :class:`~dpppl.families.base.Family`
+This is not a conjugate family in the sense of `Family`
 (no marginal likelihood in closed form: the prior of (mu, Sigma) is not the NIW), so the
-collapsed kernels do not apply; the DDP kernels (:mod:`dpppl.kernels.ddp`) instantiate
+collapsed kernels do not apply; the DDP kernels (`dpppl.kernels.ddp`) instantiate
 the parameters.
 """
 
@@ -50,14 +50,14 @@ from dpppl.families.gaussian import cholesky, gamma_draw, inverse_wishart_draw, 
 
 
 def solve_upper_transposed(chol, b):
-    """x with chol^T x = b for lower-triangular ``chol`` (..., M, M) and ``b`` (..., M, K):
+    """x with chol^T x = b for lower-triangular `chol` (..., M, M) and `b` (..., M, K):
     back substitution, written as forward substitution on the index-reversed system."""
     flipped = chol[..., ::-1, ::-1]
     return solve_lower(jnp.swapaxes(flipped, -1, -2), b[..., ::-1, :])[..., ::-1, :]
 
 
 def time_covariance(times, a: float, beta: float, delta: float, b: float) -> np.ndarray:
-    """Gamma of eq. (12) over slice times ``times`` (T,): a exp(-beta |dt|^delta) off the
+    """Gamma of eq. (12) over slice times `times` (T,): a exp(-beta |dt|^delta) off the
     diagonal, b on it (the identity over dimensions is implied)."""
     times = np.asarray(times, dtype=float)
     gap = np.abs(times[:, None] - times[None, :])
@@ -69,7 +69,7 @@ def time_covariance(times, a: float, beta: float, delta: float, b: float) -> np.
 def _slice_conditionals(gamma) -> tuple[np.ndarray, np.ndarray]:
     """(gain (T, T), chol (T, T, T)): for every slice t, g_t = Gamma[:, t] / Gamma[t, t] and a
     Cholesky factor of the conditional covariance Gamma_{|t} given slice t (row and column
-    t zero) - see :meth:`CoupledGaussian.means_given_slice`."""
+    t zero) - see [`CoupledGaussian.means_given_slice`][dpppl.families.coupled.CoupledGaussian.means_given_slice]."""
     T = gamma.shape[0]
     gain = (gamma / np.diag(gamma)[None, :]).T
     chol = np.zeros((T, T, T))
@@ -94,15 +94,15 @@ class CoupledGaussian(Family):
         Decay rate of the coupling with the time gap |tau_t - tau_t'|.
     delta : float in (0, 2], default 1.0
         Exponent of the time gap (1: Ornstein-Uhlenbeck; 2: squared exponential).
-    b : float, default ``a``
-        Prior variance of one slice's mean about ``mu0`` (the diagonal of Gamma); the
+    b : float, default a
+        Prior variance of one slice's mean about `mu0` (the diagonal of Gamma); the
         mean's step from slice to slice has variance 2 (b - a exp(-beta dt^delta)) per
         dimension. Gamma must be positive definite (b >= a suffices for delta <= 2).
-    mu0 : array (D,), default ``mean(x)``
+    mu0 : array (D,), default mean(x)
         Prior mean m of every slice's cluster mean (the paper: the data's sample mean).
-    nu0 : float > D - 1, default ``D + 1``
+    nu0 : float > D - 1, default D + 1
         Inverse-Wishart degrees of freedom.
-    psi0 : array (D, D) or float, default ``0.01 I``
+    psi0 : array (D, D) or float, default 0.01 I
         Inverse-Wishart scale.
     slice_covariances : bool, default True
         One covariance per label and slice, Sigma_{i,t}, independent IW (the paper's
@@ -131,8 +131,8 @@ class CoupledGaussian(Family):
                 "psi0": 0.01, "slice_covariances": 1}
 
     def resolve(self, x: np.ndarray, times=None) -> "CoupledGaussian":
-        """Hyperparameters fitted to ``x`` (N, D) and the time covariance over the slice
-        times ``times`` (T,) (sorted, distinct)."""
+        """Hyperparameters fitted to `x` (N, D) and the time covariance over the slice
+        times `times` (T,) (sorted, distinct)."""
         if times is None:
             raise DataError("CoupledGaussian needs the slice times: bind it through a DDP model")
         b = self.b if self.b is not None else (self.a if self.a is not None else self.defaults["a"])
@@ -177,12 +177,12 @@ class CoupledGaussian(Family):
         return self.num_slices if self.slice_covariances else 1
 
     def covariance_index(self, slices):
-        """The covariance slot s(t) of slice indices ``slices``: t per slice, 0 shared."""
+        """The covariance slot s(t) of slice indices `slices`: t per slice, 0 shared."""
         return slices if self.slice_covariances else jnp.zeros_like(slices)
 
     # ----- densities -------------------------------------------------------------------
     def log_prior_means(self, mu):
-        """log N(vec(mu); m, Gamma (x) I_D) for means ``mu`` (..., T, D)."""
+        """log N(vec(mu); m, Gamma (x) I_D) for means `mu` (..., T, D)."""
         T, D = self.num_slices, self.dim
         dev = mu - jnp.asarray(self.mu0)
         quad = jnp.einsum("...sd,st,...td->...", dev, jnp.asarray(self.gamma_inv), dev)
@@ -190,7 +190,7 @@ class CoupledGaussian(Family):
         return -0.5 * (quad + D * logdet + T * D * np.log(2 * np.pi))
 
     def log_prior_cov(self, sigma):
-        """log IW(sigma; psi0, nu0) for covariances ``sigma`` (..., D, D) (one value each)."""
+        """log IW(sigma; psi0, nu0) for covariances `sigma` (..., D, D) (one value each)."""
         D, nu = self.dim, self.nu0
         psi = jnp.asarray(self.psi0)
         _, logdet_psi = np.linalg.slogdet(self.psi0)
@@ -217,18 +217,19 @@ class CoupledGaussian(Family):
 
     def log_likelihood_stats(self, n, s1, s2, mu, prec, logdet):
         """sum over the points of log N(x; mu, Sigma) from their statistics (n, s1, s2)
-        (leading axes ...), with the precision ``prec`` and ``logdet`` = log|Sigma|."""
+        (leading axes ...), with the precision `prec` and `logdet` = log|Sigma|."""
         D = self.dim
         quad = jnp.sum(prec * self.scatter(n, s1, s2, mu), axis=(-2, -1))
         return -0.5 * (n * (D * np.log(2 * np.pi) + logdet) + quad)
 
     def log_joint_state(self, prior, state):
-        """log p(x, z, theta_used) of a DDP state (the ``lp`` that :func:`dpppl.sample` records).
+        """log p(x, z, theta_used) of a DDP state (the `lp` that [`dpppl.sample`][dpppl.sample] records).
 
-        = sum_t log P(Z_t) (sticks integrated out, :mod:`dpppl.priors.ddp`) + sum over
+        = sum_t log P(Z_t) (sticks integrated out, `dpppl.priors.ddp`) + sum over
         used labels i of [log N(vec mu_i; m, Gamma (x) I) + sum_s log IW(Sigma_{i,s})]
         + sum_n log N(x_n; mu_{z_n, t_n}, Sigma_{z_n, s(t_n)}), from the state's statistics
-        (``stats.sigma`` (C, S, D, D), see :attr:`num_covariances`). The
+        (`stats.sigma` (C, S, D, D), see [`num_covariances`][dpppl.families.coupled.CoupledGaussian.num_covariances]).
+        The
         parameters of unused labels are prior draws independent of the rest and integrate
         out. It is the log joint of the instantiated state, not of the partition alone,
         and it depends on the labels (they matter in the stick-breaking representation).
@@ -252,9 +253,9 @@ class CoupledGaussian(Family):
         return mu, self.draw_prior_cov(k_cov, shape + (self.num_covariances,))[0]
 
     def draw_prior_cov(self, rng_key, shape=()):
-        """(Sigma, Sigma^-1, log|Sigma|) for Sigma ~ IW(psi0, nu0), of shape ``shape``.
+        """(Sigma, Sigma^-1, log|Sigma|) for Sigma ~ IW(psi0, nu0), of shape `shape`.
 
-        The Bartlett decomposition of :func:`~dpppl.families.gaussian.inverse_wishart_draw`
+        The Bartlett decomposition of `inverse_wishart_draw`
         with the precision formed directly: psi0 = U U^T, A lower triangular with
         A_ii^2 ~ chi^2(nu0 - i) and A_ij ~ N(0, 1) below the diagonal; then
         Sigma^-1 = (U^-T A)(U^-T A)^T, Sigma = (U A^-T)(U A^-T)^T and
@@ -284,10 +285,10 @@ class CoupledGaussian(Family):
                 jnp.einsum("...ik,...jk->...ij", prec_root, prec_root), logdet)
 
     def means_given_slice(self, t, mu_t, eps):
-        """A prior draw of all T means of a label given its mean ``mu_t`` (..., D) in slice
-        ``t``: vec(mu) | mu_t ~ N(m + g_t (mu_t - m), Gamma_{|t} (x) I_D) with
+        """A prior draw of all T means of a label given its mean `mu_t` (..., D) in slice
+        `t`: vec(mu) | mu_t ~ N(m + g_t (mu_t - m), Gamma_{|t} (x) I_D) with
         g_t = Gamma[:, t] / Gamma[t, t] and Gamma_{|t} = Gamma - Gamma[:, t] Gamma[t, :] / Gamma[t, t],
-        from standard normals ``eps`` (..., T, D). Row t of the result is mu_t; drawing
+        from standard normals `eps` (..., T, D). Row t of the result is mu_t; drawing
         mu_t ~ N(m, Gamma[t, t] I) and then this is a draw of vec(mu) from its prior."""
         m = jnp.asarray(self.mu0)
         gain, chol = (jnp.asarray(v)[t] for v in self.slice_conditionals)
@@ -305,7 +306,7 @@ class CoupledGaussian(Family):
 
     def draw_means(self, rng_key, n, s1, prec):
         """vec(mu_i) | Sigma_i, x (eq. 11) for every cluster: statistics n (C, T),
-        s1 (C, T, D) and the precisions ``prec`` (C, S, D, D) of the covariances."""
+        s1 (C, T, D) and the precisions `prec` (C, S, D, D) of the covariances."""
         T, D = self.num_slices, self.dim
         C = n.shape[0]
         g_inv = jnp.asarray(self.gamma_inv)

@@ -37,8 +37,8 @@ from dpppl.families.base import Family, check_entries, check_hyper, log_clipped,
 
 
 class CountStats(NamedTuple):
-    """Statistics of a set of count vectors: ``n`` points, ``counts = sum x`` (V,) and
-    ``log_coef``, the sum of the points' log multinomial coefficients."""
+    """Statistics of a set of count vectors: `n` points, `counts = sum x` (V,) and
+    `log_coef`, the sum of the points' log multinomial coefficients."""
 
     n: jax.Array
     counts: jax.Array
@@ -46,8 +46,8 @@ class CountStats(NamedTuple):
 
 
 class DirichletMultinomialParams(NamedTuple):
-    """Posterior Dirichlet ``alpha = beta + c`` (..., V), ``log Gamma(alpha)`` and
-    ``log Gamma(sum alpha)`` (...), precomputed for the predictive."""
+    """Posterior Dirichlet `alpha = beta + c` (..., V), `log Gamma(alpha)` and
+    `log Gamma(sum alpha)` (...), precomputed for the predictive."""
 
     alpha: jax.Array
     lgamma_alpha: jax.Array
@@ -56,7 +56,7 @@ class DirichletMultinomialParams(NamedTuple):
 
 
 def log_multinomial_coef(x):
-    """log (n! / prod_v x_v!) of count vectors ``x`` (..., V)."""
+    """log (n! / prod_v x_v!) of count vectors `x` (..., V)."""
     return gammaln(jnp.sum(x, axis=-1) + 1) - jnp.sum(gammaln(x + 1), axis=-1)
 
 
@@ -66,15 +66,16 @@ class DirichletMultinomial(Family):
 
     Parameters
     ----------
-    beta : float or array (V,), default ``1.0``
+    beta : float or array (V,), default 1.0
         Dirichlet concentration, > 0 (a scalar: symmetric). The default is the uniform
         prior on the simplex; smaller values (e.g. 0.1) suit large sparse vocabularies,
         where they let clusters put their mass on few words.
 
     Notes
     -----
-    Parameters drawn by :meth:`posterior_draw` and :meth:`numpyro_sample_params` are
-    ``{"probs": (..., V)}``.
+    Parameters drawn by [`posterior_draw`][dpppl.families.dirichlet_multinomial.DirichletMultinomial.posterior_draw] and
+    `numpyro_sample_params` are
+    `{"probs": (..., V)}`.
     """
 
     beta: Any = None
@@ -123,17 +124,17 @@ class DirichletMultinomial(Family):
                 + jnp.sum(gammaln(params.alpha + x) - params.lgamma_alpha, axis=-1))
 
     def posterior_draw(self, rng_key, stats):
-        """Draw ``probs ~ Dirichlet(beta + c)`` per row."""
+        """Draw `probs ~ Dirichlet(beta + c)` per row."""
         return {"probs": jax.random.dirichlet(rng_key, self.beta + stats.counts)}
 
     def log_likelihood(self, params, x):
         return log_multinomial_coef(x)[:, None] + x @ log_clipped(params["probs"]).T
 
     def sample_points(self, rng_key, params, labels, num_trials=None):
-        """Draw count vectors ``x ~ Multinomial(num_trials, probs[label])``.
+        """Draw count vectors `x ~ Multinomial(num_trials, probs[label])`.
 
-        The model has no law for a vector's total count, so ``num_trials`` (an integer,
-        or an array broadcastable to ``labels.shape``) must be given.
+        The model has no law for a vector's total count, so `num_trials` (an integer,
+        or an array broadcastable to `labels.shape`) must be given.
         """
         if num_trials is None:
             raise ValueError(f"{self.name}.sample_points needs num_trials, the total count of "

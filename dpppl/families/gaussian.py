@@ -10,7 +10,7 @@ from jax.scipy.special import gammaln
 
 
 class GaussianStats(NamedTuple):
-    """Statistics of a set of points: ``n``, ``s1 = sum x`` (D,), ``s2 = sum x x^T`` (D, D)."""
+    """Statistics of a set of points: `n`, `s1 = sum x` (D,), `s2 = sum x x^T` (D, D)."""
 
     n: jax.Array
     s1: jax.Array
@@ -40,7 +40,7 @@ class StudentTParams(NamedTuple):
 # so they use these loops over D instead, which never leave the calling computation.
 
 def cholesky(a):
-    """Lower Cholesky factor of symmetric positive-definite matrices ``a`` (..., D, D),
+    """Lower Cholesky factor of symmetric positive-definite matrices `a` (..., D, D),
     column by column: L[i, j] = (a[i, j] - sum_{k<j} L[i, k] L[j, k]) / L[j, j] for i >= j."""
     a = jnp.asarray(a)
     d = a.shape[-1]
@@ -55,7 +55,7 @@ def cholesky(a):
 
 
 def solve_lower(chol, b):
-    """x with chol x = b for lower-triangular ``chol`` (..., D, D) and ``b`` (..., D, M),
+    """x with chol x = b for lower-triangular `chol` (..., D, D) and `b` (..., D, M),
     by forward substitution."""
     chol, b = jnp.asarray(chol), jnp.asarray(b)
     d = chol.shape[-1]
@@ -74,10 +74,10 @@ def logdet_pd(a):
 
 
 def gamma_draw(rng_key, shape_param, shape, dtype=None):
-    """Gamma(shape_param, 1) draws of shape ``shape`` by Marsaglia & Tsang's (2000)
-    rejection method, all entries in one ``while_loop`` (each round redraws the rejected
+    """Gamma(shape_param, 1) draws of shape `shape` by Marsaglia & Tsang's (2000)
+    rejection method, all entries in one `while_loop` (each round redraws the rejected
     ones; a round accepts an entry with probability >= 0.95). Exact like
-    :func:`jax.random.gamma`, whose per-element loop takes seconds to compile; shapes
+    `jax.random.gamma`, whose per-element loop takes seconds to compile; shapes
     below 1 use Gamma(a) = Gamma(a + 1) U^(1/a)."""
     dtype = dtype or jnp.result_type(float)
     a = jnp.broadcast_to(jnp.asarray(shape_param, dtype), shape)
@@ -103,13 +103,13 @@ def gamma_draw(rng_key, shape_param, shape, dtype=None):
 
 
 def inverse_wishart_draw(k_diag, k_below, psi, nu, gamma=jax.random.gamma):
-    """Sigma ~ IW(psi, nu) for every leading row of ``psi`` (..., D, D) and ``nu`` (...),
+    """Sigma ~ IW(psi, nu) for every leading row of `psi` (..., D, D) and `nu` (...),
     by the Bartlett decomposition: with psi = U U^T and A lower triangular,
     A_ii^2 ~ chi^2(nu - i) (i = 0..D-1) and A_ij ~ N(0, 1) below the diagonal,
     Sigma^-1 = U^-T A A^T U^-1 ~ Wishart(nu, psi^-1) (the Wishart(nu, I) law of A A^T is
     invariant under rotations, so any square root of psi^-1 serves), hence
-    Sigma = (U A^-T)(U A^-T)^T. ``k_diag`` draws the chi-squares (with ``gamma``, a
-    function like :func:`jax.random.gamma`), ``k_below`` the normals."""
+    Sigma = (U A^-T)(U A^-T)^T. `k_diag` draws the chi-squares (with `gamma`, a
+    function like `jax.random.gamma`), `k_below` the normals."""
     d = psi.shape[-1]
     batch = psi.shape[:-2]
     eye = jnp.eye(d, dtype=psi.dtype)
@@ -134,7 +134,7 @@ def student_t_params(df, loc, scale):
 
 
 def student_t_logpdf(params: StudentTParams, x):
-    """log t(x) for one point ``x`` (D,) against every leading row of ``params``."""
+    """log t(x) for one point `x` (D,) against every leading row of `params`."""
     D = params.loc.shape[-1]
     d = x - params.loc
     q = jnp.einsum("...i,...ij,...j->...", d, params.precision, d)
@@ -143,14 +143,14 @@ def student_t_logpdf(params: StudentTParams, x):
 
 def mvn_log_likelihood(mu, cov, x):
     """log N(x_i | mu_k, cov_k) for x (N, D), mu (K, D), cov (K, D, D) -> (N, K); see
-    :func:`whitened_log_likelihood_rows` for how it is computed."""
+    `whitened_log_likelihood_rows` for how it is computed."""
     return whitened_log_likelihood_rows(whitening_full(mu, cov), x).T
 
 
 # ----- diagonal Gaussian families (NormalKnownCov, NormalGamma) -------------------------
 
 class DiagonalStats(NamedTuple):
-    """Statistics of a set of points: ``n``, ``s1 = sum x`` (D,), ``s2 = sum x**2`` (D,)."""
+    """Statistics of a set of points: `n`, `s1 = sum x` (D,), `s2 = sum x**2` (D,)."""
 
     n: jax.Array
     s1: jax.Array
@@ -158,21 +158,21 @@ class DiagonalStats(NamedTuple):
 
 
 def diagonal_empty_stats(shape, dim):
-    """Zero diagonal statistics with leading ``shape`` for ``dim`` dimensions."""
+    """Zero diagonal statistics with leading `shape` for `dim` dimensions."""
     return DiagonalStats(jnp.zeros(shape), jnp.zeros(shape + (dim,)), jnp.zeros(shape + (dim,)))
 
 
 def diagonal_point_stats(x):
-    """Statistics of each point of ``x`` (..., D): ``(1, x, x**2)``."""
+    """Statistics of each point of `x` (..., D): `(1, x, x**2)`."""
     x = jnp.asarray(x)
     return DiagonalStats(jnp.ones(x.shape[:-1], x.dtype), x, x * x)
 
 
 def centered_sums(stats: DiagonalStats, mu0):
-    """Per-dimension sums about ``mu0``: ``S = sum (x - mu0)`` and ``Q = sum (x - mu0)**2``.
+    """Per-dimension sums about `mu0`: `S = sum (x - mu0)` and `Q = sum (x - mu0)**2`.
 
-    Written with the additive statistics as ``S = s1 - n mu0`` and
-    ``Q = s2 - 2 mu0 s1 + n mu0**2``; both are zero for empty rows.
+    Written with the additive statistics as `S = s1 - n mu0` and
+    `Q = s2 - 2 mu0 s1 + n mu0**2`; both are zero for empty rows.
     """
     n = stats.n[..., None]
     return stats.s1 - n * mu0, stats.s2 - 2.0 * mu0 * stats.s1 + n * mu0 * mu0
@@ -180,7 +180,7 @@ def centered_sums(stats: DiagonalStats, mu0):
 
 class DiagonalNormalParams(NamedTuple):
     """Product of univariate normals: location, precision (1 / variance) and the log
-    normalising constant ``-1/2 sum_d log(2 pi var_d)``."""
+    normalising constant `-1/2 sum_d log(2 pi var_d)`."""
 
     loc: jax.Array
     precision: jax.Array
@@ -188,12 +188,12 @@ class DiagonalNormalParams(NamedTuple):
 
 
 def diagonal_normal_params(loc, var):
-    """:class:`DiagonalNormalParams` of N(loc, diag(var)), for every leading row."""
+    """`DiagonalNormalParams` of N(loc, diag(var)), for every leading row."""
     return DiagonalNormalParams(loc, 1.0 / var, -0.5 * jnp.sum(jnp.log(2 * jnp.pi * var), axis=-1))
 
 
 def diagonal_normal_logpdf(params: DiagonalNormalParams, x):
-    """log prod_d N(x_d | loc_d, var_d) for one point ``x`` (D,) against every row: O(rows D)."""
+    """log prod_d N(x_d | loc_d, var_d) for one point `x` (D,) against every row: O(rows D)."""
     d = x - params.loc
     return params.log_norm - 0.5 * jnp.sum(params.precision * d * d, axis=-1)
 
@@ -201,8 +201,8 @@ def diagonal_normal_logpdf(params: DiagonalNormalParams, x):
 class DiagonalStudentTParams(NamedTuple):
     """Product of univariate Student-t densities t_nu(x_d | loc_d, scale_d^2).
 
-    ``weight = 1 / (nu scale^2)``, ``power = (nu + 1) / 2`` and ``log_norm`` the sum over
-    dimensions of ``log Gamma((nu+1)/2) - log Gamma(nu/2) - 1/2 log(nu pi scale^2)``.
+    `weight = 1 / (nu scale^2)`, `power = (nu + 1) / 2` and `log_norm` the sum over
+    dimensions of `log Gamma((nu+1)/2) - log Gamma(nu/2) - 1/2 log(nu pi scale^2)`.
     """
 
     loc: jax.Array
@@ -212,14 +212,14 @@ class DiagonalStudentTParams(NamedTuple):
 
 
 def diagonal_student_t_params(df, loc, scale2):
-    """:class:`DiagonalStudentTParams` of prod_d t_df(loc_d, scale2_d), for every leading row."""
+    """`DiagonalStudentTParams` of prod_d t_df(loc_d, scale2_d), for every leading row."""
     log_norm = jnp.sum(gammaln((df + 1) / 2) - gammaln(df / 2) - 0.5 * jnp.log(df * jnp.pi * scale2),
                        axis=-1)
     return DiagonalStudentTParams(loc, 1.0 / (df * scale2), (df + 1) / 2, log_norm)
 
 
 def diagonal_student_t_logpdf(params: DiagonalStudentTParams, x):
-    """log prod_d t(x_d) for one point ``x`` (D,) against every row of ``params``: O(rows D)."""
+    """log prod_d t(x_d) for one point `x` (D,) against every row of `params`: O(rows D)."""
     d = x - params.loc
     return params.log_norm - jnp.sum(params.power * jnp.log1p(params.weight * d * d), axis=-1)
 
@@ -227,9 +227,9 @@ def diagonal_student_t_logpdf(params: DiagonalStudentTParams, x):
 def diagonal_normal_log_likelihood(mu, var, x, center):
     """log prod_d N(x_id | mu_kd, var_kd) for x (N, D), mu (K, D), var (D,) or (K, D) -> (N, K).
 
-    Expands the square into matrix products, ``sum_d (x - mu)^2 / var = x^2 . (1/var)
-    - 2 x . (mu/var) + sum_d mu^2/var``, so no (N, K, D) array is formed. ``x`` and ``mu``
-    are first shifted by ``center`` (the prior mean: any constant gives the same value)
+    Expands the square into matrix products, `sum_d (x - mu)^2 / var = x^2 . (1/var)
+    - 2 x . (mu/var) + sum_d mu^2/var`, so no (N, K, D) array is formed. `x` and `mu`
+    are first shifted by `center` (the prior mean: any constant gives the same value)
     so that the expansion does not cancel digits when the data sit far from the origin.
     """
     x = x - center
@@ -245,8 +245,8 @@ def diagonal_normal_log_likelihood(mu, var, x, center):
 class Whitening(NamedTuple):
     """Gaussian components in whitened form: log N(x | theta_k) = log_norm_k - |W_k (x - loc_k)|^2 / 2.
 
-    ``white`` is (K, D, D) lower triangular (W = L^-1 for cov = L L^T) or (K, D) for
-    diagonal covariances (W = diag(1 / sd)); ``log_norm = -D/2 log 2 pi + log |W|``.
+    `white` is (K, D, D) lower triangular (W = L^-1 for cov = L L^T) or (K, D) for
+    diagonal covariances (W = diag(1 / sd)); `log_norm = -D/2 log 2 pi + log |W|`.
     """
 
     loc: jax.Array
@@ -255,7 +255,7 @@ class Whitening(NamedTuple):
 
 
 def whitening_full(mu, cov):
-    """:class:`Whitening` of N(mu_k, cov_k) with full covariances."""
+    """`Whitening` of N(mu_k, cov_k) with full covariances."""
     D = mu.shape[-1]
     chol = cholesky(cov)
     white = solve_lower(chol, jnp.broadcast_to(jnp.eye(D, dtype=chol.dtype), chol.shape))
@@ -264,12 +264,12 @@ def whitening_full(mu, cov):
 
 
 class DiagonalGaussianParams:
-    """Methods shared by the families whose drawn parameters are ``{"mu": (..., D),
-    "var": (..., D)}`` (:class:`~dpppl.families.NormalGamma`,
-    :class:`~dpppl.families.NormalLogNormal`)."""
+    """Methods shared by the families whose drawn parameters are `{"mu": (..., D),
+    "var": (..., D)}` ([`NormalGamma`][dpppl.families.NormalGamma],
+    [`NormalLogNormal`][dpppl.families.NormalLogNormal])."""
 
     def whitening(self, params):
-        """Parameters in the whitened form of :class:`Whitening`."""
+        """Parameters in the whitened form of `Whitening`."""
         return whitening_diagonal(params["mu"], params["var"])
 
     def sample_points(self, rng_key, params, labels):
@@ -278,7 +278,7 @@ class DiagonalGaussianParams:
 
 
 def whitening_diagonal(mu, var):
-    """:class:`Whitening` of N(mu_k, diag(var_k)); ``var`` broadcasts against ``mu``."""
+    """`Whitening` of N(mu_k, diag(var_k)); `var` broadcasts against `mu`."""
     var = jnp.broadcast_to(var, mu.shape)
     return Whitening(mu, 1.0 / jnp.sqrt(var), -0.5 * jnp.sum(jnp.log(2 * jnp.pi * var), axis=-1))
 
@@ -287,9 +287,9 @@ SMALL_DIM = 8  # up to this D the quadratic form is unrolled into element-wise o
 
 
 def whitened_log_likelihood_rows(w: Whitening, x):
-    """log N(x_b | theta_k) for points ``x`` (B, D) -> (K, B), components along rows.
+    """log N(x_b | theta_k) for points `x` (B, D) -> (K, B), components along rows.
 
-    For D <= :data:`SMALL_DIM` the D(D+1)/2 products of the quadratic form are unrolled
+    For D <= `SMALL_DIM` the D(D+1)/2 products of the quadratic form are unrolled
     over (K, B) arrays, which XLA fuses into one loop (a matrix product with a contraction
     of length 2 runs far slower on CPU); above it, one matrix product W x per block.
     Differences x - loc are formed before whitening, so float32 stays accurate.

@@ -35,19 +35,20 @@ One-dimensional integrals over theta_j use the paper's eq. (14),
     B~eta(a, c, m) = int_0^inf e^{-a theta} psi_m(theta)^{-c} d theta
 
 (written with c = b - 1 in the paper's notation), computed by the trapezoid rule in
-log theta (:func:`log_tbeta`). Then
+log theta (`log_tbeta`). Then
 
     p(pi_{1:N} | sigma) = prod_j B~eta(nu r_j + S_j(sigma), nu + N_j, n-j) / B~eta(nu r_j, nu, n-j),
 
 and the marginal likelihood of a cluster sums this over the n! permutations (divided by
-n!): :meth:`GeneralizedMallows.log_marginal` does so exactly for n <= 7 items and refuses
+n!): [`GeneralizedMallows.log_marginal`][dpppl.families.generalized_mallows.GeneralizedMallows.log_marginal] does so
+exactly for n <= 7 items and refuses
 larger n, where no closed form exists (the paper's reason for its samplers). For a single
 ranking the sum is (n - t)!/n! (Lemma 1): averaging over a uniform sigma makes every top-t
 ranking equally likely, whatever theta.
 
 Data layout: a (N, n) array of item indices 0..n-1, row i holding pi_i(1..t_i) followed by
 -1 in positions t_i+1..n, stored as float64 like every data set (see
-:func:`dpppl.models.rankings.as_rankings`, which also reads lists of item names).
+`dpppl.models.rankings.as_rankings`, which also reads lists of item names).
 
 References
 ----------
@@ -73,7 +74,9 @@ from dpppl.errors import DataError, ModelError
 from dpppl.families.base import Family, check_hyper
 
 MAX_ENUMERATED_ITEMS = 7
-"""Largest n for which :meth:`GeneralizedMallows.log_marginal` sums over the n! central
+"""Largest n for which
+[`GeneralizedMallows.log_marginal`][dpppl.families.generalized_mallows.GeneralizedMallows.log_marginal] sums over the n!
+central
 permutations (7! = 5040)."""
 
 _FLOAT = jnp.asarray(0.0).dtype  # float64 unless dpppl runs in 32-bit mode
@@ -85,7 +88,7 @@ class RankingStats(NamedTuple):
     """Statistics of a set of top-t rankings of n items.
 
     - **n** - number of rankings (float).
-    - **R** - (n-1, n, n): ``R[j, a, b]`` counts rankings with pi(j+1) = a and b not among
+    - **R** - (n-1, n, n): `R[j, a, b]` counts rankings with pi(j+1) = a and b not among
       their first j+1 items (0-based stage j).
     - **Nj** - (n-1,): number of rankings of length >= j+1 (capped at n - 1).
     """
@@ -137,8 +140,8 @@ def ranking_lengths(x) -> jax.Array:
 
 
 def codes(ranking, pos):
-    """The code s_j(pi | sigma) of one padded ranking (n,) against positions ``pos``
-    (..., n) (``pos[l]`` = sigma(l), 0-based): returns (..., n-1), zero past t."""
+    """The code s_j(pi | sigma) of one padded ranking (n,) against positions `pos`
+    (..., n) (`pos[l]` = sigma(l), 0-based): returns (..., n-1), zero past t."""
     n = ranking.shape[-1]
     valid = ranking >= 0
     p = jnp.take_along_axis(pos, jnp.broadcast_to(jnp.maximum(ranking, 0), pos.shape).astype(jnp.int32),
@@ -177,8 +180,8 @@ def point_stats_one(ranking) -> RankingStats:
 
 
 def log_gm(ranking, pos, theta, m):
-    """log GM(pi | sigma, theta) of one ranking against central positions ``pos`` (..., n)
-    and dispersions ``theta`` (..., n-1); ``m`` = :func:`stage_sizes`."""
+    """log GM(pi | sigma, theta) of one ranking against central positions `pos` (..., n)
+    and dispersions `theta` (..., n-1); `m` = `stage_sizes`."""
     s = codes(ranking, pos)
     stage = jnp.arange(ranking.shape[-1] - 1) < ranking_lengths(ranking)
     return -jnp.sum(theta * s + jnp.where(stage, log_psi(theta, m), 0.0), axis=-1)
@@ -197,11 +200,11 @@ class GeneralizedMallows(Family):
     Parameters
     ----------
     n_items : int, optional
-        Number of items n; default: the data's (the ``of n`` clause, or the width of the
+        Number of items n; default: the data's (the `of n` clause, or the width of the
         ranking array, or the number of item names).
-    nu : float, default ``1.0``
+    nu : float, default 1.0
         Prior strength (number of pseudo-rankings), > 0.
-    r : float or array (n-1,), default ``1.0``
+    r : float or array (n-1,), default 1.0
         Prior mean code per stage, > 0 (a scalar: every stage). With nu = r = 1 the prior
         of theta_j is proportional to e^{-theta_j} / psi_{n-j}(theta_j) (mode at
         theta_j = 0 for n >= 3, mean about 1.2 for large n; median e^{-theta} 0.5 in the
@@ -211,7 +214,8 @@ class GeneralizedMallows(Family):
     -----
     No conjugate closed form integrates over (sigma, theta), so the collapsed kernels
     (gibbs, splitmerge, perm, nuts, map search) refuse this family; it is sampled by
-    ``mallows-slice`` (exact) and ``mallows-beta`` (approximate). :meth:`log_marginal` is
+    `mallows-slice` (exact) and `mallows-beta` (approximate).
+    [`log_marginal`][dpppl.families.generalized_mallows.GeneralizedMallows.log_marginal] is
     exact for n <= 7 (enumeration of sigma, quadrature in theta) and is what the exactness
     harness uses.
     """
@@ -281,7 +285,8 @@ class GeneralizedMallows(Family):
         return jnp.sum(post - prior, axis=-1)
 
     def log_marginal(self, stats: RankingStats) -> jax.Array:
-        """log p(pi_c): sum over the n! central permutations of :meth:`log_lik_given_sigma`,
+        """log p(pi_c): sum over the n! central permutations of
+        [`log_lik_given_sigma`][dpppl.families.generalized_mallows.GeneralizedMallows.log_lik_given_sigma],
         divided by n!. Exact (up to quadrature error ~1e-12) for n <= 7; raises otherwise."""
         n = int(self.n_items)
         if n > MAX_ENUMERATED_ITEMS:
@@ -294,14 +299,14 @@ class GeneralizedMallows(Family):
         return logsumexp(per_sigma, axis=0) - math.lgamma(n + 1)
 
     def log_likelihood(self, params, x) -> jax.Array:
-        """log GM(x_i | sigma_k, theta_k): ``params = {"pos": (K, n), "theta": (K, n-1)}``,
+        """log GM(x_i | sigma_k, theta_k): `params = {"pos": (K, n), "theta": (K, n-1)}`,
         x (N, n) -> (N, K)."""
         x = jnp.asarray(x).astype(jnp.int32)
         return jax.vmap(lambda r: log_gm(r, params["pos"], params["theta"], self.m))(x)
 
     def sample_points(self, rng_key, params, labels, lengths=None) -> jax.Array:
-        """Draw top-t rankings from GM(sigma_label, theta_label) (``lengths`` default n - 1
-        entries, i.e. full rankings), padded with -1: ``labels.shape + (n,)``."""
+        """Draw top-t rankings from GM(sigma_label, theta_label) (`lengths` default n - 1
+        entries, i.e. full rankings), padded with -1: `labels.shape + (n,)`."""
         n = int(self.n_items)
         flat = jnp.ravel(labels)
         t = jnp.full(flat.shape, n - 1) if lengths is None else jnp.broadcast_to(lengths, flat.shape)
@@ -311,13 +316,15 @@ class GeneralizedMallows(Family):
         return out.reshape(jnp.shape(labels) + (n,)).astype(_FLOAT)
 
     def predictive_params(self, stats):
-        """Not closed-form for GM; only :meth:`log_predictive`'s prior form is offered."""
+        """Not closed-form for GM; only
+        [`log_predictive`][dpppl.families.generalized_mallows.GeneralizedMallows.log_predictive]'s prior form is
+        offered."""
         return stats.n
 
     def log_predictive(self, params, x) -> jax.Array:
         """The *prior* predictive (n - t)!/n! (Lemma 1) for every cluster.
 
-        The GM posterior predictive has no closed form. The driver's ``init="sequential"``
+        The GM posterior predictive has no closed form. The driver's `init="sequential"`
         seats points with this, which makes sequential initialisation a draw of the CRP
         prior partition (the paper initialises at random); no kernel uses it.
         """

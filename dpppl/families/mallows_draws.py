@@ -1,7 +1,7 @@
 """Moves on one Generalized Mallows cluster's parameters (Meilă & Chen 2010, Figs. 2-4).
 
-Central permutations are held as positions ``pos`` (n,): ``pos[l]`` = sigma(l) - 1, the
-0-based rank of item l. Conventions, math and data layout: :mod:`dpppl.families.generalized_mallows`.
+Central permutations are held as positions `pos` (n,): `pos[l]` = sigma(l) - 1, the
+0-based rank of item l. Conventions, math and data layout: `dpppl.families.generalized_mallows`.
 
 **sigma given theta** (Lemma 2). With W = sum_j theta_j R_j,
 p(sigma | theta, pi_c) ∝ exp(-L_sigma(W)), L_sigma(W) = sum_{a,b} W[a, b] [sigma(b) < sigma(a)].
@@ -12,28 +12,28 @@ earlier choices, so q differs from p(sigma | theta, pi_c) in general. Example: o
 (A, B, C), theta = (theta_1, theta_2): p(A first) = 1/psi_2(theta_1) but q(A first) =
 1/(1 + e^{-theta_1} + e^{-theta_1-theta_2}); they agree only when theta_1 = theta_2. The
 paper's Lemma 2 (exact sampling) therefore does not hold as stated (its proof is cut from
-the text we have). :func:`sigma_mh` keeps the stagewise draw as an *independence
+the text we have). `sigma_mh` keeps the stagewise draw as an *independence
 Metropolis-Hastings proposal* with its exact log q, which makes the update exact
-(it leaves p(sigma | theta, pi_c) invariant); :func:`sigma_adjacent_swaps` adds a sweep of
+(it leaves p(sigma | theta, pi_c) invariant); `sigma_adjacent_swaps` adds a sweep of
 adjacent-transposition Metropolis moves, cheap local steps that help when q is far from p.
 tests/test_mallows.py checks both against enumeration (n <= 5) and measures q's error.
 
 **sigma given theta and one ranking** (exact). The code s_1..s_t of pi and the order of the
 unranked items determine sigma, and given theta the s_j are independent truncated
-geometrics, P(s_j = k) ∝ e^{-theta_j k}, k = 0..m_j: :func:`insert_code` places pi(j) at the
+geometrics, P(s_j = k) ∝ e^{-theta_j k}, k = 0..m_j: `insert_code` places pi(j) at the
 (s_j + 1)-th still free rank, then the unranked items in a uniform random order.
 Sample-sigma-N1 (Fig. 4) is the same construction with P(V_j = k) ∝ Beta(nu r_j + k, nu + 2),
 theta integrated out in the infinite-n approximation (approximate for finite n).
 
 **theta given sigma** (Lemma 3, Fig. 3): the theta_j are independent with log-concave
 density ∝ exp(-a_j theta - c_j ln psi_{m_j}(theta)) on [0, inf), a_j = nu r_j + S_j(sigma),
-c_j = nu + N_j (eq. 10). :func:`theta_slice` slice-samples each (stepping out and
-shrinkage, Neal 2003, in u = log theta with the Jacobian; :func:`dpppl.kernels.alpha.slice_log_alpha`).
-:func:`theta_exact` draws exactly by rejection from the piecewise-exponential envelope
+c_j = nu + N_j (eq. 10). `theta_slice` slice-samples each (stepping out and
+shrinkage, Neal 2003, in u = log theta with the Jacobian; `dpppl.kernels.alpha.slice_log_alpha`).
+`theta_exact` draws exactly by rejection from the piecewise-exponential envelope
 made of tangents to the log density (valid for any log-concave density: every tangent
 lies above it); used for the prior draw of a new cluster's theta, where
 p(theta | pi_i) = P0(theta) (averaging GM over a uniform sigma removes theta).
-Beta-Gibbs's theta draw (eq. 12, :func:`theta_beta`) uses the infinite-n form
+Beta-Gibbs's theta draw (eq. 12, `theta_beta`) uses the infinite-n form
 e^{-theta_j} ~ Beta(a_j, c_j + 1): approximate.
 """
 
@@ -49,8 +49,8 @@ from dpppl.families.generalized_mallows import log_psi, ranking_lengths
 
 # ------------------------------------------------------------------ sigma | theta ---
 def _stagewise_pass(W, uniforms, forced=None):
-    """Run Fig. 2 on cost matrix W (n, n); draw with ``uniforms`` (n,), or follow the
-    item order ``forced`` (n,). Returns (order, log q(order))."""
+    """Run Fig. 2 on cost matrix W (n, n); draw with `uniforms` (n,), or follow the
+    item order `forced` (n,). Returns (order, log q(order))."""
     n = W.shape[0]
 
     def body(k, carry):
@@ -77,7 +77,7 @@ def stagewise(rng_key, W):
 
 
 def stagewise_log_prob(pos, W):
-    """log q(sigma) of the stagewise proposal at positions ``pos``."""
+    """log q(sigma) of the stagewise proposal at positions `pos`."""
     return _stagewise_pass(W, jnp.zeros(W.shape[0], W.dtype), forced=jnp.argsort(pos).astype(jnp.int32))[1]
 
 
@@ -116,7 +116,7 @@ def sigma_adjacent_swaps(rng_key, pos, W):
 def insert_code(rng_key, ranking, logits):
     """Build sigma from a code drawn stage by stage: V_j ~ softmax(logits[j, :m_j + 1]),
     pi(j) at the (V_j + 1)-th free rank, then the unranked items uniformly at random.
-    ``ranking`` padded (n,), ``logits`` (n-1, n) with -inf beyond m_j. Returns pos (n,)."""
+    `ranking` padded (n,), `logits` (n-1, n) with -inf beyond m_j. Returns pos (n,)."""
     n = ranking.shape[-1]
     t = ranking_lengths(ranking)
     k_code, k_rest = jax.random.split(rng_key)
@@ -152,7 +152,7 @@ def theta_log_density(theta, a, c, m):
 
 
 def theta_slice(rng_key, theta, a, c, m, num_slices: int = 3):
-    """Sample-theta-Slice (Fig. 3): ``num_slices`` slice updates of each theta_j
+    """Sample-theta-Slice (Fig. 3): `num_slices` slice updates of each theta_j
     (arrays (n-1,)); exact (leaves each conditional invariant)."""
     def one(key, th, aj, cj, mj):
         def density(v):
@@ -185,7 +185,7 @@ def theta_exact(rng_key, a, c, m, max_tries: int = 200):
     from the infinite-n Beta approximation's spread; the last point lies beyond the mode
     (the truncated geometric mean is below the untruncated one), so the tail is
     integrable. Correctness does not depend on these choices, only the acceptance rate
-    (about 0.9 or more). After ``max_tries`` rejections the last proposal is kept
+    (about 0.9 or more). After `max_tries` rejections the last proposal is kept
     (probability < 1e-20 in practice).
     """
     dtype = jnp.result_type(float)

@@ -35,15 +35,15 @@ class NormalInverseWishart(Family):
 
     Parameters
     ----------
-    mu0 : array (D,), default ``mean(x)``
+    mu0 : array (D,), default mean(x)
         Prior mean of the cluster means.
-    kappa0 : float, default ``0.1``
+    kappa0 : float, default 0.1
         Prior pseudo-count of the mean: the cluster mean has prior covariance
         Sigma / kappa0.
-    nu0 : float, default ``D + 2``
-        Inverse-Wishart degrees of freedom, > D - 1. With ``D + 2`` the prior mean of
-        Sigma is ``psi0``.
-    psi0 : array (D, D), default ``cov(x) / 10``
+    nu0 : float, default D + 2
+        Inverse-Wishart degrees of freedom, > D - 1. With `D + 2` the prior mean of
+        Sigma is `psi0`.
+    psi0 : array (D, D), default cov(x) / 10
         Inverse-Wishart scale matrix, positive definite.
     """
 
@@ -115,8 +115,8 @@ class NormalInverseWishart(Family):
     def posterior_draw(self, rng_key, stats):
         """Draw (mu, Sigma) per row: Sigma ~ IW(psi_n, nu_n), mu ~ N(mu_n, Sigma/kappa_n).
 
-        Sigma by the Bartlett decomposition (:func:`dpppl.families.gaussian.inverse_wishart_draw`).
-        Plain XLA operations only (see :func:`dpppl.families.gaussian.cholesky`).
+        Sigma by the Bartlett decomposition (`dpppl.families.gaussian.inverse_wishart_draw`).
+        Plain XLA operations only (see `dpppl.families.gaussian.cholesky`).
         """
         kn, nun, mun, psin = self._posterior(stats)
         k_diag, k_below, k_mu = jax.random.split(rng_key, 3)
@@ -130,7 +130,7 @@ class NormalInverseWishart(Family):
         return mvn_log_likelihood(params["mu"], params["cov"], x)
 
     def whitening(self, params):
-        """Parameters in the whitened form of :class:`~dpppl.families.gaussian.Whitening`."""
+        """Parameters in the whitened form of `Whitening`."""
         return whitening_full(params["mu"], params["cov"])
 
     def sample_points(self, rng_key, params, labels):

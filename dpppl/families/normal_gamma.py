@@ -50,22 +50,22 @@ class NormalGamma(DiagonalGaussianParams, Family):
 
     Parameters
     ----------
-    mu0 : float or array (D,), default ``mean(x)``
+    mu0 : float or array (D,), default mean(x)
         Prior mean of the cluster means.
-    kappa0 : float or array (D,), default ``0.1``
+    kappa0 : float or array (D,), default 0.1
         Prior pseudo-count of the mean: mu_d has prior variance 1 / (kappa0 lambda_d).
-    a0 : float or array (D,), default ``2.0``
-        Gamma shape of the precisions, > 0. With ``a0 = 2`` the prior mean of each
-        variance 1 / lambda_d is ``b0`` (as ``NormalInverseWishart``'s defaults give a
-        prior mean covariance ``psi0``).
-    b0 : float or array (D,), default ``var(x) / 10``
+    a0 : float or array (D,), default 2.0
+        Gamma shape of the precisions, > 0. With `a0 = 2` the prior mean of each
+        variance 1 / lambda_d is `b0` (as `NormalInverseWishart`'s defaults give a
+        prior mean covariance `psi0`).
+    b0 : float or array (D,), default var(x) / 10
         Gamma rate of the precisions, > 0.
 
     Notes
     -----
-    ``var(x)`` is the per-dimension sample variance. Parameters drawn by
-    :meth:`posterior_draw` and :meth:`numpyro_sample_params` are
-    ``{"mu": (..., D), "var": (..., D)}`` with ``var = 1 / lambda``.
+    `var(x)` is the per-dimension sample variance. Parameters drawn by
+    [`posterior_draw`][dpppl.families.normal_gamma.NormalGamma.posterior_draw] and `numpyro_sample_params` are
+    `{"mu": (..., D), "var": (..., D)}` with `var = 1 / lambda`.
     """
 
     mu0: Any = None
@@ -123,7 +123,7 @@ class NormalGamma(DiagonalGaussianParams, Family):
         return diagonal_student_t_logpdf(params, x)
 
     def posterior_draw(self, rng_key, stats):
-        """Draw ``lambda ~ Gamma(a_n, b_n)``, ``mu ~ N(mu_n, 1 / (kappa_n lambda))`` per row."""
+        """Draw `lambda ~ Gamma(a_n, b_n)`, `mu ~ N(mu_n, 1 / (kappa_n lambda))` per row."""
         mun, kn, an, bn = self._posterior(stats)
         k1, k2 = jax.random.split(rng_key)
         lam = jax.random.gamma(k1, an) / bn

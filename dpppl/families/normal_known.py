@@ -46,19 +46,20 @@ class NormalKnownCov(Family):
 
     Parameters
     ----------
-    sigma2 : float or array (D,), default ``var(x) / 10``
-        Known within-cluster variance of every dimension (a scalar: ``sigma2 I``).
+    sigma2 : float or array (D,), default var(x) / 10
+        Known within-cluster variance of every dimension (a scalar: `sigma2 I`).
         The default supposes clusters about ten times narrower than the data.
-    mu0 : float or array (D,), default ``mean(x)``
+    mu0 : float or array (D,), default mean(x)
         Prior mean of the cluster means.
-    tau2 : float or array (D,), default ``var(x)``
+    tau2 : float or array (D,), default var(x)
         Prior variance of the cluster means: the cluster means spread as widely as the
         data do.
 
     Notes
     -----
-    ``var(x)`` is the per-dimension sample variance. Parameters drawn by
-    :meth:`posterior_draw` and :meth:`numpyro_sample_params` are ``{"mu": (..., D)}``.
+    `var(x)` is the per-dimension sample variance. Parameters drawn by
+    [`posterior_draw`][dpppl.families.normal_known.NormalKnownCov.posterior_draw] and `numpyro_sample_params` are
+    `{"mu": (..., D)}`.
     """
 
     sigma2: Any = None
@@ -90,7 +91,7 @@ class NormalKnownCov(Family):
         return diagonal_point_stats(x)
 
     def _posterior(self, stats):
-        """Posterior mean ``mu_n`` and variance ``v_n`` of the cluster mean, per dimension."""
+        """Posterior mean `mu_n` and variance `v_n` of the cluster mean, per dimension."""
         vn = 1.0 / (1.0 / self.tau2 + stats.n[..., None] / self.sigma2)
         mun = vn * (self.mu0 / self.tau2 + stats.s1 / self.sigma2)
         return mun, vn
@@ -111,7 +112,7 @@ class NormalKnownCov(Family):
         return diagonal_normal_logpdf(params, x)
 
     def posterior_draw(self, rng_key, stats):
-        """Draw ``mu ~ N(mu_n, v_n)`` per row."""
+        """Draw `mu ~ N(mu_n, v_n)` per row."""
         mun, vn = self._posterior(stats)
         return {"mu": mun + jnp.sqrt(vn) * jax.random.normal(rng_key, mun.shape)}
 
@@ -119,7 +120,7 @@ class NormalKnownCov(Family):
         return diagonal_normal_log_likelihood(params["mu"], self.sigma2, x, self.mu0)
 
     def whitening(self, params):
-        """Parameters in the whitened form of :class:`~dpppl.families.gaussian.Whitening`."""
+        """Parameters in the whitened form of `Whitening`."""
         return whitening_diagonal(params["mu"], jnp.asarray(self.sigma2, params["mu"].dtype))
 
     def sample_points(self, rng_key, params, labels):

@@ -5,15 +5,16 @@ Model, independently in every dimension d:
     mu_kd ~ N(m0_d, s0_d^2),   log sigma_kd ~ N(l0_d, t0_d^2),   x_id | z_i = k ~ N(mu_kd, sigma_kd^2).
 
 The prior of the mean does not scale with the variance (as it does in
-:class:`~dpppl.families.NormalGamma`), so p(mu, sigma | x_c) and the marginal p(x_c) have
+[`NormalGamma`][dpppl.families.NormalGamma]), so p(mu, sigma | x_c) and the marginal p(x_c) have
 no closed form: the standard non-conjugate case (Neal 2000, sec. 6). The collapsed kernels
 need p(x_c), so this family is sampled by the kernels that instantiate parameters:
-``kernel="subcluster"`` (Chang & Fisher 2013, the first expression of eq. 21) and NUTS on
-the truncated model. The collapsed log joint ``lp`` they report uses p(x_c) by numerical
-integration (:meth:`NormalLogNormal.log_marginal_numerical`).
+`kernel="subcluster"` (Chang & Fisher 2013, the first expression of eq. 21) and NUTS on
+the truncated model. The collapsed log joint `lp` they report uses p(x_c) by numerical
+integration
+([`NormalLogNormal.log_marginal_numerical`][dpppl.families.normal_lognormal.NormalLogNormal.log_marginal_numerical]).
 
 The instantiating kernels work with each cluster's parameters as one unconstrained vector
-``u = (mu_1..mu_D, log sigma_1..log sigma_D)`` (P = 2D numbers), on which the prior is a
+`u = (mu_1..mu_D, log sigma_1..log sigma_D)` (P = 2D numbers), on which the prior is a
 product of normals, and with the likelihood of a whole cluster computed from its additive
 statistics (n, sum x, sum x^2): for S = sum (x - m0) and Q = sum (x - m0)^2 per dimension,
 
@@ -21,7 +22,8 @@ statistics (n, sum x, sum x^2): for S = sum (x - m0) and Q = sum (x - m0)^2 per 
                                           - (Q - 2 (mu_d - m0_d) S + n (mu_d - m0_d)^2) / (2 sigma_d^2).
 
 So a parameter update costs O(K D), not a pass over the points. The data-driven proposal
-q(u | x_c) of :meth:`NormalLogNormal.proposal` (a normal in u, a function of the
+q(u | x_c) of [`NormalLogNormal.proposal`][dpppl.families.normal_lognormal.NormalLogNormal.proposal] (a normal in u, a
+function of the
 statistics only, equal to the prior when the cluster is empty) is what the sampler draws
 new clusters' parameters from in a split or merge, and the scale of its parameter moves.
 """
@@ -55,19 +57,20 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
 
     Parameters
     ----------
-    m0 : float or array (D,), default ``mean(x)``
+    m0 : float or array (D,), default mean(x)
         Prior mean of the cluster means.
-    s0 : float or array (D,), default ``sqrt(var(x))``
+    s0 : float or array (D,), default sqrt(var(x))
         Prior standard deviation of the cluster means, > 0.
-    l0 : float or array (D,), default ``log(var(x)) / 2 - log(3)``
+    l0 : float or array (D,), default log(var(x)) / 2 - log(3)
         Prior mean of log sigma: by default clusters are about a third as spread as the data.
-    t0 : float or array (D,), default ``1``
+    t0 : float or array (D,), default 1
         Prior standard deviation of log sigma, > 0.
 
     Notes
     -----
-    Not conjugate: only the kernels in :attr:`kernels` sample it. Parameters are
-    ``{"mu": (..., D), "var": (..., D)}`` as for :class:`~dpppl.families.NormalGamma`.
+    Not conjugate: only the kernels in [`kernels`][dpppl.families.normal_lognormal.NormalLogNormal.kernels] sample it.
+    Parameters are
+    `{"mu": (..., D), "var": (..., D)}` as for [`NormalGamma`][dpppl.families.NormalGamma].
     """
 
     m0: Any = None
@@ -110,18 +113,18 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
 
     # ----- the unconstrained parameters u = (mu, log sigma) ----------------------------
     def params_of(self, u):
-        """``{"mu", "var"}`` of unconstrained vectors ``u`` (..., 2D)."""
+        """`{"mu", "var"}` of unconstrained vectors `u` (..., 2D)."""
         D = self.dim
         return {"mu": u[..., :D], "var": jnp.exp(2.0 * u[..., D:])}
 
     def log_prior(self, u):
-        """log p(u) (the prior density of (mu, log sigma)) per row of ``u`` (..., 2D)."""
+        """log p(u) (the prior density of (mu, log sigma)) per row of `u` (..., 2D)."""
         D = self.dim
         return jnp.sum(norm.logpdf(u[..., :D], self.m0, self.s0) + norm.logpdf(u[..., D:], self.l0, self.t0),
                        axis=-1)
 
     def prior_draw(self, rng_key, shape=()):
-        """Unconstrained parameters drawn from the prior, ``shape + (2D,)``."""
+        """Unconstrained parameters drawn from the prior, `shape + (2D,)`."""
         loc = jnp.concatenate([self.m0, self.l0])
         scale = jnp.concatenate([self.s0, self.t0])
         return loc + scale * jax.random.normal(rng_key, shape + loc.shape)
@@ -148,7 +151,7 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
         """(location, scale) per coordinate of the normal proposal q(u | x_c), a function of
         the statistics only. With n points of mean xbar and sum of squared deviations ss,
         sigma_hat^2 = (ss + exp(2 l0)) / (n + 1) (one pseudo-point at the prior's scale) and
-        w = :data:`PROPOSAL_TEMPER`:
+        w = `PROPOSAL_TEMPER`:
 
             mu:        precision w n / sigma_hat^2 + 1 / s0^2,  mean (w n xbar / sigma_hat^2 + m0 / s0^2) / precision;
             log sigma: precision 2 w n + 1 / t0^2,              mean (2 w n log sigma_hat + l0 / t0^2) / precision
@@ -171,23 +174,25 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
         return jnp.sum(norm.logpdf(u, loc, scale), axis=-1)
 
     def draw_proposal(self, rng_key, stats):
-        """u ~ q(u | x_c) per row of ``stats``."""
+        """u ~ q(u | x_c) per row of `stats`."""
         loc, scale = self.proposal(stats)
         return loc + scale * jax.random.normal(rng_key, loc.shape, loc.dtype)
 
     def log_marginal_numerical(self, stats, grid_points: int = 2001, width: float = 12.0):
-        """log p(x_c) by numerical integration: what the collapsed log joint ``lp`` and the
+        """log p(x_c) by numerical integration: what the collapsed log joint `lp` and the
         enumeration tests use for this family.
 
         Per dimension, mu integrates out in closed form given sigma (a normal prior and a
-        normal likelihood): with xbar, ss as in :meth:`proposal` and sigma^2 = exp(2 l),
+        normal likelihood): with xbar, ss as in [`proposal`][dpppl.families.normal_lognormal.NormalLogNormal.proposal]
+        and sigma^2 = exp(2 l),
 
             log p(x_c | l) = -n/2 log(2 pi sigma^2) - ss / (2 sigma^2) + 1/2 log(2 pi sigma^2 / n)
                              + log N(xbar | m0, s0^2 + sigma^2 / n),
 
         and l = log sigma is integrated against its N(l0, t0^2) prior with the trapezoidal
-        rule on ``grid_points`` nodes over ``+- width`` scales of the proposal for log sigma
-        (:meth:`proposal`; wider than the posterior, and the prior itself when n = 0), so
+        rule on `grid_points` nodes over `+- width` scales of the proposal for log sigma
+        ([`proposal`][dpppl.families.normal_lognormal.NormalLogNormal.proposal]; wider than the posterior, and the prior
+        itself when n = 0), so
         the grid follows the posterior of l however many points the cluster holds."""
         D = self.dim
         loc, scale = self.proposal(stats)

@@ -1,7 +1,7 @@
 """Partition kernels: registry, construction, and the NumPyro adapter.
 
-``available()`` lists kernel names; ``register(name, factory, exact=...)`` adds one;
-``make(name, model, data)`` returns a ``numpyro.infer.mcmc.MCMCKernel``. Importing this
+`available()` lists kernel names; `register(name, factory, exact=...)` adds one;
+`make(name, model, data)` returns a `numpyro.infer.mcmc.MCMCKernel`. Importing this
 package registers the built-in kernels, one module per move, grouped by paper.
 """
 

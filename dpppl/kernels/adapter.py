@@ -1,20 +1,20 @@
-"""A thin adapter that makes any dpppl kernel a ``numpyro.infer.mcmc.MCMCKernel``.
+"""A thin adapter that makes any dpppl kernel a `numpyro.infer.mcmc.MCMCKernel`.
 
     mcmc = numpyro.infer.MCMC(dpppl.kernels.make("gibbs", model, x), num_warmup=200, num_samples=500)
     mcmc.run(jax.random.key(0), x)
     mcmc.get_samples()["num_clusters"]
 
 NumPyro's MCMC runs the whole chain inside one jitted loop, so the cluster capacity
-cannot grow on the host as in :func:`dpppl.sample`. Chains start as in :func:`dpppl.sample`
-(the same init strategies, :mod:`dpppl.models.init`); the capacity is fixed then, by the
-same rule for a run that cannot grow (:func:`~dpppl.models.init.initial_slots`: four times
+cannot grow on the host as in [`dpppl.sample`][dpppl.sample]. Chains start as in [`dpppl.sample`][dpppl.sample]
+(the same init strategies, `dpppl.models.init`); the capacity is fixed then, by the
+same rule for a run that cannot grow (`initial_slots`: four times
 the initial number of clusters, at least 64, at most N + 1). If a move needs a new cluster while every slot
 is occupied the move
 is restricted to the existing clusters, which biases the chain; the state's
-``overflow`` flag records it (``extra_fields=("overflow",)``). Use
-``capacity=N + 1`` to rule it out, or :func:`dpppl.sample`, which grows as needed. Under a
+`overflow` flag records it (`extra_fields=("overflow",)`). Use
+`capacity=N + 1` to rule it out, or [`dpppl.sample`][dpppl.sample], which grows as needed. Under a
 stick-breaking prior labels may lie past N + 1 (slot k is label k + 1): the default capacity
-follows the prior's tail (``StickBreaking.initial_capacity``), and only :func:`dpppl.sample`
+follows the prior's tail (`StickBreaking.initial_capacity`), and only [`dpppl.sample`][dpppl.sample]
 rules overflow out.
 """
 
@@ -36,10 +36,10 @@ from dpppl.models.init import check_labels, initial_slots, resolve_init
 class AdapterState(NamedTuple):
     """State seen by NumPyro's MCMC.
 
-    - **i** - iteration counter (warmup while ``i < num_warmup``).
-    - **z** - dict of the draw: ``z`` labels, ``num_clusters``, ``largest_cluster``, ``alpha``.
-    - **partition** - the dpppl :class:`~dpppl.core.state.PartitionState`.
-    - **potential_energy** - minus the collapsed log joint (ArviZ shows ``lp``).
+    - **i** - iteration counter (warmup while `i < num_warmup`).
+    - **z** - dict of the draw: `z` labels, `num_clusters`, `largest_cluster`, `alpha`.
+    - **partition** - the dpppl [`PartitionState`][dpppl.core.state.PartitionState].
+    - **potential_energy** - minus the collapsed log joint (ArviZ shows `lp`).
     - **overflow** - True once a move found no empty slot (see the module docstring).
     - **rng_key** - key for the next step.
     """
@@ -53,15 +53,15 @@ class AdapterState(NamedTuple):
 
 
 class PartitionKernel(MCMCKernel):
-    """NumPyro ``MCMCKernel`` around a dpppl partition kernel (see module docstring).
+    """NumPyro `MCMCKernel` around a dpppl partition kernel (see module docstring).
 
     Parameters
     ----------
     kernel : str
-        Kernel name or hybrid (``"gibbs+splitmerge"``).
+        Kernel name or hybrid (`"gibbs+splitmerge"`).
     model : dpppl Model
     data : array-like
-        Used to validate and to resolve data-dependent hyperparameters; ``mcmc.run``
+        Used to validate and to resolve data-dependent hyperparameters; `mcmc.run`
         may pass data of the same shape as its first argument (else these data are used).
     init : {"sequential", "single", "prior"} or labels
     capacity : int, optional
@@ -130,5 +130,5 @@ class PartitionKernel(MCMCKernel):
 
 
 def make(kernel: str, model, data, **options) -> PartitionKernel:
-    """A ``numpyro.infer.mcmc.MCMCKernel`` running ``kernel`` on ``model`` (see module docstring)."""
+    """A `numpyro.infer.mcmc.MCMCKernel` running `kernel` on `model` (see module docstring)."""
     return PartitionKernel(kernel, model, data, **options)

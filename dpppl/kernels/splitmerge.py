@@ -1,7 +1,7 @@
 """Split-merge Metropolis-Hastings moves: SAMS (Dahl 2003) and restricted Gibbs (Jain & Neal 2004).
 
 The target is the collapsed posterior of partitions, pi(C) ∝ p(C | alpha) prod_{c in C} m(x_c)
-(``prior.log_eppf`` times ``family.log_marginal``). Two distinct points i, j are chosen
+(`prior.log_eppf` times `family.log_marginal`). Two distinct points i, j are chosen
 uniformly; if they share a cluster a split C* separating them is proposed, else the merge C*
 of their two clusters, accepted with probability
 
@@ -9,14 +9,14 @@ of their two clusters, accepted with probability
 
 a merge being deterministic. For the DP a split of c (n_c points) into sizes a and b has prior
 ratio alpha (a - 1)! (b - 1)! / (n_c - 1)! (Jain & Neal 2004); the code takes the difference of
-``log_eppf``, which covers Pitman-Yor. ``method="sams"`` allocates the other members S one at a
-time in random order by seating weight times predictive (Dahl 2003); ``"restricted_gibbs"``
-builds a random launch state, runs ``num_restricted_scans`` restricted Gibbs scans, and the
+`log_eppf`, which covers Pitman-Yor. `method="sams"` allocates the other members S one at a
+time in random order by seating weight times predictive (Dahl 2003); `"restricted_gibbs"`
+builds a random launch state, runs `num_restricted_scans` restricted Gibbs scans, and the
 split is one more scan. q(C | C*) of a merge is the probability that the same mechanism, with
 the same auxiliary random numbers (whose law does not depend on the state), gives the current
 two clusters, so each proposal is reversible. The Pitman-Yor ratio, the allocation and scan
 probabilities, the reversibility argument and the implementation and its cost are in
-``docs/kernels/splitmerge.md`` ("Design notes").
+`docs/kernels/splitmerge.md` ("Design notes").
 """
 
 from __future__ import annotations
@@ -39,16 +39,16 @@ DEFAULT_NUM_RESTRICTED_SCANS = 5
 
 
 class Proposal(NamedTuple):
-    """One split or merge proposal (see :func:`propose`).
+    """One split or merge proposal (see `propose`).
 
     - **z**, **stats** - labels and per-slot statistics of the proposed partition.
     - **log_accept** - log of the Metropolis-Hastings ratio q(C | C*) pi(C*) /
       (q(C* | C) pi(C)); -inf when the split found no empty slot.
     - **log_q** - log probability of the allocation of S: the proposal probability of
-      the split (``split``) or the reverse-move probability of the current split (merge).
+      the split (`split`) or the reverse-move probability of the current split (merge).
     - **split** - bool, True when i and j shared a cluster.
     - **overflow** - bool, a split needed an empty slot and found none.
-    - **order**, **count** - the points of S are ``order[:count]``, in the order visited.
+    - **order**, **count** - the points of S are `order[:count]`, in the order visited.
     - **side** - (N,) int32: 0 for c_i, 1 for c_j, for the points of S, i and j after
       the final pass (elsewhere meaningless).
     """
@@ -66,26 +66,26 @@ class Proposal(NamedTuple):
 
 def allocation_pass(family, prior, x, alpha, stats2, side, order, count, uniforms, force, target,
                     *, reseat: bool):
-    """Assign the points ``order[:count]`` one at a time to one of two clusters.
+    """Assign the points `order[:count]` one at a time to one of two clusters.
 
     Parameters
     ----------
     stats2 : family statistics with leading axis 2
-        The two clusters (c_i, c_j). With ``reseat=False`` the points are not in them yet
-        (SAMS sequential allocation); with ``reseat=True`` each point leaves its side
-        ``side[k]`` first (a restricted Gibbs scan).
+        The two clusters (c_i, c_j). With `reseat=False` the points are not in them yet
+        (SAMS sequential allocation); with `reseat=True` each point leaves its side
+        `side[k]` first (a restricted Gibbs scan).
     side : int32 (N,)
-        Current side of each point (read with ``reseat``), updated as points are placed.
+        Current side of each point (read with `reseat`), updated as points are placed.
     uniforms : (N,)
-        ``uniforms[t]`` draws the side of the t-th point visited.
+        `uniforms[t]` draws the side of the t-th point visited.
     force : bool scalar
-        When True the sides are not drawn but taken from ``target`` (N,): the pass then
+        When True the sides are not drawn but taken from `target` (N,): the pass then
         evaluates the probability of that allocation.
 
     Returns
     -------
     stats2, side, log_q
-        ``log_q`` is the sum over the visited points of log P(side chosen), with
+        `log_q` is the sum over the visited points of log P(side chosen), with
         P(k -> c) ∝ (|c| - d) p(x_k | x_c) over the two clusters.
     """
 
@@ -109,12 +109,12 @@ def propose(family, prior, state: PartitionState, x, i, j, permutation, rng_key,
             num_restricted_scans: int = DEFAULT_NUM_RESTRICTED_SCANS) -> Proposal:
     """The split or merge proposal for the pair of points (i, j), i != j.
 
-    The points of S are visited in the order in which they appear in ``permutation`` (of
+    The points of S are visited in the order in which they appear in `permutation` (of
     all N points). Pure: the same state, pair, permutation and key give the same
     proposal. The random numbers (the permutation, and the launch assignment and scans'
-    uniforms drawn from ``rng_key``) do not depend on the state, so a split proposed
+    uniforms drawn from `rng_key`) do not depend on the state, so a split proposed
     from C and the merge proposed back from C_split with the same i, j, permutation and
-    key use the same order and launch state; their ``log_accept`` are then exact
+    key use the same order and launch state; their `log_accept` are then exact
     negatives of each other.
     """
     n = x.shape[0]
@@ -196,9 +196,9 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
     Parameters
     ----------
     method : {"sams", "restricted_gibbs"}, default "sams"
-        ``"sams"``: the sequentially-allocated merge-split sampler of Dahl (2003), one
-        allocation pass per proposal. ``"restricted_gibbs"``: Jain & Neal (2004), a random
-        launch state, ``num_restricted_scans`` restricted Gibbs scans and one final scan
+        `"sams"`: the sequentially-allocated merge-split sampler of Dahl (2003), one
+        allocation pass per proposal. `"restricted_gibbs"`: Jain & Neal (2004), a random
+        launch state, `num_restricted_scans` restricted Gibbs scans and one final scan
         per proposal.
     num_proposals : int, default 10
         Split or merge proposals per step, each with a fresh pair (i, j). A proposal
@@ -207,22 +207,22 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         sequential steps over all C slots. Measured on CPU (float64; synthetic Gaussian
         mixtures, N = 1000 and 10000, D = 10 with 40 clusters and D = 2 NIW with 10), ten
         SAMS proposals cost 0.25 to 1.1 Gibbs sweeps, so the default gives
-        ``"gibbs+splitmerge"`` roughly the even division of time between the moves used
+        `"gibbs+splitmerge"` roughly the even division of time between the moves used
         by Liang et al. (2007, sec. 5). Acceptance is low near a mode (below 1% of
         proposals in those runs; most proposals pair points of different clusters and
         are merges), so one proposal per step would leave most steps without a large
-        move. ``method="restricted_gibbs"`` costs ``num_restricted_scans + 1`` passes per
+        move. `method="restricted_gibbs"` costs `num_restricted_scans + 1` passes per
         proposal (1 to 7 Gibbs sweeps for ten proposals in the same runs).
-    num_restricted_scans : int, default 5 (``method="restricted_gibbs"`` only)
+    num_restricted_scans : int, default 5 (`method="restricted_gibbs"` only)
         Intermediate restricted Gibbs scans that build the launch state (Jain & Neal
         2004); with 0 the final scan starts from the uniformly random launch.
 
     Returns
     -------
     Kernel
-        ``exact=True``. ``info``: ``accept_prob`` (mean Metropolis-Hastings acceptance
-        probability of the step's proposals), ``split_proposed``, ``split_accepted``,
-        ``merge_proposed``, ``merge_accepted`` (counts in the step).
+        `exact=True`. `info`: `accept_prob` (mean Metropolis-Hastings acceptance
+        probability of the step's proposals), `split_proposed`, `split_accepted`,
+        `merge_proposed`, `merge_accepted` (counts in the step).
     """
     if method not in METHODS:
         raise KernelError(f"splitmerge: method must be one of {METHODS}, got {method!r}")

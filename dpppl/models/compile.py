@@ -1,13 +1,13 @@
 """Compile a model spec to a NumPyro model: truncated stick-breaking, labels summed out.
 
 With T sticks, v_k ~ Beta(1 - d, alpha + k d) for k = 1..T-1 (d = 0 for a DP; for a
-:class:`~dpppl.priors.StickBreaking` prior v_k ~ Beta(a_k, b_k), and a finite prior of L
+[`StickBreaking`][dpppl.priors.StickBreaking] prior v_k ~ Beta(a_k, b_k), and a finite prior of L
 sticks is compiled with T = min(T, L), exact when T = L since V_L = 1),
 w_k = v_k prod_{j<k} (1 - v_j) and w_T = prod_{j<T} (1 - v_j) (Ishwaran & James 2001;
 Porteous et al. 2006, sec. 2), theta_k from the component prior, and each point has the
 mixture density sum_k w_k f(x_i | theta_k). The labels are summed out so the model runs
-under NUTS; the deterministic site ``assignment`` holds each point's most probable
-component, which is how ``kernel="nuts"`` reports a partition per draw.
+under NUTS; the deterministic site `assignment` holds each point's most probable
+component, which is how `kernel="nuts"` reports a partition per draw.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dpppl.errors import DataError
 
 
 def stick_breaking_weights(v):
-    """Weights (T,) from T-1 stick proportions ``v``: w_k = v_k prod_{j<k} (1 - v_j)."""
+    """Weights (T,) from T-1 stick proportions `v`: w_k = v_k prod_{j<k} (1 - v_j)."""
     one_minus = jnp.concatenate([jnp.ones(v.shape[:-1] + (1,), v.dtype), jnp.cumprod(1 - v, axis=-1)], axis=-1)
     return jnp.concatenate([v, jnp.ones(v.shape[:-1] + (1,), v.dtype)], axis=-1) * one_minus
 
@@ -54,10 +54,10 @@ class FamilyMixture(dist.Distribution):
 
 
 def compile_numpyro(model, truncation: int, family=None):
-    """A NumPyro model ``f(x=None, num_points=None)`` for ``model`` with ``truncation`` sticks.
+    """A NumPyro model `f(x=None, num_points=None)` for `model` with `truncation` sticks.
 
-    ``family`` is a resolved family; when None the model's family is resolved against
-    the ``x`` it is called with (which must then be concrete, not traced).
+    `family` is a resolved family; when None the model's family is resolved against
+    the `x` it is called with (which must then be concrete, not traced).
     """
     if not isinstance(truncation, int) or truncation < 2:
         raise ValueError(f"truncation must be an integer >= 2, got {truncation!r}")

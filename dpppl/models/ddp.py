@@ -1,27 +1,27 @@
 """Dependent Dirichlet-process mixtures over time slices (Porteous et al. 2006, sec. 5).
 
-A :class:`DDPModel` couples T stick-breaking mixtures, one per time slice, through
+A [`DDPModel`][dpppl.models.ddp.DDPModel] couples T stick-breaking mixtures, one per time slice, through
 the cluster parameters: label i has a mean in every slice, the means of one label
 drawn jointly from a Gaussian over time (eq. 12), and an inverse-Wishart covariance
 per slice (eq. 11; or one shared by the slices,
-:class:`~dpppl.families.coupled.CoupledGaussian`); each slice has its own sticks with
-the same Beta(a_i, b_i) (:class:`~dpppl.priors.ddp.DDP`). Build one with
-:func:`DDPMixture` or a model file::
+[`CoupledGaussian`][dpppl.families.coupled.CoupledGaussian]); each slice has its own sticks with
+the same Beta(a_i, b_i) ([`DDP`][dpppl.priors.ddp.DDP]). Build one with
+[`DDPMixture`][dpppl.models.ddp.DDPMixture] or a model file::
 
     data x : real[N, 2] by t
     z ~ DDP(a = 1, b = 1)
     theta[k] ~ CoupledGaussian(a = 1, beta = 0.005, delta = 1)
     x[i] ~ Normal(theta[z[i]])
 
-Data carry a time with every point. :func:`dpppl.sample` accepts ``(x, t)``, a dict
-``{"x": x, "t": t}`` (the declared names) or one array whose **last column** is the time
+Data carry a time with every point. [`dpppl.sample`][dpppl.sample] accepts `(x, t)`, a dict
+`{"x": x, "t": t}` (the declared names) or one array whose **last column** is the time
 (what a CSV file with a time column gives on the command line). The slices are the
 distinct times, in increasing order; Gamma uses the times themselves, so slices need not
 be evenly spaced.
 
-Kernels: ``ddp`` (Gibbs over assignments and parameters, :mod:`dpppl.kernels.ddp`) and
-``ddpswap`` (label swaps over time intervals, :mod:`dpppl.kernels.ddp.swap`), e.g.
-``kernel="ddp+ddpswap"``; the collapsed kernels refuse DDP models.
+Kernels: `ddp` (Gibbs over assignments and parameters, `dpppl.kernels.ddp`) and
+`ddpswap` (label swaps over time intervals, `dpppl.kernels.ddp.swap`), e.g.
+`kernel="ddp+ddpswap"`; the collapsed kernels refuse DDP models.
 """
 
 from __future__ import annotations
@@ -46,14 +46,15 @@ DDP_KERNELS = ("ddp", "ddpswap")
 """The kernels that sample a DDP model."""
 
 MAX_CAPACITY = 1 << 14
-"""Most label slots a DDP state grows to (labels are not dense: see :class:`DDPBound`)."""
+"""Most label slots a DDP state grows to (labels are not dense: see `DDPBound`)."""
 
 _INIT_PARAMETER_SWEEPS = 3  # parameter updates after labels are given, before the first step
 
 
 @dataclasses.dataclass(frozen=True)
 class DDPModel(Model):
-    """A dependent DP mixture over time slices; build with :func:`DDPMixture` or a model file."""
+    """A dependent DP mixture over time slices; build with [`DDPMixture`][dpppl.models.ddp.DDPMixture] or a model
+    file."""
 
     def __post_init__(self):
         if not isinstance(self.prior, DDP):
@@ -72,7 +73,7 @@ class DDPModel(Model):
                              source=self.path, line=self.data.line, column=self.data.column, text=self.source)
 
     def refuses_kernel(self, name: str) -> Optional[str]:
-        """Why kernel ``name`` cannot sample this model (None for the DDP kernels)."""
+        """Why kernel `name` cannot sample this model (None for the DDP kernels)."""
         if name in DDP_KERNELS:
             return None
         return ("a DDP model instantiates time-coupled cluster parameters; sample it with "
@@ -101,7 +102,7 @@ def _parameter_sweeps(family, rng_key, state):
 
 
 def split_time(data, decl: DataDecl):
-    """(x, t) from a tuple ``(x, t)``, a dict of the declared names, or one array (or list
+    """(x, t) from a tuple `(x, t)`, a dict of the declared names, or one array (or list
     of rows) whose last column is t."""
     if isinstance(data, dict):
         missing = [k for k in (decl.name, decl.by) if k not in data]
@@ -146,12 +147,12 @@ def _check_times(t, n: int, decl: DataDecl) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class DDPBound:
-    """A DDP model with validated data: points ``x`` (N, D), their times ``t`` (N,), the
-    distinct ``times`` (T,) and each point's slice index ``slices`` (N,).
+    """A DDP model with validated data: points `x` (N, D), their times `t` (N,), the
+    distinct `times` (T,) and each point's slice index `slices` (N,).
 
     Labels are the sticks' indices (0-based here) and matter: a new cluster may take any
     unused label, so the largest label can exceed the number of points; the state's
-    capacity grows to :data:`MAX_CAPACITY`.
+    capacity grows to `MAX_CAPACITY`.
     """
 
     model: DDPModel
@@ -186,7 +187,7 @@ class DDPBound:
         return PartitionState(jnp.zeros(n, jnp.int32), slots, jnp.zeros(()), jnp.zeros((), bool), {})
 
     def state_from_labels(self, rng_key, labels, capacity: int) -> PartitionState:
-        """A state with labels ``labels`` (in [0, capacity)): parameters start at the prior
+        """A state with labels `labels` (in [0, capacity)): parameters start at the prior
         mean and covariance psi0 / nu0, then a few parameter draws (eq. 11) given the labels."""
         x, slices = jnp.asarray(self.x), jnp.asarray(self.slices)
         state = self.empty_state(capacity)
@@ -223,7 +224,7 @@ class DDPBound:
         return rank
 
     def lp(self, state: PartitionState):
-        """:meth:`~dpppl.families.coupled.CoupledGaussian.log_joint_state`: the parameters
+        """[`log_joint_state`][dpppl.families.coupled.CoupledGaussian.log_joint_state]: the parameters
         are instantiated, so this is log p(x, z, mu, Sigma) with the sticks integrated out."""
         return self.family.log_joint_state(self.prior, state)
 
@@ -234,7 +235,7 @@ class DDPBound:
 
     def max_slots(self) -> int:
         """Labels are not dense (a new cluster may take any unused label): at most
-        :data:`MAX_CAPACITY` slots."""
+        `MAX_CAPACITY` slots."""
         return min(self.prior.max_slots(self.num_points), MAX_CAPACITY)
 
     def min_slots(self) -> int:
@@ -256,16 +257,23 @@ def DDPMixture(sticks: Any = (1.0, 1.0), *, a: float = 1.0, beta: float = 0.005,
 
     Parameters
     ----------
-    sticks : pair (a_i, b_i), :class:`~dpppl.DDP` or a stick-breaking prior with fields ``a``
-        and ``b``; default (1, 1)
+    sticks : pair (a_i, b_i), [`DDP`][dpppl.DDP] or a stick-breaking prior with fields `a`
+        and `b`; default (1, 1)
         The per-slice sticks V_{t,i} ~ Beta(a_i, b_i); each parameter in any form
-        :class:`~dpppl.StickBreaking` takes (a number, a finite sequence ending with
+        [`StickBreaking`][dpppl.StickBreaking] takes (a number, a finite sequence ending with
         b_L = 0, a vectorised callable or an expression of the 1-based stick index i).
-        ``(1, alpha)`` is DP(alpha) in every slice.
-    a, beta, delta, b : float
-        The time covariance of a label's means, Gamma_{t,t'} = a exp(-beta |t - t'|^delta)
-        off the diagonal and b on it (eq. 12); defaults 1, 0.005, 1 and b = a (the
-        paper's storm settings for data in the unit square).
+        `(1, alpha)` is DP(alpha) in every slice.
+    a : float, default 1.0
+        The time covariance of a label's means is Gamma_{t,t'} = a exp(-beta |t - t'|^delta)
+        off the diagonal and b on it (eq. 12); the defaults are the paper's storm settings
+        for data in the unit square.
+    beta : float, default 0.005
+        The decay rate of that covariance over time.
+    delta : float, default 1.0
+        The exponent of the time distance in that covariance.
+    b : float, optional
+        The diagonal of that covariance (the variance of a label's mean in one slice);
+        default a.
     mu0 : array (D,), default the data mean
     nu0 : float, default D + 1
     psi0 : array (D, D) or float, default 0.01 I
@@ -274,8 +282,8 @@ def DDPMixture(sticks: Any = (1.0, 1.0), *, a: float = 1.0, beta: float = 0.005,
         One covariance per label and slice, independent inverse-Wishart (the paper's
         eq. 11 and sec. 6); False: one per label shared by all slices.
     data : DataDecl, optional
-        Default ``x : real[N, D] by t``.
-    time : str, default ``"t"``
+        Default `x : real[N, D] by t`.
+    time : str, default "t"
         The name of the time variable (the key of a data dict).
 
     Returns

@@ -1,11 +1,11 @@
 """The state of a dependent DP mixture and its Gibbs updates (Porteous et al. 2006, sec. 5).
 
 Label slots hold the statistics of each label in every slice and its instantiated
-parameters (means mu_{i,t}, covariances). :func:`seat` draws assignments by eq. (10) with
-Neal's (2000) algorithm-8 auxiliaries for the unused labels; :func:`update_parameters`
-draws covariances then means by eq. (11). The target (:class:`dpppl.models.ddp.DDPBound`)
-uses both to start chains; the ``ddp`` kernel is one of each per step (the derivation and
-cost are in ``docs/kernels/ddp.md``).
+parameters (means mu_{i,t}, covariances). `seat` draws assignments by eq. (10) with
+Neal's (2000) algorithm-8 auxiliaries for the unused labels; `update_parameters`
+draws covariances then means by eq. (11). The target (`dpppl.models.ddp.DDPBound`)
+uses both to start chains; the `ddp` kernel is one of each per step (the derivation and
+cost are in `docs/kernels/ddp.md`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dpppl.core.numerics import sample_index
 from dpppl.core.state import PartitionState
 
 class DDPSlots(NamedTuple):
-    """Per-label-slot state of the DDP, leading axis C (``PartitionState.stats``).
+    """Per-label-slot state of the DDP, leading axis C (`PartitionState.stats`).
 
     - **n** (C,) - points with the label over all slices (0: unused).
     - **nt** (C, T) - points with the label in each slice.
@@ -40,7 +40,7 @@ class DDPSlots(NamedTuple):
 
 
 def slot_statistics(x, slices, z, capacity: int, num_slices: int):
-    """(n, nt, s1, s2) of points ``x`` with labels ``z`` and slice indices ``slices``."""
+    """(n, nt, s1, s2) of points `x` with labels `z` and slice indices `slices`."""
     cell = z * num_slices + slices
     count = capacity * num_slices
     D = x.shape[1]
@@ -64,8 +64,8 @@ def _safe_cov(sigma, used):
 
 
 def _log_lik(x, mu, prec, logdet):
-    """log N(x_n; mu_n, Sigma) for points ``x`` (..., D), means ``mu`` (..., D) and the
-    precision ``prec`` (..., D, D) and ``logdet`` = log|Sigma| (...) of their covariances."""
+    """log N(x_n; mu_n, Sigma) for points `x` (..., D), means `mu` (..., D) and the
+    precision `prec` (..., D, D) and `logdet` = log|Sigma| (...) of their covariances."""
     d = x - mu
     return -0.5 * (x.shape[-1] * np.log(2 * np.pi) + logdet + jnp.einsum("...d,...de,...e->...", d, prec, d))
 
@@ -75,12 +75,12 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     """Draw every point's label from its conditional (eq. 10, with the auxiliary
     parameters of the module docstring), in a random order.
 
-    With ``remove_first`` the points leave their labels first (a Gibbs sweep); without,
+    With `remove_first` the points leave their labels first (a Gibbs sweep); without,
     they start unassigned (statistics zero) and are seated one by one: the DDP's
-    sequential prediction. ``num_aux`` is m of Neal's algorithm 8: the
+    sequential prediction. `num_aux` is m of Neal's algorithm 8: the
     unused labels' weight W_new is shared equally by m auxiliary parameter sets (the
     first is the point's own label's when no other point uses it). Only the counts
-    change here; the caller recomputes the other statistics (:func:`with_statistics`).
+    change here; the caller recomputes the other statistics (`with_statistics`).
     """
     N = x.shape[0]
     C, T = state.stats.nt.shape

@@ -1,11 +1,11 @@
 """How chains start: the init strategies and the one capacity rule.
 
-:func:`dpppl.sample` and the NumPyro adapter both start chains here. An init strategy is a
-callable ``(target, keys, capacity) -> states`` (one state per key, batched along axis 0);
-the names ``"sequential"``, ``"single"``, ``"prior"`` and ``"search"`` (registered by
-:mod:`dpppl.search`) stand for the built-in ones, and labels given as an array start every
+[`dpppl.sample`][dpppl.sample] and the NumPyro adapter both start chains here. An init strategy is a
+callable `(target, keys, capacity) -> states` (one state per key, batched along axis 0);
+the names `"sequential"`, `"single"`, `"prior"` and `"search"` (registered by
+`dpppl.search`) stand for the built-in ones, and labels given as an array start every
 chain from them. States are built by the target's own methods (seat, state from labels,
-prior draw), compiled once per target and capacity (:mod:`dpppl.core.compiled`).
+prior draw), compiled once per target and capacity (`dpppl.core.compiled`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ _STRATEGIES: dict[str, InitStrategy] = {}
 
 
 def register_init(name: str, strategy: InitStrategy) -> None:
-    """Make ``init=name`` mean ``strategy``."""
+    """Make `init=name` mean `strategy`."""
     _STRATEGIES[name] = strategy
 
 
@@ -35,11 +35,11 @@ def initial_slots(target: Target, labels_in_use: int, requested: int | None = No
                   growable: bool = True) -> int:
     """The number of cluster slots a chain starts with.
 
-    ``requested`` when given (at least the labels in use); otherwise room for twice the
+    `requested` when given (at least the labels in use); otherwise room for twice the
     labels in use plus 8, at least 16 and at least the prior's own floor
-    (``target.min_slots()``: a stick-breaking prior's labels lie past N + 1). A run that
+    (`target.min_slots()`: a stick-breaking prior's labels lie past N + 1). A run that
     cannot grow its capacity (the NumPyro adapter, whose loop is NumPyro's) starts with
-    four times the labels in use, at least 64. Never more than ``target.max_slots()``.
+    four times the labels in use, at least 64. Never more than `target.max_slots()`.
     """
     if requested is not None and (isinstance(requested, bool) or not isinstance(requested, (int, np.integer))
                                   or requested < 2):
@@ -54,12 +54,12 @@ def initial_slots(target: Target, labels_in_use: int, requested: int | None = No
 
 
 def grown_slots(target: Target, capacity: int) -> int:
-    """The capacity after a chain ran out of empty slots: doubled, at most ``target.max_slots()``."""
+    """The capacity after a chain ran out of empty slots: doubled, at most `target.max_slots()`."""
     return int(min(2 * capacity, target.max_slots()))
 
 
 def from_labels(labels) -> InitStrategy:
-    """A strategy starting every chain from ``labels``: shape (N,) or (num_chains, N)."""
+    """A strategy starting every chain from `labels`: shape (N,) or (num_chains, N)."""
 
     def strategy(target: Target, keys, capacity=None) -> PartitionState:
         rows = check_labels(target, labels, len(keys))
@@ -119,8 +119,8 @@ def single(target: Target, keys, capacity=None) -> PartitionState:
 
 
 def prior(target: Target, keys, capacity=None) -> PartitionState:
-    """A partition drawn from the prior for each chain (the target's ``draw_labels``; a
-    labelled prior's rare draws past ``max(N + 1, target.min_slots())`` labels are put at
+    """A partition drawn from the prior for each chain (the target's `draw_labels`; a
+    labelled prior's rare draws past `max(N + 1, target.min_slots())` labels are put at
     the last of them)."""
     draw_slots = min(target.max_slots(), max(target.num_points + 1, target.min_slots()))
     draw = compiled(("prior_labels", target.fingerprint(), draw_slots), lambda: jax.jit(jax.vmap(
@@ -136,7 +136,7 @@ register_init("prior", prior)
 
 
 def resolve_init(init) -> tuple[InitStrategy, str]:
-    """``init`` (a registered name, a strategy callable or labels) as a strategy and the
+    """`init` (a registered name, a strategy callable or labels) as a strategy and the
     name the run records."""
     if isinstance(init, str):
         if init not in _STRATEGIES:

@@ -3,15 +3,15 @@
 A data set of N top-t rankings of n items is held as an (N, n) array of item indices
 0..n-1: row i lists pi_i(1), ..., pi_i(t_i), most preferred first, then -1 in the
 remaining n - t_i positions (t_i >= 1 may differ between rows). Like every dpppl data set
-it is stored as float64 (the indices are exact). :func:`rankings` builds it from
+it is stored as float64 (the indices are exact). [`rankings`][dpppl.models.rankings.rankings] builds it from
 
 - an integer (or integral float) array in that layout, or
 - a list of lists of item indices (ints) or item names (strings), of any lengths, with
-  ``items=`` naming the n items in index order (default for names: the sorted set of
-  names seen; for indices: ``range(n_items)``).
+  `items=` naming the n items in index order (default for names: the sorted set of
+  names seen; for indices: `range(n_items)`).
 
 Bad rows (an empty ranking, a repeated item, an unknown item or index, t > n, an entry
-after the -1 padding) raise :class:`~dpppl.errors.DataError` naming the row.
+after the -1 padding) raise [`DataError`][dpppl.errors.DataError] naming the row.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _is_name(v) -> bool:
 
 def rankings(data, items: Optional[Sequence] = None, n_items: Optional[int] = None,
              name: str = "x") -> Rankings:
-    """Read top-t rankings (see the module docstring) into a :class:`Rankings`.
+    """Read top-t rankings (see the module docstring) into a [`Rankings`][dpppl.models.rankings.Rankings].
 
     Parameters
     ----------
@@ -74,7 +74,7 @@ def rankings(data, items: Optional[Sequence] = None, n_items: Optional[int] = No
     items : sequence of str, optional
         The item names in index order (their number is n).
     n_items : int, optional
-        n when neither ``items`` nor the array width gives it (lists of indices).
+        n when neither `items` nor the array width gives it (lists of indices).
     name : str
         The data's name, for error messages.
     """

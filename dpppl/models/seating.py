@@ -4,7 +4,7 @@ With the component parameters integrated out, point i joins slot c with probabil
 
     p(z_i = c | z_-i, x) ∝ w_c(z_-i) p(x_i | x_{c, -i}),
 
-where w_c are the prior's sequential weights (``log_seat_weights``: |c| - d and
+where w_c are the prior's sequential weights (`log_seat_weights`: |c| - d and
 alpha + K d for the CRP/Pitman-Yor, E[pi_c | Z] for stick-breaking sticks, eq. 6 of
 Porteous et al. 2006). A Gibbs sweep removes each point first; over an empty partition the
 same pass is the *sequential prediction* initialiser of Liang et al. (2007, sec. 5.1).
@@ -22,7 +22,7 @@ from dpppl.core.state import PartitionState, set_row
 from dpppl.families.base import add_point, take
 
 def refresh(family, stats, params, k):
-    """After a point left or joined slot ``k``: zero the slot's statistics exactly when it
+    """After a point left or joined slot `k`: zero the slot's statistics exactly when it
     emptied, and recompute its predictive parameters (the only ones that changed)."""
     row = take(stats, k)
     emptied = row.n < 0.5
@@ -31,7 +31,7 @@ def refresh(family, stats, params, k):
 
 
 def sweep_draws(rng_key, x):
-    """A random visiting order of the points of ``x`` and one uniform per visit (shapes
+    """A random visiting order of the points of `x` and one uniform per visit (shapes
     independent of the slot capacity, so growing it never changes the draws)."""
     k_order, k_u = jax.random.split(rng_key)
     n = x.shape[0]
@@ -39,7 +39,7 @@ def sweep_draws(rng_key, x):
 
 
 def visit_points(family, state: PartitionState, order, body) -> PartitionState:
-    """Run ``body(t, (z, stats, predictive params, overflow))`` for each point of ``order``."""
+    """Run `body(t, (z, stats, predictive params, overflow))` for each point of `order`."""
     params = family.predictive_params(state.stats)
     z, stats, _, overflow = jax.lax.fori_loop(
         0, order.shape[0], body, (state.z, state.stats, params, state.overflow))
@@ -47,7 +47,7 @@ def visit_points(family, state: PartitionState, order, body) -> PartitionState:
 
 
 def seat_points(family, prior, x, order, uniforms, state: PartitionState, remove_first: bool):
-    """Seat points ``order`` one at a time; with ``remove_first`` they leave their
+    """Seat points `order` one at a time; with `remove_first` they leave their
     current cluster first (a Gibbs sweep), otherwise they start unassigned."""
     alpha = state.alpha
 
@@ -76,7 +76,7 @@ def seat_points(family, prior, x, order, uniforms, state: PartitionState, remove
 
 
 def sequential_prediction(bound_model, rng_key, state: PartitionState, x) -> PartitionState:
-    """Seat every point, in a random order, into ``state`` (whose statistics must be
+    """Seat every point, in a random order, into `state` (whose statistics must be
     empty) by CRP weight times posterior predictive (Liang et al. 2007, sec. 5.1)."""
     order, uniforms = sweep_draws(rng_key, x)
     return seat_points(bound_model.family, bound_model.prior, x, order, uniforms, state, remove_first=False)

@@ -59,7 +59,7 @@ class PitmanYor:
     Parameters
     ----------
     discount : float in [0, 1), default 0
-    alpha : float > -discount, or :class:`Gamma` (then resampled), default 1
+    alpha : float > -discount, or [`Gamma`][dpppl.priors.crp.Gamma] (then resampled), default 1
     """
 
     discount: float = 0.0
@@ -90,7 +90,7 @@ class PitmanYor:
         return self.alpha.mean if self.alpha_is_random else float(self.alpha)
 
     def log_eppf(self, counts, alpha):
-        """log p(partition) from cluster sizes ``counts`` (zeros are empty slots)."""
+        """log p(partition) from cluster sizes `counts` (zeros are empty slots)."""
         d = self.discount
         occupied = counts > 0
         K = jnp.sum(occupied)
@@ -125,7 +125,7 @@ class PitmanYor:
     def draw_labels(self, key, n: int, capacity: int, alpha):
         """n labels drawn by sequential seating (weights |c| - d and alpha + K d), each new
         cluster at the first empty slot, so labels come in order of first appearance;
-        ``capacity`` >= n + 1 never runs out."""
+        `capacity` >= n + 1 never runs out."""
         alpha = jnp.asarray(alpha)
         uniforms = jax.random.uniform(key, (n,), dtype=alpha.dtype)
 

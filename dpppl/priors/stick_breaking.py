@@ -27,8 +27,8 @@ The weights sum to one almost surely exactly when prod_i E[1 - V_i] = prod_i b_i
 2001, Lemma 1: the remaining length R_L = prod_{i<=L} (1 - V_i) decreases, so E R_L -> 0
 iff R_L -> 0 almost surely). A finite prior of L sticks ends with b_L = 0 (V_L = 1).
 
-In code, slot k of a :class:`~dpppl.core.state.PartitionState` is stick k + 1: the
-count vector ``counts`` (leading axis C) holds N_1..N_C.
+In code, slot k of a [`PartitionState`][dpppl.core.state.PartitionState] is stick k + 1: the
+count vector `counts` (leading axis C) holds N_1..N_C.
 """
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ from dpppl.errors import DataError, ModelError
 
 StickParameter = Union[float, Sequence[float], Callable[[np.ndarray], Any], str, Any]
 """A number, a finite sequence (a_1, ..., a_L), a vectorised callable of the 1-based
-stick index array ``i``, or an expression of ``i`` (text or a parsed expression)."""
+stick index array `i`, or an expression of `i` (text or a parsed expression)."""
 
 CHECK_HORIZON = 2**16
 """Sticks evaluated when a prior is built, for the checks and the footnote-1 test."""
 
 MAX_LABELS = 2**14
 """Labels past this (and past N + 1) are not sampled on an infinite prior: a chain that
-draws one stops with an error (:func:`dpppl.sample`)."""
+draws one stops with an error ([`dpppl.sample`][dpppl.sample])."""
 
 _TAIL_NEGLIGIBLE = 1e-12   # prod_{i<=H} E[1 - V_i] below this: the weights sum to one for any purpose
 _DIVERGENT_EXPONENT = 1.02  # terms log(1 + a_i/b_i) ~ i^-p with p at most this: the sum diverges
@@ -102,7 +102,7 @@ def _normalise(value, what: str, prior: str):
 
 
 def _evaluate(value, idx: np.ndarray, what: str, prior: str) -> np.ndarray:
-    """Values of a normalised stick parameter at the 1-based indices ``idx`` (NaN past
+    """Values of a normalised stick parameter at the 1-based indices `idx` (NaN past
     the end of a sequence)."""
     if isinstance(value, float):
         return np.full(idx.shape, value)
@@ -149,10 +149,11 @@ class StickBreaking:
         The Beta parameters of stick i = 1, 2, ...: a number (the same for every stick), a
         finite sequence (then the prior has that many sticks and must end with b_L = 0),
         a vectorised callable of the numpy array of 1-based indices, or an expression of
-        ``i`` such as ``"theta + i * d"`` (numbers substituted for names). The first
+        `i` such as `"theta + i * d"` (numbers substituted for names). The first
         stick with b_i = 0 is the last one (V_i = 1).
     check : bool, default True
-        Check that the weights sum to one (footnote 1); see :meth:`check_weights`.
+        Check that the weights sum to one (footnote 1); see
+        [`check_weights`][dpppl.priors.stick_breaking.StickBreaking.check_weights].
 
     Raises
     ------
@@ -171,7 +172,7 @@ class StickBreaking:
     """Labels matter: the kernels of exchangeable priors (gibbs, splitmerge, perm) refuse it."""
     alpha_is_random = False
     initial_alpha = 0.0
-    """There is no concentration; the state's ``alpha`` slot carries this placeholder."""
+    """There is no concentration; the state's `alpha` slot carries this placeholder."""
 
     def __post_init__(self):
         a = _normalise(self.a, "a", self.name)
@@ -231,14 +232,14 @@ class StickBreaking:
 
         Parameters
         ----------
-        gamma : sequence, or number / callable / expression of i with ``num_sticks``
+        gamma : sequence, or number / callable / expression of i with `num_sticks`
             The pseudo-particle counts gamma_1..gamma_L (all positive). A number with
-            ``num_sticks = L`` gives the symmetric finite Dirichlet prior of sec. 2
+            `num_sticks = L` gives the symmetric finite Dirichlet prior of sec. 2
             (gamma_i = alpha / L). An infinite sequence of pseudo-particles is a
-            ``StickBreaking(a, b)`` whose b_i is the tail sum in closed form (e.g.
+            `StickBreaking(a, b)` whose b_i is the tail sum in closed form (e.g.
             gamma_i = g (1 - r) r^(i-1): a = g (1 - r) r^(i-1), b = g r^i).
         num_sticks : int, optional
-            L, required unless ``gamma`` is a sequence.
+            L, required unless `gamma` is a sequence.
         """
         name = "PseudoParticles"
         g = _normalise(gamma, "gamma", name)
@@ -286,10 +287,10 @@ class StickBreaking:
         return (jnp.asarray(a, dtype), jnp.asarray(b, dtype), jnp.asarray(last), jnp.asarray(beyond))
 
     def check_weights(self) -> None:
-        """Raise :class:`ModelError` when the weights cannot sum to one (footnote 1).
+        """Raise [`ModelError`][dpppl.priors.stick_breaking.ModelError] when the weights cannot sum to one (footnote 1).
 
         They sum to one a.s. iff S = sum_i log(1 + a_i / b_i) diverges (module
-        docstring). Numerically, over the first :data:`CHECK_HORIZON` sticks: the check
+        docstring). Numerically, over the first `CHECK_HORIZON` sticks: the check
         passes when prod_i b_i / (a_i + b_i) is already below 1e-12, or when the terms
         t_i = log(1 + a_i / b_i) decay no faster than i^-1.02 (fitted on the last two
         decades of i; harmonic decay, as for Pitman-Yor, diverges); otherwise the series
@@ -320,7 +321,7 @@ class StickBreaking:
     # ------------------------------------------------------------- the labelled law ---
     def log_prob_labels(self, counts) -> jnp.ndarray:
         """log P(Z) of a labelled assignment with the sticks integrated out, eq. (*) of
-        the module docstring; ``counts[..., k]`` is N_{k+1}. -inf when a label past the
+        the module docstring; `counts[..., k]` is N_{k+1}. -inf when a label past the
         last stick of a finite prior is occupied."""
         counts = jnp.asarray(counts)
         a, b, last, beyond = self._jnp_sticks(counts.shape[-1], counts.dtype)
@@ -334,9 +335,9 @@ class StickBreaking:
         return jnp.sum(terms, axis=-1)
 
     def log_expected_weights(self, counts):
-        """Eq. (6): ``(log E[pi_i | Z] for i = 1..C, log of the stick left past C)``.
+        """Eq. (6): `(log E[pi_i | Z] for i = 1..C, log of the stick left past C)`.
 
-        With ``counts`` (C,) the counts N_1..N_C of Z (zeros give the prior weights,
+        With `counts` (C,) the counts N_1..N_C of Z (zeros give the prior weights,
         footnote 2). The remainder prod_{j<=C} b*_j / (a*_j + b*_j) is the probability
         that the next point takes a label past C; past the largest occupied label K,
         E[pi_i | Z] = a_i / (a_i + b_i) prod_{K<j<i} b_j / (a_j + b_j) times the lumped
@@ -362,16 +363,17 @@ class StickBreaking:
 
     # ------------------------------------------------------------- the log joint ---
     def log_eppf(self, counts, alpha=None):
-        """The prior term of the collapsed log joint (:meth:`dpppl.models.mixture.BoundModel.lp`, the
-        ``lp`` that :func:`dpppl.sample` records): for this prior it is
-        :meth:`log_prob_labels`, the probability of the *labelled* assignment with slot
-        k = label k + 1, not an exchangeable partition probability. ``alpha`` is ignored."""
+        """The prior term of the collapsed log joint (`dpppl.models.mixture.BoundModel.lp`, the
+        `lp` that [`dpppl.sample`][dpppl.sample] records): for this prior it is
+        [`log_prob_labels`][dpppl.priors.stick_breaking.StickBreaking.log_prob_labels], the probability of the
+        *labelled* assignment with slot
+        k = label k + 1, not an exchangeable partition probability. `alpha` is ignored."""
         return self.log_prob_labels(counts)
 
     def log_seat_weights(self, counts, alpha=None):
         """Sequential weights in the form the generic seating code uses: log E[pi_k | Z]
         for occupied slots (-inf for empty ones) and the log total of every empty label
-        (eq. 6 and the lumped tail). Used to seat points for ``init="sequential"``,
+        (eq. 6 and the lumped tail). Used to seat points for `init="sequential"`,
         which puts a new cluster at the first empty label."""
         log_w, log_rest = self.log_expected_weights(counts)
         occupied = counts > 0
@@ -381,13 +383,13 @@ class StickBreaking:
 
     def max_labels(self, n: int) -> int:
         """Most labels (state slots) a sampler may use: the number of sticks of a finite
-        prior, else max(n + 1, :data:`MAX_LABELS`)."""
+        prior, else max(n + 1, `MAX_LABELS`)."""
         return self.num_sticks if self.num_sticks is not None else max(n + 1, MAX_LABELS)
 
     def labels_needed(self, n: int, tail: float) -> int:
         """The first L such that n points drawn from the prior need a label past L with
-        probability below ``tail`` (n prod_{i<=L} b_i / (a_i + b_i) < tail, a union bound),
-        searched over the first :data:`CHECK_HORIZON` sticks."""
+        probability below `tail` (n prod_{i<=L} b_i / (a_i + b_i) < tail, a union bound),
+        searched over the first `CHECK_HORIZON` sticks."""
         a, b = self._table
         with np.errstate(divide="ignore"):  # b_L = 0 ends a finite prior
             log_rest = np.cumsum(np.log(b / (a + b)))
@@ -395,8 +397,10 @@ class StickBreaking:
         return int(below[0]) + 1 if below.size else int(a.size)
 
     def initial_capacity(self, n: int) -> int:
-        """Slots a sampler starts with: :meth:`labels_needed` at 1%, at least 16 and at
-        most max(2 n + 8, 64) (and :meth:`max_labels`). The driver grows it when a chain
+        """Slots a sampler starts with: [`labels_needed`][dpppl.priors.stick_breaking.StickBreaking.labels_needed] at
+        1%, at least 16 and at
+        most max(2 n + 8, 64) (and [`max_labels`][dpppl.priors.stick_breaking.StickBreaking.max_labels]). The driver
+        grows it when a chain
         needs more."""
         return int(min(max(self.labels_needed(n, 0.01), 16), max(2 * n + 8, 64), self.max_labels(n)))
 
@@ -417,11 +421,12 @@ class StickBreaking:
         return labels.astype(np.int32)
 
     def max_slots(self, n: int) -> int:
-        """:meth:`max_labels`: labels may lie past n + 1."""
+        """[`max_labels`][dpppl.priors.stick_breaking.StickBreaking.max_labels]: labels may lie past n + 1."""
         return max(int(self.max_labels(n)), 2)
 
     def min_slots(self, n: int) -> int:
-        """:meth:`initial_capacity`, so that growing (a recompilation) is rare."""
+        """[`initial_capacity`][dpppl.priors.stick_breaking.StickBreaking.initial_capacity], so that growing (a
+        recompilation) is rare."""
         return self.initial_capacity(n)
 
     def describe(self) -> str:
@@ -430,9 +435,10 @@ class StickBreaking:
     # -------------------------------------------------------------------- sampling ---
     def draw_labels(self, key, n: int, capacity: int, alpha=None):
         """Labels (n,) in [0, capacity) drawn from the labelled prior by the prediction
-        rule (eq. 6), traceable; ``alpha`` is unused (there is no concentration) but fixes
-        the dtype. A draw past ``capacity`` (probability at most n times the prior mass
-        past it; see :meth:`labels_needed`) is put at the last slot."""
+        rule (eq. 6), traceable; `alpha` is unused (there is no concentration) but fixes
+        the dtype. A draw past `capacity` (probability at most n times the prior mass
+        past it; see [`labels_needed`][dpppl.priors.stick_breaking.StickBreaking.labels_needed]) is put at the last
+        slot."""
         dtype = jnp.asarray(0.0 if alpha is None else alpha).dtype
 
         def seat(counts, u):
@@ -446,7 +452,8 @@ class StickBreaking:
 
 
 def refuse_labelled(prior, what: str) -> None:
-    """Raise :class:`ModelError` when ``what`` (a function built on exchangeable seating
+    """Raise [`ModelError`][dpppl.priors.stick_breaking.ModelError] when `what` (a function built on exchangeable
+    seating
     weights) is given a prior on explicit labels."""
     if prior.labelled:
         raise ModelError(f"{what} supports exchangeable partition priors (CRP, Pitman-Yor); "

@@ -1,4 +1,4 @@
-"""MAP clustering by A*/beam search (Daume 2007), also behind ``init="search"``."""
+"""MAP clustering by A*/beam search (Daume 2007), also behind `init="search"`."""
 
 from dpppl.models.init import from_labels, register_init
 from dpppl.priors.stick_breaking import refuse_labelled

@@ -11,10 +11,10 @@ with H the family's marginal likelihood. The best state is removed and expanded;
 the queue is cut to its b best entries; the first complete clustering removed is returned, the
 exact MAP when g is admissible (eq. 4) and the queue unbounded (A*). g is a prior part, the
 exact maximum of the EPPF over completions (sec. 3.1, here in closed form, for Pitman-Yor too),
-plus a data part: ``"trivial"`` (sec. 3.2, eq. 7), ``"admissible"`` (sec. 3.3, eqs. 8-11, bounded
-family by family) or ``"inadmissible"`` (sec. 3.4, eq. 12). A greedy pass runs first
-(``greedy_start``). The derivation of the prior bound, the per-family data bounds, the pruning
-against the greedy pass and the implementation are in ``docs/search.md`` ("Design notes").
+plus a data part: `"trivial"` (sec. 3.2, eq. 7), `"admissible"` (sec. 3.3, eqs. 8-11, bounded
+family by family) or `"inadmissible"` (sec. 3.4, eq. 12). A greedy pass runs first
+(`greedy_start`). The derivation of the prior bound, the per-family data bounds, the pruning
+against the greedy pass and the implementation are in `docs/search.md` ("Design notes").
 """
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ ORDERS = ("marginal", "descending", "given", "random")
 
 @dataclasses.dataclass(frozen=True)
 class SearchResult:
-    """What :func:`map_search` found.
+    """What [`map_search`][dpppl.search.beam.map_search] found.
 
     Attributes
     ----------
     labels : ndarray of int32 (N,)
         Cluster of each point, in the data's order, numbered 0.. by first appearance.
     log_joint : float
-        Collapsed log p(x, labels) (as :func:`dpppl.log_joint`).
+        Collapsed log p(x, labels) (as [`dpppl.log_joint`][dpppl.log_joint]).
     num_clusters : int
     states_enqueued, states_dequeued : int
         Queue insertions and removals of the search (the greedy pass excluded).
@@ -66,12 +66,12 @@ class SearchResult:
     order : ndarray of int (N,)
         The order the points were presented in (indices into the data).
     greedy_log_joint : float or None
-        Log joint of the greedy pass (None with ``greedy_start=False``).
+        Log joint of the greedy pass (None with `greedy_start=False`).
     proved_optimal : bool
         True when the result is the exact MAP: an admissible score, an unbounded queue
-        and no ``max_states`` stop.
+        and no `max_states` stop.
     stopped_early : bool
-        True when ``max_states`` stopped the search (the result is then the greedy pass's).
+        True when `max_states` stopped the search (the result is then the greedy pass's).
     """
 
     labels: np.ndarray
@@ -96,7 +96,7 @@ def map_search(model, data, heuristic: str = "inadmissible", beam: Optional[int]
     Parameters
     ----------
     model : Model or str
-        A model (``dpppl.DPMixture(...)``, ``dpppl.load(path)``) or a model-file path.
+        A model (`dpppl.DPMixture(...)`, `dpppl.load(path)`) or a model-file path.
     data : array-like
         The data, checked against the model's declaration.
     heuristic : {"inadmissible", "admissible", "trivial"}
@@ -105,17 +105,17 @@ def map_search(model, data, heuristic: str = "inadmissible", beam: Optional[int]
     beam : int or None, default 100
         Queue size b; None for an unbounded queue (A*: exact MAP with an admissible score).
     order : {"marginal", "descending", "given", "random"} or array of int
-        Order of the points: increasing (``"marginal"``, sec. 3.4) or decreasing marginal
-        likelihood log H(x_n), the data's order, a random permutation from ``seed``, or a
+        Order of the points: increasing (`"marginal"`, sec. 3.4) or decreasing marginal
+        likelihood log H(x_n), the data's order, a random permutation from `seed`, or a
         permutation of 0..N-1.
     seed : int
-        Seed of ``order="random"``.
+        Seed of `order="random"`.
     greedy_start : bool, default True
         Run a greedy pass (inadmissible score, beam 1) first; return the better result
         and prune states whose admissible score is below it.
     max_states : int, optional
         Stop after this many queue insertions and return the best clustering found so
-        far (the greedy pass), with ``stopped_early``; a warning says so.
+        far (the greedy pass), with `stopped_early`; a warning says so.
 
     Returns
     -------
@@ -191,7 +191,7 @@ def _ordering(bound, order, seed) -> np.ndarray:
 # t >= 1 only (t = 0 is the exact predictive).
 
 def _box(family, x):
-    """Per-coordinate (low, high) of the points ``x`` (M, D): what t of them can add."""
+    """Per-coordinate (low, high) of the points `x` (M, D): what t of them can add."""
     if isinstance(family, DirichletMultinomial):
         return jnp.min(jnp.sum(x, axis=-1)), jnp.max(x, axis=0)  # shortest document, top counts
     return jnp.min(x, axis=0), jnp.max(x, axis=0)
@@ -270,7 +270,7 @@ _BOUNDS = {NormalKnownCov: _bound_normal_known, BetaBernoulli: _bound_beta_berno
 def _best_predictive(family, x, stats, t_ok, box):
     """max over t of the bound on log H(x_n | row + t points), with t = 0 exact: (N, C).
 
-    ``t_ok`` (N, T) marks the t allowed for each point (t = 0..T-1)."""
+    `t_ok` (N, T) marks the t allowed for each point (t = 0..T-1)."""
     exact = jax.vmap(lambda xi: family.log_predictive(family.predictive_params(stats), xi))(x)  # (N, C)
     t = jnp.arange(t_ok.shape[1], dtype=x.dtype)
     bounded = _BOUNDS[type(family)](family, x, stats, t, box)                                 # (N, C, T)
@@ -291,7 +291,7 @@ class _State:
 
 class _Ordered(NamedTuple):
     """The ordered data, passed to the jitted functions as arguments (not constants):
-    points ``x`` (N, D), their marginals ``log_h`` = log H(x_n) (N,), and ``suffix``
+    points `x` (N, D), their marginals `log_h` = log H(x_n) (N,), and `suffix`
     (N + 1,), the heuristic's data part for the points from n on (trivial, inadmissible)."""
 
     x: jax.Array
@@ -300,7 +300,7 @@ class _Ordered(NamedTuple):
 
 
 def _engine(bound, perm, heuristic) -> "_Engine":
-    """An engine for ``bound``'s data in order ``perm``. Engines (and so their compiled
+    """An engine for `bound`'s data in order `perm`. Engines (and so their compiled
     functions) are cached by the static configuration: family and hyperparameters,
     heuristic, alpha, discount and N; the data are arguments."""
     family, prior = bound.family, bound.prior
@@ -322,7 +322,7 @@ _ENGINES: dict = {}
 
 class _Engine:
     """Scores, the greedy pass and the queue search for one static configuration;
-    :meth:`load` sets the ordered data."""
+    [`load`][dpppl.load] sets the ordered data."""
 
     def __init__(self, family, heuristic, alpha, discount, n):
         self.family, self.heuristic = family, heuristic
@@ -356,8 +356,8 @@ class _Engine:
         return jnp.maximum(all_new, all_largest) - (gammaln(a + n) - gammaln(a + depth))
 
     def _children(self, data, stats, params, depth, log_prior, log_data):
-        """Exact terms of every child of a state with ``depth`` points seated: the child
-        seating point ``depth`` in slot j (an occupied slot, or the first empty one).
+        """Exact terms of every child of a state with `depth` points seated: the child
+        seating point `depth` in slot j (an occupied slot, or the first empty one).
 
         Returns (valid, child log prior, child data log likelihood, child score without
         the heuristic's data part), each (C,)."""
@@ -377,7 +377,7 @@ class _Engine:
         return valid, child_prior, child_data, child_prior + future + child_data
 
     def _seat(self, data, stats, params, slot, depth):
-        """Add point ``depth - 1`` to ``slot``; refresh that slot's predictive parameters."""
+        """Add point `depth - 1` to `slot`; refresh that slot's predictive parameters."""
         stats = add_point(stats, slot, self.family.point_stats(data.x[depth - 1]))
         return stats, set_row(params, slot, self.family.predictive_params(take(stats, slot)))
 
@@ -416,9 +416,9 @@ class _Engine:
         return jax.lax.map(one, x, batch_size=max(1, 2**20 // (n * family.dim)))
 
     def _advance_fn(self, data, stats, params, slot_depth, prior_data):
-        """Materialise a state (point ``depth - 1`` joins ``slot`` of its parent's
+        """Materialise a state (point `depth - 1` joins `slot` of its parent's
         statistics) and score its children. The scalars come packed in two arrays
-        (``(slot, depth)``, ``(log prior, data log likelihood)``): one transfer each."""
+        (`(slot, depth)`, `(log prior, data log likelihood)`): one transfer each."""
         slot, depth = slot_depth[0], slot_depth[1]
         log_prior, log_data = prior_data[0], prior_data[1]
         stats, params = self._seat(data, stats, params, slot, depth)
@@ -474,7 +474,7 @@ class _Engine:
 
         An unbounded queue is a heap; a beam is a list sorted by increasing score (best
         last) into which a child is inserted only when it would survive the cut to the
-        ``beam`` best entries, which is the cut of Fig. 1 done without the losers."""
+        `beam` best entries, which is the cut of Fig. 1 done without the losers."""
         tie = itertools.count()
         root = _State(*self._empty(min(self.n + 1, 16)), 0, None)
         # entry: (key, tie, parent state, slot, depth, log prior, data log lik, clusters) with

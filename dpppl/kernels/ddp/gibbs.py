@@ -2,9 +2,9 @@
 
 The state instantiates the parameters of every *used* label i (one with a point in any
 slice): its means mu_{i,t} in every slice and its covariance Sigma_i, or one
-Sigma_{i,t} per slice (:class:`~dpppl.families.coupled.CoupledGaussian`; below Sigma_i
+Sigma_{i,t} per slice ([`CoupledGaussian`][dpppl.families.coupled.CoupledGaussian]; below Sigma_i
 stands for the covariance of the point's slice); the sticks are integrated out
-(:mod:`dpppl.priors.ddp`). One step of kernel ``ddp`` is
+(`dpppl.priors.ddp`). One step of kernel `ddp` is
 
 1. **assignments** (eq. 10): every point n, in slice t, in a fresh random order, is
    drawn from
@@ -25,9 +25,9 @@ stands for the covariance of the point's slice); the sticks are integrated out
    independent of everything, and are not part of the state. Eq. (10) needs of an
    auxiliary only its mean and covariance in the point's slice: mu*_{k,t} ~ N(m,
    Gamma_tt I) and Sigma*_k ~ IW are drawn for all points at once (the precision
-   directly, :meth:`~dpppl.families.coupled.CoupledGaussian.draw_prior_cov`), and the
+   directly, [`draw_prior_cov`][dpppl.families.coupled.CoupledGaussian.draw_prior_cov]), and the
    chosen auxiliary's other means from their conditional given mu*_{k,t}
-   (:meth:`~dpppl.families.coupled.CoupledGaussian.means_given_slice`), with per-slice
+   ([`means_given_slice`][dpppl.families.coupled.CoupledGaussian.means_given_slice]), with per-slice
    covariances its other slices' covariances independent IW draws: the same prior
    draw, made lazily. The log-likelihoods log N(x_n; mu_{i,t_n}, Sigma_i) of all points
    and labels are computed once per sweep and a label's row is recomputed when it takes
@@ -38,7 +38,7 @@ stands for the covariance of the point's slice); the sticks are integrated out
 A sweep costs O(N C D^2 + N m D^3) for the assignments (C label slots, m auxiliaries;
 O(N D^2) more per new label) and
 O(C (T D)^3) for the means. Labels beyond the capacity have weight too (the remaining
-stick): when one is drawn the state sets ``overflow`` and the driver grows the capacity
+stick): when one is drawn the state sets `overflow` and the driver grows the capacity
 and re-runs the chunk from the same keys (draws do not depend on the capacity).
 """
 
@@ -81,7 +81,7 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX) -> Kernel:
 
 
 def applies_to_ddp(model):
-    """``applies`` of the DDP kernels: None for a DDP model, else why not."""
+    """`applies` of the DDP kernels: None for a DDP model, else why not."""
     if isinstance(model, DDPModel):
         return None
     return "it samples dependent DP mixtures over time (dpppl.DDPMixture, 'z ~ DDP(...)' with 'by t' data)"

@@ -1,10 +1,10 @@
 """Label swaps over time intervals for the dependent DP mixture (Porteous et al. 2006, sec. 5).
 
 Labels matter in the stick-breaking representation, and a DDP cluster that carries different
-labels in different slices is a deep local mode that the Gibbs sweep (:mod:`dpppl.kernels.ddp`)
+labels in different slices is a deep local mode that the Gibbs sweep (`dpppl.kernels.ddp`)
 cannot undo one point at a time. A *label-swap over an interval* exchanges labels i and j in
-every slice t of [t1, t2] (``"single"``: t1 = t2; ``"random"``: a sorted pair of uniform slices;
-``"full"``: all slices), the means mu_{i,t}, mu_{j,t} of those slices (and per-slice covariances;
+every slice t of [t1, t2] (`"single"`: t1 = t2; `"random"`: a sorted pair of uniform slices;
+`"full"`: all slices), the means mu_{i,t}, mu_{j,t} of those slices (and per-slice covariances;
 one covariance per label is exchanged on the full interval only) travelling with their points.
 Each proposal is a deterministic involution given (i, j, [t1, t2]), so the Metropolis-Hastings
 ratio is the ratio of joints,
@@ -13,9 +13,9 @@ ratio is the ratio of joints,
 
 the paper's P(Z_new)/P(Z_old) and P(mu_new)/P(mu_old) terms plus the covariance change of
 partial swaps; an unused label gets a fresh prior draw. Pairs are drawn by prior stick weight
-(``pairs="prior"``, the paper) or uniformly among the used labels and one above
-(``"uniform"``, with its Hastings factor). The pair rules, the exactness argument and the cost
-are in ``docs/kernels/ddpswap.md``.
+(`pairs="prior"`, the paper) or uniformly among the used labels and one above
+(`"uniform"`, with its Hastings factor). The pair rules, the exactness argument and the cost
+are in `docs/kernels/ddpswap.md`.
 """
 
 from __future__ import annotations
@@ -43,16 +43,16 @@ def _rows(stats, k):
 
 def _label_log_joint(family, nt, s1, s2, mu, sigma):
     """log [P(mu) prod_s P(Sigma_s) prod_t p(x_{label,t} | mu_t, Sigma_{s(t)})] of one label
-    (any use; ``sigma`` (S, D, D))."""
+    (any use; `sigma` (S, D, D))."""
     prec, logdet = family.precision(sigma)
     lik = family.log_likelihood_stats(nt, s1, s2, mu, prec, logdet)
     return family.log_prior_means(mu) + jnp.sum(family.log_prior_cov(sigma)) + jnp.sum(lik)
 
 
 def swap_log_ratio(family, sticks, stats, i, j, inside, swap_cov, aug_i, aug_j):
-    """log p(state') - log p(state) for the swap of labels i, j on the slices ``inside``
+    """log p(state') - log p(state) for the swap of labels i, j on the slices `inside`
     (bool (T,)); the covariances of those slices too when they are per slice, the shared
-    ones when ``swap_cov``. ``aug_i``, ``aug_j``: the (mu, sigma) used for a label no point
+    ones when `swap_cov`. `aug_i`, `aug_j`: the (mu, sigma) used for a label no point
     uses. Returns (log ratio, new row i, new row j)."""
     used = stats.n > 0.5
 
@@ -79,7 +79,7 @@ def swap_log_ratio(family, sticks, stats, i, j, inside, swap_cov, aug_i, aug_j):
 
 
 def _choose_interval(rng_key, T: int, kinds):
-    """(kind index into ("single", "random", "full"), t1, t2) by the allowed ``kinds``."""
+    """(kind index into ("single", "random", "full"), t1, t2) by the allowed `kinds`."""
     k_kind, k_a, k_b = jax.random.split(rng_key, 3)
     kind = jnp.asarray(kinds)[jax.random.randint(k_kind, (), 0, len(kinds))]
     s, u = jax.random.randint(k_a, (), 0, T), jax.random.randint(k_b, (), 0, T)
@@ -95,7 +95,7 @@ def _top(stats):
 
 
 def _choose_labels(pairs, rng_key, stats, C, prior_cdf):
-    """The two labels of a proposal: by prior stick weight (``pairs="prior"``, no Hastings term)
+    """The two labels of a proposal: by prior stick weight (`pairs="prior"`, no Hastings term)
     or two distinct labels uniformly among 0..R-1, R the largest used label + 2 (log R (R - 1) of
     the forward draw returned); and whether both fall inside the capacity C."""
     u = jax.random.uniform(rng_key, (2,), dtype=stats.mu.dtype)
@@ -110,7 +110,7 @@ def _choose_labels(pairs, rng_key, stats, C, prior_cdf):
 
 
 def _with_rows(stats, rows):
-    """``stats`` with the label rows (k, (nt, s1, s2, mu, sigma)) of ``rows`` replaced, and n
+    """`stats` with the label rows (k, (nt, s1, s2, mu, sigma)) of `rows` replaced, and n
     recounted."""
     for k, row in rows:
         stats = stats._replace(
@@ -131,16 +131,16 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
         (probability M = 1 for the DDP), i.e. N per sweep; 100 per sweep of the
         assignments costs a small fraction of the sweep at N ~ 1000.
     intervals : {"all", "single", "random", "full"}, default "all"
-        Which of the paper's three interval choices to use; ``"all"`` picks one of the
+        Which of the paper's three interval choices to use; `"all"` picks one of the
         three uniformly for every proposal.
     pairs : {"uniform", "prior"}, default "uniform"
-        How the two labels are drawn (``"prior"``: by prior stick weight, as in the paper).
+        How the two labels are drawn (`"prior"`: by prior stick weight, as in the paper).
 
     Returns
     -------
     Kernel
-        ``exact=True``. ``info``: ``accept_prob`` (mean acceptance probability of the
-        step's proposals), ``accepted`` and ``accepted_single`` / ``_random`` / ``_full``
+        `exact=True`. `info`: `accept_prob` (mean acceptance probability of the
+        step's proposals), `accepted` and `accepted_single` / `_random` / `_full`
         (accepted proposals in the step, by interval kind).
     """
     if isinstance(num_swaps, bool) or not isinstance(num_swaps, numbers.Integral) or num_swaps < 1:

@@ -1,7 +1,7 @@
 """Slice-Gibbs and Beta-Gibbs for DP mixtures of Generalized Mallows models (Meilă & Chen 2010).
 
 Both kernels instantiate a central permutation sigma_c and, for Slice-Gibbs, dispersions theta_c
-per cluster slot; one step is (1) the parameters of every occupied cluster, ``num_gibbs``
+per cluster slot; one step is (1) the parameters of every occupied cluster, `num_gibbs`
 (T_Gibbs) rounds, then (2) one sweep over the points in random order (eq. 11, Neal 2000 alg. 2):
 
     P(z_i = c) ∝ w_c GM(pi_i | sigma_c, theta_c),      P(z_i = new) ∝ w_new (n - t_i)!/n!  (Lemma 1),
@@ -9,16 +9,16 @@ per cluster slot; one step is (1) the parameters of every occupied cluster, ``nu
 w the CRP (Pitman-Yor) seating weights; a new cluster draws (sigma, theta) exactly from p(. | pi_i).
 
 **mallows-slice** (Fig. 1; exact): sigma_c | theta_c by an independence Metropolis-Hastings step
-with the stagewise proposal (Fig. 2) plus adjacent swaps (:mod:`dpppl.families.mallows_draws`),
-theta_c | sigma_c by ``num_slices`` slice updates per stage (Fig. 3, eq. 10).
+with the stagewise proposal (Fig. 2) plus adjacent swaps (`dpppl.families.mallows_draws`),
+theta_c | sigma_c by `num_slices` slice updates per stage (Fig. 3, eq. 10).
 
 **mallows-beta** (Fig. 5; approximate): theta integrated out with the infinite-n Beta forms of
-Lemmas 4-7, ``P(z_i = c) ∝ w_c prod_{j<=t_i} Beta(s_j + nu r_j + S_cj, nu + N_cj + 2) /
-Beta(nu r_j + S_cj, nu + N_cj + 1)``; theta | sigma by eq. (12), singletons' sigma by
-Sample-sigma-N1 (Fig. 4). Registered ``exact=False``.
+Lemmas 4-7, `P(z_i = c) ∝ w_c prod_{j<=t_i} Beta(s_j + nu r_j + S_cj, nu + N_cj + 2) /
+Beta(nu r_j + S_cj, nu + N_cj + 1)`; theta | sigma by eq. (12), singletons' sigma by
+Sample-sigma-N1 (Fig. 4). Registered `exact=False`.
 
-The slots' layout, the order of the two updates, what is recorded and ``lp`` are in
-``docs/kernels/mallows-slice.md`` and ``docs/kernels/mallows-beta.md``.
+The slots' layout, the order of the two updates, what is recorded and `lp` are in
+`docs/kernels/mallows-slice.md` and `docs/kernels/mallows-beta.md`.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class _GM:
         return gammaln(self.n - t + 1.0) - gammaln(self.n + 1.0)
 
     def seat_logits(self, counts, alpha, log_lik_existing, ranking):
-        """Seating logits over slots and the first empty slot (None-safe: ``has_empty``)."""
+        """Seating logits over slots and the first empty slot (None-safe: `has_empty`)."""
         log_existing, log_new = self.prior.log_seat_weights(counts, alpha)
         empty = counts < 0.5
         has_empty = jnp.any(empty)
@@ -100,7 +100,7 @@ class _GM:
         return sigma_adjacent_swaps(k2, pos, W), accepted
 
     def update_slots(self, rng_key, state, one_slot):
-        """Apply ``one_slot(key, R, Nj, n, pos, theta) -> (pos, theta, accepted)`` to every
+        """Apply `one_slot(key, R, Nj, n, pos, theta) -> (pos, theta, accepted)` to every
         occupied slot with a per-slot key (independent of the capacity)."""
         slots = state.aux["slots"]
         cap = state.stats.n.shape[-1]
@@ -115,8 +115,8 @@ class _GM:
 
     # ----- recording ------------------------------------------------------------------
     def kernel(self, name, exact, one_slot, sweep, log_joint) -> Kernel:
-        """A kernel whose step updates every slot's parameters (``one_slot``), then sweeps the
-        labels (``sweep``); ``sigma_accept`` is the acceptance rate of the sigma moves."""
+        """A kernel whose step updates every slot's parameters (`one_slot`), then sweeps the
+        labels (`sweep`); `sigma_accept` is the acceptance rate of the sigma moves."""
         def step(rng_key, state, x):
             k_par, k_lab = jax.random.split(rng_key)
             state, rate = self.update_slots(k_par, state, one_slot)
@@ -149,9 +149,9 @@ class _GM:
 # ---------------------------------------------------------------------- Slice-Gibbs ---
 def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
                       record_clusters: int = 20) -> Kernel:
-    """Slice-Gibbs (Fig. 1). ``num_gibbs`` = T_Gibbs rounds of (sigma, theta) per cluster and
-    step, ``num_slices`` = T_Slices slice updates per theta_j (the paper's 10 and 3);
-    ``record_clusters`` largest clusters' parameters are recorded per draw."""
+    """Slice-Gibbs (Fig. 1). `num_gibbs` = T_Gibbs rounds of (sigma, theta) per cluster and
+    step, `num_slices` = T_Slices slice updates per theta_j (the paper's 10 and 3);
+    `record_clusters` largest clusters' parameters are recorded per draw."""
     _check_options(num_gibbs, num_slices, record_clusters)
     gm = _GM(bound_model, record_clusters)
     n, m, nu, r = gm.n, gm.m, gm.nu, gm.r
@@ -167,7 +167,7 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
         return pos, theta, acc / num_gibbs
 
     def prior_thetas(key, num):
-        """``num`` exact draws of theta ~ P0 (num, n-1): a new cluster's theta given its one
+        """`num` exact draws of theta ~ P0 (num, n-1): a new cluster's theta given its one
         ranking (drawn for every point before the sweep, vectorised; shapes independent of C)."""
         keys = jax.random.split(key, num * (n - 1)).reshape((num, n - 1))
         return jax.vmap(jax.vmap(theta_exact))(keys, jnp.broadcast_to(nu * r, (num, n - 1)),
@@ -231,9 +231,9 @@ def _beta_cached_terms(nu, r, S, Nj):
 
 
 def _beta_log_lik_existing(nu, r, ranking, pos, S, Nj, cache):
-    """log of Beta-Gibbs's likelihood of ``ranking`` in every existing cluster (Fig. 5, theta
+    """log of Beta-Gibbs's likelihood of `ranking` in every existing cluster (Fig. 5, theta
     integrated out by Lemmas 4-7): prod_{j<=t} Beta(s_j + a_j, b_j + 1) / Beta(a_j, b_j), with
-    :func:`_beta_cached_terms` ``cache`` of a = nu r + S, b = nu + N + 1."""
+    `_beta_cached_terms` `cache` of a = nu r + S, b = nu + N + 1."""
     s = codes(ranking, pos)                                                   # (C, n-1)
     a = nu * r + S
     b = nu + Nj + 1.0
@@ -244,8 +244,8 @@ def _beta_log_lik_existing(nu, r, ranking, pos, S, Nj, cache):
 
 
 def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int = 20) -> Kernel:
-    """Beta-Gibbs (Fig. 5; approximate). ``num_gibbs`` = T_Gibbs rounds of (theta, sigma) per
-    cluster of two or more points and step; ``record_clusters`` as for mallows-slice."""
+    """Beta-Gibbs (Fig. 5; approximate). `num_gibbs` = T_Gibbs rounds of (theta, sigma) per
+    cluster of two or more points and step; `record_clusters` as for mallows-slice."""
     _check_options(num_gibbs, 1, record_clusters)
     gm = _GM(bound_model, record_clusters)
     n, m, nu, r = gm.n, gm.m, gm.nu, gm.r

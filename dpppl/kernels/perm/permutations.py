@@ -1,12 +1,12 @@
 """Sampling the permutation given the clustering (Liang, Jordan & Taskar 2007, sec. 3 and 4).
 
-The first half of the permutation-augmented sampler (:mod:`dpppl.kernels.perm.sampler`): three
+The first half of the permutation-augmented sampler (`dpppl.kernels.perm.sampler`): three
 laws p(pi | C), each placing every cluster in one contiguous block (pi in Pi(C)).
 
-``"uniform"`` - eq. (3): p(pi | C) = 1 / (|C|! prod_{c in C} |c|!), a uniformly random order of
+`"uniform"` - eq. (3): p(pi | C) = 1 / (|C|! prod_{c in C} |c|!), a uniformly random order of
 the clusters, then within each cluster. Exact; O(N log N).
 
-``"markov"`` - Markov Gibbs scans (sec. 4.1): the clusters in a uniformly random order; within a
+`"markov"` - Markov Gibbs scans (sec. 4.1): the clusters in a uniformly random order; within a
 cluster the first point is uniform and each next point j is drawn from those not yet placed
 with probability proportional to w(i -> j) = p(x_j | x_i), i the previous point,
 
@@ -15,11 +15,11 @@ with probability proportional to w(i -> j) = p(x_j | x_i), i the previous point,
 
 which keeps the form of eq. (4) (h joins B(c)). Exact.
 
-``"projection"`` - random projections (sec. 4.2): clusters sorted by u . v_c and points within
+`"projection"` - random projections (sec. 4.2): clusters sorted by u . v_c and points within
 them by u . v_i for a uniformly random unit vector u. p(pi | C) cannot be evaluated, so this is
 the paper's stochastic hill-climbing for burn-in, not exact. O(N D + N log N).
 
-Costs, the point representations and the handling of ties are in ``docs/kernels/perm.md``.
+Costs, the point representations and the handling of ties are in `docs/kernels/perm.md`.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _cluster_keys(rng_key, z, capacity):
 
 def _consistent_order(cluster_key, z, within):
     """Indices of the points sorted by their cluster's key (ties by slot), then by
-    ``within``: every cluster is a contiguous block."""
+    `within`: every cluster is a contiguous block."""
     return jnp.lexsort((within, z, cluster_key)).astype(jnp.int32)
 
 
@@ -58,13 +58,13 @@ def uniform_permutation(rng_key, z, capacity):
 
 
 def single_point_predictive(family, x):
-    """Predictive parameters of p(. | x_i) for every point i: rows of ``x``."""
+    """Predictive parameters of p(. | x_i) for every point i: rows of `x`."""
     return family.predictive_params(family.point_stats(x))
 
 
 def pairwise_log_predictive(family, params, x):
-    """log p(x_j | x_i) for matched rows: ``params`` (from
-    :func:`single_point_predictive`, rows i) and points ``x`` (rows j) -> (rows,)."""
+    """log p(x_j | x_i) for matched rows: `params` (from
+    `single_point_predictive`, rows i) and points `x` (rows j) -> (rows,)."""
     def one(p, xj):
         return family.log_predictive(jax.tree.map(lambda a: a[None], p), xj)[0]
     return jax.vmap(one)(params, x)
@@ -121,7 +121,7 @@ def projection_permutation(rng_key, family, x, z, capacity):
 
 
 def sample_permutation(kind: str, rng_key, family, x, z, capacity):
-    """Dispatch on ``kind`` in :data:`PERMUTATIONS`; returns pi, int32 (N,)."""
+    """Dispatch on `kind` in `PERMUTATIONS`; returns pi, int32 (N,)."""
     if kind == "uniform":
         return uniform_permutation(rng_key, z, capacity)
     if kind == "markov":

@@ -1,7 +1,7 @@
-"""The permutation-augmented sampler (Liang, Jordan & Taskar 2007): ``kernel="perm"``.
+"""The permutation-augmented sampler (Liang, Jordan & Taskar 2007): `kernel="perm"`.
 
 The clustering C is augmented with a permutation pi that keeps every cluster contiguous
-(:mod:`dpppl.kernels.perm.permutations`). One step is a blocked Gibbs sweep: pi ~ p(pi | C)
+(`dpppl.kernels.perm.permutations`). One step is a blocked Gibbs sweep: pi ~ p(pi | C)
 (sec. 4), then C ~ p(C | pi, x), then pi is dropped. For the uniform law of eq. (3) the
 joint is eq. (4),
 
@@ -9,13 +9,13 @@ joint is eq. (4),
     B(c) = p(x_c) / |c|,
 
 so the clusterings consistent with pi, its segmentations, are summed over by dynamic
-programming, B of a segment from prefix sums of statistics along pi: ``dp="exact"``
-(sec. 3.1, g(r, K) conditioned on K, an exact Gibbs draw, O(N^3)); ``dp="mh"`` (default,
+programming, B of a segment from prefix sums of statistics along pi: `dp="exact"`
+(sec. 3.1, g(r, K) conditioned on K, an exact Gibbs draw, O(N^3)); `dp="mh"` (default,
 sec. 3.2: K! replaced by beta^K, the O(N^2) recursion of eq. (6) and a Metropolis-Hastings
-correction, beta adapted in warmup only); ``beam_epsilon`` (sec. 3.3, O(N W), kept an exact
+correction, beta adapted in warmup only); `beam_epsilon` (sec. 3.3, O(N W), kept an exact
 Metropolis-Hastings proposal). Pitman-Yor priors change A and B. The Pitman-Yor forms, the
 choice of beta, the beam's exactness, the projection (hill-climbing) target and the cost of
-each configuration are in ``docs/kernels/perm.md`` ("Design notes").
+each configuration are in `docs/kernels/perm.md` ("Design notes").
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ DEFAULT_BEAM_WIDTH = 32
 def log_count_factor(prior, alpha, k, n, augmented: bool = True):
     """log A(K) of eq. (4) for the CRP or Pitman-Yor prior, normaliser included.
 
-    ``augmented=False`` drops the 1/K! of p(pi | C): the factor of p(C, x) itself (the
-    hill-climbing target of sec. 4.2). ``k`` may be a float (for the slope lambda).
+    `augmented=False` drops the 1/K! of p(pi | C): the factor of p(C, x) itself (the
+    hill-climbing target of sec. 4.2). `k` may be a float (for the slope lambda).
     """
     d = prior.discount
     if d == 0:
@@ -58,7 +58,7 @@ def log_count_factor(prior, alpha, k, n, augmented: bool = True):
 
 
 def log_count_slope(prior, alpha, k_ref, n, augmented: bool = True):
-    """lambda = d/dK log A(K) at ``k_ref``: the per-cluster factor that replaces A in the
+    """lambda = d/dK log A(K) at `k_ref`: the per-cluster factor that replaces A in the
     factored proposal (sec. 3.2; lambda = log alpha - psi(k_ref + 1) for the DP)."""
     return jax.grad(lambda k: log_count_factor(prior, alpha, k, n, augmented))(
         jnp.asarray(k_ref, jnp.result_type(float)))
@@ -71,7 +71,7 @@ def prefix_stats(family, x_pi):
 
 
 def segment_log_weights(family, prior, prefix, starts, end, *, uniform_order: bool):
-    """log B of the segments pi_{s+1..end} for every start s in ``starts`` (any shape;
+    """log B of the segments pi_{s+1..end} for every start s in `starts` (any shape;
     None: every s = 0..N, without a gather), -inf where s >= end or s < 0:
     log p(x_seg) + log (1 - d)_{m-1} [- log m! when the within-cluster order is uniform
     (eq. 3)], m = end - s."""
@@ -128,7 +128,7 @@ def markov_segment_matrix(family, prior, prefix, x_pi):
 
 # ---------------------------------------------------------------- dynamic programs ---
 def forward_factored(row_fn, n, dtype):
-    """log g'(r), r = 0..N, of eq. (6): ``row_fn(r)`` gives log B'(pi_{s+1..r}) for
+    """log g'(r), r = 0..N, of eq. (6): `row_fn(r)` gives log B'(pi_{s+1..r}) for
     s = 0..N (-inf for s >= r)."""
     def body(log_g, r):
         return log_g.at[r].set(logsumexp(log_g + row_fn(r))), None
@@ -160,7 +160,7 @@ def forward_beam(weights_fn, n, epsilon, width, dtype):
     carry is W slots of kept lengths (0: free) with their starts' log g~(s), and
     g~(r - 1): O(W) work per position.
 
-    ``weights_fn(starts, r)`` gives log B'(pi_{s+1..r}) for an array of starts. Returns
+    `weights_fn(starts, r)` gives log B'(pi_{s+1..r}) for an array of starts. Returns
     log g~(r) (N + 1,), the kept lengths M_r (N + 1, W) (0: unused) and their log
     contributions (N + 1, W), row 0 unused.
     """
@@ -191,7 +191,7 @@ def forward_beam(weights_fn, n, epsilon, width, dtype):
 
 
 def _backward(choose, n, rng_key, k0=0):
-    """Walk back from r = N: ``choose(r, k, u) -> previous boundary s``; returns the
+    """Walk back from r = N: `choose(r, k, u) -> previous boundary s`; returns the
     segment starts as a bool mask over positions 0..N."""
     def body(carry):
         r, k, i, starts = carry
@@ -210,7 +210,7 @@ def sample_factored(row_fn, log_g, rng_key):
 
 
 def sample_by_count(row_fn, log_g, log_a, rng_key):
-    """K ~ A(K) g(N, K) / p(pi, x), then the segments backwards (sec. 3.1). ``log_a``:
+    """K ~ A(K) g(N, K) / p(pi, x), then the segments backwards (sec. 3.1). `log_a`:
     log A(K) for K = 0..N. Returns (starts mask, K, log p(pi, x))."""
     n = log_g.shape[0] - 1
     k_count, k_segments = jax.random.split(rng_key)
@@ -228,7 +228,7 @@ def sample_beam(kept, contrib, rng_key):
 
 
 def in_beam(kept, z_pi):
-    """Whether every segment of the clustering ``z_pi`` (labels along pi, each cluster
+    """Whether every segment of the clustering `z_pi` (labels along pi, each cluster
     contiguous) ends at r with a length in M_r."""
     n = z_pi.shape[0]
     positions = jnp.arange(n)
@@ -283,7 +283,7 @@ def _segment_row_fn(family, prior, prefix, x_pi, kind, augmented):
 
 
 def _draw_by_count(prior, alpha, base_row, n, dtype, augmented, rng_key):
-    """``dp="exact"`` (sec. 3.1): an exact Gibbs draw from p(C | pi, x) by the dynamic program
+    """`dp="exact"` (sec. 3.1): an exact Gibbs draw from p(C | pi, x) by the dynamic program
     g(r, K) conditioned on the number of clusters. Returns the segment starts and the log
     acceptance (0)."""
     counts = jnp.arange(n + 1)
@@ -295,11 +295,11 @@ def _draw_by_count(prior, alpha, base_row, n, dtype, augmented, rng_key):
 
 def _draw_factored(family, prior, alpha, base_row, prefix, k_ref, k_old, z_and_pi, n, dtype, augmented, beam,
                    rng_key):
-    """``dp="mh"`` (sec. 3.2): a draw from q_beta(C | pi) of eq. (6), every cluster carrying
-    lambda = d/dK log A(K) at ``k_ref``, with its log Metropolis-Hastings acceptance
-    log A(K_new) - log A(K_old) - lambda (K_new - K_old); with ``beam`` = (epsilon, width) the
+    """`dp="mh"` (sec. 3.2): a draw from q_beta(C | pi) of eq. (6), every cluster carrying
+    lambda = d/dK log A(K) at `k_ref`, with its log Metropolis-Hastings acceptance
+    log A(K_new) - log A(K_old) - lambda (K_new - K_old); with `beam` = (epsilon, width) the
     beam of sec. 3.3, and the acceptance gains 1[C_old in the beam] (C_old: the labels and pi
-    in ``z_and_pi``). Returns the segment starts, the log acceptance and the info."""
+    in `z_and_pi`). Returns the segment starts, the log acceptance and the info."""
     lam = log_count_slope(prior, alpha, k_ref, n, augmented)
     if beam is None:
         def row(r):
@@ -323,8 +323,8 @@ def _draw_factored(family, prior, alpha, base_row, prefix, k_ref, k_old, z_and_p
 
 
 def _accept_clustering(family, state, x, pi, starts, log_accept, rng_key):
-    """The clustering with segments ``starts`` along pi, accepted with probability
-    min(1, exp(log_accept)) when it fits the capacity (else ``overflow`` is set)."""
+    """The clustering with segments `starts` along pi, accepted with probability
+    min(1, exp(log_accept)) when it fits the capacity (else `overflow` is set)."""
     capacity = state.stats.n.shape[0]
     dtype = x.dtype
     seg, k_new = labels_from_starts(starts)
@@ -349,27 +349,27 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
     Parameters
     ----------
     dp : {"mh", "exact"}, default "mh"
-        ``"mh"``: eq. (6) with the Metropolis-Hastings correction (sec. 3.2), k_ref
-        adapted in warmup and fixed after it. ``"exact"``: the dynamic program
+        `"mh"`: eq. (6) with the Metropolis-Hastings correction (sec. 3.2), k_ref
+        adapted in warmup and fixed after it. `"exact"`: the dynamic program
         conditioned on K (sec. 3.1), O(N^3).
     permutation : {"uniform", "markov", "projection"}, default "uniform"
-        p(pi | C) after warmup. ``"projection"`` makes the kernel inexact.
+        p(pi | C) after warmup. `"projection"` makes the kernel inexact.
     warmup_permutation : {"uniform", "markov", "projection"} or None, default "projection"
-        p(pi | C) during warmup (None: as ``permutation``). The default is the paper's
+        p(pi | C) during warmup (None: as `permutation`). The default is the paper's
         burn-in (sec. 5.1): stochastic hill-climbing with random projections.
     beam_epsilon : float in [0, 1) or None, default None
-        Use the beam of sec. 3.3 with this epsilon (``dp="mh"`` only).
+        Use the beam of sec. 3.3 with this epsilon (`dp="mh"` only).
     beam_width : int, default 32
         Most segment lengths kept per position by the beam (a static shape).
 
     Returns
     -------
     Kernel
-        ``exact`` unless ``permutation="projection"``. ``info``: ``accept_prob``
-        (Metropolis-Hastings acceptance probability; 1 for dp="exact"), ``accepted``,
-        ``proposed_clusters`` (K of the drawn clustering), and for ``dp="mh"``
-        ``k_ref`` (the reference K of lambda; beta = exp psi(k_ref + 1) for the DP) and
-        ``in_beam`` (C_old within the beam; always 1 without one).
+        `exact` unless `permutation="projection"`. `info`: `accept_prob`
+        (Metropolis-Hastings acceptance probability; 1 for dp="exact"), `accepted`,
+        `proposed_clusters` (K of the drawn clustering), and for `dp="mh"`
+        `k_ref` (the reference K of lambda; beta = exp psi(k_ref + 1) for the DP) and
+        `in_beam` (C_old within the beam; always 1 without one).
     """
     if warmup_permutation is None:
         warmup_permutation = permutation
@@ -384,7 +384,7 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
     beam = None if beam_epsilon is None else (beam_epsilon, beam_width)
 
     def cluster_step(rng_key, state: PartitionState, x, kind: str, adapt: bool):
-        """pi ~ p(pi | C) (sec. 4), then C ~ p(C | pi, x) by the dynamic program of ``dp``."""
+        """pi ~ p(pi | C) (sec. 4), then C ~ p(C | pi, x) by the dynamic program of `dp`."""
         k_perm, k_dp, k_accept = jax.random.split(rng_key, 3)
         capacity = state.stats.n.shape[0]
         pi = sample_permutation(kind, k_perm, family, x, state.z, capacity)

@@ -1,4 +1,4 @@
-"""Label moves for stick-breaking priors: ``labelswap`` and ``labelpermute``
+"""Label moves for stick-breaking priors: `labelswap` and `labelpermute`
 (Porteous, Ihler, Smyth & Welling 2006, sec. 3.3).
 
 Under a stick-breaking prior the law of a labelled assignment Z changes when labels are
@@ -7,18 +7,19 @@ proposed symmetrically is accepted with
 
     min(1, P(Z') / P(Z)),   P(Z) = prod_i B(a_i + N_i, b_i + M_i) / B(a_i, b_i),   M_i = sum_{j>i} N_j
 
-(:meth:`StickBreaking.log_prob_labels`, sticks integrated out).
+([`StickBreaking.log_prob_labels`][dpppl.StickBreaking.log_prob_labels], sticks integrated out).
 
 - **labelswap**: two labels i, j drawn independently from the prior weights p_i = E[pi_i]
   (eq. 6 with no data; for eq. 7, gamma_i / gamma) are swapped. For the pseudo-particle prior of
-  eq. (7) the ratio is the paper's closed form (:func:`swap_log_ratio_pseudo_particles`); for
+  eq. (7) the ratio is the paper's closed form
+  ([`swap_log_ratio_pseudo_particles`][dpppl.kernels.stick_breaking.labelswap.swap_log_ratio_pseudo_particles]); for
   general (a_i, b_i) that form is wrong, so the ratio of the labelled laws is always used.
 - **labelpermute**: m drawn from the prior weights, then a uniformly random permutation of the
   labels 1..m (probability p_m / m! both ways).
 
-Each is proposed between assignment updates with probability ``swap_prob`` / ``permute_prob``
+Each is proposed between assignment updates with probability `swap_prob` / `permute_prob`
 (the paper's M_i): one step makes Binomial(N, prob) proposals. The batching of the relabelling,
-the cost and the capacity handling are in ``docs/kernels/labelswap.md``.
+the cost and the capacity handling are in `docs/kernels/labelswap.md`.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _check_prob(name, value):
 def _relabel_kernel(name, bound_model, prob, propose):
     """A kernel making Binomial(N, prob) MH proposals of relabellings.
 
-    ``propose(key, log_prior_w, log_prior_rest) -> (slot_map, past)``: a map from
+    `propose(key, log_prior_w, log_prior_rest) -> (slot_map, past)`: a map from
     each slot to its new slot (a permutation of the C slots) and whether a drawn label
     was past the C slots.
     """
@@ -101,7 +102,7 @@ def _draw_label(key, log_pw, log_prest):
 
 
 def build_labelswap_kernel(bound_model, *, swap_prob: float = 1.0) -> Kernel:
-    """Label-swap proposals (sec. 3.3), each with probability ``swap_prob`` per point."""
+    """Label-swap proposals (sec. 3.3), each with probability `swap_prob` per point."""
     prob = _check_prob("swap_prob", swap_prob)
 
     def propose(key, log_pw, log_prest):
@@ -118,7 +119,7 @@ def build_labelswap_kernel(bound_model, *, swap_prob: float = 1.0) -> Kernel:
 
 
 def build_labelpermute_kernel(bound_model, *, permute_prob: float = 1.0) -> Kernel:
-    """Label-permute proposals (sec. 3.3), each with probability ``permute_prob`` per point."""
+    """Label-permute proposals (sec. 3.3), each with probability `permute_prob` per point."""
     prob = _check_prob("permute_prob", permute_prob)
 
     def propose(key, log_pw, log_prest):

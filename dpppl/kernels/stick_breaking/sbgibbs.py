@@ -7,7 +7,7 @@ eq. (9):
     P(z_n = i | Z_-n, X) ∝ E[pi_i | Z_-n] p(x_n | x_{i, -n}),    i = 1, 2, ...,
 
 where E[pi_i | Z_-n] is eq. (6) with a*_i = a_i + N_i^-n, b*_i = b_i + sum_{j>i} N_j^-n
-(:meth:`~dpppl.priors.StickBreaking.log_expected_weights`). Labels below the largest
+(`log_expected_weights`). Labels below the largest
 occupied one K that are empty are sampled with the prior predictive p(x_n); every label
 past K has the prior predictive too, so their total, prod_{j<=K} b*_j / (a*_j + b*_j)
 p(x_n), is one lumped term and the normaliser is a sum of K + 1 terms (sec. 3.2). The
@@ -17,14 +17,14 @@ u: given the tail, label K + m with probability a_{K+m} / (a_{K+m} + b_{K+m})
 prod_{K<j<K+m} b_j / (a_j + b_j), the prior's stick-breaking continued past K (sec. 3.2:
 "by finding each of these probabilities sequentially ...").
 
-Slot k of the :class:`~dpppl.core.state.PartitionState` is label k + 1. With C slots
+Slot k of the [`PartitionState`][dpppl.core.state.PartitionState] is label k + 1. With C slots
 the CDF covers labels 1..C and a last cell "past C" whose mass is the remaining stick
-times p(x_n); a draw landing there sets ``overflow`` and :func:`dpppl.sample` re-runs the
+times p(x_n); a draw landing there sets `overflow` and [`dpppl.sample`][dpppl.sample] re-runs the
 chunk with twice the slots, from the same keys: the uniforms do not depend on C, so the
 re-run makes the same draws. The chain therefore samples P(Z | X) on the infinite label
 space exactly. One sweep visits every point once in a fresh random order; the cost is
-O(N C D^2) for NIW, as for ``gibbs``. Alone, this sampler mixes poorly over labels
-(sec. 3.3): combine it with ``labelswap`` and ``labelpermute``.
+O(N C D^2) for NIW, as for `gibbs`. Alone, this sampler mixes poorly over labels
+(sec. 3.3): combine it with `labelswap` and `labelpermute`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from dpppl.core.numerics import sample_index
 
 
 def stick_breaking_only(model) -> Optional[str]:
-    """``applies`` of the stick-breaking kernels: they need a :class:`StickBreaking` prior."""
+    """`applies` of the stick-breaking kernels: they need a [`StickBreaking`][dpppl.StickBreaking] prior."""
     prior = model.prior
     if not isinstance(prior, StickBreaking):
         return (f"it samples explicit labels of a stick-breaking prior (StickBreakingMixture, "

@@ -1,31 +1,31 @@
 """MCMC updates of instantiated, non-conjugate cluster parameters given the partition.
 
-A kernel that instantiates parameters (``kernel="subcluster"``) draws each cluster's
+A kernel that instantiates parameters (`kernel="subcluster"`) draws each cluster's
 parameters from p(theta_k | x_k) when the prior is conjugate (Chang & Fisher 2013, eq. 8).
-With a non-conjugate prior (for example :class:`~dpppl.families.NormalLogNormal`) it
+With a non-conjugate prior (for example [`NormalLogNormal`][dpppl.families.NormalLogNormal]) it
 instead moves them by a Markov kernel that leaves
 
     p(u_k | x_k)  ∝  p(u_k) prod_{i in k} f(x_i | u_k)
 
 invariant for every row k at once, u the family's unconstrained parameter vector. The
 rows are independent given the partition, and the family evaluates a cluster's whole
-likelihood from its statistics (``log_likelihood_of_stats``), so an update costs O(K P)
+likelihood from its statistics (`log_likelihood_of_stats`), so an update costs O(K P)
 and no pass over the points. The scale of every move comes from the family's data-driven
-proposal q(u | x_k) (``family.proposal``, a function of the statistics only, never of
+proposal q(u | x_k) (`family.proposal`, a function of the statistics only, never of
 the current u, so using it as a mass matrix or proposal scale keeps the moves valid).
 
-Methods (``param_update``):
+Methods (`param_update`):
 
-- ``"mh"`` (default): ``param_steps`` Metropolis-Hastings steps per row, alternating an
+- `"mh"` (default): `param_steps` Metropolis-Hastings steps per row, alternating an
   independence proposal u' ~ q(u | x_k), accepted with probability
   min(1, p(u' | x_k) q(u | x_k) / (p(u | x_k) q(u' | x_k))), and a Gaussian random walk
   u' = u + (2.38 / sqrt(P)) s_q eps with s_q the proposal's scale (Roberts, Gelman & Gilks
-  1997). A user ``proposal(rng_key, u, stats) -> (u', log_q_ratio)`` replaces both; it
+  1997). A user `proposal(rng_key, u, stats) -> (u', log_q_ratio)` replaces both; it
   receives every row at once and returns log q(u | u') - log q(u' | u) per row (zero for
   a symmetric proposal).
-- ``"nuts"``: NumPyro's NUTS (``numpyro.infer.hmc.hmc``, the functional kernel that
-  ``HMCGibbs`` runs for its HMC sites), one chain per row (vectorised), ``param_steps``
-  transitions, with a diagonal inverse mass matrix s_q^2 and a fixed ``nuts_step_size``
+- `"nuts"`: NumPyro's NUTS (`numpyro.infer.hmc.hmc`, the functional kernel that
+  `HMCGibbs` runs for its HMC sites), one chain per row (vectorised), `param_steps`
+  transitions, with a diagonal inverse mass matrix s_q^2 and a fixed `nuts_step_size`
   (the mass matrix makes each row's target roughly standard normal in every coordinate;
   one joint NUTS over all rows would need a step size shrinking with their number). Each
   update starts with one independence step from q: a row started far in a tail, where the
@@ -46,8 +46,8 @@ PARAM_UPDATES = ("mh", "nuts")
 
 def build_parameter_update(family, *, method: str = "mh", steps: int = 10, proposal: Optional[Callable] = None,
                            nuts_step_size: float = 0.7, nuts_max_tree_depth: int = 6):
-    """``update(rng_key, u, stats) -> (u', acceptance)``: the method above applied to every
-    row of ``u`` (R, P) with the statistics ``stats`` (R rows); ``acceptance`` is the mean
+    """`update(rng_key, u, stats) -> (u', acceptance)`: the method above applied to every
+    row of `u` (R, P) with the statistics `stats` (R rows); `acceptance` is the mean
     acceptance probability over rows and steps."""
     if method not in PARAM_UPDATES:
         raise KernelError(f"param_update must be one of {PARAM_UPDATES}, got {method!r}")
@@ -66,7 +66,7 @@ def build_parameter_update(family, *, method: str = "mh", steps: int = 10, propo
     walk_scale = 2.38 / jnp.sqrt(family.num_unconstrained)
 
     def mh_steps(rng_key, u, stats, num_steps, kind):
-        """``num_steps`` MH steps on every row; ``kind(t)`` True: independence proposal from
+        """`num_steps` MH steps on every row; `kind(t)` True: independence proposal from
         q, False: random walk (ignored with a user proposal). Returns (u, mean acceptance)."""
         loc, scale = family.proposal(stats)
 

@@ -1,26 +1,27 @@
-"""Sub-cluster split sampler (Chang & Fisher 2013): ``kernel="subcluster"``.
+"""Sub-cluster split sampler (Chang & Fisher 2013): `kernel="subcluster"`.
 
 Weights and parameters of the K occupied clusters are instantiated, and every part of a step
 is a vector operation over points or over clusters. One step:
 
-1. **Restricted Gibbs sweep** (sec. 4.1): ``(pi_1, ..., pi_K, pi_rest) ~ Dir(N_1, ..., N_K, alpha)``
-   (eqs. 6-7), ``theta_k ~ p(theta | x_k)`` (eq. 8), and every label at once from
-   ``p(z_i = k) ∝ pi_k f(x_i; theta_k)`` over the occupied clusters (eq. 9); it never creates one.
-2. **Sub-clusters** (sec. 5.1-5.2): ``(pi_kl, pi_kr) ~ Dir(N_kl + alpha/2, N_kr + alpha/2)`` (eq. 13),
-   ``theta_ks ~ p(theta | x_ks)`` (eq. 14), ``p(zbar_i = s) ∝ pi_{z_i s} f(x_i; theta_{z_i s})`` (eq. 15).
-3. **Sub-cluster splits** (sec. 5.3-5.4): every cluster whose sub-clusters ran ``split_delay``
+1. **Restricted Gibbs sweep** (sec. 4.1): `(pi_1, ..., pi_K, pi_rest) ~ Dir(N_1, ..., N_K, alpha)`
+   (eqs. 6-7), `theta_k ~ p(theta | x_k)` (eq. 8), and every label at once from
+   `p(z_i = k) ∝ pi_k f(x_i; theta_k)` over the occupied clusters (eq. 9); it never creates one.
+2. **Sub-clusters** (sec. 5.1-5.2): `(pi_kl, pi_kr) ~ Dir(N_kl + alpha/2, N_kr + alpha/2)` (eq. 13),
+   `theta_ks ~ p(theta | x_ks)` (eq. 14), `p(zbar_i = s) ∝ pi_{z_i s} f(x_i; theta_{z_i s})` (eq. 15).
+3. **Sub-cluster splits** (sec. 5.3-5.4): every cluster whose sub-clusters ran `split_delay`
    iterations proposes the split into them, accepted by eq. (21), conjugate form
-   ``H = alpha Gamma(N_l) f(x_l) Gamma(N_r) f(x_r) / (Gamma(N_c) f(x_c))``, f the marginal likelihood.
+   `H = alpha Gamma(N_l) f(x_l) Gamma(N_r) f(x_r) / (Gamma(N_c) f(x_c))`, f the marginal likelihood.
 4. **Random split / merge** (sec. 5.5): a Beta(a, a) random split of a uniform cluster or the
    merge of a uniform pair, with its exact Metropolis-Hastings ratio.
 
 Non-conjugate families move parameters by a Markov kernel on p(theta | x_k)
-(:mod:`dpppl.kernels.subcluster.parameter_moves`) and use the first expression of eq. (21).
-Options: super-clusters (Algorithm 1, :mod:`dpppl.kernels.subcluster.superclusters`) and pair
-merges. The published sampler is approximate; ``variant="exact"`` (steps 1 and 4, a sweep that
+([`dpppl.kernels.subcluster.parameter_moves`][dpppl.kernels.subcluster.parameter_moves]) and use the first expression of
+eq. (21).
+Options: super-clusters (Algorithm 1, `dpppl.kernels.subcluster.superclusters`) and pair
+merges. The published sampler is approximate; `variant="exact"` (steps 1 and 4, a sweep that
 would empty a cluster rejected) is exact. The acceptance ratios of step 4, the seeding of new
 sub-clusters, the exactness measurements and the blocked, sharded layout of the passes are in
-``docs/kernels/subcluster.md`` ("Design notes").
+`docs/kernels/subcluster.md` ("Design notes").
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _slot_keys(rng_key, capacity):
 def log_evidence(family, stats, u=None):
     """The per-cluster factor of eq. (21): log f_x(x_c; lambda) = log p(x_c) for a conjugate
     family (the second expression); for a non-conjugate one, with the cluster's
-    unconstrained parameters ``u``, log f_theta(theta_c) + log f_x(x_c; theta_c) -
+    unconstrained parameters `u`, log f_theta(theta_c) + log f_x(x_c; theta_c) -
     log q(theta_c | x_c) (the first expression, q the family's data-driven proposal)."""
     if u is None:
         return family.log_marginal(stats)
@@ -65,12 +66,12 @@ def log_evidence(family, stats, u=None):
 
 def log_split_gain(family, alpha, left, right, whole, u=None):
     """log of the Hastings ratio of eq. (21) for splitting the cluster with statistics
-    ``whole`` into ``left`` and ``right`` under a DP(alpha) prior,
+    `whole` into `left` and `right` under a DP(alpha) prior,
 
         log alpha + log Gamma(N_l) + log Gamma(N_r) - log Gamma(N_c) + e_l + e_r - e_c,
 
-    e the :func:`log_evidence` of each part: with a conjugate family (``u`` None) this is
-    log p(C', x) / p(C, x), parameters integrated out; with a non-conjugate one ``u`` holds
+    e the `log_evidence` of each part: with a conjugate family (`u` None) this is
+    log p(C', x) / p(C, x), parameters integrated out; with a non-conjugate one `u` holds
     the (proposed left, proposed right, current whole) unconstrained parameters."""
     u_left, u_right, u_whole = (None, None, None) if u is None else u
     return (jnp.log(alpha) + gammaln(left.n) + gammaln(right.n) - gammaln(whole.n)
@@ -79,10 +80,10 @@ def log_split_gain(family, alpha, left, right, whole, u=None):
 
 
 def _inverse_cdf_rows(logits, u, fallback, num_rows=None):
-    """One index per column of ``logits`` (K, B) drawn by inverting the CDF at ``u`` (B,):
+    """One index per column of `logits` (K, B) drawn by inverting the CDF at `u` (B,):
     a running sum over the rows, each a contiguous vector over the block's points
-    (cumsum along a short axis is slow on CPU). Rows from ``num_rows`` on (default K, may be
-    traced) must hold -inf and are not visited. Rounding past the total gives ``fallback``
+    (cumsum along a short axis is slow on CPU). Rows from `num_rows` on (default K, may be
+    traced) must hold -inf and are not visited. Rounding past the total gives `fallback`
     (a row with finite logits, per column or for all)."""
     num_rows = logits.shape[0] if num_rows is None else num_rows
     p = jnp.exp(logits - jnp.max(logits, axis=0))
@@ -99,7 +100,7 @@ def _inverse_cdf_rows(logits, u, fallback, num_rows=None):
 
 def block_size_for(n, dim, capacity_hint=64, budget=2**18):
     """Points per block so that one block's (K, B) likelihood arrays, (K, D, B) products
-    (D > SMALL_DIM) and (B, D, D) statistics stay within ``budget`` numbers (cache-sized)."""
+    (D > SMALL_DIM) and (B, D, D) statistics stay within `budget` numbers (cache-sized)."""
     per_point = capacity_hint * (dim if dim > SMALL_DIM else 1) + dim * dim
     return int(max(256, min(n, budget // per_point)))
 
@@ -107,9 +108,9 @@ def block_size_for(n, dim, capacity_hint=64, budget=2**18):
 @dataclasses.dataclass(frozen=True)
 class _Setup:
     """What the pieces of a step share: the family, the builder's options, and the layout of
-    the N points in ``num_blocks`` blocks of ``block`` points (the last padded with ``pad``),
-    ``blocks_per_shard`` per device of ``mesh`` (None on one device). Likelihoods run in
-    ``ll_dtype`` on data shifted by ``center`` (real data) or as they are (None)."""
+    the N points in `num_blocks` blocks of `block` points (the last padded with `pad`),
+    `blocks_per_shard` per device of `mesh` (None on one device). Likelihoods run in
+    `ll_dtype` on data shifted by `center` (real data) or as they are (None)."""
 
     family: Family
     use_sub: bool
@@ -142,11 +143,11 @@ class _Setup:
         return self.as_blocks(((x - self.center) if self.center is not None else x).astype(self.ll_dtype))
 
     def per_shard(self, fn, in_specs, out_specs):
-        """``fn(first_block, *args)`` over the blocks of points: on one device as it is; on
-        several, once per device on its contiguous range of blocks (``jax.shard_map``;
-        ``first_block`` is the global index of the device's first block), with arguments
+        """`fn(first_block, *args)` over the blocks of points: on one device as it is; on
+        several, once per device on its contiguous range of blocks (`jax.shard_map`;
+        `first_block` is the global index of the device's first block), with arguments
         and results split along their leading (block) axis where their spec says
-        ``P("points")`` and replicated where it says ``P()``."""
+        `P("points")` and replicated where it says `P()`."""
         if self.mesh is None:
             return lambda *args: fn(0, *args)
         return jax.shard_map(lambda *args: fn(jax.lax.axis_index("points") * self.blocks_per_shard, *args),
@@ -163,7 +164,7 @@ class _Setup:
         return jax.lax.psum(total, "points") if self.mesh is not None else total
 
     def block_uniforms(self, rng_key, first_block, shape):
-        """Uniforms of the local blocks, block b from ``fold_in(rng_key, b)`` with b its
+        """Uniforms of the local blocks, block b from `fold_in(rng_key, b)` with b its
         global index (the same values whatever the number of devices); and the mask of
         real (not padding) points."""
         index = first_block + jnp.arange(shape[0])
@@ -175,7 +176,7 @@ class _Setup:
 
 class _Sweep(NamedTuple):
     """The restricted sweep's draws (steps 1-2): log weights, parameters (clusters, then
-    sub-cluster pairs), the random split's proportion ``p_right``, non-conjugate unconstrained
+    sub-cluster pairs), the random split's proportion `p_right`, non-conjugate unconstrained
     parameters and their acceptance rate (else None), the super-cluster of each slot, the slots
     occupied before the sweep, and the new labels, sub-labels, counts and rejection flag."""
 
@@ -193,10 +194,10 @@ class _Sweep(NamedTuple):
 
 
 class _Clusters(NamedTuple):
-    """What the split and merge moves update: labels ``z`` and sub-labels ``zbar`` (in blocks
-    of points), ``rows`` = (family statistics, sums of x) per slot, ``sub`` the same per (slot,
-    side), ``age`` per slot (iterations its sub-clusters have run), and the unconstrained
-    parameters ``u`` of the clusters and ``sub_u`` of the sub-clusters (None when conjugate)."""
+    """What the split and merge moves update: labels `z` and sub-labels `zbar` (in blocks
+    of points), `rows` = (family statistics, sums of x) per slot, `sub` the same per (slot,
+    side), `age` per slot (iterations its sub-clusters have run), and the unconstrained
+    parameters `u` of the clusters and `sub_u` of the sub-clusters (None when conjugate)."""
 
     z: jax.Array
     zbar: jax.Array
@@ -208,8 +209,8 @@ class _Clusters(NamedTuple):
 
 
 class _RandomMove(NamedTuple):
-    """The random move of sec. 5.5: a split of ``c`` if ``propose_split``, else the merge of
-    (``m``, ``o``), m before o in slot order; ``num_k`` occupied slots, ``occupied`` their mask."""
+    """The random move of sec. 5.5: a split of `c` if `propose_split`, else the merge of
+    (`m`, `o`), m before o in slot order; `num_k` occupied slots, `occupied` their mask."""
 
     propose_split: jax.Array
     c: jax.Array
@@ -226,7 +227,7 @@ def _draw_parameters(setup, update_params, rng_key, state):
     batched draw (each Gamma sampler costs seconds of compilation).
 
     Non-conjugate parameters are instead moved from their current values
-    (``slots["u"]``, ``slots["sub_u"]``) by ``update_params``; a fresh cluster's two
+    (`slots["u"]`, `slots["sub_u"]`) by `update_params`; a fresh cluster's two
     sub-clusters start from two draws of the proposal given the cluster's points.
     Returns (log pi, log pibar, parameters, p, unconstrained rows or None, the
     parameter moves' acceptance rate or None)."""
@@ -272,9 +273,9 @@ def _draw_parameters(setup, update_params, rng_key, state):
 
 
 def _active_rows(setup, params, log_pi, group, occupied):
-    """The whitened rows (:meth:`whitening` of the Gaussian families) of the occupied clusters
+    """The whitened rows (`whitening` of the Gaussian families) of the occupied clusters
     first, in slot order, padded with -inf weights to whole chunks of ROW_CHUNK rows, with
-    their log weights and super-clusters; ``order`` maps a row to its slot, ``position_of`` a
+    their log weights and super-clusters; `order` maps a row to its slot, `position_of` a
     slot to its row; and each slot's (left, right) sub-cluster rows (None without them)."""
     capacity = log_pi.shape[0]
     rows = setup.family.whitening(params)
@@ -292,7 +293,7 @@ def _active_rows(setup, params, log_pi, group, occupied):
 
 def _active_logits(active, active_log_pi, num_active, xb, dtype):
     """log pi_k + log f(x_b; theta_k) (eq. 9) with the occupied clusters along rows (see
-    :func:`_active_rows`), formed ROW_CHUNK rows at a time for the occupied rows only; the
+    `_active_rows`), formed ROW_CHUNK rows at a time for the occupied rows only; the
     other rows hold -inf. Costs O(K B D^2), K occupied, not O(C B D^2)."""
     def add_chunk(j, logits):
         start = j * ROW_CHUNK
@@ -306,17 +307,17 @@ def _active_logits(active, active_log_pi, num_active, xb, dtype):
 
 
 def _sample_labels(setup, first_block, rng_key, x_blocks, z_blocks, group, log_pi, log_pibar, params, seed):
-    """Labels (eq. 9) and sub-labels (eq. 15) of the points of ``x_blocks``, block by
+    """Labels (eq. 9) and sub-labels (eq. 15) of the points of `x_blocks`, block by
     block, and the number of (real) points given each label, summed across devices.
-    With super-clusters (``group`` per slot), a point whose current label is
-    ``z_blocks`` considers only the clusters of that label's group.
+    With super-clusters (`group` per slot), a point whose current label is
+    `z_blocks` considers only the clusters of that label's group.
 
     Gaussian families evaluate whitened likelihoods with clusters along rows
-    (:func:`~dpppl.families.gaussian.whitened_log_likelihood_rows`), and each point's
+    (`whitened_log_likelihood_rows`), and each point's
     two sub-clusters only, gathered by its new label; other families use
-    ``log_likelihood`` against all clusters and sub-clusters.
+    `log_likelihood` against all clusters and sub-clusters.
 
-    In a fresh cluster (``seed = (fresh, mean, direction)``, per slot) the sub-labels
+    In a fresh cluster (`seed = (fresh, mean, direction)`, per slot) the sub-labels
     are instead the sides of the hyperplane through the cluster's mean normal to a
     random direction: a split for the sub-cluster sweeps to refine, where two nearly
     equal posterior draws would give an almost random one.
@@ -367,13 +368,13 @@ def _sample_labels(setup, first_block, rng_key, x_blocks, z_blocks, group, log_p
 
 def _sum_statistics(setup, capacity, first_block, rng_key, x_blocks, z, zbar, c, p_right):
     """One pass over the points for the rows of every sub-cluster (segment 2k + zbar)
-    and of the proposed random half of cluster ``c`` (segments 2C + zbar; a point of c
-    joins it with probability ``p_right``, sec. 5.5), summed across devices; rows are
+    and of the proposed random half of cluster `c` (segments 2C + zbar; a point of c
+    joins it with probability `p_right`, sec. 5.5), summed across devices; rows are
     (family statistics, sums of x) pairs. Returns the rows and the half's mask.
 
-    Above :data:`~dpppl.families.gaussian.SMALL_DIM` dimensions the per-point
+    Above `SMALL_DIM` dimensions the per-point
     statistics (D x D outer products) are not formed: the points are sorted by segment
-    and summed as block matrix products (:func:`~dpppl.families.base.segment_sums_by_sorting`)."""
+    and summed as block matrix products (`segment_sums_by_sorting`)."""
     family, dim = setup.family, setup.dim
     u, valid = setup.block_uniforms(rng_key, first_block, z.shape)
     in_half = (z == c) & (u < p_right) & valid
@@ -430,16 +431,16 @@ def _pick_random_move(k_type, k_pick, counts):
 
 
 def _random_split_merge(setup, alpha, keys, move, clusters, half_right, in_half, overflow):
-    """Step 4 (sec. 5.5): the random split of c, whose random half ``half_right`` (points
-    ``in_half``) moves to the first free slot, or the merge of (m, o) into m. With K clusters
+    """Step 4 (sec. 5.5): the random split of c, whose random half `half_right` (points
+    `in_half`) moves to the first free slot, or the merge of (m, o) into m. With K clusters
     before the move, q_split = (1/2)(1/K) 2 B(N_l + a, N_r + a) / B(a, a) and
     q_merge = (1/2) 2 / (K (K - 1)), so
 
         H_split = p(C') / p(C) * B(a, a) / ((K + 1) B(N_l + a, N_r + a)),
         H_merge = p(C') / p(C) * K B(N_l + a, N_r + a) / B(a, a),
 
-    p(C') / p(C) from :func:`log_split_gain` (non-conjugate: the new clusters' parameters drawn
-    from the family's proposal, ``keys`` = (accept, split's q, merge's q)). A merged cluster's
+    p(C') / p(C) from `log_split_gain` (non-conjugate: the new clusters' parameters drawn
+    from the family's proposal, `keys` = (accept, split's q, merge's q)). A merged cluster's
     sub-clusters are the two clusters it was made of. Returns the clusters, whether the split
     and the merge were accepted, and the overflow flag."""
     family, a_merge, conjugate = setup.family, setup.a_merge, setup.conjugate
@@ -533,10 +534,10 @@ def _merge_pairs(family, rng_key, clusters, alpha):
 
 def _subcluster_splits(setup, alpha, split_delay, k_split, k_q_sub, clusters, overflow):
     """Step 3 (sec. 5.3-5.4): every cluster whose sub-clusters have run more than
-    ``split_delay`` iterations proposes the split into them, all at once, accepted with
-    eq. (21) (:func:`log_split_gain`; non-conjugate: the two parts' parameters drawn from the
+    `split_delay` iterations proposes the split into them, all at once, accepted with
+    eq. (21) (`log_split_gain`; non-conjugate: the two parts' parameters drawn from the
     family's proposal). The right sub-cluster moves to a free slot, the r-th accepted split
-    taking the r-th free slot; a split that finds none is refused and sets ``overflow``.
+    taking the r-th free slot; a split that finds none is refused and sets `overflow`.
     Returns the clusters, the sub-cluster statistics to keep (zero where age is 0), the
     accepted and eligible masks and the overflow flag."""
     family, capacity = setup.family, clusters.age.shape[0]
@@ -570,7 +571,7 @@ def _subcluster_splits(setup, alpha, split_delay, k_split, k_q_sub, clusters, ov
 
 def _check_options(family, variant, split_delay, merge_concentration, pair_merges, super_clusters,
                    likelihood_dtype, param_update, param_steps, proposal):
-    """Raise :class:`KernelError` for options the sampler cannot take."""
+    """Raise [`KernelError`][dpppl.KernelError] for options the sampler cannot take."""
     if variant not in VARIANTS:
         raise KernelError(f"subcluster: variant must be one of {VARIANTS}, got {variant!r}")
     if not (isinstance(split_delay, int) and split_delay >= 1):
@@ -591,16 +592,16 @@ def _check_options(family, variant, split_delay, merge_concentration, pair_merge
 
 
 def _statistics_pass(setup, capacity):
-    """:func:`_sum_statistics` over the blocks of points, per device (:meth:`_Setup.per_shard`)."""
+    """`_sum_statistics` over the blocks of points, per device (`_Setup.per_shard`)."""
     return setup.per_shard(functools.partial(_sum_statistics, setup, capacity),
                            in_specs=(P(), P("points"), P("points"), P("points"), P(), P()),
                            out_specs=(P(), P("points")))
 
 
 def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded_params, rng_key, state, x):
-    """One step of the sampler: steps 1-2 (:func:`_restricted_sweep`), the statistics pass
-    (:func:`_sum_statistics`), step 4 (:func:`_random_split_merge`), pair merges if on
-    (:func:`_merge_pairs`), then step 3 (:func:`_subcluster_splits`)."""
+    """One step of the sampler: steps 1-2 (`_restricted_sweep`), the statistics pass
+    (`_sum_statistics`), step 4 (`_random_split_merge`), pair merges if on
+    (`_merge_pairs`), then step 3 (`_subcluster_splits`)."""
     family, conjugate, use_sub = setup.family, setup.conjugate, setup.use_sub
     k_par, k_lab, k_move, k_split, k_dir, k_group, k_pairs = jax.random.split(rng_key, 7)
     capacity = state.stats.n.shape[0]
@@ -680,8 +681,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
     Parameters
     ----------
     variant : {"paper", "exact"}
-        ``"paper"`` (default, approximate): Chang & Fisher's sampler as published, with
-        sub-cluster splits. ``"exact"``: no sub-clusters, restricted sweeps that would
+        `"paper"` (default, approximate): Chang & Fisher's sampler as published, with
+        sub-cluster splits. `"exact"`: no sub-clusters, restricted sweeps that would
         empty a cluster are rejected, random splits and merges only; leaves p(z | x)
         invariant but finds splits slowly.
     split_delay : int, default 3
@@ -693,38 +694,39 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
     block_size : int, optional
         Points per block of the likelihood and statistics passes (default: from N and D).
     record_parameters : bool, default True
-        Keep each draw's cluster parameters (``theta_*``, per slot) in the posterior; the
+        Keep each draw's cluster parameters (`theta_*`, per slot) in the posterior; the
         weights are always kept. Turn off where D x D covariances per slot and draw are
         too much to store.
     devices : int or sequence of jax devices, optional
         Devices the points are sharded over (default: every local device of the default
         backend; an int takes the first that many). With more than one, each device
         holds a contiguous range of blocks of points, runs the label and statistics passes
-        on them (``jax.shard_map``) and the sufficient statistics are summed across
-        devices (``psum``); cluster-level work is replicated. The draws do not depend on
+        on them (`jax.shard_map`) and the sufficient statistics are summed across
+        devices (`psum`); cluster-level work is replicated. The draws do not depend on
         the number of devices (every block draws its uniforms from its global index) up
         to the rounding of the float64 sums.
     super_clusters : bool, default False
         Restrict each point's label to the clusters of its current cluster's super-cluster,
-        drawn every iteration by Algorithm 1 (:mod:`dpppl.kernels.subcluster.superclusters`); keeps the
+        drawn every iteration by Algorithm 1 (`dpppl.kernels.subcluster.superclusters`); keeps the
         sweep exact. Needs a family with a J-divergence (Gaussian, multinomial, Bernoulli).
     pair_merges : bool, default False
         Also propose, every iteration, to merge the clusters of a random pairing of the
         occupied clusters, each pair accepted with the inverse of eq. (21), as if the reverse
         sub-cluster split were certain (approximate: the published variant only).
     param_update : {"mh", "nuts"}, default "mh"
-        Non-conjugate components only (``family.conjugate`` false, e.g.
-        :class:`~dpppl.families.NormalLogNormal`): how cluster and sub-cluster parameters
+        Non-conjugate components only (`family.conjugate` false, e.g.
+        [`NormalLogNormal`][dpppl.families.NormalLogNormal]): how cluster and sub-cluster parameters
         move given the labels, in place of the posterior draws of eqs. (8) and (14)
-        (:mod:`dpppl.kernels.subcluster.parameter_moves`): Metropolis-Hastings with the family's
+        ([`dpppl.kernels.subcluster.parameter_moves`][dpppl.kernels.subcluster.parameter_moves]): Metropolis-Hastings
+        with the family's
         data-driven proposal and a random walk, or NumPyro's NUTS. Splits and merges then
         use the first expression of eq. (21), new clusters' parameters drawn from that
         proposal.
     param_steps : int, optional
-        Parameter transitions per iteration (default 10 for ``"mh"``, 1 for ``"nuts"``).
+        Parameter transitions per iteration (default 10 for `"mh"`, 1 for `"nuts"`).
     proposal : callable, optional
-        A user Metropolis-Hastings proposal ``(rng_key, u, stats) -> (u_new, log_q_ratio)``
-        over every row's unconstrained parameters at once (``param_update="mh"``).
+        A user Metropolis-Hastings proposal `(rng_key, u, stats) -> (u_new, log_q_ratio)`
+        over every row's unconstrained parameters at once (`param_update="mh"`).
     nuts_step_size : float, default 0.7
         NUTS step size, in units of the proposal's scale (the diagonal mass matrix).
     """

@@ -12,7 +12,7 @@ moves that matter. Algorithm 1 draws the groups g given the cluster parameters:
    (itself included, A_{k,k} = 1);
 3. the super-clusters are the connected components of the graph with the edges k - k'.
 
-J-divergences in closed form: Gaussians (the families with a ``whitening``) and, as the
+J-divergences in closed form: Gaussians (the families with a `whitening`) and, as the
 paper does for multinomials, the categorical (Dirichlet-multinomial) and Bernoulli
 (beta-Bernoulli) distributions of the parameters.
 """
@@ -28,7 +28,7 @@ from dpppl.families.dirichlet_multinomial import DirichletMultinomial
 
 
 def gaussian_j_divergence(loc, white):
-    """(K, K) J-divergences between N(loc_k, S_k) with ``white`` W_k, S_k^-1 = W_k^T W_k
+    """(K, K) J-divergences between N(loc_k, S_k) with `white` W_k, S_k^-1 = W_k^T W_k
     ((K, D, D) lower triangular, or (K, D) for diagonal covariances):
     J = [tr(S_m^-1 S_k) + tr(S_k^-1 S_m) + d^T (S_k^-1 + S_m^-1) d] / 2 - D, d = loc_k - loc_m,
     with tr(S_k^-1 S_m) = |W_k W_m^-1|_F^2."""
@@ -46,13 +46,13 @@ def gaussian_j_divergence(loc, white):
 
 def categorical_j_divergence(probs):
     """(K, K) J-divergences sum_d (p_kd - p_md)(log p_kd - log p_md) between categorical
-    distributions (rows of ``probs``)."""
+    distributions (rows of `probs`)."""
     log_p = log_clipped(probs)
     return jnp.sum((probs[:, None] - probs[None]) * (log_p[:, None] - log_p[None]), axis=-1)
 
 
 def bernoulli_j_divergence(probs):
-    """(K, K) J-divergences between products of independent Bernoullis (rows of ``probs``)."""
+    """(K, K) J-divergences between products of independent Bernoullis (rows of `probs`)."""
     return categorical_j_divergence(probs) + categorical_j_divergence(1.0 - probs)
 
 
@@ -74,7 +74,7 @@ def has_j_divergence(family: Family) -> bool:
 
 def sample_super_clusters(rng_key, divergence, occupied):
     """Super-cluster of every slot (Algorithm 1): the smallest slot of its connected
-    component. ``divergence`` (K, K) J-divergences, ``occupied`` (K,) mask; empty slots are
+    component. `divergence` (K, K) J-divergences, `occupied` (K,) mask; empty slots are
     groups of their own."""
     capacity = occupied.shape[0]
     logits = jnp.where(occupied[None] & occupied[:, None], -divergence, -jnp.inf)
