@@ -46,8 +46,10 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
         (``"gibbs+splitmerge"``), or ``"nuts"`` (NumPyro NUTS on the truncated
         stick-breaking model, a backend of its own; labels are each point's most probable
         component).
-    num_warmup, num_samples : int
-        Iterations discarded as burn-in (adaptation happens here), and kept.
+    num_warmup : int
+        Iterations discarded as burn-in (adaptation happens here).
+    num_samples : int
+        Iterations kept (before thinning).
     num_chains : int
         Independent chains, run vectorised.
     seed : int
