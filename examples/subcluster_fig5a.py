@@ -14,12 +14,14 @@ labels is reported and printed in the legend.
     python examples/subcluster_fig5a.py --quick         # 10 s caps
 
 writes ``benchmarks/results/subcluster_fig5a[-quick].json`` and
-``docs/figures/subcluster_fig5a[_quick].png``.
+``subcluster_fig5a[_quick].png`` under ``--out`` (default ``./dpppl-figures``; ``--docs``:
+``docs/figures``, the committed one).
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import dpppl
 from subcluster_fig4 import FIGURES, harness, plot, run_panels
@@ -33,7 +35,13 @@ def main():
     parser.add_argument("--quick", action="store_true", help="10 s caps")
     parser.add_argument("--pca", type=int, default=10, help="PCA dimensions (default 10; the paper: 50)")
     parser.add_argument("--seconds", type=float, default=None, help="run-time cap per run (default 45)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, default=Path("dpppl-figures"),
+                       help="directory for the figures (default: ./dpppl-figures)")
+    where.add_argument("--docs", dest="out", action="store_const", const=FIGURES,
+                       help="write into docs/figures/, redrawing the documentation's committed figures")
     args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
     seconds = args.seconds or (10.0 if args.quick else 45.0)
     x, y = dpppl.datasets.load("digits", pca=args.pca)
     results = run_panels(x, PANELS, seconds, truth=y)
@@ -45,7 +53,7 @@ def main():
     path = harness.write_json("subcluster_fig5a" + suffix, {
         "data": f"sklearn digits, PCA to {args.pca}", "n": int(x.shape[0]), "seconds_cap": seconds,
         "panels": results, "y": "collapsed log joint per point, log p(x, z) / N (dpppl.log_joint)"})
-    png = FIGURES / f"subcluster_fig5a{suffix.replace('-', '_')}.png"
+    png = args.out / f"subcluster_fig5a{suffix.replace('-', '_')}.png"
     plot(results, png, f"digits (1797 x {args.pca} after PCA), NIW (cf. Chang & Fisher 2013, Fig. 5a)")
     print("wrote", path, "and", png)
 

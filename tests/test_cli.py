@@ -128,3 +128,83 @@ def test_cli_samples_the_stick_breaking_model_file(tmp_path, capsys):
                  "--option", "permute_prob=0.5", "--warmup", "0", "--samples", "4", "--no-progress"]) == 0
     assert "sbgibbs+labelswap+labelpermute (exact)" in capsys.readouterr().out
 
+
+
+def test_trace_plot_draws_integer_variables_as_bars(galaxies_run, tmp_path):
+    """num_clusters and largest_cluster are integers: bars, not a smooth density (which is
+    what a float variable such as entropy gets)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from dpppl.analysis.plots import plot_trace
+    from dpppl.diagnostics.arviz_compat import az
+
+    axes = plot_trace(az.from_netcdf(galaxies_run[0]))
+    titles = [ax.get_title() for ax in axes[:, 0]]
+    assert titles == ["num_clusters", "largest_cluster", "entropy", "alpha"]
+    bars = [sum(isinstance(p, Rectangle) for p in ax.patches) for ax in axes[:, 0]]
+    assert bars[0] > 0 and bars[1] > 0, bars
+    assert bars[2] == bars[3] == 0 and axes[2, 0].lines, bars
+    plt.close("all")
+    with pytest.raises(dpppl.DataError, match=r"no variable\(s\) \['nope'\]"):
+        plot_trace(az.from_netcdf(galaxies_run[0]), ["num_clusters", "nope"])
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["sampel", "m.dp"], "did you mean 'sample'?"),
+    (["sample", "m.dp", "--data", "galaxies", "--sed", "3"], "--sed: did you mean --seed?"),
+    (["sample", "m.dp", "--data", "galaxies", "--thining=2"], "--thining: did you mean --thinning?"),
+    (["sample", "m.dp", "--dta", "galaxies"], "--dta: did you mean --data?"),
+    (["plot", "run.nc", "--out", "f.png", "--kinds", "k"], "--kinds: did you mean --kind?"),
+])
+def test_misspelt_command_or_option_gets_a_suggestion(argv, hint, capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "error:" in err and err.endswith(f"({hint})"), err
+
+
+def test_no_suggestion_for_far_off_or_valid_options(capsys):
+    with pytest.raises(SystemExit):
+        main(["sample", "m.dp", "--data", "galaxies", "--zzzz", "--samp", "3"])  # --samp: a prefix of --samples
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --zzzz" in err and "did you mean" not in err
+
+
+def test_every_option_has_help_and_seed_and_thinning_say_what_they_do():
+    import argparse
+
+    from dpppl.cli import _parser
+
+    commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name, sub in commands.items():
+        for action in sub._actions:
+            assert action.help, f"`dpppl {name}` {action.option_strings or action.dest} has no help"
+    sample = {a.dest: a.help for a in commands["sample"]._actions}
+    assert "same draws" in sample["seed"] and "every n-th" in sample["thinning"]
+
+
+def test_datasets_listing_is_aligned_and_names_the_extras(capsys):
+    assert main(["datasets"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = list(dpppl.datasets.available())
+    assert [line.split()[0] for line in lines] == names
+    starts = {len(line) - len(line[len(name):].lstrip()) for line, name in zip(lines, names)}
+    assert len(starts) == 1, "descriptions do not start in one column"
+    by_name = dict(zip(names, lines))
+    assert "[needs: pip install scikit-learn]" in by_name["digits"]
+    assert "[needs: pip install 'dpppl[examples]']" in by_name["storms"]
+    assert "[needs: pip install 'dpppl[examples]']" in by_name["minneapolis"]
+    assert "needs" not in by_name["galaxies"] and "needs" not in by_name["w1"]
+
+
+def test_data_errors_name_the_file_line_and_cell(tmp_path, capsys):
+    data = tmp_path / "points.csv"
+    data.write_text("a,b\n1,2\n3,nan\n")
+    assert main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", str(data), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"dpppl: error: {data}, line 3: non-finite value (nan) at row 1, column 1 (b)"

@@ -232,3 +232,17 @@ def test_tutorial_runs_quick_and_draws_the_figures_its_page_shows(name, tmp_path
     for figure in shown:
         assert (tmp_path / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"{name}.py" in read(f"tutorials/{name}.md"), f"tutorials/{name}.md does not name its script"
+
+
+@pytest.mark.parametrize("name", TUTORIALS)
+def test_tutorial_writes_the_docs_figures_only_when_asked_and_never_quick(name, capsys):
+    """The committed figures are redrawn by `--docs` alone, and a quick run may not do it."""
+    module = load_script(DOCS / "tutorials" / f"{name}.py", f"tutorial_{name}")
+    assert module.FIGURES.resolve() == (DOCS / "figures").resolve()
+    with pytest.raises(SystemExit) as caught:
+        module.main(["--quick", "--docs"])
+    assert caught.value.code == 2 and "without --quick" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        module.main(["--quick", "--out", "elsewhere", "--docs"])
+    assert "not allowed with argument" in capsys.readouterr().err
+    assert "--docs" in read(f"tutorials/{name}.md") and "--docs" in read("tutorials/index.md")

@@ -10,15 +10,25 @@ Draws the figures of docs/tutorials/crp.md:
                            i.i.d. from stick-breaking weights: the same law;
 * prior_cluster_sizes.png - dpppl.sample_prior on a DP and a Pitman-Yor model.
 
-Run:  python docs/tutorials/crp.py [--quick] [--out DIR]
+Run:  python docs/tutorials/crp.py [--quick] [--out DIR | --docs]
+
+(with the virtual environment active, or as ``.venv/bin/python ...``). The figures go
+to ``./dpppl-figures`` or ``--out DIR``; ``--docs`` redraws the committed ones in
+``docs/figures/`` (full runs only).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import sys
 from pathlib import Path
 
-import matplotlib
+if not all(importlib.util.find_spec(m) for m in ("dpppl", "matplotlib")):
+    sys.exit("dpppl or matplotlib is not installed for this Python: run the tutorial with the virtual "
+             "environment's, `source .venv/bin/activate` first or `.venv/bin/python docs/tutorials/crp.py`")
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -136,8 +146,14 @@ def figure_prior_sizes(n, num_samples, out):
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small simulations (for CI)")
-    p.add_argument("--out", type=Path, default=FIGURES, help="directory for the PNG figures")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, default=Path("dpppl-figures"),
+                       help="directory for the PNG figures (default: ./dpppl-figures)")
+    where.add_argument("--docs", dest="out", action="store_const", const=FIGURES,
+                       help="redraw the documentation's committed figures in docs/figures/")
     args = p.parse_args(argv)
+    if args.quick and args.out.resolve() == FIGURES.resolve():
+        p.error("--docs redraws the documentation's figures: run it without --quick")
     args.out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
     n, runs, draws, prior_draws = (100, 3, 100, 100) if args.quick else (500, 10, 2000, 2000)
@@ -152,6 +168,7 @@ def main(argv=None) -> None:
         print(f"{name}: mean K over {prior_draws} prior draws of {n} points = {value:.2f}")
     print(f"exact: DP(1) {expected_num_clusters(dpppl.CRP(1.0), n):.2f}, "
           f"PY(0.5, 1) {expected_num_clusters(dpppl.PitmanYor(0.5, 1.0), n):.2f}")
+    print(f"figures in {args.out}")
 
 
 if __name__ == "__main__":

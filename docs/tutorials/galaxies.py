@@ -10,15 +10,25 @@ Draws the figures of docs/tutorials/galaxies.md:
 * galaxies_coclustering.png   - the co-clustering matrix ordered by the VI point estimate;
 * galaxies_clusters.png       - the data coloured by the VI point estimate.
 
-Run:  python docs/tutorials/galaxies.py [--quick] [--out DIR]
+Run:  python docs/tutorials/galaxies.py [--quick] [--out DIR | --docs]
+
+(with the virtual environment active, or as ``.venv/bin/python ...``). The figures go
+to ``./dpppl-figures`` or ``--out DIR``; ``--docs`` redraws the committed ones in
+``docs/figures/`` (full runs only).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import sys
 from pathlib import Path
 
-import matplotlib
+if not all(importlib.util.find_spec(m) for m in ("dpppl", "matplotlib")):
+    sys.exit("dpppl or matplotlib is not installed for this Python: run the tutorial with the virtual "
+             "environment's, `source .venv/bin/activate` first or `.venv/bin/python docs/tutorials/galaxies.py`")
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -47,8 +57,14 @@ def size_of_own_cluster(z: np.ndarray, point: int) -> np.ndarray:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="a short run (for CI)")
-    p.add_argument("--out", type=Path, default=FIGURES, help="directory for the PNG figures")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, default=Path("dpppl-figures"),
+                       help="directory for the PNG figures (default: ./dpppl-figures)")
+    where.add_argument("--docs", dest="out", action="store_const", const=FIGURES,
+                       help="redraw the documentation's committed figures in docs/figures/")
     args = p.parse_args(argv)
+    if args.quick and args.out.resolve() == FIGURES.resolve():
+        p.error("--docs redraws the documentation's figures: run it without --quick")
     args.out.mkdir(parents=True, exist_ok=True)
     warmup, samples, chains = (0, 60, 2) if args.quick else (500, 2000, 4)
 
@@ -106,6 +122,7 @@ def main(argv=None) -> None:
     save(ax.figure, args.out, "galaxies_clusters.png")
     sizes = np.bincount(labels)
     print(f"VI point estimate: {sizes.size} clusters of sizes {sorted(sizes.tolist(), reverse=True)}")
+    print(f"figures in {args.out}")
 
 
 if __name__ == "__main__":

@@ -7,16 +7,26 @@ Draws the figures of docs/tutorials/mixing.md:
 * mixing_k.png        - number of clusters against iteration, per kernel;
 * mixing_moves.png   - accepted splits and merges; the K of the clusterings the perm move draws.
 
-Run:  python docs/tutorials/mixing.py [--quick] [--out DIR]
+Run:  python docs/tutorials/mixing.py [--quick] [--out DIR | --docs]
+
+(with the virtual environment active, or as ``.venv/bin/python ...``). The figures go
+to ``./dpppl-figures`` or ``--out DIR``; ``--docs`` redraws the committed ones in
+``docs/figures/`` (full runs only).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+import importlib.util
+import sys
 from pathlib import Path
 
-import matplotlib
+if not all(importlib.util.find_spec(m) for m in ("dpppl", "matplotlib")):
+    sys.exit("dpppl or matplotlib is not installed for this Python: run the tutorial with the virtual "
+             "environment's, `source .venv/bin/activate` first or `.venv/bin/python docs/tutorials/mixing.py`")
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -37,8 +47,14 @@ def save(fig, out: Path, name: str) -> None:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="short runs (for CI)")
-    p.add_argument("--out", type=Path, default=FIGURES, help="directory for the PNG figures")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, default=Path("dpppl-figures"),
+                       help="directory for the PNG figures (default: ./dpppl-figures)")
+    where.add_argument("--docs", dest="out", action="store_const", const=FIGURES,
+                       help="redraw the documentation's committed figures in docs/figures/")
     args = p.parse_args(argv)
+    if args.quick and args.out.resolve() == FIGURES.resolve():
+        p.error("--docs redraws the documentation's figures: run it without --quick")
     args.out.mkdir(parents=True, exist_ok=True)
     iterations, chains = (25, 2) if args.quick else (400, 4)
 
@@ -108,6 +124,7 @@ def main(argv=None) -> None:
     print(f"gibbs+splitmerge: accepted splits per chain {accepted.sum(axis=1).tolist()}, "
           f"of which in the first 10 iterations {accepted[:, :10].sum(axis=1).tolist()}; "
           f"perm moves accepted: {stats_perm['perm_accepted'].values.mean():.3f}")
+    print(f"figures in {args.out}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
   one or several runs (e.g. one per kernel), to compare burn-in and mixing.
 * :func:`plot_cluster_sizes` - sorted cluster sizes (median and 5-95% band per rank)
   and the distribution of K, for prior simulations (:func:`dpppl.sample_prior`) or runs.
+* :func:`plot_trace` - ArviZ's trace or autocorrelation plot of label-invariant variables,
+  with integer variables (``num_clusters``, ``largest_cluster``) drawn as bars.
 
 Every function takes an optional ``ax`` (or creates a figure) and returns the axes.
 """
@@ -17,13 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpppl.diagnostics.arviz_compat import group
+from dpppl.diagnostics.arviz_compat import arviz, group
 from dpppl.errors import DataError
 from dpppl.analysis.partitions import (is_inference_data, run_variable, coclustering, point_estimate,
                                        posterior_draws)
 from dpppl.diagnostics.summaries import label_summaries
 
-KINDS = ("coclustering", "clusters", "k", "lp")
+KINDS = ("trace", "autocorr", "coclustering", "clusters", "k", "lp")
+LABEL_INVARIANT = ("num_clusters", "largest_cluster", "entropy", "alpha")
 
 
 def _axes(ax, figsize=(5.5, 4.5)):
@@ -194,17 +197,44 @@ def plot_cluster_sizes(source, axes=None):
     return axes
 
 
-def plot_command(kind: str, runs: dict, out: str, estimate: str = "vi") -> None:
+def plot_trace(idata, var_names=None, kind="trace"):
+    """ArviZ's ``plot_trace`` (``kind="trace"``) or ``plot_autocorr`` (``"autocorr"``, chains
+    combined) of posterior variables, by default the label-invariant ones present.
+
+    Integer variables stay integers, so the trace plot draws their marginals as histograms
+    with one bar per value (as :func:`plot_num_clusters` does), not as a smooth density;
+    the autocorrelation treats every variable as a number. Returns ArviZ's axes.
+    """
+    if kind not in ("trace", "autocorr"):
+        raise ValueError(f"kind must be 'trace' or 'autocorr', got {kind!r}")
+    post = group(idata, "posterior")
+    names = list(var_names) if var_names else [v for v in LABEL_INVARIANT if v in post]
+    missing = [v for v in names if v not in post]
+    if missing:
+        raise DataError(f"no variable(s) {missing} in the posterior; available: {sorted(post.data_vars)}")
+    az = arviz()
+    if kind == "autocorr":
+        return az.plot_autocorr(post[names].astype(float), combined=True)
+    shown = post[names]
+    # ArviZ draws a histogram for a signed-integer variable and a density for anything else
+    shown = shown.assign({v: shown[v].astype(np.int64) for v in names if shown[v].dtype.kind in "bu"})
+    return az.plot_trace(shown)
+
+
+def plot_command(kind: str, runs: dict, out: str, estimate: str = "vi", var_names=None) -> None:
     """Draw one figure of ``kind`` (:data:`KINDS`) for the ``dpppl plot`` command.
 
-    ``runs`` maps file names to InferenceData; all but ``lp`` use the first.
+    ``runs`` maps file names to InferenceData; all but ``lp`` use the first; ``var_names``
+    are the variables of ``trace`` and ``autocorr``.
     """
     import matplotlib.pyplot as plt
 
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     first = next(iter(runs.values()))
-    if kind == "coclustering":
+    if kind in ("trace", "autocorr"):
+        plot_trace(first, var_names, kind)
+    elif kind == "coclustering":
         plot_coclustering(first, estimate)
     elif kind == "clusters":
         plot_clusters(first, estimate)
@@ -217,5 +247,5 @@ def plot_command(kind: str, runs: dict, out: str, estimate: str = "vi") -> None:
     plt.close(plt.gcf())
 
 
-__all__ = ["KINDS", "plot_cluster_sizes", "plot_clusters", "plot_coclustering", "plot_command",
-           "plot_log_joint", "plot_num_clusters"]
+__all__ = ["KINDS", "LABEL_INVARIANT", "plot_cluster_sizes", "plot_clusters", "plot_coclustering",
+           "plot_command", "plot_log_joint", "plot_num_clusters", "plot_trace"]

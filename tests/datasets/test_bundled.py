@@ -168,11 +168,14 @@ def _write(tmp_path, name, content):
 
 
 @pytest.mark.parametrize("name, content, match", [
-    ("bad.csv", "a,b\n1,2\n3,x\n", r"bad.csv, line 3, column 2 \(b\): 'x' is not a number"),
-    ("bad.csv", "1,2\n3,\n", r"line 2, column 2: an empty cell is not a number"),
-    ("bad.txt", "1 2\nNA 4\n", r"line 2, column 1: 'NA' is not a number"),
-    ("ragged.csv", "a,b\n1,2\n3,4,5\n", r"line 3: 3 values, but line 1 has 2"),
-    ("ragged.txt", "1 2\n3\n", r"line 2: 1 values, but line 1 has 2"),
+    ("bad.csv", "a,b\n1,2\n3,x\n", r"^\S*bad.csv, line 3: 'x' at row 1, column 1 \(b\) is not a number$"),
+    ("bad.csv", "1,2\n3,\n", r"line 2: an empty cell at row 1, column 1 is not a number"),
+    ("bad.txt", "1 2\nNA 4\n", r"line 2: 'NA' at row 1, column 0 is not a number"),
+    ("ragged.csv", "a,b\n1,2\n3,4,5\n", r"line 3: row 1 has 3 values, but line 1 has 2"),
+    ("ragged.txt", "1 2\n3\n", r"line 2: row 1 has 1 values, but line 1 has 2"),
+    ("nan.csv", "# comment\na,b\n\n1,2\n3,nan\n",
+     r"^\S*nan.csv, line 5: non-finite value \(nan\) at row 1, column 1 \(b\)$"),
+    ("inf.txt", "1 2\n-inf 4\n", r"inf.txt, line 2: non-finite value \(-inf\) at row 1, column 0$"),
     ("empty.csv", "x,y\n\n", "no data rows"),
     ("latin1.csv", b"x\n\xe9\n", "not a UTF-8 text file"),
     ("data.json", "[1, 2]", r"unknown file extension '.json'"),
@@ -193,6 +196,36 @@ def test_read_npz_errors(tmp_path):
     np.save(tmp_path / "objects.npy", np.array([1, "a"], dtype=object))
     with pytest.raises(DataError, match="cannot read as .npy"):
         datasets.read_data(tmp_path / "objects.npy")
+
+
+def test_non_finite_values_in_numpy_files_name_the_file_and_the_cell(tmp_path):
+    x = np.zeros((3, 2))
+    x[2, 1] = np.nan
+    x[0, 1] = np.inf
+    np.save(tmp_path / "x.npy", x)
+    with pytest.raises(DataError, match=r"x.npy: non-finite value \(inf\) at row 0, column 1 \(2 in all\)$"):
+        datasets.read_data(tmp_path / "x.npy")
+
+
+def test_data_errors_of_files_and_arrays_locate_a_cell_alike(tmp_path):
+    """One convention: row and column count from 0 (x[r, c]) for arrays and files alike; a
+    file's error adds its name and its line (from 1)."""
+    x = np.array([[1.0, 2.0], [3.0, np.nan]])
+    with pytest.raises(DataError) as from_array:
+        dpppl.DPMixture(component=dpppl.NormalInverseWishart()).bind(x)
+    path = _write(tmp_path, "pts.csv", "a,b\n1,2\n3,nan\n")
+    with pytest.raises(DataError) as from_file:
+        datasets.read_data(path)
+    assert "at row 1, column 1" in str(from_array.value) and "x[1, 1]" in str(from_array.value)
+    assert str(from_file.value) == f"{path}, line 3: non-finite value (nan) at row 1, column 1 (b)"
+
+
+def test_requirements_name_the_extra_of_each_set_that_needs_one():
+    needs = datasets.bundled.requirements()
+    assert list(needs) == list(datasets.available())
+    assert needs["galaxies"] == needs["w1"] == ""
+    assert "scikit-learn" in needs["digits"]
+    assert needs["storms"] == needs["minneapolis"] == "pip install 'dpppl[examples]'"
 
 
 def test_read_data_missing_and_unknown(tmp_path):

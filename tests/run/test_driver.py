@@ -270,3 +270,39 @@ def test_log_joint_is_labelled():
     want = float(prior.log_prob_labels(jnp.array([1.0, 3.0])) - prior.log_prob_labels(jnp.array([3.0, 1.0])))
     assert lj3 - lj3s == pytest.approx(want, abs=1e-10) and abs(want) > 0.1
 
+
+
+def test_data_given_by_name_or_file_path(niw_model, tmp_path):
+    """A string is what the CLI's --data takes: a data set name or a file."""
+    run = dict(num_warmup=0, num_samples=2, progress_bar=False)
+    by_name = dpppl.sample(niw_model, "Faithful", **run)
+    x = dpppl.datasets.load("faithful")[0]
+    np.testing.assert_array_equal(group(by_name, "observed_data")["x"].values, x)
+    np.testing.assert_array_equal(group(by_name, "posterior")["z"].values,
+                                  group(dpppl.sample(niw_model, x, **run), "posterior")["z"].values)
+    path = tmp_path / "v.csv"
+    np.savetxt(path, x[:10], delimiter=",", header="eruptions,waiting", comments="")
+    for given in (path, str(path)):
+        from_file = dpppl.sample(niw_model, given, **run)
+        np.testing.assert_array_equal(group(from_file, "observed_data")["x"].values, x[:10])
+    with pytest.raises(dpppl.DataError, match=r"no file and no data set named 'faithfull'; did you mean "
+                                              r"'faithful'\?.*Data sets: galaxies, faithful"):
+        dpppl.sample(niw_model, "faithfull", **run)
+    with pytest.raises(dpppl.DataError, match="no such file"):
+        dpppl.sample(niw_model, str(tmp_path / "absent.csv"), **run)
+
+
+def test_misspelt_kernel_option_gets_a_suggestion(niw_model, two_blobs):
+    with pytest.raises(dpppl.KernelError, match=r"'num_proposal': did you mean 'num_proposals'\?"):
+        dpppl.sample(niw_model, two_blobs[0], kernel="gibbs+splitmerge", num_proposal=3, **RUN)
+    with pytest.raises(dpppl.KernelError) as caught:
+        dpppl.sample(niw_model, two_blobs[0], kernel="gibbs", zzz=3, **RUN)
+    assert "did you mean" not in str(caught.value)
+
+
+def test_non_finite_data_named_by_row_and_column_from_zero(niw_model):
+    x = np.zeros((4, 2))
+    x[3, 0] = np.nan
+    with pytest.raises(dpppl.DataError, match=r"^data 'x' has a non-finite value \(nan\) at row 3, column 0 "
+                                              r"\(x\[3, 0\]; 1 in all\)$"):
+        dpppl.sample(niw_model, x, **RUN)
