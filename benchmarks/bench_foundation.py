@@ -52,6 +52,7 @@ import time
 import numpy as np
 
 import dpppl
+from dpppl.diagnostics.arviz_compat import partition_group
 from harness import (GibbsTrace, MethodResult, Workload, load_average, print_table, rows_to_dict, run_workload,
                      write_json)
 
@@ -127,7 +128,7 @@ def nuts_method(num_warmup: int, num_samples: int, truncation: int, seed: int):
         tic = time.perf_counter()
         idata = dpppl.sample(w.model, w.x, num_warmup=num_warmup, num_samples=num_samples, **kwargs)
         seconds = time.perf_counter() - tic
-        z = np.asarray(idata.posterior["z"].values)[0, -1]
+        z = np.asarray(partition_group(idata)["z"].values)[0, -1]
         stats = idata.sample_stats
         divergent = int(np.asarray(stats["diverging"].values).sum())
         lp = np.asarray(stats["lp"].values)[0]

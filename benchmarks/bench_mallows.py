@@ -72,7 +72,7 @@ def vi_within(fig6, per_cluster, iterations, replicates):
 
 
 def beta_error(num_chains, num_samples):
-    from dpppl.diagnostics.arviz_compat import group
+    from dpppl.diagnostics.arviz_compat import partition_group
     from dpppl.testing import check_kernel_samples, exact_posterior
 
     x = [[0, 1, 2], [0, 1], [2, 1, 0], [2, 1], [1, 0]]
@@ -82,7 +82,7 @@ def beta_error(num_chains, num_samples):
     for kernel in ("mallows-slice", "mallows-beta"):
         idata = dpppl.sample(model, x, kernel=kernel, num_warmup=0, num_samples=num_samples + 50,
                              num_chains=num_chains, seed=3, init="prior", progress_bar=False, num_gibbs=2)
-        z = group(idata, "posterior")["z"].values[:, 50:]
+        z = partition_group(idata)["z"].values[:, 50:]
         res = check_kernel_samples(exact, z)
         out[kernel] = {"tv": res.tv_distance, "tv_noise": res.tv_noise, "passed": res.passed,
                        "p_k": res.p_num_clusters.tolist(), "p_k_exact": exact.p_num_clusters.tolist()}

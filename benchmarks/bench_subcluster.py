@@ -135,6 +135,7 @@ def oracle_nmi(x, y):
 
 def part_w2(args):
     import dpppl
+    from dpppl.diagnostics.arviz_compat import partition_group
     from dpppl.analysis.metrics import normalized_mutual_information
 
     n = 20_000 if args.quick else 100_000
@@ -164,7 +165,7 @@ def part_w2(args):
                 sklearn_nmi=sk_nmi,
                 sklearn_iterations=int(bgm.n_iter_), ratio_sklearn_over_subcluster=ratio,
                 gibbs_final_nmi=normalized_mutual_information(
-                    np.asarray(gibbs.posterior["z"].values[0, -1]), y), gibbs_sweeps=args.gibbs_sweeps)
+                    np.asarray(partition_group(gibbs)["z"].values[0, -1]), y), gibbs_sweeps=args.gibbs_sweeps)
 
 
 def part_d128(args):
@@ -200,6 +201,7 @@ def part_nonconjugate(args):
     timed on its second call (the first compiles and fills the compilation cache)."""
     import dpppl
     from dpppl.analysis.metrics import normalized_mutual_information
+    from dpppl.diagnostics.arviz_compat import partition_group
 
     n = 2_000 if args.quick else 10_000
     x, y = dpppl.datasets.gaussian_mixture(n, 2, 6, mean_scale=25.0, covariance="identity", seed=5)
@@ -218,7 +220,7 @@ def part_nonconjugate(args):
             idata = dpppl.sample(model, x, kernel=kernel, num_warmup=100, num_samples=100, progress_bar=False,
                                  seed=0, **options)
             seconds = time.perf_counter() - tic
-        z = idata.posterior["z"].values[0]
+        z = partition_group(idata)["z"].values[0]
         nmi = [normalized_mutual_information(z[t], y) for t in range(len(z))]
         out[name] = dict(seconds=seconds, final_nmi=nmi[-1], mean_nmi=float(np.mean(nmi)),
                          final_k=int(idata.posterior["num_clusters"].values[0, -1]),

@@ -29,13 +29,14 @@ from dpppl.analysis.plots import plot_command
 from dpppl.datasets.bundled import available as available_datasets
 from dpppl.datasets.bundled import requirements as dataset_requirements
 from dpppl.datasets.files import read_data, read_rankings
-from dpppl.diagnostics.arviz_compat import arviz, group
+from dpppl.diagnostics.arviz_compat import arviz, group, partition_group
 from dpppl.errors import DPPPLError
 from dpppl.kernels import available as available_kernels
 from dpppl.kernels import entry
 
 LABEL_INVARIANT = ("num_clusters", "largest_cluster", "entropy", "alpha")
 SUMMARY_RANKS = 4  # cluster_sizes shown by `dpppl summary`: the largest few clusters
+RHAT_LIMIT = 1.01  # `dpppl summary` names the quantities whose R-hat is above it
 
 
 def _option(text: str):
@@ -137,29 +138,49 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def summary_text(idata) -> str:
-    """A short summary of a run: model, kernel, draws, and label-invariant statistics."""
+    """A short summary of a run: model, kernel, draws, and label-invariant statistics.
+
+    One table: the label-invariant summaries, the largest few cluster sizes and ``lp``, with
+    R-hat to three decimals (1.014 is not 1.0) and ESS as whole draws."""
     post = group(idata, "posterior")
-    stats = group(idata, "sample_stats")
+    part = partition_group(idata)
     attrs = dict(post.attrs)
     chains, draws = post.sizes["chain"], post.sizes["draw"]
     exact = attrs.get("exact")
     lines = [f"model:  {attrs.get('model', '?')}",
              f"kernel: {attrs.get('kernel', '?')} ({'exact' if exact else 'approximate'}), "
-             f"{chains} chain(s) x {draws} draws, {post.sizes.get('point', '?')} points"]
+             f"{chains} chain(s) x {draws} draws, {part.sizes.get('point', '?')} points"]
     if attrs.get("interrupted"):
         lines.append("note:   the run was interrupted; these are the draws it kept")
-    names = [v for v in LABEL_INVARIANT + ("cluster_sizes",) if v in post]
-    shown = post[names].isel(cluster=slice(0, SUMMARY_RANKS), missing_dims="ignore")
-    az = arviz()
-    table = az.summary(shown.astype(float), kind="all", round_to=3)
-    lp = az.summary(stats[["lp"]], kind="all", round_to=1)
-    lines += ["", table.to_string(), lp.to_string(), ""]
+    shown = post[[v for v in LABEL_INVARIANT if v in post]]
+    if "cluster_sizes" in part:
+        shown = shown.assign(cluster_sizes=part["cluster_sizes"].isel(cluster=slice(0, SUMMARY_RANKS)))
+    shown = shown.assign(lp=post["lp"] if "lp" in post else group(idata, "sample_stats")["lp"])
+    table = arviz().summary(shown.astype(float), kind="all", round_to="none")
+    lines += ["", _diagnostics_table(table), ""]
+    r_hat = table["r_hat"] if "r_hat" in table else None
+    high = [] if r_hat is None else [str(name) for name, value in r_hat.items() if value > RHAT_LIMIT]
+    if chains > 1 and high:
+        lines.append(f"R-hat above {RHAT_LIMIT}: {', '.join(high)}: the chains disagree; run longer or more chains")
     k = np.asarray(post["num_clusters"]).ravel()
     values, counts = np.unique(k, return_counts=True)
     order = np.argsort(-counts)[:8]
     lines.append("posterior of the number of clusters: " + ", ".join(
         f"P(K={values[i]})={counts[i] / k.size:.3f}" for i in sorted(order, key=lambda i: values[i])))
     return "\n".join(lines)
+
+
+def _diagnostics_table(table) -> str:
+    """ArviZ's summary as text: estimates to 3 decimals, ESS as whole draws, R-hat to 3
+    decimals (so that 1.014, above the 1.01 limit, does not print as 1.01 or 1.0)."""
+    def fmt(column, value):
+        if not np.isfinite(value):
+            return "nan"
+        if column.startswith("ess"):
+            return f"{value:.0f}"
+        return f"{value:.3f}"
+
+    return table.apply(lambda col: col.map(lambda v: fmt(str(col.name), float(v)))).to_string()
 
 
 def main(argv=None) -> int:

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpppl.core.expressions import Expr, parse_expression
-from dpppl.diagnostics.arviz_compat import to_arviz
+from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
 from dpppl.diagnostics.summaries import label_summaries
 from dpppl.dsl.parser import as_model
 from dpppl.errors import ModelError
@@ -105,9 +105,10 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
     Returns
     -------
     InferenceData
-        Group ``prior`` (one chain of ``num_samples`` draws): ``z`` (point),
-        ``num_clusters``, ``largest_cluster``, ``cluster_sizes``, ``entropy`` and ``alpha``
-        when it has a prior; group ``prior_predictive``: the simulated data (point, dim)
+        Group ``prior`` (one chain of ``num_samples`` draws): ``num_clusters``,
+        ``largest_cluster``, ``entropy`` and ``alpha`` when it has a prior; group
+        ``prior_partition``: the labels ``z`` (point) and ``cluster_sizes`` (cluster);
+        group ``prior_predictive``: the simulated data (point, dim)
         when a family could be resolved (from ``data``, a BoundModel or ``dim``).
     """
     check_positive_int("n", n, 1)
@@ -126,7 +127,9 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
 
     alpha, z = jax.jit(jax.vmap(partition))(keys)
     z = np.asarray(z)
-    groups = {"prior": {"z": z[None], **{k: v[None] for k, v in label_summaries(z).items()}}}
+    summaries = {k: v[None] for k, v in label_summaries(z).items()}
+    partition = {"z": z[None], "cluster_sizes": summaries.pop("cluster_sizes")}
+    groups = {"prior": summaries, PARTITION_GROUPS["prior"]: partition}
     if prior.alpha_is_random:
         groups["prior"]["alpha"] = np.asarray(alpha)[None]
     dims = {"z": ["point"], "cluster_sizes": ["cluster"]}

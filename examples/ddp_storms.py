@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 import dpppl
+from dpppl.diagnostics.arviz_compat import partition_group
 from dpppl.analysis.association import upper_entries
 
 FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
@@ -63,7 +64,7 @@ def run(x, kernel, iterations, runs, seed, num_swaps, pairs, intervals, slice_co
     idata = dpppl.sample(model, x, kernel=kernel, num_warmup=0, num_samples=iterations, num_chains=runs, seed=seed,
                          init="prior", progress_bar=True, **options)
     seconds = time.perf_counter() - tic
-    z = idata.posterior["z"].values  # (runs, iterations, N)
+    z = partition_group(idata)["z"].values  # (runs, iterations, N)
     lp = idata.sample_stats["lp"].values
     accept = None
     if "ddpswap" in kernel:

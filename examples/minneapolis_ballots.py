@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 import dpppl
+from dpppl.diagnostics.arviz_compat import partition_group
 
 MODEL = """
 data r : ranking[N] of n
@@ -39,12 +40,12 @@ r[i] ~ GeneralizedMallows(theta[z[i]])
 
 
 def clusters_of_last_draw(idata, ballots, top=8):
-    post = idata.posterior
-    sizes = post["gm_cluster_size"].values[0, -1]
-    sigma = post["sigma"].values[0, -1]
+    post, part = idata.posterior, partition_group(idata)  # theta; labels and integer records
+    sizes = part["gm_cluster_size"].values[0, -1]
+    sigma = part["sigma"].values[0, -1]
     theta = post["theta"].values[0, -1]
-    slots = post["gm_cluster_slot"].values[0, -1]
-    z = post["z"].values[0, -1]
+    slots = part["gm_cluster_slot"].values[0, -1]
+    z = part["z"].values[0, -1]
     out = []
     for k in range(min(top, int((sizes > 0).sum()))):
         members = ballots.x[z == slots[k]]

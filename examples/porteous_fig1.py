@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import dpppl
+from dpppl.diagnostics.arviz_compat import partition_group
 
 FIGURES = Path(__file__).resolve().parent.parent / "docs" / "figures"
 KERNELS = {"without label moves": "sbgibbs", "with label moves": "sbgibbs+labelswap+labelpermute"}
@@ -73,7 +74,7 @@ def run(per_side=25, iterations=5000, burn=100, chains=4, seed=0, component="niw
         # one phase (num_warmup=0: one compilation); the first ``burn`` draws are dropped here
         idata = dpppl.sample(model(component), x, kernel=kernel, num_warmup=0, num_samples=iterations,
                              num_chains=chains, seed=seed, init=start, progress_bar=False)
-        z = idata.posterior["z"].values[:, burn:]
+        z = partition_group(idata)["z"].values[:, burn:]
         assoc = association(z, n - 1)
         out[title] = {"kernel": kernel, "association": assoc,
                       "left": assoc[:, :per_side].mean(axis=1), "right": assoc[:, per_side:2 * per_side].mean(axis=1),

@@ -11,7 +11,7 @@ from scipy import stats
 
 import dpppl
 from dpppl.simulate import expected_num_clusters
-from dpppl.diagnostics.arviz_compat import group
+from dpppl.diagnostics.arviz_compat import group, partition_group
 from dpppl.testing import canonical, set_partitions
 
 
@@ -44,7 +44,7 @@ def test_prior_partition_law_matches_the_eppf():
     p_exact = np.exp([float(prior.log_eppf(c, 0.8)) for c in counts])
     assert p_exact.sum() == pytest.approx(1.0)
     assert float(p_exact @ (counts > 0).sum(1)) == pytest.approx(expected_num_clusters(prior, 4))
-    z = np.asarray(group(dpppl.sample_prior(model, 4, num_samples=4000, seed=3), "prior")["z"])[0]
+    z = np.asarray(partition_group(dpppl.sample_prior(model, 4, num_samples=4000, seed=3), "prior")["z"])[0]
     observed = np.bincount(np.searchsorted(parts @ 4 ** np.arange(3, -1, -1),
                                            canonical(z) @ 4 ** np.arange(3, -1, -1)), minlength=len(parts))
     assert stats.chisquare(observed, p_exact * z.shape[0]).pvalue > 1e-4

@@ -35,7 +35,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import dpppl  # noqa: E402
-from dpppl.diagnostics.arviz_compat import az  # noqa: E402  (ArviZ 0.x or 1.x)
+from dpppl.diagnostics.arviz_compat import az, partition_group  # noqa: E402  (ArviZ 0.x or 1.x)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "docs" / "figures"
@@ -91,7 +91,7 @@ def main(argv=None) -> None:
     save(plt.gcf(), args.out, "galaxies_autocorr.png")
 
     # 4. why not diagnose labels: the label of one galaxy switches, its cluster does not
-    z = post["z"].values
+    z = partition_group(idata)["z"].values  # (chain, draw, point): the labels are not in posterior
     point = int(np.argmax(x[:, 0]))  # the fastest galaxy
     own = size_of_own_cluster(z, point)
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))

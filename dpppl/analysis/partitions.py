@@ -53,6 +53,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpppl.diagnostics.arviz_compat import group as get_group
+from dpppl.diagnostics.arviz_compat import labels
 from dpppl.errors import DataError
 from dpppl.core.state import canonical_labels
 from dpppl.diagnostics.summaries import as_label_array, compact_labels
@@ -66,10 +67,11 @@ _BLOCK_ENTRIES = 2**24  # pairs (i, j) per block of draws in co-clustering and D
 def posterior_draws(source) -> np.ndarray:
     """Sampled partitions as an (S, N) integer array.
 
-    ``source`` is InferenceData with ``posterior.z`` (chains are pooled) or an array of
-    labels of shape (S, N) or (chains, draws, N).
+    ``source`` is InferenceData (the labels ``z`` of its ``posterior_partition`` group, or of
+    ``prior_partition`` for a prior simulation; chains are pooled) or an array of labels of
+    shape (S, N) or (chains, draws, N).
     """
-    z = run_variable(source, "z") if is_inference_data(source) else source
+    z = labels(source) if is_inference_data(source) else source
     z = as_label_array(z)
     if z.ndim == 1:
         raise DataError(f"posterior draws must have shape (draws, points) or (chains, draws, points), "

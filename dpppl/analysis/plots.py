@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpppl.diagnostics.arviz_compat import arviz, group
+from dpppl.diagnostics.arviz_compat import arviz, group, labels
 from dpppl.errors import DataError
 from dpppl.analysis.partitions import (is_inference_data, run_variable, coclustering, point_estimate,
                                        posterior_draws)
@@ -180,7 +180,7 @@ def plot_cluster_sizes(source, axes=None):
     """
     import matplotlib.pyplot as plt
 
-    z = _run_var(source, "z") if is_inference_data(source) else source
+    z = labels(source) if is_inference_data(source) else source
     sizes = label_summaries(posterior_draws(z))["cluster_sizes"].astype(float)
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(10, 4))

@@ -9,9 +9,16 @@ before arviz (ArviZ 1.x otherwise leaves numpyro half-imported).
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 
+import numpy as np
 import numpyro  # noqa: F401  (import order matters for ArviZ 1.x)
+
+from dpppl.errors import DataError
+
+#: the group holding the labels of each sample group
+PARTITION_GROUPS = {"posterior": "posterior_partition", "prior": "prior_partition"}
 
 
 @functools.cache
@@ -40,23 +47,62 @@ def to_arviz(groups: dict, *, coords: dict | None = None, dims: dict | None = No
              attrs: dict | None = None):
     """Convert ``{group: {var: array}}`` to InferenceData (0.x) or DataTree (1.x).
 
-    Sample groups (``posterior``, ``sample_stats``) have leading (chain, draw) axes;
-    groups whose name contains ``data`` have none. ``attrs`` go on every group.
+    Sample groups (``posterior``, ``sample_stats``, ``posterior_partition``, ...) have
+    leading (chain, draw) axes; groups whose name contains ``data`` have none. ``attrs`` go
+    on every group. Groups outside ArviZ 0.x's scheme (``posterior_partition``) are added
+    as datasets, which ArviZ 0.x accepts without a warning and keeps through netCDF.
     """
     attrs = {k: _attr(v) for k, v in (attrs or {}).items()}
     az = arviz()
     if arviz_major() >= 1:
         return az.from_dict(groups, coords=coords, dims=dims,
                             attrs={name: attrs for name in groups} | {"/": attrs})
-    kwargs = {name: data for name, data in groups.items()}
-    kwargs.update({f"{name}_attrs": attrs for name in groups})
-    return az.from_dict(**kwargs, coords=coords, dims=dims, attrs=attrs)
+    known = inspect.signature(az.from_dict).parameters
+    kwargs = {name: data for name, data in groups.items() if name in known}
+    kwargs.update({f"{name}_attrs": attrs for name in kwargs})
+    idata = az.from_dict(**kwargs, coords=coords, dims=dims, attrs=attrs)
+    for name, data in groups.items():
+        if name not in known:  # a sample group of dpppl's own: converted like a posterior
+            idata.add_groups({name: az.from_dict(posterior=data, coords=coords, dims=dims,
+                                                 attrs=attrs).posterior})
+    return idata
 
 
 def group(idata, name: str):
     """A group as an ``xarray.Dataset`` on either ArviZ major."""
     g = idata[name]
     return g.to_dataset() if hasattr(g, "to_dataset") else g
+
+
+def has_group(idata, name: str) -> bool:
+    """Whether ``idata`` (InferenceData or DataTree) has group ``name``."""
+    return name in (idata.groups() if callable(getattr(idata, "groups", None)) else idata.children)
+
+
+def partition_group(idata, of: str = "posterior"):
+    """The group holding the labels ``z`` of a run (``of="posterior"``) or of a prior
+    simulation (``of="prior"``), with the other arrays indexed by point, label slot or
+    size rank, as an ``xarray.Dataset``: ``posterior_partition`` / ``prior_partition``,
+    or ``of`` itself for a file written before they moved there."""
+    name = PARTITION_GROUPS[of]
+    if has_group(idata, name):
+        return group(idata, name)
+    if has_group(idata, of):
+        return group(idata, of)
+    raise DataError(f"the InferenceData has no '{name}' group")
+
+
+def labels(idata) -> np.ndarray:
+    """The sampled labels ``z`` (chain, draw, point) of a run, or of a prior simulation
+    when ``idata`` has no posterior; DataError when there are none."""
+    for of in PARTITION_GROUPS:
+        try:
+            part = partition_group(idata, of)
+        except DataError:
+            continue
+        if "z" in part:
+            return np.asarray(part["z"])
+    raise DataError("the InferenceData has no labels 'z' (in 'posterior_partition' or 'prior_partition')")
 
 
 def _attr(v):

@@ -7,24 +7,32 @@ import numpy as np
 import numpyro
 
 from dpppl.core.protocols import Target
-from dpppl.diagnostics.arviz_compat import to_arviz
+from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
 from dpppl.diagnostics.summaries import label_summaries
 from dpppl.version import __version__
 
 
 def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: dict | None = None):
-    """``posterior``: ``z`` and its label-invariant summaries, ``alpha`` when it has a prior,
-    and the kernel's recorded cluster parameters (``record_dims``); ``sample_stats``:
-    ``lp`` and each move's statistics; ``observed_data``: the target's observed variables."""
+    """``posterior``: the label-invariant summaries of ``z`` (scalars per draw), ``alpha``
+    when it has a prior, a copy of ``lp`` and the kernel's label-invariant continuous records;
+    ``posterior_partition``: ``z``, ``cluster_sizes`` and the records indexed by label slot
+    or integer-valued (what ArviZ should not see by default); ``sample_stats``: ``lp`` and
+    each move's statistics; ``observed_data``: the target's observed variables."""
     records = dict(records)
     z = records.pop("z").astype(np.int32)
     records.pop("num_clusters", None)  # the runner's, for its progress bar; recomputed from z below
-    posterior = {"z": z, **label_summaries(z)}
+    summaries = label_summaries(z)
+    partition = {"z": z, "cluster_sizes": summaries.pop("cluster_sizes")}
+    posterior = dict(summaries)
     alpha = records.pop("alpha")
     if target.prior.alpha_is_random:
         posterior["alpha"] = alpha
+    posterior["lp"] = records["lp"]  # also in sample_stats, where ArviZ's conventions put it
     record_dims = record_dims or {}
-    posterior.update({k: records.pop(k) for k in record_dims})
+    for k in record_dims:
+        value = records.pop(k)
+        by_slot = "slot" in record_dims[k] or np.asarray(value).dtype.kind in "iub"
+        (partition if by_slot else posterior)[k] = value
     sample_stats = {"lp": records.pop("lp"), **records}
     model = target.model
     observed = target.observed()
@@ -33,7 +41,8 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
                      dpppl_version=__version__, jax_version=jax.__version__,
                      numpyro_version=numpyro.__version__)
     return to_arviz(
-        {"posterior": posterior, "sample_stats": sample_stats, "observed_data": observed},
+        {"posterior": posterior, PARTITION_GROUPS["posterior"]: partition, "sample_stats": sample_stats,
+         "observed_data": observed},
         coords={"point": np.arange(target.num_points), "dim": np.arange(target.x.shape[1])},
         dims={"z": ["point"], "cluster_sizes": ["cluster"], name: ["point", "dim"], **record_dims,
               **{other: ["point"] for other in observed if other != name}},

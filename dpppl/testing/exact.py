@@ -636,7 +636,7 @@ def check_kernel_samples(exact: ExactPosterior, labels, *, alpha=None, family_al
     exact : ExactPosterior
     labels : array_like of int, shape (chains, draws, n)
         Cluster labels (any labelling) of post-warmup draws of *independent* chains,
-        e.g. ``idata.posterior["z"].values``. At least 3 chains; 50-200 recommended.
+        e.g. ``dpppl.diagnostics.arviz_compat.labels(idata)``. At least 3 chains; 50-200 recommended.
     alpha : array_like, shape (chains, draws), optional
         Draws of the concentration, tested against ``exact.alpha_mean`` (Gamma prior).
     family_alpha : float, default 1e-3

@@ -203,7 +203,7 @@ class LabelledHarnessResult:
 def check_labelled_samples(exact: ExactLabelledPosterior, labels, *, family_alpha: float = 1e-3,
                            min_cell_count: float = 10.0) -> LabelledHarnessResult:
     """Test labelled draws ``labels`` (chains, draws, n) of *independent* chains (label k
-    is stick k + 1, as in ``idata.posterior["z"]``) against an exact labelled posterior;
+    is stick k + 1, as in ``dpppl.diagnostics.arviz_compat.labels(idata)``) against an exact labelled posterior;
     see the module docstring. ``family_alpha`` bounds the false-alarm rate of the whole
     check (half for the labelled law, half for the partition checks)."""
     labels = np.asarray(labels, dtype=np.int64)

@@ -13,7 +13,7 @@ import dpppl
 from dpppl.analysis import metrics
 from dpppl.analysis.partitions import (coclustering, dahl, expected_vi, least_squares_loss, point_estimate,
                                        salso, vi_lower_bound)
-from dpppl.diagnostics.arviz_compat import group
+from dpppl.diagnostics.arviz_compat import partition_group
 from dpppl.testing import canonical, exact_posterior, sample_exact, set_partitions
 from tests.helpers.partitions import _random_partitions
 
@@ -101,7 +101,7 @@ def test_vi_search_finds_a_partition_that_no_draw_is():
 
 def test_best_is_the_draw_of_highest_log_joint(run):
     model, x, idata = run
-    z = np.asarray(group(idata, "posterior")["z"]).reshape(-1, x.shape[0])
+    z = np.asarray(partition_group(idata)["z"]).reshape(-1, x.shape[0])
     unique = np.unique(np.stack([canonical(d) for d in z]), axis=0)
     log_joints = [dpppl.log_joint(model, x, d) for d in unique]
     best = point_estimate(idata, "best")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from dpppl import datasets
+from dpppl.diagnostics.arviz_compat import partition_group
 from dpppl.errors import DataError
 from dpppl.testing.scripts import load_script
 
@@ -99,8 +100,8 @@ def test_example_clusters_are_well_formed(tmp_path):
     clusters, idata, ballots = out["clusters"], out["idata"], out["ballots"]
     assert (tmp_path / "minneapolis_clusters.png").stat().st_size > 1000
     assert (tmp_path / "minneapolis_clusters.json").exists()
-    z = idata.posterior["z"].values[0, -1]
-    slots = idata.posterior["gm_cluster_slot"].values[0, -1]
+    z = partition_group(idata)["z"].values[0, -1]
+    slots = partition_group(idata)["gm_cluster_slot"].values[0, -1]
     sizes = [c["size"] for c in clusters]
     assert clusters and sizes == sorted(sizes, reverse=True)
     assert sum(sizes) <= len(ballots) and len(clusters) == min(8, len(np.unique(z)))

@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import numpy as np
 
 from dpppl.diagnostics.summaries import compact_labels, label_summaries
-from dpppl.diagnostics.arviz_compat import group
+from dpppl.diagnostics.arviz_compat import group, partition_group
 from dpppl.testing import canonical
 
 
@@ -37,12 +37,12 @@ def test_compact_labels_keeps_the_partition_for_any_labels():
 
 def test_every_run_has_the_label_invariant_summaries(run):
     _, x, idata = run
-    post = group(idata, "posterior")
-    z = np.asarray(post["z"])
+    post, part = group(idata, "posterior"), partition_group(idata)
+    z = np.asarray(part["z"])
     k = np.array([[np.unique(d).size for d in chain] for chain in z])
     np.testing.assert_array_equal(post["num_clusters"], k)
-    sizes = np.asarray(post["cluster_sizes"])
-    assert sizes.shape == z.shape[:2] + (k.max(),) and post["cluster_sizes"].dims[-1] == "cluster"
+    sizes = np.asarray(part["cluster_sizes"])
+    assert sizes.shape == z.shape[:2] + (k.max(),) and part["cluster_sizes"].dims[-1] == "cluster"
     assert np.all(sizes.sum(axis=-1) == x.shape[0]) and np.all(np.diff(sizes, axis=-1) <= 0)
     np.testing.assert_array_equal(sizes[..., 0], post["largest_cluster"])
     assert np.all((0 <= post["entropy"]) & (post["entropy"] <= np.log(x.shape[0]) + 1e-12))

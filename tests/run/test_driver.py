@@ -10,7 +10,7 @@ from scipy import special
 
 import dpppl
 from dpppl import kernels
-from dpppl.diagnostics.arviz_compat import az, group
+from dpppl.diagnostics.arviz_compat import az, group, partition_group
 from dpppl.core.state import canonical_labels
 from tests.helpers.stick_breaking import FIG1_PRIOR, NKC, X4
 
@@ -26,13 +26,14 @@ def idata(niw_model, two_blobs):
 def test_inference_data_contract(idata, two_blobs):
     x, _ = two_blobs
     post, stats, obs = group(idata, "posterior"), group(idata, "sample_stats"), group(idata, "observed_data")
-    assert post["z"].dims == ("chain", "draw", "point")
-    assert post["z"].shape == (2, 20, 30) and post["z"].dtype == np.int32
+    part = partition_group(idata)
+    assert part["z"].dims == ("chain", "draw", "point")
+    assert part["z"].shape == (2, 20, 30) and part["z"].dtype == np.int32
     for name in ("num_clusters", "largest_cluster", "alpha"):
         assert post[name].shape == (2, 20)
     assert np.array_equal(obs["x"].values, x)
     assert stats["lp"].shape == (2, 20) and np.all(np.isfinite(stats["lp"]))
-    z = post["z"].values
+    z = part["z"].values
     k = np.array([[len(np.unique(z[c, d])) for d in range(20)] for c in range(2)])
     assert np.array_equal(k, post["num_clusters"].values)
     big = np.array([[np.bincount(z[c, d]).max() for d in range(20)] for c in range(2)])
@@ -47,7 +48,7 @@ def test_lp_is_the_collapsed_log_joint(idata, niw_model, two_blobs):
     post, stats = group(idata, "posterior"), group(idata, "sample_stats")
     bound = niw_model.bind(x)
     for c, d in [(0, 0), (1, 7), (0, 19)]:
-        z = post["z"].values[c, d]
+        z = partition_group(idata)["z"].values[c, d]
         alpha = float(post["alpha"].values[c, d])
         # independent computation: EPPF of the CRP plus each cluster's marginal, plus the Gamma prior
         sizes = np.bincount(canonical_labels(z))
@@ -72,7 +73,7 @@ def test_arviz_functions_apply(idata, tmp_path):
     path = tmp_path / "run.nc"
     idata.to_netcdf(str(path))
     back = az.from_netcdf(str(path))
-    assert np.array_equal(group(back, "posterior")["z"].values, group(idata, "posterior")["z"].values)
+    assert np.array_equal(partition_group(back)["z"].values, partition_group(idata)["z"].values)
 
 
 def test_same_seed_same_draws_and_other_seed_differs(niw_model, two_blobs):
@@ -80,7 +81,7 @@ def test_same_seed_same_draws_and_other_seed_differs(niw_model, two_blobs):
     a = dpppl.sample(niw_model, x, seed=3, **RUN)
     b = dpppl.sample(niw_model, x, seed=3, **RUN)
     c = dpppl.sample(niw_model, x, seed=4, **RUN)
-    za, zb, zc = (group(i, "posterior")["z"].values for i in (a, b, c))
+    za, zb, zc = (partition_group(i)["z"].values for i in (a, b, c))
     assert np.array_equal(za, zb)
     assert not np.array_equal(za, zc)
 
@@ -92,7 +93,7 @@ def test_capacity_growth_does_not_change_the_draws(two_blobs):
                                                               psi0=np.eye(2)))
     small = dpppl.sample(model, x, init="single", capacity=2, seed=5, **RUN)
     large = dpppl.sample(model, x, init="single", capacity=31, seed=5, **RUN)
-    zs, zl = (group(i, "posterior")["z"].values for i in (small, large))
+    zs, zl = (partition_group(i)["z"].values for i in (small, large))
     assert group(small, "posterior")["num_clusters"].values.max() > 2
     assert group(small, "posterior").attrs["final_capacity"] > 2
     # slots may be numbered differently only if growth reordered them; it must not
@@ -103,14 +104,14 @@ def test_capacity_growth_does_not_change_the_draws(two_blobs):
 def test_init_methods(niw_model, two_blobs, init):
     x, _ = two_blobs
     out = dpppl.sample(niw_model, x, init=init, num_warmup=0, num_samples=2, progress_bar=False)
-    assert group(out, "posterior")["z"].shape == (1, 2, 30)
+    assert partition_group(out)["z"].shape == (1, 2, 30)
 
 
 def test_init_labels_and_their_errors(niw_model, two_blobs):
     x, truth = two_blobs
     out = dpppl.sample(niw_model, x, init=truth + 7, num_warmup=0, num_samples=1, num_chains=2,
                        progress_bar=False)
-    assert group(out, "posterior")["z"].shape == (2, 1, 30)
+    assert partition_group(out)["z"].shape == (2, 1, 30)
     with pytest.raises(dpppl.DataError, match="shape"):
         dpppl.sample(niw_model, x, init=truth[:10], **RUN)
     with pytest.raises(dpppl.DataError, match="integers"):
@@ -124,7 +125,7 @@ def test_thinning_and_fixed_alpha(two_blobs):
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
     out = dpppl.sample(model, x, num_warmup=0, num_samples=10, thinning=3, progress_bar=False)
     post = group(out, "posterior")
-    assert post["z"].shape == (1, 3, 30)
+    assert partition_group(out)["z"].shape == (1, 3, 30)
     assert "alpha" not in post
 
 
@@ -252,7 +253,7 @@ def test_lp_is_the_collapsed_log_joint_for_every_kernel():
         idata = dpppl.sample(model, x, kernel=kernel, num_warmup=20, num_samples=5, progress_bar=False,
                              **({"truncation": 8} if kernel == "nuts" else {}))
         lp = group(idata, "sample_stats")["lp"].values[0, -1]
-        z = group(idata, "posterior")["z"].values[0, -1]
+        z = partition_group(idata)["z"].values[0, -1]
         assert np.isfinite(lp)
         assert lp == pytest.approx(float(dpppl.log_joint(model, x, z)), rel=1e-9), kernel
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dpppl
-from dpppl.diagnostics.arviz_compat import group
+from dpppl.diagnostics.arviz_compat import partition_group
 from dpppl.kernels import base
 from dpppl.kernels.gibbs import build_gibbs_kernel
 from dpppl.run import runner
@@ -41,7 +41,7 @@ def test_a_second_run_traces_nothing(counting_kernel, niw_model, two_blobs):
     assert traced > 0
     second = dpppl.sample(model, x, kernel="counted", num_warmup=3, num_samples=7, seed=5, progress_bar=False)
     assert counting_kernel["n"] == traced
-    assert np.array_equal(group(first, "posterior")["z"].values, group(second, "posterior")["z"].values)
+    assert np.array_equal(partition_group(first)["z"].values, partition_group(second)["z"].values)
     # another length from the same set of chunk lengths, another seed: still nothing traced
     dpppl.sample(model, x, kernel="counted", num_warmup=2, num_samples=11, seed=6, progress_bar=False)
     assert counting_kernel["n"] == traced

@@ -4,7 +4,7 @@ import pytest
 
 import dpppl
 from dpppl import kernels
-from dpppl.diagnostics.arviz_compat import group
+from dpppl.diagnostics.arviz_compat import group, partition_group
 from dpppl.testing import check_kernel_samples, exact_posterior, scale_concentration
 from tests.helpers.cases import CASES
 EXACT_KERNELS = [name for name in kernels.available() if name != "nuts" and kernels.entry(name).exact]
@@ -49,7 +49,7 @@ def _check(kernel, case, exact_post, seed, model=None):
                          progress_bar=False)
     post = group(idata, "posterior")
     alpha = post["alpha"].values if case.model.prior.alpha_is_random else None
-    return check_kernel_samples(exact_post, post["z"].values, alpha=alpha)
+    return check_kernel_samples(exact_post, partition_group(idata)["z"].values, alpha=alpha)
 
 
 @pytest.mark.parametrize("kernel, case_name", list(_matrix()))

@@ -4,7 +4,7 @@ enumerated partition posterior (marginals by quadrature)."""
 import pytest
 
 import dpppl
-from dpppl.diagnostics.arviz_compat import group
+from dpppl.diagnostics.arviz_compat import group, partition_group
 from dpppl.testing import check_kernel_samples, exact_posterior
 from tests.helpers.nonconjugate import FAMILY, X_SMALL
 
@@ -20,7 +20,7 @@ def test_exact_variant_matches_enumeration(param_update):
                          num_warmup=0, num_samples=burn_in + draws, num_chains=64, seed=5, init="prior",
                          progress_bar=False)
     post = group(idata, "posterior")
-    result = check_kernel_samples(exact_posterior(model, X_SMALL), post["z"].values[:, burn_in:],
+    result = check_kernel_samples(exact_posterior(model, X_SMALL), partition_group(idata)["z"].values[:, burn_in:],
                                   alpha=post["alpha"].values[:, burn_in:])
     assert result.passed, result.report
     assert "subcluster_param_accept_rate" in group(idata, "sample_stats")

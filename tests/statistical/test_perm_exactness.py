@@ -6,7 +6,7 @@ are marked slow), and the projection kernel's bias is detected."""
 import pytest
 
 import dpppl
-from dpppl.diagnostics.arviz_compat import group
+from dpppl.diagnostics.arviz_compat import group, partition_group
 from dpppl.testing import check_kernel_samples, exact_posterior
 from tests.helpers.cases import CASES
 
@@ -18,7 +18,7 @@ def run_check(kernel, name, seed, num_chains=64, num_warmup=100, num_samples=500
                          num_chains=num_chains, seed=seed, init="prior", progress_bar=False, **options)
     post = group(idata, "posterior")
     alpha = post["alpha"].values if case.model.prior.alpha_is_random else None
-    return check_kernel_samples(exact_posterior(case.model, case.x), post["z"].values, alpha=alpha)
+    return check_kernel_samples(exact_posterior(case.model, case.x), partition_group(idata)["z"].values, alpha=alpha)
 
 
 EXACT_CONFIGS = [

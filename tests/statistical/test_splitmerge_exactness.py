@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dpppl
-from dpppl.diagnostics.arviz_compat import group
+from dpppl.diagnostics.arviz_compat import group, partition_group
 from dpppl.testing import check_kernel_samples, exact_posterior
 from tests.helpers.cases import CASES
 from tests.helpers.splitmerge import METHODS
@@ -22,7 +22,8 @@ def check(kernel, name, *, seed=0, num_chains=100, burn=30, num_samples=330, **o
                          num_samples=num_samples, seed=seed, init="prior", progress_bar=False, **options)
     post = group(idata, "posterior")
     alpha = post["alpha"].values[:, burn:] if case.model.prior.alpha_is_random else None
-    result = check_kernel_samples(exact_posterior(case.model, case.x), post["z"].values[:, burn:], alpha=alpha)
+    z = partition_group(idata)["z"].values[:, burn:]
+    result = check_kernel_samples(exact_posterior(case.model, case.x), z, alpha=alpha)
     return result, group(idata, "sample_stats")
 
 

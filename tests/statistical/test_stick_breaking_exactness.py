@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 import dpppl
-from dpppl.diagnostics.arviz_compat import group
+from dpppl.diagnostics.arviz_compat import partition_group
 from dpppl.priors import StickBreaking
 from dpppl.testing import exact_posterior
 from dpppl.testing.labelled import check_labelled_samples, exact_labelled_posterior
@@ -26,7 +26,7 @@ def fig1_exact():
 def _run(model, kernel, seed, init="single", **options):
     idata = dpppl.sample(model, X4, kernel=kernel, num_warmup=0, num_samples=NUM_DRAWS + BURN,
                          num_chains=NUM_CHAINS, seed=seed, init=init, progress_bar=False, **options)
-    return group(idata, "posterior")["z"].values[:, BURN:]
+    return partition_group(idata)["z"].values[:, BURN:]
 
 
 @pytest.mark.parametrize("kernel", ["sbgibbs", "sbgibbs+labelswap+labelpermute"])

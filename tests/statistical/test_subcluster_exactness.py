@@ -6,7 +6,7 @@ is detected (so its label of approximate is earned)."""
 import pytest
 
 import dpppl
-from dpppl.diagnostics.arviz_compat import group
+from dpppl.diagnostics.arviz_compat import group, partition_group
 from dpppl.testing import check_kernel_samples, exact_posterior
 from tests.helpers.cases import CASES
 
@@ -21,7 +21,8 @@ def _harness(case_name, variant, *, num_chains, num_samples, seed, burn_in=100, 
                          progress_bar=False, **options)
     post = group(idata, "posterior")
     alpha = post["alpha"].values[:, burn_in:] if case.model.prior.alpha_is_random else None
-    return check_kernel_samples(exact_posterior(case.model, case.x), post["z"].values[:, burn_in:], alpha=alpha)
+    z = partition_group(idata)["z"].values[:, burn_in:]
+    return check_kernel_samples(exact_posterior(case.model, case.x), z, alpha=alpha)
 
 
 def test_exact_variant_with_super_clusters_matches_enumeration():

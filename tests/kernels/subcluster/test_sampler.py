@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import dpppl
-from dpppl.diagnostics.arviz_compat import group
+from dpppl.diagnostics.arviz_compat import group, partition_group
 from dpppl.errors import KernelError
 from dpppl import kernels
 from dpppl.models.mixture import state_from_labels
@@ -25,8 +25,7 @@ def test_published_variant_finds_separated_clusters():
     x, y = dpppl.datasets.gaussian_mixture(4000, 2, 4, mean_scale=25.0, seed=3)
     model = dpppl.DPMixture(1.0, dpppl.NormalLogNormal())
     idata = dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=60, progress_bar=False, seed=1)
-    post = group(idata, "posterior")
-    z = post["z"].values[0, -1]
+    z = partition_group(idata)["z"].values[0, -1]
     assert dpppl.metrics.normalized_mutual_information(z, y) > 0.95
     assert np.isfinite(group(idata, "sample_stats")["lp"].values).all()
 
@@ -83,7 +82,7 @@ def test_capacity_growth_does_not_change_draws():
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
     runs = [dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=30, init="single",
                          capacity=capacity, seed=5, progress_bar=False) for capacity in (2, 16)]
-    z_small, z_large = (group(r, "posterior")["z"].values for r in runs)
+    z_small, z_large = (partition_group(r)["z"].values for r in runs)
     assert runs[0].attrs["final_capacity"] > 2  # it did grow
     np.testing.assert_array_equal(z_small, z_large)
 
@@ -93,9 +92,9 @@ def test_finds_separated_clusters_from_one_cluster():
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
     idata = dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=60, init="single",
                          seed=0, progress_bar=False)
-    z = group(idata, "posterior")["z"].values[0, -1]
+    z = partition_group(idata)["z"].values[0, -1]
     assert dpppl.metrics.normalized_mutual_information(z, labels) > 0.9
-    post = group(idata, "posterior")
+    post = partition_group(idata)
     weights = post["weights"].values[0, -1]
     assert post["weights"].dims[-1] == "slot" and post["theta_mu"].shape[-2:] == (weights.shape[0], 2)
     assert np.all(weights >= 0) and 0.5 < weights.sum() <= 1.0 + 1e-9  # the rest of the stick is 1 - sum
@@ -153,7 +152,7 @@ def test_pair_merges_join_an_over_split_clustering():
     stats = group(idata, "sample_stats")
     assert int(stats["num_pair_merges"].sum()) >= 3
     assert idata.posterior["num_clusters"].values[0, -1] <= 7
-    z = group(idata, "posterior")["z"].values[0, -1]
+    z = partition_group(idata)["z"].values[0, -1]
     assert dpppl.metrics.normalized_mutual_information(z, truth) > 0.95
 
 
