@@ -30,11 +30,11 @@ from dpppl.datasets.bundled import available as available_datasets
 from dpppl.datasets.bundled import requirements as dataset_requirements
 from dpppl.datasets.files import read_data, read_rankings
 from dpppl.diagnostics.arviz_compat import arviz, group, partition_group
+from dpppl.diagnostics.summaries import LABEL_INVARIANT
 from dpppl.errors import DPPPLError
 from dpppl.kernels import available as available_kernels
 from dpppl.kernels import entry
 
-LABEL_INVARIANT = ("num_clusters", "largest_cluster", "entropy", "alpha")
 SUMMARY_RANKS = 4  # cluster_sizes shown by `dpppl summary`: the largest few clusters
 RHAT_LIMIT = 1.01  # `dpppl summary` names the quantities whose R-hat is above it
 

@@ -64,7 +64,7 @@ def convert_text(text: str, module: str, scope: str, documented: set[str]) -> st
     """Markdown for the reST of one docstring's source text."""
 
     def role(match: re.Match) -> str:
-        kind, body = match.group(1), match.group(2).strip()
+        body = match.group(2).strip()
         titled = re.fullmatch(r"(.+?)\s*<([^>]+)>", body, re.S)
         if titled:
             title, target = titled.group(1).strip(), titled.group(2).strip()

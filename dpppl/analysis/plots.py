@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpppl.diagnostics.arviz_compat import arviz, group, labels
+from dpppl.diagnostics.arviz_compat import arviz, group, labels, partition_group
 from dpppl.errors import DataError
 from dpppl.analysis.partitions import (is_inference_data, run_variable, coclustering, point_estimate,
                                        posterior_draws)
-from dpppl.diagnostics.summaries import label_summaries
+from dpppl.diagnostics.summaries import LABEL_INVARIANT, label_summaries
 
 KINDS = ("trace", "autocorr", "coclustering", "clusters", "k", "lp")
-LABEL_INVARIANT = ("num_clusters", "largest_cluster", "entropy", "alpha")
 
 
 def _axes(ax, figsize=(5.5, 4.5)):
@@ -209,9 +208,13 @@ def plot_trace(idata, var_names=None, kind="trace"):
         raise ValueError(f"kind must be 'trace' or 'autocorr', got {kind!r}")
     post = group(idata, "posterior")
     names = list(var_names) if var_names else [v for v in LABEL_INVARIANT if v in post]
-    missing = [v for v in names if v not in post]
+    # per-rank or per-slot arrays (cluster_sizes) are in the partition group
+    partition = partition_group(idata) if any(v not in post for v in names) else post
+    missing = [v for v in names if v not in post and v not in partition]
     if missing:
-        raise DataError(f"no variable(s) {missing} in the posterior; available: {sorted(post.data_vars)}")
+        available = sorted(set(post.data_vars) | set(partition.data_vars) - {"z"})
+        raise DataError(f"no variable(s) {missing} in the run; available: {available}")
+    post = post.assign({v: partition[v] for v in names if v not in post})
     az = arviz()
     if kind == "autocorr":
         return az.plot_autocorr(post[names].astype(float), combined=True)

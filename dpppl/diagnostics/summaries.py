@@ -70,6 +70,11 @@ def compact_labels(z) -> tuple[np.ndarray, np.ndarray]:
     return labels.reshape(z.shape), counts.reshape(lead + (k_max,))
 
 
+LABEL_INVARIANT = ("num_clusters", "largest_cluster", "entropy", "alpha")
+"""The scalar label-invariant quantities of a run (``alpha`` when it is sampled), in the
+order summaries and plots show them."""
+
+
 def label_summaries(z) -> dict[str, np.ndarray]:
     """The label-invariant summaries of partitions ``z`` (..., N) (see the module docstring).
 
