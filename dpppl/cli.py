@@ -1,4 +1,4 @@
-"""The ``dpppl`` command line.
+"""The `dpppl` command line.
 
     dpppl sample MODEL --data FILE|NAME [--kernel gibbs] [--warmup 500] [--samples 1000]
                  [--chains 1] [--seed 0] [--init sequential] [--option NAME=VALUE ...] --out run.nc
@@ -52,7 +52,7 @@ def _option(text: str):
 
 class _Parser(argparse.ArgumentParser):
     """argparse, with "did you mean" for a misspelt command or option (Python 3.11's
-    argparse has no ``suggest_on_error``)."""
+    argparse has no `suggest_on_error`)."""
 
     def parse_known_args(self, args=None, namespace=None):
         self._given = list(sys.argv[1:] if args is None else args)
@@ -140,7 +140,7 @@ def _parser() -> argparse.ArgumentParser:
 def summary_text(idata) -> str:
     """A short summary of a run: model, kernel, draws, and label-invariant statistics.
 
-    One table: the label-invariant summaries, the largest few cluster sizes and ``lp``, with
+    One table: the label-invariant summaries, the largest few cluster sizes and `lp`, with
     R-hat to three decimals (1.014 is not 1.0) and ESS as whole draws."""
     post = group(idata, "posterior")
     part = partition_group(idata)

@@ -6,18 +6,18 @@ data does the whole model generate? One draw is
 1. alpha ~ Gamma(shape, rate) when it has a Gamma prior (else fixed);
 2. z ~ CRP / PY(d, alpha) by sequential seating: point i + 1 joins cluster c with
    probability (|c| - d) / (alpha + i) and opens a new one with probability
-   (alpha + K d) / (alpha + i) (``prior.log_seat_weights``; Pitman 2006, sec. 3.2). The
+   (alpha + K d) / (alpha + i) (`prior.log_seat_weights`; Pitman 2006, sec. 3.2). The
    partitions are exact draws of the exchangeable partition law, not of a truncation;
-3. theta_k ~ G_0 for every cluster (``family.posterior_draw`` of empty statistics) and
-   x_i ~ F(theta_{z_i}) (``family.sample_points``), the same generative model the
-   compiled NumPyro model (:mod:`dpppl.models.compile`) writes as a truncated stick-breaking
+3. theta_k ~ G_0 for every cluster (`family.posterior_draw` of empty statistics) and
+   x_i ~ F(theta_{z_i}) (`family.sample_points`), the same generative model the
+   compiled NumPyro model (`dpppl.models.compile`) writes as a truncated stick-breaking
    mixture.
 
 The expected number of clusters obeys E[K_{i+1}] = E[K_i] + (alpha + d E[K_i]) /
 (alpha + i), E[K_1] = 1 (the new-cluster probability is linear in K_i). For the CRP this
 sums to sum_{i=1}^N alpha / (alpha + i - 1); for PY with d > 0 it is
 (alpha / d) [(alpha + d)_N / (alpha)_N - 1] (Pitman 2006, eq. 3.13), with (a)_N the
-rising factorial. :func:`expected_num_clusters` evaluates the recursion (integrating
+rising factorial. [`expected_num_clusters`][dpppl.simulate.expected_num_clusters] evaluates the recursion (integrating
 over a Gamma prior on alpha numerically).
 """
 
@@ -57,7 +57,7 @@ def draw_data(family, key, z, capacity: int, num_trials=None):
 
 def depends_on_data(value) -> bool:
     """Whether a hyperparameter needs the data: a default (None) or an expression of
-    ``x`` or ``N`` (``D`` alone is fixed by ``dim``)."""
+    `x` or `N` (`D` alone is fixed by `dim`)."""
 
     if isinstance(value, str):
         value = parse_expression(value)
@@ -82,7 +82,7 @@ def _family_for_data(model, data, dim):
 
 def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=None,
                  dim: int | None = None, num_trials=None):
-    """Draw partitions (and data) of ``n`` points from a model's prior.
+    """Draw partitions (and data) of `n` points from a model's prior.
 
     Parameters
     ----------
@@ -94,8 +94,8 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
         Independent draws.
     seed : int
     data : array_like, optional
-        Data whose summaries fix data-dependent hyperparameters (``mean(x)``,
-        ``cov(x) / 10``, ...) and the dimension; the prior then simulates data "like
+        Data whose summaries fix data-dependent hyperparameters (`mean(x)`,
+        `cov(x) / 10`, ...) and the dimension; the prior then simulates data "like
         these". A BoundModel carries its own.
     dim : int, optional
         Data dimension when every hyperparameter is given numerically and no data are.
@@ -105,11 +105,11 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
     Returns
     -------
     InferenceData
-        Group ``prior`` (one chain of ``num_samples`` draws): ``num_clusters``,
-        ``largest_cluster``, ``entropy`` and ``alpha`` when it has a prior; group
-        ``prior_partition``: the labels ``z`` (point) and ``cluster_sizes`` (cluster);
-        group ``prior_predictive``: the simulated data (point, dim)
-        when a family could be resolved (from ``data``, a BoundModel or ``dim``).
+        Group `prior` (one chain of `num_samples` draws): `num_clusters`,
+        `largest_cluster`, `entropy` and `alpha` when it has a prior; group
+        `prior_partition`: the labels `z` (point) and `cluster_sizes` (cluster);
+        group `prior_predictive`: the simulated data (point, dim)
+        when a family could be resolved (from `data`, a BoundModel or `dim`).
     """
     check_positive_int("n", n, 1)
     check_positive_int("num_samples", num_samples, 1)
@@ -144,9 +144,9 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
 
 
 def expected_num_clusters(prior, n: int, alpha: float | None = None) -> float:
-    """E[K] for ``n`` points under a CRP / Pitman-Yor prior (module docstring).
+    """E[K] for `n` points under a CRP / Pitman-Yor prior (module docstring).
 
-    ``alpha`` overrides the prior's concentration; with a Gamma prior and no override,
+    `alpha` overrides the prior's concentration; with a Gamma prior and no override,
     the expectation is integrated over alpha numerically.
     """
     from scipy import integrate, stats

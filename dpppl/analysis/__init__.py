@@ -1,11 +1,11 @@
 """Analysis of runs: co-clustering and point estimates of the clustering, agreement
 metrics, prediction for new points, association variance across runs, and plots.
 
-Modules: :mod:`~dpppl.analysis.partitions`, :mod:`~dpppl.analysis.metrics` (also
-``dpppl.metrics``), :mod:`~dpppl.analysis.predict`, :mod:`~dpppl.analysis.association`,
-:mod:`~dpppl.analysis.plots` (also ``dpppl.plots``; matplotlib is imported on first use).
-Label-invariant summaries of draws are in :mod:`dpppl.diagnostics.summaries`, prior
-simulation in :mod:`dpppl.simulate`, the scikit-learn estimator in :mod:`dpppl.estimators`.
+Modules: `partitions`, [`metrics`][dpppl.analysis.metrics] (also
+`dpppl.metrics`), [`predict`][dpppl.analysis.predict], `association`,
+[`plots`][dpppl.analysis.plots] (also `dpppl.plots`; matplotlib is imported on first use).
+Label-invariant summaries of draws are in `dpppl.diagnostics.summaries`, prior
+simulation in `dpppl.simulate`, the scikit-learn estimator in `dpppl.estimators`.
 """
 
 from dpppl.analysis import metrics, plots

@@ -4,7 +4,7 @@ al. (2006, sec. 6, Fig. 5).
 The association matrix of one draw has entry (i, j) equal to 1 when points i and j share a
 label; it is invariant to relabelling, so it measures the clustering while the labels
 themselves switch. Averaged over a run's draws it estimates P(z_i = z_j | x)
-(:func:`dpppl.coclustering`). Runs from different starting points that mix well agree
+([`dpppl.coclustering`][dpppl.coclustering]). Runs from different starting points that mix well agree
 on it; the element-wise variance of the mean association matrices across runs is
 therefore small for a sampler that mixes and large for one stuck in different local
 modes in different runs (the paper's Fig. 5 histogram).

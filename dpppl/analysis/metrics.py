@@ -102,7 +102,7 @@ class PairwiseScores(NamedTuple):
 
 
 def pairwise_scores(estimate, reference) -> PairwiseScores:
-    """Pairwise precision, recall and F-score of ``estimate`` against ``reference``.
+    """Pairwise precision, recall and F-score of `estimate` against `reference`.
 
     A score whose denominator counts no pair (all singletons) is 1 when the numerator
     is 0 too (nothing was claimed, nothing was missed).
@@ -117,7 +117,7 @@ def pairwise_scores(estimate, reference) -> PairwiseScores:
 
 
 def pairwise_f_score(estimate, reference) -> float:
-    """The pairwise F-score of :func:`pairwise_scores`."""
+    """The pairwise F-score of [`pairwise_scores`][dpppl.analysis.metrics.pairwise_scores]."""
     return pairwise_scores(estimate, reference).f_score
 
 

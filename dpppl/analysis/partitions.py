@@ -5,20 +5,20 @@ by the share of draws in which points i and j share a cluster. A point estimate 
 partition c that summarises the posterior; with a loss L(c, C) it is the minimiser of
 the posterior expected loss E[L(c, C) | x], estimated by the average over draws.
 
-* ``"best"``: the sampled partition of highest log joint log p(x, z) (``lp``).
-* ``"dahl"``: Dahl's (2006) least-squares clustering: the sampled partition minimising
+* `"best"`: the sampled partition of highest log joint log p(x, z) (`lp`).
+* `"dahl"`: Dahl's (2006) least-squares clustering: the sampled partition minimising
   sum_ij (delta_ij(c) - p_ij)^2 with delta_ij(c) = 1[c_i = c_j] (eq. 2 there),
   equivalently Binder's loss with equal costs, restricted to the draws.
-* ``"vi"``: a partition minimising the posterior expected variation of information
+* `"vi"`: a partition minimising the posterior expected variation of information
   (Wade & Ghahramani 2018, sec. 4), found by the SALSO greedy search of Dahl, Johnson &
   Müller (2022) over *all* partitions, not only the sampled ones. With the contingency
   counts n_kl between c and a draw C, VI(c, C) = (1/N) [sum_k f(n_k.) + sum_l f(n_.l)
   - 2 sum_kl f(n_kl)] with f(m) = m log m (nats). Equivalently VI(c, C) = (1/N) sum_i
   [log |c_i| + log |C_i| - 2 log |c_i ∩ C_i|], with c_i the cluster of point i. The
-  loss is either the exact expected VI over the draws (``loss="vi"``) or Wade &
-  Ghahramani's "lower bound" (2018, sec. 4; ``VI.lb`` of their R package mcclust.ext,
+  loss is either the exact expected VI over the draws (`loss="vi"`) or Wade &
+  Ghahramani's "lower bound" (2018, sec. 4; `VI.lb` of their R package mcclust.ext,
   here in nats), which swaps expectation and logarithm and so needs only the similarity
-  matrix (``loss="vi_lb"``):
+  matrix (`loss="vi_lb"`):
 
       VI_LB(c) = (1/N) sum_i [ log |c_i| + log sum_j p_ij - 2 log sum_{j in c_i} p_ij ].
 
@@ -27,7 +27,7 @@ the posterior expected loss E[L(c, C) | x], estimated by the average over draws.
   VI_LB itself need not (the constant is swapped too, which does not move the minimiser
   of the bound).
 
-The search (Dahl et al. 2022, sec. 4): each of ``num_runs`` runs (1) *allocates* the
+The search (Dahl et al. 2022, sec. 4): each of `num_runs` runs (1) *allocates* the
 points one at a time in a random order, each to the existing or a new cluster that
 minimises the expected loss of the points allocated so far; (2) *sweetens*: visits the
 points in random orders, moving each to the cluster (or a new one) that minimises the
@@ -67,8 +67,8 @@ _BLOCK_ENTRIES = 2**24  # pairs (i, j) per block of draws in co-clustering and D
 def posterior_draws(source) -> np.ndarray:
     """Sampled partitions as an (S, N) integer array.
 
-    ``source`` is InferenceData (the labels ``z`` of its ``posterior_partition`` group, or of
-    ``prior_partition`` for a prior simulation; chains are pooled) or an array of labels of
+    `source` is InferenceData (the labels `z` of its `posterior_partition` group, or of
+    `prior_partition` for a prior simulation; chains are pooled) or an array of labels of
     shape (S, N) or (chains, draws, N).
     """
     z = labels(source) if is_inference_data(source) else source
@@ -80,12 +80,12 @@ def posterior_draws(source) -> np.ndarray:
 
 
 def is_inference_data(source) -> bool:
-    """Whether ``source`` is ArviZ InferenceData (0.x) or a DataTree (1.x)."""
+    """Whether `source` is ArviZ InferenceData (0.x) or a DataTree (1.x)."""
     return hasattr(source, "groups") or hasattr(source, "children")
 
 
 def run_variable(idata, name, group="posterior") -> np.ndarray:
-    """Variable ``name`` of ``group`` as an array; DataError naming what is missing."""
+    """Variable `name` of `group` as an array; DataError naming what is missing."""
     try:
         ds = get_group(idata, group)
     except (KeyError, AttributeError):
@@ -152,7 +152,7 @@ def expected_vi(estimate, draws) -> float:
 
 def vi_lower_bound(estimate, psm) -> float:
     """Wade & Ghahramani's (2018) "lower bound" VI_LB of the expected VI, from the
-    similarity matrix ``psm`` (N, N), in nats (see the module docstring)."""
+    similarity matrix `psm` (N, N), in nats (see the module docstring)."""
     c, _ = compact_labels(_one_partition(estimate))
     psm = np.asarray(psm, dtype=float)
     if psm.shape != (c.size, c.size):
@@ -185,7 +185,7 @@ def _check_points(c, draws):
 class _ExpectedVI:
     """Running tables for the exact expected VI of a (partial) partition.
 
-    ``size[k]`` counts the allocated points of cluster k; ``table[s, l, k]`` those of
+    `size[k]` counts the allocated points of cluster k; `table[s, l, k]` those of
     cluster k that are in cluster l of draw s. Adding point i to cluster k changes
     N * E[VI] by g(size_k) - 2 mean_s g(table[s, z_si, k]) with g(m) = f(m + 1) - f(m),
     f(m) = m log m; the draws' own entropies do not depend on c.
@@ -225,7 +225,7 @@ class _ExpectedVI:
 class _VILowerBound:
     """Running tables for Wade & Ghahramani's lower bound of a (partial) partition.
 
-    ``within[j, k]`` = sum of p_jl over the allocated points l of cluster k. Adding point
+    `within[j, k]` = sum of p_jl over the allocated points l of cluster k. Adding point
     i to cluster k changes N * VI_LB by g(size_k) - 2 [log(within[i, k] + p_ii)
     + sum_{j in k} (log(within[j, k] + p_ji) - log within[j, k])]; the term
     sum_j log sum_l p_jl does not depend on c.
@@ -341,9 +341,9 @@ def salso(draws=None, *, psm=None, loss="vi", num_runs=16, max_sweeps=50, max_dr
     Parameters
     ----------
     draws : InferenceData or labels (S, N) / (chains, draws, N), optional
-        Posterior draws; needed for ``loss="vi"``.
+        Posterior draws; needed for `loss="vi"`.
     psm : ndarray (N, N), optional
-        The similarity matrix for ``loss="vi_lb"`` (computed from ``draws`` if omitted).
+        The similarity matrix for `loss="vi_lb"` (computed from `draws` if omitted).
     loss : {"vi", "vi_lb"}
         Exact expected VI over the draws, or Wade & Ghahramani's lower bound.
     num_runs : int
@@ -351,7 +351,7 @@ def salso(draws=None, *, psm=None, loss="vi", num_runs=16, max_sweeps=50, max_dr
     max_sweeps : int
         Cap on sweetening sweeps per pass.
     max_draws : int or None
-        For ``loss="vi"``: at most this many draws, evenly spaced, enter the search and
+        For `loss="vi"`: at most this many draws, evenly spaced, enter the search and
         the reported loss (the cost is O(S K) per placement); None uses all.
     seed : int
 
@@ -395,16 +395,16 @@ def point_estimate(source, method: str = "vi", *, loss: str = "vi", num_runs: in
     Parameters
     ----------
     source : InferenceData, or labels (S, N) / (chains, draws, N)
-        Posterior draws (``method="best"`` needs InferenceData, for its ``lp``).
+        Posterior draws (`method="best"` needs InferenceData, for its `lp`).
     method : {"vi", "dahl", "best"}
-        ``"vi"``: minimise the expected variation of information by the SALSO search
-        (:func:`salso`); ``"dahl"``: Dahl's least-squares draw; ``"best"`` (alias
-        ``"map"``): the draw of highest log joint. See the module docstring.
+        `"vi"`: minimise the expected variation of information by the SALSO search
+        ([`salso`][dpppl.analysis.partitions.salso]); `"dahl"`: Dahl's least-squares draw; `"best"` (alias
+        `"map"`): the draw of highest log joint. See the module docstring.
     loss : {"vi", "vi_lb"}
-        For ``method="vi"``: the exact expected VI over the draws or its lower bound.
+        For `method="vi"`: the exact expected VI over the draws or its lower bound.
     num_runs, max_draws, seed
-        For ``method="vi"``: search runs, the most draws the exact loss uses (evenly
-        spaced), and the seed of the runs' random orders (see :func:`salso`).
+        For `method="vi"`: search runs, the most draws the exact loss uses (evenly
+        spaced), and the seed of the runs' random orders (see [`salso`][dpppl.analysis.partitions.salso]).
 
     Returns
     -------

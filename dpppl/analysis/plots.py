@@ -1,18 +1,20 @@
 """Figures for teaching and checking a run (matplotlib; the caller picks the backend).
 
-* :func:`plot_coclustering` - the posterior similarity matrix, points ordered by a point
+* [`plot_coclustering`][dpppl.analysis.plots.plot_coclustering] - the posterior similarity matrix, points ordered by a
+point
   estimate so that its clusters are blocks on the diagonal, with their borders drawn.
-* :func:`plot_clusters` - the data coloured by a point estimate: a histogram stacked by
+* [`plot_clusters`][dpppl.analysis.plots.plot_clusters] - the data coloured by a point estimate: a histogram stacked by
   cluster with a rug for 1-D data, a scatter for 2-D (two chosen columns for more).
-* :func:`plot_num_clusters` - the posterior (or prior) distribution of K.
-* :func:`plot_log_joint` - the log joint ``lp`` against iteration for every chain of
+* [`plot_num_clusters`][dpppl.analysis.plots.plot_num_clusters] - the posterior (or prior) distribution of K.
+* [`plot_log_joint`][dpppl.analysis.plots.plot_log_joint] - the log joint `lp` against iteration for every chain of
   one or several runs (e.g. one per kernel), to compare burn-in and mixing.
-* :func:`plot_cluster_sizes` - sorted cluster sizes (median and 5-95% band per rank)
-  and the distribution of K, for prior simulations (:func:`dpppl.sample_prior`) or runs.
-* :func:`plot_trace` - ArviZ's trace or autocorrelation plot of label-invariant variables,
-  with integer variables (``num_clusters``, ``largest_cluster``) drawn as bars.
+* [`plot_cluster_sizes`][dpppl.analysis.plots.plot_cluster_sizes] - sorted cluster sizes (median and 5-95% band per
+rank)
+  and the distribution of K, for prior simulations ([`dpppl.sample_prior`][dpppl.sample_prior]) or runs.
+* `plot_trace` - ArviZ's trace or autocorrelation plot of label-invariant variables,
+  with integer variables (`num_clusters`, `largest_cluster`) drawn as bars.
 
-Every function takes an optional ``ax`` (or creates a figure) and returns the axes.
+Every function takes an optional `ax` (or creates a figure) and returns the axes.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def _order(labels):
 
 
 def plot_coclustering(idata, estimate=None, ax=None, cmap="viridis"):
-    """Heatmap of P(z_i = z_j | x), ordered by ``estimate`` (a method name or labels;
+    """Heatmap of P(z_i = z_j | x), ordered by `estimate` (a method name or labels;
     default the VI point estimate), with the estimate's clusters outlined."""
     labels = _estimate(idata, estimate)
     psm = coclustering(idata)
@@ -74,10 +76,10 @@ def _rectangle(a, b):
 
 
 def plot_clusters(idata, estimate=None, data=None, columns=(0, 1), ax=None):
-    """The data coloured by the clusters of ``estimate`` (default the VI point estimate).
+    """The data coloured by the clusters of `estimate` (default the VI point estimate).
 
-    ``data`` defaults to the run's observed data. 1-D: histogram stacked by cluster with
-    a rug; 2-D or more: scatter of ``columns``.
+    `data` defaults to the run's observed data. 1-D: histogram stacked by cluster with
+    a rug; 2-D or more: scatter of `columns`.
     """
     labels = _estimate(idata, estimate)
     x = _observed(idata) if data is None else np.asarray(data, dtype=float)
@@ -120,7 +122,7 @@ def _observed(idata):
 
 
 def _run_var(source, name):
-    """``name`` from a run's posterior or a prior simulation's prior group."""
+    """`name` from a run's posterior or a prior simulation's prior group."""
     for group_name in ("posterior", "prior"):
         try:
             return run_variable(source, name, group=group_name)
@@ -149,9 +151,9 @@ def plot_num_clusters(source, ax=None):
 
 
 def plot_log_joint(runs, ax=None):
-    """``lp`` against iteration for every chain of one run or of several.
+    """`lp` against iteration for every chain of one run or of several.
 
-    ``runs`` is an InferenceData or a dict ``{label: InferenceData}`` (e.g. one per
+    `runs` is an InferenceData or a dict `{label: InferenceData}` (e.g. one per
     kernel); each chain is a line, coloured by run.
     """
     runs = runs if isinstance(runs, dict) else {"": runs}
@@ -174,7 +176,7 @@ def plot_log_joint(runs, ax=None):
 def plot_cluster_sizes(source, axes=None):
     """Sorted cluster sizes (median and 5-95% band per rank) and the law of K.
 
-    ``source``: a :func:`dpppl.sample_prior` result, a run, or labels (S, N).
+    `source`: a [`dpppl.sample_prior`][dpppl.sample_prior] result, a run, or labels (S, N).
     Returns the two axes.
     """
     import matplotlib.pyplot as plt
@@ -197,11 +199,12 @@ def plot_cluster_sizes(source, axes=None):
 
 
 def plot_trace(idata, var_names=None, kind="trace"):
-    """ArviZ's ``plot_trace`` (``kind="trace"``) or ``plot_autocorr`` (``"autocorr"``, chains
+    """ArviZ's `plot_trace` (`kind="trace"`) or `plot_autocorr` (`"autocorr"`, chains
     combined) of posterior variables, by default the label-invariant ones present.
 
     Integer variables stay integers, so the trace plot draws their marginals as histograms
-    with one bar per value (as :func:`plot_num_clusters` does), not as a smooth density;
+    with one bar per value (as [`plot_num_clusters`][dpppl.analysis.plots.plot_num_clusters] does), not as a smooth
+    density;
     the autocorrelation treats every variable as a number. Returns ArviZ's axes.
     """
     if kind not in ("trace", "autocorr"):
@@ -225,10 +228,10 @@ def plot_trace(idata, var_names=None, kind="trace"):
 
 
 def plot_command(kind: str, runs: dict, out: str, estimate: str = "vi", var_names=None) -> None:
-    """Draw one figure of ``kind`` (:data:`KINDS`) for the ``dpppl plot`` command.
+    """Draw one figure of `kind` (`KINDS`) for the `dpppl plot` command.
 
-    ``runs`` maps file names to InferenceData; all but ``lp`` use the first; ``var_names``
-    are the variables of ``trace`` and ``autocorr``.
+    `runs` maps file names to InferenceData; all but `lp` use the first; `var_names`
+    are the variables of `trace` and `autocorr`.
     """
     import matplotlib.pyplot as plt
 

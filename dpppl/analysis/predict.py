@@ -6,9 +6,9 @@ seats a new point x* exactly as collapsed Gibbs seats a point (Neal 2000, alg. 3
     p(x*, z* = c | z, x) = (|c| - d) / (alpha + N) * p(x* | x_c)      (existing c),
     p(x*, z* = new | z, x) = (alpha + K d) / (alpha + N) * p(x*)       (a new cluster),
 
-with p(x* | x_c) the family's posterior predictive (``family.log_predictive`` on the
+with p(x* | x_c) the family's posterior predictive (`family.log_predictive` on the
 cluster's statistics) and (|c| - d, alpha + K d) the CRP / Pitman-Yor seat weights
-(``prior.log_seat_weights``). Summing over c gives p(x* | z, x), and averaging over the
+(`prior.log_seat_weights`). Summing over c gives p(x* | z, x), and averaging over the
 draws the posterior predictive density p(x* | x) = E[p(x* | z, x) | x].
 
 Membership is reported against one *summary* clustering c-hat of the training points
@@ -51,14 +51,14 @@ from dpppl.diagnostics.summaries import as_label_array, compact_labels
 
 
 class Prediction(NamedTuple):
-    """Result of :func:`predict`.
+    """Result of [`predict`][dpppl.analysis.predict.predict].
 
     - **proba** - (M, K + 1): P(new point m joins summary cluster k | x*, x) for the K
-      clusters of ``clustering``, and in the last column P(it opens a new cluster).
+      clusters of `clustering`, and in the last column P(it opens a new cluster).
       Rows sum to one.
     - **log_density** - (M,): the posterior predictive log density log p(x*_m | x).
     - **clustering** - (N,): the summary clustering of the training points (labels
-      0..K-1 in order of first appearance) that the columns of ``proba`` refer to.
+      0..K-1 in order of first appearance) that the columns of `proba` refer to.
     """
 
     proba: np.ndarray
@@ -67,9 +67,9 @@ class Prediction(NamedTuple):
 
 
 def bind_to_run(model, idata) -> BoundModel:
-    """The model bound to the training data stored in ``idata``'s ``observed_data``.
+    """The model bound to the training data stored in `idata`'s `observed_data`.
 
-    ``model`` is a Model (or a model-file path), bound here so that data-dependent
+    `model` is a Model (or a model-file path), bound here so that data-dependent
     hyperparameters are resolved exactly as when sampling; or a BoundModel, which must
     hold the same data as the run.
     """
@@ -110,7 +110,7 @@ class Predictor:
 
     Notes
     -----
-    Calling the predictor on new data (M, D) returns a :class:`Prediction`. The work is
+    Calling the predictor on new data (M, D) returns a [`Prediction`][dpppl.analysis.predict.Prediction]. The work is
     one jitted scan over draws, O(S M K_max) predictive evaluations.
     """
 
@@ -193,7 +193,7 @@ def predict(idata, model, new_data, *, clustering="vi", seed: int = 0) -> Predic
     Parameters
     ----------
     idata : InferenceData
-        A run of :func:`dpppl.sample` (its draws of ``z``, ``alpha`` and its observed data).
+        A run of [`dpppl.sample`][dpppl.sample] (its draws of `z`, `alpha` and its observed data).
     model : Model, BoundModel or str
         The model the run sampled. A Model is bound to the run's observed data, so
         data-dependent hyperparameters are those of the run.
@@ -201,15 +201,15 @@ def predict(idata, model, new_data, *, clustering="vi", seed: int = 0) -> Predic
         Points to predict.
     clustering : {"vi", "dahl", "best"} or array of int (N,)
         The summary clustering of the training points that the probabilities refer to:
-        a :func:`dpppl.point_estimate` method or labels.
+        a [`dpppl.point_estimate`][dpppl.point_estimate] method or labels.
     seed : int
         Seed of the point-estimate search.
 
     Returns
     -------
     Prediction
-        ``proba`` (M, K + 1), rows summing to one, the last column a new cluster;
-        ``log_density`` (M,) = log p(x* | x); ``clustering`` (N,). See the module docstring.
+        `proba` (M, K + 1), rows summing to one, the last column a new cluster;
+        `log_density` (M,) = log p(x* | x); `clustering` (N,). See the module docstring.
     """
     bound = bind_to_run(model, idata)
     draws = posterior_draws(idata)

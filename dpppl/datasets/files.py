@@ -1,6 +1,6 @@
-"""File readers: :func:`read_data` reads a data array from a ``.csv``/``.tsv``/``.txt``,
-``.npy`` or ``.npz`` file, or loads a data set by name (what the command line's ``--data``
-takes); :func:`read_rankings` reads rankings, as item indices or as lines of item names.
+"""File readers: [`read_data`][dpppl.datasets.files.read_data] reads a data array from a `.csv`/`.tsv`/`.txt`,
+`.npy` or `.npz` file, or loads a data set by name (what the command line's `--data`
+takes); `read_rankings` reads rankings, as item indices or as lines of item names.
 """
 
 from __future__ import annotations
@@ -29,18 +29,18 @@ def read_data(path_or_name: str | os.PathLike) -> np.ndarray:
     path_or_name : str or path-like
         An existing file, read by its extension (case-insensitive):
 
-        - ``.csv``, ``.tsv``, ``.txt``: delimited text, one point per line. Values are
+        - `.csv`, `.tsv`, `.txt`: delimited text, one point per line. Values are
           separated by commas when the first non-blank line holds a comma, else by
           whitespace. The first line is a header when none of its cells is a number.
-          Blank lines and lines starting with ``#`` are skipped; surrounding quotes are
+          Blank lines and lines starting with `#` are skipped; surrounding quotes are
           removed from cells. Returns float64 of shape (N, D).
-        - ``.npy``: the array as stored.
-        - ``.npz``: its single array, else the array named ``x``, else ``data``.
+        - `.npy`: the array as stored.
+        - `.npz`: its single array, else the array named `x`, else `data`.
 
         Values must be finite (no NaN or infinity).
 
-        Otherwise a name from :func:`available` (a bare word with no extension), whose
-        points :func:`load` returns with default options.
+        Otherwise a name from [`available`][dpppl.datasets.files.available] (a bare word with no extension), whose
+        points [`load`][dpppl.datasets.files.load] returns with default options.
 
     Returns
     -------
@@ -52,14 +52,14 @@ def read_data(path_or_name: str | os.PathLike) -> np.ndarray:
     dpppl.errors.DataError
         For a missing file, a directory, an unknown extension, an unknown name (with the
         closest names), a cell that is not a finite number, rows of
-        different lengths, a file with no data rows, an ``.npz`` with several arrays and
-        none named ``x`` or ``data`` (listing its keys), an unreadable or non-numeric
+        different lengths, a file with no data rows, an `.npz` with several arrays and
+        none named `x` or `data` (listing its keys), an unreadable or non-numeric
         NumPy array.
 
-        Errors about a value say where it is as every data error does: ``row r, column c``
-        count from 0 (the index ``x[r, c]`` of the array), and a text file's errors start
+        Errors about a value say where it is as every data error does: `row r, column c`
+        count from 0 (the index `x[r, c]` of the array), and a text file's errors start
         with the file and its line (from 1, as an editor shows it), e.g.
-        ``points.csv, line 3: non-finite value (nan) at row 1, column 0 (a)``.
+        `points.csv, line 3: non-finite value (nan) at row 1, column 0 (a)`.
     """
     text = os.fspath(path_or_name)
     path = Path(text)
@@ -172,12 +172,12 @@ def _is_number(cell: str) -> bool:
 
 
 def read_rankings(path) -> Rankings:
-    """Read rankings from a file (what ``dpppl sample --data`` does for ranking models).
+    """Read rankings from a file (what `dpppl sample --data` does for ranking models).
 
-    ``.npy``/``.npz`` and numeric text files are read by :func:`dpppl.datasets.read_data`
+    `.npy`/`.npz` and numeric text files are read by [`dpppl.datasets.read_data`][dpppl.datasets.read_data]
     (item indices padded with -1). Other text files hold one ranking per line, items (names)
     separated by commas, most preferred first; blank cells and lines, and lines starting
-    with ``#``, are skipped; the items are the sorted set of names seen.
+    with `#`, are skipped; the items are the sorted set of names seen.
     """
     try:
         return rankings(read_data(path))

@@ -1,5 +1,7 @@
-"""Seeded synthetic data: :func:`gaussian_mixture` (the benchmark workloads W1-W3),
-:func:`moving_blobs` (time-indexed blobs for DDP models) and :func:`mallows_mixture`
+"""Seeded synthetic data: [`gaussian_mixture`][dpppl.datasets.synthetic.gaussian_mixture] (the benchmark workloads
+W1-W3),
+[`moving_blobs`][dpppl.datasets.synthetic.moving_blobs] (time-indexed blobs for DDP models) and
+[`mallows_mixture`][dpppl.datasets.synthetic.mallows_mixture]
 (the top-t rankings of Meilă & Chen 2010, Fig. 6). The same arguments give the same draws.
 """
 
@@ -22,11 +24,11 @@ __all__ = ["gaussian_mixture", "mallows_mixture", "moving_blobs"]
 def gaussian_mixture(n: int, dim: int, num_clusters: int, *, mean_scale: float,
                      covariance: str = "identity", weights: Optional[Sequence[float]] = None,
                      seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Draw points from a finite Gaussian mixture with a seeded NumPy ``Generator``.
+    """Draw points from a finite Gaussian mixture with a seeded NumPy `Generator`.
 
-    Cluster means are drawn ``mu_k ~ N(0, mean_scale * I)``. Cluster ``k`` receives
-    ``n * w_k`` points rounded by the largest-remainder rule (ties to the lower index),
-    so the counts sum to ``n`` and are the same for every seed; a cluster whose share
+    Cluster means are drawn `mu_k ~ N(0, mean_scale * I)`. Cluster `k` receives
+    `n * w_k` points rounded by the largest-remainder rule (ties to the lower index),
+    so the counts sum to `n` and are the same for every seed; a cluster whose share
     rounds to zero is empty. The labels are then shuffled, so the points come in random
     order.
 
@@ -40,16 +42,16 @@ def gaussian_mixture(n: int, dim: int, num_clusters: int, *, mean_scale: float,
         Number of mixture components, at least 1.
     mean_scale : float
         Variance of each coordinate of a cluster mean (the prior covariance of the means
-        is ``mean_scale * I``), at least 0. ``mean_scale=2`` gives ``N(0, 2 I)``.
+        is `mean_scale * I`), at least 0. `mean_scale=2` gives `N(0, 2 I)`.
     covariance : {"identity", "random"}
-        ``"identity"``: every cluster has covariance ``I``. ``"random"``: cluster ``k``
-        has covariance ``Q_k diag(s_k)^2 Q_k^T`` with ``Q_k`` a uniformly random rotation
-        and standard deviations ``s_k`` along its axes uniform on ``[0.25, 1]``.
+        `"identity"`: every cluster has covariance `I`. `"random"`: cluster `k`
+        has covariance `Q_k diag(s_k)^2 Q_k^T` with `Q_k` a uniformly random rotation
+        and standard deviations `s_k` along its axes uniform on `[0.25, 1]`.
     weights : sequence of float, optional
-        Mixture weights, ``num_clusters`` non-negative values (normalised here); equal
+        Mixture weights, `num_clusters` non-negative values (normalised here); equal
         weights by default.
     seed : int
-        Seed of :func:`numpy.random.default_rng`; the same arguments give the same
+        Seed of `numpy.random.default_rng`; the same arguments give the same
         draws.
 
     Returns
@@ -57,13 +59,13 @@ def gaussian_mixture(n: int, dim: int, num_clusters: int, *, mean_scale: float,
     x : numpy.ndarray of float64, shape (n, dim)
         The points.
     labels : numpy.ndarray of int64, shape (n,)
-        The component of each point, in ``0 .. num_clusters - 1``.
+        The component of each point, in `0 .. num_clusters - 1`.
 
     Raises
     ------
     dpppl.errors.DataError
-        For a size below 1, a negative or non-finite ``mean_scale``, an unknown
-        ``covariance``, or weights of the wrong length, negative, or summing to 0.
+        For a size below 1, a negative or non-finite `mean_scale`, an unknown
+        `covariance`, or weights of the wrong length, negative, or summing to 0.
     """
     for arg, value in (("n", n), ("dim", dim), ("num_clusters", num_clusters)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -114,13 +116,13 @@ def moving_blobs(num_slices: int = 10, num_clusters: int = 4, points_per_blob: i
 
     Blob k starts at a uniform point of [0.2, 0.8]^2 and moves by a velocity drawn from
     N(0, speed^2 I) per slice; in every slice t = 0..num_slices-1 it emits
-    ``points_per_blob`` points N(centre_k(t), spread^2 I).
+    `points_per_blob` points N(centre_k(t), spread^2 I).
 
     Returns
     -------
     x : ndarray (N, 3)
         Coordinates in the first two columns, the slice t (a float) in the last: the
-        one-array form of time-indexed data (:mod:`dpppl.models.ddp`).
+        one-array form of time-indexed data (`dpppl.models.ddp`).
     labels : ndarray (N,) of int64
         The blob of every point.
     """
@@ -149,14 +151,14 @@ def mallows_mixture(dataset: int = 1, *, num_clusters: int = 10, per_cluster: in
     """Top-t rankings from a mixture of Generalized Mallows models: the synthetic data of
     Meilă & Chen (2010, sec. 6, Fig. 6).
 
-    ``num_clusters`` clusters of ``per_cluster`` rankings (default 10 x 500, N = 5000) of n = 20
-    items, all of length t (10 or 19), with dispersions theta* of :data:`FIG6_DATASETS`.
+    `num_clusters` clusters of `per_cluster` rankings (default 10 x 500, N = 5000) of n = 20
+    items, all of length t (10 or 19), with dispersions theta* of `FIG6_DATASETS`.
     Centres, as the paper describes them: "each sigma* is drawn from the conjugate posterior
     of sigma, conditioned on 100 permutations drawn randomly from a GM with theta = 0.7". The
     text does not say around which permutation that GM is centred; here each cluster uses
-    its own uniformly random one, sigma_0k: ``center_sample`` full permutations are drawn from
-    GM(sigma_0k, ``center_theta``) and sigma*_k from p(sigma | theta = ``center_theta``, those
-    permutations) by 50 exact Metropolis-Hastings rounds (:func:`dpppl.families.mallows_draws.sigma_mh`
+    its own uniformly random one, sigma_0k: `center_sample` full permutations are drawn from
+    GM(sigma_0k, `center_theta`) and sigma*_k from p(sigma | theta = `center_theta`, those
+    permutations) by 50 exact Metropolis-Hastings rounds (`dpppl.families.mallows_draws.sigma_mh`
     and adjacent swaps) started at sigma_0k. (Centring every cluster's GM at one common
     permutation instead makes the centres so close that even the Bayes classifier with the
     true parameters is at VI 0.3 from the truth, against the paper's 1e-3.)
@@ -164,7 +166,7 @@ def mallows_mixture(dataset: int = 1, *, num_clusters: int = 10, per_cluster: in
     Returns
     -------
     rankings : dpppl.Rankings
-        Items named ``"0"``..``"19"``; rows in random order.
+        Items named `"0"`..`"19"`; rows in random order.
     labels : ndarray of int64 (N,)
         The true cluster of each ranking.
     centers : ndarray (num_clusters, n)

@@ -1,8 +1,8 @@
 """The one place that knows which ArviZ major is installed.
 
-ArviZ 0.x returns ``az.InferenceData`` from ``az.from_dict(posterior=..., ...)``;
-ArviZ 1.x (Python >= 3.12) returns an ``xarray.DataTree`` from a nested dict. dpppl
-builds ``{group: {name: ndarray}}`` and converts here, so both work. numpyro is imported
+ArviZ 0.x returns `az.InferenceData` from `az.from_dict(posterior=..., ...)`;
+ArviZ 1.x (Python >= 3.12) returns an `xarray.DataTree` from a nested dict. dpppl
+builds `{group: {name: ndarray}}` and converts here, so both work. numpyro is imported
 before arviz (ArviZ 1.x otherwise leaves numpyro half-imported).
 """
 
@@ -23,7 +23,7 @@ PARTITION_GROUPS = {"posterior": "posterior_partition", "prior": "prior_partitio
 
 @functools.cache
 def arviz():
-    """The ``arviz`` module, imported on first use (it takes about a second: importing dpppl
+    """The `arviz` module, imported on first use (it takes about a second: importing dpppl
     does not pay for it until a run is converted or summarised)."""
     with warnings.catch_warnings():
         # ArviZ 0.23 announces its 1.x refactor on import; dpppl absorbs the change here
@@ -37,7 +37,7 @@ def arviz_major() -> int:
 
 
 def __getattr__(name):
-    """``az``: the arviz module (imported on first use)."""
+    """`az`: the arviz module (imported on first use)."""
     if name == "az":
         return arviz()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -45,11 +45,11 @@ def __getattr__(name):
 
 def to_arviz(groups: dict, *, coords: dict | None = None, dims: dict | None = None,
              attrs: dict | None = None):
-    """Convert ``{group: {var: array}}`` to InferenceData (0.x) or DataTree (1.x).
+    """Convert `{group: {var: array}}` to InferenceData (0.x) or DataTree (1.x).
 
-    Sample groups (``posterior``, ``sample_stats``, ``posterior_partition``, ...) have
-    leading (chain, draw) axes; groups whose name contains ``data`` have none. ``attrs`` go
-    on every group. Groups outside ArviZ 0.x's scheme (``posterior_partition``) are added
+    Sample groups (`posterior`, `sample_stats`, `posterior_partition`, ...) have
+    leading (chain, draw) axes; groups whose name contains `data` have none. `attrs` go
+    on every group. Groups outside ArviZ 0.x's scheme (`posterior_partition`) are added
     as datasets, which ArviZ 0.x accepts without a warning and keeps through netCDF.
     """
     attrs = {k: _attr(v) for k, v in (attrs or {}).items()}
@@ -69,21 +69,21 @@ def to_arviz(groups: dict, *, coords: dict | None = None, dims: dict | None = No
 
 
 def group(idata, name: str):
-    """A group as an ``xarray.Dataset`` on either ArviZ major."""
+    """A group as an `xarray.Dataset` on either ArviZ major."""
     g = idata[name]
     return g.to_dataset() if hasattr(g, "to_dataset") else g
 
 
 def has_group(idata, name: str) -> bool:
-    """Whether ``idata`` (InferenceData or DataTree) has group ``name``."""
+    """Whether `idata` (InferenceData or DataTree) has group `name`."""
     return name in (idata.groups() if callable(getattr(idata, "groups", None)) else idata.children)
 
 
 def partition_group(idata, of: str = "posterior"):
-    """The group holding the labels ``z`` of a run (``of="posterior"``) or of a prior
-    simulation (``of="prior"``), with the other arrays indexed by point, label slot or
-    size rank, as an ``xarray.Dataset``: ``posterior_partition`` / ``prior_partition``,
-    or ``of`` itself for a file written before they moved there."""
+    """The group holding the labels `z` of a run (`of="posterior"`) or of a prior
+    simulation (`of="prior"`), with the other arrays indexed by point, label slot or
+    size rank, as an `xarray.Dataset`: `posterior_partition` / `prior_partition`,
+    or `of` itself for a file written before they moved there."""
     name = PARTITION_GROUPS[of]
     if has_group(idata, name):
         return group(idata, name)
@@ -93,8 +93,8 @@ def partition_group(idata, of: str = "posterior"):
 
 
 def labels(idata) -> np.ndarray:
-    """The sampled labels ``z`` (chain, draw, point) of a run, or of a prior simulation
-    when ``idata`` has no posterior; DataError when there are none."""
+    """The sampled labels `z` (chain, draw, point) of a run, or of a prior simulation
+    when `idata` has no posterior; DataError when there are none."""
     for of in PARTITION_GROUPS:
         try:
             part = partition_group(idata, of)

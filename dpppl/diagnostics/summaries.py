@@ -2,15 +2,15 @@
 
 Cluster labels are arbitrary: relabelling the clusters of a draw gives the same
 partition, so a label's trace, ESS or R-hat means nothing (label switching). These
-summaries depend on the partition only, and are what ``az.plot_trace``, ``az.ess`` and
-``az.rhat`` should be pointed at. For a partition of N points into clusters of sizes
+summaries depend on the partition only, and are what `az.plot_trace`, `az.ess` and
+`az.rhat` should be pointed at. For a partition of N points into clusters of sizes
 n_1, ..., n_K:
 
-* ``num_clusters``: K;
-* ``largest_cluster``: max_k n_k;
-* ``cluster_sizes``: (n_(1) >= n_(2) >= ...), the sizes sorted in decreasing order,
+* `num_clusters`: K;
+* `largest_cluster`: max_k n_k;
+* `cluster_sizes`: (n_(1) >= n_(2) >= ...), the sizes sorted in decreasing order,
   padded with zeros to the largest K of the draws;
-* ``entropy``: H = -sum_k (n_k / N) log(n_k / N) in nats, 0 for one cluster and log N
+* `entropy`: H = -sum_k (n_k / N) log(n_k / N) in nats, 0 for one cluster and log N
   for N singletons (the entropy of the cluster of a point picked at random).
 
 They are computed on the host from recorded labels, so every kernel gets them.
@@ -24,7 +24,7 @@ from dpppl.errors import DataError
 
 
 def as_label_array(z) -> np.ndarray:
-    """``z`` as an integer array with at least one axis (points last); DataError otherwise."""
+    """`z` as an integer array with at least one axis (points last); DataError otherwise."""
     z = np.asarray(z)
     if z.ndim == 0 or z.shape[-1] == 0:
         raise DataError(f"labels must have a points axis with at least one point, got shape {z.shape}")
@@ -37,7 +37,7 @@ def as_label_array(z) -> np.ndarray:
 
 
 def compact_labels(z) -> tuple[np.ndarray, np.ndarray]:
-    """Relabel every partition (row) of ``z`` to clusters 0..K-1, vectorised over rows.
+    """Relabel every partition (row) of `z` to clusters 0..K-1, vectorised over rows.
 
     Parameters
     ----------
@@ -71,18 +71,18 @@ def compact_labels(z) -> tuple[np.ndarray, np.ndarray]:
 
 
 LABEL_INVARIANT = ("num_clusters", "largest_cluster", "entropy", "alpha")
-"""The scalar label-invariant quantities of a run (``alpha`` when it is sampled), in the
+"""The scalar label-invariant quantities of a run (`alpha` when it is sampled), in the
 order summaries and plots show them."""
 
 
 def label_summaries(z) -> dict[str, np.ndarray]:
-    """The label-invariant summaries of partitions ``z`` (..., N) (see the module docstring).
+    """The label-invariant summaries of partitions `z` (..., N) (see the module docstring).
 
     Returns
     -------
     dict
-        ``num_clusters`` and ``largest_cluster`` (int32, shape (...)), ``cluster_sizes``
-        (int32, shape (..., K_max), decreasing, zero-padded) and ``entropy`` (float64,
+        `num_clusters` and `largest_cluster` (int32, shape (...)), `cluster_sizes`
+        (int32, shape (..., K_max), decreasing, zero-padded) and `entropy` (float64,
         shape (...)).
     """
     _, counts = compact_labels(z)

@@ -4,10 +4,10 @@ A kernel is a pair of pure functions in the manner of BlackJAX:
 
     step(rng_key, state: PartitionState, x) -> (PartitionState, info: dict[str, scalar])
 
-over the immutable :class:`~dpppl.core.state.PartitionState`, built for one bound
-model by a *factory*. ``warmup_step`` (optional) is used during warmup instead, for
+over the immutable [`PartitionState`][dpppl.core.state.PartitionState], built for one bound
+model by a *factory*. `warmup_step` (optional) is used during warmup instead, for
 kernels that adapt a tuning parameter in burn-in only. Every kernel declares whether it
-leaves the exact posterior invariant (``exact``); a hybrid is exact when every part is.
+leaves the exact posterior invariant (`exact`); a hybrid is exact when every part is.
 """
 
 from __future__ import annotations
@@ -32,25 +32,25 @@ class Kernel:
     ----------
     name : str
     exact : bool
-        True when ``step`` leaves p(z, alpha | x) invariant.
+        True when `step` leaves p(z, alpha | x) invariant.
     step : callable
-        ``(rng_key, state, x) -> (state, info)``; ``info`` maps names to scalars that
-        the driver records in ``sample_stats`` (prefixed by the move's name in hybrids).
+        `(rng_key, state, x) -> (state, info)`; `info` maps names to scalars that
+        the driver records in `sample_stats` (prefixed by the move's name in hybrids).
     warmup_step : callable or None
-        Used instead of ``step`` during warmup (adaptation); None means ``step``.
+        Used instead of `step` during warmup (adaptation); None means `step`.
     info_names : tuple of str
-        The keys of ``info``.
+        The keys of `info`.
     init : callable or None
-        ``(state, x) -> state``, run once on each chain's initial state before the first
-        step: adds the kernel's entries to ``state.aux`` (carried values such as an
+        `(state, x) -> state`, run once on each chain's initial state before the first
+        step: adds the kernel's entries to `state.aux` (carried values such as an
         adapted tuning parameter; the driver's loops need their structure from the start).
     log_joint : callable or None
-        ``state -> scalar``: the log joint the driver records as ``lp`` for kernels whose
+        `state -> scalar`: the log joint the driver records as `lp` for kernels whose
         state instantiates parameters the family cannot integrate out (None: the
-        collapsed :func:`~dpppl.core.state.log_joint`).
+        collapsed `log_joint`).
     record : callable or None
-        ``state -> dict`` of extra per-draw values for the ``posterior`` group (e.g.
-        cluster parameters); their dimension names are ``record_dims``. Per-slot values
+        `state -> dict` of extra per-draw values for the `posterior` group (e.g.
+        cluster parameters); their dimension names are `record_dims`. Per-slot values
         grow with the capacity; the driver pads earlier draws (NaN, or 0 for integers).
     """
 
@@ -72,8 +72,8 @@ class Kernel:
 @dataclasses.dataclass(frozen=True)
 class KernelEntry:
     """A registered kernel: its factory, whether it is exact, and the backend that runs it
-    (``"partition"``: a step over partition states, driven by :mod:`dpppl.run`; another
-    name, e.g. ``"nuts"``, a sampler of its own that :func:`dpppl.sample` hands the run to)."""
+    (`"partition"`: a step over partition states, driven by `dpppl.run`; another
+    name, e.g. `"nuts"`, a sampler of its own that [`dpppl.sample`][dpppl.sample] hands the run to)."""
 
     name: str
     factory: Optional[Callable]  # (bound_model, **options) -> Kernel; None for another backend
@@ -96,12 +96,12 @@ _PRIOR_MOVES: dict[str, Callable] = {}
 
 def register(name: str, factory: Optional[Callable], *, exact: bool, description: str = "",
              applies: Optional[Callable] = None, backend: str = "partition") -> None:
-    """Register a kernel factory under ``name``.
+    """Register a kernel factory under `name`.
 
-    ``factory(bound_model, **options) -> Kernel``. ``applies(model)`` returns None when
+    `factory(bound_model, **options) -> Kernel`. `applies(model)` returns None when
     the kernel can sample the model, else a sentence saying why not. A kernel of another
-    ``backend`` (a sampler that is not a step over partition states, such as NUTS) has no
-    factory; :func:`dpppl.sample` runs it by its backend.
+    `backend` (a sampler that is not a step over partition states, such as NUTS) has no
+    factory; [`dpppl.sample`][dpppl.sample] runs it by its backend.
     """
     if "+" in name:
         raise KernelError(f"kernel names may not contain '+': {name!r}")
@@ -109,8 +109,8 @@ def register(name: str, factory: Optional[Callable], *, exact: bool, description
 
 
 def register_prior_move(name: str, factory: Callable) -> None:
-    """Register a move a partition prior asks every kernel to append (its ``moves``, e.g.
-    ``"alpha"``); ``factory(bound_model) -> Kernel``."""
+    """Register a move a partition prior asks every kernel to append (its `moves`, e.g.
+    `"alpha"`); `factory(bound_model) -> Kernel`."""
     _PRIOR_MOVES[name] = factory
 
 
@@ -128,7 +128,7 @@ def entry(name: str) -> KernelEntry:
 
 
 def parse_kernel_name(spec: str) -> list[str]:
-    """``"gibbs+splitmerge"`` -> ``["gibbs", "splitmerge"]``, each checked to exist."""
+    """`"gibbs+splitmerge"` -> `["gibbs", "splitmerge"]`, each checked to exist."""
     if not isinstance(spec, str) or not spec.strip():
         raise KernelError(f"kernel must be a non-empty string such as 'gibbs', got {spec!r}")
     names = [s.strip() for s in spec.split("+")]
@@ -141,12 +141,12 @@ def parse_kernel_name(spec: str) -> list[str]:
 
 
 def backend_of(spec: str) -> str:
-    """The backend that runs ``spec`` (a hybrid of partition moves: ``"partition"``)."""
+    """The backend that runs `spec` (a hybrid of partition moves: `"partition"`)."""
     return entry(parse_kernel_name(spec)[0]).backend
 
 
 def check_applies(spec: str, model) -> None:
-    """Raise KernelError when a kernel (or a part of a hybrid) cannot sample ``model``."""
+    """Raise KernelError when a kernel (or a part of a hybrid) cannot sample `model`."""
     for n in parse_kernel_name(spec):
         reason = model.refuses_kernel(n)
         if reason:
@@ -158,8 +158,8 @@ def check_applies(spec: str, model) -> None:
 
 
 def exchangeable_prior_only(model) -> Optional[str]:
-    """``applies`` of the kernels built on an exchangeable partition prior (its EPPF
-    ``log_eppf`` and seating weights ``log_seat_weights``): they sample unlabelled
+    """`applies` of the kernels built on an exchangeable partition prior (its EPPF
+    `log_eppf` and seating weights `log_seat_weights`): they sample unlabelled
     partitions and would be wrong for a prior on explicit labels, whose law changes when
     labels are permuted (Porteous et al. 2006, sec. 3.1)."""
     prior = model.prior
@@ -170,7 +170,7 @@ def exchangeable_prior_only(model) -> Optional[str]:
 
 
 def applies_to(spec: str, model) -> bool:
-    """True when every part of ``spec`` can sample ``model`` (:func:`check_applies` raises instead)."""
+    """True when every part of `spec` can sample `model` (`check_applies` raises instead)."""
     try:
         check_applies(spec, model)
     except KernelError:
@@ -182,16 +182,16 @@ SCHEDULES = ("sequence", "random")
 
 
 def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, **options) -> Kernel:
-    """Build a kernel (or a ``+``-joined hybrid) for a bound model.
+    """Build a kernel (or a `+`-joined hybrid) for a bound model.
 
     Options go to every part whose factory accepts them; an option no part accepts is an
     error. When the concentration has a Gamma prior, the alpha move is appended.
 
-    ``schedule`` says how the parts of a hybrid share the iterations: ``"sequence"``
-    (default) runs every part in turn each iteration; ``"random"`` runs one part per
-    iteration, part k with probability ``weights[k] / sum(weights)`` (default equal
+    `schedule` says how the parts of a hybrid share the iterations: `"sequence"`
+    (default) runs every part in turn each iteration; `"random"` runs one part per
+    iteration, part k with probability `weights[k] / sum(weights)` (default equal
     weights): a random-scan form of the time sharing of Liang et al. (2007, sec. 5),
-    who divide the CPU time among the moves of a hybrid (see :func:`compose`). The
+    who divide the CPU time among the moves of a hybrid (see [`compose`][dpppl.kernels.base.compose]). The
     alpha move, when there is one, runs every iteration after the chosen part.
     """
     names = parse_kernel_name(spec)
@@ -245,16 +245,16 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
             weights=None) -> Kernel:
     """Combine kernels into one; exact when every part is.
 
-    ``schedule="sequence"`` runs ``parts`` in turn each iteration. ``schedule="random"``
-    runs one part per iteration, part k with probability ``weights[k] / sum(weights)``:
+    `schedule="sequence"` runs `parts` in turn each iteration. `schedule="random"`
+    runs one part per iteration, part k with probability `weights[k] / sum(weights)`:
     a mixture of kernels that each leave the posterior invariant leaves it invariant
-    (Tierney 1994, on hybrid strategies). Under ``vmap`` (several chains in :func:`dpppl.sample`)
+    (Tierney 1994, on hybrid strategies). Under `vmap` (several chains in [`dpppl.sample`][dpppl.sample])
     JAX evaluates every branch of the choice and keeps the chosen one, so the random
     schedule changes the chain, not the cost of an iteration.
 
     Info keys are prefixed by each part's name (a part that is itself a hybrid, whose
-    name holds a ``+``, keeps its keys). With ``"random"`` the statistics of the parts
-    not run are zero and ``move`` (int32) is the index of the part that ran.
+    name holds a `+`, keeps its keys). With `"random"` the statistics of the parts
+    not run are zero and `move` (int32) is the index of the part that ran.
     """
     if schedule not in SCHEDULES:
         raise KernelError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")

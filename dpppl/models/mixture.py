@@ -1,8 +1,8 @@
 """The model spec: one representation built from Python or parsed from a model file.
 
-A :class:`Model` is a partition prior (CRP / Pitman-Yor), a component family and a data
-declaration. :meth:`Model.bind` validates a data set against it and resolves the
-data-dependent hyperparameters, giving a :class:`BoundModel` that kernels consume.
+A [`Model`][dpppl.models.mixture.Model] is a partition prior (CRP / Pitman-Yor), a component family and a data
+declaration. [`Model.bind`][dpppl.models.mixture.Model.bind] validates a data set against it and resolves the
+data-dependent hyperparameters, giving a [`BoundModel`][dpppl.models.mixture.BoundModel] that kernels consume.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ DATA_KINDS = ("real", "count", "binary", "ranking")
 
 @dataclasses.dataclass(frozen=True)
 class DataDecl:
-    """``data x : real[N, D]``: name, kind and declared dimensions.
+    """`data x : real[N, D]`: name, kind and declared dimensions.
 
-    ``dims`` holds ints (a fixed size) or names (``"N"``, ``"D"``, ``"V"``: bound to the
-    data's shape). A declaration with one dimension (``real[N]``) accepts 1-D data.
+    `dims` holds ints (a fixed size) or names (`"N"`, `"D"`, `"V"`: bound to the
+    data's shape). A declaration with one dimension (`real[N]`) accepts 1-D data.
     """
 
     name: str = "x"
@@ -51,7 +51,8 @@ class DataDecl:
 class Model:
     """A Dirichlet-process mixture model.
 
-    Build with :func:`DPMixture` / :func:`PitmanYorMixture` or :func:`dpppl.load`.
+    Build with [`DPMixture`][dpppl.models.mixture.DPMixture] /
+    [`PitmanYorMixture`][dpppl.models.mixture.PitmanYorMixture] or [`dpppl.load`][dpppl.load].
     """
 
     prior: PitmanYor
@@ -72,18 +73,18 @@ class Model:
                 column=self.data.column, text=self.source)
 
     def bind(self, x) -> "BoundModel":
-        """Validate ``x`` against the model; resolve hyperparameters. Raises DataError."""
+        """Validate `x` against the model; resolve hyperparameters. Raises DataError."""
         arr = validate_data(x, self.data, self.component)
         return BoundModel(self, arr, self.component.resolve(arr))
 
     def numpyro_model(self, truncation: int = 20):
-        """The model compiled to a NumPyro model function ``f(x)`` (truncated
-        stick-breaking, assignments summed out). See :mod:`dpppl.models.compile`."""
+        """The model compiled to a NumPyro model function `f(x)` (truncated
+        stick-breaking, assignments summed out). See `dpppl.models.compile`."""
         return compile_numpyro(self, truncation)
 
     def refuses_kernel(self, name: str) -> Optional[str]:
-        """Why kernel ``name`` cannot sample this model, or None. A family without a
-        closed-form marginal names the only kernels that can (``Family.kernels``)."""
+        """Why kernel `name` cannot sample this model, or None. A family without a
+        closed-form marginal names the only kernels that can (`Family.kernels`)."""
         only = self.component.kernels
         if only is not None and name not in only:
             return (f"{self.component.name} has no closed-form marginal likelihood; use one of "
@@ -96,11 +97,11 @@ class Model:
 
 @dataclasses.dataclass(frozen=True)
 class BoundModel:
-    """A model with validated data ``x`` (N, D) and a resolved component family: the
-    target (:class:`dpppl.core.protocols.Target`) of a mixture with collapsed parameters.
+    """A model with validated data `x` (N, D) and a resolved component family: the
+    target (`dpppl.core.protocols.Target`) of a mixture with collapsed parameters.
 
-    States hold labels and per-slot sufficient statistics; ``lp`` is the collapsed log
-    joint: the prior's ``log_eppf`` of the slot counts (the EPPF of the partition, or for
+    States hold labels and per-slot sufficient statistics; `lp` is the collapsed log
+    joint: the prior's `log_eppf` of the slot counts (the EPPF of the partition, or for
     sticks on explicit labels the probability of the labelled assignment) plus
     sum_c log p(x_c) plus log p(alpha).
     """
@@ -147,7 +148,7 @@ class BoundModel:
     # ----- the target protocol (host) -----------------------------------------------
     def log_joint_of_labels(self, labels) -> jax.Array:
         """log p(x, z) of labels as a state holds them, at the prior's initial alpha and
-        without alpha's prior density (what :func:`dpppl.log_joint` reports)."""
+        without alpha's prior density (what [`dpppl.log_joint`][dpppl.log_joint] reports)."""
         state = self.state_from_labels(None, labels, int(np.max(labels)) + 1)
         counts = state.stats.n
         return self.prior.log_eppf(counts, state.alpha) + jnp.sum(cluster_log_marginals(self.family, state.stats))
@@ -169,37 +170,37 @@ class BoundModel:
 
 
 def DPMixture(alpha: Concentration = 1.0, component: Family = None, *, data: DataDecl = None) -> Model:
-    """Dirichlet-process mixture: ``z ~ CRP(alpha)``, ``theta_k ~ component``.
+    """Dirichlet-process mixture: `z ~ CRP(alpha)`, `theta_k ~ component`.
 
     Parameters
     ----------
     alpha : float or Gamma, default 1.0
-        Concentration; a :class:`Gamma` prior makes it resampled (Escobar & West 1995).
+        Concentration; a [`Gamma`][dpppl.models.mixture.Gamma] prior makes it resampled (Escobar & West 1995).
     component : Family
-        A component family such as ``NormalInverseWishart()``.
+        A component family such as `NormalInverseWishart()`.
     """
     return _mixture(CRP(alpha=alpha), component, data)
 
 
 def PitmanYorMixture(discount: float = 0.0, alpha: Concentration = 1.0, component: Family = None,
                      *, data: DataDecl = None) -> Model:
-    """Pitman-Yor mixture: ``z ~ PY(discount, alpha)``, ``theta_k ~ component``."""
+    """Pitman-Yor mixture: `z ~ PY(discount, alpha)`, `theta_k ~ component`."""
     return _mixture(PitmanYor(discount=discount, alpha=alpha), component, data)
 
 
 def StickBreakingMixture(a=1.0, b=1.0, component: Family = None, *, data: DataDecl = None,
                          check: bool = True) -> Model:
     """Stick-breaking mixture on explicit labels: V_i ~ Beta(a_i, b_i), theta_i ~ component
-    (Porteous et al. 2006, sec. 3). ``a``, ``b``: numbers, finite sequences (ending with
+    (Porteous et al. 2006, sec. 3). `a`, `b`: numbers, finite sequences (ending with
     b_L = 0), vectorised callables of the 1-based stick index array, or expressions of
-    ``i`` such as ``"0.75 + i * 0.25"``; see :class:`~dpppl.priors.StickBreaking`."""
+    `i` such as `"0.75 + i * 0.25"`; see [`StickBreaking`][dpppl.priors.StickBreaking]."""
     return _mixture(StickBreaking(a=a, b=b, check=check), component, data)
 
 
 def PseudoParticleMixture(gamma, component: Family = None, *, num_sticks=None,
                           data: DataDecl = None) -> Model:
     """The pseudo-particle stick-breaking mixture of eq. (7): a_i = gamma_i,
-    b_i = sum_{j>i} gamma_j; see :meth:`~dpppl.priors.StickBreaking.pseudo_particles`."""
+    b_i = sum_{j>i} gamma_j; see `pseudo_particles`."""
     return _mixture(StickBreaking.pseudo_particles(gamma, num_sticks), component, data)
 
 
@@ -214,8 +215,8 @@ def _mixture(prior, component, data):
 def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
     """Check data against a declaration and a family; return a float (N, D) array.
 
-    A bad value is located as every data error locates it: ``row r, column c``, counting
-    from 0 (``x[r, c]``); a file reader (:func:`dpppl.datasets.read_data`) adds the file and
+    A bad value is located as every data error locates it: `row r, column c`, counting
+    from 0 (`x[r, c]`); a file reader ([`dpppl.datasets.read_data`][dpppl.datasets.read_data]) adds the file and
     its line.
     """
     name = decl.name
@@ -261,8 +262,8 @@ __all__ = ["DataDecl", "Model", "BoundModel", "DPMixture", "PitmanYorMixture", "
 
 
 def state_from_labels(family, x, z, capacity: int, alpha: float, aux=None) -> PartitionState:
-    """Build a state from labels ``z`` in ``[0, capacity)`` (traceable; see
-    :func:`canonical_labels` to bring arbitrary labels into range on the host)."""
+    """Build a state from labels `z` in `[0, capacity)` (traceable; see
+    `canonical_labels` to bring arbitrary labels into range on the host)."""
     z = jnp.asarray(z, jnp.int32)
     stats = segment_stats(family, jnp.asarray(x), z, capacity)
     return PartitionState(z, stats, jnp.asarray(alpha, dtype=jnp.asarray(x).dtype),
@@ -274,7 +275,7 @@ def log_joint(family, prior, state: PartitionState) -> jax.Array:
 
     For an exchangeable prior this is the probability of the set partition, not of one
     labelling of it; for sticks on explicit labels, of the labelled assignment (p(x_c)
-    from :func:`~dpppl.families.base.cluster_log_marginals`).
+    from `cluster_log_marginals`).
     """
     counts = state.stats.n
     lm = jnp.where(counts > 0, cluster_log_marginals(family, state.stats), 0.0)

@@ -1,9 +1,9 @@
-"""``dpppl.sample``: check inputs, hand the run to the kernel's backend, return InferenceData.
+"""`dpppl.sample`: check inputs, hand the run to the kernel's backend, return InferenceData.
 
 Every model kind goes through the same path: the model is bound to its data (a *target*,
-:class:`dpppl.core.protocols.Target`), the kernel's backend runs the chains (partition
-kernels: :mod:`dpppl.run.runner`; NUTS: :mod:`dpppl.run.nuts`) and
-:mod:`dpppl.run.output` writes the InferenceData.
+`dpppl.core.protocols.Target`), the kernel's backend runs the chains (partition
+kernels: `dpppl.run.runner`; NUTS: `dpppl.run.nuts`) and
+`dpppl.run.output` writes the InferenceData.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dpppl.run.output import to_inference_data
 from dpppl.run.runner import sample_partition
 
 BACKENDS = {"partition": sample_partition, "nuts": sample_nuts}
-"""The samplers a registered kernel names as its ``backend``."""
+"""The samplers a registered kernel names as its `backend`."""
 
 
 def check_positive_int(name, value, minimum):
@@ -39,17 +39,17 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     Parameters
     ----------
     model : Model or str
-        A model (``dpppl.DPMixture(...)``, ``dpppl.load(path)``) or a model-file path.
+        A model (`dpppl.DPMixture(...)`, `dpppl.load(path)`) or a model-file path.
     data : array-like, str or path-like
         The data, checked against the model's declaration before anything runs. A string
-        or path is what the command line's ``--data`` takes: a data set name
-        (``"galaxies"``, see :func:`dpppl.datasets.available`; loaded with default options)
-        or a CSV/NPY/NPZ file (:func:`dpppl.datasets.read_data`); anything else raises
-        :class:`dpppl.DataError` naming the data sets. Rankings given as item names are
-        read with :func:`dpppl.datasets.read_rankings`.
-    kernel : str, default ``"gibbs"``
-        A registered kernel (``dpppl.kernels.available()``), a hybrid joined with ``+``
-        (``"gibbs+splitmerge"``), or ``"nuts"`` (NumPyro NUTS on the truncated
+        or path is what the command line's `--data` takes: a data set name
+        (`"galaxies"`, see [`dpppl.datasets.available`][dpppl.datasets.available]; loaded with default options)
+        or a CSV/NPY/NPZ file ([`dpppl.datasets.read_data`][dpppl.datasets.read_data]); anything else raises
+        [`dpppl.DataError`][dpppl.DataError] naming the data sets. Rankings given as item names are
+        read with `dpppl.datasets.read_rankings`.
+    kernel : str, default "gibbs"
+        A registered kernel (`dpppl.kernels.available()`), a hybrid joined with `+`
+        (`"gibbs+splitmerge"`), or `"nuts"` (NumPyro NUTS on the truncated
         stick-breaking model, a backend of its own; labels are each point's most probable
         component).
     num_warmup : int
@@ -61,32 +61,32 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     seed : int
         The same seed gives the same draws.
     init : {"sequential", "single", "prior", "search"}, a callable or an array of labels
-        ``"sequential"``: sequential prediction (Liang et al. 2007, sec. 5.1; one cluster
+        `"sequential"`: sequential prediction (Liang et al. 2007, sec. 5.1; one cluster
         for a non-conjugate component, which has no closed-form predictive);
-        ``"single"``: one cluster; ``"prior"``: a draw from the partition prior;
-        ``"search"``: every chain starts from :func:`dpppl.map_search` (inadmissible
+        `"single"`: one cluster; `"prior"`: a draw from the partition prior;
+        `"search"`: every chain starts from [`dpppl.map_search`][dpppl.map_search] (inadmissible
         score, beam 100; Daume 2007); or
         labels of shape (N,) or (num_chains, N); or a strategy
-        ``(target, keys, capacity) -> states`` (:mod:`dpppl.models.init`).
+        `(target, keys, capacity) -> states` (`dpppl.models.init`).
     progress_bar : bool
-        Off when the ``CI`` environment variable is set.
+        Off when the `CI` environment variable is set.
     thinning : int
-        Keep every ``thinning``-th draw.
+        Keep every `thinning`-th draw.
     capacity : int, optional
         Initial cluster capacity (grown automatically when full).
     truncation : int
-        Number of sticks for ``kernel="nuts"``.
+        Number of sticks for `kernel="nuts"`.
     **kernel_options
-        Options of the kernel's moves (see ``dpppl.kernels``).
+        Options of the kernel's moves (see `dpppl.kernels`).
 
     Returns
     -------
     arviz.InferenceData
-        ``posterior``: ``z`` (chain, draw, point), the label-invariant summaries
-        ``num_clusters``, ``largest_cluster``, ``cluster_sizes`` (sorted, padded) and
-        ``entropy`` (:mod:`dpppl.diagnostics.summaries`), and ``alpha`` when resampled;
-        ``sample_stats``: ``lp`` (the collapsed log joint) and each move's statistics;
-        ``observed_data``: ``x``; attrs: kernel, exactness, model, versions.
+        `posterior`: `z` (chain, draw, point), the label-invariant summaries
+        `num_clusters`, `largest_cluster`, `cluster_sizes` (sorted, padded) and
+        `entropy` (`dpppl.diagnostics.summaries`), and `alpha` when resampled;
+        `sample_stats`: `lp` (the collapsed log joint) and each move's statistics;
+        `observed_data`: `x`; attrs: kernel, exactness, model, versions.
     """
     model = as_model(model)
     for name, value, minimum in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
@@ -107,15 +107,16 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
 
 
 def log_joint(model, data, z) -> float:
-    """The log p(x, z) a run records as ``lp``, of labels ``z`` under ``model``.
+    """The log p(x, z) a run records as `lp`, of labels `z` under `model`.
 
     Component parameters are integrated out (numerically for a non-conjugate component,
-    :meth:`dpppl.NormalLogNormal.log_marginal_numerical`); the partition prior is the
+    [`dpppl.NormalLogNormal.log_marginal_numerical`][dpppl.NormalLogNormal.log_marginal_numerical]); the partition prior
+    is the
     CRP/Pitman-Yor EPPF at alpha (its Gamma prior mean when alpha is random, without the
     Gamma density).
     For a stick-breaking prior labels are explicit: label k >= 0 is stick k + 1 and the
     prior term is the probability of the labelled assignment with the sticks integrated
-    out (:meth:`dpppl.StickBreaking.log_prob_labels`). A DDP model's parameters are
+    out ([`dpppl.StickBreaking.log_prob_labels`][dpppl.StickBreaking.log_prob_labels]). A DDP model's parameters are
     instantiated: its states come from kernels, and it has no log joint of labels alone.
     """
     target = as_model(model).bind(data)

@@ -3,7 +3,7 @@
 The labels are summed out of the model, so NUTS moves the stick proportions, the
 component parameters and alpha. To give every kernel the same label-invariant
 summaries, each draw's partition is each point's most probable component (the
-deterministic site ``assignment``), and ``lp`` is the target's log joint of that
+deterministic site `assignment`), and `lp` is the target's log joint of that
 partition (the quantity the partition kernels report), not NUTS's own potential.
 """
 

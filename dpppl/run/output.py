@@ -1,4 +1,4 @@
-"""A run's records as ArviZ InferenceData (the contract of ``docs/inference-data.md``)."""
+"""A run's records as ArviZ InferenceData (the contract of `docs/inference-data.md`)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from dpppl.version import __version__
 
 
 def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: dict | None = None):
-    """``posterior``: the label-invariant summaries of ``z`` (scalars per draw), ``alpha``
-    when it has a prior, a copy of ``lp`` and the kernel's label-invariant continuous records;
-    ``posterior_partition``: ``z``, ``cluster_sizes`` and the records indexed by label slot
-    or integer-valued (what ArviZ should not see by default); ``sample_stats``: ``lp`` and
-    each move's statistics; ``observed_data``: the target's observed variables."""
+    """`posterior`: the label-invariant summaries of `z` (scalars per draw), `alpha`
+    when it has a prior, a copy of `lp` and the kernel's label-invariant continuous records;
+    `posterior_partition`: `z`, `cluster_sizes` and the records indexed by label slot
+    or integer-valued (what ArviZ should not see by default); `sample_stats`: `lp` and
+    each move's statistics; `observed_data`: the target's observed variables."""
     records = dict(records)
     z = records.pop("z").astype(np.int32)
     records.pop("num_clusters", None)  # the runner's, for its progress bar; recomputed from z below

@@ -1,15 +1,15 @@
 """The partition-kernel backend: chains run in chunks of steps compiled once per process.
 
-A chunk is ``n_iter`` steps of every chain (vmapped) in one jitted ``fori_loop`` that
+A chunk is `n_iter` steps of every chain (vmapped) in one jitted `fori_loop` that
 writes each step's record into a buffer of a length taken from a small fixed set
-(:data:`CHUNK_LENGTHS`), so a run of another length reuses the compiled chunk. The chunk
-function is kept per kernel, options, target (:meth:`~dpppl.core.protocols.Target.fingerprint`),
-phase and capacity (:mod:`dpppl.core.compiled`): a second run traces and compiles nothing,
-and its trace is kept on disk (:class:`~dpppl.core.compiled.Exported`) for new processes.
+(`CHUNK_LENGTHS`), so a run of another length reuses the compiled chunk. The chunk
+function is kept per kernel, options, target (`fingerprint`),
+phase and capacity (`dpppl.core.compiled`): a second run traces and compiles nothing,
+and its trace is kept on disk (`Exported`) for new processes.
 After each chunk the runner (1) grows the cluster capacity on the host and re-runs the
 chunk from the same keys when a chain ran out of empty slots (growth never changes the
 draws), (2) updates the progress bar, and (3) keeps the draws, so a run stopped with
-Ctrl-C returns what it has. Step t of chain c uses the key ``fold_in(chain_key[c], t)``:
+Ctrl-C returns what it has. Step t of chain c uses the key `fold_in(chain_key[c], t)`:
 the same seed gives the same draws whatever the chunking.
 """
 
@@ -38,7 +38,7 @@ CHUNK_BYTES = 256 * 2**20     # memory for one chunk's recorded draws
 
 
 def built_kernel(spec: str, target: Target, options: dict) -> tuple[Kernel, tuple]:
-    """The kernel ``spec`` with ``options`` for ``target``, built once per process, and
+    """The kernel `spec` with `options` for `target`, built once per process, and
     the key its compiled functions are kept under."""
     key = ("kernel", spec, fingerprint(options), target.fingerprint())
     return compiled(key, lambda: build(spec, target, **options)), key
@@ -46,7 +46,7 @@ def built_kernel(spec: str, target: Target, options: dict) -> tuple[Kernel, tupl
 
 @functools.partial(jax.jit, static_argnums=1)
 def _chain_keys(seed, num_chains: int):
-    """Each chain's key for its initial state, and the key data its steps fold ``t`` into
+    """Each chain's key for its initial state, and the key data its steps fold `t` into
     (one compiled program rather than a program per key operation)."""
     k_init, k_run = jax.random.split(jax.random.key(seed))
     return jax.random.split(k_init, num_chains), jax.random.key_data(jax.random.split(k_run, num_chains))
@@ -97,8 +97,8 @@ def _chunk_length(iterations: int, max_len: int) -> int:
 
 def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
                      num_chains: int, seed: int, init, capacity, thinning: int, progress_bar, **_):
-    """Run ``spec`` on ``target``; return (records, attrs, record_dims). Options of other
-    backends (``truncation``) are ignored."""
+    """Run `spec` on `target`; return (records, attrs, record_dims). Options of other
+    backends (`truncation`) are ignored."""
     kern, kernel_key = built_kernel(spec, target, options)
     x = jnp.asarray(target.x)
     init_keys, chain_keys = _chain_keys(seed, num_chains)

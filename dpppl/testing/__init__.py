@@ -1,6 +1,6 @@
 """Test support: exact posteriors over set partitions and a statistical check of
-kernel draws against them (:mod:`dpppl.testing.exact`), and Geweke joint-distribution
-tests for larger data (:mod:`dpppl.testing.geweke`)."""
+kernel draws against them (`dpppl.testing.exact`), and Geweke joint-distribution
+tests for larger data (`dpppl.testing.geweke`)."""
 
 from dpppl.testing.exact import (ExactCase, ExactPosterior, HarnessResult, PowerCurve, QuantityCheck, canonical,
                                  check_kernel_samples, exact_posterior, partition_index, power_curve, sample_exact,

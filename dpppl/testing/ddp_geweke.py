@@ -1,7 +1,7 @@
-"""Geweke (2004) joint-distribution test of the DDP kernels (:mod:`dpppl.kernels.ddp`,
-:mod:`dpppl.kernels.ddp.swap`).
+"""Geweke (2004) joint-distribution test of the DDP kernels (`dpppl.kernels.ddp`,
+`dpppl.kernels.ddp.swap`).
 
-The collapsed test (:mod:`dpppl.testing.geweke`) redraws the data from p(x | z) with the
+The collapsed test (`dpppl.testing.geweke`) redraws the data from p(x | z) with the
 parameters integrated out; a DDP state instantiates the parameters, so here the joint is
 p(z, theta, x) with the sticks integrated out, and
 
@@ -16,8 +16,8 @@ label-invariant, since the labelled law is what the kernels must get right: the 
 of used labels, the largest used label, the share of points with label 0, the share of
 co-clustered pairs (within and across slices), point 0's cluster's mean (first
 coordinate, in its slice) and log-determinant of its covariance, the mean first
-coordinate of the data through tanh, and the log joint ``lp``. The comparison is
-:func:`dpppl.testing.geweke.compare`.
+coordinate of the data through tanh, and the log joint `lp`. The comparison is
+`dpppl.testing.geweke.compare`.
 """
 
 from __future__ import annotations
@@ -55,20 +55,20 @@ def _functions(family, prior, state, x):
 def ddp_geweke_test(model, kernel: str, slices, *, capacity: int = 24, num_chains: int = 64,
                     num_steps: int = 100, num_forward: int = 20000, seed: int = 0,
                     family_alpha: float = 1e-3, kernel_model=None, **options) -> GewekeResult:
-    """Compare forward and successive-conditional simulation of a DDP ``model`` under
-    ``kernel`` (``"ddp"``, ``"ddp+ddpswap"``, ...).
+    """Compare forward and successive-conditional simulation of a DDP `model` under
+    `kernel` (`"ddp"`, `"ddp+ddpswap"`, ...).
 
     Parameters
     ----------
     model : DDPModel
-        With numeric hyperparameters (``mu0`` given: the data change at every step).
+        With numeric hyperparameters (`mu0` given: the data change at every step).
     kernel : str
     slices : sequence of int
         The slice index (0..T-1) of every simulated point; the slice times are 0..T-1.
     capacity : int
         Label slots; also the labels the forward draws use (see the module docstring).
     num_chains, num_steps, num_forward, seed, family_alpha
-        As in :func:`dpppl.testing.geweke_test`.
+        As in `dpppl.testing.geweke_test`.
     kernel_model : DDPModel, optional
         Build the kernel from this model instead (to show that the test rejects a kernel
         that targets another posterior).

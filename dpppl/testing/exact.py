@@ -11,7 +11,7 @@ p(C) = integral p(C | alpha) Gamma(alpha) d alpha. For the CRP and Pitman-Yor EP
 alpha enters only through the number of clusters K and the number of points N, so the
 integral is done once per K, on a log-alpha grid.
 
-:func:`check_kernel_samples` compares draws of many *independent* chains with such an
+`check_kernel_samples` compares draws of many *independent* chains with such an
 exact posterior. Per-chain estimates (the frequency of each partition, of K = k, of
 points i and j sharing a cluster) are i.i.d. across chains whatever the autocorrelation
 within a chain, so their across-chain covariance gives honest Monte Carlo errors and
@@ -20,7 +20,7 @@ Pearson-type quadratic form scaled by that covariance and referred to an F law
 (Box 1954; the "ANOVA-type statistic" of Brunner, Dette and Munk 1997); P(K = k), the
 co-clustering probabilities and the mean of alpha are tested with Student-t statistics.
 A Bonferroni correction over all tests holds the false-alarm rate of the whole check
-at ``family_alpha``.
+at `family_alpha`.
 
 References
 ----------
@@ -48,7 +48,7 @@ from dpppl.families.base import cluster_log_marginals
 from dpppl.priors.crp import Gamma
 
 MAX_POINTS = 10
-"""Largest n for which :func:`set_partitions` lists partitions (Bell(10) = 115975)."""
+"""Largest n for which `set_partitions` lists partitions (Bell(10) = 115975)."""
 
 _ALPHA_GRID_POINTS = 20001
 _ALPHA_TAIL = 1e-30
@@ -80,7 +80,7 @@ def _partition_keys(n: int) -> np.ndarray:
 
 
 def set_partitions(n: int) -> np.ndarray:
-    """Every set partition of ``n`` points as canonical labels.
+    """Every set partition of `n` points as canonical labels.
 
     Parameters
     ----------
@@ -90,9 +90,9 @@ def set_partitions(n: int) -> np.ndarray:
     -------
     numpy.ndarray of int64, shape (Bell(n), n), read-only
         Row b labels the points of partition b with 0, 1, ... in order of first
-        occurrence (restricted growth strings: ``labels[0] = 0`` and
-        ``labels[i] <= max(labels[:i]) + 1``). Rows are in lexicographic order, so the
-        mixed-radix key ``sum_i labels[i] n^(n-1-i)`` increases along them. Cached.
+        occurrence (restricted growth strings: `labels[0] = 0` and
+        `labels[i] <= max(labels[:i]) + 1`). Rows are in lexicographic order, so the
+        mixed-radix key `sum_i labels[i] n^(n-1-i)` increases along them. Cached.
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_POINTS:
         raise ValueError(f"set_partitions: n must be an integer in [1, {MAX_POINTS}], got {n!r}")
@@ -130,19 +130,19 @@ def canonical(labels) -> np.ndarray:
 
 
 def partition_index(labels, n: Optional[int] = None) -> np.ndarray:
-    """Index of each partition in :func:`set_partitions`.
+    """Index of each partition in `set_partitions`.
 
     Parameters
     ----------
     labels : array_like of int, shape (..., n)
         Partitions in any labelling (they are made canonical first).
     n : int, optional
-        Number of points; defaults to ``labels.shape[-1]`` and must agree with it.
+        Number of points; defaults to `labels.shape[-1]` and must agree with it.
 
     Returns
     -------
     numpy.ndarray of int64, shape (...)
-        ``set_partitions(n)[partition_index(labels)]`` equals ``canonical(labels)``.
+        `set_partitions(n)[partition_index(labels)]` equals `canonical(labels)`.
     """
     canon = canonical(labels)
     if n is None:
@@ -165,7 +165,7 @@ class ExactPosterior:
     Attributes
     ----------
     partitions : ndarray (B, n)
-        ``set_partitions(n)``.
+        `set_partitions(n)`.
     log_prob : ndarray (B,)
         Normalised log posterior probability of each partition.
     num_clusters : ndarray (B,)
@@ -176,7 +176,7 @@ class ExactPosterior:
         P(z_i = z_j | x); symmetric with a unit diagonal.
     alpha_mean, alpha_sd : float or None
         Posterior mean and standard deviation of the concentration when it has a Gamma
-        prior; ``None`` when it is fixed.
+        prior; `None` when it is fixed.
     """
 
     partitions: np.ndarray
@@ -253,7 +253,7 @@ def _alpha_integrals(prior, n: int):
 
 
 def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] = None) -> ExactPosterior:
-    """Exact posterior over every set partition of ``x`` under ``model``.
+    """Exact posterior over every set partition of `x` under `model`.
 
     Parameters
     ----------
@@ -261,11 +261,11 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
         A DP or Pitman-Yor mixture of a conjugate family, or of a non-conjugate one with a
         numerical marginal; alpha fixed or Gamma.
     x : array_like
-        Data with at most 10 points (the family's layout, as for ``model.bind``).
+        Data with at most 10 points (the family's layout, as for `model.bind`).
     partition_log_prior : callable, optional
-        ``counts (B, n) -> log p(C) (B,)`` used instead of the prior's EPPF, for priors
+        `counts (B, n) -> log p(C) (B,)` used instead of the prior's EPPF, for priors
         without a closed-form one (stick-breaking priors summed over labellings:
-        :func:`dpppl.testing.labelled.exact_labelled_posterior`).
+        `dpppl.testing.labelled.exact_labelled_posterior`).
 
     Returns
     -------
@@ -275,11 +275,11 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     -----
     log p(C | x) = log p(C) + sum_c log p(x_c) - log Z. The log marginal likelihood of
     each of the 2^n - 1 non-empty subsets of points is computed in one batched call of
-    the bound family's ``log_marginal`` (statistics are sums of point statistics), and
+    the bound family's `log_marginal` (statistics are sums of point statistics), and
     each partition adds up the entries of its clusters (for a non-conjugate family, its
-    numerical ``log_marginal_numerical``). p(C) is ``prior.log_eppf``; a
-    Gamma prior on alpha is integrated out per K (see :func:`_alpha_integrals`). In
-    float64 unless dpppl was put in 32-bit mode (``DPPPL_X64=0``).
+    numerical `log_marginal_numerical`). p(C) is `prior.log_eppf`; a
+    Gamma prior on alpha is integrated out per K (see `_alpha_integrals`). In
+    float64 unless dpppl was put in 32-bit mode (`DPPPL_X64=0`).
     """
     bound = model.bind(x)
     family, prior, n = bound.family, bound.prior, bound.num_points
@@ -350,7 +350,7 @@ def sample_exact(exact: ExactPosterior, rng, shape) -> np.ndarray:
     exact : ExactPosterior
     rng : numpy.random.Generator or int seed
     shape : int or tuple of int
-        Leading shape of the draws, e.g. ``(chains, draws)``.
+        Leading shape of the draws, e.g. `(chains, draws)`.
 
     Returns
     -------
@@ -366,10 +366,10 @@ def sample_sticky_chains(exact: ExactPosterior, rng, num_chains: int, num_draws:
     """Independent autocorrelated chains whose stationary law is the exact posterior.
 
     Each chain starts with a draw from the posterior; every later draw repeats the
-    previous one with probability ``stickiness`` (rho) and is a fresh posterior draw
+    previous one with probability `stickiness` (rho) and is a fresh posterior draw
     otherwise. Every statistic then has lag-t autocorrelation rho^t and integrated
     autocorrelation time (1 + rho) / (1 - rho): the effective sample size of a chain
-    is ``num_draws (1 - rho) / (1 + rho)``.
+    is `num_draws (1 - rho) / (1 + rho)`.
 
     Returns
     -------
@@ -396,14 +396,14 @@ class QuantityCheck:
     Attributes
     ----------
     group : str
-        ``"partition law"``, ``"P(K=k)"``, ``"co-clustering"`` or ``"alpha"``.
+        `"partition law"`, `"P(K=k)"`, `"co-clustering"` or `"alpha"`.
     name : str
-        The quantity, e.g. ``"P(K=3)"`` or ``"P(z2=z5)"`` (points numbered from 0).
+        The quantity, e.g. `"P(K=3)"` or `"P(z2=z5)"` (points numbered from 0).
     expected, observed : float
         Exact value and mean over all chains and draws (for the partition law: the
         total-variation distance between the pooled cells' laws, expected 0).
     se : float
-        Monte Carlo standard error of ``observed`` from the across-chain variance (for the
+        Monte Carlo standard error of `observed` from the across-chain variance (for the
         partition law: the approximate expected TV distance of an exact sampler).
     ess : float
         Effective sample size: the number of independent draws with the same standard
@@ -416,7 +416,7 @@ class QuantityCheck:
         Degrees of freedom of the reference law (chi-square: effective dof).
     p_value : float
     level : float
-        Level of this test after the Bonferroni split of ``family_alpha``.
+        Level of this test after the Bonferroni split of `family_alpha`.
     tested : bool
         False when the quantity was too rare for its normal approximation (its expected
         effective count min(p, 1 - p) ESS is below the minimum) or, for the partition
@@ -454,7 +454,7 @@ class QuantityCheck:
 
 @dataclasses.dataclass(frozen=True)
 class HarnessResult:
-    """Result of :func:`check_kernel_samples`.
+    """Result of `check_kernel_samples`.
 
     Attributes
     ----------
@@ -469,7 +469,7 @@ class HarnessResult:
         Total-variation distance between the sampled and exact partition laws (all
         partitions, no pooling).
     tv_noise : float
-        Approximate expected value of ``tv_distance`` for an exact sampler with these
+        Approximate expected value of `tv_distance` for an exact sampler with these
         Monte Carlo errors: 1/2 sum_b min(sqrt(2/pi) se_b, 2 p_b).
     p_num_clusters : ndarray (n + 1,)
         Sampled P(K = k).
@@ -496,24 +496,24 @@ class HarnessResult:
         return tuple(c for c in self.checks if not c.passed)
 
     def group(self, name: str) -> tuple:
-        """The checks of one group (``"P(K=k)"``, ``"co-clustering"``, ...)."""
+        """The checks of one group (`"P(K=k)"`, `"co-clustering"`, ...)."""
         return tuple(c for c in self.checks if c.group == name)
 
 
 def _t_checks(group, names, per_chain, expected, num_draws, min_count, share, exact_variance=None):
     """Student-t tests of means over independent chains, Bonferroni within the group.
 
-    ``per_chain`` (C, m) holds each chain's estimate of m quantities with exact values
-    ``expected`` (m,); t = (mean - expected) / se with se^2 = s^2 / C is referred to
+    `per_chain` (C, m) holds each chain's estimate of m quantities with exact values
+    `expected` (m,); t = (mean - expected) / se with se^2 = s^2 / C is referred to
     Student-t with C - 1 dof, s^2 the across-chain variance.
 
-    For probabilities (``exact_variance`` None), s^2 is floored at lambda p (1 - p) / T,
+    For probabilities (`exact_variance` None), s^2 is floored at lambda p (1 - p) / T,
     with lambda >= 1 the group's pooled variance inflation sum_j s_j^2 / sum_j p_j (1 - p_j)
     / T (dominated by the well-estimated, common quantities). The sample variance of a
     rare event's per-chain frequencies is skewed and usually too small, which would make
     t far too large when fewer events than expected happen; the floor gives such a
     quantity the Monte Carlo error of an average one. A quantity whose expected
-    effective count min(p, 1 - p) ESS, ESS = C p (1 - p) / s^2, is below ``min_count``
+    effective count min(p, 1 - p) ESS, ESS = C p (1 - p) / s^2, is below `min_count`
     is not tested; one whose exact value is 0 or 1 fails on any deviation.
     """
     C = per_chain.shape[0]
@@ -557,7 +557,7 @@ def _partition_law_check(freq, prob, num_draws, min_cell_count, share):
     """Pearson-type test of the partition law with an across-chain covariance scale.
 
     Cells are partitions; those with expected effective count p_b ESS below
-    ``min_cell_count`` are pooled into one cell (ESS from the variance-weighted average
+    `min_cell_count` are pooled into one cell (ESS from the variance-weighted average
     inflation of the cell frequencies over the i.i.d. multinomial variance). With f_c
     the per-chain cell frequencies (C, J), fbar their mean, S their sample covariance
     (C - 1 dof) and A = D^-1/2 S D^-1/2 (D = diag p),
@@ -566,7 +566,7 @@ def _partition_law_check(freq, prob, num_draws, min_cell_count, share):
 
     and F = Q / (tr(A_hat) / C) is referred to F(h, (C - 1) h) with Box's effective
     dof h = tr(A)^2 / tr(A^2), both traces estimated without bias from the Wishart
-    moments of S. ``statistic`` is the ESS-scaled chi-square h F (an i.i.d. sampler
+    moments of S. `statistic` is the ESS-scaled chi-square h F (an i.i.d. sampler
     gives Pearson's chi-square with J - 1 dof). If tr(A_hat) is below the i.i.d. value
     (J - 1) / T it is replaced by it and F by the chi-square law with J - 1 dof.
     """
@@ -636,9 +636,9 @@ def check_kernel_samples(exact: ExactPosterior, labels, *, alpha=None, family_al
     exact : ExactPosterior
     labels : array_like of int, shape (chains, draws, n)
         Cluster labels (any labelling) of post-warmup draws of *independent* chains,
-        e.g. ``dpppl.diagnostics.arviz_compat.labels(idata)``. At least 3 chains; 50-200 recommended.
+        e.g. `dpppl.diagnostics.arviz_compat.labels(idata)`. At least 3 chains; 50-200 recommended.
     alpha : array_like, shape (chains, draws), optional
-        Draws of the concentration, tested against ``exact.alpha_mean`` (Gamma prior).
+        Draws of the concentration, tested against `exact.alpha_mean` (Gamma prior).
     family_alpha : float, default 1e-3
         Probability that a sampler with the exact stationary law fails the check
         (Bonferroni bound, up to the normal approximations).
@@ -660,10 +660,10 @@ def check_kernel_samples(exact: ExactPosterior, labels, *, alpha=None, family_al
     with z_i = z_j, in partition b, its mean alpha). Chains are independent and
     stationary, so the x_c are i.i.d. with mean equal to the exact value under the null,
     whatever the autocorrelation within chains; the across-chain variance gives the
-    standard error se = s / sqrt(C) and ESS = Var / se^2. ``family_alpha`` is split
+    standard error se = s / sqrt(C) and ESS = Var / se^2. `family_alpha` is split
     equally among the groups that apply (partition law when n <= partition_law_max_n;
     P(K = k), k = 1..n; co-clustering, i < j; alpha), and within a group by Bonferroni
-    over the tested quantities. See :func:`_t_checks` and :func:`_partition_law_check`
+    over the tested quantities. See `_t_checks` and `_partition_law_check`
     for each test's statistic.
     """
     labels = np.asarray(labels)
@@ -738,11 +738,11 @@ def _report(checks, passed, family_alpha, C, T, n, B, tv, tv_noise) -> str:
 # --------------------------------------------------------------------------------------
 
 def scale_concentration(model: Model, factor: float) -> Model:
-    """``model`` with its concentration multiplied by ``factor``.
+    """`model` with its concentration multiplied by `factor`.
 
     A Gamma(shape, rate) prior becomes Gamma(shape, rate / factor), which scales alpha in
     distribution. For a DP with fixed alpha, the exact posterior of the result is the
-    stationary law of collapsed Gibbs whose new-cluster weight is off by ``factor``.
+    stationary law of collapsed Gibbs whose new-cluster weight is off by `factor`.
     """
     prior = model.prior
     if prior.alpha_is_random:
@@ -754,7 +754,7 @@ def scale_concentration(model: Model, factor: float) -> Model:
 
 @dataclasses.dataclass(frozen=True)
 class PowerCurve:
-    """Rejection rates of :func:`check_kernel_samples` against biased samplers.
+    """Rejection rates of `check_kernel_samples` against biased samplers.
 
     Attributes
     ----------
@@ -765,7 +765,7 @@ class PowerCurve:
     max_k_error : ndarray (F,)
         max_k |P_biased(K = k) - P(K = k)|.
     rejection_rate : ndarray (F,)
-        Fraction of ``repeats`` runs the check rejected.
+        Fraction of `repeats` runs the check rejected.
     num_chains, num_draws, repeats : int
     stickiness : float
     """
@@ -780,7 +780,7 @@ class PowerCurve:
     repeats: int
 
     def smallest_detected(self, power: float = 0.9) -> Optional[float]:
-        """Smallest relative bias |factor - 1| rejected in at least ``power`` of the runs."""
+        """Smallest relative bias |factor - 1| rejected in at least `power` of the runs."""
         bias = np.abs(self.factors - 1.0)
         hit = (self.rejection_rate >= power) & (bias > 0)
         return round(float(bias[hit].min()), 12) if hit.any() else None
@@ -791,12 +791,12 @@ def power_curve(model: Model, x, factors: Sequence[float], *, num_chains: int, n
                 seed: int = 0, sampler: Optional[Callable] = None) -> PowerCurve:
     """Measure how often the check rejects a sampler whose concentration is off.
 
-    A collapsed Gibbs sampler whose new-cluster weight is ``factor * alpha`` instead of
-    ``alpha`` has the exact posterior of the model with concentration ``factor * alpha``
-    as its stationary law. For each factor, ``repeats`` data sets of
-    (``num_chains``, ``num_draws``) draws are generated from that biased posterior by
-    :func:`sample_sticky_chains` (i.i.d. when ``stickiness`` is 0) and checked against
-    the exact posterior of ``model``.
+    A collapsed Gibbs sampler whose new-cluster weight is `factor * alpha` instead of
+    `alpha` has the exact posterior of the model with concentration `factor * alpha`
+    as its stationary law. For each factor, `repeats` data sets of
+    (`num_chains`, `num_draws`) draws are generated from that biased posterior by
+    `sample_sticky_chains` (i.i.d. when `stickiness` is 0) and checked against
+    the exact posterior of `model`.
 
     Parameters
     ----------
@@ -808,12 +808,12 @@ def power_curve(model: Model, x, factors: Sequence[float], *, num_chains: int, n
         The budget.
     stickiness : float, default 0
         Autocorrelation of the synthetic chains (effective draws per chain
-        ``num_draws (1 - rho) / (1 + rho)``).
+        `num_draws (1 - rho) / (1 + rho)`).
     repeats : int, default 20
     family_alpha : float, default 1e-3
     seed : int, default 0
     sampler : callable, optional
-        ``sampler(exact_biased, rng) -> labels (chains, draws, n)`` replacing the sticky
+        `sampler(exact_biased, rng) -> labels (chains, draws, n)` replacing the sticky
         chains (to measure power against another kind of autocorrelation).
 
     Returns
@@ -863,7 +863,7 @@ def small_datasets() -> list:
 
     Every family has a well-separated and an overlapping case; alpha is fixed in some and
     Gamma(shape, rate) in others; one case has a Pitman-Yor prior. Cases with n <= 5
-    get the full partition-law test of :func:`check_kernel_samples`. Hyperparameters are
+    get the full partition-law test of `check_kernel_samples`. Hyperparameters are
     explicit, so the exact posteriors do not depend on data-driven defaults.
 
     Returns

@@ -1,6 +1,6 @@
 """Geweke (2004) joint-distribution tests ("getting it right") for partition kernels.
 
-Enumeration (:mod:`dpppl.testing.exact`) proves a kernel on data sets of at most eight
+Enumeration (`dpppl.testing.exact`) proves a kernel on data sets of at most eight
 points. Geweke's test reaches further: it checks that a kernel leaves the *joint*
 distribution p(alpha, z, x) of the model invariant, for any number of points, by
 comparing two ways of simulating it.
@@ -22,12 +22,12 @@ independent replicates: independent forward draws, and independent successive ch
 (the across-chain variance of per-chain means, which accounts for autocorrelation).
 The difference of means is a Student-t statistic; thresholds are Bonferroni-split over
 the test functions so that a correct kernel fails the whole test with probability about
-``family_alpha``.
+`family_alpha`.
 
 The test functions are bounded or have every moment (so the normal approximation holds):
 the number of clusters, the largest cluster's share, alpha and log alpha, the share of
-co-clustered pairs, the share of points whose first coordinate is positive and its mean through ``tanh``, a
-data-partition interaction (co-clustered pairs weighted by ``exp(-|x_i - x_j|^2)``),
+co-clustered pairs, the share of points whose first coordinate is positive and its mean through `tanh`, a
+data-partition interaction (co-clustered pairs weighted by `exp(-|x_i - x_j|^2)`),
 and the collapsed log joint log p(z, x | alpha). Under a stick-breaking prior (explicit labels,
 drawn forward by the prediction rule, eq. 6 of Porteous et al. 2006) the log joint is the
 labelled one and the share of points at label 1 is compared too.
@@ -57,7 +57,7 @@ TEST_FUNCTIONS = ("num_clusters", "largest_share", "coclustered_pairs", "positiv
 
 @dataclasses.dataclass(frozen=True)
 class GewekeResult:
-    """Result of :func:`geweke_test`.
+    """Result of `geweke_test`.
 
     Attributes
     ----------
@@ -69,7 +69,7 @@ class GewekeResult:
         Per test function: means of both simulators, their standard errors, and
         t = (successive - forward) / sqrt(se_s^2 + se_f^2).
     threshold : float
-        Critical |t| (Student t with ``num_chains - 1`` dof, Bonferroni-split).
+        Critical |t| (Student t with `num_chains - 1` dof, Bonferroni-split).
     family_alpha : float
     report : str
     """
@@ -112,14 +112,14 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
                 num_steps: int = 200, num_forward: int = 20000, seed: int = 0,
                 num_trials: int | None = None, kernel_model=None, family_alpha: float = 1e-3,
                 **options) -> GewekeResult:
-    """Compare forward and successive-conditional simulation of ``model`` under ``kernel``.
+    """Compare forward and successive-conditional simulation of `model` under `kernel`.
 
     Parameters
     ----------
     model : Model
         A model whose hyperparameters are numbers (not data summaries).
     kernel : str
-        Kernel name or ``+``-joined hybrid; the alpha move is appended when alpha has a
+        Kernel name or `+`-joined hybrid; the alpha move is appended when alpha has a
         Gamma prior, so the concentration update is under test too.
     num_points, dim : int
         Size of the simulated data sets.
@@ -199,10 +199,10 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
 
 def compare(kernel: str, names, fwd: np.ndarray, chain_means: np.ndarray, num_steps: int,
             family_alpha: float, *, overflowed: int = 0, capacity: int | None = None) -> GewekeResult:
-    """The t statistics of Geweke's test from forward draws ``fwd`` (num_forward, F) and
-    per-chain means of the successive-conditional chains ``chain_means`` (num_chains, F)
-    of the test functions ``names``; thresholds Bonferroni-split over the F functions. The
-    test fails when ``overflowed`` chains ran out of their ``capacity`` cluster slots."""
+    """The t statistics of Geweke's test from forward draws `fwd` (num_forward, F) and
+    per-chain means of the successive-conditional chains `chain_means` (num_chains, F)
+    of the test functions `names`; thresholds Bonferroni-split over the F functions. The
+    test fails when `overflowed` chains ran out of their `capacity` cluster slots."""
     num_forward, keep = fwd.shape
     num_chains = chain_means.shape[0]
     f_mean, f_se = fwd.mean(0), fwd.std(0, ddof=1) / np.sqrt(num_forward)

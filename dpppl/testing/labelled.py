@@ -17,15 +17,15 @@ infinite, so the posterior is computed in two parts:
    f_i(s_b, |S \\ b|), f_i(N, M) = B(a_i + N, b_i + M) / B(a_i, b_i), W = g_1(all). The
    labellings that use a label past L' have total prior mass at most n prod_{j<=L'} b_j /
    (a_j + b_j) (each point's label exceeds L' with that prior probability); L' is doubled
-   until this bound is below ``tol`` times the smallest W (a finite prior of L sticks is
+   until this bound is below `tol` times the smallest W (a finite prior of L sticks is
    exact with L' = L). Then p(C | x) ∝ W(C) p(x | C) over all set partitions.
 2. The labelled law on labels 1..L: p(z | x) = p(C(z) | x) P(z) / W(C(z)) for every z in
    {1..L}^n, and one more cell "some label > L" holding the rest of the mass.
 
-:func:`check_labelled_samples` tests draws of independent chains against both: the
-labelled law (the Pearson/Box test of :mod:`dpppl.testing.exact` on the cells above) and
-the partition law, P(K = k) and co-clustering (:func:`~dpppl.testing.exact.check_kernel_samples`),
-with ``family_alpha`` split equally between them.
+`check_labelled_samples` tests draws of independent chains against both: the
+labelled law (the Pearson/Box test of `dpppl.testing.exact` on the cells above) and
+the partition law, P(K = k) and co-clustering (`check_kernel_samples`),
+with `family_alpha` split equally between them.
 """
 
 from __future__ import annotations
@@ -80,12 +80,12 @@ def _log_w_for_sizes(sizes, a, b, last_index):
 
 
 def stick_breaking_log_eppf(prior, counts, *, tol: float = 1e-10):
-    """log W(C) for partitions with cluster sizes ``counts`` (B, n) (zeros ignored): the
+    """log W(C) for partitions with cluster sizes `counts` (B, n) (zeros ignored): the
     stick-breaking prior summed over all labellings (module docstring, part 1).
 
-    Returns ``(log_w (B,), truncation L', bound)``: ``bound`` is the largest relative
-    error of any W (at most ``tol``). Raises ValueError when the prior's tail is too heavy
-    for L' <= :data:`MAX_TRUNCATION`."""
+    Returns `(log_w (B,), truncation L', bound)`: `bound` is the largest relative
+    error of any W (at most `tol`). Raises ValueError when the prior's tail is too heavy
+    for L' <= `MAX_TRUNCATION`."""
     counts = np.asarray(counts)
     keys = [tuple(sorted(int(c) for c in row if c > 0)) for row in counts]
     distinct = sorted(set(keys))
@@ -126,7 +126,7 @@ class ExactLabelledPosterior:
     max_label : int
         L.
     truncation : int
-        Labels L' the partition law was summed over; relative error at most ``error_bound``.
+        Labels L' the partition law was summed over; relative error at most `error_bound`.
     """
 
     partitions: ExactPosterior
@@ -152,8 +152,8 @@ class ExactLabelledPosterior:
 
 
 def exact_labelled_posterior(model: Model, x, max_label: int = 4, *, tol: float = 1e-10) -> ExactLabelledPosterior:
-    """The exact posterior of a :func:`~dpppl.StickBreakingMixture` over labelled
-    assignments of ``x`` (at most 7 points), with labels 1..``max_label`` listed one by
+    """The exact posterior of a [`StickBreakingMixture`][dpppl.StickBreakingMixture] over labelled
+    assignments of `x` (at most 7 points), with labels 1..`max_label` listed one by
     one and the rest lumped (module docstring)."""
     prior = model.prior
     if not prior.labelled:
@@ -183,13 +183,13 @@ def exact_labelled_posterior(model: Model, x, max_label: int = 4, *, tol: float 
 
 @dataclasses.dataclass(frozen=True)
 class LabelledHarnessResult:
-    """Result of :func:`check_labelled_samples`.
+    """Result of `check_labelled_samples`.
 
-    ``labelled_law`` is the test of the law over labelled assignments (cells: each
-    assignment with labels < L, and "some label >= L"); ``partitions`` is the
-    :class:`~dpppl.testing.HarnessResult` of the partition law, P(K = k) and co-clustering.
-    ``tv_distance`` is the total-variation distance between the sampled and exact
-    labelled laws over those cells; ``label_marginals`` the sampled P(z_n = k), k < L.
+    `labelled_law` is the test of the law over labelled assignments (cells: each
+    assignment with labels < L, and "some label >= L"); `partitions` is the
+    `HarnessResult` of the partition law, P(K = k) and co-clustering.
+    `tv_distance` is the total-variation distance between the sampled and exact
+    labelled laws over those cells; `label_marginals` the sampled P(z_n = k), k < L.
     """
 
     passed: bool
@@ -202,9 +202,9 @@ class LabelledHarnessResult:
 
 def check_labelled_samples(exact: ExactLabelledPosterior, labels, *, family_alpha: float = 1e-3,
                            min_cell_count: float = 10.0) -> LabelledHarnessResult:
-    """Test labelled draws ``labels`` (chains, draws, n) of *independent* chains (label k
-    is stick k + 1, as in ``dpppl.diagnostics.arviz_compat.labels(idata)``) against an exact labelled posterior;
-    see the module docstring. ``family_alpha`` bounds the false-alarm rate of the whole
+    """Test labelled draws `labels` (chains, draws, n) of *independent* chains (label k
+    is stick k + 1, as in `dpppl.diagnostics.arviz_compat.labels(idata)`) against an exact labelled posterior;
+    see the module docstring. `family_alpha` bounds the false-alarm rate of the whole
     check (half for the labelled law, half for the partition checks)."""
     labels = np.asarray(labels, dtype=np.int64)
     n, L = exact.n, exact.max_label

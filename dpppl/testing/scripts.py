@@ -7,8 +7,8 @@ from pathlib import Path
 
 
 def load_script(path, name: str | None = None):
-    """Execute the Python file ``path`` as a fresh module (named ``name``, default its stem) and
-    return it, so tests and benchmarks can call its functions (e.g. ``main``)."""
+    """Execute the Python file `path` as a fresh module (named `name`, default its stem) and
+    return it, so tests and benchmarks can call its functions (e.g. `main`)."""
     path = Path(path)
     spec = importlib.util.spec_from_file_location(name or path.stem, path)
     module = importlib.util.module_from_spec(spec)
