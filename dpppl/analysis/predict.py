@@ -126,7 +126,22 @@ class Predictor:
         self.bound, self.clustering = bound, c
         dtype = jnp.asarray(bound.x).dtype
         self._inputs = (jnp.asarray(labels, jnp.int32), jnp.asarray(alpha, dtype), jnp.asarray(log_weights, dtype))
-        self._fn = jax.jit(_build(bound, counts.shape[1], jax.nn.one_hot(c, int(c.max()) + 1, dtype=dtype)))
+        self._capacity = counts.shape[1]
+        self._fn = None  # the jitted scan, built on first call (and again after unpickling)
+
+    def __getstate__(self):
+        # The jitted closure cannot be pickled; everything it is built from can.
+        return {k: v for k, v in self.__dict__.items() if k != "_fn"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _fn=None)
+
+    def _compiled(self):
+        if self._fn is None:
+            dtype = self._inputs[1].dtype
+            onehot = jax.nn.one_hot(self.clustering, int(self.clustering.max()) + 1, dtype=dtype)
+            self._fn = jax.jit(_build(self.bound, self._capacity, onehot))
+        return self._fn
 
     def __call__(self, new_data) -> Prediction:
         decl = self.bound.model.data
@@ -134,7 +149,7 @@ class Predictor:
                               self.bound.family)
         if x_new.shape[1] != self.bound.x.shape[1]:
             raise DataError(f"new data have {x_new.shape[1]} columns, the training data {self.bound.x.shape[1]}")
-        proba, log_density = self._fn(*self._inputs, jnp.asarray(x_new, self._inputs[1].dtype))
+        proba, log_density = self._compiled()(*self._inputs, jnp.asarray(x_new, self._inputs[1].dtype))
         return Prediction(np.asarray(proba), np.asarray(log_density), self.clustering)
 
 
