@@ -1,13 +1,13 @@
 """A scikit-learn estimator: a Dirichlet-process Gaussian mixture.
 
-``DPGaussianMixture`` wraps :func:`dpppl.sample`, :func:`dpppl.point_estimate` and
-:class:`dpppl.analysis.predict.Predictor` behind scikit-learn's estimator interface
-(``fit``, ``predict``, ``predict_proba``, ``score_samples``, ``score``, ``fit_predict``,
-``get_params``, ``set_params``, ``__sklearn_tags__``, ``__sklearn_is_fitted__``) and passes
-scikit-learn's ``check_estimator`` (``tests/test_estimators.py``), without making
+`DPGaussianMixture` wraps [`dpppl.sample`][dpppl.sample], [`dpppl.point_estimate`][dpppl.point_estimate] and
+[`dpppl.analysis.predict.Predictor`][dpppl.analysis.predict.Predictor] behind scikit-learn's estimator interface
+(`fit`, `predict`, `predict_proba`, `score_samples`, `score`, `fit_predict`,
+`get_params`, `set_params`, `__sklearn_tags__`, `__sklearn_is_fitted__`) and passes
+scikit-learn's `check_estimator` (`tests/test_estimators.py`), without making
 scikit-learn a dependency of dpppl: see the class docstring.
-Unlike ``sklearn.mixture.BayesianGaussianMixture`` (variational, truncated), it samples
-the exact collapsed posterior over partitions, and ``predict_proba`` has one column per
+Unlike `sklearn.mixture.BayesianGaussianMixture` (variational, truncated), it samples
+the exact collapsed posterior over partitions, and `predict_proba` has one column per
 cluster of the point estimate plus a last column for "a new cluster".
 """
 
@@ -31,11 +31,11 @@ COVARIANCE_TYPES = ("full", "diag")
 
 
 class NotFittedError(DPPPLError, ValueError, AttributeError):
-    """A method that needs a fitted estimator was called before ``fit``.
+    """A method that needs a fitted estimator was called before `fit`.
 
     When scikit-learn is installed, the error raised is also a
-    ``sklearn.exceptions.NotFittedError`` (both derive from ValueError and
-    AttributeError), so ``except NotFittedError`` works with either class.
+    `sklearn.exceptions.NotFittedError` (both derive from ValueError and
+    AttributeError), so `except NotFittedError` works with either class.
     """
 
     def __reduce__(self):
@@ -69,50 +69,50 @@ class DPGaussianMixture:
     """Dirichlet-process mixture of Gaussians, fitted by MCMC over partitions.
 
     A scikit-learn clusterer and density estimator: it passes
-    ``sklearn.utils.estimator_checks.check_estimator`` with one documented departure:
-    a 1-D ``X`` is read as N points of one feature, as everywhere in dpppl, where
-    scikit-learn requires 2-D (``check_fit1d``). ``predict`` returns ``n_clusters_`` for
+    `sklearn.utils.estimator_checks.check_estimator` with one documented departure:
+    a 1-D `X` is read as N points of one feature, as everywhere in dpppl, where
+    scikit-learn requires 2-D (`check_fit1d`). `predict` returns `n_clusters_` for
     a point most likely to open a new cluster.
     It implements the protocol by hand rather than subclassing
-    ``sklearn.base.BaseEstimator``, ``ClusterMixin`` and ``DensityMixin``, because
-    inheriting needs scikit-learn when the class is defined, that is on ``import dpppl``:
-    scikit-learn would become a dependency (it is only in the ``test`` and ``bench``
+    `sklearn.base.BaseEstimator`, `ClusterMixin` and `DensityMixin`, because
+    inheriting needs scikit-learn when the class is defined, that is on `import dpppl`:
+    scikit-learn would become a dependency (it is only in the `test` and `bench`
     extras) and importing it costs about 0.7 s on top of dpppl's 1.1 s. What the mixins
-    would give is here: ``get_params`` / ``set_params`` from the constructor's signature
-    (so ``sklearn.base.clone`` works), ``__sklearn_tags__`` (a clusterer taking a dense
+    would give is here: `get_params` / `set_params` from the constructor's signature
+    (so `sklearn.base.clone` works), `__sklearn_tags__` (a clusterer taking a dense
     2-D array without NaN; it imports scikit-learn only when scikit-learn asks for the
-    tags), ``__sklearn_is_fitted__`` for ``check_is_fitted``, ``fit_predict`` and
-    ``score``. Because it is not a ``ClusterMixin`` instance, ``check_estimator`` skips
+    tags), `__sklearn_is_fitted__` for `check_is_fitted`, `fit_predict` and
+    `score`. Because it is not a `ClusterMixin` instance, `check_estimator` skips
     its clustering checks; the test runs them directly.
 
-    Input is checked as scikit-learn's ``validate_data`` would, with dpppl's errors
-    (:class:`~dpppl.errors.DataError`, a ValueError): ``X`` must be a dense real array
+    Input is checked as scikit-learn's `validate_data` would, with dpppl's errors
+    ([`DataError`][dpppl.errors.DataError], a ValueError): `X` must be a dense real array
     (lists, pandas frames and object arrays of numbers are converted; sparse, complex
-    and non-numeric input is refused, the last with :class:`DataTypeError`, also a
+    and non-numeric input is refused, the last with `DataTypeError`, also a
     TypeError), without NaN or infinity, with at least 2 points to fit (the component
     hyperparameters are set from the data's mean and covariance), and, after fitting,
-    ``n_features_in_`` columns. Methods called before ``fit`` raise
-    :class:`NotFittedError`, which is also scikit-learn's ``NotFittedError`` when
+    `n_features_in_` columns. Methods called before `fit` raise
+    `NotFittedError`, which is also scikit-learn's `NotFittedError` when
     scikit-learn is installed. A fitted estimator pickles (the compiled prediction
     function is rebuilt on first use after unpickling).
 
-    Every ``fit`` on new data compiles the sampler for that data (seconds; see
-    ``docs/analysis.md``), so many fits on small data cost mostly compilation.
+    Every `fit` on new data compiles the sampler for that data (seconds; see
+    `docs/analysis.md`), so many fits on small data cost mostly compilation.
 
     Parameters
     ----------
     covariance_type : {"full", "diag"}, default "full"
-        ``"full"``: Normal-Inverse-Wishart components; ``"diag"``: Normal-Gamma
+        `"full"`: Normal-Inverse-Wishart components; `"diag"`: Normal-Gamma
         (independent dimensions). Their hyperparameters take the data-dependent defaults
-        of :class:`dpppl.NormalInverseWishart` / :class:`dpppl.NormalGamma`.
+        of [`dpppl.NormalInverseWishart`][dpppl.NormalInverseWishart] / [`dpppl.NormalGamma`][dpppl.NormalGamma].
     alpha : float or None, default None
         A fixed concentration, or None for alpha ~ Gamma(1, 1), resampled.
     kernel : str, default "gibbs"
-        Any kernel or hybrid of :func:`dpppl.sample`.
+        Any kernel or hybrid of [`dpppl.sample`][dpppl.sample].
     num_warmup, num_samples, num_chains, seed
-        As in :func:`dpppl.sample`.
+        As in [`dpppl.sample`][dpppl.sample].
     estimate : {"vi", "dahl", "best"}, default "vi"
-        The point estimate (:func:`dpppl.point_estimate`) that defines the clusters.
+        The point estimate ([`dpppl.point_estimate`][dpppl.point_estimate]) that defines the clusters.
 
     Attributes
     ----------
@@ -143,11 +143,11 @@ class DPGaussianMixture:
         return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
 
     def get_params(self, deep=True):
-        """Constructor arguments by name (``deep`` is accepted for compatibility)."""
+        """Constructor arguments by name (`deep` is accepted for compatibility)."""
         return {name: getattr(self, name) for name in self._param_names()}
 
     def set_params(self, **params):
-        """Set constructor arguments; returns ``self``."""
+        """Set constructor arguments; returns `self`."""
         valid = self._param_names()
         for name, value in params.items():
             if name not in valid:
@@ -160,7 +160,7 @@ class DPGaussianMixture:
         return f"{type(self).__name__}({args})"
 
     def __sklearn_tags__(self):
-        """scikit-learn's tags (scikit-learn >= 1.6): a clusterer that needs no ``y`` and
+        """scikit-learn's tags (scikit-learn >= 1.6): a clusterer that needs no `y` and
         takes a dense 2-D real array without NaN."""
         from sklearn.utils import InputTags, Tags, TargetTags  # only scikit-learn calls this
 
@@ -173,7 +173,7 @@ class DPGaussianMixture:
 
     # ----- input ------------------------------------------------------------------------
     def _validate(self, X, *, fitting: bool) -> np.ndarray:
-        """``X`` as a finite float (N, D) array, with scikit-learn's checks and dpppl's errors."""
+        """`X` as a finite float (N, D) array, with scikit-learn's checks and dpppl's errors."""
         name = type(self).__name__
         if _is_sparse(X):
             raise DataError(f"{name} does not take sparse input ({type(X).__name__}); "
@@ -230,7 +230,7 @@ class DPGaussianMixture:
         return DPMixture(alpha, component)
 
     def fit(self, X, y=None):
-        """Sample the posterior of the clustering of ``X`` (N, D); ``y`` is ignored."""
+        """Sample the posterior of the clustering of `X` (N, D); `y` is ignored."""
         model = self._model()
         bound = model.bind(self._validate(X, fitting=True))
         idata = sample(model, bound.x, kernel=self.kernel, num_warmup=self.num_warmup,
@@ -252,12 +252,12 @@ class DPGaussianMixture:
         return pred._replace(proba=pred.proba[:len(x)], log_density=pred.log_density[:len(x)])
 
     def fit_predict(self, X, y=None):
-        """Fit and return the point estimate ``labels_`` of the training points."""
+        """Fit and return the point estimate `labels_` of the training points."""
         return self.fit(X).labels_
 
     def predict_proba(self, X):
         """(M, n_clusters_ + 1) posterior probabilities of joining each cluster of
-        ``labels_``, last column a new cluster (:func:`dpppl.predict`)."""
+        `labels_`, last column a new cluster ([`dpppl.predict`][dpppl.predict])."""
         return self._predict(X).proba
 
     def predict(self, X):
@@ -270,15 +270,15 @@ class DPGaussianMixture:
         return self._predict(X).log_density
 
     def score(self, X, y=None):
-        """Mean posterior predictive log density of the points of ``X``; ``y`` is ignored."""
+        """Mean posterior predictive log density of the points of `X`; `y` is ignored."""
         return float(np.mean(self.score_samples(X)))
 
 
 def _pad(x: np.ndarray) -> np.ndarray:
-    """``x`` with rows repeated up to the next power of two (at least 8), so that
+    """`x` with rows repeated up to the next power of two (at least 8), so that
     predictions on batches of similar size share one compiled function. Each new point
     is predicted on its own, so the padding changes no result; the caller keeps the
-    first ``len(x)`` rows."""
+    first `len(x)` rows."""
     m = len(x)
     size = max(8, 1 << (m - 1).bit_length())
     return x if size == m else np.concatenate([x, np.repeat(x[:1], size - m, axis=0)])
