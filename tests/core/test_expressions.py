@@ -123,7 +123,7 @@ def test_every_function_is_documented():
     import dpppl.core.expressions as module
 
     for name in FUNCTIONS:
-        assert f"``{name}" in module.__doc__
+        assert f"`{name}" in module.__doc__
 
 
 @pytest.mark.parametrize("text, column, message", [

@@ -279,8 +279,8 @@ def test_data_given_by_name_or_file_path(niw_model, tmp_path):
     by_name = dpppl.sample(niw_model, "Faithful", **run)
     x = dpppl.datasets.load("faithful")[0]
     np.testing.assert_array_equal(group(by_name, "observed_data")["x"].values, x)
-    np.testing.assert_array_equal(group(by_name, "posterior")["z"].values,
-                                  group(dpppl.sample(niw_model, x, **run), "posterior")["z"].values)
+    np.testing.assert_array_equal(partition_group(by_name)["z"].values,
+                                  partition_group(dpppl.sample(niw_model, x, **run))["z"].values)
     path = tmp_path / "v.csv"
     np.savetxt(path, x[:10], delimiter=",", header="eruptions,waiting", comments="")
     for given in (path, str(path)):
