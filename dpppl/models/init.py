@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.core.compiled import Exported, compiled
+from dpppl.core.compiled import compiled
 from dpppl.core.protocols import InitStrategy, Target
 from dpppl.core.state import PartitionState
 from dpppl.errors import DataError
@@ -93,23 +93,12 @@ def sequential(target: Target, keys, capacity=None) -> PartitionState:
     (Liang et al. 2007, sec. 5.1); the capacity grows until no chain runs out of slots."""
     cap = initial_slots(target, 8, capacity)
     while True:
-        states, _ = _seat_function(target, cap)(jax.random.key_data(keys))
+        seat = compiled(("seat", target.fingerprint(), cap), lambda: jax.jit(jax.vmap(
+            lambda k: target.seat(k, target.empty_state(cap)))))
+        states = seat(keys)
         if not np.any(np.asarray(states.overflow)) or cap >= target.max_slots():
             return states
         cap = grown_slots(target, cap)
-
-
-def _seat_function(target: Target, capacity: int):
-    """Seating of every chain (one per row of key data), its trace kept on disk (the
-    default init of every run: exported so that a new process does not trace it)."""
-    key = ("seat", target.fingerprint(), capacity)
-
-    def seat(key_data):
-        return jax.vmap(lambda k: target.seat(jax.random.wrap_key_data(k), target.empty_state(capacity)))(
-            key_data), {}
-
-    structure = jax.tree.structure(jax.eval_shape(lambda: target.empty_state(capacity)))
-    return compiled(key, lambda: Exported(key, seat, lambda *_: structure))
 
 
 def single(target: Target, keys, capacity=None) -> PartitionState:

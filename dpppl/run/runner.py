@@ -4,8 +4,7 @@ A chunk is `n_iter` steps of every chain (vmapped) in one jitted `fori_loop` tha
 writes each step's record into a buffer of a length taken from a small fixed set
 (`CHUNK_LENGTHS`), so a run of another length reuses the compiled chunk. The chunk
 function is kept per kernel, options, target (`fingerprint`),
-phase and capacity (`dpppl.core.compiled`): a second run traces and compiles nothing,
-and its trace is kept on disk (`Exported`) for new processes.
+phase and capacity (`dpppl.core.compiled`): a second run traces and compiles nothing.
 After each chunk the runner (1) grows the cluster capacity on the host and re-runs the
 chunk from the same keys when a chain ran out of empty slots (growth never changes the
 draws), (2) updates the progress bar, and (3) keeps the draws, so a run stopped with
@@ -23,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.core.compiled import Exported, compiled
+from dpppl.core.compiled import compiled
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.protocols import Target
 from dpppl.core.state import grow, num_clusters
@@ -83,9 +82,8 @@ def _chunk_function(kern: Kernel, kernel_key, warmup: bool, length: int, capacit
 
         return jax.lax.fori_loop(0, n_iter, body, (state, buf))
 
-    key = ("chunk", kernel_key, warmup, length, capacity)
-    return compiled(key, lambda: Exported(key, jax.vmap(per_chain, in_axes=(0, 0, None, None, None)),
-                                          lambda states, *_: jax.tree.structure(states)))
+    return compiled(("chunk", kernel_key, warmup, length, capacity),
+                    lambda: jax.jit(jax.vmap(per_chain, in_axes=(0, 0, None, None, None))))
 
 
 def _chunk_length(iterations: int, max_len: int) -> int:
