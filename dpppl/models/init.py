@@ -93,8 +93,8 @@ def sequential(target: Target, keys, capacity=None) -> PartitionState:
     (Liang et al. 2007, sec. 5.1); the capacity grows until no chain runs out of slots."""
     cap = initial_slots(target, 8, capacity)
     while True:
-        seat = compiled(("seat", target.fingerprint(), cap), lambda: jax.jit(jax.vmap(
-            lambda k: target.seat(k, target.empty_state(cap)))))
+        seat = compiled(("seat", target.fingerprint(), cap), lambda cap=cap: jax.jit(jax.vmap(
+            lambda k: target.seat(k, target.empty_state(cap)))))  # cap bound now: the loop changes it
         states = seat(keys)
         if not np.any(np.asarray(states.overflow)) or cap >= target.max_slots():
             return states
