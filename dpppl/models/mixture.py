@@ -8,12 +8,14 @@ data-dependent hyperparameters, giving a [`BoundModel`][dpppl.models.mixture.Bou
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpppl.core.compiled import compiled
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.state import PartitionState
 from dpppl.errors import DataError, ModelError
@@ -149,9 +151,15 @@ class BoundModel:
     def log_joint_of_labels(self, labels) -> jax.Array:
         """log p(x, z) of labels as a state holds them, at the prior's initial alpha and
         without alpha's prior density (what [`dpppl.log_joint`][dpppl.log_joint] reports)."""
-        state = self.state_from_labels(None, labels, int(np.max(labels)) + 1)
-        counts = state.stats.n
-        return self.prior.log_eppf(counts, state.alpha) + jnp.sum(cluster_log_marginals(self.family, state.stats))
+        capacity = int(np.max(labels)) + 1
+        return compiled(("log_joint_of_labels", self.fingerprint(), capacity),
+                        lambda: jax.jit(functools.partial(self._log_joint_of_labels, capacity=capacity)))(
+            jnp.asarray(labels))
+
+    def _log_joint_of_labels(self, labels, capacity: int):
+        state = self.state_from_labels(None, labels, capacity)
+        return self.prior.log_eppf(state.stats.n, state.alpha) + jnp.sum(
+            cluster_log_marginals(self.family, state.stats))
 
     def max_slots(self) -> int:
         return self.prior.max_slots(self.num_points)

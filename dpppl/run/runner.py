@@ -1,10 +1,11 @@
 """The partition-kernel backend: chains run in chunks of steps compiled once per process.
 
 A chunk is `n_iter` steps of every chain (vmapped) in one jitted `fori_loop` that
-writes each step's record into a buffer of a length taken from a small fixed set
-(`CHUNK_LENGTHS`), so a run of another length reuses the compiled chunk. The chunk
-function is kept per kernel, options, target (`fingerprint`),
-phase and capacity (`dpppl.core.compiled`): a second run traces and compiles nothing.
+writes each step's record into a buffer of fixed length (`CHUNK_LENGTH`, fewer only when
+memory asks), so a run of another length reuses the compiled chunk. Warmup and sampling
+share one chunk unless the kernel has a warmup step of its own. The chunk function is
+kept per kernel, options, target (`fingerprint`), phase and capacity
+(`dpppl.core.compiled`): a second run traces and compiles nothing.
 After each chunk the runner (1) grows the cluster capacity on the host and re-runs the
 chunk from the same keys when a chain ran out of empty slots (growth never changes the
 draws), (2) updates the progress bar, and (3) keeps the draws, so a run stopped with
@@ -30,8 +31,8 @@ from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, build
 from dpppl.models.init import grown_slots, initial_states
 
-CHUNK_LENGTHS = (16, 256)
-"""Buffer lengths of a chunk (steps recorded per compiled call, at most)."""
+CHUNK_LENGTH = 256
+"""Buffer length of a chunk: the most steps recorded per compiled call."""
 CHUNK_SECONDS = 0.5           # target wall time of one chunk (progress-bar refresh)
 CHUNK_BYTES = 256 * 2**20     # memory for one chunk's recorded draws
 
@@ -62,6 +63,10 @@ def _record(kern: Kernel, state, info, with_z: bool) -> dict:
 
 
 def _chunk_function(kern: Kernel, kernel_key, warmup: bool, length: int, capacity: int):
+    """The compiled chunk of `kern`'s warmup or sampling steps. A kernel without a warmup
+    step of its own runs the sampling chunk in warmup too (one program, not two; the
+    labels it records there are dropped)."""
+    warmup = warmup and kern.warmup_step is not None
     with_z = not warmup
     step = kern.warmup if warmup else kern.step
 
@@ -86,13 +91,6 @@ def _chunk_function(kern: Kernel, kernel_key, warmup: bool, length: int, capacit
                     lambda: jax.jit(jax.vmap(per_chain, in_axes=(0, 0, None, None, None))))
 
 
-def _chunk_length(iterations: int, max_len: int) -> int:
-    fits = [n for n in CHUNK_LENGTHS if n <= max_len]
-    if not fits:
-        return max_len
-    return next((n for n in fits if n >= iterations), fits[-1])
-
-
 def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
                      num_chains: int, seed: int, init, capacity, thinning: int, progress_bar, **_):
     """Run `spec` on `target`; return (records, attrs, record_dims). Options of other
@@ -114,7 +112,7 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
 def _run(target, kern, kernel_key, states, chain_keys, x, num_warmup, num_samples, thinning, progress_bar):
     total = num_warmup + num_samples
     num_chains, n = chain_keys.shape[0], target.num_points
-    max_len = int(np.clip(CHUNK_BYTES // max(1, num_chains * (4 * n + 64)), 1, max(CHUNK_LENGTHS)))
+    length = int(np.clip(CHUNK_BYTES // max(1, num_chains * (4 * n + 64)), 1, CHUNK_LENGTH))
     kept: list[dict] = []
     bar = _progress(total, progress_bar, kern.name)
     t, per_iter, interrupted = 0, None, False
@@ -123,7 +121,6 @@ def _run(target, kern, kernel_key, states, chain_keys, x, num_warmup, num_sample
         while t < total:
             warmup = t < num_warmup
             phase_end = num_warmup if warmup else total
-            length = _chunk_length(phase_end - (0 if warmup else num_warmup), max_len)
             n_iter = 1 if per_iter is None else int(np.clip(CHUNK_SECONDS / per_iter, 1, length))
             n_iter = min(n_iter, length, phase_end - t)
             while True:
@@ -194,4 +191,4 @@ def _progress(total, show, name):
     return tqdm(total=total, desc=f"dpppl {name}", unit="it", dynamic_ncols=True)
 
 
-__all__ = ["CHUNK_LENGTHS", "built_kernel", "sample_partition"]
+__all__ = ["CHUNK_LENGTH", "built_kernel", "sample_partition"]

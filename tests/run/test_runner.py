@@ -1,5 +1,5 @@
-"""The partition-kernel backend: steps traced and compiled once per process, chunk
-lengths from a fixed set, the same draws whatever was compiled before."""
+"""The partition-kernel backend: steps traced and compiled once per process, one chunk
+length, the same draws whatever was compiled before."""
 
 import dataclasses
 
@@ -42,17 +42,24 @@ def test_a_second_run_traces_nothing(counting_kernel, niw_model, two_blobs):
     second = dpppl.sample(model, x, kernel="counted", num_warmup=3, num_samples=7, seed=5, progress_bar=False)
     assert counting_kernel["n"] == traced
     assert np.array_equal(partition_group(first)["z"].values, partition_group(second)["z"].values)
-    # another length from the same set of chunk lengths, another seed: still nothing traced
-    dpppl.sample(model, x, kernel="counted", num_warmup=2, num_samples=11, seed=6, progress_bar=False)
+    # other lengths (longer than a chunk), another seed: still nothing traced
+    dpppl.sample(model, x, kernel="counted", num_warmup=2, num_samples=runner.CHUNK_LENGTH + 11, seed=6,
+                 progress_bar=False)
     assert counting_kernel["n"] == traced
     # other data: the kernel's constants may differ, so it is traced again
     dpppl.sample(model, x + 1.0, kernel="counted", num_warmup=3, num_samples=7, seed=5, progress_bar=False)
     assert counting_kernel["n"] > traced
 
 
-def test_chunk_lengths_come_from_a_fixed_set():
-    for iterations in (1, 5, 16, 17, 200, 1000, 10**6):
-        assert runner._chunk_length(iterations, 10**9) in runner.CHUNK_LENGTHS
-    assert runner._chunk_length(5, 10**9) == min(runner.CHUNK_LENGTHS)
-    assert runner._chunk_length(10**6, 10**9) == max(runner.CHUNK_LENGTHS)
-    assert runner._chunk_length(100, 3) == 3  # memory allows fewer steps per chunk than any length
+def test_warmup_runs_the_sampling_chunk_when_the_kernel_has_no_warmup_step(counting_kernel, niw_model,
+                                                                           two_blobs):
+    """One program for both phases: a run with warmup traces the step no more often than
+    a run without."""
+    x, _ = two_blobs
+    no_warmup = dpppl.DPMixture(0.8, niw_model.component)
+    dpppl.sample(no_warmup, x, kernel="counted", num_warmup=0, num_samples=4, seed=1, progress_bar=False)
+    traced = counting_kernel["n"]
+    counting_kernel["n"] = 0
+    with_warmup = dpppl.DPMixture(0.7, niw_model.component)
+    dpppl.sample(with_warmup, x, kernel="counted", num_warmup=5, num_samples=4, seed=1, progress_bar=False)
+    assert counting_kernel["n"] == traced > 0
