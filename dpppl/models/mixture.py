@@ -231,8 +231,8 @@ def check_not_masked(x, name: str) -> None:
         where = ", ".join(f"{axis} {i}" for axis, i in zip(("row", "column"), index)) if mask.ndim <= 2 \
             else f"index {index}"
         raise DataError(f"data '{name}' is a masked array with {int(mask.sum())} masked value(s), the first "
-                        f"at {where}; the models take no missing values: drop those points (e.g. "
-                        f"x[~np.ma.getmaskarray(x).any(axis=1)].data) or fill them")
+                        f"at {where}; the models take no missing values: drop those points or fill "
+                        "them (x.filled(value))")
 
 
 def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
