@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import os
 import sys
 
 import numpy as np
@@ -29,9 +30,9 @@ from dpppl.analysis.plots import plot_command
 from dpppl.datasets.bundled import available as available_datasets
 from dpppl.datasets.bundled import requirements as dataset_requirements
 from dpppl.datasets.files import read_data, read_rankings
-from dpppl.diagnostics.arviz_compat import arviz, group, partition_group
+from dpppl.diagnostics.arviz_compat import arviz, group, has_group, partition_group
 from dpppl.diagnostics.summaries import LABEL_INVARIANT
-from dpppl.errors import DPPPLError
+from dpppl.errors import ArgumentError, DPPPLError
 from dpppl.kernels import available as available_kernels
 from dpppl.kernels import entry
 
@@ -187,9 +188,40 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         return _run(args)
-    except (DPPPLError, FileNotFoundError, ValueError) as e:
+    except (DPPPLError, OSError, ValueError) as e:
         print(f"dpppl: error: {e}", file=sys.stderr)
         return 2
+
+
+def check_output_path(path: str, option: str = "--out") -> None:
+    """Raise ArgumentError unless `path` can be written: not a directory, in a directory that
+    exists and is writable. Checked before anything is sampled."""
+    if os.path.isdir(path):
+        raise ArgumentError(f"{option} {path}: is a directory; give a file name")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ArgumentError(f"{option} {path}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ArgumentError(f"{option} {path}: the directory {parent} is not writable")
+
+
+def read_run(path: str):
+    """The InferenceData of a netCDF file written by `dpppl sample --out`; ArgumentError for a
+    missing file, a directory, a file that is not netCDF or a netCDF file with no posterior."""
+    if os.path.isdir(path):
+        raise ArgumentError(f"{path}: is a directory, not a run file (a netCDF file written by "
+                            "`dpppl sample --out`)")
+    if not os.path.exists(path):
+        raise ArgumentError(f"{path}: no such run file")
+    try:
+        idata = arviz().from_netcdf(path)
+    except (OSError, ValueError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ArgumentError(f"{path}: not a netCDF file written by `dpppl sample --out` ({reason})") from None
+    if not has_group(idata, "posterior"):
+        raise ArgumentError(f"{path}: a netCDF file with no posterior group, not a run written by "
+                            "`dpppl sample --out`")
+    return idata
 
 
 def _run(args) -> int:
@@ -205,6 +237,8 @@ def _run(args) -> int:
         for name, text in described.items():
             print(f"{name:<{width}}  {text}" + (f" [needs: {needs[name]}]" if needs[name] else ""))
         return 0
+    if getattr(args, "out", None):
+        check_output_path(args.out)
     if args.command == "search":
         beam = None if args.beam.lower() == "none" else int(args.beam)
         result = dpppl.map_search(dpppl.load(args.model), read_data(args.data), heuristic=args.heuristic,
@@ -232,15 +266,14 @@ def _run(args) -> int:
             idata.to_netcdf(args.out)
             print(f"\nwrote {args.out}")
         return 0
-    az = arviz()
-    idata = az.from_netcdf(args.run)
+    idata = read_run(args.run)
     if args.command == "summary":
         print(summary_text(idata))
         return 0
     import matplotlib
 
     matplotlib.use("Agg")
-    runs = {args.run: idata, **{path: az.from_netcdf(path) for path in args.compare}}
+    runs = {args.run: idata, **{path: read_run(path) for path in args.compare}}
     plot_command(args.kind, runs, args.out, estimate=args.estimate, var_names=args.var)
     print(f"wrote {args.out}")
     return 0

@@ -37,3 +37,9 @@ class DataError(DPPPLError, ValueError):
 
 class KernelError(DPPPLError, ValueError):
     """An unknown kernel, or a kernel that does not apply to the model."""
+
+
+class ArgumentError(DPPPLError, ValueError):
+    """An argument of a run is out of range or unusable: a seed that is not an integer in
+    range, a count below its minimum, `thinning` larger than `num_samples`, an output path in
+    a directory that does not exist, a run file that is not netCDF."""

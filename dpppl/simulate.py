@@ -36,7 +36,7 @@ from dpppl.dsl.parser import as_model
 from dpppl.errors import ModelError
 from dpppl.models.mixture import BoundModel
 from dpppl.priors.stick_breaking import refuse_labelled
-from dpppl.run.driver import check_positive_int
+from dpppl.run.driver import check_positive_int, check_seed
 
 
 def draw_alpha(prior, key, dtype):
@@ -113,6 +113,7 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
     """
     check_positive_int("n", n, 1)
     check_positive_int("num_samples", num_samples, 1)
+    check_seed(seed)
     spec = model.model if isinstance(model, BoundModel) else as_model(model)
     family = _family_for_data(model if isinstance(model, BoundModel) else spec, data, dim)
     prior = spec.prior

@@ -7,6 +7,7 @@ import pytest
 
 from dpppl.cli import main
 import dpppl
+import dpppl.run.driver
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
@@ -208,3 +209,71 @@ def test_data_errors_name_the_file_line_and_cell(tmp_path, capsys):
     assert main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", str(data), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"dpppl: error: {data}, line 3: non-finite value (nan) at row 1, column 1 (b)"
+
+
+def _one_line_error(capsys) -> str:
+    """What a failed command printed: one `dpppl: error:` line on stderr, no traceback."""
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.startswith("dpppl: error: ") and "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("seed, message", [
+    ("-1", "seed must be an integer in [0, 9223372036854775807], got -1"),
+    (str(2**64), f"seed must be an integer in [0, 9223372036854775807], got {2**64}"),
+    (str(2**70), f"seed must be an integer in [0, 9223372036854775807], got {2**70}"),
+])
+def test_out_of_range_seed_is_one_line_before_sampling(seed, message, monkeypatch, capsys):
+    monkeypatch.setattr(dpppl.run.driver, "BACKENDS", {})  # a KeyError traceback if sampling were reached
+    assert main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--no-progress",
+                 "--seed", seed]) == 2
+    assert message in _one_line_error(capsys)
+
+
+def test_thinning_larger_than_samples_is_one_line(monkeypatch, capsys):
+    monkeypatch.setattr(dpppl.run.driver, "BACKENDS", {})
+    assert main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--no-progress",
+                 "--samples", "5", "--thinning", "10"]) == 2
+    assert _one_line_error(capsys) == ("dpppl: error: thinning (10) is larger than num_samples (5): "
+                                       "no draw would be kept")
+
+
+def test_out_in_a_missing_directory_is_refused_before_sampling(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(dpppl.run.driver, "BACKENDS", {})
+    out = tmp_path / "nonexistent" / "dir" / "run.nc"
+    assert main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--no-progress",
+                 "--out", str(out)]) == 2
+    assert _one_line_error(capsys) == (f"dpppl: error: --out {out}: the directory {out.parent} "
+                                       "does not exist")
+    assert main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--no-progress",
+                 "--out", str(tmp_path)]) == 2
+    assert "is a directory" in _one_line_error(capsys)
+
+
+def test_run_files_that_are_not_netcdf_are_one_line(galaxies_run, tmp_path, capsys):
+    csv = tmp_path / "points.csv"
+    csv.write_text("a,b\n1,2\n")
+    cases = [(csv, "not a netCDF file written by `dpppl sample --out`"),
+             (tmp_path, "is a directory, not a run file"),
+             (tmp_path / "missing.nc", "no such run file")]
+    for path, message in cases:
+        assert main(["summary", str(path)]) == 2
+        assert _one_line_error(capsys).startswith(f"dpppl: error: {path}: {message}")
+        assert main(["plot", str(path), "--out", str(tmp_path / "f.png")]) == 2
+        assert _one_line_error(capsys).startswith(f"dpppl: error: {path}: {message}")
+    assert main(["plot", str(galaxies_run[0]), "--kind", "lp", "--compare", str(csv),
+                 "--out", str(tmp_path / "f.png")]) == 2
+    assert "not a netCDF file" in _one_line_error(capsys)
+
+
+def test_model_paths_that_are_not_model_files_are_one_line(tmp_path, capsys):
+    latin1 = tmp_path / "latin1.dp"
+    latin1.write_bytes("# mod\u00e8le\n".encode("latin-1") + (MODELS / "gaussian_known.dp").read_bytes())
+    for path, message in ((tmp_path, "is a directory, not a model file"),
+                          (tmp_path / "missing.dp", "no such model file"),
+                          (latin1, "not UTF-8 text")):
+        for command in (["sample", str(path), "--data", "galaxies", "--no-progress"],
+                        ["search", str(path), "--data", "galaxies"]):
+            assert main(command) == 2
+            assert _one_line_error(capsys).startswith(f"dpppl: error: {path}: {message}")

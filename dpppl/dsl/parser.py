@@ -633,27 +633,58 @@ def parse(text: str, source: str = "<string>") -> Model:
 
     Parameters
     ----------
-    text : str
-        The model.
+    text : str or bytes
+        The model. Bytes are decoded as UTF-8; line endings `\\r\\n` and `\\r` are read as `\\n`.
     source : str, default "<string>"
         A name for the text in error messages (a file name).
 
     Returns
     -------
     Model
-        With `source` the text. Raises [`ModelError`][dpppl.errors.ModelError] naming the line,
-        column and what was expected.
+        With `source` the text (its line endings made `\\n`). Raises
+        [`ModelError`][dpppl.errors.ModelError] naming the line, column and what was expected,
+        or for text that is neither a str nor UTF-8 bytes.
     """
+    text = _model_text(text, source)
     src = Source(source, text)
     statements = parse_rule(text + "\n", "model", StatementBuilder(src))
     return _ModelBuilder(src, statements).build()
 
 
+def _model_text(text, source: str) -> str:
+    """The model text as a str with `\\n` line endings; ModelError for anything but a str or UTF-8 bytes."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise ModelError(f"{source}: the model is not UTF-8 text ({e.reason} at byte {e.start})",
+                             source=source) from None
+    if not isinstance(text, str):
+        raise ModelError(f"the model text must be a str (or UTF-8 bytes), got {type(text).__name__}",
+                         source=source)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def load(path: str | os.PathLike) -> Model:
-    """Read and parse a model file (see [`parse`][dpppl.dsl.parser.parse]); the model's `path` is `path`."""
+    """Read and parse a model file (see [`parse`][dpppl.dsl.parser.parse]); the model's `path` is `path`.
+
+    A missing file, a directory or a file that is not UTF-8 text raises
+    [`ModelError`][dpppl.errors.ModelError] naming the file."""
     path = os.fspath(path)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    if os.path.isdir(path):
+        raise ModelError(f"{path}: is a directory, not a model file", source=path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise ModelError(f"{path}: no such model file", source=path) from None
+    except OSError as e:
+        raise ModelError(f"{path}: cannot read the model file: {e.strerror or e}", source=path) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ModelError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); save the model file as "
+                         "UTF-8", source=path) from None
     return dataclasses.replace(parse(text, source=path), path=path)
 
 
@@ -666,7 +697,7 @@ def as_model(model) -> Model:
         return model.model
     if isinstance(model, (str, os.PathLike)):
         text = str(model)
-        return parse(text) if "\n" in text else load(text)
+        return parse(text) if "\n" in text or "\r" in text else load(text)
     raise TypeError(f"model must be a dpppl Model or a model-file path, got {type(model).__name__}")
 
 

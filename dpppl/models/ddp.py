@@ -39,7 +39,7 @@ from dpppl.errors import DataError, KernelError, ModelError
 from dpppl.families.coupled import CoupledGaussian
 from dpppl.models.ddp_state import (DEFAULT_NUM_AUX, DDPSlots, seat, slot_statistics, update_parameters,
                                     with_statistics)
-from dpppl.models.mixture import DataDecl, Model, validate_data
+from dpppl.models.mixture import DataDecl, Model, check_not_masked, validate_data
 from dpppl.priors.ddp import DDP
 
 DDP_KERNELS = ("ddp", "ddpswap")
@@ -114,6 +114,9 @@ def split_time(data, decl: DataDecl):
         if len(data) != 2:
             raise DataError(f"time-indexed data given as a tuple must be (x, {decl.by}), got {len(data)} items")
         return data
+    check_not_masked(data, decl.name)
+    if np.iscomplexobj(data):
+        raise DataError(f"time-indexed data '{decl.name}' are complex; the models take real data")
     try:
         arr = np.asarray(data, dtype=float)
     except (TypeError, ValueError):
@@ -127,10 +130,13 @@ def split_time(data, decl: DataDecl):
 
 def _check_times(t, n: int, decl: DataDecl) -> np.ndarray:
     name = decl.by
+    check_not_masked(t, name)
     try:
         arr = np.asarray(t)
     except Exception as e:
         raise DataError(f"time '{name}' cannot be read as an array: {e}") from None
+    if arr.dtype.kind == "c":
+        raise DataError(f"time '{name}' is complex (dtype {arr.dtype}); times are real numbers")
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise DataError(f"time '{name}' must be numeric (e.g. hours or slice numbers), got dtype {arr.dtype}")
     arr = np.asarray(arr, dtype=float)

@@ -220,6 +220,21 @@ def _mixture(prior, component, data):
     return Model(prior=prior, component=component, data=data)
 
 
+def check_not_masked(x, name: str) -> None:
+    """Raise DataError for a NumPy masked array with masked entries (`np.asarray` would drop
+    the mask and use the values under it); an array with nothing masked passes."""
+    if not isinstance(x, np.ma.MaskedArray):
+        return
+    mask = np.ma.getmaskarray(x)
+    if mask.any():
+        index = tuple(int(i) for i in np.argwhere(mask)[0])
+        where = ", ".join(f"{axis} {i}" for axis, i in zip(("row", "column"), index)) if mask.ndim <= 2 \
+            else f"index {index}"
+        raise DataError(f"data '{name}' is a masked array with {int(mask.sum())} masked value(s), the first "
+                        f"at {where}; the models take no missing values: drop those points or fill "
+                        "them (x.filled(value))")
+
+
 def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
     """Check data against a declaration and a family; return a float (N, D) array.
 
@@ -233,10 +248,14 @@ def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
     if decl.kind == "ranking":  # top-t rankings, padded (N, n) layout: see dpppl.models.rankings
         n_items = decl.of if decl.of is not None else family.n_items
         return family.check_data(rankings(x, n_items=n_items, name=name).x)
+    check_not_masked(x, name)
     try:
         arr = np.asarray(x)
     except Exception as e:  # ragged lists and the like
         raise DataError(f"data '{name}' cannot be read as an array: {e}") from None
+    if arr.dtype.kind == "c":
+        raise DataError(f"data '{name}' is complex (dtype {arr.dtype}); the models take real data: pass "
+                        f"x.real (or np.column_stack([x.real, x.imag]) for two real columns)")
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise DataError(f"data '{name}' must be numeric, got dtype {arr.dtype}")
     if arr.ndim == 1 and len(decl.dims) == 1:
@@ -266,7 +285,7 @@ def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
 
 
 __all__ = ["DataDecl", "Model", "BoundModel", "DPMixture", "PitmanYorMixture", "Gamma", "validate_data",
-           "StickBreakingMixture", "PseudoParticleMixture"]
+           "StickBreakingMixture", "PseudoParticleMixture", "check_not_masked"]
 
 
 def state_from_labels(family, x, z, capacity: int, alpha: float, aux=None) -> PartitionState:

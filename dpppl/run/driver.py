@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import jax
 import numpy as np
 
 from dpppl.datasets.files import read_data
 from dpppl.dsl.parser import as_model
-from dpppl.errors import DataError
+from dpppl.errors import ArgumentError, DataError
 from dpppl.kernels.base import backend_of, check_applies
 from dpppl.models.init import resolve_init
 from dpppl.run.nuts import sample_nuts
@@ -27,8 +28,23 @@ BACKENDS = {"partition": sample_partition, "nuts": sample_nuts}
 
 
 def check_positive_int(name, value, minimum):
+    """Raise [`ArgumentError`][dpppl.errors.ArgumentError] unless `value` is an int (not a bool) >= `minimum`."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise ArgumentError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def check_seed(seed, name: str = "seed") -> None:
+    """Raise [`ArgumentError`][dpppl.errors.ArgumentError] unless `seed` is a Python or NumPy integer
+    (not a bool) in [0, 2**63 - 1], the seeds `jax.random.key` takes as distinct keys; with JAX's
+    64-bit mode off (`JAX_ENABLE_X64=0`) the range is [0, 2**32 - 1], since larger seeds are
+    truncated there (2**32 would give the draws of seed 0)."""
+    top = 2**63 - 1 if jax.config.jax_enable_x64 else 2**32 - 1
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ArgumentError(f"{name} must be an integer in [0, {top}], got {seed!r} "
+                            f"({type(seed).__name__})")
+    if not 0 <= int(seed) <= top:
+        mode = "" if jax.config.jax_enable_x64 else " (JAX's 64-bit mode is off)"
+        raise ArgumentError(f"{name} must be an integer in [0, {top}]{mode}, got {int(seed)}")
 
 
 def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_samples: int = 1000,
@@ -59,7 +75,9 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     num_chains : int
         Independent chains, run vectorised.
     seed : int
-        The same seed gives the same draws.
+        The same seed gives the same draws. A Python or NumPy integer in [0, 2**63 - 1]
+        ([0, 2**32 - 1] with JAX's 64-bit mode off); anything else (a float, None, a bool,
+        a negative or larger integer) raises [`dpppl.ArgumentError`][dpppl.ArgumentError].
     init : {"sequential", "single", "prior", "search"}, a callable or an array of labels
         `"sequential"`: sequential prediction (Liang et al. 2007, sec. 5.1; one cluster
         for a non-conjugate component, which has no closed-form predictive);
@@ -71,7 +89,7 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     progress_bar : bool
         Off when the `CI` environment variable is set.
     thinning : int
-        Keep every `thinning`-th draw.
+        Keep every `thinning`-th draw; at most `num_samples`.
     capacity : int, optional
         Initial cluster capacity (grown automatically when full).
     truncation : int
@@ -92,6 +110,10 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     for name, value, minimum in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
                                  ("num_chains", num_chains, 1), ("thinning", thinning, 1)):
         check_positive_int(name, value, minimum)
+    if thinning > num_samples:
+        raise ArgumentError(f"thinning ({thinning}) is larger than num_samples ({num_samples}): "
+                            "no draw would be kept")
+    check_seed(seed)
     check_applies(kernel, model)
     _, init_name = resolve_init(init)
     if isinstance(data, (str, os.PathLike)):
@@ -126,4 +148,4 @@ def log_joint(model, data, z) -> float:
     return float(target.log_joint_of_labels(target.prior.canonical(labels)))
 
 
-__all__ = ["BACKENDS", "check_positive_int", "log_joint", "sample"]
+__all__ = ["BACKENDS", "check_positive_int", "check_seed", "log_joint", "sample"]

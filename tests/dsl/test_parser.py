@@ -339,6 +339,45 @@ def test_load_names_the_file_in_errors(tmp_path):
     assert str(info.value).startswith(f"{path}:3:12: unknown component prior 'NIW'")
 
 
+def test_cr_only_line_endings_and_bytes_parse_like_newlines():
+    text = "data x : real[N, D]\nz ~ CRP(1)\ntheta[k] ~ NormalInverseWishart()\nx[i] ~ Normal(theta[z[i]])\n"
+    expected = parse(text)
+    for variant in (text.replace("\n", "\r"), text.replace("\n", "\r\n"), text.encode("utf-8"),
+                    bytearray(b"\xef\xbb\xbf" + text.encode("utf-8"))):
+        model = parse(variant)
+        assert (model.prior, model.component, model.data) == (expected.prior, expected.component, expected.data)
+        assert model.source == text
+    assert dpppl.dsl.parser.as_model(text.replace("\n", "\r")).data == expected.data
+    with pytest.raises(ModelError) as info:  # positions still count CR-only lines
+        parse("data x : real[N, D]\rz ~ CRP(1)\rtheta[k] ~ NIWW()\r")
+    assert (info.value.line, info.value.column) == (3, 12)
+
+
+@pytest.mark.parametrize("text, message", [
+    (None, "the model text must be a str (or UTF-8 bytes), got NoneType"),
+    (3, "the model text must be a str (or UTF-8 bytes), got int"),
+    (b"data x : real[N, D]\n# caf\xe9\n", "<string>: the model is not UTF-8 text (invalid continuation byte"),
+])
+def test_model_text_that_is_not_text_is_a_model_error(text, message):
+    with pytest.raises(ModelError) as info:
+        parse(text)
+    assert str(info.value).startswith(message)
+
+
+def test_model_files_missing_directories_and_latin1_are_model_errors(tmp_path):
+    latin1 = tmp_path / "latin1.dp"
+    latin1.write_bytes("# mod\u00e8le\ndata x : real[N, D]\n".encode("latin-1"))
+    for path, message in ((latin1, "not UTF-8 text (invalid continuation byte at byte 5); save the model "
+                                   "file as UTF-8"),
+                          (tmp_path / "missing.dp", "no such model file"),
+                          (tmp_path, "is a directory, not a model file")):
+        with pytest.raises(ModelError) as info:
+            load(path)
+        assert str(info.value) == f"{path}: {message}" and info.value.source == str(path)
+        with pytest.raises(ModelError, match="model"):  # a path given to dpppl.sample
+            dpppl.sample(str(path), DATA["real"], progress_bar=False)
+
+
 def test_model_language_declares_it():
     model = dpppl.parse("""
         data x : real[N, D]

@@ -44,7 +44,13 @@ def test_data_forms_agree_and_bad_times_raise():
     for data, message in [((x, t[:-1]), "5 entries but the data have 6"),
                           ((x, np.where(t == 7.0, np.inf, t)), "non-finite value .* at point 3"),
                           ({"x": x}, "missing 't'"), (x[:, :1], "at least two columns"),
-                          ((x, t.astype(str)), "must be numeric")]:
+                          ((x, t.astype(str)), "must be numeric"),
+                          ((x.astype(complex), t), "data 'x' is complex"),
+                          ((x, t.astype(complex)), "time 't' is complex"),
+                          (np.column_stack([x, t]).astype(complex), "data 'x' are complex"),
+                          ((np.ma.masked_less(x, 1.0), t), "data 'x' is a masked array .* at row 0, column 0"),
+                          ((x, np.ma.masked_greater(t, 5.0)), "data 't' is a masked array .* at row 3"),
+                          (np.ma.masked_less(np.column_stack([x, t]), 1.0), "masked array")]:
         with pytest.raises(dpppl.DataError, match=message):
             model.bind(data)
     with pytest.raises(dpppl.DataError, match="not positive definite"):

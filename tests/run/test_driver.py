@@ -9,6 +9,7 @@ import pytest
 from scipy import special
 
 import dpppl
+import dpppl.run.driver
 from dpppl import kernels
 from dpppl.diagnostics.arviz_compat import az, group, partition_group
 from dpppl.core.state import canonical_labels
@@ -214,8 +215,51 @@ def test_bad_counts_and_binary_data():
 def test_bad_run_arguments(niw_model, two_blobs):
     x, _ = two_blobs
     for kwargs in ({"num_samples": 0}, {"num_chains": 0}, {"num_warmup": -1}, {"thinning": 0}):
-        with pytest.raises(ValueError):
+        with pytest.raises(dpppl.ArgumentError):
             dpppl.sample(niw_model, x, **{**RUN, **kwargs})
+
+
+@pytest.fixture
+def no_sampling(monkeypatch):
+    """Every backend fails the test if it is reached: the error must come before sampling."""
+    def reached(*args, **kwargs):
+        raise AssertionError("sampling started")
+    monkeypatch.setattr(dpppl.run.driver, "BACKENDS", {name: reached for name in dpppl.run.driver.BACKENDS})
+
+
+@pytest.mark.parametrize("seed, shown", [
+    (1.5, "1.5 (float)"), (None, "None (NoneType)"), (True, "True (bool)"), ("3", "'3' (str)"),
+    (-1, "got -1"), (2**63, f"got {2**63}"), (2**64, f"got {2**64}"), (2**70, f"got {2**70}"),
+    (np.uint64(2**64 - 1), f"got {2**64 - 1}"),
+])
+def test_bad_seeds_are_refused_before_sampling(niw_model, two_blobs, no_sampling, seed, shown):
+    with pytest.raises(dpppl.ArgumentError, match=r"seed must be an integer in \[0, 9223372036854775807\]") as e:
+        dpppl.sample(niw_model, two_blobs[0], seed=seed, **RUN)
+    assert shown in str(e.value)
+
+
+def test_seed_range_ends_and_numpy_integers_are_accepted(niw_model, two_blobs):
+    x = two_blobs[0]
+    run = dict(num_warmup=0, num_samples=1, progress_bar=False)
+    for seed in (2**63 - 1, np.uint32(7)):
+        assert group(dpppl.sample(niw_model, x, seed=seed, **run), "posterior").sizes["draw"] == 1
+
+
+def test_thinning_larger_than_num_samples_is_refused_before_sampling(niw_model, two_blobs, no_sampling):
+    with pytest.raises(dpppl.ArgumentError, match=r"thinning \(10\) is larger than num_samples \(5\): "
+                       "no draw would be kept"):
+        dpppl.sample(niw_model, two_blobs[0], num_warmup=0, num_samples=5, thinning=10, progress_bar=False)
+
+
+def test_complex_and_masked_data_are_refused_before_sampling(niw_model, two_blobs, no_sampling):
+    x = two_blobs[0]
+    with pytest.raises(dpppl.DataError, match="data 'x' is complex .*complex128"):
+        dpppl.sample(niw_model, x.astype(complex), **RUN)
+    masked = np.ma.masked_array(x, mask=np.zeros_like(x, bool))
+    masked[3, 1] = np.ma.masked
+    with pytest.raises(dpppl.DataError, match=r"data 'x' is a masked array with 1 masked value\(s\), the first "
+                       r"at row 3, column 1"):
+        dpppl.sample(niw_model, masked, **RUN)
 
 
 def test_numpyro_adapter_matches_across_chain_methods(niw_model, two_blobs):
