@@ -8,9 +8,10 @@ kept per kernel, options, target (`fingerprint`), phase and capacity
 (`dpppl.core.compiled`): a second run traces and compiles nothing.
 After each chunk the runner (1) grows the cluster capacity on the host and re-runs the
 chunk from the same keys when a chain ran out of empty slots (growth never changes the
-draws), (2) updates the progress bar, and (3) keeps the draws, so a run stopped with
-Ctrl-C returns what it has. Step t of chain c uses the key `fold_in(chain_key[c], t)`:
-the same seed gives the same draws whatever the chunking.
+draws), (2) stops with an error if a log joint is not finite, (3) updates the progress
+bar, and (4) keeps the draws, so a run stopped with Ctrl-C returns what it has. Step t
+of chain c uses the key `fold_in(chain_key[c], t)`: the same seed gives the same draws
+whatever the chunking.
 """
 
 from __future__ import annotations
@@ -139,6 +140,7 @@ def _run(target, kern, kernel_key, states, chain_keys, x, num_warmup, num_sample
                 states = grow(states, grown_slots(target, capacity))
             states = new_states
             host = jax.tree.map(lambda b: np.asarray(b)[:, :n_iter], buf)
+            _check_finite(host["lp"], t, num_warmup, kern.name)
             if not warmup:
                 offset = t - num_warmup
                 keep = [j for j in range(n_iter) if (offset + j) % thinning == thinning - 1]
@@ -169,6 +171,20 @@ def _concatenate_padded(chunks):
     padded = [np.pad(c, [(0, 0), (0, 0)] + [(0, w - s) for w, s in zip(widest, c.shape[2:])],
                      constant_values=fill) for c in chunks]
     return np.concatenate(padded, axis=1)
+
+
+def _check_finite(lp, t, num_warmup, name):
+    """Stop a run whose log joint became NaN or infinite: the state is numerically
+    degenerate and every later draw would be meaningless."""
+    bad = ~np.isfinite(lp)
+    if not bad.any():
+        return
+    chain, j = (int(i) for i in np.argwhere(bad)[0])
+    it = t + j
+    phase = f"warmup iteration {it}" if it < num_warmup else f"iteration {it} (draw {it - num_warmup} after warmup)"
+    raise KernelError(f"the log joint became {lp[chain, j]} at {phase} of chain {chain} under kernel '{name}': "
+                      "the model is numerically degenerate (a hyperparameter so small or large that "
+                      "densities underflow or overflow, or data far from the prior's scale); no draw is returned")
 
 
 def _check_label_limit(target, limit):

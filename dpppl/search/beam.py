@@ -171,8 +171,8 @@ def _ordering(bound, order, seed) -> np.ndarray:
         if order == "given":
             return np.arange(n)
         if order == "random":
-            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-                raise KernelError(f"map_search: seed must be an integer, got {seed!r}")
+            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+                raise KernelError(f"map_search: seed must be an integer >= 0, got {seed!r}")
             return np.random.default_rng(seed).permutation(n)
         family = bound.family
         log_h = np.asarray(family.log_marginal(family.point_stats(jnp.asarray(bound.x))))

@@ -351,3 +351,14 @@ def test_non_finite_data_named_by_row_and_column_from_zero(niw_model):
     with pytest.raises(dpppl.DataError, match=r"^data 'x' has a non-finite value \(nan\) at row 3, column 0 "
                                               r"\(x\[3, 0\]; 1 in all\)$"):
         dpppl.sample(niw_model, x, **RUN)
+
+
+@pytest.mark.parametrize("model", [
+    dpppl.DPMixture(1e-320, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=1.0)),   # lp NaN
+    dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1e-320, mu0=0.0, tau2=1.0)),   # lp -inf
+], ids=["alpha-underflows", "variance-underflows"])
+def test_a_non_finite_log_joint_stops_the_run_naming_kernel_and_iteration(model):
+    x = np.random.default_rng(0).normal(size=(20, 1))
+    with pytest.raises(dpppl.KernelError, match=r"log joint became (nan|-inf) at warmup iteration 0 of chain 0 "
+                                                r"under kernel 'gibbs'"):
+        dpppl.sample(model, x, num_warmup=2, num_samples=3, progress_bar=False)

@@ -181,8 +181,9 @@ def test_bad_arguments_raise_clear_errors():
         dpppl.map_search(model, x, order="ascending")
     with pytest.raises(dpppl.DataError, match="permutation"):
         dpppl.map_search(model, x, order=[0, 0] + list(range(2, 10)))
-    with pytest.raises(dpppl.KernelError, match="seed"):
-        dpppl.map_search(model, x, order="random", seed=1.5)
+    for seed in (1.5, -1, None):
+        with pytest.raises(dpppl.KernelError, match="seed"):
+            dpppl.map_search(model, x, order="random", seed=seed)
     with pytest.raises(dpppl.KernelError, match="max_states"):
         dpppl.map_search(model, x, max_states=0)
     bad = x.copy()
