@@ -597,6 +597,26 @@ class ExprBuilder(Transformer):
                     text=self._text(meta))
 
 
+MAX_NESTING = 200
+"""The deepest a parse tree may nest (a statement takes a few levels, and each operator of a
+chain such as `1 + 1 + ...` one more): deeper text is refused before Python's recursion limit."""
+
+
+def check_nesting(tree: lark.Tree, source: Source) -> None:
+    """Raise [`ModelError`][dpppl.ModelError] at the first node nested deeper than
+    `MAX_NESTING` (walked without recursion, so any depth is measured)."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            meta = node.meta
+            span = Span(source, meta.line, meta.column) if not meta.empty else source.end()
+            raise span.error(f"the text here is nested more than {MAX_NESTING} levels deep (a chain of about "
+                             f"{MAX_NESTING} operators); compute the value outside the model and "
+                             "pass it as a number or data")
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, lark.Tree))
+
+
 def parse_rule(text: str, start: str, builder: ExprBuilder):
     """Parse `text` from the grammar rule `start` and transform it with `builder`;
     syntax errors become [`ModelError`][dpppl.ModelError], and errors the builder raises are passed
@@ -605,6 +625,7 @@ def parse_rule(text: str, start: str, builder: ExprBuilder):
         tree = grammar().parse(text, start=start)
     except lark.UnexpectedInput as exc:
         raise syntax_error(exc, builder.source) from None
+    check_nesting(tree, builder.source)
     try:
         return builder.transform(tree)
     except VisitError as exc:

@@ -415,3 +415,13 @@ x[j] ~ Normal(mu[z[j]], sigma2 = 0.3)
     with pytest.raises(dpppl.ModelError, match="do not sum to one"):
         dpppl.parse(text.replace("theta + i * d", "theta + i^2"))
 
+
+
+@pytest.mark.parametrize("terms", [250, 5000])
+def test_deeply_nested_expressions_are_a_model_error_not_a_recursion_error(terms):
+    chain = " + ".join(["1"] * terms)
+    src = f"data x : real[N, D]\nz ~ CRP({chain})\ntheta[k] ~ NormalInverseWishart()\nx[i] ~ Normal(theta[z[i]])\n"
+    with pytest.raises(dpppl.ModelError, match=r"<string>:2:\d+: .*nested more than 200 levels"):
+        dpppl.parse(src)
+    # a long but shallow enough chain still parses
+    assert dpppl.parse(src.replace(chain, " + ".join(["1"] * 150))).prior.alpha is not None
