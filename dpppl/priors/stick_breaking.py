@@ -53,6 +53,9 @@ stick index array `i`, or an expression of `i` (text or a parsed expression)."""
 CHECK_HORIZON = 2**16
 """Sticks evaluated when a prior is built, for the checks and the footnote-1 test."""
 
+MAX_STICKS = 2**16
+"""The most sticks (labels) a finite sequence may have: its arrays are that long."""
+
 MAX_LABELS = 2**14
 """Labels past this (and past N + 1) are not sampled on an infinite prior: a chain that
 draws one stops with an error ([`dpppl.sample`][dpppl.sample])."""
@@ -252,6 +255,10 @@ class StickBreaking:
         if isinstance(num_sticks, bool) or not isinstance(num_sticks, numbers.Integral) or num_sticks < 1:
             raise ModelError(f"{name}: num_sticks must be a positive integer (the number of labels) "
                              f"when gamma is not a sequence, got {num_sticks!r}")
+        if num_sticks > MAX_STICKS:
+            raise ModelError(f"{name}: num_sticks = {float(num_sticks):g} is more labels than a finite prior may have "
+                             f"(at most {MAX_STICKS}); for an unbounded number of clusters use an infinite "
+                             "sequence of sticks (StickBreaking, or a CRP)")
         gv = _evaluate(g, np.arange(1, int(num_sticks) + 1), "gamma", name)
         if not np.all(np.isfinite(gv) & (gv > 0)):
             i = int(np.flatnonzero(~(np.isfinite(gv) & (gv > 0)))[0])
@@ -468,4 +475,4 @@ def _logsumexp_with(log_values, log_extra):
     return jnp.where(jnp.isfinite(top), safe + jnp.log(total), -jnp.inf)
 
 
-__all__ = ["StickBreaking", "StickParameter", "CHECK_HORIZON", "MAX_LABELS", "refuse_labelled"]
+__all__ = ["StickBreaking", "StickParameter", "CHECK_HORIZON", "MAX_LABELS", "MAX_STICKS", "refuse_labelled"]

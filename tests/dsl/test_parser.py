@@ -425,3 +425,11 @@ def test_deeply_nested_expressions_are_a_model_error_not_a_recursion_error(terms
         dpppl.parse(src)
     # a long but shallow enough chain still parses
     assert dpppl.parse(src.replace(chain, " + ".join(["1"] * 150))).prior.alpha is not None
+
+
+@pytest.mark.parametrize("num_sticks", ["1e9", "1e308"])
+def test_huge_num_sticks_is_a_model_error_before_any_array_is_made(num_sticks):
+    src = (f"data x : real[N, D]\nz ~ PseudoParticles(gamma = 1, num_sticks = {num_sticks})\n"
+           "theta[k] ~ NormalInverseWishart()\nx[i] ~ Normal(theta[z[i]])\n")
+    with pytest.raises(dpppl.ModelError, match=r"<string>:2:5: .*num_sticks = 1e\+(09|308) is more labels .* at most"):
+        dpppl.parse(src)
