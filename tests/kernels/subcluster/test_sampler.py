@@ -199,7 +199,8 @@ def test_sharded_over_four_host_devices_gives_the_same_draws():
     import subprocess
     import sys
 
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    flags = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"  # keep the suite's flags
+    env = {**os.environ, "XLA_FLAGS": flags.strip(), "JAX_PLATFORMS": "cpu"}
     done = subprocess.run([sys.executable, "-c", SHARDED_RUN], env=env, capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stderr[-3000:]
