@@ -320,6 +320,19 @@ def test_an_interrupted_sample_resumes_to_the_run_that_was_not_stopped(stop, gal
     assert_same_run(az.from_netcdf(resumed), az.from_netcdf(galaxies_run[0]))
 
 
+def test_ctrl_c_while_writing_the_run_leaves_no_file(tmp_path, monkeypatch, capsys, exits):
+    import os
+
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(os, "replace", interrupted)  # the last step of writing --out
+    with pytest.raises(SystemExit) as caught:
+        main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--warmup", "5", "--samples", "20",
+              "--chains", "2", "--no-progress", "--out", str(tmp_path / "run.nc")])
+    assert caught.value.code == 130 and capsys.readouterr().err == "dpppl: interrupted\n"
+    assert os.listdir(tmp_path) == []
+
+
 def test_checkpoint_errors_are_one_line_before_sampling(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(dpppl.run.driver, "BACKENDS", {})
     base = ["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--no-progress"]

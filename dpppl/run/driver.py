@@ -105,7 +105,7 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
         A file to save the run in, to continue it with [`dpppl.resume`][dpppl.resume] after a
         crash or Ctrl-C: written every `checkpoint_every` seconds, at the end of warmup, at the
         end of the run and on Ctrl-C (during warmup too), each time atomically. Partition
-        kernels only (not `"nuts"`); see [Checkpoints](../checkpoints.md).
+        kernels only (not `"nuts"`); see docs/checkpoints.md.
     checkpoint_every : float, default 60
         Seconds between two checkpoints.
     **kernel_options
@@ -154,7 +154,7 @@ def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
     The continued run makes the draws the run would have made had it not been stopped (the
     same keys for the same iterations): its `posterior`, `sample_stats` and
     `posterior_partition` equal those of the uninterrupted run, bit for bit. It goes on
-    saving to `path`. See [Checkpoints](../checkpoints.md).
+    saving to `path`. See docs/checkpoints.md.
 
     Parameters
     ----------
