@@ -284,10 +284,16 @@ def read_run(path: str):
 def _report(idata, args) -> int:
     """Print the summary of a run and write it to `--out`; an interrupted run then ends the
     process (status 130) with one line saying where its draws are and how to continue it."""
-    print(summary_text(idata))
-    if args.out:
-        write_atomically(args.out, idata.to_netcdf)
-        print(f"\nwrote {args.out}")
+    try:
+        print(summary_text(idata))
+        if args.out:
+            write_atomically(args.out, idata.to_netcdf)
+            print(f"\nwrote {args.out}")
+    except KeyboardInterrupt:
+        if not args.checkpoint:
+            raise
+        _exit_interrupted(f"dpppl: interrupted before the run was written; it is saved in {args.checkpoint}: "
+                          f"write it with {_resume_command(args.checkpoint, args.out)}")
     if not group(idata, "posterior").attrs.get("interrupted"):
         return 0
     draws = group(idata, "posterior").sizes["draw"]

@@ -320,17 +320,30 @@ def test_an_interrupted_sample_resumes_to_the_run_that_was_not_stopped(stop, gal
     assert_same_run(az.from_netcdf(resumed), az.from_netcdf(galaxies_run[0]))
 
 
-def test_ctrl_c_while_writing_the_run_leaves_no_file(tmp_path, monkeypatch, capsys, exits):
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_ctrl_c_while_writing_the_run_leaves_no_file(checkpoint, tmp_path, monkeypatch, capsys, exits):
     import os
 
+    saved = tmp_path / "run.ckpt"
+    extra = ["--checkpoint", str(saved)] if checkpoint else []
+    replace = os.replace
+
     def interrupted(src, dst):
-        raise KeyboardInterrupt
-    monkeypatch.setattr(os, "replace", interrupted)  # the last step of writing --out
+        if not str(dst).endswith(".nc"):
+            return replace(src, dst)  # the checkpoint
+        raise KeyboardInterrupt  # the last step of writing --out
+    monkeypatch.setattr(os, "replace", interrupted)
     with pytest.raises(SystemExit) as caught:
         main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--warmup", "5", "--samples", "20",
-              "--chains", "2", "--no-progress", "--out", str(tmp_path / "run.nc")])
-    assert caught.value.code == 130 and capsys.readouterr().err == "dpppl: interrupted\n"
-    assert os.listdir(tmp_path) == []
+              "--chains", "2", "--no-progress", "--out", str(tmp_path / "run.nc")] + extra)
+    assert caught.value.code == 130
+    err = capsys.readouterr().err
+    if checkpoint:
+        assert err == (f"dpppl: interrupted before the run was written; it is saved in {saved}: write it with "
+                       f"`dpppl resume {saved} --out {tmp_path / 'run.nc'}`\n")
+    else:
+        assert err == "dpppl: interrupted\n"
+    assert os.listdir(tmp_path) == (["run.ckpt"] if checkpoint else [])
 
 
 def test_checkpoint_errors_are_one_line_before_sampling(tmp_path, monkeypatch, capsys):
