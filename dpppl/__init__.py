@@ -21,7 +21,7 @@ from dpppl.models.mixture import (BoundModel, DataDecl, DPMixture, Model, Pitman
                                   StickBreakingMixture)
 from dpppl.models.rankings import Rankings, rankings
 from dpppl.priors import CRP, DDP, Gamma, PitmanYor, StickBreaking
-from dpppl.run.driver import log_joint, sample
+from dpppl.run.driver import log_joint, resume, sample
 from dpppl.search import SearchResult, map_search
 from dpppl.simulate import sample_prior
 from dpppl.version import __version__  # noqa: F401  (dpppl.__version__)
@@ -30,7 +30,7 @@ __all__ = [
     "ArgumentError", "BetaBernoulli", "BoundModel", "CRP", "DataDecl", "DataError", "DirichletMultinomial",
     "DPMixture", "Gamma", "KernelError", "Model", "ModelError", "NormalGamma",
     "NormalInverseWishart", "NormalKnownCov", "NormalLogNormal", "PitmanYor", "PitmanYorMixture", "datasets",
-    "kernels", "load", "log_joint", "parse", "sample",
+    "kernels", "load", "log_joint", "parse", "resume", "sample",
     "DPGaussianMixture", "coclustering", "metrics", "plot_cluster_sizes", "plot_clusters",
     "plot_coclustering", "plot_log_joint", "plot_num_clusters", "plots", "point_estimate",
     "predict", "sample_prior",

@@ -2,6 +2,8 @@
 
     dpppl sample MODEL --data FILE|NAME [--kernel gibbs] [--warmup 500] [--samples 1000]
                  [--chains 1] [--seed 0] [--init sequential] [--option NAME=VALUE ...] --out run.nc
+                 [--checkpoint run.ckpt [--checkpoint-every 60]]
+    dpppl resume run.ckpt [--samples N] --out run.nc    # continue a run saved with --checkpoint
     dpppl summary run.nc
     dpppl plot run.nc --kind trace|autocorr --out fig.png [--var num_clusters ...]
     dpppl plot run.nc --kind coclustering|clusters|k|lp --out fig.png [--estimate vi|dahl|best]
@@ -12,7 +14,9 @@
     dpppl datasets           # bundled and synthetic data sets
 
 Errors in the model, the data or the options are reported in one line (exit status 2)
-before anything is sampled.
+before anything is sampled. Ctrl-C at any moment ends the command with one line and exit
+status 130; an interrupted `sample` or `resume` first writes the draws it kept to `--out`,
+and says how to continue when the run has a checkpoint.
 """
 
 from __future__ import annotations
@@ -20,8 +24,13 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import functools
 import os
+import shlex
+import signal
 import sys
+import threading
+import warnings
 
 import numpy as np
 
@@ -35,9 +44,11 @@ from dpppl.diagnostics.summaries import LABEL_INVARIANT
 from dpppl.errors import ArgumentError, DPPPLError
 from dpppl.kernels import available as available_kernels
 from dpppl.kernels import entry
+from dpppl.run.checkpoint import DEFAULT_EVERY, Interrupted, check_output_path, write_atomically
 
 SUMMARY_RANKS = 4  # cluster_sizes shown by `dpppl summary`: the largest few clusters
 RHAT_LIMIT = 1.01  # `dpppl summary` names the quantities whose R-hat is above it
+REDELIVERY_SECONDS = 0.05  # a Ctrl-C Python dropped is sent again after this long
 
 
 def _option(text: str):
@@ -105,6 +116,19 @@ def _parser() -> argparse.ArgumentParser:
                    help="a kernel option, repeatable")
     s.add_argument("--out", default=None, help="netCDF file to write (default: print a summary only)")
     s.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    s.add_argument("--checkpoint", default=None, metavar="PATH",
+                   help="save the run in this file (at the end of warmup, at the end, on Ctrl-C and every "
+                   "--checkpoint-every seconds) to continue it with `dpppl resume PATH`; not with --kernel nuts")
+    _checkpoint_every(s)
+
+    r = sub.add_parser("resume", help="continue a run saved with `dpppl sample --checkpoint`: the draws of the "
+                       "run that was not stopped")
+    r.add_argument("checkpoint", help="checkpoint file written by `dpppl sample --checkpoint`")
+    r.add_argument("--samples", type=int, default=None,
+                   help="kept iterations (default: the run's own); more extends the run")
+    r.add_argument("--out", default=None, help="netCDF file to write (default: print a summary only)")
+    r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    _checkpoint_every(r)
 
     m = sub.add_parser("summary", help="summarise a run: label-invariant statistics, ESS, R-hat")
     m.add_argument("run", help="netCDF file written by `dpppl sample`")
@@ -136,6 +160,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("kernels", help="list kernels")
     sub.add_parser("datasets", help="list data sets loadable by name")
     return p
+
+
+def _checkpoint_every(parser) -> None:
+    parser.add_argument("--checkpoint-every", type=float, default=DEFAULT_EVERY, metavar="SECONDS",
+                        help=f"seconds between two checkpoints (default {DEFAULT_EVERY:g})")
 
 
 def summary_text(idata) -> str:
@@ -185,24 +214,52 @@ def _diagnostics_table(table) -> str:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    args, hook = None, sys.unraisablehook
+    sys.unraisablehook = functools.partial(_redeliver_interrupt, hook)
     try:
+        args = _parser().parse_args(argv)
         return _run(args)
     except (DPPPLError, OSError, ValueError) as e:
         print(f"dpppl: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:
+        resumable = isinstance(e, Interrupted) and e.checkpoint is not None
+        _exit_interrupted(f"dpppl: interrupted after {e.iteration} iterations, before any draw was kept; the run is "
+                          f"saved in {e.checkpoint}: continue it with {_resume_command(e.checkpoint, args.out)}"
+                          if resumable else "dpppl: interrupted")
+    finally:
+        sys.unraisablehook = hook
 
 
-def check_output_path(path: str, option: str = "--out") -> None:
-    """Raise ArgumentError unless `path` can be written: not a directory, in a directory that
-    exists and is writable. Checked before anything is sampled."""
-    if os.path.isdir(path):
-        raise ArgumentError(f"{option} {path}: is a directory; give a file name")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise ArgumentError(f"{option} {path}: the directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise ArgumentError(f"{option} {path}: the directory {parent} is not writable")
+def _redeliver_interrupt(hook, unraisable) -> None:
+    """`sys.unraisablehook` while the command runs: a Ctrl-C whose KeyboardInterrupt was raised
+    where Python drops exceptions (JAX's garbage-collector callback, a `__del__`) is sent again,
+    to stop the command, instead of being printed as "Exception ignored" and lost. A timer
+    thread sends it to the main thread a moment later, once out of the callback (sent at once,
+    it would be raised here, in the hook, and dropped again)."""
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
+        again = threading.Timer(REDELIVERY_SECONDS, signal.pthread_kill,
+                                args=(threading.main_thread().ident, signal.SIGINT))
+        again.daemon = True
+        again.start()
+    else:
+        hook(unraisable)
+
+
+def _exit_interrupted(message: str):
+    """Print `message` and end the process with status 130 (128 + SIGINT) at once. Python's
+    own teardown is skipped: after a Ctrl-C during the first XLA compilation of a run it
+    crashed with SIGSEGV (7 of 8 `dpppl sample` runs stopped 5-7 s after they started), with no
+    Python frame left: XLA's threads outlive the interpreter."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while exiting
+    print(message, file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
+
+
+def _resume_command(checkpoint: str, out: str | None) -> str:
+    return f"`dpppl resume {shlex.quote(checkpoint)} --out {shlex.quote(out or 'run.nc')}`"
 
 
 def read_run(path: str):
@@ -222,6 +279,28 @@ def read_run(path: str):
         raise ArgumentError(f"{path}: a netCDF file with no posterior group, not a run written by "
                             "`dpppl sample --out`")
     return idata
+
+
+def _report(idata, args) -> int:
+    """Print the summary of a run and write it to `--out`; an interrupted run then ends the
+    process (status 130) with one line saying where its draws are and how to continue it."""
+    try:
+        print(summary_text(idata))
+        if args.out:
+            write_atomically(args.out, idata.to_netcdf)
+            print(f"\nwrote {args.out}")
+    except KeyboardInterrupt:
+        if not args.checkpoint:
+            raise
+        _exit_interrupted(f"dpppl: interrupted before the run was written; it is saved in {args.checkpoint}: "
+                          f"write it with {_resume_command(args.checkpoint, args.out)}")
+    if not group(idata, "posterior").attrs.get("interrupted"):
+        return 0
+    draws = group(idata, "posterior").sizes["draw"]
+    where = f"; the {draws} draws kept per chain are in {args.out}" if args.out else ""
+    how = (f"; the run is saved in {args.checkpoint}: continue it with {_resume_command(args.checkpoint, args.out)}"
+           if args.checkpoint else "; give --checkpoint PATH to be able to continue an interrupted run")
+    _exit_interrupted(f"dpppl: interrupted{where}{how}")
 
 
 def _run(args) -> int:
@@ -251,21 +330,26 @@ def _run(args) -> int:
             np.savetxt(args.out, result.labels, fmt="%d")
             print(f"wrote {args.out}")
         return 0
-    if args.command == "sample":
-        model = dpppl.load(args.model)
-        if model.data.kind == "ranking":  # lists of item names, or indices padded with -1
-            x = read_rankings(args.data)
-        else:
-            x = read_data(args.data)
-        idata = dpppl.sample(model, x, kernel=args.kernel, num_warmup=args.warmup,
-                             num_samples=args.samples, num_chains=args.chains, seed=args.seed,
-                             init=args.init, thinning=args.thinning, truncation=args.truncation,
-                             progress_bar=not args.no_progress, **dict(args.option))
-        print(summary_text(idata))
-        if args.out:
-            idata.to_netcdf(args.out)
-            print(f"\nwrote {args.out}")
-        return 0
+    if args.command == "sample" and args.checkpoint:
+        check_output_path(args.checkpoint, "--checkpoint")
+    with warnings.catch_warnings():  # an interrupted run is reported below, in one line
+        warnings.filterwarnings("ignore", message="interrupted after", category=RuntimeWarning)
+        if args.command == "resume":
+            idata = dpppl.resume(args.checkpoint, num_samples=args.samples, progress_bar=not args.no_progress,
+                                 checkpoint_every=args.checkpoint_every)
+            return _report(idata, args)
+        if args.command == "sample":
+            model = dpppl.load(args.model)
+            if model.data.kind == "ranking":  # lists of item names, or indices padded with -1
+                x = read_rankings(args.data)
+            else:
+                x = read_data(args.data)
+            idata = dpppl.sample(model, x, kernel=args.kernel, num_warmup=args.warmup,
+                                 num_samples=args.samples, num_chains=args.chains, seed=args.seed,
+                                 init=args.init, thinning=args.thinning, truncation=args.truncation,
+                                 progress_bar=not args.no_progress, checkpoint=args.checkpoint,
+                                 checkpoint_every=args.checkpoint_every, **dict(args.option))
+            return _report(idata, args)
     idata = read_run(args.run)
     if args.command == "summary":
         print(summary_text(idata))

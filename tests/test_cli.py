@@ -8,6 +8,8 @@ import pytest
 from dpppl.cli import main
 import dpppl
 import dpppl.run.driver
+from dpppl.diagnostics.arviz_compat import az, group
+from tests.run.runs import assert_same_run, stop_at_chunk
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
@@ -277,3 +279,137 @@ def test_model_paths_that_are_not_model_files_are_one_line(tmp_path, capsys):
                         ["search", str(path), "--data", "galaxies"]):
             assert main(command) == 2
             assert _one_line_error(capsys).startswith(f"dpppl: error: {path}: {message}")
+
+
+# ------------------------------------------------------------------ checkpoints and Ctrl-C
+
+
+@pytest.fixture
+def exits(monkeypatch):
+    """The command's end on Ctrl-C (os._exit(130)) as SystemExit, with SIGINT's handler kept."""
+    import os
+    import signal
+
+    def exit_now(status):
+        raise SystemExit(status)
+
+    monkeypatch.setattr(os, "_exit", exit_now)
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+
+
+@pytest.mark.parametrize("stop", [3, 12], ids=["warmup", "sampling"])  # --warmup 5: chunks 1-5 are warmup
+def test_an_interrupted_sample_resumes_to_the_run_that_was_not_stopped(stop, galaxies_run, tmp_path, monkeypatch,
+                                                                      capsys, exits):
+    stop_at_chunk(monkeypatch, stop)
+    checkpoint, out = tmp_path / "run.ckpt", tmp_path / "run.nc"
+    with pytest.raises(SystemExit) as caught:
+        main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--warmup", "5", "--samples", "20",
+              "--chains", "2", "--no-progress", "--out", str(out), "--checkpoint", str(checkpoint)])
+    assert caught.value.code == 130
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    assert err.endswith(f"the run is saved in {checkpoint}: continue it with `dpppl resume {checkpoint} --out {out}`")
+    if stop <= 5:
+        assert "before any draw was kept" in err and not out.exists()
+    else:
+        assert f"the {stop - 6} draws kept per chain are in {out}" in err
+        assert group(az.from_netcdf(out), "posterior").sizes["draw"] == stop - 6
+    resumed = tmp_path / "resumed.nc"
+    assert main(["resume", str(checkpoint), "--out", str(resumed), "--no-progress"]) == 0
+    assert f"wrote {resumed}" in capsys.readouterr().out
+    assert_same_run(az.from_netcdf(resumed), az.from_netcdf(galaxies_run[0]))
+
+
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_ctrl_c_while_writing_the_run_leaves_no_file(checkpoint, tmp_path, monkeypatch, capsys, exits):
+    import os
+
+    saved = tmp_path / "run.ckpt"
+    extra = ["--checkpoint", str(saved)] if checkpoint else []
+    replace = os.replace
+
+    def interrupted(src, dst):
+        if not str(dst).endswith(".nc"):
+            return replace(src, dst)  # the checkpoint
+        raise KeyboardInterrupt  # the last step of writing --out
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(SystemExit) as caught:
+        main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--warmup", "5", "--samples", "20",
+              "--chains", "2", "--no-progress", "--out", str(tmp_path / "run.nc")] + extra)
+    assert caught.value.code == 130
+    err = capsys.readouterr().err
+    if checkpoint:
+        assert err == (f"dpppl: interrupted before the run was written; it is saved in {saved}: write it with "
+                       f"`dpppl resume {saved} --out {tmp_path / 'run.nc'}`\n")
+    else:
+        assert err == "dpppl: interrupted\n"
+    assert os.listdir(tmp_path) == (["run.ckpt"] if checkpoint else [])
+
+
+def test_checkpoint_errors_are_one_line_before_sampling(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(dpppl.run.driver, "BACKENDS", {})
+    base = ["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--no-progress"]
+    assert main(base + ["--kernel", "nuts", "--checkpoint", str(tmp_path / "run.ckpt")]) == 2
+    assert "kernel 'nuts' cannot save a checkpoint: the partition kernels (" in _one_line_error(capsys)
+    assert main(base + ["--checkpoint", str(tmp_path / "no" / "run.ckpt")]) == 2
+    assert "--checkpoint" in _one_line_error(capsys)
+    assert main(["resume", str(tmp_path / "missing.ckpt")]) == 2
+    assert _one_line_error(capsys) == f"dpppl: error: {tmp_path / 'missing.ckpt'}: no such checkpoint file"
+
+
+def test_a_ctrl_c_dropped_by_a_garbage_collector_callback_still_stops_the_command(monkeypatch, capsys, exits):
+    """Python drops a KeyboardInterrupt raised in a gc callback or a __del__ (JAX has a gc
+    callback): the command sends SIGINT again, and exits 130 with one line."""
+    import time
+
+    class DropsCtrlC:
+        def __del__(self):
+            raise KeyboardInterrupt
+
+    def sample(*args, **kwargs):
+        DropsCtrlC()
+        time.sleep(30)  # the SIGINT sent again interrupts this
+        raise AssertionError("the dropped Ctrl-C was not sent again")
+
+    monkeypatch.setattr(dpppl, "sample", sample)
+    with pytest.raises(SystemExit) as caught:
+        main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--no-progress"])
+    assert caught.value.code == 130
+    captured = capsys.readouterr()
+    assert captured.err == "dpppl: interrupted\n" and "Exception ignored" not in captured.err
+
+
+def _interrupt_after_start(tmp_path, delays) -> None:
+    """Run `dpppl sample` in fresh processes with an empty compilation cache, and send each
+    SIGINT `delay` seconds after JAX starts compiling the run's first function (dpppl has been
+    imported and the command started): exit status 130, one line, no traceback, no SIGSEGV."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parent.parent
+    for i, delay in enumerate(delays):
+        env = dict(os.environ, DPPPL_COMPILATION_CACHE=str(tmp_path / f"cache{i}"), JAX_LOG_COMPILES="1",
+                   PYTHONPATH=str(root))
+        process = subprocess.Popen([sys.executable, "-m", "dpppl.cli", "sample", str(MODELS / "gaussian_niw.dp"),
+                                    "--data", "galaxies", "--no-progress"], cwd=root, env=env, text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for line in process.stderr:
+            if "Compiling jit(_chain_keys)" in line:
+                time.sleep(delay)
+                process.send_signal(signal.SIGINT)
+                break
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 130, (delay, process.returncode, err[-2000:])
+        assert err.splitlines()[-1] == "dpppl: interrupted" and "Traceback" not in err, err[-2000:]  # after JAX's logs
+
+
+def test_ctrl_c_during_the_first_compile_of_a_run_exits_130(tmp_path):
+    _interrupt_after_start(tmp_path, [0.0])
+
+
+@pytest.mark.slow  # ~4 s a try; before os._exit: 3 SIGSEGV, 1 traceback, 1 Ctrl-C lost in these 5
+def test_ctrl_c_in_the_first_seconds_of_a_run_exits_130_without_sigsegv(tmp_path):
+    _interrupt_after_start(tmp_path, [0.5, 1.5, 2.5, 3.5, 4.5])

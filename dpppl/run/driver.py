@@ -1,14 +1,18 @@
-"""`dpppl.sample`: check inputs, hand the run to the kernel's backend, return InferenceData.
+"""`dpppl.sample` and `dpppl.resume`: check inputs, hand the run to the kernel's backend,
+return InferenceData.
 
 Every model kind goes through the same path: the model is bound to its data (a *target*,
 `dpppl.core.protocols.Target`), the kernel's backend runs the chains (partition
 kernels: `dpppl.run.runner`; NUTS: `dpppl.run.nuts`) and
-`dpppl.run.output` writes the InferenceData.
+`dpppl.run.output` writes the InferenceData. A partition-kernel run may be saved to a
+checkpoint (`dpppl.run.checkpoint`) and continued by `resume`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import warnings
 from typing import Any
 
 import jax
@@ -17,11 +21,13 @@ import numpy as np
 from dpppl.datasets.files import read_data
 from dpppl.dsl.parser import as_model
 from dpppl.errors import ArgumentError, DataError
-from dpppl.kernels.base import backend_of, check_applies
+from dpppl.kernels.base import available, backend_of, check_applies, entry
 from dpppl.models.init import resolve_init
+from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, RunSpec, read_checkpoint
 from dpppl.run.nuts import sample_nuts
 from dpppl.run.output import to_inference_data
-from dpppl.run.runner import sample_partition
+from dpppl.run.runner import continue_partition, sample_partition
+from dpppl.version import __version__
 
 BACKENDS = {"partition": sample_partition, "nuts": sample_nuts}
 """The samplers a registered kernel names as its `backend`."""
@@ -49,7 +55,8 @@ def check_seed(seed, name: str = "seed") -> None:
 
 def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_samples: int = 1000,
            num_chains: int = 1, seed: int = 0, init: Any = "sequential", progress_bar: bool = True,
-           thinning: int = 1, capacity: int | None = None, truncation: int = 20, **kernel_options):
+           thinning: int = 1, capacity: int | None = None, truncation: int = 20, checkpoint=None,
+           checkpoint_every: float = DEFAULT_EVERY, **kernel_options):
     """Sample the posterior of a DP mixture model; return ArviZ InferenceData.
 
     Parameters
@@ -94,6 +101,13 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
         Initial cluster capacity (grown automatically when full).
     truncation : int
         Number of sticks for `kernel="nuts"`.
+    checkpoint : str or path-like, optional
+        A file to save the run in, to continue it with [`dpppl.resume`][dpppl.resume] after a
+        crash or Ctrl-C: written every `checkpoint_every` seconds, at the end of warmup, at the
+        end of the run and on Ctrl-C (during warmup too), each time atomically. Partition
+        kernels only (not `"nuts"`); see docs/checkpoints.md.
+    checkpoint_every : float, default 60
+        Seconds between two checkpoints.
     **kernel_options
         Options of the kernel's moves (see `dpppl.kernels`).
 
@@ -110,21 +124,93 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
     for name, value, minimum in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
                                  ("num_chains", num_chains, 1), ("thinning", thinning, 1)):
         check_positive_int(name, value, minimum)
-    if thinning > num_samples:
-        raise ArgumentError(f"thinning ({thinning}) is larger than num_samples ({num_samples}): "
-                            "no draw would be kept")
+    _check_thinning(thinning, num_samples)
     check_seed(seed)
     check_applies(kernel, model)
     _, init_name = resolve_init(init)
+    backend = backend_of(kernel)
+    if checkpoint is not None and backend != "partition":
+        partition = [name for name in available() if entry(name).backend == "partition"]
+        raise ArgumentError(f"kernel {kernel!r} cannot save a checkpoint: the partition kernels "
+                            f"({', '.join(partition)}) and their hybrids can")
     if isinstance(data, (str, os.PathLike)):
         data = read_data(data)
     target = model.bind(data)
-    run = BACKENDS[backend_of(kernel)]
+    spec = RunSpec(model, data, kernel, dict(kernel_options), seed, init_name, num_warmup, num_samples, num_chains,
+                   thinning)
+    saved = None if checkpoint is None else CheckpointFile(checkpoint, spec, checkpoint_every)
+    run = BACKENDS[backend]
     records, attrs, record_dims = run(
         target, kernel, kernel_options, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
         seed=seed, init=init, capacity=capacity, thinning=thinning, truncation=truncation,
-        progress_bar=progress_bar and not os.environ.get("CI"))
-    attrs = dict(dict(init=init_name, seed=seed, num_warmup=num_warmup, thinning=thinning), **attrs)
+        progress_bar=_shows_bar(progress_bar), checkpoint=saved)
+    return _inference_data(target, spec, records, attrs, record_dims)
+
+
+def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
+           checkpoint_every: float = DEFAULT_EVERY):
+    """Continue a run saved by `dpppl.sample(..., checkpoint=path)`; return its InferenceData.
+
+    The continued run makes the draws the run would have made had it not been stopped (the
+    same keys for the same iterations): its `posterior`, `sample_stats` and
+    `posterior_partition` equal those of the uninterrupted run, bit for bit. It goes on
+    saving to `path`. See docs/checkpoints.md.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The checkpoint file.
+    num_samples : int, optional
+        Iterations kept (before thinning), the run's own by default. A larger number extends
+        the run: the result is then the run that was asked for `num_samples` from the start.
+        A number smaller than the iterations already sampled after warmup raises
+        [`dpppl.ArgumentError`][dpppl.ArgumentError].
+    progress_bar : bool
+        Off when the `CI` environment variable is set.
+    checkpoint_every : float, default 60
+        Seconds between two checkpoints.
+
+    Returns
+    -------
+    arviz.InferenceData
+        As [`dpppl.sample`][dpppl.sample] returns. A missing, damaged or foreign file, or a
+        checkpoint in another format version, raises [`dpppl.ArgumentError`][dpppl.ArgumentError]
+        before anything is sampled; a checkpoint written by another dpppl version gives a
+        warning (its draws may differ from that version's).
+    """
+    spec, progress, written_by = read_checkpoint(path)
+    if num_samples is None:
+        num_samples = spec.num_samples
+    check_positive_int("num_samples", num_samples, 1)
+    sampled = max(0, progress.t - spec.num_warmup)
+    if num_samples < sampled:
+        raise ArgumentError(f"num_samples ({num_samples}) is smaller than the {sampled} iterations the checkpoint "
+                            f"{os.fspath(path)} has already sampled after warmup: a run cannot be shortened")
+    _check_thinning(spec.thinning, num_samples)
+    if written_by != __version__:
+        warnings.warn(f"{os.fspath(path)} was written by dpppl {written_by}, this is dpppl {__version__}: the "
+                      "continued run may not make the draws of an uninterrupted run", RuntimeWarning, stacklevel=2)
+    spec = dataclasses.replace(spec, num_samples=num_samples)
+    target = spec.model.bind(spec.data)
+    saved = CheckpointFile(path, spec, checkpoint_every)
+    records, attrs, record_dims = continue_partition(
+        target, spec.kernel, spec.options, progress, num_warmup=spec.num_warmup, num_samples=num_samples,
+        thinning=spec.thinning, progress_bar=_shows_bar(progress_bar), checkpoint=saved)
+    return _inference_data(target, spec, records, attrs, record_dims)
+
+
+def _check_thinning(thinning: int, num_samples: int) -> None:
+    if thinning > num_samples:
+        raise ArgumentError(f"thinning ({thinning}) is larger than num_samples ({num_samples}): "
+                            "no draw would be kept")
+
+
+def _shows_bar(progress_bar: bool) -> bool:
+    return progress_bar and not os.environ.get("CI")
+
+
+def _inference_data(target, spec: RunSpec, records: dict, attrs: dict, record_dims):
+    attrs = dict(dict(init=spec.init, seed=spec.seed, num_warmup=spec.num_warmup, thinning=spec.thinning), **attrs)
     return to_inference_data(target, records, attrs, record_dims)
 
 
@@ -148,4 +234,4 @@ def log_joint(model, data, z) -> float:
     return float(target.log_joint_of_labels(target.prior.canonical(labels)))
 
 
-__all__ = ["BACKENDS", "check_positive_int", "check_seed", "log_joint", "sample"]
+__all__ = ["BACKENDS", "check_positive_int", "check_seed", "log_joint", "resume", "sample"]

@@ -9,9 +9,11 @@ kept per kernel, options, target (`fingerprint`), phase and capacity
 After each chunk the runner (1) grows the cluster capacity on the host and re-runs the
 chunk from the same keys when a chain ran out of empty slots (growth never changes the
 draws), (2) stops with an error if a log joint is not finite, (3) updates the progress
-bar, and (4) keeps the draws, so a run stopped with Ctrl-C returns what it has. Step t
-of chain c uses the key `fold_in(chain_key[c], t)`: the same seed gives the same draws
-whatever the chunking.
+bar, (4) keeps the draws, so a run stopped with Ctrl-C returns what it has, and (5) saves
+the run to its checkpoint file when one is due (`dpppl.run.checkpoint`). Step t of chain c
+uses the key `fold_in(chain_key[c], t)`: the same seed gives the same draws whatever the
+chunking, and a run continued from a checkpoint (`continue_partition`) makes the draws of
+the run that was not stopped.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dpppl.core.state import grow, num_clusters
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, build
 from dpppl.models.init import grown_slots, initial_states
+from dpppl.run.checkpoint import CheckpointFile, Interrupted, Progress
 
 CHUNK_LENGTH = 256
 """Buffer length of a chunk: the most steps recorded per compiled call."""
@@ -93,33 +96,43 @@ def _chunk_function(kern: Kernel, kernel_key, warmup: bool, length: int, capacit
 
 
 def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
-                     num_chains: int, seed: int, init, capacity, thinning: int, progress_bar, **_):
-    """Run `spec` on `target`; return (records, attrs, record_dims). Options of other
-    backends (`truncation`) are ignored."""
+                     num_chains: int, seed: int, init, capacity, thinning: int, progress_bar,
+                     checkpoint: CheckpointFile | None = None, **_):
+    """Run `spec` on `target` from the chains' initial states; return (records, attrs,
+    record_dims). With `checkpoint`, the run is saved there every `checkpoint.every` seconds,
+    at the end of warmup, at the end and on Ctrl-C. Options of other backends (`truncation`)
+    are ignored."""
     kern, kernel_key = built_kernel(spec, target, options)
-    x = jnp.asarray(target.x)
     init_keys, chain_keys = _chain_keys(seed, num_chains)
     states = initial_states(target, init, init_keys, capacity)
     if kern.init is not None:  # the kernel's carried values in state.aux
         init_fn = compiled(("kernel_init", kernel_key), lambda: jax.jit(jax.vmap(kern.init, in_axes=(0, None))))
-        states = init_fn(states, x)
-    records, states, interrupted = _run(target, kern, kernel_key, states, chain_keys, x, num_warmup,
-                                        num_samples, thinning, progress_bar)
-    attrs = dict(kernel=spec, exact=kern.exact, interrupted=interrupted,
-                 final_capacity=int(states.stats.n.shape[-1]))
-    return records, attrs, kern.record_dims
+        states = init_fn(states, jnp.asarray(target.x))
+    start = Progress(0, states, chain_keys, ())
+    return _run(target, spec, kern, kernel_key, start, num_warmup, num_samples, thinning, progress_bar, checkpoint)
 
 
-def _run(target, kern, kernel_key, states, chain_keys, x, num_warmup, num_samples, thinning, progress_bar):
+def continue_partition(target: Target, spec: str, options: dict, progress: Progress, *, num_warmup: int,
+                       num_samples: int, thinning: int, progress_bar, checkpoint: CheckpointFile | None = None):
+    """Continue `spec` on `target` from `progress` (a checkpoint's) to `num_warmup + num_samples`
+    iterations; return what [`sample_partition`][dpppl.run.runner.sample_partition] returns.
+    The draws are those of the run that was not stopped."""
+    kern, kernel_key = built_kernel(spec, target, options)
+    return _run(target, spec, kern, kernel_key, progress, num_warmup, num_samples, thinning, progress_bar, checkpoint)
+
+
+def _run(target, spec, kern, kernel_key, progress, num_warmup, num_samples, thinning, progress_bar, checkpoint):
     total = num_warmup + num_samples
+    x = jnp.asarray(target.x)
+    chain_keys = progress.chain_keys
     num_chains, n = chain_keys.shape[0], target.num_points
     length = int(np.clip(CHUNK_BYTES // max(1, num_chains * (4 * n + 64)), 1, CHUNK_LENGTH))
-    kept: list[dict] = []
-    bar = _progress(total, progress_bar, kern.name)
-    t, per_iter, interrupted = 0, None, False
+    bar = _progress(total, progress.t, progress_bar, kern.name)
+    per_iter, interrupted, saved_at = None, False, time.monotonic()
     limit = target.max_slots()
     try:
-        while t < total:
+        while progress.t < total:
+            t, states = progress.t, progress.states
             warmup = t < num_warmup
             phase_end = num_warmup if warmup else total
             n_iter = 1 if per_iter is None else int(np.clip(CHUNK_SECONDS / per_iter, 1, length))
@@ -138,29 +151,63 @@ def _run(target, kern, kernel_key, states, chain_keys, x, num_warmup, num_sample
                     _check_label_limit(target, limit)
                     break
                 states = grow(states, grown_slots(target, capacity))
-            states = new_states
             host = jax.tree.map(lambda b: np.asarray(b)[:, :n_iter], buf)
             _check_finite(host["lp"], t, num_warmup, kern.name)
+            chunk = ()
             if not warmup:
                 offset = t - num_warmup
                 keep = [j for j in range(n_iter) if (offset + j) % thinning == thinning - 1]
-                kept.append(jax.tree.map(lambda h: h[:, keep], host))
-            t += n_iter
+                chunk = (jax.tree.map(lambda h: h[:, keep], host),)
+            # one assignment: a Ctrl-C leaves either the progress before this chunk or after it
+            progress = Progress(t + n_iter, new_states, chain_keys, progress.kept + chunk)
             if bar is not None:
                 bar.set_postfix_str(f"K={_fmt(host['num_clusters'][:, -1])} lp={_fmt(host['lp'][:, -1], '.1f')}"
                                     + (" (warmup)" if warmup else ""))
                 bar.update(n_iter)
+            if checkpoint is not None and (progress.t in (num_warmup, total)
+                                           or time.monotonic() - saved_at >= checkpoint.every):
+                progress = _squashed(progress)
+                _save(checkpoint, progress)
+                saved_at = time.monotonic()
     except KeyboardInterrupt:
         interrupted = True
-        if not kept:
-            raise
-        warnings.warn(f"interrupted after {t} iterations: returning the {sum(k['lp'].shape[1] for k in kept)} "
-                      "draws kept so far", RuntimeWarning, stacklevel=4)
+        saved = checkpoint is not None and _save(checkpoint, progress)
+        where = (f"; the run is saved in {checkpoint.path}: continue it with dpppl.resume({checkpoint.path!r})"
+                 if saved else "")
+        if not progress.kept:
+            raise Interrupted(f"interrupted after {progress.t} of {total} iterations ({num_warmup} of warmup), "
+                              f"before any draw was kept{where}", checkpoint=checkpoint.path if saved else None,
+                              iteration=progress.t) from None
+        warnings.warn(f"interrupted after {progress.t} iterations: returning the "
+                      f"{sum(k['lp'].shape[1] for k in progress.kept)} draws kept so far{where}", RuntimeWarning,
+                      stacklevel=4)
     finally:
         if bar is not None:
             bar.close()
-    records = {k: _concatenate_padded([c[k] for c in kept]) for k in kept[0]}
-    return records, states, interrupted
+    attrs = dict(kernel=spec, exact=kern.exact, interrupted=interrupted,
+                 final_capacity=int(progress.states.stats.n.shape[-1]))
+    return kept_records(progress.kept), attrs, kern.record_dims
+
+
+def kept_records(kept: tuple) -> dict:
+    """The chunks of kept draws as one dict of arrays (chain, draw, ...)."""
+    return {k: _concatenate_padded([c[k] for c in kept]) for k in kept[0]}
+
+
+def _squashed(progress: Progress) -> Progress:
+    """`progress` with its kept draws in one chunk (what a checkpoint writes)."""
+    return progress._replace(kept=(kept_records(progress.kept),) if progress.kept else ())
+
+
+def _save(checkpoint: CheckpointFile, progress: Progress) -> bool:
+    """Write the checkpoint; a file system error is a warning (the run is worth more than one
+    checkpoint)."""
+    try:
+        checkpoint.save(progress)
+    except OSError as e:
+        warnings.warn(f"could not write the checkpoint {checkpoint.path}: {e}", RuntimeWarning, stacklevel=5)
+        return False
+    return True
 
 
 def _concatenate_padded(chunks):
@@ -199,12 +246,12 @@ def _fmt(values, spec="d"):
         "/..." if values.size > 4 else "")
 
 
-def _progress(total, show, name):
+def _progress(total, done, show, name):
     if not show:
         return None
     from tqdm.auto import tqdm  # noqa: PLC0415  (tqdm only when a bar is shown)
 
-    return tqdm(total=total, desc=f"dpppl {name}", unit="it", dynamic_ncols=True)
+    return tqdm(total=total, initial=done, desc=f"dpppl {name}", unit="it", dynamic_ncols=True)
 
 
-__all__ = ["CHUNK_LENGTH", "built_kernel", "sample_partition"]
+__all__ = ["CHUNK_LENGTH", "built_kernel", "continue_partition", "kept_records", "sample_partition"]
