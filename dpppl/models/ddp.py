@@ -192,6 +192,10 @@ class DDPBound:
     def numpyro_model(self, truncation: int = 20):
         return self.model.numpyro_model(truncation)
 
+    def translate(self, points: np.ndarray) -> np.ndarray:
+        """Points of the data's frame (M, D) in the frame of `x`: `points - shift`."""
+        return points - self.shift
+
     # ----- states ----------------------------------------------------------------------
     def empty_state(self, capacity: int) -> PartitionState:
         """No point assigned; zero statistics and parameters."""
