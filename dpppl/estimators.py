@@ -232,14 +232,15 @@ class DPGaussianMixture:
     def fit(self, X, y=None):
         """Sample the posterior of the clustering of `X` (N, D); `y` is ignored."""
         model = self._model()
-        bound = model.bind(self._validate(X, fitting=True))
-        idata = sample(model, bound.x, kernel=self.kernel, num_warmup=self.num_warmup,
+        x = self._validate(X, fitting=True)
+        bound = model.bind(x)
+        idata = sample(model, x, kernel=self.kernel, num_warmup=self.num_warmup,
                        num_samples=self.num_samples, num_chains=self.num_chains, seed=self.seed,
                        progress_bar=False)
         labels = np.asarray(point_estimate(idata, self.estimate, seed=self.seed), dtype=np.int64)
         self.model_, self.idata_, self.labels_ = model, idata, labels
         self.n_clusters_ = int(labels.max()) + 1
-        self.n_features_in_ = bound.x.shape[1]
+        self.n_features_in_ = x.shape[1]
         self._predictor = Predictor(bound, posterior_draws(idata), alpha_draws(idata, bound), labels)
         return self
 

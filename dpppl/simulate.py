@@ -67,9 +67,9 @@ def depends_on_data(value) -> bool:
 def _family_for_data(model, data, dim):
     """The resolved family to simulate data with, or None when data cannot be simulated."""
     if isinstance(model, BoundModel):
-        return model.family
+        return model.data_family
     if data is not None:
-        return model.bind(data).family
+        return model.bind(data).data_family
     if dim is None:
         return None
     component = model.component

@@ -78,7 +78,7 @@ def bind_to_run(model, idata) -> BoundModel:
     name = (model.model if isinstance(model, BoundModel) else as_model(model)).data.name
     x = run_variable(idata, name, group="observed_data")
     if isinstance(model, BoundModel):
-        if model.x.shape != x.shape or not np.allclose(model.x, x):
+        if model.observed_x.shape != x.shape or not np.allclose(model.observed_x, x):
             raise DataError("the bound model's data differ from the data the run was sampled on")
         return model
     return as_model(model).bind(x)
@@ -149,6 +149,8 @@ class Predictor:
                               self.bound.family)
         if x_new.shape[1] != self.bound.x.shape[1]:
             raise DataError(f"new data have {x_new.shape[1]} columns, the training data {self.bound.x.shape[1]}")
+        # into the frame the training points are held in, in float64 before any cast
+        x_new = self.bound.translate(x_new)
         proba, log_density = self._compiled()(*self._inputs, jnp.asarray(x_new, self._inputs[1].dtype))
         return Prediction(np.asarray(proba), np.asarray(log_density), self.clustering)
 

@@ -18,6 +18,7 @@ the prior's.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Optional, Any, ClassVar
 
@@ -55,6 +56,10 @@ class Family:
     conjugate: ClassVar[bool] = True
     #: the only kernels that can sample this family (None: every kernel that applies to the prior)
     kernels: ClassVar[Optional[tuple]] = None
+    #: hyperparameters that are points in data space, moved with the data by `translated`
+    locations: ClassVar[tuple[str, ...]] = ()
+    #: entries of drawn parameters (`posterior_draw`, `params_of`) that are points in data space
+    parameter_locations: ClassVar[tuple[str, ...]] = ()
 
     # ----- host side -------------------------------------------------------------
     def check_data(self, x: np.ndarray) -> np.ndarray:
@@ -290,3 +295,33 @@ def cluster_log_marginals(family, stats) -> jax.Array:
     """log p(x_c) per row of `stats`: the family's closed form, or for a non-conjugate
     family its numerical `log_marginal_numerical`."""
     return family.log_marginal(stats) if family.conjugate else family.log_marginal_numerical(stats)
+
+
+def translated(family: Family, shift) -> Family:
+    """The family of the data `x - shift`: a copy of a resolved family whose location
+    hyperparameters (`Family.locations`) are minus `shift` (D,).
+
+    A location family's density depends on a point x and a location m only through
+    x - m, so p(x - c | m - c, rest) = p(x | m, rest) with no Jacobian: every marginal,
+    predictive and log joint is unchanged, while the statistics of x - c keep their
+    digits when the data sit far from the origin (sum (x - c)(x - c)^T does not cancel
+    what sum x x^T loses). Drawn locations are then in the frame of x - c
+    (`translated_params` moves them back). A family without locations, or `shift` None,
+    is returned as it is.
+    """
+    if shift is None or not family.locations:
+        return family
+    out = copy.copy(family)  # keeps attributes set after resolve (CoupledGaussian's time covariance)
+    for name in family.locations:
+        object.__setattr__(out, name, np.asarray(getattr(family, name)) - shift)
+    return out
+
+
+def translated_params(family: Family, params: dict, shift) -> dict:
+    """Drawn parameters of the frame `x - shift` (a dict such as `posterior_draw` returns,
+    numbers or traced arrays) in the frame of x: the entries named by
+    `Family.parameter_locations` plus `shift`."""
+    if shift is None:
+        return params
+    return {name: value + shift if name in family.parameter_locations else value
+            for name, value in params.items()}

@@ -127,6 +127,7 @@ class CoupledGaussian(Family):
     name = "CoupledGaussian"
     data_kind = "real"
     observation = "Normal"
+    locations = ("mu0",)
     defaults = {"a": 1.0, "beta": 0.005, "delta": 1.0, "b": None, "mu0": "mean(x)", "nu0": "D + 1",
                 "psi0": 0.01, "slice_covariances": 1}
 

@@ -55,6 +55,8 @@ class NormalInverseWishart(Family):
     name = "NormalInverseWishart"
     data_kind = "real"
     observation = "Normal"
+    locations = ("mu0",)
+    parameter_locations = ("mu",)
     defaults = {"mu0": "mean(x)", "kappa0": 0.1, "nu0": "D + 2", "psi0": "cov(x) / 10"}
 
     def resolve(self, x: np.ndarray) -> "NormalInverseWishart":

@@ -76,6 +76,8 @@ class NormalGamma(DiagonalGaussianParams, Family):
     name = "NormalGamma"
     data_kind = "real"
     observation = "Normal"
+    locations = ("mu0",)
+    parameter_locations = ("mu",)
     defaults = {"mu0": "mean(x)", "kappa0": 0.1, "a0": 2.0, "b0": "var(x) / 10"}
 
     def resolve(self, x: np.ndarray) -> "NormalGamma":

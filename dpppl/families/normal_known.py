@@ -69,6 +69,8 @@ class NormalKnownCov(Family):
     name = "NormalKnownCov"
     data_kind = "real"
     observation = "Normal"
+    locations = ("mu0",)
+    parameter_locations = ("mu",)
     defaults = {"sigma2": "var(x) / 10", "mu0": "mean(x)", "tau2": "var(x)"}
 
     def resolve(self, x: np.ndarray) -> "NormalKnownCov":

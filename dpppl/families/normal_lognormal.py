@@ -84,6 +84,8 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
     conjugate: ClassVar[bool] = False
     kernels = ("subcluster", "nuts")
     """The kernels that can sample this family (the others need a closed-form marginal)."""
+    locations = ("m0",)
+    parameter_locations = ("mu",)
     defaults = {"m0": "mean(x)", "s0": "sqrt(var(x))", "l0": "log(var(x)) / 2 - log(3)", "t0": 1.0}
 
     def resolve(self, x: np.ndarray) -> "NormalLogNormal":

@@ -91,7 +91,9 @@ class PartitionKernel(MCMCKernel):
         return ("z", "potential_energy")
 
     def _data(self, model_args):
-        return jnp.asarray(model_args[0]) if model_args else jnp.asarray(self._bound.x)
+        """The points of `mcmc.run(key, x)` in the bound model's frame (`BoundModel.translate`),
+        or the bound data."""
+        return jnp.asarray(self._bound.translate(model_args[0])) if model_args else jnp.asarray(self._bound.x)
 
     def _wrap(self, i, partition, rng_key):
         draw = {"z": partition.z, "num_clusters": num_clusters(partition),

@@ -56,8 +56,9 @@ class FamilyMixture(dist.Distribution):
 def compile_numpyro(model, truncation: int, family=None):
     """A NumPyro model `f(x=None, num_points=None)` for `model` with `truncation` sticks.
 
-    `family` is a resolved family; when None the model's family is resolved against
-    the `x` it is called with (which must then be concrete, not traced).
+    `family` is a resolved family, in the frame of the data the model is called with;
+    when None the model's family is resolved against the `x` it is called with (which
+    must then be concrete, not traced), in that data's frame.
     """
     if not isinstance(truncation, int) or truncation < 2:
         raise ValueError(f"truncation must be an integer >= 2, got {truncation!r}")
@@ -73,7 +74,7 @@ def compile_numpyro(model, truncation: int, family=None):
             if x is None or isinstance(x, jax.core.Tracer):
                 raise DataError("this model's hyperparameters depend on the data: call "
                                 "model.bind(x).numpyro_model(truncation) to fix them first")
-            fam = model.bind(np.asarray(x)).family
+            fam = model.bind(np.asarray(x)).data_family
         if x is not None:
             x = jnp.asarray(x)
             num_points = x.shape[0]

@@ -36,10 +36,11 @@ import numpy as np
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.state import PartitionState
 from dpppl.errors import DataError, KernelError, ModelError
+from dpppl.families.base import translated
 from dpppl.families.coupled import CoupledGaussian
 from dpppl.models.ddp_state import (DEFAULT_NUM_AUX, DDPSlots, seat, slot_statistics, update_parameters,
                                     with_statistics)
-from dpppl.models.mixture import DataDecl, Model, check_not_masked, validate_data
+from dpppl.models.mixture import DataDecl, Model, check_not_masked, data_shift, validate_data
 from dpppl.priors.ddp import DDP
 
 DDP_KERNELS = ("ddp", "ddpswap")
@@ -86,7 +87,8 @@ class DDPModel(Model):
         t = _check_times(t, arr.shape[0], self.data)
         times, slices = np.unique(t, return_inverse=True)
         family = self.component.resolve(arr, times=times)
-        return DDPBound(self, arr, family, t, slices.astype(np.int32), times)
+        shift = data_shift(family, arr)
+        return DDPBound(self, arr - shift, translated(family, shift), t, slices.astype(np.int32), times, shift, arr)
 
     def numpyro_model(self, truncation: int = 20):
         raise ModelError("a DDP model has no compiled NumPyro form; sample it with kernel 'ddp'")
@@ -156,6 +158,11 @@ class DDPBound:
     """A DDP model with validated data: points `x` (N, D), their times `t` (N,), the
     distinct `times` (T,) and each point's slice index `slices` (N,).
 
+    As in [`BoundModel`][dpppl.models.mixture.BoundModel], `x` and the family's `mu0` are
+    translated by `shift`, the mean of the points as given (`observed_x`): the means'
+    prior N(m, Gamma (x) I) and the likelihood depend on x, mu and m only through
+    differences, so `lp` is that of the data as given.
+
     Labels are the sticks' indices (0-based here) and matter: a new cluster may take any
     unused label, so the largest label can exceed the number of points; the state's
     capacity grows to `MAX_CAPACITY`.
@@ -167,6 +174,8 @@ class DDPBound:
     t: np.ndarray
     slices: np.ndarray
     times: np.ndarray
+    shift: np.ndarray
+    observed_x: np.ndarray
 
     @property
     def prior(self) -> DDP:
@@ -182,6 +191,10 @@ class DDPBound:
 
     def numpyro_model(self, truncation: int = 20):
         return self.model.numpyro_model(truncation)
+
+    def translate(self, points: np.ndarray) -> np.ndarray:
+        """Points of the data's frame (M, D) in the frame of `x`: `points - shift`."""
+        return points - self.shift
 
     # ----- states ----------------------------------------------------------------------
     def empty_state(self, capacity: int) -> PartitionState:
@@ -248,12 +261,12 @@ class DDPBound:
         return min(self.prior.min_slots(self.num_points), MAX_CAPACITY)
 
     def observed(self) -> dict:
-        """The points and their times."""
-        return {self.model.data.name: self.x, self.model.data.by: self.t}
+        """The points as given and their times."""
+        return {self.model.data.name: self.observed_x, self.model.data.by: self.t}
 
     def fingerprint(self):
         return (fingerprint(self.model.prior), fingerprint(self.model.data), fingerprint(self.family),
-                fingerprint(self.slices), fingerprint(self.x))
+                fingerprint(self.slices), fingerprint(self.x), fingerprint(self.shift))
 
 
 def DDPMixture(sticks: Any = (1.0, 1.0), *, a: float = 1.0, beta: float = 0.005, delta: float = 1.0,

@@ -19,7 +19,7 @@ from dpppl.core.compiled import compiled
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.state import PartitionState
 from dpppl.errors import DataError, ModelError
-from dpppl.families.base import Family, cluster_log_marginals, segment_stats
+from dpppl.families.base import Family, cluster_log_marginals, segment_stats, translated
 from dpppl.models.compile import compile_numpyro
 from dpppl.models.rankings import rankings
 from dpppl.models.seating import sequential_prediction
@@ -75,9 +75,12 @@ class Model:
                 column=self.data.column, text=self.source)
 
     def bind(self, x) -> "BoundModel":
-        """Validate `x` against the model; resolve hyperparameters. Raises DataError."""
+        """Validate `x` against the model; resolve hyperparameters on it; translate data and
+        family by `data_shift` (see `BoundModel`). Raises DataError."""
         arr = validate_data(x, self.data, self.component)
-        return BoundModel(self, arr, self.component.resolve(arr))
+        family = self.component.resolve(arr)
+        shift = data_shift(family, arr)
+        return BoundModel(self, arr if shift is None else arr - shift, translated(family, shift), shift, arr)
 
     def numpyro_model(self, truncation: int = 20):
         """The model compiled to a NumPyro model function `f(x)` (truncated
@@ -99,18 +102,31 @@ class Model:
 
 @dataclasses.dataclass(frozen=True)
 class BoundModel:
-    """A model with validated data `x` (N, D) and a resolved component family: the
-    target (`dpppl.core.protocols.Target`) of a mixture with collapsed parameters.
+    """A model with validated data and a resolved component family: the target
+    (`dpppl.core.protocols.Target`) of a mixture with collapsed parameters.
 
     States hold labels and per-slot sufficient statistics; `lp` is the collapsed log
     joint: the prior's `log_eppf` of the slot counts (the EPPF of the partition, or for
     sticks on explicit labels the probability of the labelled assignment) plus
     sum_c log p(x_c) plus log p(alpha).
+
+    Kernels work in a translated frame: `x` is the validated data `observed_x` minus
+    `shift` (D,), the data mean, taken in float64 on the host before any cast to float32,
+    and `family` is the resolved family with its locations (`Family.locations`, e.g.
+    `mu0`) minus `shift` as well (`translated`). For a location family
+    p(x - c | mu0 - c) = p(x | mu0), so `lp`, `log_joint_of_labels` and every kernel's law
+    are those of the model on `observed_x`; only the rounding differs: statistics such as
+    sum x x^T of data far from the origin lose digits that those of x - c keep
+    (`docs/numerics.md`). A family without locations has `shift` None and `x` is
+    `observed_x`. What a user sees is in the data's frame: `observed`, `numpyro_model`,
+    `data_family`, and locations recorded by kernels (`translated_params`).
     """
 
     model: Model
     x: np.ndarray
     family: Family
+    shift: Optional[np.ndarray]
+    observed_x: np.ndarray
 
     @property
     def prior(self) -> PitmanYor:
@@ -120,9 +136,19 @@ class BoundModel:
     def num_points(self) -> int:
         return int(self.x.shape[0])
 
+    @property
+    def data_family(self) -> Family:
+        """The resolved family in the data's frame (locations as resolved, up to rounding)."""
+        return translated(self.family, None if self.shift is None else -self.shift)
+
+    def translate(self, points: np.ndarray) -> np.ndarray:
+        """Points of the data's frame (M, D) in the frame of `x`: `points - shift`."""
+        return points if self.shift is None else points - self.shift
+
     def numpyro_model(self, truncation: int = 20):
-        """The compiled NumPyro model with this data's resolved hyperparameters."""
-        return compile_numpyro(self.model, truncation, family=self.family)
+        """The compiled NumPyro model with this data's resolved hyperparameters, in the
+        data's frame (call it with `observed_x` or other points like them)."""
+        return compile_numpyro(self.model, truncation, family=self.data_family)
 
     # ----- the target protocol (traceable, one chain) ------------------------------
     def empty_state(self, capacity: int) -> PartitionState:
@@ -168,13 +194,15 @@ class BoundModel:
         return self.prior.min_slots(self.num_points)
 
     def observed(self) -> dict:
-        return {self.model.data.name: self.x}
+        """The data as validated, in their own frame."""
+        return {self.model.data.name: self.observed_x}
 
     def fingerprint(self):
-        """Model, resolved hyperparameters and the data (kernels close over constants derived
-        from the data, such as resolved hyperparameters)."""
+        """Model, resolved hyperparameters, the data and the shift (kernels close over constants
+        derived from the data, such as resolved hyperparameters, and record locations
+        translated back by the shift)."""
         return (fingerprint(self.model.prior), fingerprint(self.model.data), fingerprint(self.family),
-                fingerprint(self.x))
+                fingerprint(self.x), fingerprint(self.shift))
 
 
 def DPMixture(alpha: Concentration = 1.0, component: Family = None, *, data: DataDecl = None) -> Model:
@@ -218,6 +246,13 @@ def _mixture(prior, component, data):
     if data is None:
         data = DataDecl(kind=component.data_kind if isinstance(component, Family) else "real")
     return Model(prior=prior, component=component, data=data)
+
+
+def data_shift(family: Family, x: np.ndarray) -> Optional[np.ndarray]:
+    """The translation c of `BoundModel`: the mean of the data `x` (N, D), computed in
+    float64, for a family with locations (then the translated data x - c have mean 0 up
+    to rounding); None for a family without (counts, binary data, rankings)."""
+    return np.mean(x, axis=0, dtype=np.float64) if family.locations else None
 
 
 def check_not_masked(x, name: str) -> None:
@@ -285,7 +320,7 @@ def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
 
 
 __all__ = ["DataDecl", "Model", "BoundModel", "DPMixture", "PitmanYorMixture", "Gamma", "validate_data",
-           "StickBreakingMixture", "PseudoParticleMixture", "check_not_masked"]
+           "StickBreakingMixture", "PseudoParticleMixture", "check_not_masked", "data_shift"]
 
 
 def state_from_labels(family, x, z, capacity: int, alpha: float, aux=None) -> PartitionState:

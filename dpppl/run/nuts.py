@@ -5,6 +5,9 @@ component parameters and alpha. To give every kernel the same label-invariant
 summaries, each draw's partition is each point's most probable component (the
 deterministic site `assignment`), and `lp` is the target's log joint of that
 partition (the quantity the partition kernels report), not NUTS's own potential.
+NUTS runs in the target's frame: on `target.x` with `target.family` (real data
+translated by their mean, `dpppl.models.mixture.BoundModel`); nothing it records is a
+location.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from numpyro.infer import MCMC, NUTS
 from dpppl.core.protocols import Target
 from dpppl.errors import KernelError
 from dpppl.kernels.base import register
+from dpppl.models.compile import compile_numpyro
 
 
 def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
@@ -24,7 +28,7 @@ def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, nu
     """Run NUTS; return (records, attrs, record_dims) as the partition backend does."""
     if options:
         raise KernelError(f"kernel 'nuts' takes no options, got {sorted(options)}")
-    mcmc = MCMC(NUTS(target.numpyro_model(truncation)), num_warmup=num_warmup,
+    mcmc = MCMC(NUTS(compile_numpyro(target.model, truncation, family=target.family)), num_warmup=num_warmup,
                 num_samples=num_samples * thinning, num_chains=num_chains, thinning=thinning,
                 chain_method="sequential", progress_bar=progress_bar)
     x = jnp.asarray(target.x)

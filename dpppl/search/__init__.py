@@ -8,7 +8,8 @@ from dpppl.search.beam import SearchResult, map_search
 def search_init(target, keys, capacity=None):
     """Every chain starts from one MAP search (inadmissible score, beam 100; Daume 2007)."""
     refuse_labelled(target.prior, "init='search' (MAP search)")
-    found = map_search(target.model, target.x, heuristic="inadmissible", beam=100).labels
+    data = target.observed()[target.model.data.name]  # as given: map_search binds them again
+    found = map_search(target.model, data, heuristic="inadmissible", beam=100).labels
     return from_labels(found)(target, keys, capacity)
 
 

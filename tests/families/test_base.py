@@ -1,5 +1,7 @@
-"""Sufficient-statistic sums of dpppl.families.base."""
+"""Sufficient-statistic sums and translations of dpppl.families.base."""
 
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -29,3 +31,55 @@ def test_sums_by_sorting_equal_segment_sums(component, dim):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-9)
     assert float(by_sorting[0].n[3]) == 0.0 and float(by_sorting[0].n.sum()) == float((np.asarray(labels) < 7).sum())
 
+
+
+@pytest.mark.parametrize("component", [
+    dpppl.NormalInverseWishart(mu0=[1.0, -2.0], kappa0=0.3, nu0=4.0, psi0=[[1.0, 0.2], [0.2, 0.5]]),
+    dpppl.NormalGamma(mu0=[1.0, -2.0], kappa0=0.3, a0=2.0, b0=[0.5, 1.5]),
+    dpppl.NormalKnownCov(sigma2=[0.5, 2.0], mu0=[1.0, -2.0], tau2=3.0),
+    dpppl.NormalLogNormal(m0=[1.0, -2.0], s0=2.0, l0=0.0, t0=1.0),
+], ids=["niw", "normal_gamma", "normal_known", "normal_lognormal"])
+def test_translated_family_of_translated_data_has_the_same_densities(component):
+    """p(x - c | m - c) = p(x | m) for a location family (families.base.translated): the
+    marginal (numerical for NormalLogNormal), the predictive, the likelihood of drawn
+    parameters moved back by translated_params, all to float64 rounding; the locations
+    moved are the family's declared ones, and the rest of the family is unchanged."""
+    import jax
+    import jax.numpy as jnp
+
+    from dpppl.families.base import cluster_log_marginals, translated, translated_params
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(loc=[3.0, 1.0], size=(7, 2))
+    c = np.array([2.5, -40.0])
+    family = component.resolve(x)
+    moved = translated(family, c)
+    for name in family.locations:
+        np.testing.assert_array_equal(getattr(moved, name), np.asarray(getattr(family, name)) - c)
+    assert [f for f in dataclasses.fields(family) if f.name not in family.locations and not np.array_equal(
+        getattr(family, f.name), getattr(moved, f.name))] == []
+    stats = family.point_stats(jnp.asarray(x)), moved.point_stats(jnp.asarray(x - c))
+    whole = [jax.tree.map(lambda p: p.sum(axis=0), s) for s in stats]
+    np.testing.assert_allclose(cluster_log_marginals(moved, whole[1]), cluster_log_marginals(family, whole[0]),
+                               rtol=1e-10)
+    if family.conjugate:
+        point = rng.normal(size=2)
+        np.testing.assert_allclose(moved.log_predictive(moved.predictive_params(whole[1]), point - c),
+                                   family.log_predictive(family.predictive_params(whole[0]), point), rtol=1e-10)
+        draws = moved.posterior_draw(jax.random.key(0), whole[1])
+        np.testing.assert_allclose(moved.log_likelihood(jax.tree.map(lambda p: p[None], draws), x - c),
+                                   family.log_likelihood(jax.tree.map(lambda p: p[None], translated_params(
+                                       family, draws, c)), x), rtol=1e-10)
+    assert translated(family, None) is family
+
+
+def test_families_without_locations_are_not_translated():
+    """Counts, binary data and rankings have no location: no shift, the family itself."""
+    from dpppl.families.base import translated
+    from dpppl.models.mixture import data_shift
+
+    for component, x in [(dpppl.DirichletMultinomial(), np.array([[1, 2], [0, 3]])),
+                         (dpppl.BetaBernoulli(), np.array([[1, 0], [0, 1]]))]:
+        family = component.resolve(x.astype(float))
+        assert family.locations == () and data_shift(family, x) is None
+        assert translated(family, np.ones(2)) is family

@@ -206,11 +206,11 @@ def test_statistics_after_accepted_moves_equal_a_recomputation(method):
     state = state_of(b, rng.integers(0, 3, 40), capacity=41)
     accepted = {"split_accepted": 0, "merge_accepted": 0}
     for t in range(40):
-        state, info = step(jax.random.key(t), state, jnp.asarray(x))
+        state, info = step(jax.random.key(t), state, jnp.asarray(b.x))  # the bound model's frame
         assert set(info) == set(INFO_NAMES)
         for k in accepted:
             accepted[k] += int(info[k])
-        fresh = segment_stats(b.family, jnp.asarray(x), state.z, 41)
+        fresh = segment_stats(b.family, jnp.asarray(b.x), state.z, 41)
         for a, c in zip(state.stats, fresh):
             np.testing.assert_allclose(np.asarray(a), np.asarray(c), atol=1e-9)
         empty = np.asarray(state.stats.n) == 0

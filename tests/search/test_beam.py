@@ -155,7 +155,7 @@ def test_orders():
     model, n, draw = CASES["normal_known_1d"]
     x = draw(np.random.default_rng(0), 30)
     bound = model.bind(x)
-    log_h = np.asarray(bound.family.log_marginal(bound.family.point_stats(jnp.asarray(x))))
+    log_h = np.asarray(bound.family.log_marginal(bound.family.point_stats(jnp.asarray(bound.x))))
     up = dpppl.map_search(model, x, order="marginal").order
     assert np.all(np.diff(log_h[up]) >= 0)
     down = dpppl.map_search(model, x, order="descending").order

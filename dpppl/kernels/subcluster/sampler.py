@@ -36,7 +36,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jax.scipy.special import betaln, gammaln
 
-from dpppl.families.base import Family, segment_sums, segment_sums_by_sorting, take
+from dpppl.families.base import Family, segment_sums, segment_sums_by_sorting, take, translated_params
 from dpppl.families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, exchangeable_prior_only, register
@@ -110,7 +110,7 @@ class _Setup:
     """What the pieces of a step share: the family, the builder's options, and the layout of
     the N points in `num_blocks` blocks of `block` points (the last padded with `pad`),
     `blocks_per_shard` per device of `mesh` (None on one device). Likelihoods run in
-    `ll_dtype` on data shifted by `center` (real data) or as they are (None)."""
+    `ll_dtype` (real data arrive centred: `BoundModel` translates them by their mean)."""
 
     family: Family
     use_sub: bool
@@ -119,7 +119,6 @@ class _Setup:
     super_clusters: bool
     a_merge: float
     ll_dtype: object
-    center: object
     n: int
     dim: int
     block: int
@@ -129,9 +128,7 @@ class _Setup:
     mesh: object
 
     def cast_params(self, params):
-        """Parameters in the likelihood dtype, means shifted to the centred data first."""
-        if self.center is not None and "mu" in params:
-            params = {**params, "mu": params["mu"] - self.center}
+        """Parameters in the likelihood dtype."""
         return jax.tree.map(lambda p: p.astype(self.ll_dtype) if jnp.issubdtype(p.dtype, jnp.floating) else p, params)
 
     def as_blocks(self, a):
@@ -140,7 +137,7 @@ class _Setup:
                                                                                + a.shape[1:])
 
     def prepare_points(self, x):
-        return self.as_blocks(((x - self.center) if self.center is not None else x).astype(self.ll_dtype))
+        return self.as_blocks(x.astype(self.ll_dtype))
 
     def per_shard(self, fn, in_specs, out_specs):
         """`fn(first_block, *args)` over the blocks of points: on one device as it is; on
@@ -400,8 +397,6 @@ def _restricted_sweep(setup, draw_parameters, label_pass, keys, state, x):
     slots = state.aux["slots"]
     log_pi, log_pibar, params, p_right, u_rows, param_accept = draw_parameters(k_par, state)
     mean = slots["x_sum"] / jnp.maximum(state.stats.n, 1.0)[:, None]
-    if setup.center is not None:
-        mean = mean - setup.center
     direction = jax.vmap(lambda k: jax.random.normal(k, (setup.dim,)))(_slot_keys(k_dir, capacity))
     seed = (slots["age"] == 0, mean.astype(setup.ll_dtype), direction.astype(setup.ll_dtype))
     occupied_before = state.stats.n > 0
@@ -752,7 +747,6 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
         family=family, use_sub=use_sub, conjugate=conjugate, whitened=hasattr(family, "whitening"),
         super_clusters=super_clusters, a_merge=float(merge_concentration),
         ll_dtype=jnp.float32 if likelihood_dtype == "float32" else jnp.asarray(bound_model.x).dtype,
-        center=jnp.asarray(bound_model.x.mean(axis=0)) if family.data_kind == "real" else None,
         n=n, dim=dim, block=block, num_blocks=num_blocks, blocks_per_shard=blocks_per_shard,
         pad=num_blocks * block - n, mesh=Mesh(np.asarray(devices), ("points",)) if num_shards > 1 else None)
     if conjugate:
@@ -771,9 +765,14 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
     step = functools.partial(_step, setup, draw_parameters, label_pass, split_delay, pair_merges, recorded_params)
     init = functools.partial(_init, setup, one_row, recorded_params)
 
+    shift = bound_model.shift
+
     def record(state):
-        """The weights and parameters drawn in the last step, per slot (the values of z)."""
-        return {name: state.aux["slots"][name] for name in record_dims}
+        """The weights and parameters drawn in the last step, per slot (the values of z),
+        locations back in the data's frame (`translated_params`)."""
+        slots = state.aux["slots"]
+        drawn = translated_params(family, {name: slots[f"theta_{name}"] for name in recorded_params}, shift)
+        return {"weights": slots["weights"], **{f"theta_{name}": value for name, value in drawn.items()}}
 
     return Kernel("subcluster", exact=not use_sub, step=step, init=init,
                   info_names=("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept",

@@ -277,16 +277,17 @@ def test_k_ref_adapts_in_warmup_and_is_fixed_after(two_blobs):
     assert {"accept_prob", "accepted", "proposed_clusters", "in_beam"} <= set(stats.data_vars)
     b = model.bind(x)
     kern = kernels.build("perm", b)
-    state = kern.init(state_from_labels(b.family, jnp.asarray(x), np.zeros(30, int), 31, 1.0), jnp.asarray(x))
+    xb = jnp.asarray(b.x)  # the bound model's frame
+    state = kern.init(state_from_labels(b.family, xb, np.zeros(30, int), 31, 1.0), xb)
     total, count = float(state.aux["perm_k_sum"]), float(state.aux["perm_k_count"])
     step = jax.jit(kern.warmup)
     for t in range(5):
         k_before = int(np.sum(np.asarray(state.stats.n) > 0))
-        state, info = step(jax.random.key(t), state, jnp.asarray(x))
+        state, info = step(jax.random.key(t), state, xb)
         assert float(info["k_ref"]) == k_before
         total, count = total + int(np.sum(np.asarray(state.stats.n) > 0)), count + 1
     np.testing.assert_allclose(float(state.aux["perm_k_sum"] / state.aux["perm_k_count"]), total / count)
-    _, info = jax.jit(kern.step)(jax.random.key(9), state, jnp.asarray(x))
+    _, info = jax.jit(kern.step)(jax.random.key(9), state, xb)
     np.testing.assert_allclose(float(info["k_ref"]), total / count)
 
 
