@@ -24,7 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import multigammaln
 
-from dpppl.families.base import Family, check_hyper, resolve_fields
+from dpppl.core.expressions import check_hyper
+from dpppl.families.base import Family, resolve_fields
 from dpppl.families.gaussian import (GaussianStats, cholesky, gaussian_point_stats, inverse_wishart_draw,
                                      logdet_pd, mvn_log_likelihood, student_t_logpdf, student_t_params, whitening_full)
 
@@ -62,8 +63,8 @@ class NormalInverseWishart(Family):
         D = x.shape[1]
         return NormalInverseWishart(
             mu0=check_hyper(self.name, "mu0", v["mu0"], shape=(D,)),
-            kappa0=check_hyper(self.name, "kappa0", v["kappa0"], shape=(), positive=True),
-            nu0=check_hyper(self.name, "nu0", v["nu0"], shape=(), greater_than=D - 1),
+            kappa0=check_hyper(self.name, "kappa0", v["kappa0"], shape=(), count=True),
+            nu0=check_hyper(self.name, "nu0", v["nu0"], shape=(), greater_than=D - 1, count=True),
             psi0=check_hyper(self.name, "psi0", v["psi0"], shape=(D, D), pos_def=True),
         )
 

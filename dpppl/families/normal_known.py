@@ -34,7 +34,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.families.base import Family, check_hyper, resolve_fields
+from dpppl.core.expressions import check_hyper, float_limits
+from dpppl.families.base import Family, resolve_fields, squared_deviations
 from dpppl.families.gaussian import (centered_sums, diagonal_normal_log_likelihood, diagonal_normal_logpdf,
                                      diagonal_normal_params, diagonal_empty_stats, diagonal_point_stats,
                                      whitening_diagonal)
@@ -72,13 +73,21 @@ class NormalKnownCov(Family):
     defaults = {"sigma2": "var(x) / 10", "mu0": "mean(x)", "tau2": "var(x)"}
 
     def resolve(self, x: np.ndarray) -> "NormalKnownCov":
+        """Resolved hyperparameters, checked where the log marginal's terms
+        log(1 + N tau2 / sigma2) and Q / sigma2 (Q = sum (x - mu0)^2, module docstring) stay
+        finite in the run's float dtype for every cluster of `x`."""
         v = resolve_fields(self, x, self.defaults)
-        D = x.shape[1]
-        return NormalKnownCov(
-            sigma2=check_hyper(self.name, "sigma2", v["sigma2"], shape=(D,), positive=True),
-            mu0=check_hyper(self.name, "mu0", v["mu0"], shape=(D,)),
-            tau2=check_hyper(self.name, "tau2", v["tau2"], shape=(D,), positive=True),
-        )
+        N, D = x.shape
+        mu0 = check_hyper(self.name, "mu0", v["mu0"], shape=(D,))
+        largest = float_limits().max
+        squares = squared_deviations(self.name, x, mu0)
+        sigma2 = check_hyper(self.name, "sigma2", v["sigma2"], shape=(D,), positive=True, at_least=(
+            squares / largest, "below it sum (x - mu0)^2 / sigma2 over the data overflows: their density is 0"))
+        with np.errstate(over="ignore"):  # no bound on tau2 past the largest number
+            ratio_bound = sigma2 / N * largest
+        tau2 = check_hyper(self.name, "tau2", v["tau2"], shape=(D,), positive=True, at_most=(
+            ratio_bound, "above it N tau2 / sigma2 overflows in log(1 + N tau2 / sigma2)"))
+        return NormalKnownCov(sigma2=sigma2, mu0=mu0, tau2=tau2)
 
     @property
     def dim(self) -> int:

@@ -42,9 +42,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-from dpppl.core.expressions import Expr, parse_expression
+from dpppl.core.expressions import Expr, check_hyper, count_limit, parse_expression
 from dpppl.core.numerics import sample_index
-from dpppl.errors import DataError, ModelError
+from dpppl.errors import DataError, HyperparameterError, ModelError
 
 StickParameter = Union[float, Sequence[float], Callable[[np.ndarray], Any], str, Any]
 """A number, a finite sequence (a_1, ..., a_L), a vectorised callable of the 1-based
@@ -263,6 +263,9 @@ class StickBreaking:
         if not np.all(np.isfinite(gv) & (gv > 0)):
             i = int(np.flatnonzero(~(np.isfinite(gv) & (gv > 0)))[0])
             raise ModelError(f"{name}: gamma_i must be positive and finite; gamma_{i + 1} = {gv[i]:g}")
+        check_hyper(name, "gamma", gv, count=True)
+        check_hyper(name, "gamma", np.sum(gv), at_most=(count_limit(), "the total sum_i gamma_i, a pseudo-count, "
+                                                        "must be below the count limit"))
         tail = np.concatenate([np.cumsum(gv[::-1])[::-1][1:], [0.0]])
         return cls(a=tuple(gv), b=tuple(tail))
 
@@ -292,6 +295,36 @@ class StickBreaking:
             last[self.num_sticks - 1] = True
             beyond[self.num_sticks:] = True
         return (jnp.asarray(a, dtype), jnp.asarray(b, dtype), jnp.asarray(last), jnp.asarray(beyond))
+
+    def check_hyperparameters(self, n: int) -> None:
+        """Raise [`HyperparameterError`][dpppl.errors.HyperparameterError] when the sticks make
+        the labelled law of n points degenerate in the run's float dtype (`check_hyper`):
+
+        - a_i and the b_i > 0 must be counts: normal numbers (log a*_i, log b*_i of eq. 6) below
+          `count_limit()`, and so must a_i + b_i (gammaln(a_i + b_i + N_i + M_i) in (*) would
+          lose the counts);
+        - the tail must fit the labels a chain can use
+          ([`max_labels`][dpppl.priors.stick_breaking.StickBreaking.max_labels], L): n points drawn
+          from the prior leave an expected n prod_{i<=L} b_i / (a_i + b_i) of them past L, which
+          must stay below one (a heavier tail, such as b_i = 1e10, makes every chain draw a label
+          past L and stop).
+        """
+        a, b = self._table
+        check_hyper(self.name, "a", a, count=True)
+        regular = b[:-1] if self.num_sticks is not None else b  # b_L = 0 ends a finite prior
+        check_hyper(self.name, "b", regular, count=True)
+        check_hyper(self.name, "b", a + b, at_most=(count_limit(), "a_i + b_i must be below the count limit, "
+                                                    "where adding a point no longer changes it"))
+        if self.num_sticks is not None:
+            return
+        labels = min(self.max_labels(n), a.size)
+        log_rest = float(np.sum(np.log(b[:labels] / (a[:labels] + b[:labels]))))
+        if np.log(n) + log_rest >= 0:
+            raise HyperparameterError(
+                f"{self.describe()}: the sticks' tail is too heavy for {n} points: drawn from the prior, an expected "
+                f"{n * np.exp(log_rest):.3g} of them sit past label {labels}, the last a chain can use "
+                f"(prod_i b_i / (a_i + b_i) over those labels is {np.exp(log_rest):.3g}); make b_i / a_i smaller or "
+                "give a finite sequence of sticks ending with b_L = 0", owner=self.name, name="b")
 
     def check_weights(self) -> None:
         """Raise [`ModelError`][dpppl.priors.stick_breaking.ModelError] when the weights cannot sum to one (footnote 1).
