@@ -73,16 +73,20 @@ class NormalKnownCov(Family):
     defaults = {"sigma2": "var(x) / 10", "mu0": "mean(x)", "tau2": "var(x)"}
 
     def resolve(self, x: np.ndarray) -> "NormalKnownCov":
-        """Resolved hyperparameters, checked where the log marginal's terms
-        log(1 + N tau2 / sigma2) and Q / sigma2 (Q = sum (x - mu0)^2, module docstring) stay
-        finite in the run's float dtype for every cluster of `x`."""
+        """Resolved hyperparameters, checked where the log marginal's terms stay meaningful in
+        the run's float dtype for every cluster of `x`: (Q - tau2 S^2 / (sigma2 + n tau2)) / sigma2
+        (Q = sum (x - mu0)^2, module docstring) is a difference of terms of size Q whose rounding
+        error, eps Q / sigma2, must stay below one nat (sigma2 >= eps Q over all the data), and
+        log(1 + N tau2 / sigma2) must not overflow."""
         v = resolve_fields(self, x, self.defaults)
         N, D = x.shape
         mu0 = check_hyper(self.name, "mu0", v["mu0"], shape=(D,))
-        largest = float_limits().max
+        limits = float_limits()
+        largest = limits.max
         squares = squared_deviations(self.name, x, mu0)
         sigma2 = check_hyper(self.name, "sigma2", v["sigma2"], shape=(D,), positive=True, at_least=(
-            squares / largest, "below it sum (x - mu0)^2 / sigma2 over the data overflows: their density is 0"))
+            limits.eps * squares, "eps sum (x - mu0)^2 over the data: below it the log marginal's rounding error "
+            "exceeds one nat"))
         with np.errstate(over="ignore"):  # no bound on tau2 past the largest number
             ratio_bound = sigma2 / N * largest
         tau2 = check_hyper(self.name, "tau2", v["tau2"], shape=(D,), positive=True, at_most=(

@@ -60,6 +60,11 @@ MAX_LABELS = 2**14
 """Labels past this (and past N + 1) are not sampled on an infinite prior: a chain that
 draws one stops with an error ([`dpppl.sample`][dpppl.sample])."""
 
+TAIL_SWEEPS = 100
+"""Sweeps over which a chain that opened a new label for every point would, in expectation, draw
+one label past the last it can use, for a prior refused as too heavy-tailed
+([`check_hyperparameters`][dpppl.priors.stick_breaking.StickBreaking.check_hyperparameters])."""
+
 _TAIL_NEGLIGIBLE = 1e-12   # prod_{i<=H} E[1 - V_i] below this: the weights sum to one for any purpose
 _DIVERGENT_EXPONENT = 1.02  # terms log(1 + a_i/b_i) ~ i^-p with p at most this: the sum diverges
 
@@ -304,10 +309,12 @@ class StickBreaking:
           `count_limit()`, and so must a_i + b_i (gammaln(a_i + b_i + N_i + M_i) in (*) would
           lose the counts);
         - the tail must fit the labels a chain can use
-          ([`max_labels`][dpppl.priors.stick_breaking.StickBreaking.max_labels], L): n points drawn
-          from the prior leave an expected n prod_{i<=L} b_i / (a_i + b_i) of them past L, which
-          must stay below one (a heavier tail, such as b_i = 1e10, makes every chain draw a label
-          past L and stop).
+          ([`max_labels`][dpppl.priors.stick_breaking.StickBreaking.max_labels], L): a label drawn
+          from the prior lies past L with probability p = prod_{i<=L} b_i / (a_i + b_i), and a
+          sweep draws a new label for at most each of the n points, so `TAIL_SWEEPS` n p must
+          stay below one. Measured: a_i = 0.75, b_i = 1000 + i / 4 on 40 points (100 n p = 30)
+          drew a label past L = 16384 within five sweeps; a_i = 1, b_i = 2 + i on 4 points
+          (100 n p = 0.07) runs.
         """
         a, b = self._table
         check_hyper(self.name, "a", a, count=True)
@@ -318,13 +325,15 @@ class StickBreaking:
         if self.num_sticks is not None:
             return
         labels = min(self.max_labels(n), a.size)
-        log_rest = float(np.sum(np.log(b[:labels] / (a[:labels] + b[:labels]))))
-        if np.log(n) + log_rest >= 0:
+        log_past = float(np.sum(np.log(b[:labels] / (a[:labels] + b[:labels]))))
+        if np.log(TAIL_SWEEPS * n) + log_past >= 0:
             raise HyperparameterError(
-                f"{self.describe()}: the sticks' tail is too heavy for {n} points: drawn from the prior, an expected "
-                f"{n * np.exp(log_rest):.3g} of them sit past label {labels}, the last a chain can use "
-                f"(prod_i b_i / (a_i + b_i) over those labels is {np.exp(log_rest):.3g}); make b_i / a_i smaller or "
-                "give a finite sequence of sticks ending with b_L = 0", owner=self.name, name="b")
+                f"{self.describe()}: the sticks' tail is too heavy for {n} points: a label drawn from the prior lies "
+                f"past label {labels}, the last a chain can use, with probability {np.exp(log_past):.3g}: "
+                f"{TAIL_SWEEPS} sweeps that draw a new label for every point would draw an expected "
+                f"{TAIL_SWEEPS * n * np.exp(log_past):.3g} of them; make b_i / a_i smaller or give a finite sequence "
+                "of sticks ending with b_L = 0",
+                owner=self.name, name="b")
 
     def check_weights(self) -> None:
         """Raise [`ModelError`][dpppl.priors.stick_breaking.ModelError] when the weights cannot sum to one (footnote 1).
