@@ -684,12 +684,8 @@ class Resolved:
         if self.expr is None:
             return ""
         what = f"its default '{self.expr}'" if self.default else f"the expression '{self.expr}'"
-        data = " from these data" if self.expr.names() & DATA_NAMES else ""
+        data = " from these data" if "x" in self.expr.names() else ""  # not only their shape (N, D, V)
         return f" ({what} produced it{data})"
-
-
-DATA_NAMES = frozenset({"x", "N", "D", "V"})
-"""The names `data_environment` binds: an expression that uses one depends on the data."""
 
 
 def float_limits() -> np.finfo:
@@ -782,17 +778,17 @@ def check_hyper(owner: str, name: str, value, *, shape=None, positive: bool = Fa
         if not np.allclose(v, v.T):
             raise fail("must be symmetric")
         eig = np.linalg.eigvalsh(v)
-        from_data = resolved.expr is not None and bool(resolved.expr.names() & DATA_NAMES)
-        spectrum = f"eigenvalues from {eig[0]:.4g} to {eig[-1]:.4g}"
+        rounding = v.shape[0] * limits.eps * np.max(np.abs(eig))
+        kind = "a singular" if abs(eig[0]) <= rounding else "an indefinite" if eig[0] < 0 else "a nearly singular"
+        detail = f": {kind} matrix, eigenvalues from {eig[0]:.4g} to {eig[-1]:.4g}"
         if eig[0] <= 0:
-            raise fail("must be positive definite", detail=f": {'a singular matrix, ' * from_data}{spectrum}")
-        if eig[0] < limits.tiny or eig[0] < v.shape[0] * limits.eps * eig[-1]:
+            raise fail("must be positive definite", detail=detail)
+        if eig[0] < limits.tiny or eig[0] < rounding:
             raise fail(f"must be positive definite with a condition number below 1 / (D eps) = "
-                       f"{1 / (v.shape[0] * limits.eps):.4g} in {limits.dtype}",
-                       detail=f": {'a numerically singular matrix, ' * from_data}{spectrum}")
+                       f"{1 / (v.shape[0] * limits.eps):.4g} in {limits.dtype}", detail=detail)
     return v
 
 
 __all__ = ["Expr", "Number", "Name", "Vector", "Call", "Keyword", "BinOp", "Neg", "Index",
            "FUNCTIONS", "parse_expression", "evaluate", "data_environment", "Resolved", "check_hyper",
-           "float_limits", "count_limit", "DATA_NAMES"]
+           "float_limits", "count_limit"]
