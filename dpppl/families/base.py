@@ -247,17 +247,17 @@ def resolve_fields(family: Family, x: np.ndarray, defaults: dict[str, Any]) -> d
     return out
 
 
-def squared_deviations(family_name: str, x: np.ndarray, mu0: np.ndarray) -> np.ndarray:
+def squared_deviations(family_name: str, x: np.ndarray, mu0: np.ndarray, name: str = "mu0") -> np.ndarray:
     """sum_i (x_id - mu0_d)^2 per dimension d, in float64: the largest sum of squared
     deviations any cluster of `x` holds. Raises
-    [`HyperparameterError`][dpppl.errors.HyperparameterError] naming mu0 when it overflows
-    the run's float dtype (mu0 far outside the data's scale)."""
+    [`HyperparameterError`][dpppl.errors.HyperparameterError] naming the prior mean `name`
+    when it overflows the run's float dtype (a prior mean far outside the data's scale)."""
     with np.errstate(over="ignore", invalid="ignore"):
         squares = np.sum((x - mu0) ** 2, axis=0)
     if not np.all(squares <= float_limits().max):
         raise HyperparameterError(
-            f"{family_name}: hyperparameter mu0 = {mu0} is so far from the data that sum (x - mu0)^2 overflows "
-            f"{float_limits().dtype}", owner=family_name, name="mu0")
+            f"{family_name}: hyperparameter {name} = {mu0} is so far from the data that sum (x - {name})^2 "
+            f"overflows {float_limits().dtype}", owner=family_name, name=name)
     return squares
 
 

@@ -86,7 +86,7 @@ class NormalKnownCov(Family):
         squares = squared_deviations(self.name, x, mu0)
         sigma2 = check_hyper(self.name, "sigma2", v["sigma2"], shape=(D,), positive=True, at_least=(
             limits.eps * squares, "eps sum (x - mu0)^2 over the data: below it the log marginal's rounding error "
-            "exceeds one nat"))
+            "exceeds one nat"), at_most=(largest / (2 * np.pi), "log(2 pi sigma2) overflows above it"))
         with np.errstate(over="ignore"):  # no bound on tau2 past the largest number
             ratio_bound = sigma2 / N * largest
         tau2 = check_hyper(self.name, "tau2", v["tau2"], shape=(D,), positive=True, at_most=(

@@ -4,7 +4,7 @@ Hypothesis mutates the model files of `models/` and `examples/` (tokens deleted,
 swapped, numbers replaced by extreme values, wrong names, unbalanced brackets, deep nesting,
 unicode) and the data (non-finite, extreme, wrong shape or dtype, empty, complex, masked,
 strings), then parses and binds. Any exception must be a `dpppl.errors.DPPPLError`; a model that binds
-must give a finite log joint for its initial one-cluster state. The default run is derandomized
+must give a finite log joint for one cluster, two and every point alone. The default run is derandomized
 and small; `-m slow` runs many more examples and samples one iteration of those that bind.
 """
 
@@ -35,7 +35,8 @@ KERNELS = {"gaussian_lognormal.dp": "subcluster", "rankings.dp": "mallows-slice"
 
 TOKEN = re.compile(r"\s+|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[^\W\d]\w*|\*\*|\S")
 NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
-EXTREME_NUMBERS = ["0", "-1", "1e-320", "2.5e-310", "1e-300", "1e308", "-1e308", "1e300", "1e16", "nan", "inf",
+EXTREME_NUMBERS = ["0", "-1", "1e-320", "2.5e-310", "1e-300", "1e-200", "1e-160", "1e-100", "1e-30", "1e30",
+                   "1e100", "1e160", "1e200", "1e308", "-1e308", "-1e200", "-1e30", "1e300", "1e16", "nan", "inf",
                    "1" + "0" * 40, "9" * 400, "0.0000001", "1e-45", "3.5e38"]
 WRONG_NAMES = ["alpha", "beta", "Gamma", "CRP", "PitmanYor", "DDP", "theta", "x", "y", "z", "i", "k", "N", "D",
                "V", "n", "t", "mean", "cov", "eye", "NormalInverseWishart", "Dirichlet", "data", "by", "of",
@@ -50,8 +51,23 @@ DATA = {"real": REAL, "count": rng.integers(0, 5, (12, 4)).astype(float),
 TIMES = np.repeat([0.0, 1.0, 2.0], 4)
 
 
-MUTATIONS = ["number"] * 6 + ["nest", "chain", "delete", "duplicate", "swap", "name", "bracket", "unicode"]
-"""Kinds of mutation, most often an extreme number (which keeps the text parseable)."""
+MUTATIONS = ["number"] * 4 + ["value"] * 4 + ["nest", "chain", "delete", "duplicate", "swap", "name", "bracket",
+                                              "unicode"]
+"""Kinds of mutation, most often an extreme number or argument value (which keep the text parseable)."""
+
+
+def argument_values(tokens: list[str]) -> list[tuple[int, int]]:
+    """(start, end) token ranges of the values of keyword arguments `name = value` inside calls."""
+    spans, depth = [], 0
+    for i, token in enumerate(tokens):
+        depth += (token in "([") - (token in ")]")
+        if token == "=" and depth > 0:
+            end, level = i + 1, 0
+            while end < len(tokens) and not (level == 0 and tokens[end] in (",", ")")):
+                level += (tokens[end] in "([") - (tokens[end] in ")]")
+                end += 1
+            spans.append((i + 1, end))
+    return spans
 
 
 @st.composite
@@ -65,7 +81,11 @@ def model_texts(draw):
         numbers = [j for j, t in enumerate(tokens) if NUMBER.match(t)]
         if kind in ("number", "nest", "chain") and numbers:
             i = draw(st.sampled_from(numbers))
-        if kind == "delete":
+        values = argument_values(tokens)
+        if kind == "value" and values:
+            start, end = draw(st.sampled_from(values))
+            tokens[start:end] = [" ", draw(st.sampled_from(EXTREME_NUMBERS))]
+        elif kind == "delete":
             del tokens[i]
         elif kind == "duplicate":
             tokens.insert(i, tokens[i])
@@ -135,10 +155,13 @@ def data_for(draw, model):
     return x, draw(st.sampled_from([TIMES] * 4 + [TIMES[:3], np.full(12, np.nan), TIMES.astype(str)]))
 
 
-def initial_lp(target) -> float:
-    """The log joint of the state with every point in one cluster."""
-    state = target.state_from_labels(jax.random.PRNGKey(0), jnp.zeros(target.num_points, jnp.int32), 2)
-    return float(target.lp(state))
+def log_joints(target) -> list[float]:
+    """The log joint of the states with every point in one cluster, in two halves, and alone (as
+    many alone as the prior has labels)."""
+    n = target.num_points
+    partitions = [np.zeros(n), np.arange(n) >= n // 2, np.arange(n) % target.max_slots()]
+    return [float(target.lp(target.state_from_labels(jax.random.PRNGKey(0), jnp.asarray(z, jnp.int32), n + 1)))
+            for z in partitions]
 
 
 def check(text, draw_data, run_kernel=None):
@@ -151,8 +174,8 @@ def check(text, draw_data, run_kernel=None):
         stage = "bind"
         target = model.bind(data)
         stage = "bound"
-        lp = initial_lp(target)
-        assert np.isfinite(lp), f"a model that binds has a non-finite initial log joint {lp}; {where}"
+        lps = log_joints(target)
+        assert np.all(np.isfinite(lps)), f"a model that binds has non-finite log joints {lps}; {where}"
         if run_kernel is not None:
             dpppl.sample(model, data, kernel=run_kernel, num_warmup=0, num_samples=1, progress_bar=False)
     except DPPPLError as exc:
