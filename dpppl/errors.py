@@ -35,6 +35,27 @@ class DataError(DPPPLError, ValueError):
     """Data do not fit the model: wrong shape, dtype, NaN, negative counts, ..."""
 
 
+class HyperparameterError(ModelError, DataError):
+    """A hyperparameter outside its valid range: its mathematical range, or values that make
+    the model's densities underflow to zero or overflow in the run's float dtype.
+
+    Both a [`ModelError`][dpppl.errors.ModelError] (the model gave the value) and a
+    [`DataError`][dpppl.errors.DataError] (an expression may have computed it from the data),
+    so either `except` catches it. `owner` is the prior or family (`"CRP"`, `"Gamma"`,
+    `"NormalInverseWishart"`) and `name` the hyperparameter (`"alpha"`, `"psi0"`); `at`
+    gives the same error positioned in the model file.
+    """
+
+    def __init__(self, message: str, *, owner: str, name: str, **where):
+        self.owner, self.name = owner, name
+        super().__init__(message, **where)
+
+    def at(self, source: str, line: int, column: int, text: str | None) -> "HyperparameterError":
+        """This error at `line`, `column` of the model file `source` (whose text is `text`)."""
+        return HyperparameterError(self.bare_message, owner=self.owner, name=self.name, source=source,
+                                   line=line, column=column, text=text)
+
+
 class KernelError(DPPPLError, ValueError):
     """An unknown kernel, or a kernel that does not apply to the model."""
 

@@ -52,7 +52,8 @@ import numpy as np
 from lark import Transformer, v_args
 from lark.exceptions import VisitError
 
-from dpppl.errors import DataError, ModelError
+from dpppl.config import float_dtype
+from dpppl.errors import DataError, HyperparameterError, ModelError
 
 # ---------------------------------------------------------------------------- positions
 
@@ -666,5 +667,128 @@ def data_environment(x: np.ndarray) -> dict[str, Any]:
     return {"x": x, "N": n, "D": d, "V": d}
 
 
+# ---------------------------------------------------------------------------- ranges
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolved:
+    """A hyperparameter's value and the expression it was evaluated from: `expr` is None for a
+    number given as such; `default` says the expression is the documented default."""
+
+    value: Any
+    expr: Optional[Expr] = None
+    default: bool = False
+
+    def origin(self) -> str:
+        """Where the value came from, for error messages: `""` for a number given as such."""
+        if self.expr is None:
+            return ""
+        what = f"its default '{self.expr}'" if self.default else f"the expression '{self.expr}'"
+        data = " from these data" if "x" in self.expr.names() else ""  # not only their shape (N, D, V)
+        return f" ({what} produced it{data})"
+
+
+def float_limits() -> np.finfo:
+    """`np.finfo` of the run's float dtype (float64, or float32 with `DPPPL_X64=0`)."""
+    return np.finfo(float_dtype())
+
+
+def count_limit() -> float:
+    """2 / eps of the run's float dtype (2^53 in float64, 2^24 in float32): the first count c with
+    c + 1 == c. A pseudo-count or concentration at or above it no longer changes when one
+    observation is added to it (kappa0 + 1, alpha + N, a_i + N_i), so the data drop out of the
+    densities; `gammaln` (which JAX's float64 version overflows from 2^512) never sees it."""
+    return float(2 / float_limits().eps)
+
+
+def _show(value: np.ndarray) -> str:
+    if value.ndim == 0:
+        return f"{float(value):.6g}"
+    return np.array2string(value, precision=4, threshold=8, separator=", ").replace("\n", "")
+
+
+def check_hyper(owner: str, name: str, value, *, shape=None, positive: bool = False, count: bool = False,
+                greater_than: Optional[float] = None, at_least: Optional[tuple] = None,
+                at_most: Optional[tuple] = None, pos_def: bool = False) -> np.ndarray:
+    """Check one hyperparameter and return it as a float array (a scalar broadcast to `shape`).
+
+    `value` is a number, an array or a `Resolved` (whose expression the error names). Every
+    entry must be finite in the run's float dtype (`float_limits`). Then, in order:
+
+    - `positive`: > 0, and at least the smallest normal number tiny (2.2e-308 in float64,
+      1.2e-38 in float32): XLA on the CPU computes with smaller (subnormal) numbers as 0, so
+      log(1e-320) is -inf there;
+    - `greater_than = c`: > c, and at least c + tiny;
+    - `count`: positive and below `count_limit()` (a pseudo-count or a concentration);
+    - `at_least`, `at_most`: `(bound, why)`, a bound derived from where the densities break
+      (`bound` may be an array broadcast against the value);
+    - `pos_def`: a symmetric matrix whose eigenvalues are at least tiny and whose condition
+      number is below 1 / (D eps): beyond it its Cholesky factor, and every density that uses
+      it, is dominated by rounding.
+
+    Raises [`HyperparameterError`][dpppl.errors.HyperparameterError] naming `owner`, `name`,
+    the value (its first offending entry for an array) and, for a `Resolved` value, the
+    expression that produced it and whether it was computed from the data.
+    """
+    resolved = value if isinstance(value, Resolved) else Resolved(value)
+
+    def fail(problem: str, bad=None, detail: str = ""):
+        got = _show(v)
+        if bad is not None and v.size > 1 and np.any(v != v.ravel()[0]):
+            index = np.unravel_index(int(np.argmax(bad)), v.shape)
+            got = f"{_show(v[index])} at index {', '.join(map(str, index))} of {got}"
+        return HyperparameterError(f"{owner}: hyperparameter {name} {problem}, got {got}{resolved.origin()}{detail}",
+                                   owner=owner, name=name)
+
+    try:
+        v = np.asarray(resolved.value, dtype=float)
+    except (TypeError, ValueError):
+        raise HyperparameterError(f"{owner}: hyperparameter {name} must be a number or an array of numbers, "
+                                  f"got {resolved.value!r}", owner=owner, name=name) from None
+    if shape is not None:
+        try:
+            v = np.broadcast_to(v, shape).copy()
+        except ValueError:
+            raise fail(f"has shape {v.shape}, expected a scalar or shape {tuple(shape)}") from None
+    limits = float_limits()
+    tiny = f"the smallest normal {limits.dtype} number; XLA computes with smaller ones as 0"
+    checks = [(~np.isfinite(v), "is not finite"),
+              (np.abs(v) > limits.max, f"must be at most {limits.max:.4g} in absolute value (the largest "
+                                       f"{limits.dtype} number)")]
+    if positive or count:
+        checks += [(v <= 0, "must be > 0"), (v < limits.tiny, f"must be at least {limits.tiny:.4g} ({tiny})")]
+    if greater_than is not None:
+        checks += [(v <= greater_than, f"must be > {greater_than:g}"),
+                   (v - greater_than < limits.tiny, f"must exceed {greater_than:g} by at least {limits.tiny:.4g} "
+                                                    f"({tiny})")]
+    if count:
+        checks.append((v >= count_limit(), f"must be below {count_limit():.4g}, where adding one observation to a "
+                                           f"count no longer changes it in {limits.dtype} (the data would drop out "
+                                           "of the densities)"))
+    for bound, sign in ((at_least, -1), (at_most, 1)):
+        if bound is not None:
+            limit = np.broadcast_to(np.asarray(bound[0], dtype=float), v.shape)
+            bad = sign * v > sign * limit
+            shown = _show(limit[np.unravel_index(int(np.argmax(bad)), v.shape)] if v.ndim else limit)
+            checks.append((bad, f"must be at {'least' if sign < 0 else 'most'} {shown} ({bound[1]})"))
+    for bad, problem in checks:
+        if np.any(bad):
+            raise fail(problem, bad)
+    if pos_def:
+        if not np.allclose(v, v.T):
+            raise fail("must be symmetric")
+        eig = np.linalg.eigvalsh(v)
+        rounding = v.shape[0] * limits.eps * np.max(np.abs(eig))
+        kind = "a singular" if abs(eig[0]) <= rounding else "an indefinite" if eig[0] < 0 else "a nearly singular"
+        detail = f": {kind} matrix, eigenvalues from {eig[0]:.4g} to {eig[-1]:.4g}"
+        if eig[0] <= 0:
+            raise fail("must be positive definite", detail=detail)
+        if eig[0] < limits.tiny or eig[0] < rounding:
+            raise fail(f"must be positive definite with a condition number below 1 / (D eps) = "
+                       f"{1 / (v.shape[0] * limits.eps):.4g} in {limits.dtype}", detail=detail)
+    return v
+
+
 __all__ = ["Expr", "Number", "Name", "Vector", "Call", "Keyword", "BinOp", "Neg", "Index",
-           "FUNCTIONS", "parse_expression", "evaluate", "data_environment"]
+           "FUNCTIONS", "parse_expression", "evaluate", "data_environment", "Resolved", "check_hyper",
+           "float_limits", "count_limit"]

@@ -56,12 +56,12 @@ import numpy as np
 from lark import v_args
 
 from dpppl import families
-from dpppl.errors import ModelError
+from dpppl.errors import HyperparameterError, ModelError
 from dpppl.priors.crp import CRP, Gamma, PitmanYor
 from dpppl.priors.stick_breaking import StickBreaking
 from dpppl.priors.ddp import DDP
 from dpppl.families.coupled import CoupledGaussian
-from dpppl.core.expressions import (Call, Expr, ExprBuilder, Index, Name, Number, Source, Span, parse_rule,
+from dpppl.core.expressions import (BinOp, Call, Expr, ExprBuilder, Index, Name, Number, Source, Span, parse_rule,
                                     suggest)
 from dpppl.models.ddp import DDPBound, DDPModel
 from dpppl.models.mixture import DATA_KINDS, BoundModel, DataDecl, Model
@@ -253,6 +253,9 @@ class _ModelBuilder:
         self.component_args: dict[str, Any] = {}
         self.observation: Optional[Sampling] = None
         self.observation_args: dict[str, Any] = {}
+        # where each hyperparameter is written, by (prior or family name, argument): Model.spans
+        self.spans: dict[tuple[str, str], Span] = {}
+        self.gamma_spans: dict[str, dict[tuple[str, str], Span]] = {}  # by the random concentration's name
 
     # ----- the whole model ------------------------------------------------------------
     def build(self) -> Model:
@@ -280,7 +283,8 @@ class _ModelBuilder:
         family = rule.family_class()(**self.component_args, **self.observation_args)
         self._check_time(first, family)
         model_class = DDPModel if isinstance(self.prior, DDP) else Model
-        return model_class(prior=self.prior, component=family, data=self.data, source=self.source.text)
+        return model_class(prior=self.prior, component=family, data=self.data, source=self.source.text,
+                           spans=self.spans)
 
     def _check_time(self, data: DataStatement, family):
         """Time-indexed data ('by t'), a DDP prior and CoupledGaussian components go together."""
@@ -460,14 +464,19 @@ class _ModelBuilder:
             values = {p: (self._concentration(e) if p in rule.random else
                           self._stick_parameter(e, p) if p in rule.indexed else self._number(e, p))
                       for p, e in args.items()}
-            self.prior = _construct(s.dist, rule.prior, values)
+            self.prior = _construct(s.dist, rule.prior, values, args)
+            self.spans.update(self._spans(self.prior.name, args))
+            for p in rule.random:
+                if isinstance(args.get(p), Name):
+                    self.spans.update(self.gamma_spans.get(args[p].name, {}))
             self.partition = s
             self._define(s.name, "partition")
         elif func in CONCENTRATION_PRIORS:
             cls = CONCENTRATION_PRIORS[func]
             args = self._bind(s.dist, _init_fields(cls))
-            prior = _construct(s.dist, cls, {p: self._number(e, p) for p, e in args.items()})
+            prior = _construct(s.dist, cls, {p: self._number(e, p) for p, e in args.items()}, args)
             self._define(s.name, "random", prior)
+            self.gamma_spans[s.name.name] = self._spans(func, args)
         else:
             raise _unknown(s.dist, "partition prior or concentration prior",
                            [*PARTITION_PRIORS, *CONCENTRATION_PRIORS])
@@ -526,6 +535,7 @@ class _ModelBuilder:
                 f"{' or '.join(self._fitting_components())}")
         args = self._bind(s.dist, rule.prior_params())
         self.component_args = {p: self._hyperparameter(e) for p, e in args.items()}
+        self.spans.update(self._spans(rule.family_class().name, args))
         self.component = s
         self._define(s.name, "component")
 
@@ -551,6 +561,7 @@ class _ModelBuilder:
                 f"'{theta}'; expected {x}[{s.index.name}] ~ {rule.observation}({s.dist.args[0]})")
         args = self._bind(s.dist, rule.observation_params, leading=(str(s.dist.args[0]),))
         self.observation_args = {p: self._hyperparameter(e) for p, e in args.items()}
+        self.spans.update(self._spans(rule.family_class().name, args))
         self.observation = s
 
     def _reference(self, ref: Expr, index: Name):
@@ -579,6 +590,16 @@ class _ModelBuilder:
             raise j.error(f"index '{j.name}' does not match the observation's index '{i}'; "
                           f"expected {expected}")
 
+    def _spans(self, owner: str, args: dict[str, Expr]) -> dict[tuple[str, str], Span]:
+        """Where the value of each argument of a prior or family `owner` is written, by
+        `(owner, argument)`: the start of the argument, or of a constant's definition when the
+        argument is its name."""
+        spans = {}
+        for name, expr in args.items():
+            d = self.scope.get(expr.name) if isinstance(expr, Name) else None
+            spans[(owner, name)] = _start(d.value if d is not None and d.kind == "constant" else expr)
+        return spans
+
     @staticmethod
     def _bind(call: Call, params, leading=()) -> dict[str, Expr]:
         """Match the arguments of `call` to `params` (after `leading` positional
@@ -605,12 +626,24 @@ def _init_fields(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls) if f.init)
 
 
-def _construct(call: Call, cls: type, values: dict):
-    """`cls(**values)`, with the validation errors of `cls` placed at `call`."""
+def _construct(call: Call, cls: type, values: dict, args: dict[str, Expr]):
+    """`cls(**values)`, with the validation errors of `cls` placed at `call`, or at the
+    argument a [`HyperparameterError`][dpppl.errors.HyperparameterError] names."""
     try:
         return cls(**values)
+    except HyperparameterError as exc:
+        span = (_start(args[exc.name]) if exc.name in args else None) or call.span
+        raise exc.at(span.source.name, span.line, span.column, span.source.text) from None
     except ModelError as exc:
         raise call.error(exc.bare_message) from None
+
+
+def _start(expr: Expr) -> Span:
+    """Where `expr` begins (a binary operation's own position is its operator's)."""
+    while isinstance(expr, BinOp):
+        expr = expr.left
+    return expr.span
+
 
 
 def _unknown(call: Call, role: str, names) -> ModelError:

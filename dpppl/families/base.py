@@ -26,8 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.core.expressions import data_environment, evaluate
-from dpppl.errors import DataError
+from dpppl.core.expressions import Expr, Resolved, data_environment, evaluate, float_limits, parse_expression
+from dpppl.errors import DataError, HyperparameterError
 
 Stats = Any  # a NamedTuple of arrays with first field ``n``
 PredictiveParams = Any  # pytree of arrays, leading axes as the stats they came from
@@ -66,9 +66,18 @@ class Family:
         """Validate a 2-D data array for this family; return it converted to float.
 
         Raises [`DataError`][dpppl.errors.DataError] naming the first offending row and
-        column. The generic check (finite values) is done by the caller.
+        column. The generic check (finite values) is done by the caller; this one, for real
+        data, bounds |x| by sqrt(max / N) (max the largest number of the run's float dtype,
+        1.8e308 in float64, 3.4e38 in float32): the Gaussian families sum x^2 over up to N
+        points, which overflows beyond it.
         """
-        return np.asarray(x, dtype=float)
+        x = np.asarray(x, dtype=float)
+        if self.data_kind == "real":
+            bound = np.sqrt(float_limits().max / max(x.shape[0], 1))
+            check_entries(self.name, x, np.abs(x) <= bound,
+                          f"at most {bound:.4g} in absolute value (beyond it the sum of x^2 over the "
+                          f"{x.shape[0]} points overflows {float_limits().dtype}; rescale the data)")
+        return x
 
     def resolve(self, x: np.ndarray) -> "Family":
         """A copy with every hyperparameter a numeric array fitted to `x` (N, D).
@@ -220,55 +229,41 @@ def segment_stats(family: Family, x: jax.Array, labels: jax.Array, capacity: int
     return segment_sums(family.point_stats, x, labels, capacity)
 
 
-def resolve_fields(family: Family, x: np.ndarray, defaults: dict[str, Any]) -> dict[str, np.ndarray]:
+def resolve_fields(family: Family, x: np.ndarray, defaults: dict[str, Any]) -> dict[str, Resolved]:
     """Evaluate a family's hyperparameter fields against data `x`.
 
     `defaults` maps a field name to its default (an expression string or a number)
-    used where the field is `None`. Returns float arrays; the caller checks shapes
-    and domains with `check_hyper`.
+    used where the field is `None`. Returns each value with the expression it came from;
+    the caller checks shapes and ranges with `check_hyper`, whose errors name that expression.
     """
     env = None
     out = {}
     for f in dataclasses.fields(family):
         value = getattr(family, f.name)
-        if value is None:
+        default = value is None
+        if default:
             value = defaults[f.name]
-        if not isinstance(value, (int, float, np.ndarray, list, tuple)):  # an expression
-            env = env if env is not None else data_environment(x)
-            value = evaluate(value, env)
-        out[f.name] = np.asarray(value, dtype=float)
+        if not isinstance(value, (str, Expr)):  # a number or an array, checked by check_hyper
+            out[f.name] = Resolved(value)
+            continue
+        expr = parse_expression(value) if isinstance(value, str) else value
+        env = env if env is not None else data_environment(x)
+        out[f.name] = Resolved(evaluate(expr, env), expr, default)
     return out
 
 
-def check_hyper(family_name: str, name: str, value: np.ndarray, *, shape=None,
-                positive: bool = False, greater_than: float | None = None,
-                pos_def: bool = False) -> np.ndarray:
-    """Check one resolved hyperparameter; broadcast a scalar to `shape`.
-
-    Raises [`DataError`][dpppl.errors.DataError] (hyperparameters that depend on the data
-    are only known once the data are) naming the family and the hyperparameter.
-    """
-    value = np.asarray(value, dtype=float)
-    if shape is not None:
-        try:
-            value = np.broadcast_to(value, shape).copy()
-        except ValueError:
-            raise DataError(
-                f"{family_name}: hyperparameter {name} has shape {value.shape}, "
-                f"expected a scalar or shape {tuple(shape)}") from None
-    if not np.all(np.isfinite(value)):
-        raise DataError(f"{family_name}: hyperparameter {name} is not finite: {value}")
-    if positive and np.any(value <= 0):
-        raise DataError(f"{family_name}: hyperparameter {name} must be > 0, got {value}")
-    if greater_than is not None and np.any(value <= greater_than):
-        raise DataError(
-            f"{family_name}: hyperparameter {name} must be > {greater_than:g}, got {value}")
-    if pos_def:
-        if not np.allclose(value, value.T):
-            raise DataError(f"{family_name}: hyperparameter {name} must be symmetric")
-        if np.any(np.linalg.eigvalsh(value) <= 0):
-            raise DataError(f"{family_name}: hyperparameter {name} must be positive definite")
-    return value
+def squared_deviations(family_name: str, x: np.ndarray, mu0: np.ndarray, name: str = "mu0") -> np.ndarray:
+    """sum_i (x_id - mu0_d)^2 per dimension d, in float64: the largest sum of squared
+    deviations any cluster of `x` holds. Raises
+    [`HyperparameterError`][dpppl.errors.HyperparameterError] naming the prior mean `name`
+    when it overflows the run's float dtype (a prior mean far outside the data's scale)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        squares = np.sum((x - mu0) ** 2, axis=0)
+    if not np.all(squares <= float_limits().max):
+        raise HyperparameterError(
+            f"{family_name}: hyperparameter {name} = {mu0} is so far from the data that sum (x - {name})^2 "
+            f"overflows {float_limits().dtype}", owner=family_name, name=name)
+    return squares
 
 
 def check_entries(family_name: str, x: np.ndarray, ok: np.ndarray, requirement: str) -> None:

@@ -29,7 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import betaln
 
-from dpppl.families.base import Family, check_entries, check_hyper, log_clipped, resolve_fields
+from dpppl.core.expressions import check_hyper
+from dpppl.families.base import Family, check_entries, log_clipped, resolve_fields
 
 
 class BinaryStats(NamedTuple):
@@ -82,8 +83,8 @@ class BetaBernoulli(Family):
         v = resolve_fields(self, x, self.defaults)
         D = x.shape[1]
         return BetaBernoulli(
-            a=check_hyper(self.name, "a", v["a"], shape=(D,), positive=True),
-            b=check_hyper(self.name, "b", v["b"], shape=(D,), positive=True),
+            a=check_hyper(self.name, "a", v["a"], shape=(D,), count=True),
+            b=check_hyper(self.name, "b", v["b"], shape=(D,), count=True),
         )
 
     @property

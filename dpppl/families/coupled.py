@@ -37,6 +37,7 @@ the parameters.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import Any
 
 import jax
@@ -44,8 +45,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import multigammaln
 
-from dpppl.errors import DataError
-from dpppl.families.base import Family, check_hyper, resolve_fields
+from dpppl.errors import DataError, HyperparameterError
+from dpppl.core.expressions import check_hyper
+from dpppl.families.base import Family, resolve_fields
 from dpppl.families.gaussian import cholesky, gamma_draw, inverse_wishart_draw, solve_lower
 
 
@@ -140,23 +142,25 @@ class CoupledGaussian(Family):
         v = resolve_fields(dataclasses.replace(self, b=b), x, self.defaults)
         D = x.shape[1]
         a = float(check_hyper(self.name, "a", v["a"], shape=(), positive=True))
-        beta = float(check_hyper(self.name, "beta", v["beta"], shape=(), greater_than=-1e-300))
-        delta = float(check_hyper(self.name, "delta", v["delta"], shape=(), positive=True))
-        if delta > 2:
-            raise DataError(f"{self.name}: delta must be in (0, 2] for Gamma to be a covariance, got {delta:g}")
+        beta = float(check_hyper(self.name, "beta", v["beta"], shape=(), at_least=(0.0, "a decay rate")))
+        delta = float(check_hyper(self.name, "delta", v["delta"], shape=(), positive=True,
+                                  at_most=(2.0, "Gamma is a covariance only for delta in (0, 2]")))
         b = float(check_hyper(self.name, "b", v["b"], shape=(), positive=True))
-        psi0 = v["psi0"] * np.eye(D) if np.ndim(v["psi0"]) == 0 else v["psi0"]
+        psi0 = v["psi0"]
+        if isinstance(psi0.value, numbers.Real) or np.shape(psi0.value) == ():  # a scalar s stands for s I
+            psi0 = dataclasses.replace(psi0, value=psi0.value * np.eye(D))
         times = np.asarray(times, dtype=float)
         gamma = time_covariance(times, a, beta, delta, b)
         eig = np.linalg.eigvalsh(gamma)
         if eig.min() <= 1e-12 * eig.max():
-            raise DataError(f"{self.name}: the time covariance Gamma (a={a:g}, beta={beta:g}, delta={delta:g}, "
-                            f"b={b:g}) over the {times.size} slice times is not positive definite "
-                            f"(smallest eigenvalue {eig.min():.3g}); increase b or beta")
+            raise HyperparameterError(
+                f"{self.name}: the time covariance Gamma (a={a:g}, beta={beta:g}, delta={delta:g}, b={b:g}) over the "
+                f"{times.size} slice times is not positive definite (smallest eigenvalue {eig.min():.3g}); "
+                "increase b or beta", owner=self.name, name="b")
         out = CoupledGaussian(
             a=a, beta=beta, delta=delta, b=b,
             mu0=check_hyper(self.name, "mu0", v["mu0"], shape=(D,)),
-            nu0=float(check_hyper(self.name, "nu0", v["nu0"], shape=(), greater_than=D - 1)),
+            nu0=float(check_hyper(self.name, "nu0", v["nu0"], shape=(), greater_than=D - 1, count=True)),
             psi0=check_hyper(self.name, "psi0", psi0, shape=(D, D), pos_def=True),
             slice_covariances=bool(check_hyper(self.name, "slice_covariances", v["slice_covariances"], shape=())))
         for name, value in (("times", times), ("gamma", gamma), ("gamma_chol", np.linalg.cholesky(gamma)),

@@ -33,7 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-from dpppl.families.base import Family, check_entries, check_hyper, log_clipped, resolve_fields
+from dpppl.core.expressions import check_hyper, count_limit
+from dpppl.families.base import Family, check_entries, log_clipped, resolve_fields
 
 
 class CountStats(NamedTuple):
@@ -93,8 +94,10 @@ class DirichletMultinomial(Family):
 
     def resolve(self, x: np.ndarray) -> "DirichletMultinomial":
         v = resolve_fields(self, x, self.defaults)
-        return DirichletMultinomial(
-            beta=check_hyper(self.name, "beta", v["beta"], shape=(x.shape[1],), positive=True))
+        V = x.shape[1]
+        return DirichletMultinomial(beta=check_hyper(self.name, "beta", v["beta"], shape=(V,), count=True, at_most=(
+            count_limit() / V, "above it the total B = sum(beta), a pseudo-count, no longer changes when a count "
+            "is added")))
 
     @property
     def dim(self) -> int:

@@ -71,7 +71,8 @@ from jax.scipy.special import gammaln, logsumexp
 
 from dpppl.core.numerics import sample_index
 from dpppl.errors import DataError, ModelError
-from dpppl.families.base import Family, check_hyper
+from dpppl.core.expressions import check_hyper, float_limits
+from dpppl.families.base import Family, resolve_fields
 
 MAX_ENUMERATED_ITEMS = 7
 """Largest n for which
@@ -227,7 +228,7 @@ class GeneralizedMallows(Family):
     name = "GeneralizedMallows"
     data_kind = "ranking"
     observation = "GeneralizedMallows"
-    defaults = {"nu": 1.0, "r": 1.0}
+    defaults = {"n_items": None, "nu": 1.0, "r": 1.0}
     kernels = ("mallows-slice", "mallows-beta")
     """The kernels that can sample this family (the others need a closed-form marginal)."""
 
@@ -242,10 +243,11 @@ class GeneralizedMallows(Family):
         n = int(n)
         if x.shape[1] != n:
             raise DataError(f"{self.name}: the rankings have {x.shape[1]} columns but n_items = {n}")
-        nu = check_hyper(self.name, "nu", self.defaults["nu"] if self.nu is None else self.nu,
-                         shape=(), positive=True)
-        r = check_hyper(self.name, "r", self.defaults["r"] if self.r is None else self.r,
-                        shape=(n - 1,), positive=True)
+        v = resolve_fields(self, x, self.defaults)
+        nu = check_hyper(self.name, "nu", v["nu"], shape=(), count=True)
+        r = check_hyper(self.name, "r", v["r"], shape=(n - 1,), positive=True, at_most=(
+            1 / float_limits().tiny, "beyond it the mode log(1 + 1 / r) of the integrals over theta (eq. 14) is "
+            "below the smallest normal number and they are NaN"))
         return GeneralizedMallows(n_items=n, nu=float(nu), r=r)
 
     @property

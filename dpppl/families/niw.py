@@ -24,7 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import multigammaln
 
-from dpppl.families.base import Family, check_hyper, resolve_fields
+from dpppl.core.expressions import check_hyper, float_limits
+from dpppl.families.base import Family, resolve_fields
 from dpppl.families.gaussian import (GaussianStats, cholesky, gaussian_point_stats, inverse_wishart_draw,
                                      logdet_pd, mvn_log_likelihood, student_t_logpdf, student_t_params, whitening_full)
 
@@ -60,13 +61,23 @@ class NormalInverseWishart(Family):
     defaults = {"mu0": "mean(x)", "kappa0": 0.1, "nu0": "D + 2", "psi0": "cov(x) / 10"}
 
     def resolve(self, x: np.ndarray) -> "NormalInverseWishart":
+        """Resolved hyperparameters, checked (`check_hyper`) so that psi_n = psi0 + s2 +
+        kappa0 mu0 mu0^T - kappa_n mu_n mu_n^T stays positive definite in the run's float dtype:
+        its terms of size kappa0 |mu0 - xbar|^2 (about the data mean xbar) carry a rounding error
+        eps times that, which must stay below a quarter of psi0's smallest eigenvalue."""
         v = resolve_fields(self, x, self.defaults)
         D = x.shape[1]
+        kappa0 = check_hyper(self.name, "kappa0", v["kappa0"], shape=(), count=True)
+        psi0 = check_hyper(self.name, "psi0", v["psi0"], shape=(D, D), pos_def=True)
+        mu0 = check_hyper(self.name, "mu0", v["mu0"], shape=(D,))
+        distance = np.sqrt(np.linalg.eigvalsh(psi0)[0] / (4 * float_limits().eps * kappa0))
+        check_hyper(self.name, "mu0", np.linalg.norm(mu0 - x.mean(axis=0)), at_most=(
+            distance, "the distance |mu0 - mean(x)| beyond which rounding makes the posterior scale psi_n "
+            "indefinite"))
         return NormalInverseWishart(
-            mu0=check_hyper(self.name, "mu0", v["mu0"], shape=(D,)),
-            kappa0=check_hyper(self.name, "kappa0", v["kappa0"], shape=(), positive=True),
-            nu0=check_hyper(self.name, "nu0", v["nu0"], shape=(), greater_than=D - 1),
-            psi0=check_hyper(self.name, "psi0", v["psi0"], shape=(D, D), pos_def=True),
+            mu0=mu0, kappa0=kappa0,
+            nu0=check_hyper(self.name, "nu0", v["nu0"], shape=(), greater_than=D - 1, count=True),
+            psi0=psi0,
         )
 
     @property

@@ -36,7 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-from dpppl.families.base import Family, check_hyper, resolve_fields
+from dpppl.core.expressions import check_hyper
+from dpppl.families.base import Family, resolve_fields, squared_deviations
 from dpppl.families.gaussian import (centered_sums, diagonal_normal_log_likelihood, diagonal_empty_stats,
                                      diagonal_point_stats, diagonal_student_t_logpdf, diagonal_student_t_params,
                                      DiagonalGaussianParams)
@@ -83,10 +84,12 @@ class NormalGamma(DiagonalGaussianParams, Family):
     def resolve(self, x: np.ndarray) -> "NormalGamma":
         v = resolve_fields(self, x, self.defaults)
         D = x.shape[1]
+        mu0 = check_hyper(self.name, "mu0", v["mu0"], shape=(D,))
+        squared_deviations(self.name, x, mu0)  # sum (x - mu0)^2 finite
         return NormalGamma(
-            mu0=check_hyper(self.name, "mu0", v["mu0"], shape=(D,)),
-            kappa0=check_hyper(self.name, "kappa0", v["kappa0"], shape=(D,), positive=True),
-            a0=check_hyper(self.name, "a0", v["a0"], shape=(D,), positive=True),
+            mu0=mu0,
+            kappa0=check_hyper(self.name, "kappa0", v["kappa0"], shape=(D,), count=True),
+            a0=check_hyper(self.name, "a0", v["a0"], shape=(D,), count=True),
             b0=check_hyper(self.name, "b0", v["b0"], shape=(D,), positive=True),
         )
 

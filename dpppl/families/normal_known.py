@@ -34,7 +34,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.families.base import Family, check_hyper, resolve_fields
+from dpppl.core.expressions import check_hyper, float_limits
+from dpppl.families.base import Family, resolve_fields, squared_deviations
 from dpppl.families.gaussian import (centered_sums, diagonal_normal_log_likelihood, diagonal_normal_logpdf,
                                      diagonal_normal_params, diagonal_empty_stats, diagonal_point_stats,
                                      whitening_diagonal)
@@ -74,13 +75,25 @@ class NormalKnownCov(Family):
     defaults = {"sigma2": "var(x) / 10", "mu0": "mean(x)", "tau2": "var(x)"}
 
     def resolve(self, x: np.ndarray) -> "NormalKnownCov":
+        """Resolved hyperparameters, checked where the log marginal's terms stay meaningful in
+        the run's float dtype for every cluster of `x`: (Q - tau2 S^2 / (sigma2 + n tau2)) / sigma2
+        (Q = sum (x - mu0)^2, module docstring) is a difference of terms of size Q whose rounding
+        error, eps Q / sigma2, must stay below one nat (sigma2 >= eps Q over all the data), and
+        log(1 + N tau2 / sigma2) must not overflow."""
         v = resolve_fields(self, x, self.defaults)
-        D = x.shape[1]
-        return NormalKnownCov(
-            sigma2=check_hyper(self.name, "sigma2", v["sigma2"], shape=(D,), positive=True),
-            mu0=check_hyper(self.name, "mu0", v["mu0"], shape=(D,)),
-            tau2=check_hyper(self.name, "tau2", v["tau2"], shape=(D,), positive=True),
-        )
+        N, D = x.shape
+        mu0 = check_hyper(self.name, "mu0", v["mu0"], shape=(D,))
+        limits = float_limits()
+        largest = limits.max
+        squares = squared_deviations(self.name, x, mu0)
+        sigma2 = check_hyper(self.name, "sigma2", v["sigma2"], shape=(D,), positive=True, at_least=(
+            limits.eps * squares, "eps sum (x - mu0)^2 over the data: below it the log marginal's rounding error "
+            "exceeds one nat"), at_most=(largest / (2 * np.pi), "log(2 pi sigma2) overflows above it"))
+        with np.errstate(over="ignore"):  # no bound on tau2 past the largest number
+            ratio_bound = sigma2 / N * largest
+        tau2 = check_hyper(self.name, "tau2", v["tau2"], shape=(D,), positive=True, at_most=(
+            ratio_bound, "above it N tau2 / sigma2 overflows in log(1 + N tau2 / sigma2)"))
+        return NormalKnownCov(sigma2=sigma2, mu0=mu0, tau2=tau2)
 
     @property
     def dim(self) -> int:

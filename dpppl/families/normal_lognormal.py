@@ -39,7 +39,8 @@ import numpy as np
 from jax.scipy.special import logsumexp
 from jax.scipy.stats import norm
 
-from dpppl.families.base import Family, check_hyper, resolve_fields
+from dpppl.core.expressions import check_hyper, float_limits
+from dpppl.families.base import Family, resolve_fields, squared_deviations
 from dpppl.families.gaussian import (centered_sums, diagonal_empty_stats, diagonal_normal_log_likelihood,
                                      diagonal_point_stats, DiagonalGaussianParams)
 
@@ -91,11 +92,21 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
     def resolve(self, x: np.ndarray) -> "NormalLogNormal":
         v = resolve_fields(self, x, self.defaults)
         D = x.shape[1]
+        limits = float_limits()
+        log_tiny = np.log(limits.tiny)
+        variance = "the prior's typical variance exp(2 l0) leaves the normal float range beyond it"
+        square = "its square, a prior variance, must be a normal number"
+        m0 = check_hyper(self.name, "m0", v["m0"], shape=(D,))
+        squared_deviations(self.name, x, m0, name="m0")  # sum (x - m0)^2 finite
         return NormalLogNormal(
-            m0=check_hyper(self.name, "m0", v["m0"], shape=(D,)),
-            s0=check_hyper(self.name, "s0", v["s0"], shape=(D,), positive=True),
-            l0=check_hyper(self.name, "l0", v["l0"], shape=(D,)),
-            t0=check_hyper(self.name, "t0", v["t0"], shape=(D,), positive=True),
+            m0=m0,
+            s0=check_hyper(self.name, "s0", v["s0"], shape=(D,), at_least=(np.sqrt(limits.tiny), square),
+                           at_most=(np.sqrt(limits.max), square)),
+            l0=check_hyper(self.name, "l0", v["l0"], shape=(D,), at_least=(log_tiny / 2, variance),
+                           at_most=(np.log(limits.max) / 2, variance)),
+            t0=check_hyper(self.name, "t0", v["t0"], shape=(D,), at_least=(np.sqrt(limits.tiny), square),
+                           at_most=(np.sqrt(limits.max) / 2.5, "measured: the log marginal is -inf from "
+                                    "5.35e153 in float64 and 7.36e18 in float32")),
         )
 
     @property

@@ -86,7 +86,9 @@ class DDPModel(Model):
         arr = validate_data(x, dataclasses.replace(self.data, by=None), self.component)
         t = _check_times(t, arr.shape[0], self.data)
         times, slices = np.unique(t, return_inverse=True)
-        family = self.component.resolve(arr, times=times)
+        with self.located():
+            self.prior.check_hyperparameters(arr.shape[0])
+            family = self.component.resolve(arr, times=times)
         shift = data_shift(family, arr)
         return DDPBound(self, arr - shift, translated(family, shift), t, slices.astype(np.int32), times, shift, arr)
 

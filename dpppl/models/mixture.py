@@ -7,18 +7,20 @@ data-dependent hyperparameters, giving a [`BoundModel`][dpppl.models.mixture.Bou
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
-from typing import Optional
+from typing import Mapping, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from dpppl.core.compiled import compiled
+from dpppl.core.expressions import Span
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.state import PartitionState
-from dpppl.errors import DataError, ModelError
+from dpppl.errors import DataError, HyperparameterError, ModelError
 from dpppl.families.base import Family, cluster_log_marginals, segment_stats, translated
 from dpppl.models.compile import compile_numpyro
 from dpppl.models.rankings import rankings
@@ -62,6 +64,9 @@ class Model:
     data: DataDecl = DataDecl()
     source: Optional[str] = None
     path: Optional[str] = None
+    #: where each hyperparameter was written, by (prior or family name, hyperparameter name):
+    #: filled by the parser, used by `located`
+    spans: Mapping[tuple[str, str], Span] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.component, Family):
@@ -75,12 +80,28 @@ class Model:
                 column=self.data.column, text=self.source)
 
     def bind(self, x) -> "BoundModel":
-        """Validate `x` against the model; resolve hyperparameters on it; translate data and
-        family by `data_shift` (see `BoundModel`). Raises DataError."""
+        """Validate `x` against the model; check the prior's hyperparameters for these N
+        points and resolve the component's; translate data and family by `data_shift` (see
+        `BoundModel`). Raises DataError (a
+        [`HyperparameterError`][dpppl.errors.HyperparameterError] for a hyperparameter out of range)."""
         arr = validate_data(x, self.data, self.component)
-        family = self.component.resolve(arr)
+        with self.located():
+            self.prior.check_hyperparameters(arr.shape[0])
+            family = self.component.resolve(arr)
         shift = data_shift(family, arr)
         return BoundModel(self, arr if shift is None else arr - shift, translated(family, shift), shift, arr)
+
+    @contextlib.contextmanager
+    def located(self):
+        """Re-raise a [`HyperparameterError`][dpppl.errors.HyperparameterError] raised inside at
+        the hyperparameter's expression in the model file, when the model came from one."""
+        try:
+            yield
+        except HyperparameterError as error:
+            span = self.spans.get((error.owner, error.name))
+            if span is None or error.line is not None:
+                raise
+            raise error.at(span.source.name, span.line, span.column, span.source.text) from None
 
     def numpyro_model(self, truncation: int = 20):
         """The model compiled to a NumPyro model function `f(x)` (truncated

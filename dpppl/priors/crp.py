@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
+from dpppl.core.expressions import check_hyper, count_limit, float_limits
 from dpppl.core.numerics import sample_index
 from dpppl.core.state import canonical_labels
 from dpppl.errors import ModelError
@@ -47,6 +48,18 @@ class Gamma:
     @property
     def mean(self) -> float:
         return self.shape / self.rate
+
+    def check_hyperparameters(self) -> None:
+        """Raise [`HyperparameterError`][dpppl.errors.HyperparameterError] unless shape is a
+        count (`check_hyper`: shape + K - 1 is the alpha move's shape) and rate positive, both
+        normal numbers of the run's float dtype, and the prior mean shape / rate (the chains'
+        initial alpha) is itself a valid concentration."""
+        check_hyper("Gamma", "shape", self.shape, count=True)
+        check_hyper("Gamma", "rate", self.rate, positive=True, at_least=(
+            self.shape / count_limit(), "below it the prior mean shape / rate of alpha, the chains' initial alpha, "
+            "is past the count limit"), at_most=(
+            self.shape / float_limits().tiny, "above it shape / rate, the chains' initial alpha, is not a normal "
+            "number"))
 
 
 Concentration = Union[float, Gamma]
@@ -88,6 +101,28 @@ class PitmanYor:
     @property
     def initial_alpha(self) -> float:
         return self.alpha.mean if self.alpha_is_random else float(self.alpha)
+
+    def check_hyperparameters(self, n: int) -> None:
+        """Raise [`HyperparameterError`][dpppl.errors.HyperparameterError] when a hyperparameter
+        makes the EPPF of n points degenerate in the run's float dtype (`check_hyper`): a
+        discount 0 < d below the smallest normal number (log d is -inf), alpha + d not normal
+        (log(alpha + K d) of the first new cluster), alpha or alpha / d past the count limit
+        (gammaln(alpha + N) - gammaln(alpha + 1) and gammaln(alpha / d + K) lose the counts);
+        a Gamma prior is checked by [`Gamma.check_hyperparameters`][dpppl.priors.crp.Gamma.check_hyperparameters]."""
+        d = self.discount
+        if d > 0:
+            check_hyper(self.name, "discount", d, positive=True)
+        if self.alpha_is_random:
+            self.alpha.check_hyperparameters()
+            return
+        check_hyper(self.name, "alpha", self.alpha, count=d == 0, at_least=(
+            float_limits().tiny - d, "alpha + discount, the weight of the first new cluster, must be a normal number"),
+            at_most=(count_limit(), "above it alpha + 1 == alpha, and gammaln(alpha + N) - gammaln(alpha + 1) "
+                     "loses the counts"))
+        if d > 0:
+            check_hyper(self.name, "discount", d, at_least=(
+                abs(self.alpha) / count_limit(), "below it alpha / discount, a count in gammaln(alpha / discount + K), "
+                "is so large that adding a cluster no longer changes it"))
 
     def log_eppf(self, counts, alpha):
         """log p(partition) from cluster sizes `counts` (zeros are empty slots)."""

@@ -42,9 +42,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-from dpppl.core.expressions import Expr, parse_expression
+from dpppl.core.expressions import Expr, check_hyper, count_limit, parse_expression
 from dpppl.core.numerics import sample_index
-from dpppl.errors import DataError, ModelError
+from dpppl.errors import DataError, HyperparameterError, ModelError
 
 StickParameter = Union[float, Sequence[float], Callable[[np.ndarray], Any], str, Any]
 """A number, a finite sequence (a_1, ..., a_L), a vectorised callable of the 1-based
@@ -59,6 +59,11 @@ MAX_STICKS = 2**16
 MAX_LABELS = 2**14
 """Labels past this (and past N + 1) are not sampled on an infinite prior: a chain that
 draws one stops with an error ([`dpppl.sample`][dpppl.sample])."""
+
+TAIL_SWEEPS = 100
+"""Sweeps over which a chain that opened a new label for every point would, in expectation, draw
+one label past the last it can use, for a prior refused as too heavy-tailed
+([`check_hyperparameters`][dpppl.priors.stick_breaking.StickBreaking.check_hyperparameters])."""
 
 _TAIL_NEGLIGIBLE = 1e-12   # prod_{i<=H} E[1 - V_i] below this: the weights sum to one for any purpose
 _DIVERGENT_EXPONENT = 1.02  # terms log(1 + a_i/b_i) ~ i^-p with p at most this: the sum diverges
@@ -263,6 +268,9 @@ class StickBreaking:
         if not np.all(np.isfinite(gv) & (gv > 0)):
             i = int(np.flatnonzero(~(np.isfinite(gv) & (gv > 0)))[0])
             raise ModelError(f"{name}: gamma_i must be positive and finite; gamma_{i + 1} = {gv[i]:g}")
+        check_hyper(name, "gamma", gv, count=True)
+        check_hyper(name, "gamma", np.sum(gv), at_most=(count_limit(), "the total sum_i gamma_i, a pseudo-count, "
+                                                        "must be below the count limit"))
         tail = np.concatenate([np.cumsum(gv[::-1])[::-1][1:], [0.0]])
         return cls(a=tuple(gv), b=tuple(tail))
 
@@ -292,6 +300,40 @@ class StickBreaking:
             last[self.num_sticks - 1] = True
             beyond[self.num_sticks:] = True
         return (jnp.asarray(a, dtype), jnp.asarray(b, dtype), jnp.asarray(last), jnp.asarray(beyond))
+
+    def check_hyperparameters(self, n: int) -> None:
+        """Raise [`HyperparameterError`][dpppl.errors.HyperparameterError] when the sticks make
+        the labelled law of n points degenerate in the run's float dtype (`check_hyper`):
+
+        - a_i and the b_i > 0 must be counts: normal numbers (log a*_i, log b*_i of eq. 6) below
+          `count_limit()`, and so must a_i + b_i (gammaln(a_i + b_i + N_i + M_i) in (*) would
+          lose the counts);
+        - the tail must fit the labels a chain can use
+          ([`max_labels`][dpppl.priors.stick_breaking.StickBreaking.max_labels], L): a label drawn
+          from the prior lies past L with probability p = prod_{i<=L} b_i / (a_i + b_i), and a
+          sweep draws a new label for at most each of the n points, so `TAIL_SWEEPS` n p must
+          stay below one. Measured: a_i = 0.75, b_i = 1000 + i / 4 on 40 points (100 n p = 30)
+          drew a label past L = 16384 within five sweeps; a_i = 1, b_i = 2 + i on 4 points
+          (100 n p = 0.07) runs.
+        """
+        a, b = self._table
+        check_hyper(self.name, "a", a, count=True)
+        regular = b[:-1] if self.num_sticks is not None else b  # b_L = 0 ends a finite prior
+        check_hyper(self.name, "b", regular, count=True)
+        check_hyper(self.name, "b", a + b, at_most=(count_limit(), "a_i + b_i must be below the count limit, "
+                                                    "where adding a point no longer changes it"))
+        if self.num_sticks is not None:
+            return
+        labels = min(self.max_labels(n), a.size)
+        log_past = float(np.sum(np.log(b[:labels] / (a[:labels] + b[:labels]))))
+        if np.log(TAIL_SWEEPS * n) + log_past >= 0:
+            raise HyperparameterError(
+                f"{self.describe()}: the sticks' tail is too heavy for {n} points: a label drawn from the prior lies "
+                f"past label {labels}, the last a chain can use, with probability {np.exp(log_past):.3g}: "
+                f"{TAIL_SWEEPS} sweeps that draw a new label for every point would draw an expected "
+                f"{TAIL_SWEEPS * n * np.exp(log_past):.3g} of them; make b_i / a_i smaller or give a finite sequence "
+                "of sticks ending with b_L = 0",
+                owner=self.name, name="b")
 
     def check_weights(self) -> None:
         """Raise [`ModelError`][dpppl.priors.stick_breaking.ModelError] when the weights cannot sum to one (footnote 1).

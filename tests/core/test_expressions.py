@@ -1,11 +1,14 @@
-"""Hyperparameter expressions: parsing, evaluation against numpy, errors with positions."""
+"""Hyperparameter expressions: parsing, evaluation against numpy, errors with positions; range checks."""
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.scipy.special import gammaln
 
-from dpppl.core.expressions import (FUNCTIONS, BinOp, Name, Number, data_environment, evaluate,
-                                    parse_expression)
-from dpppl.errors import DataError, ModelError
+import dpppl.config
+from dpppl.core.expressions import (FUNCTIONS, BinOp, Name, Number, Resolved, check_hyper, count_limit,
+                                    data_environment, evaluate, float_limits, parse_expression)
+from dpppl.errors import DataError, HyperparameterError, ModelError
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(25, 3)) * [1.0, 2.0, 0.5] + [0.0, 1.0, -2.0]
@@ -185,3 +188,46 @@ def test_family_defaults_are_expressions():
     np.testing.assert_allclose(family.psi0, np.cov(X, rowvar=False) / 10)
     np.testing.assert_allclose(family.nu0, 5.0)
     np.testing.assert_allclose(family.kappa0, 1 / 25)
+
+
+# ----- hyperparameter ranges -------------------------------------------------------------------
+
+
+def test_the_float_limits_are_where_xla_breaks():
+    limits = float_limits()
+    assert limits.dtype == np.dtype(dpppl.config.float_dtype())
+    dtype = limits.dtype.type
+    # subnormal numbers are 0 to XLA on the CPU: their log is -inf, hence the smallest normal as lower bound
+    assert jnp.log(dtype(limits.tiny / 4)) == -jnp.inf and jnp.isfinite(jnp.log(dtype(limits.tiny)))
+    # the count limit is the first count that one more observation leaves unchanged ...
+    c = dtype(count_limit())
+    assert c + dtype(1) == c and c / 2 + dtype(1) > c / 2
+    # ... and log Gamma (JAX's float64 version overflows from 2^512) is finite there
+    assert jnp.isfinite(gammaln(jnp.asarray(count_limit(), limits.dtype)))
+
+
+@pytest.mark.parametrize("value, rule, message", [
+    (1e-320, dict(positive=True), r"must be at least 2\.225e-308 \(the smallest normal float64 number; XLA"),
+    (0.0, dict(count=True), r"must be > 0, got 0"),
+    (1e16, dict(count=True), r"must be below 9\.007e\+15, where adding one observation to a count no longer "),
+    (np.inf, {}, r"is not finite"),
+    (1.0, dict(greater_than=1.0), r"must be > 1"),
+    ([1.0, 3.0], dict(at_most=(2.0, "why")), r"must be at most 2 \(why\), got 3 at index 1 of \[1\., 3\.\]"),
+    ([[1.0, 0.0], [0.0, 1e-17]], dict(pos_def=True), r"condition number below 1 / \(D eps\)"),
+    ("one", {}, r"must be a number or an array of numbers, got 'one'"),
+])
+def test_check_hyper_names_the_owner_the_hyperparameter_and_the_value(value, rule, message):
+    with pytest.raises(HyperparameterError, match=r"^Fam: hyperparameter h " + "(.*)" + message) as info:
+        check_hyper("Fam", "h", value, **rule)
+    assert (info.value.owner, info.value.name) == ("Fam", "h")
+
+
+def test_check_hyper_says_which_expression_produced_the_value_and_whether_from_the_data():
+    expr = parse_expression("cov(x) / 10")
+    x = np.column_stack([np.arange(5.0), np.arange(5.0)])
+    value = Resolved(evaluate(expr, data_environment(x)), expr)
+    with pytest.raises(HyperparameterError, match=r"got \[\[0\.25, 0\.25\], \[0\.25, 0\.25\]\] \(the expression "
+                                                  r"'cov\(x\) / 10' produced it from these data\): a singular"):
+        check_hyper("Fam", "psi0", value, pos_def=True)
+    with pytest.raises(HyperparameterError, match=r"\(its default '1 / 0\.5' produced it\)$"):
+        check_hyper("Fam", "h", Resolved(2.0, parse_expression("1 / 0.5"), default=True), at_most=(1.0, "why"))
