@@ -111,7 +111,9 @@ class Predictor:
     Notes
     -----
     Calling the predictor on new data (M, D) returns a [`Prediction`][dpppl.analysis.predict.Prediction]. The work is
-    one jitted scan over draws, O(S M K_max) predictive evaluations.
+    one jitted scan over draws, O(S M K_max) predictive evaluations. New points are given
+    in the data's frame and translated like the training points
+    (`BoundModel.translate`, in float64) before the cast to the working dtype.
     """
 
     def __init__(self, bound: BoundModel, draws, alpha, clustering, log_weights=None):

@@ -94,3 +94,19 @@ def test_predict_binds_to_the_run_data():
     with pytest.raises(dpppl.DataError, match="one label per training point"):
         dpppl.predict(idata, model, new, clustering=np.zeros(5, int))
 
+
+
+def test_prediction_is_the_same_on_shifted_data():
+    """A translation-invariant model (mu0 = mean(x)): predicting x_new + c from training
+    data x + c gives the probabilities and densities of x_new from x, to float64 rounding
+    (the new points are translated like the training points before any cast)."""
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.normal(-4, 0.6, (15, 1)), rng.normal(4, 0.6, (15, 1))])
+    x_new = np.array([[-4.0], [0.5], [4.2], [30.0]])
+    model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov())
+    draws = np.stack([np.repeat([0, 1], 15), np.zeros(30, int), np.arange(30) % 3])
+    clustering = np.repeat([0, 1], 15)
+    plain = Predictor(model.bind(x), draws, 1.0, clustering)(x_new)
+    shifted = Predictor(model.bind(x + 1e6), draws, 1.0, clustering)(x_new + 1e6)
+    np.testing.assert_allclose(shifted.proba, plain.proba, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(shifted.log_density, plain.log_density, rtol=0, atol=1e-6)

@@ -765,13 +765,12 @@ def build_subcluster_kernel(bound_model, *, variant: str = "paper", split_delay:
     step = functools.partial(_step, setup, draw_parameters, label_pass, split_delay, pair_merges, recorded_params)
     init = functools.partial(_init, setup, one_row, recorded_params)
 
-    shift = bound_model.shift
-
     def record(state):
         """The weights and parameters drawn in the last step, per slot (the values of z),
         locations back in the data's frame (`translated_params`)."""
         slots = state.aux["slots"]
-        drawn = translated_params(family, {name: slots[f"theta_{name}"] for name in recorded_params}, shift)
+        drawn = translated_params(family, {name: slots[f"theta_{name}"] for name in recorded_params},
+                                  bound_model.shift)
         return {"weights": slots["weights"], **{f"theta_{name}": value for name, value in drawn.items()}}
 
     return Kernel("subcluster", exact=not use_sub, step=step, init=init,
