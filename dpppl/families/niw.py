@@ -67,9 +67,9 @@ class NormalInverseWishart(Family):
         singular (psi0 = cov(x) / 1e300 gave NaN for clusters of one point)."""
         v = resolve_fields(self, x, self.defaults)
         D = x.shape[1]
+        mu0 = check_hyper(self.name, "mu0", v["mu0"], shape=(D,))
         kappa0 = check_hyper(self.name, "kappa0", v["kappa0"], shape=(), count=True)
         psi0 = check_hyper(self.name, "psi0", v["psi0"], shape=(D, D), pos_def=True)
-        mu0 = check_hyper(self.name, "mu0", v["mu0"], shape=(D,))
         with np.errstate(over="ignore"):  # a tiny kappa0 puts no bound on mu0
             distance = np.sqrt(np.linalg.eigvalsh(psi0)[0] / (4 * float_limits().eps * kappa0))
         check_hyper(self.name, "mu0", np.linalg.norm(mu0 - x.mean(axis=0)), at_most=(
