@@ -645,7 +645,6 @@ def _start(expr: Expr) -> Span:
     return expr.span
 
 
-
 def _unknown(call: Call, role: str, names) -> ModelError:
     """The error for a distribution that is not a `role`: a hint when it is a
     distribution of another role, else a close-match suggestion."""

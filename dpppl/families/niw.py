@@ -25,7 +25,7 @@ import numpy as np
 from jax.scipy.special import multigammaln
 
 from dpppl.core.expressions import check_hyper, float_limits
-from dpppl.families.base import Family, resolve_fields
+from dpppl.families.base import Family, resolve_fields, squared_deviations
 from dpppl.families.gaussian import (GaussianStats, cholesky, gaussian_point_stats, inverse_wishart_draw,
                                      logdet_pd, mvn_log_likelihood, student_t_logpdf, student_t_params, whitening_full)
 
@@ -64,16 +64,24 @@ class NormalInverseWishart(Family):
         """Resolved hyperparameters, checked (`check_hyper`) so that psi_n = psi0 + s2 +
         kappa0 mu0 mu0^T - kappa_n mu_n mu_n^T stays positive definite in the run's float dtype:
         its terms of size kappa0 |mu0 - xbar|^2 (about the data mean xbar) carry a rounding error
-        eps times that, which must stay below a quarter of psi0's smallest eigenvalue."""
+        eps times that, which must stay below a quarter of psi0's smallest eigenvalue; and the
+        scatter a cluster adds to psi0 (at most sum |x - mu0|^2) must not make psi_n numerically
+        singular (psi0 = cov(x) / 1e300 gave NaN for clusters of one point)."""
         v = resolve_fields(self, x, self.defaults)
         D = x.shape[1]
+        mu0 = check_hyper(self.name, "mu0", v["mu0"], shape=(D,))
         kappa0 = check_hyper(self.name, "kappa0", v["kappa0"], shape=(), count=True)
         psi0 = check_hyper(self.name, "psi0", v["psi0"], shape=(D, D), pos_def=True)
-        mu0 = check_hyper(self.name, "mu0", v["mu0"], shape=(D,))
-        distance = np.sqrt(np.linalg.eigvalsh(psi0)[0] / (4 * float_limits().eps * kappa0))
+        with np.errstate(over="ignore"):  # a tiny kappa0 puts no bound on mu0
+            distance = np.sqrt(np.linalg.eigvalsh(psi0)[0] / (4 * float_limits().eps * kappa0))
         check_hyper(self.name, "mu0", np.linalg.norm(mu0 - x.mean(axis=0)), at_most=(
             distance, "the distance |mu0 - mean(x)| beyond which rounding makes the posterior scale psi_n "
             "indefinite"))
+        eig = np.linalg.eigvalsh(psi0)
+        scatter = float(np.sum(squared_deviations(self.name, x, mu0)))
+        check_hyper(self.name, "psi0", eig[0], at_least=(
+            D * float_limits().eps * (eig[-1] + scatter), "its smallest eigenvalue, against D eps (its largest + "
+            "sum |x - mu0|^2, the largest scatter a cluster adds): below it psi_n is numerically singular"))
         return NormalInverseWishart(
             mu0=mu0, kappa0=kappa0,
             nu0=check_hyper(self.name, "nu0", v["nu0"], shape=(), greater_than=D - 1, count=True),

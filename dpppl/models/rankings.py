@@ -91,7 +91,11 @@ def rankings(data, items: Optional[Sequence] = None, n_items: Optional[int] = No
     if isinstance(data, np.ndarray) and data.dtype != object:
         arr = data
     else:
-        rows = list(data)
+        try:
+            rows = list(data)
+        except TypeError:  # a number, None, ...
+            raise DataError(f"data '{name}': rankings must be a sequence of rankings (sequences of items) or a "
+                            f"2-D array, got {type(data).__name__}") from None
         if any(isinstance(v, (str, bytes)) or np.ndim(v) == 0 for v in rows):
             raise DataError(f"data '{name}': each ranking must be a sequence of items")
         rows = [list(np.asarray(r).tolist()) if isinstance(r, np.ndarray) else list(r) for r in rows]

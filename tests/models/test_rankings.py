@@ -32,6 +32,12 @@ def test_bad_rankings_name_the_row(rows, kwargs, message):
         dpppl.rankings(rows, **kwargs)
 
 
+@pytest.mark.parametrize("data", [3.0, None])
+def test_rankings_that_are_not_a_sequence_are_a_data_error(data):
+    with pytest.raises(DataError, match=r"data 'x': rankings must be a sequence of rankings .* got "):
+        dpppl.rankings(data)
+
+
 def test_padding_rules_and_model_errors():
     with pytest.raises(DataError, match="ranking 0 has an item after the -1 padding"):
         dpppl.rankings(np.array([[0, -1, 1]]))
