@@ -413,3 +413,25 @@ def test_ctrl_c_during_the_first_compile_of_a_run_exits_130(tmp_path):
 @pytest.mark.slow  # ~4 s a try; before os._exit: 3 SIGSEGV, 1 traceback, 1 Ctrl-C lost in these 5
 def test_ctrl_c_in_the_first_seconds_of_a_run_exits_130_without_sigsegv(tmp_path):
     _interrupt_after_start(tmp_path, [0.5, 1.5, 2.5, 3.5, 4.5])
+
+
+def test_ctrl_c_while_the_console_script_imports_dpppl_exits_130(tmp_path):
+    """The `dpppl` console script (`dpppl_console.main`) handles Ctrl-C before it imports dpppl
+    and JAX: a SIGINT sent while JAX is being imported (the first of its modules reported by
+    `-X importtime`) ends it with status 130 and one line, not a traceback from the imports."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root), DPPPL_COMPILATION_CACHE=str(tmp_path / "cache"))
+    process = subprocess.Popen([sys.executable, "-X", "importtime", str(root / "dpppl_console.py"), "kernels"],
+                               cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for line in process.stderr:
+        if "jax" in line:
+            process.send_signal(signal.SIGINT)
+            break
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, (process.returncode, err[-2000:])
+    assert err.splitlines()[-1] == "dpppl: interrupted while starting" and "Traceback" not in err, err[-2000:]

@@ -41,9 +41,10 @@ def _run(args, **kwargs):
 
 
 def _package_files():
-    """Every file of the package in the checkout, relative to the repository root."""
-    return sorted(str(p.relative_to(REPO)) for p in (REPO / "dpppl").rglob("*")
-                  if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    """Every file of the package in the checkout, and the console-script module, relative to the
+    repository root."""
+    return sorted([str(p.relative_to(REPO)) for p in (REPO / "dpppl").rglob("*")
+                   if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"] + ["dpppl_console.py"])
 
 
 def _readme_command():
