@@ -12,7 +12,7 @@ from dpppl import datasets, kernels
 from dpppl.analysis import (association_variance, coclustering, metrics, plot_cluster_sizes, plot_clusters,
                             plot_coclustering, plot_log_joint, plot_num_clusters, plots, point_estimate, predict)
 from dpppl.dsl import load, parse
-from dpppl.errors import ArgumentError, DataError, KernelError, ModelError
+from dpppl.errors import ArgumentError, DataError, DPPPLError, HyperparameterError, KernelError, ModelError
 from dpppl.estimators import DPGaussianMixture
 from dpppl.families import (BetaBernoulli, CoupledGaussian, DirichletMultinomial, GeneralizedMallows, NormalGamma,
                             NormalInverseWishart, NormalKnownCov, NormalLogNormal)
@@ -28,7 +28,7 @@ from dpppl.version import __version__  # noqa: F401  (dpppl.__version__)
 
 __all__ = [
     "ArgumentError", "BetaBernoulli", "BoundModel", "CRP", "DataDecl", "DataError", "DirichletMultinomial",
-    "DPMixture", "Gamma", "KernelError", "Model", "ModelError", "NormalGamma",
+    "DPMixture", "DPPPLError", "HyperparameterError", "Gamma", "KernelError", "Model", "ModelError", "NormalGamma",
     "NormalInverseWishart", "NormalKnownCov", "NormalLogNormal", "PitmanYor", "PitmanYorMixture", "datasets",
     "kernels", "load", "log_joint", "parse", "resume", "sample",
     "DPGaussianMixture", "coclustering", "metrics", "plot_cluster_sizes", "plot_clusters",
