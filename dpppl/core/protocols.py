@@ -36,6 +36,10 @@ class PartitionPrior(Protocol):
 
     def log_prior_alpha(self, alpha) -> jax.Array: ...
 
+    def check_hyperparameters(self, n: int) -> None:
+        """Raise `HyperparameterError` when a hyperparameter makes the law of n points
+        degenerate in the run's float dtype (called by `bind`, before any sampling)."""
+
     def canonical(self, labels: np.ndarray) -> np.ndarray:
         """Labels as a state holds them (renumbered 0..K-1 by first appearance when
         exchangeable; checked and kept as given when labelled)."""
