@@ -26,8 +26,8 @@ from dpppl.datasets.files import read_data, read_rankings
 from dpppl.errors import DataError, HyperparameterError
 from dpppl.models.mixture import DataDecl
 
-SOURCES = {"dataset": "a data set by name (`dpppl datasets` lists them)",
-           "file": "a CSV/TSV/TXT, NPY or NPZ file, relative to the model file"}
+SOURCES = {"dataset": 'dataset("name") for a data set by name (`dpppl datasets` lists them)',
+           "file": 'file("path") for a CSV/TSV/TXT, NPY or NPZ file, relative to the model file'}
 """The functions a data declaration may name its data with."""
 
 

@@ -489,7 +489,7 @@ class _ModelBuilder:
         func = clause.func.name
         if func not in SOURCES:
             raise clause.func.error(f"unknown data source '{func}'{suggest(func, SOURCES)}; expected "
-                                    + " or ".join(f"{name}(...) ({what})" for name, what in SOURCES.items()))
+                                    + " or ".join(SOURCES.values()))
         if not clause.target.strip():
             raise clause.target_span.error(f"{func}() needs a {'data set name' if func == 'dataset' else 'file name'}")
         line = self.source.text.splitlines()[s.span.line - 1].split("#")[0].strip()
@@ -766,8 +766,14 @@ def _model_text(text, source: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def load(path: str | os.PathLike) -> Model:
+def load(path: str | os.PathLike, data=None):
     """Read and parse a model file (see [`parse`][dpppl.dsl.parser.parse]); the model's `path` is `path`.
+
+    With `data` (an array, or a data set name or file as `dpppl.sample` takes them), the model
+    bound to them (`model.bind(x)`, a [`BoundModel`][dpppl.BoundModel]), which every entry point
+    taking `(model, data)` accepts alone: `dpppl.sample(dpppl.load(path, data=x))`. A model
+    file may also name its own data (`data x : real[N] = dataset("galaxies")`), used when none
+    are given ([`bind_data`][dpppl.dsl.parser.bind_data]).
 
     A missing file, a directory or a file that is not UTF-8 text raises
     [`ModelError`][dpppl.errors.ModelError] naming the file."""
@@ -786,7 +792,8 @@ def load(path: str | os.PathLike) -> Model:
     except UnicodeDecodeError as e:
         raise ModelError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); save the model file as "
                          "UTF-8", source=path) from None
-    return dataclasses.replace(parse(text, source=path), path=path)
+    model = dataclasses.replace(parse(text, source=path), path=path)
+    return model if data is None else bind_data(model, data)[1]
 
 
 def as_model(model) -> Model:
