@@ -856,5 +856,5 @@ def missing_data(model: Model, how: str = "pass them (dpppl.sample(model, x)) or
             f"the model file: data {decl.name} : ... = file(\"points.csv\") or = dataset(\"galaxies\")")
 
 
-__all__ = ["as_model", "bind_data", "missing_data", "parse", "load", "PARTITION_PRIORS", "CONCENTRATION_PRIORS", "COMPONENTS",
-           "OBSERVATIONS"]
+__all__ = ["as_model", "bind_data", "missing_data", "parse", "load", "PARTITION_PRIORS", "CONCENTRATION_PRIORS",
+           "COMPONENTS", "OBSERVATIONS"]

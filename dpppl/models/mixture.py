@@ -50,8 +50,9 @@ class DataDecl:
     #: ``ranking[N] of n``: the number of items (None: from the data)
     of: Optional[int] = None
     #: ``= dataset("galaxies")`` / ``= file("points.csv")``: where the data come from when none are
-    #: given (a `dpppl.dsl.data.DataSource`, loaded by `dpppl.dsl.parser.bind_data`), or None
-    source: Any = None
+    #: given (a `dpppl.dsl.data.DataSource`, loaded by `dpppl.dsl.parser.bind_data`), or None; not
+    #: part of the model's law, so not compared (a model runs the same compiled code on any data source)
+    source: Any = dataclasses.field(default=None, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
