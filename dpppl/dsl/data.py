@@ -1,4 +1,4 @@
-"""Models that carry their data: the source a model file names, and binding a model to its data.
+"""Models that carry their data: the source a data declaration names.
 
 A data declaration may name where its data come from (docs/model-language.md)::
 
@@ -66,15 +66,7 @@ class DataSource:
         except HyperparameterError:
             raise
         except DataError as error:
-            message = str(error)
-            if message.startswith(self.where + ":"):
-                raise
-            raise DataError(f"{self.where}: the data named by '{self.statement}': {message}") from None
-
-    def describe(self) -> str:
-        """`dataset("galaxies")` or `file("/abs/points.csv")`."""
-        options = "".join(f", {k} = {v:g}" for k, v in self.options)
-        return f'{self.kind}("{self.target}"{options})'
+            raise DataError(f"{self.where}: the data named by '{self.statement}': {error}") from None
 
 
 __all__ = ["DataSource", "SOURCES"]
