@@ -1,6 +1,6 @@
 """The `dpppl` command line.
 
-    dpppl sample MODEL --data FILE|NAME [--kernel gibbs] [--warmup 500] [--samples 1000]
+    dpppl sample MODEL [--data FILE|NAME] [--kernel gibbs] [--warmup 500] [--samples 1000]
                  [--chains 1] [--seed 0] [--init sequential] [--option NAME=VALUE ...] --out run.nc
                  [--checkpoint run.ckpt [--checkpoint-every 60]]
     dpppl resume run.ckpt [--samples N] --out run.nc    # continue a run saved with --checkpoint
@@ -8,10 +8,13 @@
     dpppl plot run.nc --kind trace|autocorr --out fig.png [--var num_clusters ...]
     dpppl plot run.nc --kind coclustering|clusters|k|lp --out fig.png [--estimate vi|dahl|best]
                  [--compare other.nc ...]    # lp: log joint against iteration, one line per chain
-    dpppl search MODEL --data FILE|NAME [--heuristic inadmissible] [--beam 100] [--order marginal]
+    dpppl search MODEL [--data FILE|NAME] [--heuristic inadmissible] [--beam 100] [--order marginal]
                  [--out labels.csv]   # MAP clustering by search (Daume 2007)
     dpppl kernels            # registered kernels, exact or approximate
     dpppl datasets           # bundled and synthetic data sets
+
+`--data` may be left out when the model file names its data
+(`data x : real[N] = dataset("galaxies")`); given, it wins.
 
 Errors in the model, the data or the options are reported in one line (exit status 2)
 before anything is sampled. Ctrl-C at any moment ends the command with one line and exit
@@ -38,15 +41,16 @@ import dpppl
 from dpppl.analysis.plots import plot_command
 from dpppl.datasets.bundled import available as available_datasets
 from dpppl.datasets.bundled import requirements as dataset_requirements
-from dpppl.datasets.files import read_data, read_rankings
 from dpppl.diagnostics.arviz_compat import arviz, group, has_group, partition_group
 from dpppl.diagnostics.summaries import LABEL_INVARIANT
-from dpppl.errors import ArgumentError, DPPPLError
+from dpppl.dsl.parser import missing_data
+from dpppl.errors import ArgumentError, DataError, DPPPLError
 from dpppl.kernels import available as available_kernels
 from dpppl.kernels import entry
 from dpppl.run.checkpoint import DEFAULT_EVERY, Interrupted, check_output_path, write_atomically
 
 SUMMARY_RANKS = 4  # cluster_sizes shown by `dpppl summary`: the largest few clusters
+HEADLINE_INTERVAL = 0.9  # `dpppl summary`'s K and alpha lines: the central 90% interval
 RHAT_LIMIT = 1.01  # `dpppl summary` names the quantities whose R-hat is above it
 REDELIVERY_SECONDS = 0.05  # a Ctrl-C Python dropped is sent again after this long
 
@@ -101,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("sample", help="sample a model's posterior and write InferenceData (netCDF)")
     s.add_argument("model", help="model file (.dp)")
-    s.add_argument("--data", required=True, help="CSV/NPY/NPZ file, or a data set name (see `dpppl datasets`)")
+    _data_option(s)
     s.add_argument("--kernel", default="gibbs", help="kernel or hybrid, e.g. gibbs, gibbs+splitmerge, nuts")
     s.add_argument("--warmup", type=int, default=500, help="warmup iterations (default 500)")
     s.add_argument("--samples", type=int, default=1000, help="kept iterations (default 1000)")
@@ -147,7 +151,7 @@ def _parser() -> argparse.ArgumentParser:
 
     se = sub.add_parser("search", help="MAP clustering by A*/beam search (Daume 2007)")
     se.add_argument("model", help="model file (.dp)")
-    se.add_argument("--data", required=True, help="CSV/NPY/NPZ file, or a data set name (see `dpppl datasets`)")
+    _data_option(se)
     se.add_argument("--heuristic", default="inadmissible", choices=("inadmissible", "admissible", "trivial"),
                     help="score of the unclustered points: inadmissible (fast), admissible (a bound; "
                     "small data) or trivial (default inadmissible)")
@@ -160,6 +164,18 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("kernels", help="list kernels")
     sub.add_parser("datasets", help="list data sets loadable by name")
     return p
+
+
+def _data_option(parser) -> None:
+    parser.add_argument("--data", default=None, help="CSV/NPY/NPZ file, or a data set name (see `dpppl datasets`); "
+                        "default: the data the model file names (data x : real[N] = dataset(\"galaxies\"))")
+
+
+def _data(args, model):
+    """`--data`, or None when the model file names its data; DataError when neither gives data."""
+    if args.data is None and model.data.source is None:
+        raise DataError(missing_data(model, how="give --data FILE|NAME"))
+    return args.data
 
 
 def _checkpoint_every(parser) -> None:
@@ -182,6 +198,7 @@ def summary_text(idata) -> str:
              f"{chains} chain(s) x {draws} draws, {part.sizes.get('point', '?')} points"]
     if attrs.get("interrupted"):
         lines.append("note:   the run was interrupted; these are the draws it kept")
+    lines += _headline(post)
     shown = post[[v for v in LABEL_INVARIANT if v in post]]
     if "cluster_sizes" in part:
         shown = shown.assign(cluster_sizes=part["cluster_sizes"].isel(cluster=slice(0, SUMMARY_RANKS)))
@@ -198,6 +215,20 @@ def summary_text(idata) -> str:
     lines.append("posterior of the number of clusters: " + ", ".join(
         f"P(K={values[i]})={counts[i] / k.size:.3f}" for i in sorted(order, key=lambda i: values[i])))
     return "\n".join(lines)
+
+
+def _headline(post) -> list[str]:
+    """The number of clusters K and the concentration alpha: posterior mean and central
+    `HEADLINE_INTERVAL` interval (alpha only when it was sampled)."""
+    low, high = (1 - HEADLINE_INTERVAL) / 2, (1 + HEADLINE_INTERVAL) / 2
+    lines = []
+    for name, label, fmt in (("num_clusters", "K:      ", ".0f"), ("alpha", "alpha:  ", ".3g")):
+        if name in post:
+            draws = np.asarray(post[name], dtype=float).ravel()
+            a, b = np.quantile(draws, [low, high], method="inverted_cdf" if name == "num_clusters" else "linear")
+            lines.append(f"{label}posterior mean {draws.mean():.3g}, {HEADLINE_INTERVAL:.0%} interval "
+                         f"[{a:{fmt}}, {b:{fmt}}]")
+    return lines
 
 
 def _diagnostics_table(table) -> str:
@@ -320,7 +351,8 @@ def _run(args) -> int:
         check_output_path(args.out)
     if args.command == "search":
         beam = None if args.beam.lower() == "none" else int(args.beam)
-        result = dpppl.map_search(dpppl.load(args.model), read_data(args.data), heuristic=args.heuristic,
+        model = dpppl.load(args.model)
+        result = dpppl.map_search(model, _data(args, model), heuristic=args.heuristic,
                                   beam=beam, order=args.order, seed=args.seed)
         print(f"log joint {result.log_joint:.6g}, K = {result.num_clusters}, {result.seconds:.2f} s "
               f"({result.states_enqueued} states enqueued, {result.states_dequeued} dequeued; "
@@ -340,11 +372,7 @@ def _run(args) -> int:
             return _report(idata, args)
         if args.command == "sample":
             model = dpppl.load(args.model)
-            if model.data.kind == "ranking":  # lists of item names, or indices padded with -1
-                x = read_rankings(args.data)
-            else:
-                x = read_data(args.data)
-            idata = dpppl.sample(model, x, kernel=args.kernel, num_warmup=args.warmup,
+            idata = dpppl.sample(model, _data(args, model), kernel=args.kernel, num_warmup=args.warmup,
                                  num_samples=args.samples, num_chains=args.chains, seed=args.seed,
                                  init=args.init, thinning=args.thinning, truncation=args.truncation,
                                  progress_bar=not args.no_progress, checkpoint=args.checkpoint,

@@ -32,7 +32,7 @@ import numpy as np
 from dpppl.core.expressions import Expr, parse_expression
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
 from dpppl.diagnostics.summaries import label_summaries
-from dpppl.dsl.parser import as_model
+from dpppl.dsl.parser import as_model, bind_data
 from dpppl.errors import ModelError
 from dpppl.models.mixture import BoundModel
 from dpppl.priors.stick_breaking import refuse_labelled
@@ -68,8 +68,8 @@ def _family_for_data(model, data, dim):
     """The resolved family to simulate data with, or None when data cannot be simulated."""
     if isinstance(model, BoundModel):
         return model.data_family
-    if data is not None:
-        return model.bind(data).data_family
+    if data is not None or (dim is None and model.data.source is not None):
+        return bind_data(model, data)[1].data_family
     if dim is None:
         return None
     component = model.component
@@ -96,7 +96,8 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
     data : array_like, optional
         Data whose summaries fix data-dependent hyperparameters (`mean(x)`,
         `cov(x) / 10`, ...) and the dimension; the prior then simulates data "like
-        these". A BoundModel carries its own.
+        these". A BoundModel carries its own, and so does a model file that names its data
+        (`data x : real[N] = dataset("galaxies")`) when neither `data` nor `dim` is given.
     dim : int, optional
         Data dimension when every hyperparameter is given numerically and no data are.
     num_trials : int, optional

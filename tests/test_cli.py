@@ -1,5 +1,6 @@
 """The dpppl command line, end to end, in process."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,28 @@ def test_sample_from_csv_with_kernel_options(tmp_path, capsys):
                  "gibbs+splitmerge", "--option", "num_proposals=3", "--warmup", "2", "--samples", "5",
                  "--no-progress"]) == 0
     assert "gibbs+splitmerge" in capsys.readouterr().out
+
+
+def test_a_model_that_names_its_data_runs_without_data_and_data_given_win(tmp_path, capsys):
+    """The README's main job: `dpppl sample models/galaxies.dp` with no --data; the summary says K, alpha and
+    the kernel; --data wins; a model that names no data, run without --data, is one line saying how."""
+    base = ["sample", str(MODELS / "galaxies.dp"), "--warmup", "3", "--samples", "10", "--no-progress", "--seed", "2"]
+    assert main(base) == 0
+    text = capsys.readouterr().out
+    assert "kernel: gibbs (exact), 1 chain(s) x 10 draws, 82 points" in text
+    assert re.search(r"^K: +posterior mean [\d.]+, 90% interval \[\d+, \d+\]$", text, re.M), text
+    assert re.search(r"^alpha: +posterior mean [\d.]+, 90% interval \[[\d.]+, [\d.]+\]$", text, re.M), text
+    data = tmp_path / "v.csv"
+    np.savetxt(data, np.r_[np.full(5, 9000.0), np.full(5, 30000.0)] + np.arange(10.0))
+    assert main(base + ["--data", str(data)]) == 0
+    assert "x 10 draws, 10 points" in capsys.readouterr().out
+    assert main(["search", str(MODELS / "galaxies.dp"), "--beam", "5"]) == 0
+    assert "K = " in capsys.readouterr().out
+    for command in ("sample", "search"):
+        assert main([command, str(MODELS / "gaussian_niw.dp")]) == 2
+        assert _one_line_error(capsys).startswith(
+            f"dpppl: error: {MODELS / 'gaussian_niw.dp'}:19: no data for 'x': the model names none and none were "
+            "given; give --data FILE|NAME, or name them in the model file")
 
 
 def test_listings(capsys):

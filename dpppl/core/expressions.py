@@ -474,8 +474,9 @@ def grammar() -> lark.Lark:
 
 
 _OPERATORS = {"PLUS", "MINUS", "STAR", "SLASH", "CARET", "POW"}
-_WORDS = {"NAME": "a name", "NUMBER": "a number", "_NL": "end of line", "$END": "end of input"}
-_ORDER = ["NAME", "NUMBER", "RPAR", "RSQB", "COMMA", "EQUAL", "TILDE", "COLON", "LPAR", "LSQB",
+_WORDS = {"NAME": "a name", "NUMBER": "a number", "STRING": "a quoted string", "_NL": "end of line",
+          "$END": "end of input"}
+_ORDER = ["NAME", "NUMBER", "STRING", "RPAR", "RSQB", "COMMA", "EQUAL", "TILDE", "COLON", "LPAR", "LSQB",
           "MINUS", "PLUS", "operator", "_NL", "$END"]
 
 

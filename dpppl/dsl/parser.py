@@ -13,7 +13,12 @@ Statements
         declares the data; KIND is `real`, `count` or `binary`; one dimension
         (`real[N]`, 1-D data) or two (`real[N, D]`); a dimension is a name or a
         positive integer. The first dimension name is an alias of `N`, the second of
-        `D`.
+        `D`. It may name its data, used when none are given
+        (`dpppl.sample(model)`, `dpppl sample MODEL` without `--data`):
+        `data x : real[N] = dataset("galaxies")` (a data set by name, with keyword
+        options that are fixed numbers: `dataset("w2", n = 1000)`) or
+        `data x : real[N, D] = file("points.csv")` (relative to the model file); see
+        `dpppl.dsl.data`. Nothing is read when the model is parsed.
     `NAME = expr`
         a constant: a number for a concentration or discount, or any hyperparameter
         expression, usable by name in later lines.
@@ -50,13 +55,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 from lark import v_args
 
 from dpppl import families
-from dpppl.errors import HyperparameterError, ModelError
+from dpppl.datasets.bundled import available as available_datasets
+from dpppl.datasets.bundled import option_names
+from dpppl.datasets.files import read_data, read_rankings
+from dpppl.dsl.data import SOURCES, DataSource
+from dpppl.errors import DataError, HyperparameterError, ModelError
 from dpppl.priors.crp import CRP, Gamma, PitmanYor
 from dpppl.priors.stick_breaking import StickBreaking
 from dpppl.priors.ddp import DDP
@@ -158,6 +168,17 @@ class DataStatement:
     of: Optional[Expr]
     span: Span
     by: Optional[Name] = None  # ``by t``: the points' time
+    source: Optional["_SourceClause"] = None  # ``= dataset("galaxies")``: the data's source
+
+
+@dataclasses.dataclass(frozen=True)
+class _SourceClause:
+    """`= NAME("text", option = expr, ...)` in a data declaration."""
+
+    func: Name
+    target: str
+    target_span: Span
+    options: tuple[Any, ...]  # Keyword nodes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,13 +213,21 @@ class StatementBuilder(ExprBuilder):
         return children
 
     def data_decl(self, meta, children):
-        by = children.pop() if children and isinstance(children[-1], _ByClause) else None
+        source = children.pop() if isinstance(children[-1], _SourceClause) else None
+        by = children.pop() if isinstance(children[-1], _ByClause) else None
         name, kind, dims, *of = children
         return DataStatement(self._name(name), self._name(kind), dims, of[0] if of else None,
-                             self._span(meta), by.name if by else None)
+                             self._span(meta), by.name if by else None, source)
 
     def by_clause(self, meta, children):
         return _ByClause(self._name(children[0]))
+
+    def data_source(self, meta, children):
+        func, target, *options = children
+        return _SourceClause(self._name(func), str(target)[1:-1], self._span(target), tuple(options))
+
+    def source_option(self, meta, children):
+        return self.keyword(meta, children)
 
     def dims(self, meta, children):
         return tuple(children)
@@ -450,7 +479,47 @@ class _ModelBuilder:
         if s.by is not None:
             self._define(s.by, "time")
         return DataDecl(s.name.name, kind, tuple(dims), s.span.line, s.span.column,
-                        by=s.by.name if s.by is not None else None, of=of)
+                        by=s.by.name if s.by is not None else None, of=of,
+                        source=None if s.source is None else self._source(s))
+
+    def _source(self, s: DataStatement) -> DataSource:
+        """`= dataset("name", option = number, ...)` or `= file("path")`: checked, not read
+        (a file's path is resolved against the model file's directory)."""
+        clause = s.source
+        func = clause.func.name
+        if func not in SOURCES:
+            raise clause.func.error(f"unknown data source '{func}'{suggest(func, SOURCES)}; expected "
+                                    + " or ".join(SOURCES.values()))
+        if not clause.target.strip():
+            raise clause.target_span.error(f"{func}() needs a {'data set name' if func == 'dataset' else 'file name'}")
+        line = self.source.text.splitlines()[s.span.line - 1].split("#")[0].strip()
+        where = f"{self.source.name}:{s.span.line}"
+        if func == "file":
+            if clause.options:
+                raise clause.options[0].span.error("file() takes no options: it reads the whole file")
+            suffixes = (".csv", ".tsv", ".txt", ".npy", ".npz")
+            if Path(clause.target).suffix.lower() not in suffixes:
+                raise clause.target_span.error(f"file '{clause.target}' has no data file extension; expected "
+                                               f"one of {', '.join(suffixes)}")
+            base = os.path.dirname(self.source.name) if self.source.name != "<string>" else ""
+            return DataSource("file", os.path.abspath(os.path.join(base, clause.target)), (), where, line)
+        names = available_datasets()
+        if clause.target.lower() not in names:
+            hint = suggest(clause.target.lower(), names)
+            raise clause.target_span.error(f"unknown data set '{clause.target}'{hint}; the data sets are "
+                                           f"{', '.join(names)} (or name a file: file(\"points.csv\"))")
+        allowed = option_names(clause.target)
+        options = []
+        for kw in clause.options:
+            if kw.name not in allowed:
+                takes = f"its options are {', '.join(allowed)}" if allowed else "it takes no options"
+                raise kw.span.error(f"data set '{clause.target}' has no option '{kw.name}'"
+                                    f"{suggest(kw.name, allowed)}; {takes}")
+            if kw.name in dict(options):
+                raise kw.span.error(f"option '{kw.name}' of {func}() is given twice")
+            value = self._number(kw.value, f"option '{kw.name}'")
+            options.append((kw.name, int(value) if value.is_integer() else value))
+        return DataSource("dataset", clause.target.lower(), tuple(options), where, line)
 
     def _random(self, s: Sampling):
         """`z ~ CRP(...)`, `z ~ PitmanYor(...)` or `alpha ~ Gamma(...)`."""
@@ -697,8 +766,14 @@ def _model_text(text, source: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def load(path: str | os.PathLike) -> Model:
+def load(path: str | os.PathLike, data=None):
     """Read and parse a model file (see [`parse`][dpppl.dsl.parser.parse]); the model's `path` is `path`.
+
+    With `data` (an array, or a data set name or file as `dpppl.sample` takes them), the model
+    bound to them (`model.bind(x)`, a [`BoundModel`][dpppl.BoundModel]), which every entry point
+    taking `(model, data)` accepts alone: `dpppl.sample(dpppl.load(path, data=x))`. A model
+    file may also name its own data (`data x : real[N] = dataset("galaxies")`), used when none
+    are given ([`bind_data`][dpppl.dsl.parser.bind_data]).
 
     A missing file, a directory or a file that is not UTF-8 text raises
     [`ModelError`][dpppl.errors.ModelError] naming the file."""
@@ -717,7 +792,8 @@ def load(path: str | os.PathLike) -> Model:
     except UnicodeDecodeError as e:
         raise ModelError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); save the model file as "
                          "UTF-8", source=path) from None
-    return dataclasses.replace(parse(text, source=path), path=path)
+    model = dataclasses.replace(parse(text, source=path), path=path)
+    return model if data is None else bind_data(model, data)[1]
 
 
 def as_model(model) -> Model:
@@ -733,5 +809,52 @@ def as_model(model) -> Model:
     raise TypeError(f"model must be a dpppl Model or a model-file path, got {type(model).__name__}")
 
 
-__all__ = ["as_model", "parse", "load", "PARTITION_PRIORS", "CONCENTRATION_PRIORS", "COMPONENTS",
-           "OBSERVATIONS"]
+def bind_data(model, data=None) -> tuple[Any, Any]:
+    """Bind a model to its data; return `(data, target)`: the data as read (what a checkpoint
+    saves) and the bound model.
+
+    Parameters
+    ----------
+    model : Model, BoundModel, DDPBound or str
+        A model (or model-file path), or a model bound to data with `model.bind(x)`.
+    data : array-like, str, path-like or None
+        The data; explicit data win. A str or path is read as the command line's `--data`
+        reads it: a data set name or a CSV/NPY/NPZ file
+        ([`read_data`][dpppl.datasets.read_data]; rankings with `read_rankings`). None: the
+        data of a bound model, else those the model file names
+        (`data x : real[N] = dataset("galaxies")`).
+
+    Raises
+    ------
+    DataError
+        For a model with no data and none given (saying how to give them), and for bad data;
+        an error in data a model file names starts with the statement's `file:line`.
+    """
+    if data is None and isinstance(model, BoundModel):
+        return model.observed_x, model
+    if data is None and isinstance(model, DDPBound):
+        return (model.observed_x, model.t), model
+    spec = as_model(model)
+    if data is not None:
+        if isinstance(data, (str, os.PathLike)):
+            data = read_rankings(data) if spec.data.kind == "ranking" else read_data(data)
+        return data, spec.bind(data)
+    source = spec.data.source
+    if source is None:
+        raise DataError(missing_data(spec))
+    data = source.load(spec.data)
+    with source.located():
+        return data, spec.bind(data)
+
+
+def missing_data(model: Model, how: str = "pass them (dpppl.sample(model, x)) or bind them (model.bind(x))") -> str:
+    """The message for a model with no data and none given: `how` to give them, or name them
+    in the model file."""
+    decl = model.data
+    where = f"{model.path}:{decl.line}: " if model.path and decl.line else ""
+    return (f"{where}no data for '{decl.name}': the model names none and none were given; {how}, or name them in "
+            f"the model file: data {decl.name} : ... = file(\"points.csv\") or = dataset(\"galaxies\")")
+
+
+__all__ = ["as_model", "bind_data", "missing_data", "parse", "load", "PARTITION_PRIORS", "CONCENTRATION_PRIORS",
+           "COMPONENTS", "OBSERVATIONS"]

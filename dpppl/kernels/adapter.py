@@ -28,7 +28,7 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
 from dpppl.core.state import PartitionState, largest_cluster, num_clusters
-from dpppl.dsl.parser import as_model
+from dpppl.dsl.parser import bind_data
 from dpppl.kernels.base import build
 from dpppl.models.init import check_labels, initial_slots, resolve_init
 
@@ -59,10 +59,11 @@ class PartitionKernel(MCMCKernel):
     ----------
     kernel : str
         Kernel name or hybrid (`"gibbs+splitmerge"`).
-    model : dpppl Model
-    data : array-like
+    model : dpppl Model, or a model bound to its data (`model.bind(x)`)
+    data : array-like, optional
         Used to validate and to resolve data-dependent hyperparameters; `mcmc.run`
         may pass data of the same shape as its first argument (else these data are used).
+        None: the bound model's, else those the model file names.
     init : {"sequential", "single", "prior"} or labels
     capacity : int, optional
     **options : kernel options.
@@ -70,8 +71,8 @@ class PartitionKernel(MCMCKernel):
 
     sample_field = "z"
 
-    def __init__(self, kernel, model, data, *, init="sequential", capacity=None, **options):
-        self._bound = as_model(model).bind(data)
+    def __init__(self, kernel, model, data=None, *, init="sequential", capacity=None, **options):
+        _, self._bound = bind_data(model, data)
         self._kernel = build(kernel, self._bound, **options)
         self._init = init
         self._capacity = capacity

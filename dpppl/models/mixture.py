@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import jax
 import jax.numpy as jnp
@@ -49,6 +49,10 @@ class DataDecl:
     by: Optional[str] = None
     #: ``ranking[N] of n``: the number of items (None: from the data)
     of: Optional[int] = None
+    #: ``= dataset("galaxies")`` / ``= file("points.csv")``: where the data come from when none are
+    #: given (a `dpppl.dsl.data.DataSource`, loaded by `dpppl.dsl.parser.bind_data`), or None; not
+    #: part of the model's law, so not compared (a model runs the same compiled code on any data source)
+    source: Any = dataclasses.field(default=None, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)

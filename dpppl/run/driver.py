@@ -18,8 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from dpppl.datasets.files import read_data
-from dpppl.dsl.parser import as_model
+from dpppl.dsl.parser import as_model, bind_data
 from dpppl.errors import ArgumentError, DataError
 from dpppl.kernels.base import available, backend_of, check_applies, entry
 from dpppl.models.init import resolve_init
@@ -53,7 +52,7 @@ def check_seed(seed, name: str = "seed") -> None:
         raise ArgumentError(f"{name} must be an integer in [0, {top}]{mode}, got {int(seed)}")
 
 
-def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_samples: int = 1000,
+def sample(model, data=None, kernel: str = "gibbs", *, num_warmup: int = 500, num_samples: int = 1000,
            num_chains: int = 1, seed: int = 0, init: Any = "sequential", progress_bar: bool = True,
            thinning: int = 1, capacity: int | None = None, truncation: int = 20, checkpoint=None,
            checkpoint_every: float = DEFAULT_EVERY, **kernel_options):
@@ -61,15 +60,20 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
 
     Parameters
     ----------
-    model : Model or str
-        A model (`dpppl.DPMixture(...)`, `dpppl.load(path)`) or a model-file path.
-    data : array-like, str or path-like
+    model : Model, BoundModel or str
+        A model (`dpppl.DPMixture(...)`, `dpppl.load(path)`), a model-file path, or a model
+        bound to its data (`model.bind(x)`).
+    data : array-like, str or path-like, optional
         The data, checked against the model's declaration before anything runs. A string
         or path is what the command line's `--data` takes: a data set name
         (`"galaxies"`, see [`dpppl.datasets.available`][dpppl.datasets.available]; loaded with default options)
         or a CSV/NPY/NPZ file ([`dpppl.datasets.read_data`][dpppl.datasets.read_data]); anything else raises
         [`dpppl.DataError`][dpppl.DataError] naming the data sets. Rankings given as item names are
-        read with `dpppl.datasets.read_rankings`.
+        read with `dpppl.datasets.read_rankings`. None (the default): the data of a bound
+        model, else those the model file names (`data x : real[N] = dataset("galaxies")`;
+        [`bind_data`][dpppl.dsl.parser.bind_data]); data given here win over both. A model
+        with no data and none given raises [`dpppl.DataError`][dpppl.DataError] saying how
+        to give them.
     kernel : str, default "gibbs"
         A registered kernel (`dpppl.kernels.available()`), a hybrid joined with `+`
         (`"gibbs+splitmerge"`), or `"nuts"` (NumPyro NUTS on the truncated
@@ -120,7 +124,7 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
         `sample_stats`: `lp` (the collapsed log joint) and each move's statistics;
         `observed_data`: `x`; attrs: kernel, exactness, model, versions.
     """
-    model = as_model(model)
+    given, model = model, as_model(model)
     for name, value, minimum in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
                                  ("num_chains", num_chains, 1), ("thinning", thinning, 1)):
         check_positive_int(name, value, minimum)
@@ -133,9 +137,7 @@ def sample(model, data, kernel: str = "gibbs", *, num_warmup: int = 500, num_sam
         partition = [name for name in available() if entry(name).backend == "partition"]
         raise ArgumentError(f"kernel {kernel!r} cannot save a checkpoint: the partition kernels "
                             f"({', '.join(partition)}) and their hybrids can")
-    if isinstance(data, (str, os.PathLike)):
-        data = read_data(data)
-    target = model.bind(data)
+    data, target = bind_data(model if isinstance(given, (str, os.PathLike)) else given, data)
     spec = RunSpec(model, data, kernel, dict(kernel_options), seed, init_name, num_warmup, num_samples, num_chains,
                    thinning)
     saved = None if checkpoint is None else CheckpointFile(checkpoint, spec, checkpoint_every)
@@ -217,6 +219,9 @@ def _inference_data(target, spec: RunSpec, records: dict, attrs: dict, record_di
 def log_joint(model, data, z) -> float:
     """The log p(x, z) a run records as `lp`, of labels `z` under `model`.
 
+    `data` as [`dpppl.sample`][dpppl.sample] takes it: None for the data of a bound model or
+    those its model file names.
+
     Component parameters are integrated out (numerically for a non-conjugate component,
     [`dpppl.NormalLogNormal.log_marginal_numerical`][dpppl.NormalLogNormal.log_marginal_numerical]); the partition prior
     is the
@@ -227,7 +232,7 @@ def log_joint(model, data, z) -> float:
     out ([`dpppl.StickBreaking.log_prob_labels`][dpppl.StickBreaking.log_prob_labels]). A DDP model's parameters are
     instantiated: its states come from kernels, and it has no log joint of labels alone.
     """
-    target = as_model(model).bind(data)
+    _, target = bind_data(model, data)
     labels = np.asarray(z)
     if labels.shape != (target.num_points,):
         raise DataError(f"z must have shape ({target.num_points},), got {labels.shape}")

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-from dpppl.dsl.parser import as_model
+from dpppl.dsl.parser import bind_data
 from dpppl.errors import DataError, KernelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
                             NormalKnownCov)
@@ -88,17 +88,19 @@ class SearchResult:
     stopped_early: bool
 
 
-def map_search(model, data, heuristic: str = "inadmissible", beam: Optional[int] = 100,
+def map_search(model, data=None, heuristic: str = "inadmissible", beam: Optional[int] = 100,
                order="marginal", seed: int = 0, *, greedy_start: bool = True,
                max_states: Optional[int] = None) -> SearchResult:
     """Search for the MAP clustering of a conjugate DP / Pitman-Yor mixture (Daumé 2007).
 
     Parameters
     ----------
-    model : Model or str
-        A model (`dpppl.DPMixture(...)`, `dpppl.load(path)`) or a model-file path.
-    data : array-like
-        The data, checked against the model's declaration.
+    model : Model, BoundModel or str
+        A model (`dpppl.DPMixture(...)`, `dpppl.load(path)`), a model-file path, or a model
+        bound to its data (`model.bind(x)`).
+    data : array-like, str or path-like, optional
+        The data, checked against the model's declaration; None: the bound model's, else those
+        the model file names (as [`dpppl.sample`][dpppl.sample] takes them).
     heuristic : {"inadmissible", "admissible", "trivial"}
         The score of sec. 3.4 (eq. 12; fast, not a bound), sec. 3.3 (a bound, O(N^2) per
         state: small data only) or sec. 3.2 (eq. 7; a loose bound). See the module notes.
@@ -129,7 +131,7 @@ def map_search(model, data, heuristic: str = "inadmissible", beam: Optional[int]
     if max_states is not None and (isinstance(max_states, bool) or not isinstance(max_states, (int, np.integer))
                                    or max_states < 1):
         raise KernelError(f"map_search: max_states must be None or an integer >= 1, got {max_states!r}")
-    bound = as_model(model).bind(data)
+    _, bound = bind_data(model, data)
     refuse_labelled(bound.prior, "map_search")
     if heuristic != "inadmissible" and type(bound.family) not in _BOUNDS:
         raise KernelError(f"map_search: heuristic {heuristic!r} has no predictive bound for "

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dpppl.dsl import load, parse
+from dpppl.dsl.parser import bind_data
 from dpppl.models.mixture import DPMixture, PitmanYorMixture, PseudoParticleMixture, StickBreakingMixture
 from dpppl.models.mixture import DataDecl
 from dpppl.errors import ModelError
@@ -29,6 +30,7 @@ NIW_FILE = NormalInverseWishart(mu0="mean(x)", kappa0=0.1, nu0="D + 2", psi0="co
 # each shipped model file and the same model built in Python
 EQUIVALENTS = {
     "gaussian_niw.dp": DPMixture(Gamma(1.0, 1.0), NIW_FILE),
+    "galaxies.dp": DPMixture(Gamma(2.0, 4.0), NormalInverseWishart(mu0=20_000.0, kappa0=0.01, nu0=4.0, psi0=2e6)),
     "gaussian_known.dp": DPMixture(1.0, NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0)),
     "gaussian_diag.dp": DPMixture(
         Gamma(1.0, 1.0), NormalGamma(mu0="mean(x)", kappa0=0.1, a0=2.0, b0="var(x) / 10")),
@@ -65,7 +67,7 @@ def test_model_file_parses_resolves_and_equals_python(name):
     model = load(path)
     assert model.path == str(path) and model.source == path.read_text()
     assert model.source.startswith(f"# {name} — ")  # a header that teaches the model
-    x = DATA[model.data.kind]
+    x = DATA[model.data.kind] if model.data.source is None else bind_data(model)[0]  # the file's own data
     bound = model.bind(x)
     assert bound.family.dim == x.shape[1]
     assert_same_model(model, EQUIVALENTS[name], x)
