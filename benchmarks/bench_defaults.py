@@ -215,7 +215,7 @@ def _kernels(hit: dict) -> str:
 
 # ------------------------------------------------------------------------- (a) galaxies ---
 def posterior_mean(idata, name: str) -> dict | None:
-    """Mean, sd, ESS of the mean (ArviZ, over all chains) and MCSE = sd / sqrt(ESS)."""
+    """Mean, sd, ESS of the mean (ArviZ, over all chains), MCSE = sd / sqrt(ESS), and R-hat."""
     import arviz as az
 
     if name not in idata.posterior:
@@ -223,7 +223,8 @@ def posterior_mean(idata, name: str) -> dict | None:
     values = idata.posterior[name]
     ess = float(az.ess(idata.posterior[[name]], method="mean")[name])
     sd = float(np.std(np.asarray(values), ddof=1))
-    return {"mean": float(values.mean()), "sd": sd, "ess": ess, "mcse": sd / math.sqrt(ess)}
+    return {"mean": float(values.mean()), "sd": sd, "ess": ess, "mcse": sd / math.sqrt(ess),
+            "rhat": float(az.rhat(idata.posterior[[name]])[name])}
 
 
 def galaxies(args) -> dict:
@@ -258,12 +259,14 @@ def galaxies_md(r: dict, args) -> list[str]:
     lines = [f"## (a) galaxies: subcluster vs {args.reference_kernel}",
              "", f"Model `{_relative(r['model'])}`, N = {r['n']}, {r['chains']} chains x {r['draws']} draws after "
              "dpppl's default warmup; mean +- MCSE (sd / sqrt(ESS of the mean), ArviZ).", "",
-             "| kernel | options | exact | mean K | ESS K | mean alpha | ESS alpha | s |", "| --- " * 8 + "|"]
+             "| kernel | options | exact | mean K | ESS K | R-hat K | mean alpha | ESS alpha | R-hat alpha | s |",
+             "| --- " * 10 + "|"]
     for row in r["runs"].values():
         k, al = row["num_clusters"], row["alpha"]
         lines.append(f"| {row['kernel']} | {_opts(row['options'])} | {row['attrs']['exact']} | "
-                     f"{k['mean']:.3f} +- {k['mcse']:.3f} | {k['ess']:.0f} | "
-                     + (f"{al['mean']:.3f} +- {al['mcse']:.3f} | {al['ess']:.0f}" if al else "- | -")
+                     f"{k['mean']:.3f} +- {k['mcse']:.3f} | {k['ess']:.0f} | {k['rhat']:.3f} | "
+                     + (f"{al['mean']:.3f} +- {al['mcse']:.3f} | {al['ess']:.0f} | {al['rhat']:.3f}" if al
+                        else "- | - | -")
                      + f" | {row['seconds']:.1f} |")
     zs = ", ".join(f"{name} {z:+.2f}" for name, z in r["z"].items())
     lines += ["", f"z-scores of the differences: {zs}. **{'Met' if r['met'] else 'Not met'}** "
