@@ -38,11 +38,13 @@ init, iterations) less compilation. The call is stopped once the target is reach
 cap passes (an exception raised from the wrapper; nothing is returned then). A run that
 ends before either is reported as not reached within its iterations.
 
-    python benchmarks/bench_defaults.py                      # all three (about 30-40 min here)
-    python benchmarks/bench_defaults.py --only galaxies      # one measure
-    python benchmarks/bench_defaults.py --quick              # small sizes, a few minutes
-    python benchmarks/bench_defaults.py --quick --default-kernel gibbs+splitmerge \\
+    PYTHONPATH=. python benchmarks/bench_defaults.py                  # all three: 12-25 min (W1 caps)
+    PYTHONPATH=. python benchmarks/bench_defaults.py --only galaxies  # one measure (~1 min)
+    PYTHONPATH=. python benchmarks/bench_defaults.py --quick          # small sizes, ~3 min
+    PYTHONPATH=. python benchmarks/bench_defaults.py --quick --default-kernel gibbs+splitmerge \\
         --perm-option beam_epsilon=1e-32 --perm-option beam_width=16   # explicit specs
+
+(`PYTHONPATH=.` from the repository root makes this tree's `dpppl` the one imported.)
 
 Results: `benchmarks/results/defaults.json` and `defaults.md` (`defaults-quick.*` with
 `--quick`, or `--out NAME`).
@@ -399,7 +401,8 @@ def markdown(results: dict, args, machine_line: str) -> str:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", action="append", choices=MEASURES, help="run this measure (repeatable; default all)")
+    parser.add_argument("--only", action="append", default=[], metavar="|".join(MEASURES),
+                        help="run these measures (comma-separated or repeated; default all)")
     parser.add_argument("--quick", action="store_true", help="small sizes: galaxies 2 x 500, W1 and W2 at N = 2000, "
                                                              "2 W2 seeds, W1 cap 60 s")
     parser.add_argument("--seed", type=int, default=0, help="first data and chain seed")
@@ -429,6 +432,10 @@ def main(argv=None):
     parser.add_argument("--out", default=None, help="results name (default defaults, quick defaults-quick)")
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.only = [m.strip() for o in args.only for m in o.split(",") if m.strip()] or list(MEASURES)
+    unknown = sorted(set(args.only) - set(MEASURES))
+    if unknown:
+        parser.error(f"--only: unknown measure(s) {unknown}; choose from {', '.join(MEASURES)}")
     args.chains = args.chains or (2 if args.quick else 4)
     args.draws = args.draws or (500 if args.quick else 4000)
     args.w1_cap = args.w1_cap or (60.0 if args.quick else 600.0)
@@ -440,7 +447,7 @@ def main(argv=None):
     load_start = load_average()
     results = {}
     for name, fn in (("galaxies", galaxies), ("w1", w1), ("w2", w2)):
-        if args.only is None or name in args.only:
+        if name in args.only:
             results[name] = fn(args)
     name = args.out or ("defaults-quick" if args.quick else "defaults")
     payload = {"args": {k: v for k, v in vars(args).items() if k != "argv"}, "argv": args.argv,
