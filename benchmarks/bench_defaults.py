@@ -196,13 +196,11 @@ class SampleClock:
 
 def timed_sample(model, x, target_lp, cap=math.inf, **kwargs) -> dict:
     """One `dpppl.sample(model, x, **kwargs)` (no progress bar), stopped at the target or cap."""
+    attrs = None  # the returned InferenceData's, when the call ran to its end
     with SampleClock(target_lp, cap) as clock:
         idata = dpppl.sample(model, x, progress_bar=False, **kwargs)
-        clock.attrs = {k: idata.attrs.get(k) for k in ("kernel", "exact")}
-    out = clock.summary()
-    out["attrs"] = getattr(clock, "attrs", None)
-    out["call"] = {k: v for k, v in kwargs.items()}
-    return out
+        attrs = {k: idata.attrs.get(k) for k in ("kernel", "exact")}
+    return dict(clock.summary(), attrs=attrs, call=dict(kwargs))
 
 
 def _seconds(hit: dict) -> str:
@@ -291,7 +289,7 @@ def w1(args) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             out[label] = timed_sample(w.model, w.x, w.lp_true, cap, **call)
-        print(f"[w1]   {label}: {_seconds(out[label])} s run, compile {out[label]['compile_seconds']:.1f} s, "
+        print(f"[w1]   {label}: run s {_seconds(out[label])}, compile {out[label]['compile_seconds']:.1f} s, "
               f"{out[label]['iterations']} iterations, K {out[label]['last_num_clusters']}", flush=True)
     p, g = out["gibbs+perm"]["reached"], out["gibbs"]
     if p is None:
@@ -347,7 +345,7 @@ def w2(args) -> dict:
         else:
             row.update(ratio=None, ratio_with_compile=None, met=False)
         out["seeds"].append(row)
-        print(f"[w2]   default ({_kernels(hit)}): {_seconds(hit)} s run (+{hit['compile_seconds']:.1f} s compile); "
+        print(f"[w2]   default ({_kernels(hit)}): run s {_seconds(hit)} (+{hit['compile_seconds']:.1f} s compile); "
               f"sklearn {sk.seconds:.2f} s ({sk.extra['n_iter']} iterations, converged {sk.extra['converged']}) "
               f"-> {'met' if row['met'] else 'NOT met'}", flush=True)
     out["met"] = all(r["met"] for r in out["seeds"])
