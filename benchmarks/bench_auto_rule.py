@@ -1,0 +1,135 @@
+"""The measurements behind `kernel="auto"`'s thresholds (`dpppl.kernels.auto`).
+
+1. **Exchangeable prior, conjugate component: exact collapsed hybrid or sub-cluster burn-in.**
+   On W2-like data (DESIGN.md sec. 7: D = 2, 10 Gaussian clusters with full covariances,
+   DP(1) with the NIW prior) at N = 10^3, 3x10^3, 10^4, 3x10^4, from `dpppl.sample`'s
+   sequential initialisation: run time (compilation apart) until the log joint first comes
+   within 0.5% of the true labels' (`reach_0.5%`) and first reaches it (`reach_true`), for
+   `gibbs+splitmerge` (the small-N choice) and the sub-cluster sampler's burn-in step (the
+   published variant, which `kernel="subcluster"` runs in warmup) - side by side, same data,
+   same seed. The rule switches to `subcluster` at the smallest N where its burn-in reaches the
+   target in less time on every seed.
+2. **perm: the sec. 3.2 dynamic program or the beam.** Seconds of one perm move (kept-draw
+   form: uniform permutation, `dp="mh"`) without the beam (O(N^2)) and with the beam of
+   sec. 3.3 (`beam_epsilon=1e-32, beam_width=16`, O(N W)), beside one collapsed Gibbs sweep,
+   on W1-shaped data (D = 10, true labels) at N = 64 .. 4000. perm uses the beam by default
+   from the smallest N where the O(N^2) move costs more than a Gibbs sweep.
+
+    python -m benchmarks.bench_auto_rule [--quick] [--seeds 2] [--budget 60]
+
+Writes benchmarks/results/auto_rule.json (auto_rule-quick.json with --quick). Times are
+`time.perf_counter` around compiled calls; ratios in one run are what to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import jax
+import numpy as np
+
+import dpppl
+from benchmarks.harness import GibbsTrace, machine_info, write_json
+
+HYBRID_SIZES = (1_000, 3_000, 10_000, 30_000)
+PERM_SIZES = (64, 125, 250, 500, 1000, 2000, 4000)
+BEAM = dict(beam_epsilon=1e-32, beam_width=16)
+METHODS = {"gibbs+splitmerge": ("gibbs+splitmerge", {}),
+           "subcluster burn-in": ("subcluster", {"variant": "paper"})}
+
+
+def w2_model():
+    return dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+
+
+def time_to_truth(n, seed, budget):
+    """Section 1 at one N and seed: each method's seconds to within 0.5% of the true labels'
+    log joint and to the true labels' log joint (None: not within `budget` seconds)."""
+    x, labels = dpppl.datasets.load("w2", n=n, num_clusters=10, seed=seed)
+    model = w2_model()
+    lp_true = dpppl.log_joint(model, x, labels)
+    near = lp_true - 0.005 * abs(lp_true)
+    out = {"n": n, "seed": seed, "lp_true": lp_true}
+    for name, (kernel, options) in METHODS.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the published variant announces itself
+            trace = GibbsTrace(model, x, init="sequential", seed=seed, kernel=kernel, options=options)
+        trace.compile()
+        while trace.elapsed < budget and trace.trace["lp"][-1] < lp_true:
+            trace.sweep()
+        first_near, first_true = trace.first_reaching(near), trace.first_reaching(lp_true)
+        out[name] = {"reach_0.5%": None if first_near is None else first_near[1],
+                     "reach_true": None if first_true is None else first_true[1],
+                     "sweeps": trace.sweeps, "seconds_per_sweep": (trace.elapsed - trace.init_seconds)
+                     / max(trace.sweeps, 1), "init_seconds": trace.init_seconds,
+                     "compile_seconds": trace.compile_seconds, "final_lp": trace.trace["lp"][-1],
+                     "final_k": trace.num_clusters()}
+        r = out[name]
+        print(f"  N={n:6d} seed {seed} {name:20s} 0.5%: {_s(r['reach_0.5%'])}  true: {_s(r['reach_true'])}  "
+              f"({r['sweeps']} sweeps, {r['seconds_per_sweep'] * 1e3:.1f} ms/sweep, K={r['final_k']}, "
+              f"compile {r['compile_seconds']:.1f} s)", flush=True)
+    return out
+
+
+def _s(seconds):
+    return "  never" if seconds is None else f"{seconds:7.2f} s"
+
+
+def perm_move_seconds(n, reps=3, seed=0):
+    """Section 2 at one N: min seconds of a Gibbs sweep, the O(N^2) perm move and the beam move."""
+    from dpppl.models.mixture import state_from_labels
+
+    x, labels = dpppl.datasets.load("w1", n=n, dim=10, seed=seed)
+    model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0))
+    bound = model.bind(x)
+    xj = jax.numpy.asarray(bound.x)
+    k = int(labels.max()) + 1
+    state = state_from_labels(bound.family, xj, np.asarray(labels), 2 * k + 8, 1.0)
+    kernels = {"gibbs sweep": dpppl.kernels.build("gibbs", bound),
+               "perm O(N^2)": dpppl.kernels.build("perm", bound, beam_epsilon=None),
+               "perm beam": dpppl.kernels.build("perm", bound, **BEAM)}
+    out = {"n": n}
+    for name, kern in kernels.items():
+        state0 = kern.init(state, xj) if kern.init is not None else state
+        key = jax.random.key(seed)
+        fn = jax.jit(kern.step).lower(key, state0, xj).compile()
+        best, accepted = np.inf, []
+        for r in range(reps):
+            tic = time.perf_counter()
+            new, info = fn(jax.random.fold_in(key, r), state0, xj)
+            jax.block_until_ready(new)
+            best = min(best, time.perf_counter() - tic)
+            accepted.append(float(info.get("accept_prob", np.nan)))
+        out[name] = {"seconds": best, "accept_prob": float(np.mean(accepted))}
+    print(f"  N={n:5d}  gibbs sweep {out['gibbs sweep']['seconds'] * 1e3:8.1f} ms   perm O(N^2) "
+          f"{out['perm O(N^2)']['seconds'] * 1e3:8.1f} ms (accept {out['perm O(N^2)']['accept_prob']:.2f})   "
+          f"perm beam {out['perm beam']['seconds'] * 1e3:7.1f} ms (accept {out['perm beam']['accept_prob']:.2f})",
+          flush=True)
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="N up to 10^4 and 1 seed")
+    p.add_argument("--seeds", type=int, default=2)
+    p.add_argument("--budget", type=float, default=60.0, help="seconds per method and run (section 1)")
+    p.add_argument("--skip", choices=("hybrid", "perm"), default=None)
+    args = p.parse_args(argv)
+    sizes = HYBRID_SIZES[:3] if args.quick else HYBRID_SIZES
+    seeds = range(1 if args.quick else args.seeds)
+    payload = {"args": vars(args), "backend": jax.default_backend()}
+    if args.skip != "hybrid":
+        print("1. time to the true labels' log joint on W2-like data (D = 2, 10 clusters)")
+        payload["hybrid"] = [time_to_truth(n, seed, args.budget) for n in sizes for seed in seeds]
+    if args.skip != "perm":
+        print("2. one perm move: the O(N^2) dynamic program against the beam, beside a Gibbs sweep (W1, D = 10)")
+        payload["perm"] = [perm_move_seconds(n) for n in PERM_SIZES]
+    name = "auto_rule" + ("-quick" if args.quick else "") + ("" if jax.default_backend() == "cpu" else
+                                                              f"-{jax.default_backend()}")
+    print(f"wrote {write_json(name, {**payload, 'machine': machine_info()})}")
+
+
+if __name__ == "__main__":
+    main()
