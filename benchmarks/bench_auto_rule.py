@@ -9,15 +9,22 @@
    published variant, which `kernel="subcluster"` runs in warmup) - side by side, same data,
    same seed. The rule switches to `subcluster` at the smallest N where its burn-in reaches the
    target in less time on every seed.
-2. **perm: the sec. 3.2 dynamic program or the beam.** Seconds of one perm move (kept-draw
+2. **Kept draws: effective samples per second.** The same candidates as `dpppl.sample` runs
+   them (`gibbs+splitmerge`; `subcluster` with its defaults: published warmup, exact kept
+   draws), 2 chains, on the same data at N = 10^3, 3x10^3, 10^4: seconds of a second, compiled
+   call, the ESS of `lp` and `num_clusters` (arviz) per second, and the mean K. The burn-in of
+   section 1 is not all: the exact sub-cluster variant mixes slowly where sweeps would empty
+   small clusters (galaxies, 82 points: ESS 20 of 16,000 draws of K,
+   `benchmarks/bench_subcluster_galaxies.py`).
+3. **perm: the sec. 3.2 dynamic program or the beam.** Seconds of one perm move (kept-draw
    form: uniform permutation, `dp="mh"`) without the beam (O(N^2)) and with the beam of
    sec. 3.3 (`beam_epsilon=1e-32, beam_width=16`, O(N W)), beside one collapsed Gibbs sweep,
    on W1-shaped data (D = 10, true labels) at N = 64 .. 4000. perm uses the beam by default
    from the smallest N where the O(N^2) move costs more than a Gibbs sweep.
 
-    python -m benchmarks.bench_auto_rule [--quick] [--seeds 2] [--budget 60]
+    python -m benchmarks.bench_auto_rule [--quick] [--seeds 2] [--budget 60] [--only burn-in|kept|perm]
 
-Writes benchmarks/results/auto_rule.json (auto_rule-quick.json with --quick). Times are
+Writes benchmarks/results/auto_rule.json (auto_rule-<section>.json with --only, -quick with --quick). Times are
 `time.perf_counter` around compiled calls; ratios in one run are what to compare.
 """
 
@@ -77,8 +84,33 @@ def _s(seconds):
     return "  never" if seconds is None else f"{seconds:7.2f} s"
 
 
+def kept_draws(n, seed, num_warmup, num_samples):
+    """Section 2 at one N: each candidate's ESS per second of kept draws (compiled call)."""
+    import arviz as az
+
+    x, _ = dpppl.datasets.load("w2", n=n, num_clusters=10, seed=seed)
+    model = w2_model()
+    out = {"n": n, "seed": seed}
+    for kernel in ("gibbs+splitmerge", "subcluster"):
+        run = dict(kernel=kernel, num_chains=2, seed=seed, progress_bar=False)
+        dpppl.sample(model, x, num_warmup=1, num_samples=1, **run)  # compiles the chunk programs
+        tic = time.perf_counter()
+        idata = dpppl.sample(model, x, num_warmup=num_warmup, num_samples=num_samples, **run)
+        seconds = time.perf_counter() - tic
+        lp = idata.sample_stats["lp"].values
+        k = idata.posterior["num_clusters"].values.astype(float)
+        ess_lp, ess_k = float(az.ess(lp)), float(az.ess(k))
+        out[kernel] = {"seconds": seconds, "ess_lp": ess_lp, "ess_k": ess_k, "ess_lp_per_s": ess_lp / seconds,
+                       "ess_k_per_s": ess_k / seconds, "mean_k": float(k.mean()), "mean_lp": float(lp.mean())}
+        r = out[kernel]
+        print(f"  N={n:6d} {kernel:18s} {seconds:7.1f} s  ESS(lp) {ess_lp:6.0f} ({r['ess_lp_per_s']:7.2f}/s)  "
+              f"ESS(K) {ess_k:6.0f} ({r['ess_k_per_s']:7.2f}/s)  mean K {r['mean_k']:.2f}  mean lp {r['mean_lp']:.1f}",
+              flush=True)
+    return out
+
+
 def perm_move_seconds(n, reps=3, seed=0):
-    """Section 2 at one N: min seconds of a Gibbs sweep, the O(N^2) perm move and the beam move."""
+    """Section 3 at one N: min seconds of a Gibbs sweep, the O(N^2) perm move and the beam move."""
     from dpppl.models.mixture import state_from_labels
 
     x, labels = dpppl.datasets.load("w1", n=n, dim=10, seed=seed)
@@ -115,19 +147,24 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="N up to 10^4 and 1 seed")
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--budget", type=float, default=60.0, help="seconds per method and run (section 1)")
-    p.add_argument("--skip", choices=("hybrid", "perm"), default=None)
+    p.add_argument("--only", choices=("burn-in", "kept", "perm"), default=None, help="run one section")
+    p.add_argument("--warmup", type=int, default=100, help="warmup iterations (section 2)")
+    p.add_argument("--samples", type=int, default=300, help="kept iterations (section 2)")
     args = p.parse_args(argv)
     sizes = HYBRID_SIZES[:3] if args.quick else HYBRID_SIZES
     seeds = range(1 if args.quick else args.seeds)
     payload = {"args": vars(args), "backend": jax.default_backend()}
-    if args.skip != "hybrid":
+    if args.only in (None, "burn-in"):
         print("1. time to the true labels' log joint on W2-like data (D = 2, 10 clusters)")
         payload["hybrid"] = [time_to_truth(n, seed, args.budget) for n in sizes for seed in seeds]
-    if args.skip != "perm":
-        print("2. one perm move: the O(N^2) dynamic program against the beam, beside a Gibbs sweep (W1, D = 10)")
+    if args.only in (None, "kept"):
+        print("2. kept draws: ESS per second, 2 chains, the candidates as dpppl.sample runs them")
+        payload["kept"] = [kept_draws(n, 0, args.warmup, args.samples) for n in HYBRID_SIZES[:3]]
+    if args.only in (None, "perm"):
+        print("3. one perm move: the O(N^2) dynamic program against the beam, beside a Gibbs sweep (W1, D = 10)")
         payload["perm"] = [perm_move_seconds(n) for n in PERM_SIZES]
-    name = "auto_rule" + ("-quick" if args.quick else "") + ("" if jax.default_backend() == "cpu" else
-                                                              f"-{jax.default_backend()}")
+    name = ("auto_rule" + (f"-{args.only}" if args.only else "") + ("-quick" if args.quick else "")
+            + ("" if jax.default_backend() == "cpu" else f"-{jax.default_backend()}"))
     print(f"wrote {write_json(name, {**payload, 'machine': machine_info()})}")
 
 

@@ -39,7 +39,8 @@ def test_inference_data_contract(idata, two_blobs):
     assert np.array_equal(k, post["num_clusters"].values)
     big = np.array([[np.bincount(z[c, d]).max() for d in range(20)] for c in range(2)])
     assert np.array_equal(big, post["largest_cluster"].values)
-    assert post.attrs["kernel"] == "gibbs" and post.attrs["exact"] == 1
+    assert post.attrs["kernel"] == post.attrs["kernel_requested"] == "gibbs" and post.attrs["exact"] == 1
+    assert "kernel_reason" not in post.attrs  # a kernel that was named, not chosen
     assert "NormalInverseWishart" in post.attrs["model"]
     assert post.attrs["dpppl_version"] == dpppl.__version__
 
