@@ -21,6 +21,11 @@
    sec. 3.3 (`beam_epsilon=1e-32, beam_width=16`, O(N W)), beside one collapsed Gibbs sweep,
    on W1-shaped data (D = 10, true labels) at N = 64 .. 4000. perm uses the beam by default
    from the smallest N where the O(N^2) move costs more than a Gibbs sweep.
+4. **`gibbs+perm` with default options on W1, D = 40, N = 10,000 from one cluster** (issue 17's
+   done-when, a shorter check than the bench helper's): the hybrid's warmup step as
+   `dpppl.sample` runs it (one Gibbs sweep then one perm move with random projections and the
+   beam, its defaults at this N) until it reaches the true labels' log joint, then `gibbs` for
+   up to ten times that time. Run only with `--only perm-default`.
 
     python -m benchmarks.bench_auto_rule [--quick] [--seeds 2] [--budget 60] [--only burn-in|kept|perm]
 
@@ -142,16 +147,48 @@ def perm_move_seconds(n, reps=3, seed=0):
     return out
 
 
+def perm_default_race(n=10_000, dim=40, seed=0, budget=300.0):
+    """Section 4: seconds to the true labels' log joint of `gibbs+perm` (default options, its
+    warmup step) and of `gibbs`, from one cluster."""
+    import dataclasses
+
+    x, labels = dpppl.datasets.load("w1", n=n, dim=dim, seed=seed)
+    model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0))
+    lp_true = dpppl.log_joint(model, x, labels)
+    hybrid = GibbsTrace(model, x, init="single", seed=seed, kernel="gibbs+perm")
+    hybrid.kernel = dataclasses.replace(hybrid.kernel, step=hybrid.kernel.warmup)  # dpppl.sample's warmup
+    while hybrid.elapsed < budget and hybrid.trace["lp"][-1] < lp_true:
+        hybrid.sweep()
+    reached = hybrid.first_reaching(lp_true)
+    t_hybrid = None if reached is None else reached[1]
+    print(f"  gibbs+perm (defaults): {_s(t_hybrid)} ({hybrid.sweeps} iterations, K={hybrid.num_clusters()}, "
+          f"compile {hybrid.compile_seconds:.1f} s)", flush=True)
+    gibbs = GibbsTrace(model, x, init="single", seed=seed, kernel="gibbs")
+    limit = 10 * (t_hybrid if t_hybrid is not None else hybrid.elapsed)
+    while gibbs.elapsed < limit and gibbs.trace["lp"][-1] < lp_true:
+        gibbs.sweep()
+    reached = gibbs.first_reaching(lp_true)
+    t_gibbs = None if reached is None else reached[1]
+    print(f"  gibbs: {_s(t_gibbs)} ({gibbs.sweeps} sweeps in {gibbs.elapsed:.1f} s, K={gibbs.num_clusters()}, "
+          f"lp {gibbs.trace['lp'][-1]:.1f} against {lp_true:.1f})", flush=True)
+    return {"n": n, "dim": dim, "seed": seed, "lp_true": lp_true, "gibbs+perm_seconds": t_hybrid,
+            "gibbs+perm_iterations": hybrid.sweeps, "gibbs_seconds": t_gibbs, "gibbs_ran_seconds": gibbs.elapsed,
+            "gibbs_final_lp": gibbs.trace["lp"][-1],
+            "traces": {"gibbs+perm": hybrid.trace, "gibbs": gibbs.trace}}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="N up to 10^4 and 1 seed")
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--budget", type=float, default=60.0, help="seconds per method and run (section 1)")
-    p.add_argument("--only", choices=("burn-in", "kept", "perm"), default=None, help="run one section")
+    p.add_argument("--sizes", type=int, nargs="+", default=None,
+                   help="N of sections 1 and 2 (default 1000 3000 10000 30000; section 2 stops at 10000)")
+    p.add_argument("--only", choices=("burn-in", "kept", "perm", "perm-default"), default=None, help="run one section")
     p.add_argument("--warmup", type=int, default=100, help="warmup iterations (section 2)")
     p.add_argument("--samples", type=int, default=300, help="kept iterations (section 2)")
     args = p.parse_args(argv)
-    sizes = HYBRID_SIZES[:3] if args.quick else HYBRID_SIZES
+    sizes = args.sizes or (HYBRID_SIZES[:3] if args.quick else HYBRID_SIZES)
     seeds = range(1 if args.quick else args.seeds)
     payload = {"args": vars(args), "backend": jax.default_backend()}
     if args.only in (None, "burn-in"):
@@ -159,11 +196,15 @@ def main(argv=None):
         payload["hybrid"] = [time_to_truth(n, seed, args.budget) for n in sizes for seed in seeds]
     if args.only in (None, "kept"):
         print("2. kept draws: ESS per second, 2 chains, the candidates as dpppl.sample runs them")
-        payload["kept"] = [kept_draws(n, 0, args.warmup, args.samples) for n in HYBRID_SIZES[:3]]
+        payload["kept"] = [kept_draws(n, 0, args.warmup, args.samples) for n in sizes if n <= 10_000]
     if args.only in (None, "perm"):
         print("3. one perm move: the O(N^2) dynamic program against the beam, beside a Gibbs sweep (W1, D = 10)")
         payload["perm"] = [perm_move_seconds(n) for n in PERM_SIZES]
-    name = ("auto_rule" + (f"-{args.only}" if args.only else "") + ("-quick" if args.quick else "")
+    if args.only == "perm-default":
+        print("4. gibbs+perm with default options against gibbs, W1 D = 40, N = 10,000, from one cluster")
+        payload["perm_default"] = perm_default_race()
+    name = ("auto_rule" + (f"-{args.only}" if args.only else "") + ("-sizes" if args.sizes else "")
+            + ("-quick" if args.quick else "")
             + ("" if jax.default_backend() == "cpu" else f"-{jax.default_backend()}"))
     print(f"wrote {write_json(name, {**payload, 'machine': machine_info()})}")
 
