@@ -17,9 +17,10 @@ applies):
 
 `subcluster` with its default options runs the published sub-cluster splits (Chang & Fisher
 2013) in warmup, where they find clusters fast, and its exact variant for the kept draws; every
-choice above keeps exact draws. The threshold on N is measured, not guessed:
-`benchmarks/bench_auto_rule.py` times both candidates to the true labels' log joint on W2-like
-data (docs/kernels/auto.md has the figures).
+choice above keeps exact draws but the last resort, `nuts` (`attrs["exact"]` says so). The
+threshold on N is measured, not guessed: `benchmarks/bench_auto_rule.py` times both candidates
+to the true labels' log joint in burn-in and measures their effective samples per second in the
+kept draws on W2-like data (docs/kernels/auto.md has the figures).
 """
 
 from __future__ import annotations
@@ -35,10 +36,14 @@ from dpppl.kernels.base import applies_to, entry, parse_kernel_name, register_ch
 AUTO = "auto"
 """The kernel name that asks for the automatic choice."""
 
-SUBCLUSTER_MIN_POINTS = 10_000
-"""Points from which a DP mixture with a conjugate component burns in with sub-cluster moves:
-the smallest N of `benchmarks/bench_auto_rule.py` (W2-like data, CPU) at which the sub-cluster
-burn-in reached the true labels' log joint in less time than `gibbs+splitmerge`."""
+SUBCLUSTER_MIN_POINTS = 3_000
+"""Points from which a DP mixture with a conjugate component runs `subcluster` rather than
+`gibbs+splitmerge`: the smallest N of `benchmarks/bench_auto_rule.py` (W2-like data, D = 2,
+CPU; N = 100, 300, 1,000, 3,000, 10,000, 30,000) from which the sub-cluster sampler was at
+least as good on every measure: time to the true labels' log joint in burn-in, and effective
+samples per second of `lp` and of K in the kept draws. At 1,000 points it burned in faster
+and had more ESS/s of `lp` but fewer of K; below, `gibbs+splitmerge` had 2-30 times the ESS/s
+(docs/kernels/auto.md)."""
 
 FALLBACK = ("gibbs+splitmerge", "subcluster", "nuts")
 """Tried in order when no rule of the table matches the model."""

@@ -75,7 +75,7 @@ def sample(model, data, kernel: str = AUTO, *, num_warmup: int = 500, num_sample
         `"auto"`: chosen by the model and the number of points
         ([`dpppl.kernels.auto.choose`][dpppl.kernels.auto.choose]; docs/kernels/auto.md has the
         rule and its measured thresholds): `gibbs+splitmerge` for a DP mixture of a
-        conjugate component on fewer than 10,000 points, `subcluster` (sub-cluster splits in
+        conjugate component on fewer than 3,000 points, `subcluster` (sub-cluster splits in
         warmup, exact draws after it) from there, `sbgibbs+labelswap+labelpermute` for a
         stick-breaking prior, `ddp+ddpswap` for a DDP model, `mallows-slice` for rankings.
         The choice is in `attrs["kernel"]`, `attrs["kernel_reason"]` says why. Or a
