@@ -28,9 +28,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 
-from dpppl.errors import KernelError
 import numpy as np
 
+from dpppl.errors import KernelError
 from dpppl.kernels.base import applies_to, entry, parse_kernel_name, register_chooser
 
 AUTO = "auto"
