@@ -56,14 +56,14 @@ def w2_model():
     return dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
 
 
-def time_to_truth(n, seed, budget):
+def time_to_truth(n, seed, budget, dim=2):
     """Section 1 at one N and seed: each method's seconds to within 0.5% of the true labels'
     log joint and to the true labels' log joint (None: not within `budget` seconds)."""
-    x, labels = dpppl.datasets.load("w2", n=n, num_clusters=10, seed=seed)
+    x, labels = dpppl.datasets.load("w2", n=n, dim=dim, num_clusters=10, seed=seed)
     model = w2_model()
     lp_true = dpppl.log_joint(model, x, labels)
     near = lp_true - 0.005 * abs(lp_true)
-    out = {"n": n, "seed": seed, "lp_true": lp_true}
+    out = {"n": n, "dim": dim, "seed": seed, "lp_true": lp_true}
     for name, (kernel, options) in METHODS.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # the published variant announces itself
@@ -89,13 +89,13 @@ def _s(seconds):
     return "  never" if seconds is None else f"{seconds:7.2f} s"
 
 
-def kept_draws(n, seed, num_warmup, num_samples):
+def kept_draws(n, seed, num_warmup, num_samples, dim=2):
     """Section 2 at one N: each candidate's ESS per second of kept draws (compiled call)."""
     import arviz as az
 
-    x, _ = dpppl.datasets.load("w2", n=n, num_clusters=10, seed=seed)
+    x, _ = dpppl.datasets.load("w2", n=n, dim=dim, num_clusters=10, seed=seed)
     model = w2_model()
-    out = {"n": n, "seed": seed}
+    out = {"n": n, "dim": dim, "seed": seed}
     for kernel in ("gibbs+splitmerge", "subcluster"):
         run = dict(kernel=kernel, num_chains=2, seed=seed, progress_bar=False)
         dpppl.sample(model, x, num_warmup=1, num_samples=1, **run)  # compiles the chunk programs
@@ -184,6 +184,7 @@ def main(argv=None):
     p.add_argument("--budget", type=float, default=60.0, help="seconds per method and run (section 1)")
     p.add_argument("--sizes", type=int, nargs="+", default=None,
                    help="N of sections 1 and 2 (default 1000 3000 10000 30000; section 2 stops at 10000)")
+    p.add_argument("--dim", type=int, default=2, help="D of the W2-like data of sections 1 and 2")
     p.add_argument("--only", choices=("burn-in", "kept", "perm", "perm-default"), default=None, help="run one section")
     p.add_argument("--warmup", type=int, default=100, help="warmup iterations (section 2)")
     p.add_argument("--samples", type=int, default=300, help="kept iterations (section 2)")
@@ -193,10 +194,10 @@ def main(argv=None):
     payload = {"args": vars(args), "backend": jax.default_backend()}
     if args.only in (None, "burn-in"):
         print("1. time to the true labels' log joint on W2-like data (D = 2, 10 clusters)")
-        payload["hybrid"] = [time_to_truth(n, seed, args.budget) for n in sizes for seed in seeds]
+        payload["hybrid"] = [time_to_truth(n, seed, args.budget, args.dim) for n in sizes for seed in seeds]
     if args.only in (None, "kept"):
         print("2. kept draws: ESS per second, 2 chains, the candidates as dpppl.sample runs them")
-        payload["kept"] = [kept_draws(n, 0, args.warmup, args.samples) for n in sizes if n <= 10_000]
+        payload["kept"] = [kept_draws(n, 0, args.warmup, args.samples, args.dim) for n in sizes if n <= 10_000]
     if args.only in (None, "perm"):
         print("3. one perm move: the O(N^2) dynamic program against the beam, beside a Gibbs sweep (W1, D = 10)")
         payload["perm"] = [perm_move_seconds(n) for n in PERM_SIZES]
@@ -204,6 +205,7 @@ def main(argv=None):
         print("4. gibbs+perm with default options against gibbs, W1 D = 40, N = 10,000, from one cluster")
         payload["perm_default"] = perm_default_race()
     name = ("auto_rule" + (f"-{args.only}" if args.only else "") + ("-sizes" if args.sizes else "")
+            + (f"-d{args.dim}" if args.dim != 2 else "")
             + ("-quick" if args.quick else "")
             + ("" if jax.default_backend() == "cpu" else f"-{jax.default_backend()}"))
     print(f"wrote {write_json(name, {**payload, 'machine': machine_info()})}")
