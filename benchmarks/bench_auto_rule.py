@@ -193,7 +193,7 @@ def main(argv=None):
     seeds = range(1 if args.quick else args.seeds)
     payload = {"args": vars(args), "backend": jax.default_backend()}
     if args.only in (None, "burn-in"):
-        print("1. time to the true labels' log joint on W2-like data (D = 2, 10 clusters)")
+        print(f"1. time to the true labels' log joint on W2-like data (D = {args.dim}, 10 clusters)")
         payload["hybrid"] = [time_to_truth(n, seed, args.budget, args.dim) for n in sizes for seed in seeds]
     if args.only in (None, "kept"):
         print("2. kept draws: ESS per second, 2 chains, the candidates as dpppl.sample runs them")
