@@ -1,6 +1,6 @@
 """The `dpppl` command line.
 
-    dpppl sample MODEL [--data FILE|NAME] [--kernel gibbs] [--warmup 500] [--samples 1000]
+    dpppl sample MODEL [--data FILE|NAME] [--kernel auto] [--warmup 500] [--samples 1000]
                  [--chains 1] [--seed 0] [--init sequential] [--option NAME=VALUE ...] --out run.nc
                  [--checkpoint run.ckpt [--checkpoint-every 60]]
     dpppl resume run.ckpt [--samples N] --out run.nc    # continue a run saved with --checkpoint
@@ -106,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sample", help="sample a model's posterior and write InferenceData (netCDF)")
     s.add_argument("model", help="model file (.dp)")
     _data_option(s)
-    s.add_argument("--kernel", default="gibbs", help="kernel or hybrid, e.g. gibbs, gibbs+splitmerge, nuts")
+    s.add_argument("--kernel", default="auto", help="kernel or hybrid, e.g. gibbs, gibbs+splitmerge, nuts; "
+                   "default auto: chosen by the model and the number of points (the summary says which and why)")
     s.add_argument("--warmup", type=int, default=500, help="warmup iterations (default 500)")
     s.add_argument("--samples", type=int, default=1000, help="kept iterations (default 1000)")
     s.add_argument("--chains", type=int, default=1, help="independent chains (default 1)")
@@ -196,6 +197,8 @@ def summary_text(idata) -> str:
     lines = [f"model:  {attrs.get('model', '?')}",
              f"kernel: {attrs.get('kernel', '?')} ({'exact' if exact else 'approximate'}), "
              f"{chains} chain(s) x {draws} draws, {part.sizes.get('point', '?')} points"]
+    if attrs.get("kernel_reason"):
+        lines.append(f"        chosen by kernel={attrs.get('kernel_requested')}: {attrs['kernel_reason']}")
     if attrs.get("interrupted"):
         lines.append("note:   the run was interrupted; these are the draws it kept")
     lines += _headline(post)
@@ -336,6 +339,8 @@ def _report(idata, args) -> int:
 
 def _run(args) -> int:
     if args.command == "kernels":
+        print(f"{'auto':<14} {'exact      '}  the default: chosen by the model and the number of points "
+              "(dpppl.kernels.auto)")
         for name in available_kernels():
             e = entry(name)
             print(f"{name:<14} {'exact      ' if e.exact else 'approximate'}  {e.description}")

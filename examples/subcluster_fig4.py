@@ -53,7 +53,7 @@ FIGURES = ROOT / "docs" / "figures"
 
 # (name, registered kernel, kernel options): one entry per curve
 VARIANTS = [
-    ("sub-cluster (paper)", "subcluster", {}),
+    ("sub-cluster (paper)", "subcluster", {"variant": "paper"}),
     ("sub-cluster (exact)", "subcluster", {"variant": "exact"}),
     ("collapsed Gibbs", "gibbs", {}),
 ]

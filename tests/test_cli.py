@@ -33,7 +33,8 @@ def galaxies_run(tmp_path_factory):
 def test_sample_summary_and_plots(galaxies_run, tmp_path, capsys):
     out, status, text = galaxies_run
     assert status == 0
-    assert "kernel: gibbs (exact), 2 chain(s) x 20 draws, 82 points" in text
+    assert "kernel: gibbs+splitmerge (exact), 2 chain(s) x 20 draws, 82 points" in text  # kernel="auto"
+    assert "chosen by kernel=auto: a conjugate component on 82 < " in text
     assert "num_clusters" in text and "P(K=" in text and out.exists()
     assert main(["summary", str(out)]) == 0
     assert "largest_cluster" in capsys.readouterr().out

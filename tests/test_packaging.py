@@ -123,5 +123,5 @@ def _check_install_and_run(wheel, tmp_path):
     work = tmp_path / "checkout"
     shutil.copytree(REPO / "models", work / "models")
     printed = _run([venv / "bin" / "dpppl", *_readme_command(), "--no-progress"], cwd=work, env=env, timeout=400)
-    assert "kernel: gibbs (exact), 2 chain(s) x 1000 draws, 82 points" in printed
+    assert "kernel: gibbs+splitmerge (exact), 2 chain(s) x 1000 draws, 82 points" in printed  # kernel="auto"
     assert (work / "galaxies.nc").stat().st_size > 10_000

@@ -92,6 +92,7 @@ class KernelEntry:
 
 _REGISTRY: dict[str, KernelEntry] = {}
 _PRIOR_MOVES: dict[str, Callable] = {}
+_CHOOSERS: dict[str, Callable] = {}
 
 
 def register(name: str, factory: Optional[Callable], *, exact: bool, description: str = "",
@@ -112,6 +113,13 @@ def register_prior_move(name: str, factory: Callable) -> None:
     """Register a move a partition prior asks every kernel to append (its `moves`, e.g.
     `"alpha"`); `factory(bound_model) -> Kernel`."""
     _PRIOR_MOVES[name] = factory
+
+
+def register_chooser(name: str, resolve: Callable) -> None:
+    """Register a kernel name that stands for a choice made per bound model (`"auto"`,
+    `dpppl.kernels.auto`): `resolve(bound_model, options) -> (spec, options)`, which
+    [`build`][dpppl.kernels.base.build] builds instead."""
+    _CHOOSERS[name] = resolve
 
 
 def available() -> list[str]:
@@ -193,7 +201,12 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
     weights): a random-scan form of the time sharing of Liang et al. (2007, sec. 5),
     who divide the CPU time among the moves of a hybrid (see [`compose`][dpppl.kernels.base.compose]). The
     alpha move, when there is one, runs every iteration after the chosen part.
+
+    `spec="auto"` builds the kernel [`dpppl.kernels.auto.choose`][dpppl.kernels.auto.choose]
+    picks for the bound model (the returned kernel's `name` is the chosen spec).
     """
+    if spec in _CHOOSERS:
+        spec, options = _CHOOSERS[spec](bound_model, options)
     names = parse_kernel_name(spec)
     check_applies(spec, bound_model.model)
     if backend_of(spec) != "partition":

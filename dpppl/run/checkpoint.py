@@ -20,7 +20,7 @@ import hashlib
 import os
 import pickle
 import re
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import jax
 import numpy as np
@@ -42,7 +42,10 @@ _HEADER = re.compile(rb"dpppl-checkpoint (\d+) (\S+) ([0-9a-f]{64})\n")
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-    """What a run was asked to do: everything but its progress."""
+    """What a run was asked to do: everything but its progress. `kernel` and `options` are
+    what runs (with `kernel="auto"`, the chosen kernel: a resumed run runs the same one);
+    `kernel_requested` is the kernel asked for and `kernel_reason` why `"auto"` chose
+    `kernel` (None otherwise)."""
 
     model: Any
     data: Any
@@ -54,6 +57,8 @@ class RunSpec:
     num_samples: int
     num_chains: int
     thinning: int
+    kernel_requested: Optional[str] = None
+    kernel_reason: Optional[str] = None
 
 
 class Progress(NamedTuple):

@@ -20,6 +20,7 @@ import numpy as np
 
 from dpppl.dsl.parser import as_model, bind_data
 from dpppl.errors import ArgumentError, DataError
+from dpppl.kernels.auto import AUTO, dim_of, resolve
 from dpppl.kernels.base import available, backend_of, check_applies, entry
 from dpppl.models.init import resolve_init
 from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, RunSpec, read_checkpoint
@@ -52,7 +53,7 @@ def check_seed(seed, name: str = "seed") -> None:
         raise ArgumentError(f"{name} must be an integer in [0, {top}]{mode}, got {int(seed)}")
 
 
-def sample(model, data=None, kernel: str = "gibbs", *, num_warmup: int = 500, num_samples: int = 1000,
+def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_samples: int = 1000,
            num_chains: int = 1, seed: int = 0, init: Any = "sequential", progress_bar: bool = True,
            thinning: int = 1, capacity: int | None = None, truncation: int = 20, checkpoint=None,
            checkpoint_every: float = DEFAULT_EVERY, **kernel_options):
@@ -74,8 +75,15 @@ def sample(model, data=None, kernel: str = "gibbs", *, num_warmup: int = 500, nu
         [`bind_data`][dpppl.dsl.parser.bind_data]); data given here win over both. A model
         with no data and none given raises [`dpppl.DataError`][dpppl.DataError] saying how
         to give them.
-    kernel : str, default "gibbs"
-        A registered kernel (`dpppl.kernels.available()`), a hybrid joined with `+`
+    kernel : str, default "auto"
+        `"auto"`: chosen by the model and the number of points
+        ([`dpppl.kernels.auto.choose`][dpppl.kernels.auto.choose]; docs/kernels/auto.md has the
+        rule and its measured thresholds): `gibbs+splitmerge` for a DP mixture of a
+        conjugate component on fewer than 3,000 points, `subcluster` (sub-cluster splits in
+        warmup, exact draws after it) from there, `sbgibbs+labelswap+labelpermute` for a
+        stick-breaking prior, `ddp+ddpswap` for a DDP model, `mallows-slice` for rankings.
+        The choice is in `attrs["kernel"]`, `attrs["kernel_reason"]` says why. Or a
+        registered kernel (`dpppl.kernels.available()`), a hybrid joined with `+`
         (`"gibbs+splitmerge"`), or `"nuts"` (NumPyro NUTS on the truncated
         stick-breaking model, a backend of its own; labels are each point's most probable
         component).
@@ -113,7 +121,9 @@ def sample(model, data=None, kernel: str = "gibbs", *, num_warmup: int = 500, nu
     checkpoint_every : float, default 60
         Seconds between two checkpoints.
     **kernel_options
-        Options of the kernel's moves (see `dpppl.kernels`).
+        Options of the kernel's moves (see `dpppl.kernels`); with `kernel="auto"`, options
+        of the chosen kernel (an option none of its parts takes raises
+        [`dpppl.KernelError`][dpppl.KernelError] naming it).
 
     Returns
     -------
@@ -122,7 +132,9 @@ def sample(model, data=None, kernel: str = "gibbs", *, num_warmup: int = 500, nu
         `num_clusters`, `largest_cluster`, `cluster_sizes` (sorted, padded) and
         `entropy` (`dpppl.diagnostics.summaries`), and `alpha` when resampled;
         `sample_stats`: `lp` (the collapsed log joint) and each move's statistics;
-        `observed_data`: `x`; attrs: kernel, exactness, model, versions.
+        `observed_data`: `x`; attrs: `kernel` (the spec that ran), `kernel_requested`
+        (`"auto"` or the kernel asked for), `kernel_reason` (with `"auto"`), `exact`
+        (whether the kept draws leave the posterior invariant), model, versions.
     """
     given, model = model, as_model(model)
     for name, value, minimum in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
@@ -130,16 +142,19 @@ def sample(model, data=None, kernel: str = "gibbs", *, num_warmup: int = 500, nu
         check_positive_int(name, value, minimum)
     _check_thinning(thinning, num_samples)
     check_seed(seed)
-    check_applies(kernel, model)
+    if kernel != AUTO:
+        check_applies(kernel, model)
     _, init_name = resolve_init(init)
+    data, target = bind_data(model if isinstance(given, (str, os.PathLike)) else given, data)
+    requested = kernel
+    kernel, kernel_options, choice = resolve(kernel, model, target.num_points, dim_of(target), kernel_options)
     backend = backend_of(kernel)
     if checkpoint is not None and backend != "partition":
         partition = [name for name in available() if entry(name).backend == "partition"]
         raise ArgumentError(f"kernel {kernel!r} cannot save a checkpoint: the partition kernels "
                             f"({', '.join(partition)}) and their hybrids can")
-    data, target = bind_data(model if isinstance(given, (str, os.PathLike)) else given, data)
-    spec = RunSpec(model, data, kernel, dict(kernel_options), seed, init_name, num_warmup, num_samples, num_chains,
-                   thinning)
+    spec = RunSpec(model, data, kernel, kernel_options, seed, init_name, num_warmup, num_samples, num_chains,
+                   thinning, requested, None if choice is None else choice.reason)
     saved = None if checkpoint is None else CheckpointFile(checkpoint, spec, checkpoint_every)
     run = BACKENDS[backend]
     records, attrs, record_dims = run(
@@ -212,7 +227,10 @@ def _shows_bar(progress_bar: bool) -> bool:
 
 
 def _inference_data(target, spec: RunSpec, records: dict, attrs: dict, record_dims):
-    attrs = dict(dict(init=spec.init, seed=spec.seed, num_warmup=spec.num_warmup, thinning=spec.thinning), **attrs)
+    chosen = {"kernel_requested": spec.kernel_requested or spec.kernel,
+              **({"kernel_reason": spec.kernel_reason} if spec.kernel_reason else {})}
+    attrs = dict(dict(init=spec.init, seed=spec.seed, num_warmup=spec.num_warmup, thinning=spec.thinning), **attrs,
+                 **chosen)
     return to_inference_data(target, records, attrs, record_dims)
 
 

@@ -15,13 +15,15 @@ from dpppl.diagnostics.arviz_compat import az, group, partition_group
 from dpppl.core.state import canonical_labels
 from tests.helpers.stick_breaking import FIG1_PRIOR, NKC, X4
 
-RUN = dict(num_warmup=5, num_samples=20, progress_bar=False)
+# the driver's tests run collapsed Gibbs, named (the default, kernel="auto", is tested in
+# tests/kernels/test_auto.py and below where a test says so)
+RUN = dict(kernel="gibbs", num_warmup=5, num_samples=20, progress_bar=False)
 
 
 @pytest.fixture(scope="module")
 def idata(niw_model, two_blobs):
     x, _ = two_blobs
-    return dpppl.sample(niw_model, x, kernel="gibbs", num_chains=2, seed=1, **RUN)
+    return dpppl.sample(niw_model, x, num_chains=2, seed=1, **RUN)
 
 
 def test_inference_data_contract(idata, two_blobs):
@@ -39,7 +41,8 @@ def test_inference_data_contract(idata, two_blobs):
     assert np.array_equal(k, post["num_clusters"].values)
     big = np.array([[np.bincount(z[c, d]).max() for d in range(20)] for c in range(2)])
     assert np.array_equal(big, post["largest_cluster"].values)
-    assert post.attrs["kernel"] == "gibbs" and post.attrs["exact"] == 1
+    assert post.attrs["kernel"] == post.attrs["kernel_requested"] == "gibbs" and post.attrs["exact"] == 1
+    assert "kernel_reason" not in post.attrs  # a kernel that was named, not chosen
     assert "NormalInverseWishart" in post.attrs["model"]
     assert post.attrs["dpppl_version"] == dpppl.__version__
 
@@ -173,11 +176,11 @@ def test_registry_and_kernel_errors(niw_model, two_blobs):
     assert {"gibbs", "nuts"} <= set(kernels.available())
     assert kernels.entry("gibbs").exact
     with pytest.raises(dpppl.KernelError, match="did you mean 'gibbs'"):
-        dpppl.sample(niw_model, x, kernel="gibs", **RUN)
+        dpppl.sample(niw_model, x, **{**RUN, "kernel": "gibs"})
     with pytest.raises(dpppl.KernelError, match="unknown option"):
-        dpppl.sample(niw_model, x, kernel="gibbs", beam=3, **RUN)
+        dpppl.sample(niw_model, x, beam=3, **RUN)
     with pytest.raises(dpppl.KernelError, match="cannot be combined"):
-        dpppl.sample(niw_model, x, kernel="gibbs+nuts", **RUN)
+        dpppl.sample(niw_model, x, **{**RUN, "kernel": "gibbs+nuts"})
 
 
 def test_kernel_that_does_not_apply_is_refused_before_sampling(niw_model, two_blobs):
@@ -185,7 +188,7 @@ def test_kernel_that_does_not_apply_is_refused_before_sampling(niw_model, two_bl
                      applies=lambda model: "it samples ranking data only")
     try:
         with pytest.raises(dpppl.KernelError, match="does not apply to this model: it samples ranking"):
-            dpppl.sample(niw_model, two_blobs[0], kernel="rankings-only", **RUN)
+            dpppl.sample(niw_model, two_blobs[0], **{**RUN, "kernel": "rankings-only"})
     finally:
         kernels.base._REGISTRY.pop("rankings-only")
 
@@ -339,9 +342,9 @@ def test_data_given_by_name_or_file_path(niw_model, tmp_path):
 
 def test_misspelt_kernel_option_gets_a_suggestion(niw_model, two_blobs):
     with pytest.raises(dpppl.KernelError, match=r"'num_proposal': did you mean 'num_proposals'\?"):
-        dpppl.sample(niw_model, two_blobs[0], kernel="gibbs+splitmerge", num_proposal=3, **RUN)
+        dpppl.sample(niw_model, two_blobs[0], num_proposal=3, **{**RUN, "kernel": "gibbs+splitmerge"})
     with pytest.raises(dpppl.KernelError) as caught:
-        dpppl.sample(niw_model, two_blobs[0], kernel="gibbs", zzz=3, **RUN)
+        dpppl.sample(niw_model, two_blobs[0], zzz=3, **RUN)
     assert "did you mean" not in str(caught.value)
 
 
@@ -364,5 +367,5 @@ def test_a_non_finite_log_joint_stops_the_run_naming_kernel_and_iteration(monkey
                                                                 tau2=np.ones(1)), None, x)
     monkeypatch.setattr(dpppl.Model, "bind", lambda self, data: unchecked)
     with pytest.raises(dpppl.KernelError, match=r"log joint became (nan|-inf) at warmup iteration 0 of chain 0 "
-                                                r"under kernel 'gibbs'"):
+                                                r"under kernel 'gibbs\+splitmerge'"):  # what kernel="auto" chose
         dpppl.sample(model, x, num_warmup=2, num_samples=3, progress_bar=False)

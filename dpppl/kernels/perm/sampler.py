@@ -13,7 +13,8 @@ programming, B of a segment from prefix sums of statistics along pi: `dp="exact"
 (sec. 3.1, g(r, K) conditioned on K, an exact Gibbs draw, O(N^3)); `dp="mh"` (default,
 sec. 3.2: K! replaced by beta^K, the O(N^2) recursion of eq. (6) and a Metropolis-Hastings
 correction, beta adapted in warmup only); `beam_epsilon` (sec. 3.3, O(N W), kept an exact
-Metropolis-Hastings proposal). Pitman-Yor priors change A and B. The Pitman-Yor forms, the
+Metropolis-Hastings proposal; by default from `BEAM_MIN_POINTS` points on, epsilon 1e-32 and
+width 16). Pitman-Yor priors change A and B. The Pitman-Yor forms, the
 choice of beta, the beam's exactness, the projection (hill-climbing) target and the cost of
 each configuration are in `docs/kernels/perm.md` ("Design notes").
 """
@@ -38,7 +39,12 @@ from dpppl.core.state import PartitionState, num_clusters
 from dpppl.core.numerics import sample_index
 
 DP_FORMS = ("mh", "exact")
-DEFAULT_BEAM_WIDTH = 32
+DEFAULT_BEAM_WIDTH = 16
+DEFAULT_BEAM_EPSILON = 1e-32
+BEAM_MIN_POINTS = 250
+"""Points from which `beam_epsilon="auto"` (the default) uses the beam: at N = 250 one move of
+the O(N^2) dynamic program of sec. 3.2 already costs 7 collapsed Gibbs sweeps, the beam's
+about one, with the same acceptance (`benchmarks/bench_auto_rule.py`, W1 with D = 10)."""
 
 
 # ----------------------------------------------------------------- the factors A, B ---
@@ -256,15 +262,23 @@ def _check_options(dp, permutation, warmup_permutation, beam_epsilon, beam_width
             raise KernelError(f"perm: {name} must be one of {PERMUTATIONS}, got {value!r}")
     if isinstance(beam_width, bool) or not isinstance(beam_width, numbers.Integral) or beam_width < 1:
         raise KernelError(f"perm: beam_width must be an integer >= 1, got {beam_width!r}")
-    if beam_epsilon is None:
+    if beam_epsilon is None or (isinstance(beam_epsilon, str) and beam_epsilon == "auto"):
         return
     if isinstance(beam_epsilon, bool) or not isinstance(beam_epsilon, numbers.Real) or not 0 <= beam_epsilon < 1:
-        raise KernelError(f"perm: beam_epsilon must be a number in [0, 1), got {beam_epsilon!r}")
+        raise KernelError(f"perm: beam_epsilon must be a number in [0, 1), None or 'auto', got {beam_epsilon!r}")
     if dp != "mh":
         raise KernelError("perm: the beam (beam_epsilon) applies to dp='mh' only (sec. 3.3 prunes eq. 6)")
     if "markov" in (permutation, warmup_permutation):
         raise KernelError("perm: permutation='markov' evaluates the scan probability on every segment "
                           "and cannot be combined with the beam (beam_epsilon)")
+
+
+def default_beam_epsilon(n: int, dp: str, permutation: str, warmup_permutation: str) -> Optional[float]:
+    """`beam_epsilon="auto"`: `DEFAULT_BEAM_EPSILON` on `BEAM_MIN_POINTS` points or more where the beam
+    applies (`dp="mh"`, no Markov scan), else None (the full dynamic program)."""
+    if n < BEAM_MIN_POINTS or dp != "mh" or "markov" in (permutation, warmup_permutation):
+        return None
+    return DEFAULT_BEAM_EPSILON
 
 
 def _segment_row_fn(family, prior, prefix, x_pi, kind, augmented):
@@ -341,7 +355,7 @@ def _accept_clustering(family, state, x, pi, starts, log_accept, rng_key):
 
 
 def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "uniform",
-                      warmup_permutation: Optional[str] = "projection", beam_epsilon: Optional[float] = None,
+                      warmup_permutation: Optional[str] = "projection", beam_epsilon="auto",
                       beam_width: int = DEFAULT_BEAM_WIDTH) -> Kernel:
     """The permutation-augmented sampler; see the module docstring for the mathematics,
     the cost and the exactness of each configuration.
@@ -357,9 +371,13 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
     warmup_permutation : {"uniform", "markov", "projection"} or None, default "projection"
         p(pi | C) during warmup (None: as `permutation`). The default is the paper's
         burn-in (sec. 5.1): stochastic hill-climbing with random projections.
-    beam_epsilon : float in [0, 1) or None, default None
-        Use the beam of sec. 3.3 with this epsilon (`dp="mh"` only).
-    beam_width : int, default 32
+    beam_epsilon : float in [0, 1), None or "auto", default "auto"
+        Use the beam of sec. 3.3 with this epsilon (`dp="mh"` only); None: the full
+        O(N^2) dynamic program. `"auto"`: the beam with epsilon 1e-32 from
+        `BEAM_MIN_POINTS` (250) points on, where `dp="mh"` and no Markov scan, else
+        None (the beam's cost is O(N W), the full program's O(N^2): 2.2 s a move at
+        N = 4000, D = 10, against 50 ms for the beam and for a Gibbs sweep).
+    beam_width : int, default 16
         Most segment lengths kept per position by the beam (a static shape).
 
     Returns
@@ -374,13 +392,15 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
     if warmup_permutation is None:
         warmup_permutation = permutation
     _check_options(dp, permutation, warmup_permutation, beam_epsilon, beam_width)
+    n = bound_model.num_points
+    if isinstance(beam_epsilon, str):
+        beam_epsilon = default_beam_epsilon(n, dp, permutation, warmup_permutation)
     exact = permutation in EXACT_PERMUTATIONS
     if not exact:
         warnings.warn("perm: permutation='projection' is stochastic hill-climbing (Liang et al. 2007, "
                       "sec. 4.2), not an exact sampler; keep it to warmup (warmup_permutation) for "
                       "posterior draws", UserWarning, stacklevel=3)
     family, prior = bound_model.family, bound_model.prior
-    n = bound_model.num_points
     beam = None if beam_epsilon is None else (beam_epsilon, beam_width)
 
     def cluster_step(rng_key, state: PartitionState, x, kind: str, adapt: bool):
@@ -435,6 +455,7 @@ def _applies(model) -> Optional[str]:
 
 register("perm", build_perm_kernel, exact=True, applies=_applies,
          description="permutation-augmented sampler (Liang, Jordan & Taskar 2007): blocked pi | C, "
-                     "C | pi by dynamic programming; default dp='mh' O(N^2) per step, exact after warmup "
-                     "(warmup: random-projection hill-climbing); dp='exact' O(N^3); beam_epsilon for "
-                     "O(N W); permutation='projection' is inexact")
+                     "C | pi by dynamic programming, exact after warmup (warmup: random-projection "
+                     "hill-climbing); default dp='mh', O(N^2) per step below 250 points and the beam "
+                     "(O(N W), exact correction) from there; dp='exact' O(N^3); permutation='projection' "
+                     "is inexact")

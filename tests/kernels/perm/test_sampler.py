@@ -323,3 +323,25 @@ def test_hybrids_and_cli(tmp_path, capsys):
                  "--no-progress"]) == 0
     assert "gibbs+perm (exact)" in capsys.readouterr().out
 
+
+
+def test_default_beam_from_its_threshold():
+    """`beam_epsilon="auto"` (the default): the full dynamic program below `BEAM_MIN_POINTS`
+    points, the beam (1e-32, width 16) from there, where it applies; the default kernel makes the
+    draws of the explicit beam options."""
+    from dpppl.kernels.perm.sampler import BEAM_MIN_POINTS, default_beam_epsilon
+
+    assert default_beam_epsilon(BEAM_MIN_POINTS - 1, "mh", "uniform", "projection") is None
+    assert default_beam_epsilon(BEAM_MIN_POINTS, "mh", "uniform", "projection") == 1e-32
+    assert default_beam_epsilon(10**4, "exact", "uniform", "projection") is None
+    assert default_beam_epsilon(10**4, "mh", "markov", "projection") is None
+    x, _ = dpppl.datasets.load("w1", n=BEAM_MIN_POINTS, dim=2, num_clusters=4, seed=0)
+    b = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0)).bind(x)
+    state = state_from_labels(b.family, b.x, np.zeros(BEAM_MIN_POINTS, np.int32), 16, 1.0)
+    draws = []
+    for options in ({}, dict(beam_epsilon=1e-32, beam_width=16)):
+        kern = kernels.build("perm", b, **options)
+        new, info = jax.jit(kern.warmup)(jax.random.key(3), kern.init(state, b.x), b.x)
+        draws.append(np.asarray(new.z))
+    np.testing.assert_array_equal(draws[0], draws[1])
+    assert len(np.unique(draws[0])) > 1  # the move split the single cluster

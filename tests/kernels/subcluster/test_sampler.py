@@ -1,6 +1,7 @@
 """The sub-cluster split sampler (Chang & Fisher 2013), ``kernel="subcluster"``.
 
-- the published variant is declared approximate everywhere a user sees exactness;
+- the default (published warmup, exact kept draws) is declared exact, the published variant
+  after warmup approximate (with a warning) everywhere a user sees exactness;
 - the split ratio of eq. (21) equals the change of the collapsed log joint;
 - growing the capacity does not change the draws; statistics of 10^6 points stay exact;
 - on separated data it finds the clusters from a single-cluster start.
@@ -21,21 +22,29 @@ from dpppl.kernels.subcluster.sampler import log_split_gain
 from tests.helpers.cases import CASES
 
 
-def test_published_variant_finds_separated_clusters():
+def test_published_warmup_finds_separated_clusters_and_the_exact_step_keeps_them():
+    """Default options: the published sampler's warmup finds the clusters of a non-conjugate
+    mixture from sequential initialisation, and the exact kept draws stay there."""
     x, y = dpppl.datasets.gaussian_mixture(4000, 2, 4, mean_scale=25.0, seed=3)
     model = dpppl.DPMixture(1.0, dpppl.NormalLogNormal())
-    idata = dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=60, progress_bar=False, seed=1)
+    idata = dpppl.sample(model, x, kernel="subcluster", num_warmup=60, num_samples=5, progress_bar=False, seed=1)
+    assert idata.attrs["exact"] == 1
     z = partition_group(idata)["z"].values[0, -1]
     assert dpppl.metrics.normalized_mutual_information(z, y) > 0.95
-    assert np.isfinite(group(idata, "sample_stats")["lp"].values).all()
+    stats = group(idata, "sample_stats")
+    assert np.isfinite(stats["lp"].values).all()
+    assert int(stats["num_splits"].sum()) == 0  # the kept steps make no sub-cluster split
 
 
-def test_declared_approximate_unless_exact_variant():
-    assert kernels.entry("subcluster").exact is False
+def test_declared_exact_unless_published_variant_after_warmup():
+    assert kernels.entry("subcluster").exact is True
     case = CASES["niw_2d_overlap"]
     bound = case.model.bind(case.x)
-    assert kernels.build("subcluster", bound).exact is False
-    assert kernels.build("subcluster", bound, variant="exact").exact is True
+    default = kernels.build("subcluster", bound)
+    assert default.exact is True and default.warmup_step is not None  # published warmup, exact draws
+    assert kernels.build("subcluster", bound, warmup_variant=None).warmup_step is None
+    with pytest.warns(UserWarning, match="approximate"):
+        assert kernels.build("subcluster", bound, variant="paper").exact is False
 
 
 @pytest.mark.parametrize("case_name", ["niw_2d_separated", "dirichlet_multinomial_separated",
@@ -80,7 +89,7 @@ def jax_add(a, b):
 def test_capacity_growth_does_not_change_draws():
     x, _ = dpppl.datasets.load("w2", n=300, num_clusters=4, seed=1)
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
-    runs = [dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=30, init="single",
+    runs = [dpppl.sample(model, x, kernel="subcluster", num_warmup=29, num_samples=1, init="single",
                          capacity=capacity, seed=5, progress_bar=False) for capacity in (2, 16)]
     z_small, z_large = (partition_group(r)["z"].values for r in runs)
     assert runs[0].attrs["final_capacity"] > 2  # it did grow
@@ -90,8 +99,9 @@ def test_capacity_growth_does_not_change_draws():
 def test_finds_separated_clusters_from_one_cluster():
     x, labels = dpppl.datasets.load("w2", n=3000, num_clusters=6, seed=2)
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
-    idata = dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=60, init="single",
-                         seed=0, progress_bar=False)
+    with pytest.warns(UserWarning, match="approximate"):  # the published variant in the kept draws
+        idata = dpppl.sample(model, x, kernel="subcluster", variant="paper", num_warmup=0, num_samples=60,
+                             init="single", seed=0, progress_bar=False)
     z = partition_group(idata)["z"].values[0, -1]
     assert dpppl.metrics.normalized_mutual_information(z, labels) > 0.9
     post = partition_group(idata)
@@ -133,6 +143,8 @@ def test_bad_options_and_models_are_refused():
     case = CASES["niw_2d_separated"]
     with pytest.raises(KernelError, match="variant"):
         dpppl.sample(case.model, case.x, kernel="subcluster", variant="fast", progress_bar=False)
+    with pytest.raises(KernelError, match="warmup_variant"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", warmup_variant="fast", progress_bar=False)
     with pytest.raises(KernelError, match="split_delay"):
         dpppl.sample(case.model, case.x, kernel="subcluster", split_delay=0, progress_bar=False)
     py = CASES["pitman_yor_normal_known"]
@@ -146,9 +158,10 @@ def test_pair_merges_join_an_over_split_clustering():
     truth = np.repeat(np.arange(6), 150)
     x = rng.normal(size=(len(truth), 2)) + 12.0 * np.stack([np.cos(truth), np.sin(truth)], 1)
     model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0))
-    idata = dpppl.sample(model, x, kernel="subcluster", pair_merges=True, split_delay=50, num_warmup=0,
-                         num_samples=30, init=2 * truth + rng.integers(0, 2, len(truth)), seed=1,
-                         progress_bar=False)
+    with pytest.warns(UserWarning, match="approximate"):
+        idata = dpppl.sample(model, x, kernel="subcluster", variant="paper", pair_merges=True, split_delay=50,
+                             num_warmup=0, num_samples=30, init=2 * truth + rng.integers(0, 2, len(truth)),
+                             seed=1, progress_bar=False)
     stats = group(idata, "sample_stats")
     assert int(stats["num_pair_merges"].sum()) >= 3
     assert idata.posterior["num_clusters"].values[0, -1] <= 7
@@ -157,10 +170,16 @@ def test_pair_merges_join_an_over_split_clustering():
 
 
 def test_pair_merges_are_refused_by_the_exact_variant():
+    """Pair merges are approximate: allowed in the published warmup (the default), refused when
+    every step is the exact variant; the exact kept steps report no merge."""
     case = CASES["niw_2d_separated"]
     with pytest.raises(KernelError, match="pair_merges"):
-        dpppl.sample(case.model, case.x, kernel="subcluster", variant="exact", pair_merges=True,
+        dpppl.sample(case.model, case.x, kernel="subcluster", warmup_variant=None, pair_merges=True,
                      progress_bar=False)
+    idata = dpppl.sample(case.model, case.x, kernel="subcluster", pair_merges=True, num_warmup=5, num_samples=5,
+                         progress_bar=False)
+    assert idata.attrs["exact"] == 1
+    assert int(group(idata, "sample_stats")["num_pair_merges"].sum()) == 0
 
 
 SHARDED_RUN = """
@@ -178,7 +197,8 @@ for devices in (1, 4):
     kernel = build("subcluster", bound, devices=devices, block_size=128)
     states = initial_states(bound, "single", jax.random.split(jax.random.key(0), 2), capacity=8)
     states = jax.jit(jax.vmap(kernel.init, in_axes=(0, None)))(states, xj)
-    step = jax.jit(jax.vmap(kernel.step, in_axes=(0, 0, None)))  # two chains, as dpppl.sample runs them
+    # the published step (warmup), which splits; two chains, as dpppl.sample runs them
+    step = jax.jit(jax.vmap(kernel.warmup, in_axes=(0, 0, None)))
     z = []
     for t in range(12):
         states, _ = step(jax.random.split(jax.random.key(t), 2), states, xj)
