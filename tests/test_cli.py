@@ -60,7 +60,8 @@ def test_a_model_that_names_its_data_runs_without_data_and_data_given_win(tmp_pa
     base = ["sample", str(MODELS / "galaxies.dp"), "--warmup", "3", "--samples", "10", "--no-progress", "--seed", "2"]
     assert main(base) == 0
     text = capsys.readouterr().out
-    assert "kernel: gibbs (exact), 1 chain(s) x 10 draws, 82 points" in text
+    assert "kernel: gibbs+splitmerge (exact), 1 chain(s) x 10 draws, 82 points" in text
+    assert "chosen by kernel=auto: " in text
     assert re.search(r"^K: +posterior mean [\d.]+, 90% interval \[\d+, \d+\]$", text, re.M), text
     assert re.search(r"^alpha: +posterior mean [\d.]+, 90% interval \[[\d.]+, [\d.]+\]$", text, re.M), text
     data = tmp_path / "v.csv"
