@@ -10,7 +10,8 @@ See the README and `docs/` for the model language, the kernels and the papers.
 from dpppl import config  # noqa: F401  (JAX settings changed on import: docs/configuration.md)
 from dpppl import datasets, kernels
 from dpppl.analysis import (association_variance, coclustering, metrics, plot_cluster_sizes, plot_clusters,
-                            plot_coclustering, plot_log_joint, plot_num_clusters, plots, point_estimate, predict)
+                            plot_coclustering, plot_log_joint, plot_num_clusters, plots, point_estimate,
+                            posterior_predictive, predict)
 from dpppl.dsl import load, parse
 from dpppl.errors import ArgumentError, DataError, DPPPLError, HyperparameterError, KernelError, ModelError
 from dpppl.estimators import DPGaussianMixture
@@ -33,7 +34,7 @@ __all__ = [
     "kernels", "load", "log_joint", "parse", "resume", "sample",
     "DPGaussianMixture", "coclustering", "metrics", "plot_cluster_sizes", "plot_clusters",
     "plot_coclustering", "plot_log_joint", "plot_num_clusters", "plots", "point_estimate",
-    "predict", "sample_prior",
+    "posterior_predictive", "predict", "sample_prior",
     "SearchResult", "map_search",
     "PseudoParticleMixture", "StickBreaking", "StickBreakingMixture",
     "DDP", "DDPMixture", "DDPModel", "CoupledGaussian", "association_variance",

@@ -68,6 +68,20 @@ def to_arviz(groups: dict, *, coords: dict | None = None, dims: dict | None = No
     return idata
 
 
+def with_groups(idata, groups: dict, *, coords: dict | None = None, dims: dict | None = None,
+                attrs: dict | None = None):
+    """`idata` with the groups `{group: {var: array}}` added (converted by `to_arviz`),
+    replacing groups of the same names; returns the InferenceData (0.x, changed in place)
+    or DataTree (1.x)."""
+    new = to_arviz(groups, coords=coords, dims=dims, attrs=attrs)
+    if arviz_major() >= 1:
+        for name in groups:
+            idata[name] = new[name]
+        return idata
+    idata.extend(new, join="right")
+    return idata
+
+
 def group(idata, name: str):
     """A group as an `xarray.Dataset` on either ArviZ major."""
     g = idata[name]
