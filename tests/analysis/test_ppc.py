@@ -1,0 +1,106 @@
+"""Posterior predictive checks (dpppl.analysis.ppc): replicated data per kept draw."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+
+import dpppl
+from dpppl.diagnostics.arviz_compat import arviz, group, to_arviz
+
+
+def _run(z, x, **partition):
+    """A run's InferenceData with given labels (chain, draw, N), data and slot records."""
+    z = np.asarray(z, np.int32)
+    return to_arviz({"posterior": {"num_clusters": np.zeros(z.shape[:2])},
+                     "posterior_partition": {"z": z, **partition},
+                     "observed_data": {"x": np.asarray(x, float)}},
+                    coords={"point": np.arange(x.shape[0])}, dims={"z": ["point"], "x": ["point", "dim"]})
+
+
+def test_conjugate_predictive_matches_the_student_t_of_each_cluster():
+    """Given a fixed partition, x_rep_i of a NormalGamma cluster is Student-t with 2 a_n
+    degrees of freedom, location mu_n and variance b_n (kappa_n + 1) / (kappa_n (a_n - 1))
+    (Murphy 2007); the data sit far from the origin so that the shift back from the
+    translated frame is tested too. Thresholds: 5 Monte Carlo standard errors."""
+    x = np.array([9.0, 10.5, 11.0, 9.5, 10.2, 14.0, 15.5, 14.8])[:, None]
+    z = np.array([0, 0, 0, 0, 0, 1, 1, 1])
+    mu0, kappa0, a0, b0 = 8.0, 0.5, 2.0, 1.0
+    model = dpppl.DPMixture(1.0, dpppl.NormalGamma(mu0=mu0, kappa0=kappa0, a0=a0, b0=b0))
+    s = 4000
+    out = dpppl.posterior_predictive(_run(np.broadcast_to(z, (1, s, 8)), x), model, seed=3)
+    rep = np.asarray(group(out, "posterior_predictive")["x"])
+    assert rep.shape == (1, s, 8, 1) and rep.dtype == np.float64
+    for c, i in [(0, 0), (1, 5)]:
+        xc = x[z == c, 0]
+        n = xc.size
+        kn, an = kappa0 + n, a0 + n / 2
+        mun = (kappa0 * mu0 + xc.sum()) / kn
+        bn = b0 + 0.5 * (np.sum((xc - xc.mean()) ** 2) + kappa0 * n * (xc.mean() - mu0) ** 2 / kn)
+        var = bn * (kn + 1) / (kn * (an - 1))
+        draws = rep[0, :, i, 0]
+        assert abs(draws.mean() - mun) < 5 * np.sqrt(var / s)
+        centred = (draws - draws.mean()) ** 2
+        assert abs(centred.mean() - var) < 5 * centred.std() / np.sqrt(s)
+
+
+def test_counts_keep_their_totals_and_binary_data_stay_binary():
+    rng = np.random.default_rng(0)
+    counts = rng.multinomial(12, [0.2, 0.3, 0.5], size=10).astype(float)
+    counts[3] = [0, 0, 7]
+    z = np.broadcast_to(rng.integers(0, 3, 10), (2, 5, 10))
+    out = dpppl.posterior_predictive(_run(z, counts), "models/multinomial.dp", num_draws=3)
+    rep = np.asarray(group(out, "posterior_predictive")["x"])
+    assert rep.shape == (2, 3, 10, 3) and rep.dtype.kind == "i"
+    assert np.all(rep >= 0) and np.all(rep.sum(-1) == counts.sum(-1))
+    assert list(group(out, "posterior_predictive")["draw"].values) == [0, 2, 4]
+    binary = (rng.random((10, 4)) < 0.3).astype(float)
+    rep = np.asarray(group(dpppl.posterior_predictive(_run(z, binary), "models/bernoulli.dp"),
+                           "posterior_predictive")["x"])
+    assert rep.shape == (2, 5, 10, 4) and set(np.unique(rep)) <= {0, 1}
+
+
+def test_non_conjugate_runs_use_their_recorded_parameters():
+    """NormalLogNormal: slot 0's recorded (mu, var) generate its points; slot 1, occupied
+    but with no recorded parameters, falls back to the proposal and is counted."""
+    x = np.array([[0.0], [0.1], [5.0], [5.2]])
+    z = np.broadcast_to(np.array([0, 0, 1, 1]), (1, 50, 4))
+    theta_mu = np.broadcast_to(np.array([[-30.0], [np.nan], [0.0]]), (1, 50, 3, 1))
+    theta_var = np.broadcast_to(np.array([[1e-6], [np.nan], [1.0]]), (1, 50, 3, 1))
+    out = dpppl.posterior_predictive(_run(z, x, theta_mu=theta_mu, theta_var=theta_var),
+                                     "models/gaussian_lognormal.dp")
+    rep = group(out, "posterior_predictive")
+    values = np.asarray(rep["x"])
+    assert np.allclose(values[0, :, :2], -30.0, atol=0.01)
+    assert np.all(np.abs(values[0, :, 2:] - 5.1) < 10)
+    assert rep.attrs["proposal_draws"] == 50
+
+
+def test_non_conjugate_run_without_parameters_is_refused():
+    x = np.arange(4.0)[:, None]
+    with pytest.raises(dpppl.DataError, match="recorded no cluster parameters"):
+        dpppl.posterior_predictive(_run(np.zeros((1, 2, 4)), x), "models/gaussian_lognormal.dp")
+
+
+@pytest.mark.parametrize("path, why", [("models/rankings.dp", "Generalized Mallows"), ("examples/ddp.dp", "DDP")])
+def test_rankings_and_ddp_are_refused_with_the_reason(path, why):
+    with pytest.raises(dpppl.ModelError, match=why):
+        dpppl.posterior_predictive(_run(np.zeros((1, 2, 4)), np.zeros((4, 2))), path)
+
+
+def test_a_run_of_a_python_model_needs_the_model():
+    with pytest.raises(dpppl.ArgumentError, match="pass model="):
+        dpppl.posterior_predictive(_run(np.zeros((1, 2, 4)), np.zeros((4, 1))))
+
+
+def test_arviz_plot_ppc_draws_a_sampled_run():
+    x = np.concatenate([np.linspace(-3, -2, 10), np.linspace(2, 3, 10)])[:, None]
+    idata = dpppl.sample("models/gaussian_known.dp", x, kernel="gibbs", num_samples=20, num_warmup=10,
+                         num_chains=1, progress_bar=False)
+    idata = dpppl.posterior_predictive(idata, num_draws=10)
+    ax = np.ravel(arviz().plot_ppc(idata, num_pp_samples=10))[0]
+    assert len(ax.lines) >= 11
+    again = dpppl.posterior_predictive(idata, num_draws=5)
+    assert group(again, "posterior_predictive").sizes["draw"] == 5
