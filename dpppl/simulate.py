@@ -34,6 +34,7 @@ from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
 from dpppl.diagnostics.summaries import label_summaries
 from dpppl.dsl.parser import as_model, bind_data
 from dpppl.errors import ModelError
+from dpppl.families.base import stored_data
 from dpppl.models.mixture import BoundModel
 from dpppl.priors.stick_breaking import refuse_labelled
 from dpppl.run.driver import check_positive_int, check_seed
@@ -47,9 +48,13 @@ def draw_alpha(prior, key, dtype):
 
 
 def draw_data(family, key, z, capacity: int, num_trials=None):
-    """x ~ p(x | z): theta_k ~ G_0 for every slot, then x_i ~ F(theta_{z_i})."""
+    """x ~ p(x | z): theta_k ~ G_0 for every slot (the posterior draw of no points, or for a
+    non-conjugate family `params_of(prior_draw)`), then x_i ~ F(theta_{z_i})."""
     k_theta, k_x = jax.random.split(key)
-    theta = family.posterior_draw(k_theta, family.empty_stats((capacity,)))
+    if family.conjugate:
+        theta = family.posterior_draw(k_theta, family.empty_stats((capacity,)))
+    else:
+        theta = family.params_of(family.prior_draw(k_theta, (capacity,)))
     if num_trials is None:
         return family.sample_points(k_x, theta, z)
     return family.sample_points(k_x, theta, z, num_trials=num_trials)
@@ -109,8 +114,9 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
         Group `prior` (one chain of `num_samples` draws): `num_clusters`,
         `largest_cluster`, `entropy` and `alpha` when it has a prior; group
         `prior_partition`: the labels `z` (point) and `cluster_sizes` (cluster);
-        group `prior_predictive`: the simulated data (point, dim)
-        when a family could be resolved (from `data`, a BoundModel or `dim`).
+        group `prior_predictive`: the simulated data (point, dim; integers for count
+        and binary data) when a family could be resolved (from `data`, a BoundModel or
+        `dim`).
     """
     check_positive_int("n", n, 1)
     check_positive_int("num_samples", num_samples, 1)
@@ -139,7 +145,8 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
         capacity = int(z.max()) + 1
         simulate = jax.jit(jax.vmap(lambda key, labels: draw_data(
             family, jax.random.fold_in(key, 1), labels, capacity, num_trials)))
-        groups["prior_predictive"] = {spec.data.name: np.asarray(simulate(keys, jnp.asarray(z)))[None]}
+        x = stored_data(family, np.asarray(simulate(keys, jnp.asarray(z))))
+        groups["prior_predictive"] = {spec.data.name: x[None]}
         dims[spec.data.name] = ["point", "dim"]
     return to_arviz(groups, coords={"point": np.arange(n)}, dims=dims,
                     attrs={"model": spec.describe(), "num_points": n, "seed": seed})

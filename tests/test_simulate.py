@@ -72,3 +72,18 @@ def test_prior_needs_data_for_data_dependent_hyperparameters():
     idata = dpppl.sample_prior(model, 7, num_samples=10, data=x)
     assert np.asarray(group(idata, "prior_predictive")["x"]).shape == (1, 10, 7, 1)
 
+
+
+def test_prior_data_of_a_non_conjugate_family_and_integer_counts():
+    """NormalLogNormal draws (mu, log sigma) from its prior: x = mu + sigma e has mean m0 and
+    variance s0^2 + E[sigma^2] = s0^2 + exp(2 l0 + 2 t0^2). Counts are stored as integers
+    summing to the trials."""
+    model = dpppl.DPMixture(1.0, dpppl.NormalLogNormal(m0=3.0, s0=1.0, l0=-0.5, t0=0.3))
+    x = np.asarray(group(dpppl.sample_prior(model, 5, num_samples=4000, seed=2, dim=1), "prior_predictive")["x"])
+    first = x[0, :, 0, 0]
+    assert _z_score(first, 3.0) < 4.0
+    variance = 1.0 + np.exp(-1.0 + 2 * 0.09)
+    assert abs(first.var() - variance) < 4 * np.std((first - first.mean()) ** 2) / np.sqrt(first.size)
+    counts = np.asarray(group(dpppl.sample_prior("models/multinomial.dp", 6, num_samples=5, num_trials=9,
+                                                 data=np.eye(3) * 4), "prior_predictive")["x"])
+    assert counts.dtype == np.int64 and np.all(counts.sum(-1) == 9)

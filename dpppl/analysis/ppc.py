@@ -44,7 +44,7 @@ from dpppl.diagnostics.summaries import compact_labels
 from dpppl.dsl import parse
 from dpppl.dsl.parser import as_model
 from dpppl.errors import ArgumentError, DataError, ModelError
-from dpppl.families.base import segment_stats, translated_params
+from dpppl.families.base import segment_stats, stored_data, translated_params
 from dpppl.models.ddp import DDPModel
 from dpppl.models.mixture import BoundModel, Model
 
@@ -180,9 +180,7 @@ def posterior_predictive(idata, model=None, *, num_draws: int | None = None, see
     dtype = jnp.asarray(bound.x).dtype
     run = jax.jit(lambda k, labels, th: jax.lax.map(lambda a: one(*a), (k, labels, th), batch_size=batch))
     x_rep, proposal_draws = run(keys, jnp.asarray(z, jnp.int32), jax.tree.map(lambda v: jnp.asarray(v, dtype), theta))
-    x_rep = np.asarray(x_rep).reshape(chains, len(kept), n, dim)
-    if family.data_kind != "real":
-        x_rep = np.rint(x_rep).astype(np.int64)
+    x_rep = stored_data(family, np.asarray(x_rep).reshape(chains, len(kept), n, dim))
     name = spec.data.name
     attrs = {"proposal_draws": int(np.sum(proposal_draws)), "seed": seed}
     return with_groups(idata, {"posterior_predictive": {name: x_rep}},

@@ -292,6 +292,13 @@ def cluster_log_marginals(family, stats) -> jax.Array:
     return family.log_marginal(stats) if family.conjugate else family.log_marginal_numerical(stats)
 
 
+def stored_data(family: Family, x) -> np.ndarray:
+    """Simulated data `x` as integers (int64) for every `Family.data_kind` but real (counts,
+    binary values, rankings), which `sample_points` may draw as floats; real data unchanged."""
+    x = np.asarray(x)
+    return x if family.data_kind == "real" else np.rint(x).astype(np.int64)
+
+
 def translated(family: Family, shift) -> Family:
     """The family of the data `x - shift`: a copy of a resolved family whose location
     hyperparameters (`Family.locations`) are minus `shift` (D,).
