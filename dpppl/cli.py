@@ -8,6 +8,7 @@
     dpppl plot run.nc --kind trace|autocorr --out fig.png [--var num_clusters ...]
     dpppl plot run.nc --kind coclustering|clusters|k|lp --out fig.png [--estimate vi|dahl|best]
                  [--compare other.nc ...]    # lp: log joint against iteration, one line per chain
+    dpppl plot run.nc --kind ppc --out ppc.png   # replicated data against the data (model read from the run)
     dpppl search MODEL [--data FILE|NAME] [--heuristic inadmissible] [--beam 100] [--order marginal]
                  [--out labels.csv]   # MAP clustering by search (Daume 2007)
     dpppl kernels            # registered kernels, exact or approximate
@@ -140,9 +141,10 @@ def _parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("plot", help="plots of a run: traces, co-clustering, clusters, K, log joint")
     pl.add_argument("run", help="netCDF file written by `dpppl sample`")
-    pl.add_argument("--kind", choices=("trace", "autocorr", "coclustering", "clusters", "k", "lp"),
+    pl.add_argument("--kind", choices=("trace", "autocorr", "coclustering", "clusters", "k", "lp", "ppc"),
                     default="trace", help="trace/autocorr of label-invariant variables; co-clustering "
-                    "heatmap; data coloured by clusters; histogram of K; log joint per iteration")
+                    "heatmap; data coloured by clusters; histogram of K; log joint per iteration; posterior "
+                    "predictive check (replicated data against the data, one panel per dimension)")
     pl.add_argument("--estimate", default="vi", choices=("vi", "dahl", "best"),
                     help="point estimate ordering/colouring coclustering and clusters (default vi)")
     pl.add_argument("--compare", action="append", default=[], metavar="RUN",

@@ -38,7 +38,7 @@ def test_sample_summary_and_plots(galaxies_run, tmp_path, capsys):
     assert "num_clusters" in text and "P(K=" in text and out.exists()
     assert main(["summary", str(out)]) == 0
     assert "largest_cluster" in capsys.readouterr().out
-    for kind in ("trace", "autocorr"):
+    for kind in ("trace", "autocorr", "ppc"):  # ppc: replicated data drawn here, the model read from the run
         fig = tmp_path / f"{kind}.png"
         assert main(["plot", str(out), "--kind", kind, "--out", str(fig)]) == 0
         assert fig.stat().st_size > 1000
@@ -120,7 +120,7 @@ def test_cli_summary_and_analysis_plots(tmp_path, capsys):
     text = capsys.readouterr().out
     for name in ("num_clusters", "largest_cluster", "entropy", "cluster_sizes[0]", "r_hat", "ess_bulk", "lp"):
         assert name in text
-    for kind in ("coclustering", "clusters", "k", "lp"):
+    for kind in ("coclustering", "clusters", "k", "lp", "ppc"):
         fig = tmp_path / f"{kind}.png"
         extra = ["--compare", str(out)] if kind == "lp" else ["--estimate", "dahl"]
         assert main(["plot", str(out), "--kind", kind, "--out", str(fig)] + extra) == 0

@@ -11,6 +11,9 @@ point
 * [`plot_cluster_sizes`][dpppl.analysis.plots.plot_cluster_sizes] - sorted cluster sizes (median and 5-95% band per
 rank)
   and the distribution of K, for prior simulations ([`dpppl.sample_prior`][dpppl.sample_prior]) or runs.
+* [`plot_ppc`][dpppl.analysis.plots.plot_ppc] - ArviZ's posterior predictive check: replicated
+  data sets ([`dpppl.posterior_predictive`][dpppl.posterior_predictive]) against the observed data,
+  one panel per data dimension.
 * `plot_trace` - ArviZ's trace or autocorrelation plot of label-invariant variables,
   with integer variables (`num_clusters`, `largest_cluster`) drawn as bars.
 
@@ -21,13 +24,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpppl.diagnostics.arviz_compat import arviz, group, labels, partition_group
+from dpppl.analysis.ppc import posterior_predictive
+from dpppl.diagnostics.arviz_compat import arviz, group, has_group, labels, partition_group
 from dpppl.errors import DataError
 from dpppl.analysis.partitions import (is_inference_data, run_variable, coclustering, point_estimate,
                                        posterior_draws)
 from dpppl.diagnostics.summaries import LABEL_INVARIANT, label_summaries
 
-KINDS = ("trace", "autocorr", "coclustering", "clusters", "k", "lp")
+KINDS = ("trace", "autocorr", "coclustering", "clusters", "k", "lp", "ppc")
+PPC_DRAWS = 100
+"""Draws per chain replicated by `plot_ppc` for a run with no posterior predictive yet."""
 
 
 def _axes(ax, figsize=(5.5, 4.5)):
@@ -227,6 +233,20 @@ def plot_trace(idata, var_names=None, kind="trace"):
     return az.plot_trace(shown)
 
 
+def plot_ppc(idata, num_pp_samples: int = 50, seed: int = 0):
+    """ArviZ's `plot_ppc` of a run: the densities (real data) or histograms (counts, binary
+    data) of `num_pp_samples` replicated data sets (or as many as there are) against the observed data, points pooled,
+    one panel per data dimension. A run without a `posterior_predictive` group gets one
+    first ([`dpppl.posterior_predictive`][dpppl.posterior_predictive] on `PPC_DRAWS` draws per chain, the
+    model read from the run). Returns ArviZ's axes."""
+    if not has_group(idata, "posterior_predictive"):
+        idata = posterior_predictive(idata, num_draws=PPC_DRAWS, seed=seed)
+    replicates = group(idata, "posterior_predictive")
+    available = replicates.sizes["chain"] * replicates.sizes["draw"]
+    return arviz().plot_ppc(idata, flatten=["point"], num_pp_samples=min(num_pp_samples, available),
+                            random_seed=seed)
+
+
 def plot_command(kind: str, runs: dict, out: str, estimate: str = "vi", var_names=None) -> None:
     """Draw one figure of `kind` (`KINDS`) for the `dpppl plot` command.
 
@@ -246,6 +266,8 @@ def plot_command(kind: str, runs: dict, out: str, estimate: str = "vi", var_name
         plot_clusters(first, estimate)
     elif kind == "k":
         plot_num_clusters(first)
+    elif kind == "ppc":
+        plot_ppc(first)
     else:
         plot_log_joint(runs if len(runs) > 1 else first)
     plt.gcf().tight_layout()
@@ -254,4 +276,4 @@ def plot_command(kind: str, runs: dict, out: str, estimate: str = "vi", var_name
 
 
 __all__ = ["KINDS", "LABEL_INVARIANT", "plot_cluster_sizes", "plot_clusters", "plot_coclustering",
-           "plot_command", "plot_log_joint", "plot_num_clusters", "plot_trace"]
+           "plot_command", "plot_log_joint", "plot_num_clusters", "plot_ppc", "plot_trace"]
