@@ -348,8 +348,8 @@ class CoupledGaussian(Family):
         return {"mu": mu, "cov": cov}
 
     def at_slices(self, slices) -> "AtSlices":
-        """The likelihood of points in slices `slices` (N,) in the form
-        [`FamilyMixture`][dpppl.models.compile.FamilyMixture] takes."""
+        """The likelihood of points in slices `slices` (N,) in the form the compiled model's
+        mixture (`dpppl.models.compile.FamilyMixture`) takes."""
         return AtSlices(self, jnp.asarray(slices))
 
 
