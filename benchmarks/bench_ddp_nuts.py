@@ -22,7 +22,7 @@ settings, DP(1) sticks).
 
 Usage::
 
-    python benchmarks/bench_ddp_nuts.py                 # ~6 minutes on 2 cores
+    python benchmarks/bench_ddp_nuts.py                 # ~6 minutes on 2 cores at load 2-3
     python benchmarks/bench_ddp_nuts.py --quick
 
 Results go to ``benchmarks/results/ddp_nuts.json`` (``ddp_nuts-quick.json``).
@@ -90,8 +90,8 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--truncation", type=int, default=10)
     parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--ddp-iterations", type=int, default=2000)
-    parser.add_argument("--nuts-iterations", type=int, default=400)
+    parser.add_argument("--ddp-iterations", type=int, default=10000)
+    parser.add_argument("--nuts-iterations", type=int, default=1000)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     ddp_iter, nuts_iter = (400, 100) if args.quick else (args.ddp_iterations, args.nuts_iterations)
