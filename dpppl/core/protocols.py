@@ -92,6 +92,14 @@ class Target(Protocol):
     def log_joint_of_labels(self, labels) -> jax.Array:
         """log p(x, z) of labels as a state holds them ([`dpppl.log_joint`][dpppl.log_joint])."""
 
+    def nuts_model(self, truncation: int) -> tuple[Callable, tuple]:
+        """The model compiled with `truncation` sticks, in this target's frame, and the
+        arguments that condition it on the data (what `kernel="nuts"` runs)."""
+
+    def lp_of_draw(self, labels, draw: dict, capacity: int) -> jax.Array:
+        """`lp` of one draw `draw` (its sites) of `nuts_model`'s model, whose most probable
+        labels are `labels` (traceable)."""
+
     def max_slots(self) -> int: ...
 
     def min_slots(self) -> int: ...

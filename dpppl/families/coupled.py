@@ -48,7 +48,8 @@ from jax.scipy.special import multigammaln
 from dpppl.errors import DataError, HyperparameterError
 from dpppl.core.expressions import check_hyper
 from dpppl.families.base import Family, resolve_fields
-from dpppl.families.gaussian import cholesky, gamma_draw, inverse_wishart_draw, solve_lower
+from dpppl.families.gaussian import (Whitening, cholesky, gamma_draw, inverse_wishart_draw, solve_lower,
+                                     whitened_log_likelihood_pairs, whitening_full)
 
 
 def solve_upper_transposed(chol, b):
@@ -328,5 +329,58 @@ class CoupledGaussian(Family):
         eps = jax.random.normal(rng_key, (C, T * D, 1), prec.dtype)
         return (mean + solve_upper_transposed(chol, eps)[..., 0]).reshape(C, T, D)
 
+    # ----- NumPyro side (the truncated model, `dpppl.models.ddp_compile`) ---------------
+    def numpyro_sample_params(self, num_components):
+        """Inside a NumPyro model: `num_components` labels' parameters from the prior, the
+        sites `theta_mu` (K, T, D), vec(mu_k) ~ N(m, Gamma (x) I_D) (eq. 12: a matrix normal
+        with row covariance Gamma and column covariance I_D), and `theta_cov` (K, S, D, D),
+        Sigma_{k,s} ~ IW(psi0, nu0) independently (S = T per slice, 1 shared)."""
+        import numpyro
+        import numpyro.distributions as dist
 
-__all__ = ["CoupledGaussian", "time_covariance", "solve_upper_transposed"]
+        T, D = self.num_slices, self.dim
+        gamma_chol = jnp.asarray(self.gamma_chol)
+        with numpyro.plate("component", num_components):
+            mu = numpyro.sample("theta_mu", dist.MatrixNormal(
+                jnp.broadcast_to(jnp.asarray(self.mu0), (T, D)), gamma_chol, jnp.eye(D, dtype=gamma_chol.dtype)))
+            cov = numpyro.sample("theta_cov", dist.InverseWishart(self.nu0, scale_matrix=jnp.asarray(self.psi0))
+                                 .expand((self.num_covariances,)).to_event(1))
+        return {"mu": mu, "cov": cov}
+
+    def at_slices(self, slices) -> "AtSlices":
+        """The likelihood of points in slices `slices` (N,) in the form the compiled model's
+        mixture (`dpppl.models.compile.FamilyMixture`) takes."""
+        return AtSlices(self, jnp.asarray(slices))
+
+
+@dataclasses.dataclass(frozen=True)
+class AtSlices:
+    """A resolved [`CoupledGaussian`][dpppl.families.coupled.CoupledGaussian] observing N points whose
+    slices are `slices` (N,): point n of label k is N(mu_{k,t_n}, Sigma_{k,s(t_n)}), with the
+    parameters `{"mu": (K, T, D), "cov": (K, S, D, D)}` of `numpyro_sample_params`."""
+
+    family: CoupledGaussian
+    slices: Any
+
+    @property
+    def dim(self) -> int:
+        return self.family.dim
+
+    def log_likelihood(self, params, x):
+        """log N(x_n; mu_{k,t_n}, Sigma_{k,s(t_n)}) for the N points `x` (N, D) -> (N, K): each
+        covariance factored once, then taken by every point of its slice."""
+        white = whitening_full(params["mu"], params["cov"])  # loc (K, T, D); white, log_norm (K, S, ...)
+        cov = self.family.covariance_index(self.slices)
+        return whitened_log_likelihood_pairs(Whitening(jnp.swapaxes(white.loc[:, self.slices], 0, 1),
+                                                       jnp.swapaxes(white.white[:, cov], 0, 1),
+                                                       white.log_norm[:, cov].T), x)
+
+    def sample_points(self, rng_key, params, labels):
+        """One point per label of `labels` (N,), point n from N(mu_{z_n,t_n}, Sigma_{z_n,s(t_n)})."""
+        mu = params["mu"][labels, self.slices]
+        cov = params["cov"][labels, self.family.covariance_index(self.slices)]
+        eps = jax.random.normal(rng_key, mu.shape, mu.dtype)
+        return mu + jnp.einsum("...ij,...j->...i", cholesky(cov), eps)
+
+
+__all__ = ["AtSlices", "CoupledGaussian", "time_covariance", "solve_upper_transposed"]

@@ -8,6 +8,10 @@ Porteous et al. 2006, sec. 2), theta_k from the component prior, and each point 
 mixture density sum_k w_k f(x_i | theta_k). The labels are summed out so the model runs
 under NUTS; the deterministic site `assignment` holds each point's most probable
 component, which is how `kernel="nuts"` reports a partition per draw.
+
+The pieces (`truncated`, `sample_weights`, `FamilyMixture`, `observe_mixture`) also
+build the truncated dependent DP of `dpppl.models.ddp_compile`, with one set of sticks
+per time slice and per-point weights.
 """
 
 from __future__ import annotations
@@ -29,13 +33,19 @@ def stick_breaking_weights(v):
 
 
 class FamilyMixture(dist.Distribution):
-    """The mixture sum_k w_k f(x | theta_k) of one dpppl component family (one point)."""
+    """The mixture sum_k w_k f(x | theta_k) of one dpppl component family.
+
+    `weights` (T,) are shared by every point (batch shape ()), or `weights` (N, T) are
+    each point's own (batch shape (N,)); `family` is anything with `dim`,
+    `log_likelihood(params, x)` -> (N, T) and `sample_points(key, params, labels)`.
+    """
 
     support = constraints.real_vector
 
     def __init__(self, weights, params, family, *, validate_args=None):
         self.weights, self.params, self.family = weights, params, family
-        super().__init__(batch_shape=(), event_shape=(family.dim,), validate_args=validate_args)
+        super().__init__(batch_shape=jnp.shape(weights)[:-1], event_shape=(family.dim,),
+                         validate_args=validate_args)
 
     def component_log_prob(self, value):
         """log w_k + log f(x_i | theta_k), shape (N, T)."""
@@ -53,6 +63,42 @@ class FamilyMixture(dist.Distribution):
         return self.family.sample_points(k_x, self.params, z)
 
 
+def truncated(truncation: int, prior) -> int:
+    """The number of sticks to compile: `truncation` (an integer >= 2, else ValueError), and
+    at most the L sticks of a finite labelled prior (exact there, since V_L = 1)."""
+    if isinstance(truncation, bool) or not isinstance(truncation, int) or truncation < 2:
+        raise ValueError(f"truncation must be an integer >= 2, got {truncation!r}")
+    if prior.labelled and prior.num_sticks is not None:
+        return min(truncation, prior.num_sticks)
+    return truncation
+
+
+def sample_weights(prior, truncation: int, alpha=None, batch: tuple = ()):
+    """Inside a NumPyro model: the site `v` of T - 1 stick proportions (leading axes
+    `batch`, independent) and the deterministic site `weights` (batch + (T,)).
+
+    v_k ~ Beta(a_k, b_k) for a labelled prior (`StickBreaking.sticks`),
+    else Beta(1 - d, alpha + k d) at the concentration `alpha`.
+    """
+    if prior.labelled:
+        a, b = prior.sticks(truncation - 1)
+        sticks = dist.Beta(jnp.asarray(a), jnp.asarray(b))
+    else:
+        k = jnp.arange(1, truncation)
+        sticks = dist.Beta(1.0 - prior.discount, alpha + k * prior.discount)
+    v = numpyro.sample("v", sticks.expand(tuple(batch) + (truncation - 1,)).to_event(len(batch) + 1))
+    return numpyro.deterministic("weights", stick_breaking_weights(v))
+
+
+def observe_mixture(name: str, mixture: FamilyMixture, x, num_points: int) -> None:
+    """Inside a NumPyro model: the `num_points` points (site `name`, observed when `x` is
+    given) from `mixture`, and the deterministic site `assignment`, each point's most
+    probable component."""
+    with numpyro.plate("point", num_points):
+        obs = numpyro.sample(name, mixture, obs=x)
+        numpyro.deterministic("assignment", jnp.argmax(mixture.component_log_prob(obs), axis=-1))
+
+
 def compile_numpyro(model, truncation: int, family=None):
     """A NumPyro model `f(x=None, num_points=None)` for `model` with `truncation` sticks.
 
@@ -60,13 +106,9 @@ def compile_numpyro(model, truncation: int, family=None):
     when None the model's family is resolved against the `x` it is called with (which
     must then be concrete, not traced), in that data's frame.
     """
-    if not isinstance(truncation, int) or truncation < 2:
-        raise ValueError(f"truncation must be an integer >= 2, got {truncation!r}")
     prior = model.prior
     name = model.data.name
-    labelled = getattr(prior, "labelled", False)  # a StickBreaking prior: V_i ~ Beta(a_i, b_i)
-    if labelled and prior.num_sticks is not None:
-        truncation = min(truncation, prior.num_sticks)  # a finite prior needs no more sticks
+    truncation = truncated(truncation, prior)
 
     def dp_mixture(x=None, num_points=None):
         fam = family
@@ -80,22 +122,13 @@ def compile_numpyro(model, truncation: int, family=None):
             num_points = x.shape[0]
         elif num_points is None:
             raise ValueError("give the data x, or num_points to simulate from the prior")
+        alpha = None
         if prior.alpha_is_random:
             alpha = numpyro.sample("alpha", dist.Gamma(prior.alpha.shape, prior.alpha.rate))
-        elif not labelled:
+        elif not prior.labelled:
             alpha = prior.alpha
-        k = jnp.arange(1, truncation)
-        if labelled:
-            a, b = prior.sticks(truncation - 1)
-            v = numpyro.sample("v", dist.Beta(jnp.asarray(a), jnp.asarray(b)).to_event(1))
-        else:
-            v = numpyro.sample("v", dist.Beta(1.0 - prior.discount, alpha + k * prior.discount).to_event(1))
-        w = numpyro.deterministic("weights", stick_breaking_weights(v))
-        params = fam.numpyro_sample_params(truncation)
-        mixture = FamilyMixture(w, params, fam)
-        with numpyro.plate("point", num_points):
-            obs = numpyro.sample(name, mixture, obs=x)
-            numpyro.deterministic("assignment", jnp.argmax(mixture.component_log_prob(obs), axis=-1))
+        w = sample_weights(prior, truncation, alpha)
+        observe_mixture(name, FamilyMixture(w, fam.numpyro_sample_params(truncation), fam), x, num_points)
 
     dp_mixture.truncation = truncation
     return dp_mixture

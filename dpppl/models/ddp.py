@@ -21,7 +21,8 @@ be evenly spaced.
 
 Kernels: `ddp` (Gibbs over assignments and parameters, `dpppl.kernels.ddp`) and
 `ddpswap` (label swaps over time intervals, `dpppl.kernels.ddp.swap`), e.g.
-`kernel="ddp+ddpswap"`; the collapsed kernels refuse DDP models.
+`kernel="ddp+ddpswap"`, and `nuts` on the truncated model of `dpppl.models.ddp_compile`
+(approximate); the collapsed kernels refuse DDP models.
 """
 
 from __future__ import annotations
@@ -38,13 +39,14 @@ from dpppl.core.state import PartitionState
 from dpppl.errors import DataError, KernelError, ModelError
 from dpppl.families.base import translated
 from dpppl.families.coupled import CoupledGaussian
+from dpppl.models.ddp_compile import compile_ddp
 from dpppl.models.ddp_state import (DEFAULT_NUM_AUX, DDPSlots, seat, slot_statistics, update_parameters,
                                     with_statistics)
 from dpppl.models.mixture import DataDecl, Model, check_not_masked, data_shift, validate_data
 from dpppl.priors.ddp import DDP
 
-DDP_KERNELS = ("ddp", "ddpswap")
-"""The kernels that sample a DDP model."""
+DDP_KERNELS = ("ddp", "ddpswap", "nuts")
+"""The kernels that sample a DDP model (`nuts` on its truncated form)."""
 
 MAX_CAPACITY = 1 << 14
 """Most label slots a DDP state grows to (labels are not dense: see `DDPBound`)."""
@@ -78,7 +80,7 @@ class DDPModel(Model):
         if name in DDP_KERNELS:
             return None
         return ("a DDP model instantiates time-coupled cluster parameters; sample it with "
-                f"{' or '.join(repr(k) for k in DDP_KERNELS)} (e.g. 'ddp+ddpswap')")
+                f"{', '.join(repr(k) for k in DDP_KERNELS)} (e.g. 'ddp+ddpswap')")
 
     def bind(self, data) -> "DDPBound":
         """Validate time-indexed data (see the module docstring); raises DataError."""
@@ -93,7 +95,11 @@ class DDPModel(Model):
         return DDPBound(self, arr - shift, translated(family, shift), t, slices.astype(np.int32), times, shift, arr)
 
     def numpyro_model(self, truncation: int = 20):
-        raise ModelError("a DDP model has no compiled NumPyro form; sample it with kernel 'ddp'")
+        """The model compiled to a NumPyro model function `f(x, t)` with `truncation` sticks
+        per slice (labels summed out; `dpppl.models.ddp_compile`). Its hyperparameters and
+        slices come from the `(x, t)` it is called with; to simulate data from the prior,
+        use `model.bind((x, t)).numpyro_model(truncation)`."""
+        return compile_ddp(self, truncation)
 
     def describe(self) -> str:
         return f"{self.prior.describe()} mixture over time ('{self.data.by}') of {self.component.name}"
@@ -191,8 +197,33 @@ class DDPBound:
     def num_slices(self) -> int:
         return int(self.times.shape[0])
 
+    @property
+    def data_family(self) -> CoupledGaussian:
+        """The resolved family in the data's frame (`mu0` as resolved, up to rounding)."""
+        return translated(self.family, -self.shift)
+
     def numpyro_model(self, truncation: int = 20):
-        return self.model.numpyro_model(truncation)
+        """The compiled NumPyro model `f(x=None, t=None)` (`dpppl.models.ddp_compile`) with
+        this data's hyperparameters and slice times, in the data's frame: `f(observed_x, t)`
+        conditions on the data, `f()` simulates points at the data's times `t`, `f(None, t2)`
+        at other times `t2` among the slice times."""
+        return compile_ddp(self.model, truncation, family=self.data_family, t=self.t)
+
+    def nuts_model(self, truncation: int):
+        """What `kernel="nuts"` runs: the compiled model in this target's frame (on `x`, with
+        `family`) and the arguments `(x, t)` that condition it on the data."""
+        return compile_ddp(self.model, truncation, family=self.family, t=self.t), (jnp.asarray(self.x), self.t)
+
+    def lp_of_draw(self, labels, draw: dict, capacity: int):
+        """`lp` of a draw of the compiled model:
+        [`log_joint_state`][dpppl.families.coupled.CoupledGaussian.log_joint_state] of the
+        state with labels `labels` (its most probable labels) and the draw's
+        parameters `theta_mu` (capacity, T, D) and `theta_cov` (capacity, S, D, D), the
+        quantity the `ddp` kernels record (traceable)."""
+        x, slices = jnp.asarray(self.x), jnp.asarray(self.slices)
+        n, nt, s1, s2 = slot_statistics(x, slices, labels, capacity, self.num_slices)
+        stats = DDPSlots(n, nt, s1, s2, draw["theta_mu"], draw["theta_cov"])
+        return self.lp(PartitionState(labels, stats, jnp.zeros(()), jnp.zeros((), bool), {}))
 
     def translate(self, points: np.ndarray) -> np.ndarray:
         """Points of the data's frame (M, D) in the frame of `x`: `points - shift`."""

@@ -175,6 +175,20 @@ class BoundModel:
         data's frame (call it with `observed_x` or other points like them)."""
         return compile_numpyro(self.model, truncation, family=self.data_family)
 
+    def nuts_model(self, truncation: int):
+        """What `kernel="nuts"` runs: the compiled model in this target's frame (on `x`, with
+        `family`) and the arguments `(x,)` that condition it on the data."""
+        return compile_numpyro(self.model, truncation, family=self.family), (jnp.asarray(self.x),)
+
+    def lp_of_draw(self, labels, draw: dict, capacity: int):
+        """`lp` of a draw of the compiled model: the collapsed log joint of its partition
+        `labels` (each point's most probable component) at the draw's `alpha` when alpha has
+        a prior; the draw's component parameters integrate out (traceable)."""
+        state = self.state_from_labels(None, labels, capacity)
+        if "alpha" in draw:
+            state = state._replace(alpha=draw["alpha"].astype(state.alpha.dtype))
+        return self.lp(state)
+
     # ----- the target protocol (traceable, one chain) ------------------------------
     def empty_state(self, capacity: int) -> PartitionState:
         dtype = jnp.asarray(self.x).dtype

@@ -13,7 +13,7 @@ from tests.helpers.ddp import small_model
 def test_kernels_refuse_the_wrong_models():
     x = np.zeros((6, 2))
     t = np.arange(6.0)
-    for kernel in ("gibbs", "splitmerge", "nuts", "ddp+gibbs"):
+    for kernel in ("gibbs", "splitmerge", "ddp+gibbs"):
         with pytest.raises(dpppl.KernelError, match="DDP model"):
             dpppl.sample(small_model(), (x, t), kernel=kernel)
     for kernel in ("ddp", "ddpswap"):
