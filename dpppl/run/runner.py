@@ -1,6 +1,6 @@
 """The partition-kernel backend: chains run in chunks of steps compiled once per process.
 
-A chunk is `n_iter` steps of every chain (vmapped) in one jitted `fori_loop` that
+A chunk is `n_iter` steps of every chain (vmapped; one chain runs unbatched) in one jitted `fori_loop` that
 writes each step's record into a buffer of fixed length (`CHUNK_LENGTH`, fewer only when
 memory asks), so a run of another length reuses the compiled chunk. Warmup and sampling
 share one chunk unless the kernel has a warmup step of its own. The chunk function is
@@ -91,8 +91,18 @@ def _chunk_function(kern: Kernel, kernel_key, warmup: bool, length: int, capacit
 
         return jax.lax.fori_loop(0, n_iter, body, (state, buf))
 
-    return compiled(("chunk", kernel_key, warmup, length, capacity),
-                    lambda: jax.jit(jax.vmap(per_chain, in_axes=(0, 0, None, None, None))))
+    chains = jax.vmap(per_chain, in_axes=(0, 0, None, None, None))
+
+    def chunk(states, chain_keys, start, n_iter, x):
+        if chain_keys.shape[0] > 1:
+            return chains(states, chain_keys, start, n_iter, x)
+        # one chain runs unbatched: under vmap every dynamic index of the per-point loops becomes
+        # a gather or scatter with index arithmetic, which doubled the time of a W2 Gibbs sweep
+        # (issue 18, benchmarks/bench_gibbs_sweep.py); the draws are those of the batched program
+        out = per_chain(jax.tree.map(lambda a: a[0], states), chain_keys[0], start, n_iter, x)
+        return jax.tree.map(lambda a: a[None], out)
+
+    return compiled(("chunk", kernel_key, warmup, length, capacity), lambda: jax.jit(chunk))
 
 
 def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,

@@ -1,0 +1,177 @@
+"""Where the time of a collapsed-Gibbs sweep goes (issue 18, item 1).
+
+Three figures per workload, all in one process, after a warm-up call (compile time apart):
+
+- ``sweep``: the compiled sweep alone, ``S`` steps of ``kernel="gibbs"`` (with the alpha move
+  when the model has one, as ``dpppl.sample`` runs it) in one ``jax.jit`` over a
+  ``lax.fori_loop``: no recording, no host round trip. Reported per sweep and as point
+  updates per second.
+- ``sample``: ``dpppl.sample(..., kernel="gibbs")`` end to end for ``S`` and ``S / 5``
+  iterations (second call, warm); the difference gives the marginal cost per sweep of the
+  runner (records, chunks) and the intercept its fixed cost per call.
+- ``bare``: the same fori_loop over a body that only draws the visiting order and does
+  one scalar update per point (the per-iteration floor of XLA's compiled loop on CPU).
+
+Workloads: galaxies (82 points, ``models/gaussian_niw.dp``) and a W2-like set (10,000 x 2,
+10 clusters, DP(1) NIW, started from the true labels), with 1 and 4 chains.
+
+Usage::
+
+    python benchmarks/bench_gibbs_sweep.py                # ~1-2 minutes on 2 cores
+    python benchmarks/bench_gibbs_sweep.py --quick
+    python benchmarks/bench_gibbs_sweep.py --hlo          # also counts ops in the compiled sweep
+
+Set ``PYTHONPATH`` to the tree to measure (the script prints which ``dpppl`` it imported); to
+compare two trees, run it alternately with each (e.g. a ``git archive`` of the base commit).
+
+Results go to ``benchmarks/results/gibbs_sweep.json`` (``--out`` to change the name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import dpppl
+from dpppl.kernels.base import build
+from dpppl.models.init import initial_states
+from harness import load_average, write_json
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def workloads(quick: bool):
+    galaxies, _ = dpppl.datasets.load("galaxies")
+    niw_model = dpppl.load(str(ROOT / "models" / "gaussian_niw.dp"))
+    x2, labels2 = dpppl.datasets.gaussian_mixture(10_000, 2, 10, mean_scale=25.0, covariance="random", seed=0)
+    w2_model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    return [("galaxies", niw_model, galaxies, "sequential", 1000 if quick else 5000),
+            ("w2-10k", w2_model, x2, labels2, 4 if quick else 20)]
+
+
+def timed(fn, *args):
+    tic = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    return time.perf_counter() - tic
+
+
+def over_chains(per_chain):
+    """jit of `per_chain` over a leading chain axis as the runner runs it: vmapped, or
+    unbatched for one chain."""
+    def run(states, keys, x):
+        if keys.shape[0] > 1:
+            return jax.vmap(per_chain, in_axes=(0, 0, None))(states, keys, x)
+        return jax.tree.map(lambda a: a[None], per_chain(jax.tree.map(lambda a: a[0], states), keys[0], x))
+    return jax.jit(run)
+
+
+def sweep_loop(kern, num_sweeps):
+    """A fori_loop of `num_sweeps` kernel steps per chain."""
+    def per_chain(state, key, x):
+        def body(t, s):
+            return kern.step(jax.random.fold_in(key, t), s, x)[0]
+        return jax.lax.fori_loop(0, num_sweeps, body, state)
+    return over_chains(per_chain)
+
+
+def bare_loop(num_sweeps):
+    """The loop shape of a sweep with no arithmetic: a permutation and one scalar
+    read-modify-write of the labels per point."""
+    def per_chain(z, key, x):
+        def sweep(t, z):
+            order = jax.random.permutation(jax.random.fold_in(key, t), z.shape[0])
+
+            def point(j, z):
+                i = order[j]
+                return z.at[i].set((z[i] + 1) % 7)
+            return jax.lax.fori_loop(0, z.shape[0], point, z)
+        return jax.lax.fori_loop(0, num_sweeps, sweep, z)
+    return over_chains(per_chain)
+
+
+def hlo_counts(compiled_text: str) -> dict:
+    ops = ["while", "fusion", "dynamic-update-slice", "dynamic-slice", "copy", "scatter", "gather",
+           "sort", "custom-call", "log", "lgamma", "exponential"]
+    return {op: len(re.findall(rf" {op}\(", compiled_text)) for op in ops}
+
+
+def measure(name, model, x, init, num_sweeps, chains, repeats, hlo):
+    bound = model.bind(x)
+    n = bound.num_points
+    kern = build("gibbs", bound)
+    keys = jax.random.split(jax.random.key(0), chains)
+    state = initial_states(bound, init, keys, None)
+    xj = jnp.asarray(bound.x)
+    run_keys = jax.random.split(jax.random.key(1), chains)
+    loop = sweep_loop(kern, num_sweeps)
+    tic = time.perf_counter()
+    compiled = loop.lower(state, run_keys, xj).compile()
+    compile_s = time.perf_counter() - tic
+    out = {"workload": name, "n": n, "chains": chains, "sweeps": num_sweeps, "compile_s": compile_s,
+           "capacity": int(state.stats.n.shape[-1])}
+    if hlo:
+        out["hlo"] = hlo_counts(compiled.as_text())
+    bare = bare_loop(num_sweeps).lower(state.z, run_keys, xj).compile()
+    compiled(state, run_keys, xj)
+    bare(state.z, run_keys, xj)
+    short = max(1, num_sweeps // 5)
+    sample_args = dict(kernel="gibbs", num_chains=chains, progress_bar=False, seed=1,
+                       init=init if isinstance(init, str) else np.asarray(init))
+    for s in (num_sweeps, short):  # compile both chunk lengths' first calls
+        dpppl.sample(model, x, num_warmup=0, num_samples=s, **sample_args)
+    sweeps, bares, longs, shorts = [], [], [], []
+    for _ in range(repeats):
+        sweeps.append(timed(compiled, state, run_keys, xj))
+        bares.append(timed(bare, state.z, run_keys, xj))
+        longs.append(timed(lambda: dpppl.sample(model, x, num_warmup=0, num_samples=num_sweeps, **sample_args)))
+        shorts.append(timed(lambda: dpppl.sample(model, x, num_warmup=0, num_samples=short, **sample_args)))
+    sweep_s, bare_s, long_s, short_s = min(sweeps), min(bares), min(longs), min(shorts)
+    marginal = (long_s - short_s) / (num_sweeps - short)
+    out.update({
+        "sweep_loop_s": sweep_s, "sweep_ms": 1e3 * sweep_s / num_sweeps,
+        "sweep_updates_per_s": chains * n * num_sweeps / sweep_s,
+        "bare_loop_s": bare_s, "bare_ms": 1e3 * bare_s / num_sweeps,
+        "sample_s": long_s, "sample_short_s": short_s, "sample_short_sweeps": short,
+        "sample_marginal_ms": 1e3 * marginal, "sample_fixed_s": short_s - short * marginal,
+        "sample_updates_per_s": chains * n * num_sweeps / long_s,
+        "all_repeats": {"sweep": sweeps, "bare": bares, "sample": longs, "sample_short": shorts},
+        "load_average": load_average(),
+    })
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--chains", type=int, nargs="+", default=[1, 4])
+    p.add_argument("--only", default=None, help="run one workload (galaxies or w2-10k)")
+    p.add_argument("--hlo", action="store_true")
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    print(f"dpppl from {Path(dpppl.__file__).parent}", flush=True)
+    rows = []
+    for name, model, x, init, sweeps in workloads(args.quick):
+        if args.only and name != args.only:
+            continue
+        for chains in args.chains:
+            row = measure(name, model, x, init, sweeps, chains, args.repeats, args.hlo)
+            rows.append(row)
+            print(f"{name:9s} chains={chains} N={row['n']} sweeps={sweeps}: compiled sweep "
+                  f"{row['sweep_ms']:.3f} ms ({row['sweep_updates_per_s']:,.0f} upd/s), bare loop "
+                  f"{row['bare_ms']:.3f} ms; dpppl.sample {row['sample_s']:.2f} s (marginal "
+                  f"{row['sample_marginal_ms']:.3f} ms/sweep, fixed {row['sample_fixed_s']:.3f} s, "
+                  f"{row['sample_updates_per_s']:,.0f} upd/s); load {row['load_average'][0]:.2f}"
+                  + (f"\n   hlo {row['hlo']}" if args.hlo else ""), flush=True)
+    path = write_json(args.out or ("gibbs_sweep-quick" if args.quick else "gibbs_sweep"), {"rows": rows})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
