@@ -69,11 +69,9 @@ def time_to_truth(n, seed, budget, dim=2):
             warnings.simplefilter("ignore", UserWarning)  # the published variant announces itself
             trace = GibbsTrace(model, x, init="sequential", seed=seed, kernel=kernel, options=options)
         trace.compile()
-        while trace.elapsed < budget and trace.trace["lp"][-1] < lp_true:
-            trace.sweep()
-        first_near, first_true = trace.first_reaching(near), trace.first_reaching(lp_true)
-        out[name] = {"reach_0.5%": None if first_near is None else first_near[1],
-                     "reach_true": None if first_true is None else first_true[1],
+        reach_true = trace.run_until(lp_true, budget)
+        first_near = trace.first_reaching(near)
+        out[name] = {"reach_0.5%": None if first_near is None else first_near[1], "reach_true": reach_true,
                      "sweeps": trace.sweeps, "seconds_per_sweep": (trace.elapsed - trace.init_seconds)
                      / max(trace.sweeps, 1), "init_seconds": trace.init_seconds,
                      "compile_seconds": trace.compile_seconds, "final_lp": trace.trace["lp"][-1],
@@ -157,18 +155,12 @@ def perm_default_race(n=10_000, dim=40, seed=0, budget=300.0):
     lp_true = dpppl.log_joint(model, x, labels)
     hybrid = GibbsTrace(model, x, init="single", seed=seed, kernel="gibbs+perm")
     hybrid.kernel = dataclasses.replace(hybrid.kernel, step=hybrid.kernel.warmup)  # dpppl.sample's warmup
-    while hybrid.elapsed < budget and hybrid.trace["lp"][-1] < lp_true:
-        hybrid.sweep()
-    reached = hybrid.first_reaching(lp_true)
-    t_hybrid = None if reached is None else reached[1]
+    t_hybrid = hybrid.run_until(lp_true, budget)
     print(f"  gibbs+perm (defaults): {_s(t_hybrid)} ({hybrid.sweeps} iterations, K={hybrid.num_clusters()}, "
           f"compile {hybrid.compile_seconds:.1f} s)", flush=True)
     gibbs = GibbsTrace(model, x, init="single", seed=seed, kernel="gibbs")
     limit = 10 * (t_hybrid if t_hybrid is not None else hybrid.elapsed)
-    while gibbs.elapsed < limit and gibbs.trace["lp"][-1] < lp_true:
-        gibbs.sweep()
-    reached = gibbs.first_reaching(lp_true)
-    t_gibbs = None if reached is None else reached[1]
+    t_gibbs = gibbs.run_until(lp_true, limit)
     print(f"  gibbs: {_s(t_gibbs)} ({gibbs.sweeps} sweeps in {gibbs.elapsed:.1f} s, K={gibbs.num_clusters()}, "
           f"lp {gibbs.trace['lp'][-1]:.1f} against {lp_true:.1f})", flush=True)
     return {"n": n, "dim": dim, "seed": seed, "lp_true": lp_true, "gibbs+perm_seconds": t_hybrid,

@@ -435,6 +435,14 @@ class GibbsTrace:
             self.sweep(record)
         return self
 
+    def run_until(self, target_lp: float, seconds: float) -> Optional[float]:
+        """Sweep until the last recorded lp reaches ``target_lp`` or ``seconds`` of run time
+        have passed; return the run seconds of the first lp >= ``target_lp``, or None."""
+        while self.elapsed < seconds and self.trace["lp"][-1] < target_lp:
+            self.sweep()
+        reached = self.first_reaching(target_lp)
+        return None if reached is None else reached[1]
+
     def first_reaching(self, target_lp: float) -> Optional[tuple[int, float]]:
         """(sweep, run seconds) of the first recorded lp >= ``target_lp``, or None."""
         for t, (s, lp) in enumerate(zip(self.trace["seconds"], self.trace["lp"])):
