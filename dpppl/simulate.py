@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.core.expressions import Expr, parse_expression
+from dpppl.core.expressions import depends_on_data
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
 from dpppl.diagnostics.summaries import label_summaries
 from dpppl.dsl.parser import as_model, bind_data
@@ -58,15 +58,6 @@ def draw_data(family, key, z, capacity: int, num_trials=None):
     if num_trials is None:
         return family.sample_points(k_x, theta, z)
     return family.sample_points(k_x, theta, z, num_trials=num_trials)
-
-
-def depends_on_data(value) -> bool:
-    """Whether a hyperparameter needs the data: a default (None) or an expression of
-    `x` or `N` (`D` alone is fixed by `dim`)."""
-
-    if isinstance(value, str):
-        value = parse_expression(value)
-    return value is None or (isinstance(value, Expr) and bool(value.names() & {"x", "N"}))
 
 
 def _family_for_data(model, data, dim):
