@@ -315,11 +315,13 @@ def partition_site_names(model_trace) -> tuple[str, ...]:
                  if site["type"] == "sample" and not site["is_observed"] and isinstance(site["fn"], Partition))
 
 
-def dp_sites(model_trace) -> tuple[DPSite, ...]:
-    """Each latent Partition site of a trace with the one CollapsedMixture site over its labels
-    (the mixture's `labels` are the Partition site's value object; with one of each they pair).
-    Raises ModelError when a partition has no collapsed mixture or more than one."""
-    parts = partition_site_names(model_trace)
+def dp_sites(model_trace, names=None) -> tuple[DPSite, ...]:
+    """Each Partition site of a trace named in `names` (default: the latent ones; a Gibbs
+    block's own sites are conditioned, so observed, in the traces it makes) with the one
+    CollapsedMixture site over its labels (the mixture's `labels` are the Partition site's value
+    object; with one of each they pair). Raises ModelError when a partition has no collapsed
+    mixture or more than one."""
+    parts = partition_site_names(model_trace) if names is None else tuple(names)
     mixes = [name for name, site in model_trace.items()
              if site["type"] == "sample" and isinstance(site["fn"], CollapsedMixture)]
     out = []
