@@ -174,6 +174,7 @@ def check_regression_samples(exact: ExactRegression, labels, beta, *, family_alp
 
 def geweke_regression(mixture, beta_sd: float, x, partition_kernel: str = "gibbs", *, kernel_mixture=None,
                       kernel_beta_sd: float | None = None, step_size: float = 0.5, sweeps: int = 1,
+                      kernel_steps: int = 2,
                       num_chains: int = 128, num_steps: int = 200, num_forward: int = 20000, seed: int = 0,
                       family_alpha: float = 1e-3, **options) -> GewekeResult:
     """Geweke's test of `PartitionGibbs(NUTS(model), partition_kernel)` on
@@ -182,7 +183,11 @@ def geweke_regression(mixture, beta_sd: float, x, partition_kernel: str = "gibbs
     `kernel_mixture` / `kernel_beta_sd` build the kernel on another model (a wrong EPPF or
     likelihood for the partition step, a wrong prior for NUTS), to show the test's power.
     NUTS runs without adaptation at `step_size` (any fixed step size leaves its target
-    invariant). Test functions: `GEWEKE_FUNCTIONS`, and alpha, log alpha when it has a prior.
+    invariant). The chains take `kernel_steps` composed steps between two draws of y (a power
+    of a kernel that leaves the posterior invariant leaves it invariant): with one, the partition
+    block would always see residuals drawn at the current beta, and a partition step reading a
+    stale beta would go unseen; from the second on it sees the beta NUTS moved. Test functions:
+    `GEWEKE_FUNCTIONS`, and alpha, log alpha when it has a prior.
     """
     dtype = float_dtype()
     x = jnp.asarray(x, dtype)
@@ -229,7 +234,7 @@ def geweke_regression(mixture, beta_sd: float, x, partition_kernel: str = "gibbs
 
         def step(carry, t):
             state, y = carry
-            state = kern.sample(state, (x, y), {})
+            state = jax.lax.fori_loop(0, kernel_steps, lambda _, s: kern.sample(s, (x, y), {}), state)
             values = constrain(state.z)
             y = x * values["beta"] + residuals(jax.random.fold_in(k_run, t), values["resid_labels"])
             state = kern.refresh(state, (x, y), {})
