@@ -92,6 +92,8 @@ class Partition(dist.Distribution):
         The concentration, overriding the prior's. Required when the prior's alpha is a
         `dpppl.Gamma` (sample it as a site and pass it here; `dp_mixture` does).
 
+    Notes
+    -----
     `log_prob(z)` is the log EPPF of the partition z represents (labels in [0, N), any
     numbering); `sample` draws canonical labels (0..K-1 by first appearance) by sequential
     seating. The event shape is (num_points,), integer valued.

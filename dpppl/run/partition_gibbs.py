@@ -270,6 +270,8 @@ class PartitionGibbs(Gibbs):
     **partition_options
         Options of the partition kernel (e.g. `num_proposals` of split-merge).
 
+    Notes
+    -----
     The state is NumPyro's `HMCGibbsState`: `z` holds every site (labels as canonical
     integer vectors), `block_states[0]` the partition block's state (`overflow`),
     `hmc_state` the inner kernel's (`extra_fields=("hmc_state.diverging",)`).
