@@ -334,6 +334,9 @@ def sample_model(fn, model_args: tuple = (), model_kwargs: dict | None = None, k
     """
     model_kwargs = dict(model_kwargs or {})
     inner = NUTS(fn) if inner_kernel is None else inner_kernel
+    if not isinstance(inner, MCMCKernel) or inner.model is not fn:
+        raise ArgumentError(f"inner_kernel must be a NumPyro kernel built on the model function itself, such as "
+                            f"NUTS(fn) or HMC(fn, ...), got {inner!r}")
     composed = PartitionGibbs(inner, kernel, sweeps=sweeps, capacity=capacity, **partition_options)
     hmc = isinstance(inner, HMC)
     extra = ("block_states.0.overflow",) + (("hmc_state.diverging", "hmc_state.accept_prob") if hmc else ())

@@ -124,3 +124,22 @@ def test_predictive_simulates_every_site():
     # points of one cluster share a mean: within-cluster spread is sigma2, across clusters tau2 more
     same = np.asarray(draws["resid_labels"])[:, 0] == np.asarray(draws["resid_labels"])[:, 1]
     assert same.any() and (~same).any()
+
+
+def test_two_mixtures_pair_with_their_own_partitions():
+    def model(x):
+        dpppl.dp_mixture("a", dpppl.DPMixture(1.0, NKC), obs=x)
+        labels = numpyro.sample("z", dpppl.Partition(dpppl.PitmanYor(0.2, 1.0), 3))
+        numpyro.sample("b", dpppl.CollapsedMixture(NKC, labels), obs=x[:3] + 1.0)
+
+    tr = numpyro.handlers.trace(numpyro.handlers.seed(model, 0)).get_trace(jnp.zeros(5))
+    assert [(s.labels, s.values) for s in dp_sites(tr)] == [("a_labels", "a"), ("z", "b")]
+
+
+def test_a_partition_without_its_collapsed_mixture_is_refused():
+    def model():
+        numpyro.sample("z", dpppl.Partition(dpppl.CRP(1.0), 3))
+
+    tr = numpyro.handlers.trace(numpyro.handlers.seed(model, 0)).get_trace()
+    with pytest.raises(ModelError, match="exactly one CollapsedMixture"):
+        dp_sites(tr)

@@ -52,5 +52,7 @@ def test_inputs_are_checked_before_sampling():
         dpppl.sample(MIXTURE, np.zeros((5, 1)), model_args=(X,))
     with pytest.raises(KernelError, match="unknown kernel 'gibs'"):
         dpppl.PartitionGibbs(NUTS(regression), "gibs")
+    with pytest.raises(ArgumentError, match="inner_kernel"):
+        dpppl.sample(regression, model_args=(X, Y), inner_kernel=NUTS(lambda x, y: None))
     with pytest.raises(ArgumentError, match="sweeps"):
         dpppl.PartitionGibbs(NUTS(regression), sweeps=0)
