@@ -41,9 +41,9 @@ Use it from NumPyro (`numpyro.infer.MCMC(dpppl.PartitionGibbs(NUTS(model)), ...)
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import warnings
-import dataclasses
 from typing import NamedTuple
 
 import jax
