@@ -145,6 +145,11 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         (`"auto"` or the kernel asked for), `kernel_reason` (with `"auto"`), `exact`
         (whether the kept draws leave the posterior invariant), model, versions.
     """
+    for name, value, minimum in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
+                                 ("num_chains", num_chains, 1), ("thinning", thinning, 1)):
+        check_positive_int(name, value, minimum)
+    _check_thinning(thinning, num_samples)
+    check_seed(seed)
     if callable(model):
         return _sample_numpyro_model(model, data, kernel, model_args, model_kwargs, num_warmup=num_warmup,
                                      num_samples=num_samples, num_chains=num_chains, seed=seed, thinning=thinning,
@@ -154,11 +159,6 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         raise ArgumentError("model_args and model_kwargs are the arguments of a NumPyro model function; a dpppl "
                             "model takes its data through data=")
     given, model = model, as_model(model)
-    for name, value, minimum in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
-                                 ("num_chains", num_chains, 1), ("thinning", thinning, 1)):
-        check_positive_int(name, value, minimum)
-    _check_thinning(thinning, num_samples)
-    check_seed(seed)
     if kernel != AUTO:
         check_applies(kernel, model)
     _, init_name = resolve_init(init)
@@ -183,18 +183,13 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
 
 def _sample_numpyro_model(fn, data, kernel, model_args, model_kwargs, *, num_warmup, num_samples, num_chains, seed,
                           thinning, progress_bar, capacity, checkpoint, **kernel_options):
-    """`sample` of a NumPyro model function: checks, then `dpppl.run.partition_gibbs.sample_model`."""
+    """`sample` of a NumPyro model function: its own checks, then `dpppl.run.partition_gibbs.sample_model`."""
     if data is not None:
         raise ArgumentError("a NumPyro model function takes its data through model_args / model_kwargs, not data=")
     if checkpoint is not None:
         raise ArgumentError("a NumPyro model function runs in NumPyro's MCMC loop, which cannot save a checkpoint")
     if not isinstance(model_args, tuple):
         raise ArgumentError(f"model_args must be a tuple, got {type(model_args).__name__}")
-    for name, value, minimum in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
-                                 ("num_chains", num_chains, 1), ("thinning", thinning, 1)):
-        check_positive_int(name, value, minimum)
-    _check_thinning(thinning, num_samples)
-    check_seed(seed)
     return sample_model(fn, model_args, model_kwargs, kernel, num_warmup=num_warmup, num_samples=num_samples,
                         num_chains=num_chains, seed=seed, thinning=thinning, progress_bar=_shows_bar(progress_bar),
                         capacity=capacity, **kernel_options)
