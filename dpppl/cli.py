@@ -342,7 +342,7 @@ def _report(idata, args) -> int:
 def _run(args) -> int:
     if args.command == "kernels":
         print(f"{'auto':<14} {'exact      '}  the default: chosen by the model and the number of points "
-              "(dpppl.kernels.auto)")
+              "(dpppl.kernels.auto); exact unless no exact kernel applies and it falls back to nuts")
         for name in available_kernels():
             e = entry(name)
             print(f"{name:<14} {'exact      ' if e.exact else 'approximate'}  {e.description}")
