@@ -1,0 +1,287 @@
+// The collapsed-Gibbs point loop of dpppl/models/seating.py as one native function, called
+// from inside the jitted step through XLA's FFI (dpppl/models/native_seating.py builds,
+// loads and calls it). One call seats every point once; the uniforms that fix the visiting
+// order and draw each seat come from JAX keys, so a run is reproducible from its seed and draws what
+// the JAX loop draws up to floating-point rounding.
+//
+// The mathematics is that of dpppl/families/niw.py and dpppl/priors/crp.py, step by step:
+//
+//   statistics of a slot c:   n_c, s1_c = sum x, s2_c = sum x x^T      (additive: a point is
+//                             added or removed as  n += 1, s1 += x, s2 += x x^T, or minus)
+//   posterior (Murphy 2007, eqs. 250-254):
+//       kappa_n = kappa0 + n,  nu_n = nu0 + n,  mu_n = (kappa0 mu0 + s1) / kappa_n,
+//       psi_n = psi0 + s2 + kappa0 mu0 mu0^T - kappa_n mu_n mu_n^T
+//   predictive: Student-t, df = nu_n - D + 1, location mu_n,
+//       scale S = psi_n (kappa_n + 1) / (kappa_n df) = L L^T,
+//       log t(x) = log_norm - (df + D)/2 log1p(|L^-1 (x - mu_n)|^2 / df),
+//       log_norm = lgamma((df + D)/2) - lgamma(df/2) - D/2 log(df pi) - sum_d log L_dd
+//   seating weights (Pitman-Yor PY(d, alpha); d = 0 is the CRP, Neal 2000 alg. 3):
+//       p(z_i = c | z_-i, x) ∝ (n_c,-i - d) t_c(x_i),   p(new) ∝ (alpha + K_-i d) t_0(x_i)
+//   with the new cluster at the first empty slot (empty slots hold exact zeros: their
+//   predictive is the prior's), and the slot drawn by inverting the CDF at the point's
+//   uniform u exactly as dpppl.core.numerics.sample_index does:
+//       p_c = exp(l_c - max l),  k = #{c : cumsum(p)_c < max(u, tiny) sum(p)}.
+//   After a point leaves or joins a slot, only that slot's predictive is recomputed, and a
+//   slot that emptied has its statistics set to exact zeros (seating.refresh).
+//
+// Batching: under jax.vmap the call is made with vmap_method="expand_dims": every operand
+// has the same leading batch dimensions, of the batch size or of size 1 (shared, e.g. the
+// data of every chain). Chains are independent and are run on `num_threads` threads when
+// the work per call is large enough to pay for starting them.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+// lgamma without the global `signgam` that std::lgamma writes (chains run on threads).
+inline double log_gamma(double v) {
+  int sign;
+  return lgamma_r(v, &sign);
+}
+
+// Hyperparameters of NormalInverseWishart and the predictive parameters of each slot.
+template <typename T>
+struct Niw {
+  int D;
+  const T* mu0;   // (D,)
+  const T* psi0;  // (D, D)
+  T kappa0, nu0;
+  // per slot: location mu_n (D), W = L^-1 lower triangular (D x D), log_norm, (df + D)/2, 1/df
+  std::vector<T> loc, white, log_norm, power, inv_df;
+  std::vector<T> work;  // psi_n, then L (D x D)
+
+  Niw(int D_, const T* mu0_, const T* psi0_, T kappa0_, T nu0_, int C)
+      : D(D_), mu0(mu0_), psi0(psi0_), kappa0(kappa0_), nu0(nu0_),
+        loc(size_t(C) * D), white(size_t(C) * D * D), log_norm(C), power(C), inv_df(C), work(size_t(D) * D) {}
+
+  // Predictive parameters of slot k from its statistics (n, s1 (D,), s2 (D, D)).
+  void refresh(int k, T n, const T* s1, const T* s2) {
+    const T kn = kappa0 + n, nun = nu0 + n, df = nun - T(D) + T(1);
+    T* mu = &loc[size_t(k) * D];
+    for (int i = 0; i < D; ++i) mu[i] = (kappa0 * mu0[i] + s1[i]) / kn;
+    const T factor = (kn + T(1)) / (kn * df);
+    T* a = work.data();
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j <= i; ++j)
+        a[i * D + j] = (psi0[i * D + j] + s2[i * D + j] + kappa0 * mu0[i] * mu0[j] - kn * mu[i] * mu[j]) * factor;
+    // Cholesky S = L L^T in place (lower triangle), column by column
+    T logdet_half = 0;
+    for (int j = 0; j < D; ++j) {
+      T v = a[j * D + j];
+      for (int m = 0; m < j; ++m) v -= a[j * D + m] * a[j * D + m];
+      const T pivot = std::sqrt(v);
+      a[j * D + j] = pivot;
+      logdet_half += std::log(pivot);
+      for (int i = j + 1; i < D; ++i) {
+        T w = a[i * D + j];
+        for (int m = 0; m < j; ++m) w -= a[i * D + m] * a[j * D + m];
+        a[i * D + j] = w / pivot;
+      }
+    }
+    // W = L^-1 by forward substitution, column by column of the identity
+    T* w = &white[size_t(k) * D * D];
+    for (int c = 0; c < D; ++c) {
+      for (int i = 0; i < D; ++i) {
+        if (i < c) { w[i * D + c] = 0; continue; }
+        T v = (i == c) ? T(1) : T(0);
+        for (int m = c; m < i; ++m) v -= a[i * D + m] * w[m * D + c];
+        w[i * D + c] = v / a[i * D + i];
+      }
+    }
+    log_norm[k] = T(log_gamma(double((df + T(D)) / 2)) - log_gamma(double(df / 2)))
+                  - T(0.5) * T(D) * std::log(df * T(M_PI)) - logdet_half;
+    power[k] = T(0.5) * (df + T(D));
+    inv_df[k] = T(1) / df;
+  }
+
+  T log_predictive(int k, const T* x) const {
+    const T* mu = &loc[size_t(k) * D];
+    const T* w = &white[size_t(k) * D * D];
+    T q = 0;
+    for (int i = 0; i < D; ++i) {
+      T y = 0;
+      for (int m = 0; m <= i; ++m) y += w[i * D + m] * (x[m] - mu[m]);
+      q += y * y;
+    }
+    return log_norm[k] - power[k] * std::log1p(q * inv_df[k]);
+  }
+};
+
+// One chain: seat every point in the shuffled order (each first leaves its slot when remove_first).
+template <typename T>
+bool seat_chain(int N, int D, int C, const T* x, const T* shuffle, const T* uniforms, int32_t* z,
+                T* n, T* s1, T* s2, T alpha, T discount, bool remove_first, Niw<T>& fam) {
+  const int DD = D * D;
+  // the visiting order: seating.visiting_order's Fisher-Yates shuffle, operation for operation
+  std::vector<int32_t> order(N);
+  for (int j = 0; j < N; ++j) order[j] = j;
+  for (int j = N - 1; j >= 1; --j) {
+    const int r = std::min(int(std::floor(shuffle[j] * T(j + 1))), j);
+    std::swap(order[j], order[r]);
+  }
+  std::vector<T> log_weight(C), logits(C);
+  int occupied = 0;
+  for (int c = 0; c < C; ++c) {
+    fam.refresh(c, n[c], s1 + size_t(c) * D, s2 + size_t(c) * DD);
+    if (n[c] > T(0)) { log_weight[c] = std::log(n[c] - discount); ++occupied; }
+  }
+  // statistics of slot k after adding (sign = 1) or removing (sign = -1) point xi
+  auto move = [&](int k, const T* xi, T sign) {
+    const bool was_occupied = n[k] > T(0);
+    n[k] += sign;
+    T* a = s1 + size_t(k) * D;
+    T* b = s2 + size_t(k) * DD;
+    for (int i = 0; i < D; ++i) a[i] += sign * xi[i];
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j < D; ++j) b[i * D + j] += sign * xi[i] * xi[j];
+    if (n[k] < T(0.5)) {  // emptied: exact zeros, the prior's predictive
+      n[k] = 0;
+      std::fill(a, a + D, T(0));
+      std::fill(b, b + DD, T(0));
+    }
+    const bool now_occupied = n[k] > T(0);
+    occupied += int(now_occupied) - int(was_occupied);
+    if (now_occupied) log_weight[k] = std::log(n[k] - discount);
+    fam.refresh(k, n[k], a, b);
+  };
+  const T tiny = std::numeric_limits<T>::min();
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  bool overflow = false;
+  for (int t = 0; t < N; ++t) {
+    const int i = order[t];
+    const T* xi = x + size_t(i) * D;
+    if (remove_first) move(z[i], xi, T(-1));
+    int first_empty = -1;
+    T top = neg_inf;
+    for (int c = 0; c < C; ++c) {
+      T l;
+      if (n[c] > T(0)) {
+        l = log_weight[c] + fam.log_predictive(c, xi);
+      } else if (first_empty < 0) {
+        first_empty = c;
+        l = std::log(alpha + T(occupied) * discount) + fam.log_predictive(c, xi);
+      } else {
+        l = neg_inf;
+      }
+      logits[c] = l;
+      top = std::max(top, l);
+    }
+    overflow |= first_empty < 0;
+    T total = 0;
+    for (int c = 0; c < C; ++c) {
+      logits[c] = (logits[c] == neg_inf) ? T(0) : std::exp(logits[c] - top);  // now the CDF terms
+      total += logits[c];
+    }
+    const T target = std::max(uniforms[t], tiny) * total;
+    T cdf = 0;
+    int k = 0;
+    for (int c = 0; c < C; ++c) {
+      cdf += logits[c];
+      k += cdf < target;
+    }
+    move(k, xi, T(1));
+    z[i] = k;
+  }
+  return overflow;
+}
+
+// Product of the leading `rank - base` dimensions of a buffer: its batch size.
+int64_t batch_of(ffi::AnyBuffer::Dimensions dims, size_t base) {
+  int64_t b = 1;
+  for (size_t i = 0; i + base < dims.size(); ++i) b *= dims[i];
+  return b;
+}
+
+template <ffi::DataType DT>
+ffi::Error SeatNiw(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> uniforms,
+                   ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT> s2_in,
+                   ffi::Buffer<DT> alpha, ffi::Buffer<DT> mu0, ffi::Buffer<DT> psi0,
+                   ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out, ffi::ResultBuffer<DT> s1_out,
+                   ffi::ResultBuffer<DT> s2_out, ffi::ResultBuffer<ffi::PRED> overflow_out,
+                   double kappa0, double nu0, double discount, int64_t remove_first, int64_t num_threads) {
+  using T = ffi::NativeType<DT>;
+  const auto xd = x.dimensions();
+  const auto nd = n_out->dimensions();
+  if (xd.size() < 2 || nd.size() < 1) return ffi::Error::InvalidArgument("native seating: bad operand ranks");
+  const int N = int(xd[xd.size() - 2]), D = int(xd[xd.size() - 1]), C = int(nd[nd.size() - 1]);
+  const int64_t B = batch_of(z_out->dimensions(), 1);
+  // per operand: elements of one chain's slice and whether it is batched (else shared)
+  struct Operand { int64_t size; bool batched; };
+  auto operand = [&](ffi::AnyBuffer::Dimensions dims, size_t base) {
+    int64_t size = 1;
+    for (size_t i = dims.size() - base; i < dims.size(); ++i) size *= dims[i];
+    const int64_t b = batch_of(dims, base);
+    return Operand{size, b == B && B > 1};
+  };
+  const Operand ox = operand(xd, 2), ov = operand(shuffle.dimensions(), 1), ou = operand(uniforms.dimensions(), 1),
+                oz = operand(z_in.dimensions(), 1), on = operand(n_in.dimensions(), 1),
+                o1 = operand(s1_in.dimensions(), 2), o2 = operand(s2_in.dimensions(), 3),
+                oa = operand(alpha.dimensions(), 0), om = operand(mu0.dimensions(), 1),
+                op = operand(psi0.dimensions(), 2);
+  auto at = [](const auto* base, Operand o, int64_t b) { return base + (o.batched ? b * o.size : 0); };
+
+  auto run = [&](int64_t b) {
+    int32_t* z = z_out->typed_data() + b * N;
+    T* n = n_out->typed_data() + b * C;
+    T* s1 = s1_out->typed_data() + b * int64_t(C) * D;
+    T* s2 = s2_out->typed_data() + b * int64_t(C) * D * D;
+    std::memcpy(z, at(z_in.typed_data(), oz, b), sizeof(int32_t) * N);
+    std::memcpy(n, at(n_in.typed_data(), on, b), sizeof(T) * C);
+    std::memcpy(s1, at(s1_in.typed_data(), o1, b), sizeof(T) * C * D);
+    std::memcpy(s2, at(s2_in.typed_data(), o2, b), sizeof(T) * C * D * D);
+    Niw<T> fam(D, at(mu0.typed_data(), om, b), at(psi0.typed_data(), op, b), T(kappa0), T(nu0), C);
+    overflow_out->typed_data()[b] = seat_chain<T>(
+        N, D, C, at(x.typed_data(), ox, b), at(shuffle.typed_data(), ov, b), at(uniforms.typed_data(), ou, b),
+        z, n, s1, s2, *at(alpha.typed_data(), oa, b), T(discount), remove_first != 0, fam);
+  };
+  const int64_t threads = std::min<int64_t>(B, std::max<int64_t>(1, num_threads));
+  if (threads <= 1) {
+    for (int64_t b = 0; b < B; ++b) run(b);
+  } else {  // chain b on thread b mod threads: which thread runs a chain never changes its draws
+    std::vector<std::thread> pool;
+    for (int64_t r = 1; r < threads; ++r)
+      pool.emplace_back([&, r] { for (int64_t b = r; b < B; b += threads) run(b); });
+    for (int64_t b = 0; b < B; b += threads) run(b);
+    for (auto& th : pool) th.join();
+  }
+  return ffi::Error::Success();
+}
+
+// The operands of SeatNiw, in order (shapes of one chain; a leading batch under vmap).
+#define DPPPL_SEAT_NIW_BINDING(DT)                                                 \
+  ffi::Ffi::Bind()                                                                 \
+      .Arg<ffi::Buffer<DT>>()         /* x (N, D) */                               \
+      .Arg<ffi::Buffer<DT>>()         /* shuffle (N,): uniforms fixing the order */ \
+      .Arg<ffi::Buffer<DT>>()         /* uniforms (N,) */                          \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* z (N,) */                                 \
+      .Arg<ffi::Buffer<DT>>()         /* n (C,) */                                 \
+      .Arg<ffi::Buffer<DT>>()         /* s1 (C, D) */                              \
+      .Arg<ffi::Buffer<DT>>()         /* s2 (C, D, D) */                           \
+      .Arg<ffi::Buffer<DT>>()         /* alpha () */                               \
+      .Arg<ffi::Buffer<DT>>()         /* mu0 (D,) */                               \
+      .Arg<ffi::Buffer<DT>>()         /* psi0 (D, D) */                            \
+      .Ret<ffi::Buffer<ffi::S32>>()   /* z */                                      \
+      .Ret<ffi::Buffer<DT>>()         /* n */                                      \
+      .Ret<ffi::Buffer<DT>>()         /* s1 */                                     \
+      .Ret<ffi::Buffer<DT>>()         /* s2 */                                     \
+      .Ret<ffi::Buffer<ffi::PRED>>()  /* overflow: a point found no empty slot */  \
+      .Attr<double>("kappa0")                                                      \
+      .Attr<double>("nu0")                                                         \
+      .Attr<double>("discount")                                                    \
+      .Attr<int64_t>("remove_first")                                               \
+      .Attr<int64_t>("num_threads")
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatNiwF64, SeatNiw<ffi::F64>, DPPPL_SEAT_NIW_BINDING(ffi::F64));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatNiwF32, SeatNiw<ffi::F32>, DPPPL_SEAT_NIW_BINDING(ffi::F32));
