@@ -31,7 +31,7 @@ import jax
 
 from dpppl.errors import KernelError
 
-_FLAGS = ("-O2", "-std=c++17", "-shared", "-fPIC", "-w")
+_FLAGS = ("-O2", "-fno-math-errno", "-std=c++17", "-shared", "-fPIC", "-w")
 _LOADED: dict[str, object] = {}  # source path -> the loaded library, or the reason it is not
 _ON, _OFF = ("1", "on", "true", "yes"), ("0", "off", "false", "no")
 

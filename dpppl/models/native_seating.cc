@@ -13,7 +13,7 @@
 //       psi_n = psi0 + s2 + kappa0 mu0 mu0^T - kappa_n mu_n mu_n^T
 //   predictive: Student-t, df = nu_n - D + 1, location mu_n,
 //       scale S = psi_n (kappa_n + 1) / (kappa_n df) = L L^T,
-//       log t(x) = log_norm - (df + D)/2 log1p(|L^-1 (x - mu_n)|^2 / df),
+//       log t(x) = log_norm - (df + D)/2 log(1 + |L^-1 (x - mu_n)|^2 / df),
 //       log_norm = lgamma((df + D)/2) - lgamma(df/2) - D/2 log(df pi) - sum_d log L_dd
 //   seating weights (Pitman-Yor PY(d, alpha); d = 0 is the CRP, Neal 2000 alg. 3):
 //       p(z_i = c | z_-i, x) ∝ (n_c,-i - d) t_c(x_i),   p(new) ∝ (alpha + K_-i d) t_0(x_i)
@@ -59,10 +59,24 @@ struct Niw {
   // per slot: location mu_n (D), W = L^-1 lower triangular (D x D), log_norm, (df + D)/2, 1/df
   std::vector<T> loc, white, log_norm, power, inv_df;
   std::vector<T> work;  // psi_n, then L (D x D)
+  // the terms of log_norm that depend on the cluster size n only (a count):
+  // lgamma((df + D)/2) - lgamma(df/2) - D/2 log(df pi), computed once per call and size
+  std::vector<T> size_term;
+  std::vector<char> known;
 
-  Niw(int D_, const T* mu0_, const T* psi0_, T kappa0_, T nu0_, int C)
+  Niw(int D_, const T* mu0_, const T* psi0_, T kappa0_, T nu0_, int C, int N)
       : D(D_), mu0(mu0_), psi0(psi0_), kappa0(kappa0_), nu0(nu0_),
-        loc(size_t(C) * D), white(size_t(C) * D * D), log_norm(C), power(C), inv_df(C), work(size_t(D) * D) {}
+        loc(size_t(C) * D), white(size_t(C) * D * D), log_norm(C), power(C), inv_df(C), work(size_t(D) * D),
+        size_term(size_t(N) + 1), known(size_t(N) + 1, 0) {}
+
+  T of_size(T n, T df) {
+    const size_t m = size_t(n);
+    if (m < known.size() && known[m]) return size_term[m];
+    const T value = T(log_gamma(double((df + T(D)) / 2)) - log_gamma(double(df / 2)))
+                    - T(0.5) * T(D) * std::log(df * T(M_PI));
+    if (m < known.size()) { size_term[m] = value; known[m] = 1; }
+    return value;
+  }
 
   // Predictive parameters of slot k from its statistics (n, s1 (D,), s2 (D, D)).
   void refresh(int k, T n, const T* s1, const T* s2) {
@@ -98,8 +112,7 @@ struct Niw {
         w[i * D + c] = v / a[i * D + i];
       }
     }
-    log_norm[k] = T(log_gamma(double((df + T(D)) / 2)) - log_gamma(double(df / 2)))
-                  - T(0.5) * T(D) * std::log(df * T(M_PI)) - logdet_half;
+    log_norm[k] = of_size(n, df) - logdet_half;
     power[k] = T(0.5) * (df + T(D));
     inv_df[k] = T(1) / df;
   }
@@ -113,7 +126,9 @@ struct Niw {
       for (int m = 0; m <= i; ++m) y += w[i * D + m] * (x[m] - mu[m]);
       q += y * y;
     }
-    return log_norm[k] - power[k] * std::log1p(q * inv_df[k]);
+    // log(1 + y) rather than log1p(y): the absolute error, which is what a logit's is, is
+    // the same (an ulp of 1), and log is the faster of the two
+    return log_norm[k] - power[k] * std::log(T(1) + q * inv_df[k]);
   }
 };
 
@@ -239,7 +254,7 @@ ffi::Error SeatNiw(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> u
     std::memcpy(n, at(n_in.typed_data(), on, b), sizeof(T) * C);
     std::memcpy(s1, at(s1_in.typed_data(), o1, b), sizeof(T) * C * D);
     std::memcpy(s2, at(s2_in.typed_data(), o2, b), sizeof(T) * C * D * D);
-    Niw<T> fam(D, at(mu0.typed_data(), om, b), at(psi0.typed_data(), op, b), T(kappa0), T(nu0), C);
+    Niw<T> fam(D, at(mu0.typed_data(), om, b), at(psi0.typed_data(), op, b), T(kappa0), T(nu0), C, N);
     overflow_out->typed_data()[b] = seat_chain<T>(
         N, D, C, at(x.typed_data(), ox, b), at(shuffle.typed_data(), ov, b), at(uniforms.typed_data(), ou, b),
         z, n, s1, s2, *at(alpha.typed_data(), oa, b), T(discount), remove_first != 0, fam);
