@@ -51,9 +51,12 @@ def mode() -> str:
 def wanted(requested: bool | None) -> bool | None:
     """Whether a caller should take its native path: `requested` (a kernel option) when
     given, else `DPPPL_NATIVE`. True: required (a failure is an error); None: when it
-    builds; False: never. Off the CPU backend only a request of True is kept."""
+    builds; False: never. Off the CPU backend: False, and a request of True is an error."""
     choice = {"on": True, "off": False, "auto": None}[mode()] if requested is None else requested
-    if choice is None and jax.default_backend() != "cpu":
+    if jax.default_backend() != "cpu":
+        if choice:
+            raise KernelError(f"the native path runs on CPU only, and JAX's default backend is "
+                              f"{jax.default_backend()!r} (the JAX path runs there)")
         return False
     return choice
 
