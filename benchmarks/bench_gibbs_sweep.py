@@ -21,7 +21,9 @@ Workloads: galaxies (82 points, ``models/gaussian_niw.dp``) and a W2-like set (1
 10 clusters, DP(1) NIW, started from the true labels), with 1 and 4 chains (four chains: one
 vmapped call per sweep, whose chains the native sweep runs on threads when the work is large).
 Also per row: CPU time of the process over the timed ``dpppl.sample`` calls (``sample_cpu_s``),
-which the load inflates less than wall time.
+which the load inflates less than wall time; and for several chains the native compiled sweep
+with its chains on one thread (``one_thread_sweep_ms``, ``DPPPL_NATIVE_THREADS=1``) beside the
+default (issue 18, item 2).
 
 Usage::
 
@@ -38,6 +40,7 @@ Results go to ``benchmarks/results/gibbs_sweep.json`` and ``.md`` (``--out`` to 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -48,6 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import dpppl
+from dpppl.core import native
 from dpppl.kernels.base import build
 from dpppl.models.init import initial_states
 from harness import load_average, write_json
@@ -146,6 +150,14 @@ def measure(name, model, x, init, num_sweeps, chains, repeats, hlo):
                           for s in (num_sweeps, short)}
         for run in samplers[path].values():  # compile both chunk lengths' first calls
             run()
+    if chains > 1:  # the native sweep's chains on one thread, beside the default (item 2)
+        os.environ["DPPPL_NATIVE_THREADS"] = "1"
+        try:
+            loops["native-1-thread"] = sweep_loop(build("gibbs", bound, native=True), num_sweeps).lower(
+                state, run_keys, xj).compile()
+        finally:
+            del os.environ["DPPPL_NATIVE_THREADS"]
+        loops["native-1-thread"](state, run_keys, xj)
     bare = bare_loop(num_sweeps).lower(state.z, run_keys, xj).compile()
     bare(state.z, run_keys, xj)
     times = {p: {"sweep": [], "sample": [], "sample_cpu": [], "sample_short": [], "load": []} for p in PATHS}
@@ -160,7 +172,15 @@ def measure(name, model, x, init, num_sweeps, chains, repeats, hlo):
             t["sample"].append(wall)
             t["sample_cpu"].append(cpu)
             t["sample_short"].append(timed_cpu(samplers[path][short])[0])
+        if "native-1-thread" in loops:
+            one = times.setdefault("native-1-thread", {"sweep": [], "load": []})
+            one["load"].append(load_average()[0])
+            one["sweep"].append(timed(loops["native-1-thread"], state, run_keys, xj))
     bare_s = min(bares)
+    one = times.pop("native-1-thread", None)
+    if one is not None:
+        rows["native"]["one_thread_sweep_ms"] = 1e3 * min(one["sweep"]) / num_sweeps
+        rows["native"]["one_thread_repeats"] = one
     for path, t in times.items():
         sweep_s, long_s, short_s = min(t["sweep"]), min(t["sample"]), min(t["sample_short"])
         marginal = (long_s - short_s) / (num_sweeps - short)
@@ -201,6 +221,13 @@ def markdown(rows, command) -> str:
                  and q["chains"] == r["chains"])
         out.append(f"- {r['workload']}, {r['chains']} chain(s): dpppl.sample {j['sample_s'] / r['sample_s']:.1f}x "
                    f"faster, compiled sweep {j['sweep_ms'] / r['sweep_ms']:.1f}x faster")
+    threaded = [r for r in rows if "one_thread_sweep_ms" in r]
+    if threaded:
+        out += ["", f"Native sweep, chains of one call on one thread vs on up to {native.num_threads()} "
+                "(`DPPPL_NATIVE_THREADS`; compiled sweep, ms per sweep of all chains):", ""]
+        for r in threaded:
+            out.append(f"- {r['workload']}, {r['chains']} chains: 1 thread {r['one_thread_sweep_ms']:.3f} ms, "
+                       f"default {r['sweep_ms']:.3f} ms ({r['one_thread_sweep_ms'] / r['sweep_ms']:.2f}x)")
     return "\n".join(out) + "\n"
 
 

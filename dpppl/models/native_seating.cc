@@ -320,6 +320,13 @@ ffi::Error SeatNiw(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> u
                 oa = operand(alpha.dimensions(), 0), om = operand(mu0.dimensions(), 1),
                 op = operand(psi0.dimensions(), 2);
   auto at = [](const auto* base, Operand o, int64_t b) { return base + (o.batched ? b * o.size : 0); };
+  // labels index the slots: one outside [0, C) would read and write past the statistics
+  if (remove_first != 0) {
+    const int64_t labels = z_in.element_count();
+    const int32_t* zs = z_in.typed_data();
+    for (int64_t j = 0; j < labels; ++j)
+      if (zs[j] < 0 || zs[j] >= C) return ffi::Error::InvalidArgument("native seating: a label outside [0, capacity)");
+  }
 
   auto run = [&](int64_t b) {
     int32_t* z = z_out->typed_data() + b * N;
