@@ -30,6 +30,7 @@
 // the work per call is large enough to pay for starting them.
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -345,11 +346,13 @@ ffi::Error SeatNiw(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> u
   const int64_t threads = std::min<int64_t>(B, std::max<int64_t>(1, num_threads));
   if (threads <= 1) {
     for (int64_t b = 0; b < B; ++b) run(b);
-  } else {  // chain b on thread b mod threads: which thread runs a chain never changes its draws
+  } else {  // each thread takes the next chain not yet taken (a thread the OS holds back takes fewer);
+            // which thread runs a chain never changes its draws
+    std::atomic<int64_t> next{0};
+    auto work = [&] { for (int64_t b = next++; b < B; b = next++) run(b); };
     std::vector<std::thread> pool;
-    for (int64_t r = 1; r < threads; ++r)
-      pool.emplace_back([&, r] { for (int64_t b = r; b < B; b += threads) run(b); });
-    for (int64_t b = 0; b < B; b += threads) run(b);
+    for (int64_t r = 1; r < threads; ++r) pool.emplace_back(work);
+    work();
     for (auto& th : pool) th.join();
   }
   return ffi::Error::Success();
