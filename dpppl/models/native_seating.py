@@ -54,7 +54,7 @@ def use_native(family, prior, requested: bool | None) -> bool:
         return False
     reason = covers(family, prior)
     if reason is not None:
-        if choice:
+        if requested:  # the kernel option asked for it; DPPPL_NATIVE=1 means "wherever covered"
             raise KernelError(f"native=True: {reason}")
         return False
     return native.load(SOURCE, _TARGETS, required=bool(choice))

@@ -11,7 +11,7 @@ import dpppl
 from dpppl.core import native
 from dpppl.diagnostics.arviz_compat import partition_group
 from dpppl.models.init import initial_states
-from dpppl.models.native_seating import SOURCE, covers
+from dpppl.models.native_seating import SOURCE, covers, use_native
 from dpppl.models.seating import seat_points, sweep_draws, visiting_order
 
 NIW = dpppl.NormalInverseWishart(mu0=[0.0, 0.0], kappa0=0.1, nu0=4.0, psi0=[[0.5, 0.0], [0.0, 0.5]])
@@ -96,6 +96,9 @@ def test_dpppl_native_environment_variable(monkeypatch):
         monkeypatch.setenv("DPPPL_NATIVE", value)
         assert native.wanted(None) is expected
         assert native.wanted(not expected) is (not expected)  # the kernel option wins
+    monkeypatch.setenv("DPPPL_NATIVE", "1")  # wherever covered: another family runs the JAX loop, no error
+    nkc = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=4.0))
+    assert use_native(nkc.component, nkc.prior, None) is False
     monkeypatch.setenv("DPPPL_NATIVE", "sometimes")
     with pytest.raises(dpppl.KernelError, match="DPPPL_NATIVE must be auto"):
         native.wanted(None)
