@@ -167,27 +167,85 @@ struct Niw {
     inv_df[k] = T(1) / df;
   }
 
-  // log t_k(x) = log_norm[k] - power[k] log(1 + q / df): this returns 1 + q / df
-  T log_argument(int k, const T* x) const {
-    const T* mu = &loc[size_t(k) * D];
-    const T* w = &white[size_t(k) * D * D];
-    T q = 0;
-    for (int i = 0; i < D; ++i) {
-      T y = 0;
-      for (int m = 0; m <= i; ++m) y += w[i * D + m] * (x[m] - mu[m]);
-      q += y * y;
+  int second_size() const { return D * D; }
+  void add_second(T* s2, const T* xi, T sign) const {
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j < D; ++j) s2[i * D + j] += sign * xi[i] * xi[j];
+  }
+
+  // out[j] = log t_k(x) for the slots k = active[j], j < m; out has room for whole vectors
+  void log_predictive(const int* active, int m, const T* x, T* out) {
+    const int whole = (m + 3) / 4 * 4;
+    for (int j = 0; j < m; ++j) {
+      const int k = active[j];
+      const T* mu = &loc[size_t(k) * D];
+      const T* w = &white[size_t(k) * D * D];
+      T q = 0;
+      for (int i = 0; i < D; ++i) {
+        T y = 0;
+        for (int l = 0; l <= i; ++l) y += w[i * D + l] * (x[l] - mu[l]);
+        q += y * y;
+      }
+      // log(1 + y) rather than log1p(y): the absolute error, which is what a logit's is, is
+      // the same (an ulp of 1), and log is the faster of the two
+      out[j] = T(1) + q * inv_df[k];
     }
-    // log(1 + y) rather than log1p(y): the absolute error, which is what a logit's is, is
-    // the same (an ulp of 1), and log is the faster of the two
-    return T(1) + q * inv_df[k];
+    for (int j = m; j < whole; ++j) out[j] = T(1);
+    log_all(out, whole);
+    for (int j = 0; j < m; ++j) out[j] = log_norm[active[j]] - power[active[j]] * out[j];
+  }
+};
+
+// Hyperparameters of NormalKnownCov (dpppl/families/normal_known.py; every one (D,)) and the
+// predictive of each slot. Per dimension, the cluster mean's posterior is N(mu_n, v_n) with
+//   v_n = 1 / (1/tau2 + n/sigma2),  mu_n = v_n (mu0/tau2 + s1/sigma2),
+// and the predictive N(mu_n, v_n + sigma2): log p(x) = log_norm - 1/2 sum_d (x_d - mu_n,d)^2 / var_d,
+// log_norm = -1/2 sum_d log(2 pi var_d). The statistics are n, s1 = sum x, s2 = sum x^2 (D).
+template <typename T>
+struct NormalKnown {
+  int D;
+  const T *mu0, *sigma2, *tau2;
+  std::vector<T> loc, precision, log_norm;
+
+  NormalKnown(int D_, const T* mu0_, const T* sigma2_, const T* tau2_, int C)
+      : D(D_), mu0(mu0_), sigma2(sigma2_), tau2(tau2_), loc(size_t(C) * D), precision(size_t(C) * D), log_norm(C) {}
+
+  int second_size() const { return D; }
+  void add_second(T* s2, const T* xi, T sign) const {
+    for (int i = 0; i < D; ++i) s2[i] += sign * xi[i] * xi[i];
+  }
+
+  void refresh(int k, T n, const T* s1, const T*) {
+    T* mu = &loc[size_t(k) * D];
+    T* prec = &precision[size_t(k) * D];
+    T norm = 0;
+    for (int i = 0; i < D; ++i) {
+      const T vn = T(1) / (T(1) / tau2[i] + n / sigma2[i]);
+      mu[i] = vn * (mu0[i] / tau2[i] + s1[i] / sigma2[i]);
+      const T var = vn + sigma2[i];
+      prec[i] = T(1) / var;
+      norm += std::log(T(2) * T(M_PI) * var);
+    }
+    log_norm[k] = T(-0.5) * norm;
+  }
+
+  void log_predictive(const int* active, int m, const T* x, T* out) {
+    for (int j = 0; j < m; ++j) {
+      const int k = active[j];
+      const T* mu = &loc[size_t(k) * D];
+      const T* prec = &precision[size_t(k) * D];
+      T q = 0;
+      for (int i = 0; i < D; ++i) q += prec[i] * (x[i] - mu[i]) * (x[i] - mu[i]);
+      out[j] = log_norm[k] - T(0.5) * q;
+    }
   }
 };
 
 // One chain: seat every point in the shuffled order (each first leaves its slot when remove_first).
-template <typename T>
+template <typename T, typename Family>
 bool seat_chain(int N, int D, int C, const T* x, const T* shuffle, const T* uniforms, int32_t* z,
-                T* n, T* s1, T* s2, T alpha, T discount, bool remove_first, Niw<T>& fam) {
-  const int DD = D * D;
+                T* n, T* s1, T* s2, T alpha, T discount, bool remove_first, Family& fam) {
+  const int DD = fam.second_size();  // numbers of s2 per slot
   // the visiting order: seating.visiting_order's Fisher-Yates shuffle, operation for operation
   std::vector<int32_t> order(N);
   for (int j = 0; j < N; ++j) order[j] = j;
@@ -196,8 +254,8 @@ bool seat_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unif
     std::swap(order[j], order[r]);
   }
   const int padded = (C + 3) / 4 * 4;  // whole vectors for log_all and exp_all
-  // per offered slot (padded with harmless values to whole vectors): log argument, logit
-  std::vector<T> log_weight(C), logits(padded, T(0)), arg(padded, T(1));
+  // per offered slot (padded with harmless values to whole vectors): its logit
+  std::vector<T> log_weight(C), logits(padded, T(0));
   std::vector<int> active(C);
   // log(n - d) by cluster size n, and log(alpha + K d) by number of clusters K, once per call
   std::vector<T> log_size(size_t(N) + 2, std::numeric_limits<T>::quiet_NaN()), log_open(size_t(N) + 2,
@@ -227,8 +285,7 @@ bool seat_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unif
     T* a = s1 + size_t(k) * D;
     T* b = s2 + size_t(k) * DD;
     for (int i = 0; i < D; ++i) a[i] += sign * xi[i];
-    for (int i = 0; i < D; ++i)
-      for (int j = 0; j < D; ++j) b[i * D + j] += sign * xi[i] * xi[j];
+    fam.add_second(b, xi, sign);
     if (n[k] < T(0.5)) {  // emptied: exact zeros, the prior's predictive
       n[k] = 0;
       std::fill(a, a + D, T(0));
@@ -258,17 +315,15 @@ bool seat_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unif
     }
     overflow |= first_empty < 0;
     const T log_new = weight_new(occupied);
-    const int whole = (m + 3) / 4 * 4;
-    for (int j = 0; j < m; ++j) arg[j] = fam.log_argument(active[j], xi);
-    for (int j = m; j < whole; ++j) arg[j] = T(1), logits[j] = T(0);
-    log_all(arg.data(), whole);
+    fam.log_predictive(active.data(), m, xi, logits.data());
     T top = neg_inf;
     for (int j = 0; j < m; ++j) {
-      const int c = active[j];
-      logits[j] = (c == first_empty ? log_new : log_weight[c]) + fam.log_norm[c] - fam.power[c] * arg[j];
+      logits[j] += active[j] == first_empty ? log_new : log_weight[active[j]];
       top = std::max(top, logits[j]);
     }
     for (int j = 0; j < m; ++j) logits[j] -= top;
+    const int whole = (m + 3) / 4 * 4;
+    for (int j = m; j < whole; ++j) logits[j] = T(0);
     exp_all(logits.data(), whole);  // now the CDF terms
     T total = 0;
     for (int j = 0; j < m; ++j) total += logits[j];
@@ -294,19 +349,26 @@ int64_t batch_of(ffi::AnyBuffer::Dimensions dims, size_t base) {
   return b;
 }
 
+// The families the native sweep covers, and the shapes of their hyperparameter operands
+// h1, h2, h3 and second statistics s2 (dimensions of one chain's value):
+//   family 0, NormalInverseWishart: h1 = mu0 (D), h2 = psi0 (D, D), h3 unused (D); s2 (C, D, D)
+//   family 1, NormalKnownCov:      h1 = mu0 (D), h2 = sigma2 (D), h3 = tau2 (D); s2 (C, D)
 template <ffi::DataType DT>
-ffi::Error SeatNiw(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> uniforms,
-                   ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT> s2_in,
-                   ffi::Buffer<DT> alpha, ffi::Buffer<DT> mu0, ffi::Buffer<DT> psi0,
-                   ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out, ffi::ResultBuffer<DT> s1_out,
-                   ffi::ResultBuffer<DT> s2_out, ffi::ResultBuffer<ffi::PRED> overflow_out,
-                   double kappa0, double nu0, double discount, int64_t remove_first, int64_t num_threads) {
+ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> uniforms,
+                ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT> s2_in,
+                ffi::Buffer<DT> alpha, ffi::Buffer<DT> h1, ffi::Buffer<DT> h2, ffi::Buffer<DT> h3,
+                ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out, ffi::ResultBuffer<DT> s1_out,
+                ffi::ResultBuffer<DT> s2_out, ffi::ResultBuffer<ffi::PRED> overflow_out, int64_t family,
+                double kappa0, double nu0, double discount, int64_t remove_first, int64_t num_threads) {
   using T = ffi::NativeType<DT>;
   const auto xd = x.dimensions();
   const auto nd = n_out->dimensions();
   if (xd.size() < 2 || nd.size() < 1) return ffi::Error::InvalidArgument("native seating: bad operand ranks");
+  if (family != 0 && family != 1) return ffi::Error::InvalidArgument("native seating: unknown family");
   const int N = int(xd[xd.size() - 2]), D = int(xd[xd.size() - 1]), C = int(nd[nd.size() - 1]);
   const int64_t B = batch_of(z_out->dimensions(), 1);
+  const size_t full = family == 0;  // NIW: s2 and h2 are D x D
+  const int64_t second = full ? int64_t(D) * D : D;
   // per operand: elements of one chain's slice and whether it is batched (else shared)
   struct Operand { int64_t size; bool batched; };
   auto operand = [&](ffi::AnyBuffer::Dimensions dims, size_t base) {
@@ -317,9 +379,9 @@ ffi::Error SeatNiw(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> u
   };
   const Operand ox = operand(xd, 2), ov = operand(shuffle.dimensions(), 1), ou = operand(uniforms.dimensions(), 1),
                 oz = operand(z_in.dimensions(), 1), on = operand(n_in.dimensions(), 1),
-                o1 = operand(s1_in.dimensions(), 2), o2 = operand(s2_in.dimensions(), 3),
-                oa = operand(alpha.dimensions(), 0), om = operand(mu0.dimensions(), 1),
-                op = operand(psi0.dimensions(), 2);
+                o1 = operand(s1_in.dimensions(), 2), o2 = operand(s2_in.dimensions(), 2 + full),
+                oa = operand(alpha.dimensions(), 0), oh1 = operand(h1.dimensions(), 1),
+                oh2 = operand(h2.dimensions(), 1 + full), oh3 = operand(h3.dimensions(), 1);
   auto at = [](const auto* base, Operand o, int64_t b) { return base + (o.batched ? b * o.size : 0); };
   // labels index the slots: one outside [0, C) would read and write past the statistics
   if (remove_first != 0) {
@@ -333,15 +395,25 @@ ffi::Error SeatNiw(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> u
     int32_t* z = z_out->typed_data() + b * N;
     T* n = n_out->typed_data() + b * C;
     T* s1 = s1_out->typed_data() + b * int64_t(C) * D;
-    T* s2 = s2_out->typed_data() + b * int64_t(C) * D * D;
+    T* s2 = s2_out->typed_data() + b * int64_t(C) * second;
     std::memcpy(z, at(z_in.typed_data(), oz, b), sizeof(int32_t) * N);
     std::memcpy(n, at(n_in.typed_data(), on, b), sizeof(T) * C);
     std::memcpy(s1, at(s1_in.typed_data(), o1, b), sizeof(T) * C * D);
-    std::memcpy(s2, at(s2_in.typed_data(), o2, b), sizeof(T) * C * D * D);
-    Niw<T> fam(D, at(mu0.typed_data(), om, b), at(psi0.typed_data(), op, b), T(kappa0), T(nu0), C, N);
-    overflow_out->typed_data()[b] = seat_chain<T>(
-        N, D, C, at(x.typed_data(), ox, b), at(shuffle.typed_data(), ov, b), at(uniforms.typed_data(), ou, b),
-        z, n, s1, s2, *at(alpha.typed_data(), oa, b), T(discount), remove_first != 0, fam);
+    std::memcpy(s2, at(s2_in.typed_data(), o2, b), sizeof(T) * C * second);
+    const T* xb = at(x.typed_data(), ox, b);
+    const T* vb = at(shuffle.typed_data(), ov, b);
+    const T* ub = at(uniforms.typed_data(), ou, b);
+    const T ab = *at(alpha.typed_data(), oa, b);
+    const T *p1 = at(h1.typed_data(), oh1, b), *p2 = at(h2.typed_data(), oh2, b), *p3 = at(h3.typed_data(), oh3, b);
+    if (family == 0) {
+      Niw<T> fam(D, p1, p2, T(kappa0), T(nu0), C, N);
+      overflow_out->typed_data()[b] = seat_chain(N, D, C, xb, vb, ub, z, n, s1, s2, ab, T(discount),
+                                                 remove_first != 0, fam);
+    } else {
+      NormalKnown<T> fam(D, p1, p2, p3, C);
+      overflow_out->typed_data()[b] = seat_chain(N, D, C, xb, vb, ub, z, n, s1, s2, ab, T(discount),
+                                                 remove_first != 0, fam);
+    }
   };
   const int64_t threads = std::min<int64_t>(B, std::max<int64_t>(1, num_threads));
   if (threads <= 1) {
@@ -358,8 +430,8 @@ ffi::Error SeatNiw(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> u
   return ffi::Error::Success();
 }
 
-// The operands of SeatNiw, in order (shapes of one chain; a leading batch under vmap).
-#define DPPPL_SEAT_NIW_BINDING(DT)                                                 \
+// The operands of Seat, in order (shapes of one chain; a leading batch under vmap).
+#define DPPPL_SEAT_BINDING(DT)                                                 \
   ffi::Ffi::Bind()                                                                 \
       .Arg<ffi::Buffer<DT>>()         /* x (N, D) */                               \
       .Arg<ffi::Buffer<DT>>()         /* shuffle (N,): uniforms fixing the order */ \
@@ -367,15 +439,17 @@ ffi::Error SeatNiw(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> u
       .Arg<ffi::Buffer<ffi::S32>>()   /* z (N,) */                                 \
       .Arg<ffi::Buffer<DT>>()         /* n (C,) */                                 \
       .Arg<ffi::Buffer<DT>>()         /* s1 (C, D) */                              \
-      .Arg<ffi::Buffer<DT>>()         /* s2 (C, D, D) */                           \
+      .Arg<ffi::Buffer<DT>>()         /* s2 (C, D, D) or (C, D) */                 \
       .Arg<ffi::Buffer<DT>>()         /* alpha () */                               \
-      .Arg<ffi::Buffer<DT>>()         /* mu0 (D,) */                               \
-      .Arg<ffi::Buffer<DT>>()         /* psi0 (D, D) */                            \
+      .Arg<ffi::Buffer<DT>>()         /* h1: hyperparameters (see Seat) */         \
+      .Arg<ffi::Buffer<DT>>()         /* h2 */                                     \
+      .Arg<ffi::Buffer<DT>>()         /* h3 */                                     \
       .Ret<ffi::Buffer<ffi::S32>>()   /* z */                                      \
       .Ret<ffi::Buffer<DT>>()         /* n */                                      \
       .Ret<ffi::Buffer<DT>>()         /* s1 */                                     \
       .Ret<ffi::Buffer<DT>>()         /* s2 */                                     \
       .Ret<ffi::Buffer<ffi::PRED>>()  /* overflow: a point found no empty slot */  \
+      .Attr<int64_t>("family")                                                     \
       .Attr<double>("kappa0")                                                      \
       .Attr<double>("nu0")                                                         \
       .Attr<double>("discount")                                                    \
@@ -384,5 +458,5 @@ ffi::Error SeatNiw(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> u
 
 }  // namespace
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatNiwF64, SeatNiw<ffi::F64>, DPPPL_SEAT_NIW_BINDING(ffi::F64));
-XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatNiwF32, SeatNiw<ffi::F32>, DPPPL_SEAT_NIW_BINDING(ffi::F32));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF64, Seat<ffi::F64>, DPPPL_SEAT_BINDING(ffi::F64));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF32, Seat<ffi::F32>, DPPPL_SEAT_BINDING(ffi::F32));

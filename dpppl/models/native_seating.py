@@ -9,10 +9,12 @@ takes the visiting order and the uniforms the JAX loop would use (drawn from the
 and makes the same draws up to floating-point rounding. Under `vmap` the chains of one call
 run on threads when the work is large enough (`dpppl.core.native.num_threads`).
 
-Covered: [`NormalInverseWishart`][dpppl.families.NormalInverseWishart] components under the
-CRP and Pitman-Yor priors, in float64 and float32; every other family or prior runs the JAX
-loop. The equations are in the C++ source's header and are those of `dpppl.families.niw`
-and `dpppl.priors.crp`; tests/statistical run both paths against enumeration and Geweke.
+Covered: [`NormalInverseWishart`][dpppl.families.NormalInverseWishart] and
+[`NormalKnownCov`][dpppl.families.NormalKnownCov] components under the CRP and Pitman-Yor
+priors, in float64 and float32; every other family (`NormalGamma`, `DirichletMultinomial`,
+`BetaBernoulli`, the non-conjugate ones) or prior runs the JAX loop. The equations are in the
+C++ source and are those of `dpppl.families.niw`, `dpppl.families.normal_known` and
+`dpppl.priors.crp`; tests/statistical run both paths against enumeration and Geweke.
 """
 
 from __future__ import annotations
@@ -26,12 +28,15 @@ import numpy as np
 from dpppl.core import native
 from dpppl.core.state import PartitionState
 from dpppl.errors import KernelError
-from dpppl.families.gaussian import GaussianStats
 from dpppl.families.niw import NormalInverseWishart
+from dpppl.families.normal_known import NormalKnownCov
 from dpppl.priors.crp import PitmanYor
 
 SOURCE = Path(__file__).with_name("native_seating.cc")
-_TARGETS = {"dpppl_seat_niw_f64": "DppplSeatNiwF64", "dpppl_seat_niw_f32": "DppplSeatNiwF32"}
+_TARGETS = {"dpppl_seat_f64": "DppplSeatF64", "dpppl_seat_f32": "DppplSeatF32"}
+FAMILIES = (NormalInverseWishart, NormalKnownCov)
+"""The component families the native sweep covers (exactly these classes), in the order of the
+C++ code's `family` attribute."""
 THREAD_WORK = 20_000
 """Threads are started for a call's chains when points x slots reaches this (below it
 starting them costs more than the sweep)."""
@@ -39,8 +44,9 @@ starting them costs more than the sweep)."""
 
 def covers(family, prior) -> str | None:
     """None when the native loop covers `family` under `prior`, else why not."""
-    if type(family) is not NormalInverseWishart:
-        return f"the native sweep covers NormalInverseWishart only, not {family.name}"
+    if type(family) not in FAMILIES:
+        return (f"the native sweep covers {' and '.join(f.name for f in FAMILIES)} components, "
+                f"not {family.name}")
     if not isinstance(prior, PitmanYor):
         return f"the native sweep covers the CRP and Pitman-Yor priors only, not {prior.describe()}"
     return None
@@ -64,15 +70,21 @@ def native_seat_points(family, prior, x, shuffle, uniforms, state: PartitionStat
     """[`seat_points`][dpppl.models.seating.seat_points] in one FFI call."""
     stats = state.stats
     dtype = jnp.result_type(x)
-    target = {jnp.dtype(jnp.float64): "dpppl_seat_niw_f64", jnp.dtype(jnp.float32): "dpppl_seat_niw_f32"}[dtype]
+    target = {jnp.dtype(jnp.float64): "dpppl_seat_f64", jnp.dtype(jnp.float32): "dpppl_seat_f32"}[dtype]
     n_points, capacity = x.shape[0], stats.n.shape[-1]
     threads = native.num_threads() if n_points * capacity >= THREAD_WORK else 1
+    if isinstance(family, NormalInverseWishart):
+        hyper = (family.mu0, family.psi0, np.zeros(family.dim))
+        scalars = dict(kappa0=np.float64(family.kappa0), nu0=np.float64(family.nu0))
+    else:
+        hyper = (family.mu0, family.sigma2, family.tau2)
+        scalars = dict(kappa0=np.float64(0.0), nu0=np.float64(0.0))
     out = (jax.ShapeDtypeStruct(state.z.shape, jnp.int32),) + tuple(
         jax.ShapeDtypeStruct(s.shape, dtype) for s in stats) + (jax.ShapeDtypeStruct((), jnp.bool_),)
     call = jax.ffi.ffi_call(target, out, vmap_method="expand_dims")
     z, n, s1, s2, overflow = call(
         x, shuffle.astype(dtype), uniforms.astype(dtype), state.z, *(s.astype(dtype) for s in stats),
-        jnp.asarray(state.alpha, dtype), jnp.asarray(family.mu0, dtype), jnp.asarray(family.psi0, dtype),
-        kappa0=np.float64(family.kappa0), nu0=np.float64(family.nu0), discount=np.float64(prior.discount),
-        remove_first=np.int64(remove_first), num_threads=np.int64(threads))
-    return state._replace(z=z, stats=GaussianStats(n, s1, s2), overflow=state.overflow | overflow)
+        jnp.asarray(state.alpha, dtype), *(jnp.asarray(h, dtype) for h in hyper),
+        family=np.int64(FAMILIES.index(type(family))), discount=np.float64(prior.discount),
+        remove_first=np.int64(remove_first), num_threads=np.int64(threads), **scalars)
+    return state._replace(z=z, stats=type(stats)(n, s1, s2), overflow=state.overflow | overflow)

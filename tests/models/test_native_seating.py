@@ -19,9 +19,10 @@ X, _ = dpppl.datasets.gaussian_mixture(60, 2, 3, mean_scale=3.0, seed=2)
 RUN = dict(kernel="gibbs", num_warmup=10, num_samples=30, seed=3, progress_bar=False, init="prior")
 
 
-@pytest.mark.parametrize("model, num_chains", [(dpppl.DPMixture(dpppl.Gamma(1.0, 1.0), NIW), 1),
-                                               (dpppl.PitmanYorMixture(0.4, 0.8, NIW), 3)],
-                         ids=["dp-unbatched", "pitman_yor-vmapped"])
+@pytest.mark.parametrize("model, num_chains", [
+    (dpppl.DPMixture(dpppl.Gamma(1.0, 1.0), NIW), 1), (dpppl.PitmanYorMixture(0.4, 0.8, NIW), 3),
+    (dpppl.PitmanYorMixture(0.2, dpppl.Gamma(1.0, 1.0), dpppl.NormalKnownCov(sigma2=0.5, mu0=0.0, tau2=9.0)), 2)],
+    ids=["niw-dp-unbatched", "niw-pitman_yor-vmapped", "normal_known-pitman_yor-vmapped"])
 def test_native_and_jax_sweeps_make_the_same_draws(model, num_chains):
     """Same seed, same labels at every draw (the draws differ only where a uniform falls within
     rounding of a CDF boundary), and log joints equal to rounding."""
@@ -71,9 +72,10 @@ def test_native_threads_do_not_change_the_draws(monkeypatch):
 
 
 def test_native_true_refuses_a_model_it_does_not_cover():
-    model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=4.0))
+    model = dpppl.DPMixture(1.0, dpppl.NormalGamma(mu0=0.0, kappa0=0.2, a0=3.0, b0=1.0))
     assert covers(model.component, model.prior) is not None
-    with pytest.raises(dpppl.KernelError, match="native=True: the native sweep covers NormalInverseWishart only"):
+    with pytest.raises(dpppl.KernelError, match="native=True: the native sweep covers NormalInverseWishart and "
+                                                "NormalKnownCov components, not NormalGamma"):
         dpppl.sample(model, X, native=True, **RUN)
     dpppl.sample(model, X, native=None, **{**RUN, "num_samples": 2})  # auto: the JAX loop
 
@@ -97,8 +99,8 @@ def test_dpppl_native_environment_variable(monkeypatch):
         assert native.wanted(None) is expected
         assert native.wanted(not expected) is (not expected)  # the kernel option wins
     monkeypatch.setenv("DPPPL_NATIVE", "1")  # wherever covered: another family runs the JAX loop, no error
-    nkc = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=4.0))
-    assert use_native(nkc.component, nkc.prior, None) is False
+    ng = dpppl.DPMixture(1.0, dpppl.NormalGamma(mu0=0.0, kappa0=0.2, a0=3.0, b0=1.0))
+    assert use_native(ng.component, ng.prior, None) is False
     monkeypatch.setenv("DPPPL_NATIVE", "sometimes")
     with pytest.raises(dpppl.KernelError, match="DPPPL_NATIVE must be auto"):
         native.wanted(None)

@@ -60,15 +60,15 @@ def test_exact_kernel_matches_enumeration(kernel, case_name, exact):
     assert result.passed, result.report
 
 
-# gibbs runs its sweep natively where dpppl.models.native_seating covers the model (NIW under
-# CRP/Pitman-Yor; the matrix above then tests the native path): both paths, each forced, against
-# enumeration, with a Pitman-Yor NIW case that no other test has
+# gibbs runs its sweep natively where dpppl.models.native_seating covers the model (NIW and
+# NormalKnownCov under CRP/Pitman-Yor; the matrix above then tests the native path): both paths,
+# each forced, against enumeration, with a Pitman-Yor NIW case that no other test has
 PITMAN_YOR_NIW = ExactCase("pitman_yor_niw", dpppl.PitmanYorMixture(0.3, 0.7, CASES["niw_2d_overlap"].model.component),
                            CASES["niw_2d_overlap"].x, "the 5 NIW points under Pitman-Yor(0.3, 0.7)")
 
 
 @pytest.mark.parametrize("case_name, native", [
-    ("pitman_yor_niw", True), ("niw_2d_overlap", False),
+    ("pitman_yor_niw", True), ("niw_2d_overlap", False), ("pitman_yor_normal_known", False),
     pytest.param("pitman_yor_niw", False, marks=pytest.mark.slow),
     pytest.param("niw_2d_overlap", True, marks=pytest.mark.slow),
     pytest.param("niw_2d_separated", True, marks=pytest.mark.slow)])
