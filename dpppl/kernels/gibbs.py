@@ -27,9 +27,9 @@ def build_gibbs_kernel(bound_model, *, native: bool | None = None) -> Kernel:
     """One collapsed-Gibbs sweep over all points, in a random order, per step.
 
     `native`: run the sweep as one native call on CPU (`dpppl.models.native_seating`;
-    NormalInverseWishart under CRP/Pitman-Yor): True requires it, False runs the JAX loop, None
-    (default) follows `DPPPL_NATIVE` (default: native where covered and built). Both make the
-    same draws up to floating-point rounding.
+    NormalInverseWishart and NormalKnownCov under CRP/Pitman-Yor): True requires it, False runs
+    the JAX loop, None (default) follows `DPPPL_NATIVE` (default: native where covered and
+    built). Both make the same draws up to floating-point rounding.
     """
     family, prior = bound_model.family, bound_model.prior
 
