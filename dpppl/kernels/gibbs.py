@@ -23,13 +23,19 @@ from dpppl.kernels.base import Kernel, exchangeable_prior_only, register
 from dpppl.models.seating import seat_points, sweep_draws
 
 
-def build_gibbs_kernel(bound_model) -> Kernel:
-    """One collapsed-Gibbs sweep over all points, in a random order, per step."""
+def build_gibbs_kernel(bound_model, *, native: bool | None = None) -> Kernel:
+    """One collapsed-Gibbs sweep over all points, in a random order, per step.
+
+    `native`: run the sweep as one native call on CPU (`dpppl.models.native_seating`;
+    NormalInverseWishart and NormalKnownCov under CRP/Pitman-Yor): True requires it, False runs
+    the JAX loop, None (default) follows `DPPPL_NATIVE` (default: native where covered and
+    built). Both make the same draws up to floating-point rounding.
+    """
     family, prior = bound_model.family, bound_model.prior
 
     def step(rng_key, state, x):
-        order, uniforms = sweep_draws(rng_key, x)
-        return seat_points(family, prior, x, order, uniforms, state, remove_first=True), {}
+        shuffle, uniforms = sweep_draws(rng_key, x)
+        return seat_points(family, prior, x, shuffle, uniforms, state, remove_first=True, native=native), {}
 
     return Kernel("gibbs", exact=True, step=step)
 

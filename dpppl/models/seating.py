@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from dpppl.core.numerics import sample_index
 from dpppl.core.state import PartitionState, set_row
 from dpppl.families.base import add_point, take
+from dpppl.models.native_seating import native_seat_points, use_native
 
 def refresh(family, stats, params, k):
     """After a point left or joined slot `k`: zero the slot's statistics exactly when it
@@ -31,11 +32,33 @@ def refresh(family, stats, params, k):
 
 
 def sweep_draws(rng_key, x):
-    """A random visiting order of the points of `x` and one uniform per visit (shapes
-    independent of the slot capacity, so growing it never changes the draws)."""
+    """The random numbers of one sweep over the points of `x`: `shuffle` (N,) uniforms that
+    fix the visiting order (`visiting_order`) and `seat` (N,) uniforms, one per visit
+    (shapes independent of the slot capacity, so growing it never changes the draws)."""
     k_order, k_u = jax.random.split(rng_key)
     n = x.shape[0]
-    return jax.random.permutation(k_order, n), jax.random.uniform(k_u, (n,), dtype=x.dtype)
+    return jax.random.uniform(k_order, (n,), dtype=x.dtype), jax.random.uniform(k_u, (n,), dtype=x.dtype)
+
+
+def visiting_order(shuffle):
+    """The Fisher-Yates shuffle of 0..N-1 driven by uniforms `shuffle` (N,): for
+    j = N-1, ..., 1, swap the entries at j and r_j = min(floor(v_j (j + 1)), j).
+
+    Uniform over permutations up to the resolution of the float uniforms (r_j is off by at
+    most (j + 1) 2^-52 in probability in float64); a Gibbs sweep leaves the posterior
+    invariant for any visiting order drawn independently of the state, so this only
+    matters for mixing. It is one sequential pass (the native sweep runs the same one),
+    where `jax.random.permutation` sorts twice: 8 ms for 10^4 points on this CPU.
+    """
+    n = shuffle.shape[0]
+
+    def swap(t, order):
+        j = n - 1 - t
+        r = jnp.minimum(jnp.floor(shuffle[j] * (j + 1)).astype(order.dtype), j)
+        a, b = order[j], order[r]
+        return order.at[j].set(b).at[r].set(a)
+
+    return jax.lax.fori_loop(0, n - 1, swap, jnp.arange(n, dtype=jnp.int32))
 
 
 def visit_points(family, state: PartitionState, order, body) -> PartitionState:
@@ -46,10 +69,20 @@ def visit_points(family, state: PartitionState, order, body) -> PartitionState:
     return state._replace(z=z, stats=stats, overflow=overflow)
 
 
-def seat_points(family, prior, x, order, uniforms, state: PartitionState, remove_first: bool):
-    """Seat points `order` one at a time; with `remove_first` they leave their
-    current cluster first (a Gibbs sweep), otherwise they start unassigned."""
+def seat_points(family, prior, x, shuffle, uniforms, state: PartitionState, remove_first: bool,
+                native: bool | None = None):
+    """Seat every point one at a time in the order `visiting_order(shuffle)`, point t of
+    that order drawn with `uniforms[t]`; with `remove_first` they leave their current
+    cluster first (a Gibbs sweep), otherwise they start unassigned.
+
+    On CPU the loop runs as one native call where it is covered
+    ([`native_seating`][dpppl.models.native_seating]; same draws up to rounding): `native`
+    True requires it, False never takes it, None follows `DPPPL_NATIVE` (default: when it builds).
+    """
+    if use_native(family, prior, native):
+        return native_seat_points(family, prior, x, shuffle, uniforms, state, remove_first)
     alpha = state.alpha
+    order = visiting_order(shuffle)
 
     def body(t, carry):
         z, stats, params, overflow = carry
@@ -78,5 +111,5 @@ def seat_points(family, prior, x, order, uniforms, state: PartitionState, remove
 def sequential_prediction(bound_model, rng_key, state: PartitionState, x) -> PartitionState:
     """Seat every point, in a random order, into `state` (whose statistics must be
     empty) by CRP weight times posterior predictive (Liang et al. 2007, sec. 5.1)."""
-    order, uniforms = sweep_draws(rng_key, x)
-    return seat_points(bound_model.family, bound_model.prior, x, order, uniforms, state, remove_first=False)
+    shuffle, uniforms = sweep_draws(rng_key, x)
+    return seat_points(bound_model.family, bound_model.prior, x, shuffle, uniforms, state, remove_first=False)

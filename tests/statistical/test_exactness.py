@@ -6,7 +6,7 @@ import pytest
 import dpppl
 from dpppl import kernels
 from dpppl.diagnostics.arviz_compat import group, partition_group
-from dpppl.testing import check_kernel_samples, exact_posterior, scale_concentration
+from dpppl.testing import ExactCase, check_kernel_samples, exact_posterior, scale_concentration
 from tests.helpers.cases import CASES
 EXACT_KERNELS = [name for name in kernels.available() if name != "nuts" and kernels.entry(name).exact]
 HYBRIDS = [f"gibbs+{name}" for name in EXACT_KERNELS if name != "gibbs"]  # Gibbs with each other move
@@ -44,10 +44,10 @@ def exact():
     return get
 
 
-def _check(kernel, case, exact_post, seed, model=None):
+def _check(kernel, case, exact_post, seed, model=None, **options):
     idata = dpppl.sample(model or case.model, case.x, kernel=kernel, num_warmup=NUM_WARMUP,
                          num_samples=NUM_SAMPLES, num_chains=NUM_CHAINS, seed=seed, init="prior",
-                         progress_bar=False)
+                         progress_bar=False, **options)
     post = group(idata, "posterior")
     alpha = post["alpha"].values if case.model.prior.alpha_is_random else None
     return check_kernel_samples(exact_post, partition_group(idata)["z"].values, alpha=alpha)
@@ -57,6 +57,24 @@ def _check(kernel, case, exact_post, seed, model=None):
 def test_exact_kernel_matches_enumeration(kernel, case_name, exact):
     case = CASES[case_name]
     result = _check(kernel, case, exact(case_name), seed=sorted(CASES).index(case_name))
+    assert result.passed, result.report
+
+
+# gibbs runs its sweep natively where dpppl.models.native_seating covers the model (NIW and
+# NormalKnownCov under CRP/Pitman-Yor; the matrix above then tests the native path): both paths,
+# each forced, against enumeration, with a Pitman-Yor NIW case that no other test has
+PITMAN_YOR_NIW = ExactCase("pitman_yor_niw", dpppl.PitmanYorMixture(0.3, 0.7, CASES["niw_2d_overlap"].model.component),
+                           CASES["niw_2d_overlap"].x, "the 5 NIW points under Pitman-Yor(0.3, 0.7)")
+
+
+@pytest.mark.parametrize("case_name, native", [
+    ("pitman_yor_niw", True), ("niw_2d_overlap", False), ("pitman_yor_normal_known", False),
+    pytest.param("pitman_yor_niw", False, marks=pytest.mark.slow),
+    pytest.param("niw_2d_overlap", True, marks=pytest.mark.slow),
+    pytest.param("niw_2d_separated", True, marks=pytest.mark.slow)])
+def test_gibbs_native_and_jax_sweeps_match_enumeration(case_name, native):
+    case = PITMAN_YOR_NIW if case_name == PITMAN_YOR_NIW.name else CASES[case_name]
+    result = _check("gibbs", case, exact_posterior(case.model, case.x), seed=21, native=native)
     assert result.passed, result.report
 
 

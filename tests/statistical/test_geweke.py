@@ -30,6 +30,7 @@ MODELS = {
                                                           fam.DirichletMultinomial(beta=0.5)), 4, 8),
     "beta_bernoulli_fixed_alpha": (dpppl.DPMixture(0.7, fam.BetaBernoulli(a=0.5, b=0.5)), 6, None),
     "pitman_yor_gamma_alpha": (dpppl.PitmanYorMixture(0.3, dpppl.Gamma(2.0, 1.0), NKC), 1, None),
+    "pitman_yor_niw_gamma_alpha": (dpppl.PitmanYorMixture(0.3, dpppl.Gamma(2.0, 1.0), NIW), 2, None),
 }
 EXACT_KERNELS = [name for name in kernels.available() if name != "nuts" and kernels.entry(name).exact]
 HYBRIDS = [f"gibbs+{name}" for name in EXACT_KERNELS if name != "gibbs"]  # Gibbs with each other move
@@ -61,6 +62,16 @@ def _run(kernel, name, seed, **kwargs):
 @pytest.mark.parametrize("kernel, name", list(_matrix()))
 def test_exact_kernel_leaves_the_joint_invariant(kernel, name):
     result = _run(kernel, name, seed=list(MODELS).index(name))
+    assert result.passed, result.report
+
+
+# gibbs runs its NIW sweeps natively (dpppl.models.native_seating) unless told not to: the
+# matrix above tests the native path on the NIW models (Pitman-Yor with -m slow), this the JAX
+# loop (with -m slow: 40-60 s each; the JAX loop is tested against enumeration by default)
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["niw_gamma_alpha", "pitman_yor_niw_gamma_alpha"])
+def test_gibbs_jax_sweep_leaves_the_joint_invariant(name):
+    result = _run("gibbs", name, seed=list(MODELS).index(name), native=False)
     assert result.passed, result.report
 
 

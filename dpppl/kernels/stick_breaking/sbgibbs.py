@@ -36,7 +36,7 @@ import jax.numpy as jnp
 from dpppl.families.base import add_point
 from dpppl.priors.stick_breaking import StickBreaking
 from dpppl.kernels.base import Kernel, register
-from dpppl.models.seating import refresh, sweep_draws, visit_points
+from dpppl.models.seating import refresh, sweep_draws, visit_points, visiting_order
 from dpppl.core.numerics import sample_index
 
 
@@ -80,8 +80,8 @@ def build_sbgibbs_kernel(bound_model) -> Kernel:
     family, prior = bound_model.family, bound_model.prior
 
     def step(rng_key, state, x):
-        order, uniforms = sweep_draws(rng_key, x)
-        return _sweep(family, prior, x, order, uniforms, state), {}
+        shuffle, uniforms = sweep_draws(rng_key, x)
+        return _sweep(family, prior, x, visiting_order(shuffle), uniforms, state), {}
 
     return Kernel("sbgibbs", exact=True, step=step)
 

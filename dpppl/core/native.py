@@ -1,0 +1,141 @@
+"""Native CPU functions called from inside jitted code through XLA's FFI.
+
+A C++ source shipped in the package is compiled on first use with the machine's C++
+compiler (`$CXX`, else `g++`/`c++`) against the headers of the installed jaxlib
+(`jax.ffi.include_dir()`), into a per-user cache directory keyed by a hash of the source,
+the compiler command and the jax/jaxlib versions, so each machine compiles each version
+once (seconds); the library is loaded and its handlers registered as XLA FFI targets for
+the CPU platform. When there is no compiler, or the build or load fails, `load` warns once
+and returns None, and the caller runs its JAX path.
+
+`DPPPL_NATIVE` chooses: `auto` (default: native on the CPU backend when it builds), `0`/`off`
+(never), `1`/`on` (always on CPU; a failed build is an error). `DPPPL_NATIVE_CACHE` moves the
+cache (default `$XDG_CACHE_HOME/dpppl/native`, else `~/.cache/dpppl/native`).
+`DPPPL_NATIVE_THREADS` bounds the threads a native call may run chains on (default: the
+CPUs this process may use).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import jax
+
+from dpppl.errors import KernelError
+
+_FLAGS = ("-O2", "-fno-math-errno", "-std=c++17", "-shared", "-fPIC", "-w")
+_LOADED: dict[str, object] = {}  # source path -> the loaded library, or the reason it is not
+_ON, _OFF = ("1", "on", "true", "yes"), ("0", "off", "false", "no")
+
+
+def mode() -> str:
+    """`"auto"`, `"on"` or `"off"`, from `DPPPL_NATIVE`."""
+    value = os.environ.get("DPPPL_NATIVE", "auto").strip().lower()
+    if value in _ON:
+        return "on"
+    if value in _OFF:
+        return "off"
+    if value != "auto":
+        raise KernelError(f"DPPPL_NATIVE must be auto, on (1) or off (0), got {value!r}")
+    return "auto"
+
+
+def wanted(requested: bool | None) -> bool | None:
+    """Whether a caller should take its native path: `requested` (a kernel option) when
+    given, else `DPPPL_NATIVE`. True: required (a failure is an error); None: when it
+    builds; False: never. Off the CPU backend: False, and a request of True is an error."""
+    choice = {"on": True, "off": False, "auto": None}[mode()] if requested is None else requested
+    if jax.default_backend() != "cpu":
+        if choice:
+            raise KernelError(f"the native path runs on CPU only, and JAX's default backend is "
+                              f"{jax.default_backend()!r} (the JAX path runs there)")
+        return False
+    return choice
+
+
+def num_threads() -> int:
+    """Threads a native call may run independent chains on."""
+    limit = os.environ.get("DPPPL_NATIVE_THREADS")
+    if limit:
+        return max(1, int(limit))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def cache_dir() -> Path:
+    if os.environ.get("DPPPL_NATIVE_CACHE"):
+        return Path(os.environ["DPPPL_NATIVE_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "dpppl" / "native"
+
+
+def _compiler() -> str | None:
+    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _build(source: Path) -> Path:
+    """The shared library of `source`, compiled into the cache unless already there."""
+    import jaxlib
+
+    cxx = _compiler()
+    if cxx is None:
+        raise RuntimeError("no C++ compiler found (set CXX, or install g++)")
+    include = jax.ffi.include_dir()
+    text = source.read_bytes()
+    key = hashlib.sha256(b"\0".join([text, cxx.encode(), " ".join(_FLAGS).encode(), jax.__version__.encode(),
+                                     jaxlib.__version__.encode(), sys.platform.encode()])).hexdigest()[:20]
+    directory = cache_dir()
+    library = directory / f"{source.stem}-{key}.so"
+    if library.exists():
+        return library
+    directory.mkdir(parents=True, exist_ok=True)
+    # compile to a private name and rename: processes building at once never load a partial file
+    fd, partial = tempfile.mkstemp(suffix=".so", dir=directory)
+    os.close(fd)
+    try:
+        done = subprocess.run([cxx, *_FLAGS, f"-I{include}", str(source), "-o", partial],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{Path(cxx).name} failed on {source.name}:\n{done.stderr[-2000:]}")
+        os.replace(partial, library)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+    return library
+
+
+def load(source: Path, targets: dict[str, str], required: bool):
+    """Build and load `source` and register its FFI handlers (`targets`: XLA target name ->
+    exported handler symbol) for the CPU platform, once per process. Returns True, or False
+    after one warning when it cannot (an error instead when `required`)."""
+    key = str(source)
+    if key not in _LOADED:
+        try:
+            lib = ctypes.CDLL(str(_build(source)))
+            for target, symbol in targets.items():
+                jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
+            _LOADED[key] = lib
+        except Exception as err:  # noqa: BLE001  (any failure means: use the JAX path)
+            _LOADED[key] = f"{type(err).__name__}: {err}"
+            if not required:
+                warnings.warn(f"dpppl: the native CPU code {source.name} could not be built or loaded, so the JAX "
+                              f"path runs instead (slower on CPU; DPPPL_NATIVE=0 silences this): {_LOADED[key]}",
+                              RuntimeWarning, stacklevel=3)
+    loaded = not isinstance(_LOADED[key], str)
+    if required and not loaded:
+        raise KernelError(f"the native CPU code {source.name} was requested (native=True or DPPPL_NATIVE=1) but "
+                          f"could not be built or loaded: {_LOADED[key]}")
+    return loaded

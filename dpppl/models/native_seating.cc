@@ -1,0 +1,462 @@
+// The collapsed-Gibbs point loop of dpppl/models/seating.py as one native function, called
+// from inside the jitted step through XLA's FFI (dpppl/models/native_seating.py builds,
+// loads and calls it). One call seats every point once; the uniforms that fix the visiting
+// order and draw each seat come from JAX keys, so a run is reproducible from its seed and draws what
+// the JAX loop draws up to floating-point rounding.
+//
+// The mathematics is that of dpppl/families/niw.py and dpppl/priors/crp.py, step by step:
+//
+//   statistics of a slot c:   n_c, s1_c = sum x, s2_c = sum x x^T      (additive: a point is
+//                             added or removed as  n += 1, s1 += x, s2 += x x^T, or minus)
+//   posterior (Murphy 2007, eqs. 250-254):
+//       kappa_n = kappa0 + n,  nu_n = nu0 + n,  mu_n = (kappa0 mu0 + s1) / kappa_n,
+//       psi_n = psi0 + s2 + kappa0 mu0 mu0^T - kappa_n mu_n mu_n^T
+//   predictive: Student-t, df = nu_n - D + 1, location mu_n,
+//       scale S = psi_n (kappa_n + 1) / (kappa_n df) = L L^T,
+//       log t(x) = log_norm - (df + D)/2 log(1 + |L^-1 (x - mu_n)|^2 / df),
+//       log_norm = lgamma((df + D)/2) - lgamma(df/2) - D/2 log(df pi) - sum_d log L_dd
+//   seating weights (Pitman-Yor PY(d, alpha); d = 0 is the CRP, Neal 2000 alg. 3):
+//       p(z_i = c | z_-i, x) ∝ (n_c,-i - d) t_c(x_i),   p(new) ∝ (alpha + K_-i d) t_0(x_i)
+//   with the new cluster at the first empty slot (empty slots hold exact zeros: their
+//   predictive is the prior's), and the slot drawn by inverting the CDF at the point's
+//   uniform u exactly as dpppl.core.numerics.sample_index does:
+//       p_c = exp(l_c - max l),  k = #{c : cumsum(p)_c < max(u, tiny) sum(p)}.
+//   After a point leaves or joins a slot, only that slot's predictive is recomputed, and a
+//   slot that emptied has its statistics set to exact zeros (seating.refresh).
+//
+// Batching: under jax.vmap the call is made with vmap_method="expand_dims": every operand
+// has the same leading batch dimensions, of the batch size or of size 1 (shared, e.g. the
+// data of every chain). Chains are independent and are run on `num_threads` threads when
+// the work per call is large enough to pay for starting them.
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GLIBC__)
+#include <dlfcn.h>
+#include <immintrin.h>
+#endif
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+// lgamma without the global `signgam` that std::lgamma writes (chains run on threads).
+inline double log_gamma(double v) {
+  int sign;
+  return lgamma_r(v, &sign);
+}
+
+// log and exp of whole arrays (length a multiple of 4). On x86-64 glibc with AVX2 they go 4 at
+// a time through glibc's vector math library (libmvec, found at run time; <= 4 ulp, which the
+// logits' absolute error does not notice); elsewhere, and in float32, one at a time. They are
+// most of the arithmetic of a point update: a log and an exp per occupied slot.
+template <typename T>
+void log_all(T* a, int n) { for (int i = 0; i < n; ++i) a[i] = std::log(a[i]); }
+template <typename T>
+void exp_all(T* a, int n) { for (int i = 0; i < n; ++i) a[i] = std::exp(a[i]); }
+
+#if defined(__x86_64__) && defined(__GLIBC__)
+typedef __m256d (*VectorFn)(__m256d);
+struct VectorMath {
+  VectorFn log = nullptr, exp = nullptr;
+  VectorMath() {
+    if (!__builtin_cpu_supports("avx2")) return;
+    void* lib = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return;
+    log = reinterpret_cast<VectorFn>(dlsym(lib, "_ZGVdN4v_log"));
+    exp = reinterpret_cast<VectorFn>(dlsym(lib, "_ZGVdN4v_exp"));
+    if (log == nullptr || exp == nullptr) log = exp = nullptr;
+  }
+};
+const VectorMath& vector_math() {
+  static const VectorMath math;
+  return math;
+}
+__attribute__((target("avx2"))) void apply4(VectorFn f, double* a, int n) {
+  for (int i = 0; i < n; i += 4) _mm256_storeu_pd(a + i, f(_mm256_loadu_pd(a + i)));
+}
+template <>
+void log_all<double>(double* a, int n) {
+  if (vector_math().log != nullptr) { apply4(vector_math().log, a, n); return; }
+  for (int i = 0; i < n; ++i) a[i] = std::log(a[i]);
+}
+template <>
+void exp_all<double>(double* a, int n) {
+  if (vector_math().exp != nullptr) { apply4(vector_math().exp, a, n); return; }
+  for (int i = 0; i < n; ++i) a[i] = std::exp(a[i]);
+}
+#endif
+
+// Hyperparameters of NormalInverseWishart and the predictive parameters of each slot.
+template <typename T>
+struct Niw {
+  int D;
+  const T* mu0;   // (D,)
+  const T* psi0;  // (D, D)
+  T kappa0, nu0;
+  // per slot: location mu_n (D), W = L^-1 lower triangular (D x D), log_norm, (df + D)/2, 1/df
+  std::vector<T> loc, white, log_norm, power, inv_df;
+  std::vector<T> work;  // psi_n, then L (D x D)
+  // the terms of log_norm that depend on the cluster size n only (a count):
+  // lgamma((df + D)/2) - lgamma(df/2) - D/2 log(df pi), computed once per call and size
+  std::vector<T> size_term;
+  std::vector<char> known;
+
+  Niw(int D_, const T* mu0_, const T* psi0_, T kappa0_, T nu0_, int C, int N)
+      : D(D_), mu0(mu0_), psi0(psi0_), kappa0(kappa0_), nu0(nu0_),
+        loc(size_t(C) * D), white(size_t(C) * D * D), log_norm(C), power(C), inv_df(C), work(size_t(D) * D),
+        size_term(size_t(N) + 1), known(size_t(N) + 1, 0) {}
+
+  T of_size(T n, T df) {
+    const size_t m = size_t(n);
+    if (m < known.size() && known[m]) return size_term[m];
+    const T value = T(log_gamma(double((df + T(D)) / 2)) - log_gamma(double(df / 2)))
+                    - T(0.5) * T(D) * std::log(df * T(M_PI));
+    if (m < known.size()) { size_term[m] = value; known[m] = 1; }
+    return value;
+  }
+
+  // Predictive parameters of slot k from its statistics (n, s1 (D,), s2 (D, D)).
+  void refresh(int k, T n, const T* s1, const T* s2) {
+    const T kn = kappa0 + n, nun = nu0 + n, df = nun - T(D) + T(1);
+    T* mu = &loc[size_t(k) * D];
+    for (int i = 0; i < D; ++i) mu[i] = (kappa0 * mu0[i] + s1[i]) / kn;
+    const T factor = (kn + T(1)) / (kn * df);
+    T* a = work.data();
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j <= i; ++j)
+        a[i * D + j] = (psi0[i * D + j] + s2[i * D + j] + kappa0 * mu0[i] * mu0[j] - kn * mu[i] * mu[j]) * factor;
+    // Cholesky S = L L^T in place (lower triangle), column by column
+    // sum_j log L_jj as the log of products, flushed before they could leave the normal range
+    T logdet_half = 0, product = 1;
+    for (int j = 0; j < D; ++j) {
+      T v = a[j * D + j];
+      for (int m = 0; m < j; ++m) v -= a[j * D + m] * a[j * D + m];
+      const T pivot = std::sqrt(v);
+      a[j * D + j] = pivot;
+      product *= pivot;
+      if (!(product > T(1e-30) && product < T(1e30))) logdet_half += std::log(product), product = 1;
+      for (int i = j + 1; i < D; ++i) {
+        T w = a[i * D + j];
+        for (int m = 0; m < j; ++m) w -= a[i * D + m] * a[j * D + m];
+        a[i * D + j] = w / pivot;
+      }
+    }
+    logdet_half += std::log(product);
+    // W = L^-1 by forward substitution, column by column of the identity
+    T* w = &white[size_t(k) * D * D];
+    for (int c = 0; c < D; ++c) {
+      for (int i = 0; i < D; ++i) {
+        if (i < c) { w[i * D + c] = 0; continue; }
+        T v = (i == c) ? T(1) : T(0);
+        for (int m = c; m < i; ++m) v -= a[i * D + m] * w[m * D + c];
+        w[i * D + c] = v / a[i * D + i];
+      }
+    }
+    log_norm[k] = of_size(n, df) - logdet_half;
+    power[k] = T(0.5) * (df + T(D));
+    inv_df[k] = T(1) / df;
+  }
+
+  int second_size() const { return D * D; }
+  void add_second(T* s2, const T* xi, T sign) const {
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j < D; ++j) s2[i * D + j] += sign * xi[i] * xi[j];
+  }
+
+  // out[j] = log t_k(x) for the slots k = active[j], j < m; out has room for whole vectors
+  void log_predictive(const int* active, int m, const T* x, T* out) {
+    const int whole = (m + 3) / 4 * 4;
+    for (int j = 0; j < m; ++j) {
+      const int k = active[j];
+      const T* mu = &loc[size_t(k) * D];
+      const T* w = &white[size_t(k) * D * D];
+      T q = 0;
+      for (int i = 0; i < D; ++i) {
+        T y = 0;
+        for (int l = 0; l <= i; ++l) y += w[i * D + l] * (x[l] - mu[l]);
+        q += y * y;
+      }
+      // log(1 + y) rather than log1p(y): the absolute error, which is what a logit's is, is
+      // the same (an ulp of 1), and log is the faster of the two
+      out[j] = T(1) + q * inv_df[k];
+    }
+    for (int j = m; j < whole; ++j) out[j] = T(1);
+    log_all(out, whole);
+    for (int j = 0; j < m; ++j) out[j] = log_norm[active[j]] - power[active[j]] * out[j];
+  }
+};
+
+// Hyperparameters of NormalKnownCov (dpppl/families/normal_known.py; every one (D,)) and the
+// predictive of each slot. Per dimension, the cluster mean's posterior is N(mu_n, v_n) with
+//   v_n = 1 / (1/tau2 + n/sigma2),  mu_n = v_n (mu0/tau2 + s1/sigma2),
+// and the predictive N(mu_n, v_n + sigma2): log p(x) = log_norm - 1/2 sum_d (x_d - mu_n,d)^2 / var_d,
+// log_norm = -1/2 sum_d log(2 pi var_d). The statistics are n, s1 = sum x, s2 = sum x^2 (D).
+template <typename T>
+struct NormalKnown {
+  int D;
+  const T *mu0, *sigma2, *tau2;
+  std::vector<T> loc, precision, log_norm;
+
+  NormalKnown(int D_, const T* mu0_, const T* sigma2_, const T* tau2_, int C)
+      : D(D_), mu0(mu0_), sigma2(sigma2_), tau2(tau2_), loc(size_t(C) * D), precision(size_t(C) * D), log_norm(C) {}
+
+  int second_size() const { return D; }
+  void add_second(T* s2, const T* xi, T sign) const {
+    for (int i = 0; i < D; ++i) s2[i] += sign * xi[i] * xi[i];
+  }
+
+  void refresh(int k, T n, const T* s1, const T*) {
+    T* mu = &loc[size_t(k) * D];
+    T* prec = &precision[size_t(k) * D];
+    T norm = 0;
+    for (int i = 0; i < D; ++i) {
+      const T vn = T(1) / (T(1) / tau2[i] + n / sigma2[i]);
+      mu[i] = vn * (mu0[i] / tau2[i] + s1[i] / sigma2[i]);
+      const T var = vn + sigma2[i];
+      prec[i] = T(1) / var;
+      norm += std::log(T(2) * T(M_PI) * var);
+    }
+    log_norm[k] = T(-0.5) * norm;
+  }
+
+  void log_predictive(const int* active, int m, const T* x, T* out) {
+    for (int j = 0; j < m; ++j) {
+      const int k = active[j];
+      const T* mu = &loc[size_t(k) * D];
+      const T* prec = &precision[size_t(k) * D];
+      T q = 0;
+      for (int i = 0; i < D; ++i) q += prec[i] * (x[i] - mu[i]) * (x[i] - mu[i]);
+      out[j] = log_norm[k] - T(0.5) * q;
+    }
+  }
+};
+
+// One chain: seat every point in the shuffled order (each first leaves its slot when remove_first).
+template <typename T, typename Family>
+bool seat_chain(int N, int D, int C, const T* x, const T* shuffle, const T* uniforms, int32_t* z,
+                T* n, T* s1, T* s2, T alpha, T discount, bool remove_first, Family& fam) {
+  const int DD = fam.second_size();  // numbers of s2 per slot
+  // the visiting order: seating.visiting_order's Fisher-Yates shuffle, operation for operation
+  std::vector<int32_t> order(N);
+  for (int j = 0; j < N; ++j) order[j] = j;
+  for (int j = N - 1; j >= 1; --j) {
+    const int r = std::min(int(std::floor(shuffle[j] * T(j + 1))), j);
+    std::swap(order[j], order[r]);
+  }
+  const int padded = (C + 3) / 4 * 4;  // whole vectors for log_all and exp_all
+  // per offered slot (padded with harmless values to whole vectors): its logit
+  std::vector<T> log_weight(C), logits(padded, T(0));
+  std::vector<int> active(C);
+  // log(n - d) by cluster size n, and log(alpha + K d) by number of clusters K, once per call
+  std::vector<T> log_size(size_t(N) + 2, std::numeric_limits<T>::quiet_NaN()), log_open(size_t(N) + 2,
+                                                                                          std::numeric_limits<T>::quiet_NaN());
+  auto weight_of = [&](T size) {
+    const size_t m = size_t(size);
+    if (m >= log_size.size()) return std::log(size - discount);
+    if (std::isnan(log_size[m])) log_size[m] = std::log(size - discount);
+    return log_size[m];
+  };
+  auto weight_new = [&](int clusters) {
+    const size_t m = size_t(clusters);
+    const T value = m < log_open.size() && !std::isnan(log_open[m]) ? log_open[m]
+                                                                     : std::log(alpha + T(clusters) * discount);
+    if (m < log_open.size()) log_open[m] = value;
+    return value;
+  };
+  int occupied = 0;
+  for (int c = 0; c < C; ++c) {
+    fam.refresh(c, n[c], s1 + size_t(c) * D, s2 + size_t(c) * DD);
+    if (n[c] > T(0)) { log_weight[c] = weight_of(n[c]); ++occupied; }
+  }
+  // statistics of slot k after adding (sign = 1) or removing (sign = -1) point xi
+  auto move = [&](int k, const T* xi, T sign) {
+    const bool was_occupied = n[k] > T(0);
+    n[k] += sign;
+    T* a = s1 + size_t(k) * D;
+    T* b = s2 + size_t(k) * DD;
+    for (int i = 0; i < D; ++i) a[i] += sign * xi[i];
+    fam.add_second(b, xi, sign);
+    if (n[k] < T(0.5)) {  // emptied: exact zeros, the prior's predictive
+      n[k] = 0;
+      std::fill(a, a + D, T(0));
+      std::fill(b, b + DD, T(0));
+    }
+    const bool now_occupied = n[k] > T(0);
+    occupied += int(now_occupied) - int(was_occupied);
+    if (now_occupied) log_weight[k] = weight_of(n[k]);
+    fam.refresh(k, n[k], a, b);
+  };
+  const T tiny = std::numeric_limits<T>::min();
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  bool overflow = false;
+  for (int t = 0; t < N; ++t) {
+    const int i = order[t];
+    const T* xi = x + size_t(i) * D;
+    if (remove_first) move(z[i], xi, T(-1));
+    // the slots offered, in slot order: the occupied ones and the first empty one
+    int first_empty = -1, m = 0;
+    for (int c = 0; c < C; ++c) {
+      if (n[c] > T(0)) {
+        active[m++] = c;
+      } else if (first_empty < 0) {
+        first_empty = c;
+        active[m++] = c;
+      }
+    }
+    overflow |= first_empty < 0;
+    const T log_new = weight_new(occupied);
+    fam.log_predictive(active.data(), m, xi, logits.data());
+    T top = neg_inf;
+    for (int j = 0; j < m; ++j) {
+      logits[j] += active[j] == first_empty ? log_new : log_weight[active[j]];
+      top = std::max(top, logits[j]);
+    }
+    for (int j = 0; j < m; ++j) logits[j] -= top;
+    const int whole = (m + 3) / 4 * 4;
+    for (int j = m; j < whole; ++j) logits[j] = T(0);
+    exp_all(logits.data(), whole);  // now the CDF terms
+    T total = 0;
+    for (int j = 0; j < m; ++j) total += logits[j];
+    // k = #{c : cdf_c < target}: the slots not offered add nothing to the CDF, so this is the
+    // first offered slot where the CDF reaches the target (target <= total: there is one)
+    const T target = std::max(uniforms[t], tiny) * total;
+    T cdf = 0;
+    int k = active[m - 1];
+    for (int j = 0; j < m; ++j) {
+      cdf += logits[j];
+      if (!(cdf < target)) { k = active[j]; break; }
+    }
+    move(k, xi, T(1));
+    z[i] = k;
+  }
+  return overflow;
+}
+
+// Product of the leading `rank - base` dimensions of a buffer: its batch size.
+int64_t batch_of(ffi::AnyBuffer::Dimensions dims, size_t base) {
+  int64_t b = 1;
+  for (size_t i = 0; i + base < dims.size(); ++i) b *= dims[i];
+  return b;
+}
+
+// The families the native sweep covers, and the shapes of their hyperparameter operands
+// h1, h2, h3 and second statistics s2 (dimensions of one chain's value):
+//   family 0, NormalInverseWishart: h1 = mu0 (D), h2 = psi0 (D, D), h3 unused (D); s2 (C, D, D)
+//   family 1, NormalKnownCov:      h1 = mu0 (D), h2 = sigma2 (D), h3 = tau2 (D); s2 (C, D)
+template <ffi::DataType DT>
+ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> uniforms,
+                ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT> s2_in,
+                ffi::Buffer<DT> alpha, ffi::Buffer<DT> h1, ffi::Buffer<DT> h2, ffi::Buffer<DT> h3,
+                ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out, ffi::ResultBuffer<DT> s1_out,
+                ffi::ResultBuffer<DT> s2_out, ffi::ResultBuffer<ffi::PRED> overflow_out, int64_t family,
+                double kappa0, double nu0, double discount, int64_t remove_first, int64_t num_threads) {
+  using T = ffi::NativeType<DT>;
+  const auto xd = x.dimensions();
+  const auto nd = n_out->dimensions();
+  if (xd.size() < 2 || nd.size() < 1) return ffi::Error::InvalidArgument("native seating: bad operand ranks");
+  if (family != 0 && family != 1) return ffi::Error::InvalidArgument("native seating: unknown family");
+  const int N = int(xd[xd.size() - 2]), D = int(xd[xd.size() - 1]), C = int(nd[nd.size() - 1]);
+  const int64_t B = batch_of(z_out->dimensions(), 1);
+  const size_t full = family == 0;  // NIW: s2 and h2 are D x D
+  const int64_t second = full ? int64_t(D) * D : D;
+  // per operand: elements of one chain's slice and whether it is batched (else shared)
+  struct Operand { int64_t size; bool batched; };
+  auto operand = [&](ffi::AnyBuffer::Dimensions dims, size_t base) {
+    int64_t size = 1;
+    for (size_t i = dims.size() - base; i < dims.size(); ++i) size *= dims[i];
+    const int64_t b = batch_of(dims, base);
+    return Operand{size, b == B && B > 1};
+  };
+  const Operand ox = operand(xd, 2), ov = operand(shuffle.dimensions(), 1), ou = operand(uniforms.dimensions(), 1),
+                oz = operand(z_in.dimensions(), 1), on = operand(n_in.dimensions(), 1),
+                o1 = operand(s1_in.dimensions(), 2), o2 = operand(s2_in.dimensions(), 2 + full),
+                oa = operand(alpha.dimensions(), 0), oh1 = operand(h1.dimensions(), 1),
+                oh2 = operand(h2.dimensions(), 1 + full), oh3 = operand(h3.dimensions(), 1);
+  auto at = [](const auto* base, Operand o, int64_t b) { return base + (o.batched ? b * o.size : 0); };
+  // labels index the slots: one outside [0, C) would read and write past the statistics
+  if (remove_first != 0) {
+    const int64_t labels = z_in.element_count();
+    const int32_t* zs = z_in.typed_data();
+    for (int64_t j = 0; j < labels; ++j)
+      if (zs[j] < 0 || zs[j] >= C) return ffi::Error::InvalidArgument("native seating: a label outside [0, capacity)");
+  }
+
+  auto run = [&](int64_t b) {
+    int32_t* z = z_out->typed_data() + b * N;
+    T* n = n_out->typed_data() + b * C;
+    T* s1 = s1_out->typed_data() + b * int64_t(C) * D;
+    T* s2 = s2_out->typed_data() + b * int64_t(C) * second;
+    std::memcpy(z, at(z_in.typed_data(), oz, b), sizeof(int32_t) * N);
+    std::memcpy(n, at(n_in.typed_data(), on, b), sizeof(T) * C);
+    std::memcpy(s1, at(s1_in.typed_data(), o1, b), sizeof(T) * C * D);
+    std::memcpy(s2, at(s2_in.typed_data(), o2, b), sizeof(T) * C * second);
+    const T* xb = at(x.typed_data(), ox, b);
+    const T* vb = at(shuffle.typed_data(), ov, b);
+    const T* ub = at(uniforms.typed_data(), ou, b);
+    const T ab = *at(alpha.typed_data(), oa, b);
+    const T *p1 = at(h1.typed_data(), oh1, b), *p2 = at(h2.typed_data(), oh2, b), *p3 = at(h3.typed_data(), oh3, b);
+    if (family == 0) {
+      Niw<T> fam(D, p1, p2, T(kappa0), T(nu0), C, N);
+      overflow_out->typed_data()[b] = seat_chain(N, D, C, xb, vb, ub, z, n, s1, s2, ab, T(discount),
+                                                 remove_first != 0, fam);
+    } else {
+      NormalKnown<T> fam(D, p1, p2, p3, C);
+      overflow_out->typed_data()[b] = seat_chain(N, D, C, xb, vb, ub, z, n, s1, s2, ab, T(discount),
+                                                 remove_first != 0, fam);
+    }
+  };
+  const int64_t threads = std::min<int64_t>(B, std::max<int64_t>(1, num_threads));
+  if (threads <= 1) {
+    for (int64_t b = 0; b < B; ++b) run(b);
+  } else {  // each thread takes the next chain not yet taken (a thread the OS holds back takes fewer);
+            // which thread runs a chain never changes its draws
+    std::atomic<int64_t> next{0};
+    auto work = [&] { for (int64_t b = next++; b < B; b = next++) run(b); };
+    std::vector<std::thread> pool;
+    for (int64_t r = 1; r < threads; ++r) pool.emplace_back(work);
+    work();
+    for (auto& th : pool) th.join();
+  }
+  return ffi::Error::Success();
+}
+
+// The operands of Seat, in order (shapes of one chain; a leading batch under vmap).
+#define DPPPL_SEAT_BINDING(DT)                                                 \
+  ffi::Ffi::Bind()                                                                 \
+      .Arg<ffi::Buffer<DT>>()         /* x (N, D) */                               \
+      .Arg<ffi::Buffer<DT>>()         /* shuffle (N,): uniforms fixing the order */ \
+      .Arg<ffi::Buffer<DT>>()         /* uniforms (N,) */                          \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* z (N,) */                                 \
+      .Arg<ffi::Buffer<DT>>()         /* n (C,) */                                 \
+      .Arg<ffi::Buffer<DT>>()         /* s1 (C, D) */                              \
+      .Arg<ffi::Buffer<DT>>()         /* s2 (C, D, D) or (C, D) */                 \
+      .Arg<ffi::Buffer<DT>>()         /* alpha () */                               \
+      .Arg<ffi::Buffer<DT>>()         /* h1: hyperparameters (see Seat) */         \
+      .Arg<ffi::Buffer<DT>>()         /* h2 */                                     \
+      .Arg<ffi::Buffer<DT>>()         /* h3 */                                     \
+      .Ret<ffi::Buffer<ffi::S32>>()   /* z */                                      \
+      .Ret<ffi::Buffer<DT>>()         /* n */                                      \
+      .Ret<ffi::Buffer<DT>>()         /* s1 */                                     \
+      .Ret<ffi::Buffer<DT>>()         /* s2 */                                     \
+      .Ret<ffi::Buffer<ffi::PRED>>()  /* overflow: a point found no empty slot */  \
+      .Attr<int64_t>("family")                                                     \
+      .Attr<double>("kappa0")                                                      \
+      .Attr<double>("nu0")                                                         \
+      .Attr<double>("discount")                                                    \
+      .Attr<int64_t>("remove_first")                                               \
+      .Attr<int64_t>("num_threads")
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF64, Seat<ffi::F64>, DPPPL_SEAT_BINDING(ffi::F64));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF32, Seat<ffi::F32>, DPPPL_SEAT_BINDING(ffi::F32));

@@ -1,0 +1,114 @@
+"""The native Gibbs sweep (dpppl.models.native_seating) makes the draws of the JAX loop, and
+the choice between them is explicit: forced either way, or a clear fallback. Their laws are
+tested against enumeration and by Geweke in tests/statistical."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dpppl
+from dpppl.core import native
+from dpppl.diagnostics.arviz_compat import partition_group
+from dpppl.models.init import initial_states
+from dpppl.models.native_seating import SOURCE, covers, use_native
+from dpppl.models.seating import seat_points, sweep_draws, visiting_order
+
+NIW = dpppl.NormalInverseWishart(mu0=[0.0, 0.0], kappa0=0.1, nu0=4.0, psi0=[[0.5, 0.0], [0.0, 0.5]])
+X, _ = dpppl.datasets.gaussian_mixture(60, 2, 3, mean_scale=3.0, seed=2)
+RUN = dict(kernel="gibbs", num_warmup=10, num_samples=30, seed=3, progress_bar=False, init="prior")
+
+
+@pytest.mark.parametrize("model, num_chains", [
+    (dpppl.DPMixture(dpppl.Gamma(1.0, 1.0), NIW), 1), (dpppl.PitmanYorMixture(0.4, 0.8, NIW), 3),
+    (dpppl.PitmanYorMixture(0.2, dpppl.Gamma(1.0, 1.0), dpppl.NormalKnownCov(sigma2=0.5, mu0=0.0, tau2=9.0)), 2)],
+    ids=["niw-dp-unbatched", "niw-pitman_yor-vmapped", "normal_known-pitman_yor-vmapped"])
+def test_native_and_jax_sweeps_make_the_same_draws(model, num_chains):
+    """Same seed, same labels at every draw (the draws differ only where a uniform falls within
+    rounding of a CDF boundary), and log joints equal to rounding."""
+    runs = [dpppl.sample(model, X, num_chains=num_chains, native=flag, **RUN) for flag in (True, False)]
+    z = [np.asarray(partition_group(r)["z"].values) for r in runs]
+    np.testing.assert_array_equal(z[0], z[1])
+    assert len(np.unique(z[0][:, -1])) > 1  # the chains moved: the test could fail
+    lp = [np.asarray(r.sample_stats["lp"].values) for r in runs]
+    np.testing.assert_allclose(lp[0], lp[1], rtol=1e-10)
+
+
+def test_native_sequential_seating_matches_the_jax_loop():
+    """The pass without removals (init="sequential") and a sweep from it, both paths."""
+    bound = dpppl.PitmanYorMixture(0.3, 1.0, NIW).bind(X)
+    empty = jax.tree.map(lambda a: a[0], initial_states(bound, "single", jax.random.split(jax.random.key(0), 1), 64))
+    empty = empty._replace(stats=jax.tree.map(jnp.zeros_like, empty.stats))
+    shuffle, uniforms = sweep_draws(jax.random.key(5), jnp.asarray(bound.x))
+    out = {}
+    for flag in (True, False):
+        seated = jax.jit(lambda s: seat_points(bound.family, bound.prior, jnp.asarray(bound.x), shuffle, uniforms,
+                                               s, remove_first=False, native=flag))(empty)
+        out[flag] = seated
+    np.testing.assert_array_equal(np.asarray(out[True].z), np.asarray(out[False].z))
+    for a, b in zip(out[True].stats, out[False].stats):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12)
+    assert np.asarray(out[True].stats.n).sum() == len(X)
+
+
+def test_visiting_order_is_a_permutation_drawn_by_the_uniforms():
+    order = np.asarray(visiting_order(jnp.asarray(np.random.default_rng(0).uniform(size=50))))
+    assert sorted(order) == list(range(50))
+    # u -> 0 picks r_j = 0 at every j: the shuffle is the rotation (1, 2, ..., N-1, 0)
+    np.testing.assert_array_equal(np.asarray(visiting_order(jnp.zeros(5))), [1, 2, 3, 4, 0])
+
+
+def test_native_threads_do_not_change_the_draws(monkeypatch):
+    """Chains of one call run on threads when the work is large enough; which thread runs a
+    chain never changes its draws."""
+    from dpppl.models import native_seating
+
+    model = dpppl.DPMixture(1.0, NIW)
+    monkeypatch.setattr(native_seating, "THREAD_WORK", 1)  # threads even for this small problem
+    monkeypatch.setenv("DPPPL_NATIVE_THREADS", "2")
+    threaded = dpppl.sample(model, X[:40], num_chains=3, native=True, **{**RUN, "seed": 8})
+    jax_run = dpppl.sample(model, X[:40], num_chains=3, native=False, **{**RUN, "seed": 8})
+    np.testing.assert_array_equal(partition_group(threaded)["z"].values, partition_group(jax_run)["z"].values)
+
+
+def test_native_true_refuses_a_model_it_does_not_cover():
+    model = dpppl.DPMixture(1.0, dpppl.NormalGamma(mu0=0.0, kappa0=0.2, a0=3.0, b0=1.0))
+    assert covers(model.component, model.prior) is not None
+    with pytest.raises(dpppl.KernelError, match="native=True: the native sweep covers NormalInverseWishart and "
+                                                "NormalKnownCov components, not NormalGamma"):
+        dpppl.sample(model, X, native=True, **RUN)
+    dpppl.sample(model, X, native=None, **{**RUN, "num_samples": 2})  # auto: the JAX loop
+
+
+def test_a_failed_build_warns_once_and_falls_back(tmp_path, monkeypatch):
+    """A source that does not compile: one warning and False (the JAX path), or an error
+    when the native path was required."""
+    monkeypatch.setenv("DPPPL_NATIVE_CACHE", str(tmp_path / "cache"))
+    broken = tmp_path / "broken.cc"
+    broken.write_text("this is not C++\n")
+    with pytest.warns(RuntimeWarning, match="could not be built or loaded, so the JAX path runs"):
+        assert native.load(broken, {"dpppl_test_broken": "Nothing"}, required=False) is False
+    assert native.load(broken, {"dpppl_test_broken": "Nothing"}, required=False) is False  # no second warning
+    with pytest.raises(dpppl.KernelError, match="broken.cc was requested"):
+        native.load(broken, {"dpppl_test_broken": "Nothing"}, required=True)
+
+
+def test_dpppl_native_environment_variable(monkeypatch):
+    for value, expected in [("0", False), ("off", False), ("1", True), ("on", True)]:
+        monkeypatch.setenv("DPPPL_NATIVE", value)
+        assert native.wanted(None) is expected
+        assert native.wanted(not expected) is (not expected)  # the kernel option wins
+    monkeypatch.setenv("DPPPL_NATIVE", "1")  # wherever covered: another family runs the JAX loop, no error
+    ng = dpppl.DPMixture(1.0, dpppl.NormalGamma(mu0=0.0, kappa0=0.2, a0=3.0, b0=1.0))
+    assert use_native(ng.component, ng.prior, None) is False
+    monkeypatch.setenv("DPPPL_NATIVE", "sometimes")
+    with pytest.raises(dpppl.KernelError, match="DPPPL_NATIVE must be auto"):
+        native.wanted(None)
+
+
+def test_the_library_is_cached_by_source_and_versions(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPPPL_NATIVE_CACHE", str(tmp_path))
+    first = native._build(SOURCE)
+    assert first.parent == tmp_path and first.exists()
+    mtime = first.stat().st_mtime_ns
+    assert native._build(SOURCE) == first and first.stat().st_mtime_ns == mtime  # not rebuilt
