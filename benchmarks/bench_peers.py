@@ -347,10 +347,11 @@ def median_row(runs: list[dict]) -> dict:
     if not ok:
         return {"skipped": runs[0]["skipped"], "seeds": 0}
     row = {"seeds": len(ok)}
-    for key in ("run_seconds", "compile_seconds", "post_seconds", "lpd", "lp", "lp_vs_true", "nmi", "ari",
+    for key in ("run_seconds", "post_seconds", "lpd", "lp", "lp_vs_true", "nmi", "ari",
                 "num_clusters", "iterations"):
         values = [r[key] for r in ok if r.get(key) is not None]
         row[key] = statistics.median(values) if values else None
+    row["compile_seconds"] = ok[0].get("compile_seconds")  # the first call's: later calls reuse its programs
     row["first_call_seconds"] = ok[0]["run_seconds"] + (ok[0].get("compile_seconds") or 0)
     if len(ok) > 1:
         row["second_call_seconds"] = ok[1]["run_seconds"] + (ok[1].get("compile_seconds") or 0)
@@ -418,9 +419,15 @@ def verdict(w: dict) -> dict:
             continue
         if m["row"]["run_seconds"] <= t:
             candidates.append((m["row"]["lpd"], k, m["row"]["run_seconds"], "median"))
-        for p in m["runs"][0].get("curve", []):
-            if p["run_seconds"] is not None and p["run_seconds"] <= t and p["lpd"] is not None:
-                candidates.append((p["lpd"], k, p["run_seconds"], f"seed 0, {p['draws']} draws"))
+        run0 = m["runs"][0]
+        for p in run0.get("curve", []):
+            if p["run_seconds"] is None or p["lpd"] is None:
+                continue
+            # a call stopped at this draw would still pay what follows the last iteration (building the
+            # InferenceData): add the seconds between the last iteration and the end of the call
+            seconds = p["run_seconds"] + run0["run_seconds"] - run0["lp_trace"]["run_seconds"][-1]
+            if seconds <= t:
+                candidates.append((p["lpd"], k, seconds, f"seed 0, {p['draws']} draws"))
     out = {"best_peer": best, "peer_lpd": target, "peer_seconds": t}
     if not candidates:
         fastest = min((w["methods"][k]["row"]["run_seconds"], k) for k in ("dpppl-auto", "dpppl-alt")
@@ -445,7 +452,7 @@ def markdown(results: dict, header: list[str]) -> str:
                   + (f", lp_true {w['lp_true']:.1f}" if w["lp_true"] is not None else ""), "",
                   "| method | seeds | run s | compile s | 1st / 2nd call s | post s | held-out lpd | lp of point est."
                   + (" vs true | NMI | ARI" if w["lp_true"] is not None else "") + " | K | note |",
-                  "| --- " * (12 if w["lp_true"] is not None else 9) + "|"]
+                  "| --- " * (12 if w["lp_true"] is not None else 10) + "|"]
         for method, m in w["methods"].items():
             r = m["row"]
             label = method + (" (dpppl best)" if method == w.get("dpppl_best") else "")
@@ -456,7 +463,8 @@ def markdown(results: dict, header: list[str]) -> str:
                                                              if "second_call_seconds" in r else "")
                 note = r.get("kernels") or ""
                 if method == "sklearn-bgm":
-                    note = f"{_f(r['iterations'], '.0f')} EM it., {'converged' if r.get('converged') else 'NOT converged'}"
+                    converged = "converged" if r.get("converged") else "NOT converged"
+                    note = f"{_f(r['iterations'], '.0f')} EM it., {converged}"
                 elif method == "bnpy-memoVB":
                     note = f"{_f(r['iterations'], '.0f')} laps"
                 elif method == "numpyro-nuts":
@@ -472,7 +480,8 @@ def markdown(results: dict, header: list[str]) -> str:
             lines.append("| " + " | ".join(cells) + " |")
         v = w.get("verdict", {})
         if "gap" in v:
-            lines += ["", f"Best peer by held-out lpd: {v['best_peer']} ({v['peer_lpd']:.4f} in {v['peer_seconds']:.2f} s). "
+            lines += ["", f"Best peer by held-out lpd: {v['best_peer']} ({v['peer_lpd']:.4f} in "
+                      f"{v['peer_seconds']:.2f} s). "
                       f"dpppl's best at <= that run time: {v['dpppl_method']} {v['dpppl_lpd']:.4f} "
                       f"({v['dpppl_point']}, {v['dpppl_seconds']:.2f} s): **{v['answer']}** "
                       f"(difference {v['gap']:+.4f} nats per point)."]
@@ -497,17 +506,35 @@ def _checkpoint(args) -> None:
     results["total_seconds"] = time.perf_counter() - _STATE["started"]
     path = write_json(name, results)
     machine = json.loads(path.read_text())["machine"]
-    header = [f"Command: `{results['command']}`", "",
-              f"Date {machine['timestamp']}, git {machine['git_revision']}, {machine['cpu_count']} CPUs "
-              f"({machine['cpu_model']}), JAX {machine['versions']['jax']} {machine['jax_backend']}, "
-              f"load average (1 min) {results['load_average_at_start'][0]:.1f} at start, "
-              f"{machine['load_average_1_5_15'][0]:.1f} at this write; {results['total_seconds']:.0f} s so far. "
-              f"Workloads finished: {', '.join(results['finished']) or 'none'}.", "",
-              "Seconds are run seconds without compilation (medians over the seeds that ran). *held-out lpd*: "
-              "mean log predictive density of the 20 % held-out points, nats per point, each method's own "
-              "predictive. *lp of point est.*: dpppl.log_joint of the method's point estimate of the training "
-              "partition (minus the true labels' where there are any). *post s*: point estimate and predictive."]
-    (RESULTS_DIR / f"{name}.md").write_text(markdown(results, header) + "\n")
+    (RESULTS_DIR / f"{name}.md").write_text(markdown(results, _header(results, machine)) + "\n")
+
+
+def _header(results: dict, machine: dict) -> list[str]:
+    return [f"Command: `{results['command']}`", "",
+            f"Date {machine['timestamp']}, git {machine['git_revision']}, {machine['cpu_count']} CPUs "
+            f"({machine['cpu_model']}), JAX {machine['versions']['jax']} {machine['jax_backend']}, "
+            f"load average (1 min) {results['load_average_at_start'][0]:.1f} at start, "
+            f"{machine['load_average_1_5_15'][0]:.1f} at this write; {results['total_seconds']:.0f} s so far. "
+            f"Workloads finished: {', '.join(results['finished']) or 'none'}.", "",
+            "Seconds are run seconds without compilation (medians over the seeds that ran). *held-out lpd*: "
+            "mean log predictive density of the 20 % held-out points, nats per point, each method's own "
+            "predictive. *lp of point est.*: dpppl.log_joint of the method's point estimate of the training "
+            "partition (minus the true labels' where there are any). *post s*: point estimate and predictive."]
+
+
+def render(path: Path) -> None:
+    """Rows, verdicts and `<name>.md` again from the per-seed runs kept in `path` (its machine record kept)."""
+    results = json.loads(path.read_text())
+    for w in results["workloads"].values():
+        for m in w["methods"].values():
+            if m["runs"]:
+                m["row"] = median_row(m["runs"])
+        _best_dpppl(w)
+        w["verdict"] = verdict(w)
+    path.write_text(json.dumps(results, indent=1) + "\n")
+    machine = results["machine"]
+    (path.parent / f"{path.stem}.md").write_text(markdown(results, _header(results, machine)) + "\n")
+    print(f"rendered {path} and {path.stem}.md")
 
 
 def main(argv=None):
@@ -524,7 +551,11 @@ def main(argv=None):
     parser.add_argument("--bnpy-python", default=os.environ.get("BNPY_PYTHON", DEFAULT_BNPY_PYTHON),
                         help="Python of bnpy's virtual environment (env BNPY_PYTHON)")
     parser.add_argument("--out", default=None, help="results name (default peers, quick peers-quick)")
+    parser.add_argument("--render", metavar="JSON", default=None,
+                        help="recompute the rows, verdicts and Markdown of an earlier run's JSON (no runs)")
     args = parser.parse_args(argv)
+    if args.render:
+        return render(Path(args.render))
     args.only = [m.strip() for o in args.only for m in o.split(",") if m.strip()]
     args.methods = [m.strip() for o in args.methods for m in o.split(",") if m.strip()]
     name = args.out or ("peers-quick" if args.quick else "peers")

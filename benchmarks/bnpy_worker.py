@@ -44,8 +44,8 @@ import warnings
 import numpy as np
 
 # bnpy 0.1.7 uses aliases removed in NumPy 1.24 / 2.0 and Python 3.11; restore them for this process only.
-for _name, _value in (("float", float), ("int", int), ("bool", bool), ("object", object), ("complex", complex), ("bool8", np.bool_), ("unicode_", np.str_),
-                      ("Inf", np.inf), ("NaN", np.nan), ("infty", np.inf)):
+for _name, _value in (("float", float), ("int", int), ("bool", bool), ("object", object), ("complex", complex),
+                      ("bool8", np.bool_), ("unicode_", np.str_), ("Inf", np.inf), ("NaN", np.nan), ("infty", np.inf)):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if not hasattr(np, _name):
