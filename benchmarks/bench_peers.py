@@ -68,6 +68,7 @@ ran), else one seed. W2 and W3 run one seed, each method capped (`--cap`).
 
     PYTHONPATH=. python benchmarks/bench_peers.py --quick     # small sizes, a few minutes
     PYTHONPATH=. nice python benchmarks/bench_peers.py        # full mode (about an hour on 2 busy cores)
+    PYTHONPATH=. python benchmarks/bench_peers.py --render a.json b.json --out peers   # merge, re-table
 
 Results: `benchmarks/results/peers.json` and `peers.md` (`peers-quick.*` with `--quick`).
 """
@@ -522,19 +523,40 @@ def _header(results: dict, machine: dict) -> list[str]:
             "partition (minus the true labels' where there are any). *post s*: point estimate and predictive."]
 
 
-def render(path: Path) -> None:
-    """Rows, verdicts and `<name>.md` again from the per-seed runs kept in `path` (its machine record kept)."""
-    results = json.loads(path.read_text())
+def render(paths: list[Path], out: Path) -> None:
+    """Rows, verdicts and Markdown again from the per-seed runs kept in earlier runs' JSON files.
+
+    Several files (e.g. workloads run in parallel processes) are merged into `out`, the
+    workloads in the order given; each file's command, machine record and load are kept
+    under `parts`.
+    """
+    docs = [json.loads(p.read_text()) for p in paths]
+    results = dict(docs[0], workloads={}, finished=[], parts=[])
+    for doc in docs:
+        results["workloads"].update(doc["workloads"])
+        results["finished"] += doc["finished"]
+        results["parts"].append({"file": str(doc.get("benchmark")), "command": doc["command"],
+                                 "machine": doc["machine"], "load_average_at_start": doc["load_average_at_start"],
+                                 "total_seconds": doc["total_seconds"], "finished": doc["finished"]})
+    if len(docs) > 1:
+        results["command"] = " ; ".join(d["command"] for d in docs)
+        results["total_seconds"] = max(d["total_seconds"] for d in docs)
     for w in results["workloads"].values():
         for m in w["methods"].values():
             if m["runs"]:
                 m["row"] = median_row(m["runs"])
         _best_dpppl(w)
         w["verdict"] = verdict(w)
-    path.write_text(json.dumps(results, indent=1) + "\n")
-    machine = results["machine"]
-    (path.parent / f"{path.stem}.md").write_text(markdown(results, _header(results, machine)) + "\n")
-    print(f"rendered {path} and {path.stem}.md")
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    header = _header(results, results["machine"])
+    if len(docs) > 1:
+        header += [""] + [f"Part `{p['command']}`: started {p['machine']['timestamp']} less "
+                          f"{p['total_seconds']:.0f} s, git {p['machine']['git_revision']}, load "
+                          f"{p['load_average_at_start'][0]:.1f} at start, {p['machine']['load_average_1_5_15'][0]:.1f} "
+                          f"at its last write; finished {', '.join(p['finished']) or 'nothing'}."
+                          for p in results["parts"]]
+    (out.parent / f"{out.stem}.md").write_text(markdown(results, header) + "\n")
+    print(f"rendered {out} and {out.stem}.md")
 
 
 def main(argv=None):
@@ -551,11 +573,12 @@ def main(argv=None):
     parser.add_argument("--bnpy-python", default=os.environ.get("BNPY_PYTHON", DEFAULT_BNPY_PYTHON),
                         help="Python of bnpy's virtual environment (env BNPY_PYTHON)")
     parser.add_argument("--out", default=None, help="results name (default peers, quick peers-quick)")
-    parser.add_argument("--render", metavar="JSON", default=None,
-                        help="recompute the rows, verdicts and Markdown of an earlier run's JSON (no runs)")
+    parser.add_argument("--render", metavar="JSON", nargs="+", default=None,
+                        help="no runs: recompute the rows, verdicts and Markdown of earlier runs' JSON files, "
+                             "merged into results/<--out or peers>.json")
     args = parser.parse_args(argv)
     if args.render:
-        return render(Path(args.render))
+        return render([Path(p) for p in args.render], RESULTS_DIR / f"{args.out or 'peers'}.json")
     args.only = [m.strip() for o in args.only for m in o.split(",") if m.strip()]
     args.methods = [m.strip() for o in args.methods for m in o.split(",") if m.strip()]
     name = args.out or ("peers-quick" if args.quick else "peers")
