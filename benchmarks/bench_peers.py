@@ -193,7 +193,7 @@ def niw_prior(data: Data) -> dict:
 
 
 # --------------------------------------------------------------------------- methods ---
-def run_dpppl(data: Data, kernel: str, seed: int) -> dict:
+def run_dpppl(data: Data, kernel: str, seed: int, salso_max_points: int = SALSO_MAX_POINTS) -> dict:
     from dpppl.analysis.predict import Predictor, alpha_draws
     from dpppl.analysis.partitions import posterior_draws
 
@@ -206,7 +206,7 @@ def run_dpppl(data: Data, kernel: str, seed: int) -> dict:
     summary = clock.summary()
     tic = time.perf_counter()
     n = data.x_train.shape[0]
-    method = "vi" if n <= SALSO_MAX_POINTS else "best"
+    method = "vi" if n <= salso_max_points else "best"
     labels = dpppl.point_estimate(idata, method)
     estimate_seconds = time.perf_counter() - tic
     tic = time.perf_counter()
@@ -367,9 +367,9 @@ def run_workload(spec: Spec, args, log, results: dict) -> dict:
     n, d = data.x_train.shape
     log(f"[{spec.name}] train {n} x {d}, test {data.x_test.shape[0]}"
         + (f", lp_true {data.lp_true:.1f}" if data.lp_true is not None else ""))
-    methods = {"dpppl-auto": lambda s: run_dpppl(data, "auto", s)}
+    methods = {"dpppl-auto": lambda s: run_dpppl(data, "auto", s, args.salso_max_points)}
     if ALT_KERNEL.get(spec.name):
-        methods["dpppl-alt"] = lambda s: run_dpppl(data, ALT_KERNEL[spec.name], s)
+        methods["dpppl-alt"] = lambda s: run_dpppl(data, ALT_KERNEL[spec.name], s, args.salso_max_points)
     methods["sklearn-bgm"] = lambda s: run_sklearn(data, s, args.components, args.sklearn_max_iter, args.cap)
     methods["bnpy-memoVB"] = lambda s: run_bnpy(data, s, args.bnpy_python, args.cap)
     if spec.nuts is not None and n <= NUTS_MAX_POINTS:
@@ -572,6 +572,9 @@ def main(argv=None):
     parser.add_argument("--sklearn-max-iter", type=int, default=1000, help="scikit-learn EM iterations at most")
     parser.add_argument("--bnpy-python", default=os.environ.get("BNPY_PYTHON", DEFAULT_BNPY_PYTHON),
                         help="Python of bnpy's virtual environment (env BNPY_PYTHON)")
+    parser.add_argument("--salso-max-points", type=int, default=SALSO_MAX_POINTS,
+                        help="largest training set whose dpppl point estimate is SALSO's (method 'vi'); above it "
+                             "'best', the kept draw of highest lp")
     parser.add_argument("--out", default=None, help="results name (default peers, quick peers-quick)")
     parser.add_argument("--render", metavar="JSON", nargs="+", default=None,
                         help="no runs: recompute the rows, verdicts and Markdown of earlier runs' JSON files, "
