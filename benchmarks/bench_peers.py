@@ -527,13 +527,18 @@ def render(paths: list[Path], out: Path) -> None:
     """Rows, verdicts and Markdown again from the per-seed runs kept in earlier runs' JSON files.
 
     Several files (e.g. workloads run in parallel processes) are merged into `out`, the
-    workloads in the order given; each file's command, machine record and load are kept
-    under `parts`.
+    workloads in the order given; where two files hold the same workload, the later file's
+    methods that ran replace the earlier's (one peer run again with another `--cap`). Each
+    file's command, machine record and load are kept under `parts`.
     """
     docs = [json.loads(p.read_text()) for p in paths]
     results = dict(docs[0], workloads={}, finished=[], parts=[])
     for doc in docs:
-        results["workloads"].update(doc["workloads"])
+        for name, w in doc["workloads"].items():
+            if name in results["workloads"]:  # a later file's methods (e.g. one peer run again) replace
+                w = dict(results["workloads"][name], methods={**results["workloads"][name]["methods"],
+                                                              **{k: m for k, m in w["methods"].items() if m["runs"]}})
+            results["workloads"][name] = w
         results["finished"] += doc["finished"]
         results["parts"].append({"file": str(doc.get("benchmark")), "command": doc["command"],
                                  "machine": doc["machine"], "load_average_at_start": doc["load_average_at_start"],
