@@ -94,6 +94,7 @@ import dpppl
 from bench_defaults import SampleClock
 from bench_foundation import make_model
 from bench_perm import w1_model
+from bench_subcluster import _parse_option
 from harness import RESULTS_DIR, load_average, write_json
 
 HERE = Path(__file__).resolve().parent
@@ -193,11 +194,12 @@ def niw_prior(data: Data) -> dict:
 
 
 # --------------------------------------------------------------------------- methods ---
-def run_dpppl(data: Data, kernel: str, seed: int, salso_max_points: int = SALSO_MAX_POINTS) -> dict:
+def run_dpppl(data: Data, kernel: str, seed: int, salso_max_points: int = SALSO_MAX_POINTS,
+              options: dict | None = None) -> dict:
     from dpppl.analysis.predict import Predictor, alpha_draws
     from dpppl.analysis.partitions import posterior_draws
 
-    call = dict(data.spec.dpppl, kernel=kernel, seed=seed)
+    call = dict(data.spec.dpppl, kernel=kernel, seed=seed, **(options or {}))
     tic = time.perf_counter()
     with warnings.catch_warnings(), SampleClock(math.inf) as clock:
         warnings.simplefilter("ignore", UserWarning)
@@ -367,9 +369,12 @@ def run_workload(spec: Spec, args, log, results: dict) -> dict:
     n, d = data.x_train.shape
     log(f"[{spec.name}] train {n} x {d}, test {data.x_test.shape[0]}"
         + (f", lp_true {data.lp_true:.1f}" if data.lp_true is not None else ""))
-    methods = {"dpppl-auto": lambda s: run_dpppl(data, "auto", s, args.salso_max_points)}
+    # --dpppl-option changes the dpppl calls' budget; the rows are then named apart (merged tables keep both)
+    tag = "".join(f" {k}={v}" for k, v in args.dpppl_options.items())
+    methods = {f"dpppl-auto{tag}": lambda s: run_dpppl(data, "auto", s, args.salso_max_points, args.dpppl_options)}
     if ALT_KERNEL.get(spec.name):
-        methods["dpppl-alt"] = lambda s: run_dpppl(data, ALT_KERNEL[spec.name], s, args.salso_max_points)
+        methods[f"dpppl-alt{tag}"] = lambda s: run_dpppl(data, ALT_KERNEL[spec.name], s, args.salso_max_points,
+                                                         args.dpppl_options)
     methods["sklearn-bgm"] = lambda s: run_sklearn(data, s, args.components, args.sklearn_max_iter, args.cap)
     methods["bnpy-memoVB"] = lambda s: run_bnpy(data, s, args.bnpy_python, args.cap)
     if spec.nuts is not None and n <= NUTS_MAX_POINTS:
@@ -383,7 +388,7 @@ def run_workload(spec: Spec, args, log, results: dict) -> dict:
             "skipped": f"not run at {n} training points: NUTS at tree depth 10 takes tens of seconds a draw "
                        f"at ~10^4 points (results/foundation.json)", "seeds": 0}}
     for name, run in methods.items():
-        if args.methods and name not in args.methods:
+        if args.methods and name.split()[0] not in args.methods:
             continue
         log(f"[{spec.name}] {name} ...")
         runs = seeds_of(run, 1 if args.one_seed else spec.seeds, name, log)
@@ -395,7 +400,7 @@ def run_workload(spec: Spec, args, log, results: dict) -> dict:
 
 def _best_dpppl(w: dict) -> None:
     """Name the dpppl row of higher held-out lpd 'dpppl best'."""
-    rows = {k: w["methods"][k]["row"] for k in ("dpppl-auto", "dpppl-alt") if k in w["methods"]}
+    rows = {k: m["row"] for k, m in w["methods"].items() if k.startswith("dpppl")}
     rows = {k: r for k, r in rows.items() if r.get("lpd") is not None}
     w["dpppl_best"] = max(rows, key=lambda k: rows[k]["lpd"]) if rows else None
 
@@ -414,9 +419,8 @@ def verdict(w: dict) -> dict:
     best = max(peers, key=lambda k: peers[k]["lpd"])
     t, target = peers[best]["run_seconds"], peers[best]["lpd"]
     candidates = []
-    for k in ("dpppl-auto", "dpppl-alt"):
-        m = w["methods"].get(k)
-        if not m or m["row"].get("lpd") is None:
+    for k, m in w["methods"].items():
+        if not k.startswith("dpppl") or m["row"].get("lpd") is None:
             continue
         if m["row"]["run_seconds"] <= t:
             candidates.append((m["row"]["lpd"], k, m["row"]["run_seconds"], "median"))
@@ -431,8 +435,8 @@ def verdict(w: dict) -> dict:
                 candidates.append((p["lpd"], k, seconds, f"seed 0, {p['draws']} draws"))
     out = {"best_peer": best, "peer_lpd": target, "peer_seconds": t}
     if not candidates:
-        fastest = min((w["methods"][k]["row"]["run_seconds"], k) for k in ("dpppl-auto", "dpppl-alt")
-                      if k in w["methods"] and w["methods"][k]["row"].get("run_seconds") is not None)
+        fastest = min((m["row"]["run_seconds"], k) for k, m in w["methods"].items()
+                      if k.startswith("dpppl") and m["row"].get("run_seconds") is not None)
         out.update(answer="no dpppl point at that time", dpppl_fastest=fastest)
         return out
     lpd, k, s, what = max(candidates)
@@ -577,6 +581,9 @@ def main(argv=None):
     parser.add_argument("--sklearn-max-iter", type=int, default=1000, help="scikit-learn EM iterations at most")
     parser.add_argument("--bnpy-python", default=os.environ.get("BNPY_PYTHON", DEFAULT_BNPY_PYTHON),
                         help="Python of bnpy's virtual environment (env BNPY_PYTHON)")
+    parser.add_argument("--dpppl-option", action="append", default=[], metavar="NAME=VALUE",
+                        help="a dpppl.sample argument replacing the workload's budget (e.g. num_warmup=400); "
+                             "the dpppl rows are then named with it")
     parser.add_argument("--salso-max-points", type=int, default=SALSO_MAX_POINTS,
                         help="largest training set whose dpppl point estimate is SALSO's (method 'vi'); above it "
                              "'best', the kept draw of highest lp")
@@ -589,6 +596,7 @@ def main(argv=None):
         return render([Path(p) for p in args.render], RESULTS_DIR / f"{args.out or 'peers'}.json")
     args.only = [m.strip() for o in args.only for m in o.split(",") if m.strip()]
     args.methods = [m.strip() for o in args.methods for m in o.split(",") if m.strip()]
+    args.dpppl_options = dict(_parse_option(o) for o in args.dpppl_option)
     name = args.out or ("peers-quick" if args.quick else "peers")
     results = {"command": "PYTHONPATH=. python benchmarks/bench_peers.py " + " ".join(sys.argv[1:] if argv is None
                                                                                      else argv),
