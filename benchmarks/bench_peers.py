@@ -434,6 +434,9 @@ def verdict(w: dict) -> dict:
             if seconds <= t:
                 candidates.append((p["lpd"], k, seconds, f"seed 0, {p['draws']} draws"))
     out = {"best_peer": best, "peer_lpd": target, "peer_seconds": t}
+    if not any(k.startswith("dpppl") and m["row"].get("run_seconds") is not None for k, m in w["methods"].items()):
+        out.update(answer="no dpppl row")
+        return out
     if not candidates:
         fastest = min((m["row"]["run_seconds"], k) for k, m in w["methods"].items()
                       if k.startswith("dpppl") and m["row"].get("run_seconds") is not None)
