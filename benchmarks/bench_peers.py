@@ -546,7 +546,7 @@ def render(paths: list[Path], out: Path) -> None:
                 w = dict(results["workloads"][name], methods={**results["workloads"][name]["methods"],
                                                               **{k: m for k, m in w["methods"].items() if m["runs"]}})
             results["workloads"][name] = w
-        results["finished"] += doc["finished"]
+        results["finished"] += [name for name in doc["finished"] if name not in results["finished"]]
         results["parts"].append({"file": str(doc.get("benchmark")), "command": doc["command"],
                                  "machine": doc["machine"], "load_average_at_start": doc["load_average_at_start"],
                                  "total_seconds": doc["total_seconds"], "finished": doc["finished"]})
@@ -562,8 +562,8 @@ def render(paths: list[Path], out: Path) -> None:
     out.write_text(json.dumps(results, indent=1) + "\n")
     header = _header(results, results["machine"])
     if len(docs) > 1:
-        header += [""] + [f"Part `{p['command']}`: started {p['machine']['timestamp']} less "
-                          f"{p['total_seconds']:.0f} s, git {p['machine']['git_revision']}, load "
+        header += [""] + [f"Part `{p['command']}`: last written {p['machine']['timestamp']} after "
+                          f"{p['total_seconds']:.0f} s, git HEAD then {p['machine']['git_revision']}, load "
                           f"{p['load_average_at_start'][0]:.1f} at start, {p['machine']['load_average_1_5_15'][0]:.1f} "
                           f"at its last write; finished {', '.join(p['finished']) or 'nothing'}."
                           for p in results["parts"]]
