@@ -317,6 +317,19 @@ class GeneralizedMallows(Family):
             keys, flat, t)
         return out.reshape(jnp.shape(labels) + (n,)).astype(_FLOAT)
 
+    def numpyro_sample_params(self, num_components):
+        """Inside a NumPyro model: `num_components` draws of P0 (sites `theta_pos`, the central
+        permutation as positions, and `theta_dispersion`; `dpppl.families.mallows_prior`)."""
+        import numpyro
+
+        from dpppl.families.mallows_prior import MallowsTheta, UniformPermutation
+
+        n = int(self.n_items)
+        pos = numpyro.sample("theta_pos", UniformPermutation(n, (num_components,)))
+        theta = numpyro.sample("theta_dispersion", MallowsTheta(
+            self.nu * jnp.broadcast_to(jnp.asarray(self.r, _FLOAT), (n - 1,)), self.nu, self.m, (num_components,)))
+        return {"pos": pos, "theta": theta}
+
     def predictive_params(self, stats):
         """Not closed-form for GM; only
         [`log_predictive`][dpppl.families.generalized_mallows.GeneralizedMallows.log_predictive]'s prior form is

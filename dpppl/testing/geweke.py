@@ -45,7 +45,8 @@ import numpy as np
 from scipy import stats as sps
 
 from dpppl.config import float_dtype
-from dpppl.simulate import depends_on_data, draw_alpha, draw_data
+from dpppl.models.compile import depends_on_data
+from dpppl.simulate import draw_alpha, draw_data
 from dpppl.families.base import segment_stats
 from dpppl.kernels.base import build
 from dpppl.core.state import PartitionState
