@@ -205,26 +205,28 @@ def draw_log_predictive(model, values, labels, alpha, new_values) -> np.ndarray:
         Each draw's partition of the N values (any integer labels).
     alpha : float or array (S,)
         The concentration of each draw.
-    new_values : array (M,), (M, D), or (S, M[, D]) for new values that differ by draw
+    new_values : array (M,) or (S, M) for values (S, N); (M, D) or (S, M, D) for values (S, N, D)
+        The new values, the same for every draw or one set per draw.
 
     Returns
     -------
     ndarray (S, M)
     """
     refuse_labelled(model.prior, "draw_log_predictive")
-    values = np.asarray(values, dtype=float)
-    values = values[..., None] if values.ndim == 2 else values
+    values, new = np.asarray(values, dtype=float), np.asarray(new_values, dtype=float)
+    one_dim = values.ndim == 2  # one-dimensional values: new values (M,) or (S, M)
+    if one_dim:
+        values, new = values[..., None], new[..., None]
     if values.ndim != 3:
         raise DataError(f"values must have shape (S, N) or (S, N, D), got {values.shape}")
     s, n, d = values.shape
     labels, _ = compact_labels(as_label_array(labels).reshape(-1, n))
     if labels.shape[0] != s:
         raise DataError(f"labels have {labels.shape[0]} draws but values {s}")
-    new = np.asarray(new_values, dtype=float)
-    new = new[..., None] if d == 1 and new.shape[-1:] != (1,) else new
-    new = np.broadcast_to(new, (s,) + new.shape[-2:]) if new.ndim == 2 else new
+    new = np.broadcast_to(new, (s,) + new.shape) if new.ndim == 2 else new
     if new.ndim != 3 or new.shape[0] != s or new.shape[2] != d:
-        raise DataError(f"new_values must have shape (M, {d}) or ({s}, M, {d}), got {np.shape(new_values)}")
+        shapes = f"(M,) or ({s}, M)" if one_dim else f"(M, {d}) or ({s}, M, {d})"
+        raise DataError(f"new_values must have shape {shapes}, got {np.shape(new_values)}")
     free = data_dependent(model.component)
     if free:
         raise ModelError(f"{model.component.name}: give {', '.join(free)} as numbers: the site's values change "
