@@ -708,6 +708,14 @@ def _show(value: np.ndarray) -> str:
     return np.array2string(value, precision=4, threshold=8, separator=", ").replace("\n", "")
 
 
+def depends_on_data(value) -> bool:
+    """Whether a hyperparameter needs the data: a default (None) or an expression of
+    `x` or `N` (`D` alone is fixed by the data's dimension)."""
+    if isinstance(value, str):
+        value = parse_expression(value)
+    return value is None or (isinstance(value, Expr) and bool(value.names() & {"x", "N"}))
+
+
 def check_hyper(owner: str, name: str, value, *, shape=None, positive: bool = False, count: bool = False,
                 greater_than: Optional[float] = None, at_least: Optional[tuple] = None,
                 at_most: Optional[tuple] = None, pos_def: bool = False) -> np.ndarray:
@@ -790,6 +798,6 @@ def check_hyper(owner: str, name: str, value, *, shape=None, positive: bool = Fa
     return v
 
 
-__all__ = ["Expr", "Number", "Name", "Vector", "Call", "Keyword", "BinOp", "Neg", "Index",
+__all__ = ["depends_on_data", "Expr", "Number", "Name", "Vector", "Call", "Keyword", "BinOp", "Neg", "Index",
            "FUNCTIONS", "parse_expression", "evaluate", "data_environment", "Resolved", "check_hyper",
            "float_limits", "count_limit"]

@@ -33,7 +33,7 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
-from dpppl.core.expressions import Expr, parse_expression
+from dpppl.core.expressions import depends_on_data
 from dpppl.errors import DataError, ModelError
 
 
@@ -111,14 +111,6 @@ def observe_mixture(name: str, mixture: FamilyMixture, x, num_points: int) -> No
     with numpyro.plate("point", num_points):
         obs = numpyro.sample(name, mixture, obs=x)
         numpyro.deterministic("assignment", jnp.argmax(mixture.component_log_prob(obs), axis=-1))
-
-
-def depends_on_data(value) -> bool:
-    """Whether a hyperparameter's value needs the data: None (a default, taken as data-dependent
-    here) or an expression of `x` or `N` (`D` alone is fixed by the dimension)."""
-    if isinstance(value, str):
-        value = parse_expression(value)
-    return value is None or (isinstance(value, Expr) and bool(value.names() & {"x", "N"}))
 
 
 def data_dependent(component) -> list[str]:

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.models.compile import depends_on_data
+from dpppl.core.expressions import depends_on_data
 from dpppl.families.gaussian import cholesky
 from dpppl.kernels.base import build
 from dpppl.models.ddp_state import DDPSlots, slot_statistics

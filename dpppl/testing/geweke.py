@@ -45,7 +45,7 @@ import numpy as np
 from scipy import stats as sps
 
 from dpppl.config import float_dtype
-from dpppl.models.compile import depends_on_data
+from dpppl.core.expressions import depends_on_data
 from dpppl.simulate import draw_alpha, draw_data
 from dpppl.families.base import segment_stats
 from dpppl.kernels.base import build
