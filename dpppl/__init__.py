@@ -21,8 +21,10 @@ from dpppl.models.ddp import DDPMixture, DDPModel
 from dpppl.models.mixture import (BoundModel, DataDecl, DPMixture, Model, PitmanYorMixture, PseudoParticleMixture,
                                   StickBreakingMixture)
 from dpppl.models.rankings import Rankings, rankings
+from dpppl.models.sites import CollapsedMixture, Partition, dp_mixture
 from dpppl.priors import CRP, DDP, Gamma, PitmanYor, StickBreaking
 from dpppl.run.driver import log_joint, resume, sample
+from dpppl.run.partition_gibbs import PartitionGibbs
 from dpppl.search import SearchResult, map_search
 from dpppl.simulate import sample_prior
 from dpppl.version import __version__  # noqa: F401  (dpppl.__version__)
@@ -39,4 +41,5 @@ __all__ = [
     "PseudoParticleMixture", "StickBreaking", "StickBreakingMixture",
     "DDP", "DDPMixture", "DDPModel", "CoupledGaussian", "association_variance",
     "GeneralizedMallows", "Rankings", "rankings",
+    "CollapsedMixture", "Partition", "PartitionGibbs", "dp_mixture",
 ]

@@ -26,6 +26,7 @@ from dpppl.models.init import resolve_init
 from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, RunSpec, read_checkpoint
 from dpppl.run.nuts import sample_nuts
 from dpppl.run.output import to_inference_data
+from dpppl.run.partition_gibbs import sample_model
 from dpppl.run.runner import continue_partition, sample_partition
 from dpppl.version import __version__
 
@@ -56,14 +57,20 @@ def check_seed(seed, name: str = "seed") -> None:
 def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_samples: int = 1000,
            num_chains: int = 1, seed: int = 0, init: Any = "sequential", progress_bar: bool = True,
            thinning: int = 1, capacity: int | None = None, truncation: int = 20, checkpoint=None,
-           checkpoint_every: float = DEFAULT_EVERY, **kernel_options):
+           checkpoint_every: float = DEFAULT_EVERY, model_args: tuple = (), model_kwargs: dict | None = None,
+           **kernel_options):
     """Sample the posterior of a DP mixture model; return ArviZ InferenceData.
 
     Parameters
     ----------
-    model : Model, BoundModel or str
+    model : Model, BoundModel, str or callable
         A model (`dpppl.DPMixture(...)`, `dpppl.load(path)`), a model-file path, or a model
-        bound to its data (`model.bind(x)`).
+        bound to its data (`model.bind(x)`). Or a NumPyro model function holding partition
+        sites (`dpppl.dp_mixture`, `dpppl.Partition`; docs/numpyro-sites.md), called with
+        `model_args` and `model_kwargs`: it runs [`dpppl.PartitionGibbs`][dpppl.PartitionGibbs]
+        (NUTS on the continuous sites, `kernel` on the partitions;
+        [`sample_model`][dpppl.run.partition_gibbs.sample_model] says what it returns), whose
+        options (`inner_kernel`, `sweeps`, and the partition kernel's) go in `kernel_options`.
     data : array-like, str or path-like, optional
         The data, checked against the model's declaration before anything runs. A string
         or path is what the command line's `--data` takes: a data set name
@@ -120,6 +127,8 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         kernels only (not `"nuts"`); see docs/checkpoints.md.
     checkpoint_every : float, default 60
         Seconds between two checkpoints.
+    model_args, model_kwargs : tuple, dict
+        Arguments of a NumPyro model function (`model` callable only; `data` must then be None).
     **kernel_options
         Options of the kernel's moves (see `dpppl.kernels`); with `kernel="auto"`, options
         of the chosen kernel (an option none of its parts takes raises
@@ -136,12 +145,20 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         (`"auto"` or the kernel asked for), `kernel_reason` (with `"auto"`), `exact`
         (whether the kept draws leave the posterior invariant), model, versions.
     """
-    given, model = model, as_model(model)
     for name, value, minimum in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
                                  ("num_chains", num_chains, 1), ("thinning", thinning, 1)):
         check_positive_int(name, value, minimum)
     _check_thinning(thinning, num_samples)
     check_seed(seed)
+    if callable(model):
+        return _sample_numpyro_model(model, data, kernel, model_args, model_kwargs, num_warmup=num_warmup,
+                                     num_samples=num_samples, num_chains=num_chains, seed=seed, thinning=thinning,
+                                     progress_bar=progress_bar, capacity=capacity, checkpoint=checkpoint,
+                                     **kernel_options)
+    if model_args or model_kwargs:
+        raise ArgumentError("model_args and model_kwargs are the arguments of a NumPyro model function; a dpppl "
+                            "model takes its data through data=")
+    given, model = model, as_model(model)
     if kernel != AUTO:
         check_applies(kernel, model)
     _, init_name = resolve_init(init)
@@ -162,6 +179,20 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         seed=seed, init=init, capacity=capacity, thinning=thinning, truncation=truncation,
         progress_bar=_shows_bar(progress_bar), checkpoint=saved)
     return _inference_data(target, spec, records, attrs, record_dims)
+
+
+def _sample_numpyro_model(fn, data, kernel, model_args, model_kwargs, *, num_warmup, num_samples, num_chains, seed,
+                          thinning, progress_bar, capacity, checkpoint, **kernel_options):
+    """`sample` of a NumPyro model function: its own checks, then `dpppl.run.partition_gibbs.sample_model`."""
+    if data is not None:
+        raise ArgumentError("a NumPyro model function takes its data through model_args / model_kwargs, not data=")
+    if checkpoint is not None:
+        raise ArgumentError("a NumPyro model function runs in NumPyro's MCMC loop, which cannot save a checkpoint")
+    if not isinstance(model_args, tuple):
+        raise ArgumentError(f"model_args must be a tuple, got {type(model_args).__name__}")
+    return sample_model(fn, model_args, model_kwargs, kernel, num_warmup=num_warmup, num_samples=num_samples,
+                        num_chains=num_chains, seed=seed, thinning=thinning, progress_bar=_shows_bar(progress_bar),
+                        capacity=capacity, **kernel_options)
 
 
 def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,

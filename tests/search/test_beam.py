@@ -66,7 +66,8 @@ def test_admissible_astar_finds_the_exact_map(name):
         assert close(dpppl.log_joint(model, x, result.labels), result.log_joint)
 
 
-@pytest.mark.parametrize("name", ["normal_known_1d", "niw_2d", "beta_bernoulli"])
+@pytest.mark.parametrize("name", ["normal_known_1d", "niw_2d",  # beta_bernoulli: ~15 s, exact A* by default above
+                                  pytest.param("beta_bernoulli", marks=pytest.mark.slow)])
 def test_astar_without_the_greedy_incumbent_is_exact(name):
     """No pruning by the greedy pass: the bound alone must make A* exact (any order)."""
     model, n, draw = CASES[name]

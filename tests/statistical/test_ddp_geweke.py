@@ -22,6 +22,7 @@ def test_geweke_ddp_with_swaps_small(slice_covariances):
     assert result.passed, result.report
 
 
+@pytest.mark.slow  # ~30 s on two cores; the default run keeps test_geweke_ddp_with_swaps_small[True]
 def test_geweke_ddp_with_swaps_on_finite_sticks():
     """Three labels only (a finite sequence of sticks ending with b_3 = 0): the kernels must
     never seat a point past the last stick, and stay exact."""

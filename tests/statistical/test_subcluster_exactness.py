@@ -28,6 +28,8 @@ def _harness(case_name, *, num_chains, num_samples, seed, burn_in=100, warmup=Fa
     return check_kernel_samples(exact_posterior(case.model, case.x), z, alpha=alpha)
 
 
+@pytest.mark.slow  # ~30 s on two cores; the default run keeps the exact variant's enumeration test (test_exactness.py)
+# and the super-cluster unit tests (tests/kernels/subcluster/test_superclusters.py)
 def test_exact_variant_with_super_clusters_matches_enumeration():
     """Restricting each label to its cluster's super-cluster (Algorithm 1, redrawn every
     iteration) keeps the exact variant exact."""

@@ -1,0 +1,58 @@
+"""dpppl.sample of a NumPyro model function (dpppl.run.partition_gibbs.sample_model): what the
+InferenceData holds, and the errors given before anything is sampled."""
+
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from numpyro.infer import NUTS
+
+import dpppl
+from dpppl.diagnostics.arviz_compat import group, labels
+from dpppl.errors import ArgumentError, KernelError
+
+MIXTURE = dpppl.DPMixture(dpppl.Gamma(2.0, 2.0), dpppl.NormalKnownCov(sigma2=0.25, mu0=0.0, tau2=4.0))
+RNG = np.random.default_rng(0)
+X = jnp.asarray(RNG.normal(size=12))
+Y = 1.5 * X + jnp.asarray(np.where(RNG.random(12) < 0.5, -2.0, 2.0) + 0.3 * RNG.normal(size=12))
+
+
+def regression(x, y):
+    beta = numpyro.sample("beta", dist.Normal(0.0, 2.0))
+    numpyro.deterministic("twice_beta", 2 * beta)
+    dpppl.dp_mixture("resid", MIXTURE, obs=y - x * beta)
+
+
+def test_sample_of_a_numpyro_model_function():
+    idata = dpppl.sample(regression, model_args=(X, Y), kernel="gibbs", num_warmup=30, num_samples=20,
+                         seed=3, progress_bar=False, sweeps=2)
+    post = group(idata, "posterior")
+    for name in ("beta", "twice_beta", "resid_alpha", "num_clusters", "largest_cluster", "entropy", "lp"):
+        assert post[name].shape == (1, 20), name
+    assert "resid_labels" not in post
+    z = labels(idata)
+    assert z.shape == (1, 20, 12)
+    np.testing.assert_array_equal(post["num_clusters"], z.max(axis=-1) + 1)  # canonical labels
+    np.testing.assert_allclose(post["twice_beta"], 2 * post["beta"])
+    stats = group(idata, "sample_stats")
+    assert {"lp", "diverging", "acceptance_rate", "overflow"} <= set(stats)
+    assert "resid" in group(idata, "observed_data")
+    assert idata.posterior.attrs["kernel"] == "resid_labels: gibbs"
+    assert idata.posterior.attrs["exact"] == 1 and idata.posterior.attrs["sweeps"] == 2
+    assert dpppl.point_estimate(idata).shape == (12,)
+
+
+def test_inputs_are_checked_before_sampling():
+    with pytest.raises(ArgumentError, match="model_args"):
+        dpppl.sample(regression, np.zeros(3))
+    with pytest.raises(ArgumentError, match="checkpoint"):
+        dpppl.sample(regression, model_args=(X, Y), checkpoint="run.ckpt")
+    with pytest.raises(ArgumentError, match="model_args and model_kwargs"):
+        dpppl.sample(MIXTURE, np.zeros((5, 1)), model_args=(X,))
+    with pytest.raises(KernelError, match="unknown kernel 'gibs'"):
+        dpppl.PartitionGibbs(NUTS(regression), "gibs")
+    with pytest.raises(ArgumentError, match="inner_kernel"):
+        dpppl.sample(regression, model_args=(X, Y), inner_kernel=NUTS(lambda x, y: None))
+    with pytest.raises(ArgumentError, match="sweeps"):
+        dpppl.PartitionGibbs(NUTS(regression), sweeps=0)
