@@ -42,8 +42,8 @@ import numpy as np
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.dsl.parser import as_model
 from dpppl.models.mixture import BoundModel, validate_data
-from dpppl.errors import DataError, ModelError
-from dpppl.models.compile import data_dependent
+from dpppl.errors import DataError
+from dpppl.models.sites import resolved_family
 from dpppl.families.base import segment_stats
 from dpppl.core.state import canonical_labels
 from dpppl.priors.stick_breaking import refuse_labelled
@@ -196,8 +196,8 @@ def draw_log_predictive(model, values, labels, alpha, new_values) -> np.ndarray:
     Parameters
     ----------
     model : Model
-        The site's mixture (`dpppl.DPMixture(alpha, component)`), every hyperparameter given
-        as a number (or an expression of `D`): ModelError names those that depend on the data.
+        The site's mixture (`dpppl.DPMixture(alpha, component)`, as given to `dpppl.dp_mixture`),
+        every hyperparameter a number: a HyperparameterError names those that default from the data.
         A labelled (stick-breaking) prior is refused.
     values : array (S, N) or (S, N, D)
         The site's values in each draw.
@@ -227,11 +227,7 @@ def draw_log_predictive(model, values, labels, alpha, new_values) -> np.ndarray:
     if new.ndim != 3 or new.shape[0] != s or new.shape[2] != d:
         shapes = f"(M,) or ({s}, M)" if one_dim else f"(M, {d}) or ({s}, M, {d})"
         raise DataError(f"new_values must have shape {shapes}, got {np.shape(new_values)}")
-    free = data_dependent(model.component)
-    if free:
-        raise ModelError(f"{model.component.name}: give {', '.join(free)} as numbers: the site's values change "
-                         f"from draw to draw, so no data fix them")
-    family = model.component.resolve(np.zeros((1, d)))
+    family, _, _ = resolved_family(model, n, dim=d)  # as the site resolved it: numeric hyperparameters only
     alpha = jnp.broadcast_to(jnp.asarray(alpha, dtype=float), (s,))
 
     def one(args):

@@ -148,6 +148,6 @@ def test_draw_log_predictive_is_the_crp_mixture_of_marginal_ratios(model):
 
 
 def test_draw_log_predictive_needs_numeric_hyperparameters():
-    with pytest.raises(dpppl.ModelError, match="NormalGamma: give mu0, b0 as numbers"):
+    with pytest.raises(dpppl.ModelError, match=r"NormalGamma: hyperparameter\(s\) mu0 .*, b0 .* default from the data"):
         dpppl.analysis.draw_log_predictive(dpppl.DPMixture(1.0, dpppl.NormalGamma()), np.zeros((2, 3)),
                                            np.zeros((2, 3), int), 1.0, np.zeros(2))
