@@ -64,3 +64,17 @@ def test_new_group_likelihood_by_quadrature_matches_the_normal_closed_form(examp
             cov = sigma[s] ** 2 * np.eye(m.sum()) + tau[s] ** 2
             expected = stats.multivariate_normal(mu[s] + b[s] * t[m], cov).logpdf(y[m])
             np.testing.assert_allclose(got[s, g], expected, rtol=1e-9)
+
+
+@pytest.mark.slow   # two NUTS and two PartitionGibbs compilations, about a minute of CPU
+def test_quick_run_reports_both_comparisons(example, tmp_path):
+    """`--quick` end to end: finite held-out densities for the four models, the DP runs' partitions
+    found (a mean number of clusters), and the JSON written."""
+    out = example.main(["--quick", "--out", str(tmp_path)])
+    for name, normal, dp in [("regression", "normal errors", "DP-mixture errors"),
+                             ("intercepts", "normal intercepts", "DP intercepts")]:
+        result = out[name]
+        assert np.isfinite(result[normal]["heldout_lpd"]) and np.isfinite(result[dp]["heldout_lpd"])
+        assert result[dp]["num_clusters_mean"] >= 1 and "num_clusters_mean" not in result[normal]
+        assert result["dp_minus_normal"] == pytest.approx(result[dp]["heldout_lpd"] - result[normal]["heldout_lpd"])
+    assert (tmp_path / "dp_sites.json").exists()
