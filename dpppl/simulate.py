@@ -23,18 +23,15 @@ over a Gamma prior on alpha numerically).
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.core.expressions import depends_on_data
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
 from dpppl.diagnostics.summaries import label_summaries
 from dpppl.dsl.parser import as_model, bind_data
-from dpppl.errors import ModelError
 from dpppl.families.base import stored_data
+from dpppl.models.compile import prior_family
 from dpppl.models.mixture import BoundModel
 from dpppl.priors.stick_breaking import refuse_labelled
 from dpppl.run.driver import check_positive_int, check_seed
@@ -68,12 +65,7 @@ def _family_for_data(model, data, dim):
         return bind_data(model, data)[1].data_family
     if dim is None:
         return None
-    component = model.component
-    free = [f.name for f in dataclasses.fields(component) if depends_on_data(getattr(component, f.name))]
-    if free:
-        raise ModelError(f"{component.name}: hyperparameter(s) {', '.join(free)} depend on the data; "
-                         f"pass data=... (or a model bound to data) to simulate from the prior")
-    return component.resolve(np.zeros((1, int(dim))))
+    return prior_family(model, dim)
 
 
 def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=None,

@@ -15,9 +15,10 @@ from dpppl.analysis.partitions import coclustering, expected_vi, point_estimate,
 from dpppl.analysis.plots import (plot_cluster_sizes, plot_clusters, plot_coclustering, plot_log_joint,
                                   plot_num_clusters)
 from dpppl.analysis.ppc import posterior_predictive
-from dpppl.analysis.predict import Prediction, predict
+from dpppl.analysis.predict import Prediction, draw_log_predictive, log_mean_exp, predict
 from dpppl.diagnostics.summaries import label_summaries
 
 __all__ = ["Prediction", "association_variance", "coclustering", "expected_vi", "label_summaries", "metrics",
            "plot_cluster_sizes", "plot_clusters", "plot_coclustering", "plot_log_joint", "plot_num_clusters",
-           "plots", "point_estimate", "posterior_predictive", "predict", "salso", "vi_lower_bound"]
+           "plots", "point_estimate", "draw_log_predictive", "log_mean_exp", "posterior_predictive", "predict",
+           "salso", "vi_lower_bound"]

@@ -43,6 +43,7 @@ from dpppl.diagnostics.arviz_compat import group
 from dpppl.dsl.parser import as_model
 from dpppl.models.mixture import BoundModel, validate_data
 from dpppl.errors import DataError
+from dpppl.models.sites import resolved_family
 from dpppl.families.base import segment_stats
 from dpppl.core.state import canonical_labels
 from dpppl.priors.stick_breaking import refuse_labelled
@@ -164,21 +165,94 @@ def _summary_labels(clustering, n) -> np.ndarray:
     return canonical_labels(c)
 
 
+def seat_log_joint(family, prior, x, z, alpha, x_new, capacity: int):
+    """log p(x*_m, z* = c | z, x) for new points `x_new` (M, D) given the labels `z` (N,) of
+    points `x` (N, D): one column per slot c < `capacity` (weights (|c| - d) / (alpha + N)
+    times `family.log_predictive`; -inf for empty slots) and a last column for a new cluster
+    ((alpha + K d) / (alpha + N) times the prior predictive). Returns (joint (M, C + 1), the
+    slot statistics). Traceable; `family` resolved."""
+    stats = segment_stats(family, x, z, capacity)
+    log_existing, log_new = prior.log_seat_weights(stats.n, alpha)
+    params = family.predictive_params(stats)
+    prior_params = family.predictive_params(family.empty_stats(()))
+    log_pred = jax.vmap(lambda xs: family.log_predictive(params, xs))(x_new)           # (M, C)
+    log_pred_new = jax.vmap(lambda xs: family.log_predictive(prior_params, xs))(x_new)  # (M,)
+    joint = jnp.concatenate([log_existing + log_pred, (log_new + log_pred_new)[:, None]], axis=1)
+    return joint - jnp.log(alpha + x.shape[0]), stats
+
+
+def draw_log_predictive(model, values, labels, alpha, new_values) -> np.ndarray:
+    """log p(v*_m | z_s, v_s) per draw s: the predictive density of new values of a DP site
+    given each draw's values and partition (module docstring, summed over seats).
+
+    For a DP mixture *inside* a NumPyro model (regression residuals, random intercepts) the
+    values of the site change from draw to draw, so each draw brings its own `values`:
+
+        p(v* | z_s, v_s) = sum_c (|c| - d) / (alpha_s + N) p(v* | v_{s,c}) + (alpha_s + K d) / (alpha_s + N) p(v*),
+
+    with p(v* | v_c) the family's posterior predictive (`Family.log_predictive`). The
+    posterior predictive density of v* is the average over draws, `log_mean_exp(out, axis=0)`.
+
+    Parameters
+    ----------
+    model : Model
+        The site's mixture (`dpppl.DPMixture(alpha, component)`, as given to `dpppl.dp_mixture`),
+        every hyperparameter a number: a HyperparameterError names those that default from the data.
+        A labelled (stick-breaking) prior is refused.
+    values : array (S, N) or (S, N, D)
+        The site's values in each draw.
+    labels : array of int (S, N)
+        Each draw's partition of the N values (any integer labels).
+    alpha : float or array (S,)
+        The concentration of each draw.
+    new_values : array (M,) or (S, M) for values (S, N); (M, D) or (S, M, D) for values (S, N, D)
+        The new values, the same for every draw or one set per draw.
+
+    Returns
+    -------
+    ndarray (S, M)
+    """
+    refuse_labelled(model.prior, "draw_log_predictive")
+    values, new = np.asarray(values, dtype=float), np.asarray(new_values, dtype=float)
+    one_dim = values.ndim == 2  # one-dimensional values: new values (M,) or (S, M)
+    if one_dim:
+        values, new = values[..., None], new[..., None]
+    if values.ndim != 3:
+        raise DataError(f"values must have shape (S, N) or (S, N, D), got {values.shape}")
+    s, n, d = values.shape
+    labels, _ = compact_labels(as_label_array(labels).reshape(-1, n))
+    if labels.shape[0] != s:
+        raise DataError(f"labels have {labels.shape[0]} draws but values {s}")
+    new = np.broadcast_to(new, (s,) + new.shape) if new.ndim == 2 else new
+    if new.ndim != 3 or new.shape[0] != s or new.shape[2] != d:
+        shapes = f"(M,) or ({s}, M)" if one_dim else f"(M, {d}) or ({s}, M, {d})"
+        raise DataError(f"new_values must have shape {shapes}, got {np.shape(new_values)}")
+    family, _, _ = resolved_family(model, n, dim=d)  # as the site resolved it: numeric hyperparameters only
+    alpha = jnp.broadcast_to(jnp.asarray(alpha, dtype=float), (s,))
+
+    def one(args):
+        v, z, a, v_new = args
+        joint, _ = seat_log_joint(family, model.prior, v, z, a, v_new, n + 1)
+        return jax.nn.logsumexp(joint, axis=1)
+
+    return np.asarray(jax.jit(lambda *a: jax.lax.map(one, a))(jnp.asarray(values), jnp.asarray(labels, jnp.int32),
+                                                              alpha, jnp.asarray(new)))
+
+
+def log_mean_exp(a, axis=0) -> np.ndarray:
+    """log mean exp(a) along `axis`, computed stably: the log of a Monte Carlo average of
+    densities given on the log scale (a posterior predictive density from per-draw ones)."""
+    a = np.asarray(a, dtype=float)
+    return np.logaddexp.reduce(a, axis=axis) - np.log(a.shape[axis])
+
+
 def _build(bound: BoundModel, capacity: int, summary_onehot):
     family, prior = bound.family, bound.prior
     x = jnp.asarray(bound.x)
-    n = x.shape[0]
-    prior_params = family.predictive_params(family.empty_stats(()))
 
     def one_draw(z, alpha, x_new):
         """log p(x* | z, x) (M,) and membership q(k) (M, K + 1) for one draw."""
-        stats = segment_stats(family, x, z, capacity)
-        log_existing, log_new = prior.log_seat_weights(stats.n, alpha)
-        params = family.predictive_params(stats)
-        log_pred = jax.vmap(lambda xs: family.log_predictive(params, xs))(x_new)           # (M, C)
-        log_pred_new = jax.vmap(lambda xs: family.log_predictive(prior_params, xs))(x_new)  # (M,)
-        joint = jnp.concatenate([log_existing + log_pred, (log_new + log_pred_new)[:, None]], axis=1)
-        joint = joint - jnp.log(alpha + n)
+        joint, stats = seat_log_joint(family, prior, x, z, alpha, x_new, capacity)
         log_density = jax.nn.logsumexp(joint, axis=1)
         seat = jnp.exp(joint - log_density[:, None])                                        # (M, C + 1)
         overlap = jax.nn.one_hot(z, capacity, dtype=x.dtype).T @ summary_onehot              # (C, K)
@@ -239,4 +313,5 @@ def predict(idata, model, new_data, *, clustering="vi", seed: int = 0) -> Predic
     return Predictor(bound, draws, alpha_draws(idata, bound), clustering)(new_data)
 
 
-__all__ = ["Prediction", "Predictor", "alpha_draws", "bind_to_run", "predict"]
+__all__ = ["Prediction", "Predictor", "alpha_draws", "bind_to_run", "draw_log_predictive", "log_mean_exp", "predict",
+           "seat_log_joint"]

@@ -67,7 +67,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaln, logsumexp
+import numpyro.distributions as dist
+from jax.scipy.special import gammaln, logsumexp, polygamma
+from numpyro.distributions import constraints
 
 from dpppl.core.numerics import sample_index
 from dpppl.errors import DataError, ModelError
@@ -127,6 +129,76 @@ def log_tbeta(a, c, m):
     vals = -a[..., None] * theta - c[..., None] * log_psi(theta, m[..., None]) + jnp.log(theta)
     vals = vals + jnp.asarray(_TRAPEZOID_LOG_WEIGHTS)
     return logsumexp(vals, axis=-1) + jnp.log(hi - lo)
+
+
+# ------------------------------------------------------------- theta under P0 ---
+def theta_log_density(theta, a, c, m):
+    """log of the unnormalised theta_j density exp(-a theta - c ln psi_m(theta)) (eq. 10)."""
+    return -a * theta - c * log_psi(theta, m)
+
+
+def _dlog_psi(theta, m):
+    """d/dtheta log psi_m(theta) = -E[k], k ~ P(k) ∝ e^{-k theta} on 0..m."""
+    small = theta < 1e-6
+    th = jnp.where(small, 1.0, theta)
+    mean = 1.0 / jnp.expm1(th) - (m + 1.0) / jnp.expm1((m + 1.0) * th)
+    return -jnp.where(small, 0.5 * m - m * (m + 2.0) * theta / 12.0, mean)
+
+
+_GRID = jnp.linspace(-4.0, 4.0, 17)
+
+
+def theta_exact(rng_key, a, c, m, max_tries: int = 200):
+    """One exact draw of theta with density ∝ exp(-a theta - c ln psi_m(theta)) on [0, inf)
+    (scalars; a, c > 0), by rejection from a tangent envelope of the concave log density.
+
+    Tangent points: theta* e^{tau g}, g in [-4, 4], with theta* = log(1 + c / a) and tau
+    from the infinite-n Beta approximation's spread; the last point lies beyond the mode
+    (the truncated geometric mean is below the untruncated one), so the tail is
+    integrable. Correctness does not depend on these choices, only the acceptance rate
+    (about 0.9 or more). After `max_tries` rejections the last proposal is kept
+    (probability < 1e-20 in practice).
+    """
+    dtype = jnp.result_type(float)
+    a, c, m = (jnp.asarray(v, dtype) for v in (a, c, m))
+    mode = jnp.log1p(c / a)
+    sd = jnp.sqrt(jnp.maximum(polygamma(1, a) - polygamma(1, a + c + 1.0), 1e-30))
+    tau = jnp.clip(sd / mode, 0.05, 3.0)
+    x = mode * jnp.exp(tau * _GRID)
+    h = theta_log_density(x, a, c, m)
+    d = -a - c * _dlog_psi(x, m)
+    dd = d[:-1] - d[1:]
+    z = (h[1:] - h[:-1] + d[:-1] * x[:-1] - d[1:] * x[1:]) / jnp.where(dd > 0, dd, 1.0)
+    z = jnp.clip(jnp.where(dd > 0, z, x[:-1]), x[:-1], x[1:])
+    lo = jnp.concatenate([jnp.zeros(1, dtype), z])
+    hi = jnp.concatenate([z, jnp.full(1, jnp.inf, dtype)])
+    width = hi - lo
+    flat = jnp.abs(d) < 1e-12
+    dsafe = jnp.where(flat, 1.0, d)
+    ratio = jnp.where(flat, width, jnp.expm1(dsafe * width) / dsafe)     # int_0^width e^{d s} ds
+    log_mass = h + d * (lo - x) + jnp.log(ratio)
+
+    def propose(key):
+        k1, k2, k3 = jax.random.split(key, 3)
+        k = sample_index(log_mass, jax.random.uniform(k1, dtype=dtype))
+        v = jax.random.uniform(k2, dtype=dtype)
+        step = jnp.where(flat[k], v * width[k], jnp.log1p(v * jnp.expm1(dsafe[k] * width[k])) / dsafe[k])
+        theta = lo[k] + step
+        envelope = h[k] + d[k] * (theta - x[k])
+        ok = jnp.log(jax.random.uniform(k3, dtype=dtype)) < theta_log_density(theta, a, c, m) - envelope
+        return theta, ok
+
+    def cond(carry):
+        return ~carry[1] & (carry[2] < max_tries)
+
+    def body(carry):
+        _, _, i, key = carry
+        key, sub = jax.random.split(key)
+        theta, ok = propose(sub)
+        return theta, ok, i + 1, key
+
+    theta, _, _, _ = jax.lax.while_loop(cond, body, (mode, jnp.zeros((), bool), 0, rng_key))
+    return theta
 
 
 def stage_sizes(n_items: int) -> np.ndarray:
@@ -317,6 +389,17 @@ class GeneralizedMallows(Family):
             keys, flat, t)
         return out.reshape(jnp.shape(labels) + (n,)).astype(_FLOAT)
 
+    def numpyro_sample_params(self, num_components):
+        """Inside a NumPyro model: `num_components` draws of P0 (sites `theta_pos`, the central
+        permutation as positions, and `theta_dispersion`; `UniformPermutation`, `MallowsTheta`)."""
+        import numpyro
+
+        n = int(self.n_items)
+        pos = numpyro.sample("theta_pos", UniformPermutation(n, (num_components,)))
+        theta = numpyro.sample("theta_dispersion", MallowsTheta(
+            self.nu * jnp.broadcast_to(jnp.asarray(self.r, _FLOAT), (n - 1,)), self.nu, self.m, (num_components,)))
+        return {"pos": pos, "theta": theta}
+
     def predictive_params(self, stats):
         """Not closed-form for GM; only
         [`log_predictive`][dpppl.families.generalized_mallows.GeneralizedMallows.log_predictive]'s prior form is
@@ -398,6 +481,57 @@ def sample_gm(rng_key, pos, theta, t, m):
     return out
 
 
-__all__ = ["GeneralizedMallows", "code_logits_given_theta", "sample_gm", "RankingStats", "log_psi", "log_tbeta",
-           "codes", "lsigma",
-           "log_gm", "MAX_ENUMERATED_ITEMS"]
+# ------------------------------------------------------- P0 as NumPyro distributions ---
+# What the compiled NumPyro model (`dpppl.models.compile`) draws a rankings model's components
+# from: sigma uniform over the n! permutations and, independently, each theta_j with density
+# exp(-a_j theta_j - c ln psi_{m_j}(theta_j)) / B~eta(a_j, c, m_j), a_j = nu r_j, c = nu (eq. 14).
+# `Predictive` draws them exactly (`theta_exact`); sigma is discrete, so NUTS cannot move it.
+
+
+class UniformPermutation(dist.Distribution):
+    """sigma uniform over the permutations of `n` items, as the position vector `pos`
+    (`pos[l]` = sigma(l), the 0-based rank of item l): log p = -log n!."""
+
+    def __init__(self, n: int, batch_shape=(), *, validate_args=None):
+        self.n = int(n)
+        super().__init__(batch_shape=tuple(batch_shape), event_shape=(self.n,), validate_args=validate_args)
+
+    @property
+    def support(self):
+        return constraints.independent(constraints.integer_interval(0, self.n - 1), 1)
+
+    def sample(self, key, sample_shape=()):
+        shape = sample_shape + self.batch_shape
+        size = math.prod(shape)
+        keys = jax.random.split(key, size)
+        pos = jax.vmap(lambda k: jax.random.permutation(k, self.n))(keys)
+        return pos.reshape(shape + (self.n,)).astype(jnp.int32)
+
+    def log_prob(self, value):
+        return jnp.full(jnp.shape(value)[:-1], -math.lgamma(self.n + 1.0))
+
+
+class MallowsTheta(dist.Distribution):
+    """The dispersions theta (n-1,) of P0: independent, theta_j with density
+    exp(-a_j theta_j - c ln psi_{m_j}(theta_j)) / B~eta(a_j, c, m_j) (eq. 14)."""
+
+    support = constraints.independent(constraints.positive, 1)
+
+    def __init__(self, a, c, m, batch_shape=(), *, validate_args=None):
+        self.a, self.m = jnp.asarray(a), jnp.asarray(m)
+        self.c = jnp.broadcast_to(jnp.asarray(c, self.a.dtype), self.a.shape)
+        super().__init__(batch_shape=tuple(batch_shape), event_shape=self.a.shape, validate_args=validate_args)
+
+    def sample(self, key, sample_shape=()):
+        shape = sample_shape + self.batch_shape + self.event_shape
+        a, c, m = (jnp.broadcast_to(v, shape).ravel() for v in (self.a, self.c, self.m))
+        keys = jax.random.split(key, a.shape[0])
+        return jax.vmap(theta_exact)(keys, a, c, m).reshape(shape)
+
+    def log_prob(self, value):
+        return jnp.sum(theta_log_density(value, self.a, self.c, self.m) - log_tbeta(self.a, self.c, self.m), axis=-1)
+
+
+__all__ = ["GeneralizedMallows", "MallowsTheta", "UniformPermutation", "theta_exact", "theta_log_density",
+           "code_logits_given_theta", "sample_gm", "RankingStats", "log_psi", "log_tbeta", "codes", "lsigma", "log_gm",
+           "MAX_ENUMERATED_ITEMS"]

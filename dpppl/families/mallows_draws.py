@@ -29,7 +29,8 @@ theta integrated out in the infinite-n approximation (approximate for finite n).
 density ∝ exp(-a_j theta - c_j ln psi_{m_j}(theta)) on [0, inf), a_j = nu r_j + S_j(sigma),
 c_j = nu + N_j (eq. 10). `theta_slice` slice-samples each (stepping out and
 shrinkage, Neal 2003, in u = log theta with the Jacobian; `dpppl.kernels.alpha.slice_log_alpha`).
-`theta_exact` draws exactly by rejection from the piecewise-exponential envelope
+`theta_exact` (in `dpppl.families.generalized_mallows`, beside the prior P0 it draws from,
+which its NumPyro form samples) draws exactly by rejection from the piecewise-exponential envelope
 made of tangents to the log density (valid for any log-concave density: every tangent
 lies above it); used for the prior draw of a new cluster's theta, where
 p(theta | pi_i) = P0(theta) (averaging GM over a uniform sigma removes theta).
@@ -41,10 +42,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import betaln, logsumexp, polygamma
+from jax.scipy.special import betaln, logsumexp
 
 from dpppl.core.numerics import sample_index, slice_log_alpha
-from dpppl.families.generalized_mallows import log_psi, ranking_lengths
+from dpppl.families.generalized_mallows import ranking_lengths, theta_log_density
 
 
 # ------------------------------------------------------------------ sigma | theta ---
@@ -146,11 +147,6 @@ def code_logits_n1(nu, r, m, n):
 
 
 # ------------------------------------------------------------------ theta | sigma ---
-def theta_log_density(theta, a, c, m):
-    """log of the unnormalised theta_j density exp(-a theta - c ln psi_m(theta)) (eq. 10)."""
-    return -a * theta - c * log_psi(theta, m)
-
-
 def theta_slice(rng_key, theta, a, c, m, num_slices: int = 3):
     """Sample-theta-Slice (Fig. 3): `num_slices` slice updates of each theta_j
     (arrays (n-1,)); exact (leaves each conditional invariant)."""
@@ -164,70 +160,6 @@ def theta_slice(rng_key, theta, a, c, m, num_slices: int = 3):
 
     keys = jax.random.split(rng_key, theta.shape[0])
     return jax.vmap(one)(keys, theta, a, c, m)
-
-
-def _dlog_psi(theta, m):
-    """d/dtheta log psi_m(theta) = -E[k], k ~ P(k) ∝ e^{-k theta} on 0..m."""
-    small = theta < 1e-6
-    th = jnp.where(small, 1.0, theta)
-    mean = 1.0 / jnp.expm1(th) - (m + 1.0) / jnp.expm1((m + 1.0) * th)
-    return -jnp.where(small, 0.5 * m - m * (m + 2.0) * theta / 12.0, mean)
-
-
-_GRID = jnp.linspace(-4.0, 4.0, 17)
-
-
-def theta_exact(rng_key, a, c, m, max_tries: int = 200):
-    """One exact draw of theta with density ∝ exp(-a theta - c ln psi_m(theta)) on [0, inf)
-    (scalars; a, c > 0), by rejection from a tangent envelope of the concave log density.
-
-    Tangent points: theta* e^{tau g}, g in [-4, 4], with theta* = log(1 + c / a) and tau
-    from the infinite-n Beta approximation's spread; the last point lies beyond the mode
-    (the truncated geometric mean is below the untruncated one), so the tail is
-    integrable. Correctness does not depend on these choices, only the acceptance rate
-    (about 0.9 or more). After `max_tries` rejections the last proposal is kept
-    (probability < 1e-20 in practice).
-    """
-    dtype = jnp.result_type(float)
-    a, c, m = (jnp.asarray(v, dtype) for v in (a, c, m))
-    mode = jnp.log1p(c / a)
-    sd = jnp.sqrt(jnp.maximum(polygamma(1, a) - polygamma(1, a + c + 1.0), 1e-30))
-    tau = jnp.clip(sd / mode, 0.05, 3.0)
-    x = mode * jnp.exp(tau * _GRID)
-    h = theta_log_density(x, a, c, m)
-    d = -a - c * _dlog_psi(x, m)
-    dd = d[:-1] - d[1:]
-    z = (h[1:] - h[:-1] + d[:-1] * x[:-1] - d[1:] * x[1:]) / jnp.where(dd > 0, dd, 1.0)
-    z = jnp.clip(jnp.where(dd > 0, z, x[:-1]), x[:-1], x[1:])
-    lo = jnp.concatenate([jnp.zeros(1, dtype), z])
-    hi = jnp.concatenate([z, jnp.full(1, jnp.inf, dtype)])
-    width = hi - lo
-    flat = jnp.abs(d) < 1e-12
-    dsafe = jnp.where(flat, 1.0, d)
-    ratio = jnp.where(flat, width, jnp.expm1(dsafe * width) / dsafe)     # int_0^width e^{d s} ds
-    log_mass = h + d * (lo - x) + jnp.log(ratio)
-
-    def propose(key):
-        k1, k2, k3 = jax.random.split(key, 3)
-        k = sample_index(log_mass, jax.random.uniform(k1, dtype=dtype))
-        v = jax.random.uniform(k2, dtype=dtype)
-        step = jnp.where(flat[k], v * width[k], jnp.log1p(v * jnp.expm1(dsafe[k] * width[k])) / dsafe[k])
-        theta = lo[k] + step
-        envelope = h[k] + d[k] * (theta - x[k])
-        ok = jnp.log(jax.random.uniform(k3, dtype=dtype)) < theta_log_density(theta, a, c, m) - envelope
-        return theta, ok
-
-    def cond(carry):
-        return ~carry[1] & (carry[2] < max_tries)
-
-    def body(carry):
-        _, _, i, key = carry
-        key, sub = jax.random.split(key)
-        theta, ok = propose(sub)
-        return theta, ok, i + 1, key
-
-    theta, _, _, _ = jax.lax.while_loop(cond, body, (mode, jnp.zeros((), bool), 0, rng_key))
-    return theta
 
 
 def theta_beta(rng_key, a, c):

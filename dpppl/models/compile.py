@@ -9,12 +9,22 @@ mixture density sum_k w_k f(x_i | theta_k). The labels are summed out so the mod
 under NUTS; the deterministic site `assignment` holds each point's most probable
 component, which is how `kernel="nuts"` reports a partition per draw.
 
+Prior simulation (`f(None, num_points=N)`, e.g. under `numpyro.infer.Predictive`) needs
+resolved hyperparameters. A bound model has them; an unbound one takes them by the rule of
+[`prior_family`][dpppl.models.compile.prior_family]: the data the model file carries
+(`data x : real[N] = dataset("galaxies")`), else hyperparameters that are all numbers, with
+the dimension D declared (`real[N, 2]`) or given (`f(None, num_points=N, dim=2)`); a
+hyperparameter that defaults from the data (`mean(x)`, `cov(x) / 10`) is an error naming it.
+Count vectors need their totals: `f(None, num_points=N, num_trials=T)`.
+
 The pieces (`truncated`, `sample_weights`, `FamilyMixture`, `observe_mixture`) also
 build the truncated dependent DP of `dpppl.models.ddp_compile`, with one set of sticks
 per time slice and per-point weights.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +33,8 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
-from dpppl.errors import DataError
+from dpppl.core.expressions import depends_on_data
+from dpppl.errors import DataError, ModelError
 
 
 def stick_breaking_weights(v):
@@ -38,12 +49,13 @@ class FamilyMixture(dist.Distribution):
     `weights` (T,) are shared by every point (batch shape ()), or `weights` (N, T) are
     each point's own (batch shape (N,)); `family` is anything with `dim`,
     `log_likelihood(params, x)` -> (N, T) and `sample_points(key, params, labels)`.
+    `num_trials` (the total of each count vector) is passed to `sample_points` when given.
     """
 
     support = constraints.real_vector
 
-    def __init__(self, weights, params, family, *, validate_args=None):
-        self.weights, self.params, self.family = weights, params, family
+    def __init__(self, weights, params, family, *, num_trials=None, validate_args=None):
+        self.weights, self.params, self.family, self.num_trials = weights, params, family, num_trials
         super().__init__(batch_shape=jnp.shape(weights)[:-1], event_shape=(family.dim,),
                          validate_args=validate_args)
 
@@ -60,7 +72,9 @@ class FamilyMixture(dist.Distribution):
         shape = sample_shape + self.batch_shape
         k_z, k_x = jax.random.split(key)
         z = jax.random.categorical(k_z, jnp.log(self.weights), shape=shape)
-        return self.family.sample_points(k_x, self.params, z)
+        if self.num_trials is None:
+            return self.family.sample_points(k_x, self.params, z)
+        return self.family.sample_points(k_x, self.params, z, num_trials=self.num_trials)
 
 
 def truncated(truncation: int, prior) -> int:
@@ -99,36 +113,127 @@ def observe_mixture(name: str, mixture: FamilyMixture, x, num_points: int) -> No
         numpyro.deterministic("assignment", jnp.argmax(mixture.component_log_prob(obs), axis=-1))
 
 
+def data_dependent(component) -> list[str]:
+    """The hyperparameters of an unresolved family that default from the data: those whose
+    value, or default when the value is None (`Family.defaults`), is an expression of `x` or
+    `N`. A None default (the number of items, `CoupledGaussian`'s `b` = `a`) is not one."""
+    free = []
+    for field in dataclasses.fields(component):
+        value = getattr(component, field.name)
+        if value is None:
+            value = getattr(component, "defaults", {}).get(field.name)
+            if value is None:
+                continue
+        if depends_on_data(value):
+            free.append(field.name)
+    return free
+
+
+def declared_dim(decl):
+    """The data dimension a declaration fixes: 1 for `real[N]`, 2 for `real[N, 2]`, n for
+    `ranking[N] of n` with a number n; None when it names a dimension (`real[N, D]`)."""
+    if decl.kind == "ranking":
+        return decl.of
+    if len(decl.dims) == 1:
+        return 1
+    return decl.dims[1] if isinstance(decl.dims[1], int) else None
+
+
+def carried_binding(model):
+    """`model` bound to the data its model file names (`data x : real[N] = dataset("galaxies")`),
+    or None when it names none; an error in those data names the statement."""
+    source = model.data.source
+    if source is None:
+        return None
+    with source.located():
+        return model.bind(source.load(model.data))
+
+
+def prior_family(model, dim=None, **resolve_options):
+    """The resolved family an unbound `model` simulates data with, in the data's frame.
+
+    The rule for prior simulation: (1) a model file that carries its data
+    (`data x : real[N] = dataset("galaxies")`) takes its hyperparameters from them, as
+    `model.bind` does; (2) otherwise every hyperparameter must be a number (or an expression
+    of `D` alone) and the family is resolved for the dimension `dim`, or the one the data
+    declaration fixes (`declared_dim`). ModelError names the hyperparameters that depend on
+    the data (bind the model to data, or give them numbers); DataError a missing dimension.
+    `resolve_options` go to `Family.resolve` (a DDP family's slice `times`).
+    """
+    decl = model.data
+    carried = carried_binding(model)
+    if carried is not None:
+        return carried.data_family
+    free = data_dependent(model.component)
+    if free:
+        raise ModelError(
+            f"{model.path + ': ' if model.path else ''}{model.component.name}: hyperparameter(s) "
+            f"{', '.join(free)} depend on the data, so the model "
+            f"cannot simulate data from its prior unbound: bind it to data like those to simulate "
+            f"(model.bind(x)), give {', '.join(free)} numbers in the model, or name its data in the model file "
+            f"(data {decl.name} : ... = dataset(...))", source=model.path)
+    dim = declared_dim(decl) if dim is None else dim
+    if dim is None:
+        declared = f"{decl.kind}[{', '.join(map(str, decl.dims))}]"
+        raise DataError(f"the dimension of '{decl.name}' is not declared ({declared}): give dim (its number of "
+                        f"{'items' if decl.kind == 'ranking' else 'columns'}) to simulate data from the prior")
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
+        raise DataError(f"dim must be a positive integer, got {dim!r}")
+    with model.located():
+        return model.component.resolve(np.zeros((1, int(dim))), **resolve_options)
+
+
+def check_num_trials(family, num_trials):
+    """`num_trials` for simulating `family`'s data: required for count vectors (whose totals
+    the model does not describe), refused for other data."""
+    if family.data_kind == "count" and num_trials is None:
+        raise DataError(f"{family.name}: simulating count vectors needs their totals: give num_trials "
+                        f"(an integer, or one per point), e.g. f(None, num_points=N, num_trials=100)")
+    if family.data_kind != "count" and num_trials is not None:
+        raise DataError(f"num_trials is the total of simulated count vectors; {family.name} observes "
+                        f"{family.data_kind} data")
+    return num_trials
+
+
 def compile_numpyro(model, truncation: int, family=None):
-    """A NumPyro model `f(x=None, num_points=None)` for `model` with `truncation` sticks.
+    """A NumPyro model `f(x=None, num_points=None, *, dim=None, num_trials=None)` for
+    `model` with `truncation` sticks.
 
     `family` is a resolved family, in the frame of the data the model is called with;
     when None the model's family is resolved against the `x` it is called with (which
-    must then be concrete, not traced), in that data's frame.
+    must then be concrete, not traced), in that data's frame, and without `x` by the rule
+    of `prior_family` (`dim` is the dimension there). `f(None, num_points=N)` simulates N
+    points; `num_trials` is the total of each simulated count vector (count data only).
     """
     prior = model.prior
     name = model.data.name
     truncation = truncated(truncation, prior)
 
-    def dp_mixture(x=None, num_points=None):
+    def dp_mixture(x=None, num_points=None, *, dim=None, num_trials=None):
         fam = family
-        if fam is None:
-            if x is None or isinstance(x, jax.core.Tracer):
+        if fam is None and x is None:
+            fam = prior_family(model, dim)
+        elif fam is None:
+            if isinstance(x, jax.core.Tracer):
                 raise DataError("this model's hyperparameters depend on the data: call "
                                 "model.bind(x).numpyro_model(truncation) to fix them first")
             fam = model.bind(np.asarray(x)).data_family
         if x is not None:
             x = jnp.asarray(x)
             num_points = x.shape[0]
+            num_trials = None
         elif num_points is None:
             raise ValueError("give the data x, or num_points to simulate from the prior")
+        else:
+            num_trials = check_num_trials(fam, num_trials)
         alpha = None
         if prior.alpha_is_random:
             alpha = numpyro.sample("alpha", dist.Gamma(prior.alpha.shape, prior.alpha.rate))
         elif not prior.labelled:
             alpha = prior.alpha
         w = sample_weights(prior, truncation, alpha)
-        observe_mixture(name, FamilyMixture(w, fam.numpyro_sample_params(truncation), fam), x, num_points)
+        mixture = FamilyMixture(w, fam.numpyro_sample_params(truncation), fam, num_trials=num_trials)
+        observe_mixture(name, mixture, x, num_points)
 
     dp_mixture.truncation = truncation
     return dp_mixture

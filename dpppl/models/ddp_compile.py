@@ -37,7 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpppl.errors import DataError
-from dpppl.models.compile import FamilyMixture, observe_mixture, sample_weights, truncated
+from dpppl.models.compile import (FamilyMixture, carried_binding, observe_mixture, prior_family, sample_weights,
+                                  truncated)
 
 
 def slices_of(times: np.ndarray, t) -> np.ndarray:
@@ -59,7 +60,8 @@ def slices_of(times: np.ndarray, t) -> np.ndarray:
 
 
 def compile_ddp(model, truncation: int, family=None, t=None):
-    """A NumPyro model `f(x=None, t=None)` for the DDP `model` with `truncation` sticks per slice.
+    """A NumPyro model `f(x=None, t=None, *, dim=None)` for the DDP `model` with `truncation`
+    sticks per slice.
 
     `family` is a resolved [`CoupledGaussian`][dpppl.families.coupled.CoupledGaussian] in the frame
     of the data the model is called with, and `t` the times of the points it simulates when
@@ -67,16 +69,28 @@ def compile_ddp(model, truncation: int, family=None, t=None):
     called with (both concrete) and uses that binding's hyperparameters and slices, in the
     data's frame. `f(x, t)` conditions on points `x` (N, D) at times `t` (N,); `f(None, t)`
     draws N points at those times from the prior (times must be slice times of `family`).
+    Unbound, `f(None, t)` follows the rule of `dpppl.models.compile.prior_family`: the data
+    the model file carries (and their times when `t` is not given), else numeric
+    hyperparameters with the distinct times of `t` as the slices and `dim` (or the declared
+    dimension) as D.
     """
     prior = model.prior
     truncation = truncated(truncation, prior)
     default_t = t
 
-    def ddp_mixture(x=None, t=None):
+    def ddp_mixture(x=None, t=None, *, dim=None):
         t = default_t if t is None else t
         fam = family
-        if fam is None:
-            if x is None or t is None or isinstance(x, jax.core.Tracer):
+        if fam is None and x is None:
+            carried = carried_binding(model)
+            if carried is not None:
+                fam, t = carried.data_family, carried.t if t is None else t
+            elif t is None:
+                raise DataError("give the times t of the points to simulate (one per point)")
+            else:
+                fam = prior_family(model, dim, times=np.unique(np.asarray(t, dtype=float)))
+        elif fam is None:
+            if t is None or isinstance(x, jax.core.Tracer):
                 raise DataError("this model's hyperparameters and slices depend on the data: call it with "
                                 "the points x and their times t, or call "
                                 "model.bind((x, t)).numpyro_model(truncation) first")

@@ -110,3 +110,44 @@ def test_prediction_is_the_same_on_shifted_data():
     shifted = Predictor(model.bind(x + 1e6), draws, 1.0, clustering)(x_new + 1e6)
     np.testing.assert_allclose(shifted.proba, plain.proba, rtol=0, atol=1e-8)
     np.testing.assert_allclose(shifted.log_density, plain.log_density, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("model", [
+    dpppl.DPMixture(dpppl.Gamma(1.0, 1.0), dpppl.NormalGamma(mu0=0.0, kappa0=0.2, a0=2.0, b0=0.3)),
+    dpppl.PitmanYorMixture(0.25, 0.7, dpppl.NormalKnownCov(sigma2=0.5, mu0=0.0, tau2=2.0)),
+], ids=["dp-normal-gamma", "py-known"])
+def test_draw_log_predictive_is_the_crp_mixture_of_marginal_ratios(model):
+    """Per draw, with its own values: sum_c (|c| - d) / (alpha + N) p(v_c + v*) / p(v_c)
+    + (alpha + K d) / (alpha + N) p(v*), each p a closed-form marginal (Family.log_marginal,
+    not the predictive the function uses), for 1-D values given as (S, N) and new values
+    shared or per draw."""
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=(3, 6))
+    labels = np.array([[0, 0, 1, 1, 2, 0], [4, 4, 4, 4, 4, 4], [0, 1, 2, 3, 4, 5]])
+    alpha = np.array([0.5, 1.0, 2.5])
+    new = np.array([-1.0, 0.3, 4.0])
+    family = model.component.resolve(np.zeros((1, 1)))
+    d = model.prior.discount
+
+    def log_marginal(v):
+        stats = family.point_stats(np.asarray(v, float)[:, None])
+        return float(family.log_marginal(type(stats)(*[np.sum(leaf, axis=0) for leaf in stats])))
+
+    expected = np.zeros((3, 3))
+    for s in range(3):
+        clusters = [values[s][labels[s] == c] for c in np.unique(labels[s])]
+        for m, v_new in enumerate(new):
+            terms = [np.log(len(c) - d) + log_marginal(np.r_[c, v_new]) - log_marginal(c) for c in clusters]
+            terms.append(np.log(alpha[s] + d * len(clusters)) + log_marginal([v_new]))
+            expected[s, m] = np.logaddexp.reduce(terms) - np.log(alpha[s] + 6)
+    got = dpppl.analysis.draw_log_predictive(model, values, labels, alpha, new)
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
+    per_draw = dpppl.analysis.draw_log_predictive(model, values, labels, alpha, np.tile(new, (3, 1)))
+    np.testing.assert_allclose(per_draw, expected, rtol=1e-9)
+    np.testing.assert_allclose(dpppl.analysis.log_mean_exp(got), np.log(np.exp(expected).mean(axis=0)), rtol=1e-12)
+
+
+def test_draw_log_predictive_needs_numeric_hyperparameters():
+    with pytest.raises(dpppl.ModelError, match=r"NormalGamma: hyperparameter\(s\) mu0 .*, b0 .* default from the data"):
+        dpppl.analysis.draw_log_predictive(dpppl.DPMixture(1.0, dpppl.NormalGamma()), np.zeros((2, 3)),
+                                           np.zeros((2, 3), int), 1.0, np.zeros(2))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpppl.families.generalized_mallows import all_permutations, code_logits_given_theta
+from dpppl.families.generalized_mallows import all_permutations, code_logits_given_theta, theta_exact
 from dpppl.families import mallows_draws as mv
 from tests.helpers.mallows import family, np_log_psi, padded
 
@@ -119,7 +119,7 @@ def _theta_draws(keys, a, c, m):
     """Slice and exact draws of theta (a, c, m traced: one compile for every case)."""
     aa, cc, mm = (jnp.full(1, v) for v in (a, c, m))
     slice_draws = jax.vmap(lambda k: mv.theta_slice(k, jnp.ones(1), aa, cc, mm, num_slices=20)[0])(keys)
-    return slice_draws, jax.vmap(lambda k: mv.theta_exact(k, a, c, m))(keys)
+    return slice_draws, jax.vmap(lambda k: theta_exact(k, a, c, m))(keys)
 
 
 @pytest.mark.parametrize("a, c, m", [(1.0, 1.0, 4), (3.5, 12.0, 2)])

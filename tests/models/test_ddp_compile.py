@@ -126,8 +126,10 @@ def test_predictive_with_and_without_data_and_bad_times():
     # the unbound model takes its hyperparameters and slices from the data it is called with
     trace = numpyro.handlers.trace(numpyro.handlers.seed(model.numpyro_model(5), 0)).get_trace(points, t)
     np.testing.assert_allclose(trace["theta_mu"]["fn"].base_dist.loc[0], points.mean(axis=0), rtol=1e-12)
-    with pytest.raises(dpppl.DataError, match="depend on the data"):
+    with pytest.raises(dpppl.DataError, match="give the times t"):
         Predictive(model.numpyro_model(5), num_samples=1)(jax.random.key(0))
+    with pytest.raises(dpppl.ModelError, match="hyperparameter\\(s\\) mu0 depend on the data"):  # unbound: mean(x)
+        Predictive(model.numpyro_model(5), num_samples=1)(jax.random.key(0), None, t)
     with pytest.raises(dpppl.DataError, match=r"time 1.5 \(point 1\) is not one of the model's 3 slice times"):
         Predictive(fn, num_samples=1)(jax.random.key(0), None, np.array([0.0, 1.5]))
     with pytest.raises(dpppl.DataError, match="x has 24 points but t has 2"):

@@ -31,10 +31,10 @@ from jax.scipy.special import betaln, gammaln
 
 from dpppl.errors import KernelError
 from dpppl.families.generalized_mallows import (GeneralizedMallows, after_mask, code_logits_given_theta, codes, log_gm,
-                                                log_psi, lsigma, ranking_lengths)
+                                                log_psi, lsigma, ranking_lengths, theta_exact)
 from dpppl.kernels.base import Kernel, register
 from dpppl.families.mallows_draws import (code_logits_n1, insert_code, sigma_adjacent_swaps, sigma_mh, theta_beta,
-                                          theta_exact, theta_slice)
+                                          theta_slice)
 from dpppl.core.state import PartitionState
 from dpppl.core.numerics import sample_index
 
