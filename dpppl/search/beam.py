@@ -20,6 +20,7 @@ against the greedy pass and the implementation are in `docs/search.md` ("Design 
 from __future__ import annotations
 
 import bisect
+import copy
 import dataclasses
 import heapq
 import itertools
@@ -136,8 +137,9 @@ def map_search(model, data=None, heuristic: str = "inadmissible", beam: Optional
     if heuristic != "inadmissible" and type(bound.family) not in _BOUNDS:
         raise KernelError(f"map_search: heuristic {heuristic!r} has no predictive bound for "
                           f"{bound.family.name}; use heuristic='inadmissible'")
-    perm = _ordering(bound, order, seed)
-    engine = _engine(bound, perm, heuristic)
+    engine = _engine(bound, heuristic)
+    perm = _ordering(bound, order, seed, engine)
+    engine.load(bound, perm)
 
     try:
         incumbent = engine.greedy() if greedy_start else None
@@ -165,7 +167,7 @@ def map_search(model, data=None, heuristic: str = "inadmissible", beam: Optional
         stopped_early=stopped)
 
 
-def _ordering(bound, order, seed) -> np.ndarray:
+def _ordering(bound, order, seed, engine) -> np.ndarray:
     n = bound.num_points
     if isinstance(order, str):
         if order not in ORDERS:
@@ -176,8 +178,7 @@ def _ordering(bound, order, seed) -> np.ndarray:
             if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
                 raise KernelError(f"map_search: seed must be an integer >= 0, got {seed!r}")
             return np.random.default_rng(seed).permutation(n)
-        family = bound.family
-        log_h = np.asarray(family.log_marginal(family.point_stats(jnp.asarray(bound.x))))
+        log_h = np.asarray(engine._marginals(jnp.asarray(bound.x), _locations(bound.family)))
         return np.argsort(log_h if order == "marginal" else -log_h, kind="stable")
     perm = np.asarray(order)
     if perm.shape != (n,) or perm.dtype.kind not in "iu" or not np.array_equal(np.sort(perm), np.arange(n)):
@@ -293,20 +294,38 @@ class _State:
 
 class _Ordered(NamedTuple):
     """The ordered data, passed to the jitted functions as arguments (not constants):
-    points `x` (N, D), their marginals `log_h` = log H(x_n) (N,), and `suffix`
-    (N + 1,), the heuristic's data part for the points from n on (trivial, inadmissible)."""
+    points `x` (N, D), their marginals `log_h` = log H(x_n) (N,), `suffix` (N + 1,), the
+    heuristic's data part for the points from n on (trivial, inadmissible), and `locations`,
+    the family's location hyperparameters (`Family.locations`), which move with the data's
+    frame (`translated`: the bound data are `x - mean(x)`)."""
 
     x: jax.Array
     log_h: jax.Array
     suffix: jax.Array
+    locations: tuple
 
 
-def _engine(bound, perm, heuristic) -> "_Engine":
-    """An engine for `bound`'s data in order `perm`. Engines (and so their compiled
-    functions) are cached by the static configuration: family and hyperparameters,
-    heuristic, alpha, discount and N; the data are arguments."""
+def _locations(family) -> tuple:
+    """The values of `family`'s location hyperparameters (`Family.locations`)."""
+    return tuple(jnp.asarray(getattr(family, name)) for name in family.locations)
+
+
+def _located(family, locations):
+    """A copy of `family` whose location hyperparameters are `locations` (traced inside jit)."""
+    out = copy.copy(family)
+    for name, value in zip(family.locations, locations):
+        object.__setattr__(out, name, value)
+    return out
+
+
+def _engine(bound, heuristic) -> "_Engine":
+    """An engine for `bound`'s configuration. Engines (and so their compiled functions) are
+    cached by the static configuration: family and hyperparameters (the locations by shape
+    only, as the data's frame moves them), heuristic, alpha, discount and N; the data and
+    the locations are arguments."""
     family, prior = bound.family, bound.prior
-    key = (type(family), tuple((f.name, np.shape(v), np.asarray(v, dtype=float).tobytes())
+    key = (type(family), tuple((f.name, np.shape(v), None if f.name in family.locations
+                                else np.asarray(v, dtype=float).tobytes())
                                for f in dataclasses.fields(family) for v in [getattr(family, f.name)]),
            heuristic, float(prior.initial_alpha), float(prior.discount), bound.num_points)
     engine = _ENGINES.get(key)
@@ -315,7 +334,6 @@ def _engine(bound, perm, heuristic) -> "_Engine":
             _ENGINES.clear()
         engine = _ENGINES[key] = _Engine(family, heuristic, float(prior.initial_alpha), float(prior.discount),
                                          bound.num_points)
-    engine.load(jnp.asarray(bound.x[perm]))
     return engine
 
 
@@ -324,26 +342,39 @@ _ENGINES: dict = {}
 
 class _Engine:
     """Scores, the greedy pass and the queue search for one static configuration;
-    [`load`][dpppl.load] sets the ordered data."""
+    `load` sets the ordered data. Every step on the device is one jitted program (data,
+    locations and the states' arrays are arguments; capacities are shapes), so a cached
+    engine compiles nothing for new data of the same configuration."""
 
     def __init__(self, family, heuristic, alpha, discount, n):
         self.family, self.heuristic = family, heuristic
         self.alpha, self.discount, self.n = alpha, discount, n
+        self._marginals = jax.jit(self._marginals_fn)
+        self._load = jax.jit(self._load_fn)
+        self._empty = jax.jit(self._empty_fn, static_argnums=1)
+        self._grow = jax.jit(self._grow_fn)
         self._advance = jax.jit(self._advance_fn)
-        self._greedy = jax.jit(self._greedy_fn)
-        self._ceiling_fn = jax.jit(self._ceilings)
+        self._greedy = jax.jit(self._greedy_fn, static_argnums=1)
 
-    def load(self, x):
-        family, heuristic = self.family, self.heuristic
-        log_h = family.log_marginal(family.point_stats(x))
-        if heuristic == "inadmissible":
+    def load(self, bound, perm):
+        """Set the data: `bound`'s points in order `perm`."""
+        self.data = self._load(jnp.asarray(bound.x[perm]), _locations(bound.family))
+
+    def _marginals_fn(self, x, locations):
+        """log H(x_n) of each point (N,)."""
+        family = _located(self.family, locations)
+        return family.log_marginal(family.point_stats(x))
+
+    def _load_fn(self, x, locations):
+        log_h = self._marginals_fn(x, locations)
+        if self.heuristic == "inadmissible":
             per_point = log_h
-        elif heuristic == "trivial":
-            per_point = self._ceiling_fn(x)
+        elif self.heuristic == "trivial":
+            per_point = self._ceilings(_located(self.family, locations), x)
         else:
             per_point = jnp.zeros_like(log_h)                                    # scored per state
         suffix = jnp.concatenate([jnp.cumsum(per_point[::-1])[::-1], jnp.zeros(1, x.dtype)])
-        self.data = _Ordered(x, log_h, suffix)
+        return _Ordered(x, log_h, suffix, locations)
 
     # ----- scores ---------------------------------------------------------------------
     def _future_prior(self, num_clusters, largest, depth):
@@ -373,19 +404,20 @@ class _Engine:
         seat = jnp.where(new, jnp.log(self.alpha + k * self.discount),
                          jnp.log(jnp.where(occupied, counts, 1.0) - self.discount))
         child_prior = log_prior + seat - jnp.log(self.alpha + depth)
-        child_data = log_data + self.family.log_predictive(params, y)
+        child_data = log_data + _located(self.family, data.locations).log_predictive(params, y)
         largest = jnp.maximum(jnp.max(counts), counts + 1.0)
         future = self._future_prior(k + new, largest, depth + 1)
         return valid, child_prior, child_data, child_prior + future + child_data
 
     def _seat(self, data, stats, params, slot, depth):
         """Add point `depth - 1` to `slot`; refresh that slot's predictive parameters."""
-        stats = add_point(stats, slot, self.family.point_stats(data.x[depth - 1]))
-        return stats, set_row(params, slot, self.family.predictive_params(take(stats, slot)))
+        family = _located(self.family, data.locations)
+        stats = add_point(stats, slot, family.point_stats(data.x[depth - 1]))
+        return stats, set_row(params, slot, family.predictive_params(take(stats, slot)))
 
     def _admissible(self, data, stats, depth):
         """Sec. 3.3 data bound of the unclustered points for every child (C,)."""
-        family, n, x = self.family, self.n, data.x
+        family, n, x = _located(self.family, data.locations), self.n, data.x
         child_depth = depth + 1
         pos = jnp.arange(n)
         t = jnp.arange(n)
@@ -406,10 +438,10 @@ class _Engine:
         best = jnp.maximum(jnp.maximum(others, joined), empty[:, None])
         return jnp.sum(jnp.where(pos[:, None] >= child_depth, best, 0.0), axis=0)
 
-    def _ceilings(self, x):
+    def _ceilings(self, family, x):
         """State-free bound on any predictive of each point given <= N - 1 of the data
         (0 for the discrete families, whose predictives are probabilities)."""
-        family, n = self.family, self.n
+        n = self.n
         if isinstance(family, (BetaBernoulli, DirichletMultinomial)):
             return jnp.zeros(n, x.dtype)
         box = _box(family, x)
@@ -433,7 +465,7 @@ class _Engine:
         return stats, params, jnp.stack([score, child_prior, child_data])
 
     # ----- greedy pass ------------------------------------------------------------------
-    def _greedy_fn(self, data, stats, params):
+    def _greedy_fn(self, data, capacity):
         def body(depth, carry):
             stats, params, labels, log_prior, log_data, overflow = carry
             valid, child_prior, child_data, partial = self._children(data, stats, params, depth, log_prior,
@@ -444,32 +476,34 @@ class _Engine:
             return (stats, params, labels.at[depth].set(j.astype(jnp.int32)), child_prior[j], child_data[j],
                     overflow | full)
 
-        stats, params = self._seat(data, stats, params, 0, 1)
+        stats, params = self._seat(data, *self._empty_fn(data, capacity), 0, 1)
         init = (stats, params, jnp.zeros(self.n, jnp.int32), jnp.zeros((), data.x.dtype), data.log_h[0],
                 jnp.all(stats.n > 0.5))
         _, _, labels, log_prior, log_data, overflow = jax.lax.fori_loop(1, self.n, body, init)
         return labels, log_prior + log_data, overflow
 
-    def _empty(self, capacity):
-        stats = self.family.empty_stats((capacity,))
-        return stats, self.family.predictive_params(stats)
+    def _empty_fn(self, data, capacity):
+        """Statistics and predictive parameters of `capacity` empty slots."""
+        family = _located(self.family, data.locations)
+        stats = family.empty_stats((capacity,))
+        return stats, family.predictive_params(stats)
 
     def greedy(self):
         """Beam-1 search with the inadmissible score, as one jitted loop: (labels, log joint)."""
         capacity = min(self.n + 1, 16)
         while True:
-            labels, log_joint, overflow = self._greedy(self.data, *self._empty(capacity))
+            labels, log_joint, overflow = self._greedy(self.data, capacity)
             if not bool(overflow) or capacity == self.n + 1:
                 return np.asarray(labels), float(log_joint)
             capacity = min(2 * capacity, self.n + 1)
 
     # ----- queue search -----------------------------------------------------------------
-    def _grow(self, state: _State) -> _State:
-        capacity = int(state.stats.n.shape[0])
-        stats, params = self._empty(min(self.n + 1, 2 * capacity) - capacity)
+    def _grow_fn(self, data, stats, params):
+        """The slots of a state doubled (at most N + 1), the new ones empty."""
+        capacity = stats.n.shape[0]
+        more = self._empty_fn(data, min(self.n + 1, 2 * capacity) - capacity)
         cat = lambda a, b: jnp.concatenate([a, b], axis=0)  # noqa: E731
-        return _State(jax.tree.map(cat, state.stats, stats), jax.tree.map(cat, state.params, params),
-                      state.num_clusters, state.path)
+        return jax.tree.map(cat, (stats, params), more)
 
     def search(self, beam, incumbent, max_states):
         """Fig. 1. Returns ((labels, log joint) or None, enqueued, dequeued, stopped).
@@ -478,7 +512,7 @@ class _Engine:
         last) into which a child is inserted only when it would survive the cut to the
         `beam` best entries, which is the cut of Fig. 1 done without the losers."""
         tie = itertools.count()
-        root = _State(*self._empty(min(self.n + 1, 16)), 0, None)
+        root = _State(*self._empty(self.data, min(self.n + 1, 16)), 0, None)
         # entry: (key, tie, parent state, slot, depth, log prior, data log lik, clusters) with
         # key = -score and tie increasing in a heap; key = score and tie decreasing in a beam
         sign = 1.0 if beam is not None else -1.0
@@ -497,7 +531,7 @@ class _Engine:
                     labels[i], path = path
                 return (labels, log_prior + log_data), enqueued, dequeued, False
             if k >= int(parent.stats.n.shape[0]):
-                parent = self._grow(parent)
+                parent = _State(*self._grow(self.data, parent.stats, parent.params), parent.num_clusters, parent.path)
             stats, params, children = self._advance(self.data, parent.stats, parent.params,
                                                     np.array((slot, depth), np.int32),
                                                     np.array((log_prior, log_data)))

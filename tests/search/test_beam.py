@@ -82,15 +82,18 @@ def test_astar_without_the_greedy_incumbent_is_exact(name):
 
 def _prefix_scores(model, x, heuristic, prefix):
     """Scores g of the children of the state whose first len(prefix) labels are ``prefix``
-    (data in the given order), from the search engine itself."""
+    (data in the given order), from the search engine itself: the path of states from the
+    root, each child's exact log prior and data terms carried as the search carries them."""
     bound = model.bind(x)
-    engine = _engine(bound, np.arange(len(x)), heuristic)
-    stats, params = engine._empty(len(x) + 1)
-    for depth in range(1, len(prefix)):
-        stats, params = engine._seat(engine.data, stats, params, int(prefix[depth - 1]), depth)
-    head = dpppl.log_joint(model, x[:len(prefix)], prefix)
-    _, _, children = engine._advance(engine.data, stats, params, np.array((prefix[-1], len(prefix)), np.int32),
-                                     np.array((head, 0.0)))
+    engine = _engine(bound, heuristic)
+    engine.load(bound, np.arange(len(x)))
+    stats, params = engine._empty(engine.data, len(x) + 1)
+    prior_data = np.array((0.0, float(engine.data.log_h[0])))
+    for depth in range(1, len(prefix) + 1):
+        stats, params, children = engine._advance(engine.data, stats, params,
+                                                  np.array((prefix[depth - 1], depth), np.int32), prior_data)
+        if depth < len(prefix):
+            prior_data = np.asarray(children[1:, prefix[depth]])
     return np.asarray(children[0])
 
 
