@@ -5,7 +5,6 @@ from pathlib import Path
 
 import jax
 import numpy as np
-import numpyro
 import pytest
 from numpyro.infer import Predictive
 from numpyro.infer.util import log_density
@@ -118,14 +117,19 @@ def test_predictive_with_and_without_data_and_bad_times():
     prior = Predictive(fn, num_samples=3)(jax.random.key(0))  # simulates at the data's times
     assert prior["x"].shape == (3, 24, 2) and prior["weights"].shape == (3, 3, 5)
     np.testing.assert_allclose(prior["weights"].sum(axis=-1), 1.0, rtol=1e-12)
-    elsewhere = Predictive(fn, num_samples=3)(jax.random.key(0), None, np.array([2.0, 0.0]))
-    assert elsewhere["x"].shape == (3, 2, 2)
+    # at other times than the data's (as many points, so the programs above are reused)
+    elsewhere = Predictive(fn, num_samples=3)(jax.random.key(0), None, t[::-1])
+    assert elsewhere["x"].shape == (3, 24, 2)
+    assert not np.allclose(elsewhere["x"], prior["x"])
     given = Predictive(fn, num_samples=3)(jax.random.key(0), points, t)
-    np.testing.assert_array_equal(given["x"][0], points)  # conditioned: the data as given
+    np.testing.assert_array_equal(given["x"], np.broadcast_to(points, (3, 24, 2)))  # conditioned: the data as given
     assert given["assignment"].shape == (3, 24) and int(given["assignment"].max()) < 5
-    # the unbound model takes its hyperparameters and slices from the data it is called with
-    trace = numpyro.handlers.trace(numpyro.handlers.seed(model.numpyro_model(5), 0)).get_trace(points, t)
-    np.testing.assert_allclose(trace["theta_mu"]["fn"].base_dist.loc[0], points.mean(axis=0), rtol=1e-12)
+    # the unbound model takes its hyperparameters and slices from the data it is called with: it is
+    # the bound model there
+    unbound = Predictive(model.numpyro_model(5), num_samples=3)(jax.random.key(0), points, t)
+    assert set(unbound) == set(given)
+    for name, value in given.items():
+        np.testing.assert_array_equal(unbound[name], value, err_msg=name)
     with pytest.raises(dpppl.DataError, match="give the times t"):
         Predictive(model.numpyro_model(5), num_samples=1)(jax.random.key(0))
     with pytest.raises(dpppl.ModelError, match="hyperparameter\\(s\\) mu0 depend on the data"):  # unbound: mean(x)
@@ -138,7 +142,14 @@ def test_predictive_with_and_without_data_and_bad_times():
         model.numpyro_model(1)
 
 
-def test_sample_with_nuts_and_auto_still_chooses_the_ddp_kernels():
+def test_auto_still_chooses_the_ddp_kernels():
+    assert choose(dpppl.load(ROOT / "examples/ddp.dp"), 16, 2).spec == "ddp+ddpswap"
+
+
+@pytest.mark.slow
+def test_sample_with_nuts():
+    """NUTS on the DDP model (mostly compilation); the default run checks its `lp_of_draw`
+    (test_log_density_and_lp_of_a_draw_equal_direct_computations) and NUTS on other models."""
     x, _ = dpppl.datasets.load("blobs", num_slices=2, num_clusters=2, points_per_blob=4, seed=5)
     model = dpppl.load(ROOT / "examples/ddp.dp")
     idata = dpppl.sample(model, x, kernel="nuts", truncation=3, num_warmup=10, num_samples=5, seed=3,
@@ -149,4 +160,3 @@ def test_sample_with_nuts_and_auto_still_chooses_the_ddp_kernels():
     assert np.isfinite(group(idata, "sample_stats")["lp"].values).all()
     observed = group(idata, "observed_data")
     np.testing.assert_array_equal(observed["t"].values, x[:, -1])
-    assert choose(model, 16, 2).spec == "ddp+ddpswap"
