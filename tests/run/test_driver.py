@@ -153,7 +153,7 @@ def test_interrupted_run_keeps_its_draws(niw_model, two_blobs, monkeypatch):
 
     monkeypatch.setattr(runner, "_chunk_function", flaky)
     with pytest.warns(RuntimeWarning, match="interrupted"):
-        out = dpppl.sample(niw_model, x, num_warmup=0, num_samples=50, progress_bar=False)
+        out = dpppl.sample(niw_model, x, **{**RUN, "num_warmup": 0, "num_samples": 50})
     post = group(out, "posterior")
     assert 0 < post.sizes["draw"] < 50
     assert post.attrs["interrupted"] == 1
@@ -244,7 +244,7 @@ def test_bad_seeds_are_refused_before_sampling(niw_model, two_blobs, no_sampling
 
 def test_seed_range_ends_and_numpy_integers_are_accepted(niw_model, two_blobs):
     x = two_blobs[0]
-    run = dict(num_warmup=0, num_samples=1, progress_bar=False)
+    run = {**RUN, "num_warmup": 0, "num_samples": 1}
     for seed in (2**63 - 1, np.uint32(7)):
         assert group(dpppl.sample(niw_model, x, seed=seed, **run), "posterior").sizes["draw"] == 1
 
