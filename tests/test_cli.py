@@ -67,9 +67,7 @@ def test_a_model_that_names_its_data_runs_without_data_and_data_given_win(tmp_pa
     data = tmp_path / "v.csv"
     np.savetxt(data, np.r_[np.full(5, 9000.0), np.full(5, 30000.0)] + np.arange(10.0))
     assert main(base + ["--data", str(data)]) == 0
-    assert "x 10 draws, 10 points" in capsys.readouterr().out
-    assert main(["search", str(MODELS / "galaxies.dp"), "--beam", "5"]) == 0
-    assert "K = " in capsys.readouterr().out
+    assert "x 10 draws, 10 points" in capsys.readouterr().out  # `search` of a model naming its data: test_cli_search
     for command in ("sample", "search"):
         assert main([command, str(MODELS / "gaussian_niw.dp")]) == 2
         assert _one_line_error(capsys).startswith(
@@ -127,7 +125,8 @@ def test_cli_summary_and_analysis_plots(tmp_path, capsys):
         assert fig.stat().st_size > 1000
 
 
-def test_cli_search(tmp_path):
+def test_cli_search(tmp_path, capsys):
+    """With --data, and without for a model file that names the same points (the same search)."""
     from dpppl.cli import main
 
     x, _ = dpppl.datasets.gaussian_mixture(40, 2, 3, mean_scale=9.0, seed=2)
@@ -139,6 +138,13 @@ def test_cli_search(tmp_path):
     labels = np.loadtxt(out, dtype=int)
     model = dpppl.load("models/gaussian_known.dp")
     assert np.array_equal(labels, dpppl.map_search(model, x, beam=10).labels)
+    naming = tmp_path / "named.dp"
+    naming.write_text((MODELS / "gaussian_known.dp").read_text().replace(
+        "data x : real[N, D]", 'data x : real[N, D] = file("x.csv")'))
+    capsys.readouterr()
+    assert main(["search", str(naming), "--beam", "10", "--out", str(tmp_path / "named.csv")]) == 0
+    assert "K = " in capsys.readouterr().out
+    assert np.array_equal(np.loadtxt(tmp_path / "named.csv", dtype=int), labels)
     assert main(["search", "models/gaussian_known.dp", "--data", str(data), "--beam", "zero"]) == 2
 
 

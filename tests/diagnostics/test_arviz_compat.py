@@ -20,8 +20,10 @@ LABEL_INVARIANT = {"num_clusters", "largest_cluster", "entropy", "alpha", "lp"}
 
 @pytest.fixture(scope="module")
 def idata(niw_model, two_blobs):
+    """Collapsed Gibbs on the conftest model and data (the programs tests/run/test_driver.py compiles)."""
     x, _ = two_blobs
-    return dpppl.sample(niw_model, x, num_warmup=5, num_samples=30, num_chains=2, seed=2, progress_bar=False)
+    return dpppl.sample(niw_model, x, kernel="gibbs", num_warmup=5, num_samples=30, num_chains=2, seed=2,
+                        progress_bar=False)
 
 
 def test_arviz_without_var_names_sees_only_label_invariant_quantities(idata):

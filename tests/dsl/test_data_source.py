@@ -129,7 +129,7 @@ def test_carried_explicit_and_bound_data_give_the_same_draws():
 
 def test_a_checkpointed_run_of_carried_data_resumes(tmp_path):
     model = dpppl.load(_model_file(tmp_path, 'data x : real[N] = dataset("galaxies")'))
-    whole = dpppl.sample(model, num_warmup=2, num_samples=6, seed=1, progress_bar=False,
-                         checkpoint=tmp_path / "run.ckpt")
+    whole = dpppl.sample(model, kernel="gibbs", num_warmup=2, num_samples=6, seed=1, progress_bar=False,
+                         checkpoint=tmp_path / "run.ckpt")  # the kernel of the test above: its programs
     resumed = dpppl.resume(tmp_path / "run.ckpt", num_samples=6, progress_bar=False)
     np.testing.assert_array_equal(resumed.posterior_partition["z"], whole.posterior_partition["z"])

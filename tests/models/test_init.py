@@ -43,7 +43,9 @@ def test_init_strategies_by_name_callable_and_labels(niw_model, two_blobs):
     def halves(target, keys, capacity):
         return initial_states(target, np.repeat([0, 1, 2], 10), keys, capacity)
 
-    idata = dpppl.sample(niw_model, x, init=halves, num_warmup=0, num_samples=1, seed=2, progress_bar=False)
+    # gibbs on two chains in 16 slots: the program tests/run/test_driver.py compiles for this model and data
+    idata = dpppl.sample(niw_model, x, kernel="gibbs", init=halves, num_warmup=0, num_samples=1, num_chains=2,
+                         seed=2, progress_bar=False)
     assert group(idata, "posterior").attrs["init"] == "callable"
     with pytest.raises(ValueError, match="init must be one of"):
         resolve_init("sequentail")

@@ -11,7 +11,7 @@ import dpppl
 from dpppl.core import native
 from dpppl.diagnostics.arviz_compat import partition_group
 from dpppl.models.init import initial_states
-from dpppl.models.native_seating import SOURCE, covers, use_native
+from dpppl.models.native_seating import covers, use_native
 from dpppl.models.seating import seat_points, sweep_draws, visiting_order
 
 NIW = dpppl.NormalInverseWishart(mu0=[0.0, 0.0], kappa0=0.1, nu0=4.0, psi0=[[0.5, 0.0], [0.0, 0.5]])
@@ -107,8 +107,14 @@ def test_dpppl_native_environment_variable(monkeypatch):
 
 
 def test_the_library_is_cached_by_source_and_versions(tmp_path, monkeypatch):
-    monkeypatch.setenv("DPPPL_NATIVE_CACHE", str(tmp_path))
-    first = native._build(SOURCE)
-    assert first.parent == tmp_path and first.exists()
+    """A one-line source (the seating source takes seconds to compile; the runs above load it
+    from the default cache): built once into DPPPL_NATIVE_CACHE, another text another library."""
+    monkeypatch.setenv("DPPPL_NATIVE_CACHE", str(tmp_path / "cache"))
+    source = tmp_path / "tiny.cc"
+    source.write_text('extern "C" int dpppl_test_tiny() { return 1; }\n')
+    first = native._build(source)
+    assert first.parent == tmp_path / "cache" and first.exists()
     mtime = first.stat().st_mtime_ns
-    assert native._build(SOURCE) == first and first.stat().st_mtime_ns == mtime  # not rebuilt
+    assert native._build(source) == first and first.stat().st_mtime_ns == mtime  # not rebuilt
+    source.write_text('extern "C" int dpppl_test_tiny() { return 2; }\n')
+    assert native._build(source) != first

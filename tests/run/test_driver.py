@@ -16,14 +16,17 @@ from dpppl.core.state import canonical_labels
 from tests.helpers.stick_breaking import FIG1_PRIOR, NKC, X4
 
 # the driver's tests run collapsed Gibbs, named (the default, kernel="auto", is tested in
-# tests/kernels/test_auto.py and below where a test says so)
-RUN = dict(kernel="gibbs", num_warmup=5, num_samples=20, progress_bar=False)
+# tests/kernels/test_auto.py and below where a test says so), on two chains: the conftest model
+# and data then run the programs the `idata` fixture and tests/run/test_checkpoint.py compile
+# (capacity 24 from sequential init, 16 from two clusters, 8 grown to 16)
+RUN = dict(kernel="gibbs", num_warmup=5, num_samples=20, num_chains=2, progress_bar=False)
+EIGHT_CLUSTERS = np.arange(30) % 8  # in 8 slots: the first new cluster grows them
 
 
 @pytest.fixture(scope="module")
 def idata(niw_model, two_blobs):
     x, _ = two_blobs
-    return dpppl.sample(niw_model, x, num_chains=2, seed=1, **RUN)
+    return dpppl.sample(niw_model, x, seed=1, **RUN)
 
 
 def test_inference_data_contract(idata, two_blobs):
@@ -90,16 +93,14 @@ def test_same_seed_same_draws_and_other_seed_differs(niw_model, two_blobs):
     assert not np.array_equal(za, zc)
 
 
-def test_capacity_growth_does_not_change_the_draws(two_blobs):
-    # many small clusters: alpha large, so the capacity of 2 must grow several times
+def test_capacity_growth_does_not_change_the_draws(niw_model, two_blobs):
+    # eight clusters in eight slots: the first new cluster grows them to 16
     x, _ = two_blobs
-    model = dpppl.DPMixture(300.0, dpppl.NormalInverseWishart(mu0=np.zeros(2), kappa0=0.1, nu0=4.0,
-                                                              psi0=np.eye(2)))
-    small = dpppl.sample(model, x, init="single", capacity=2, seed=5, **RUN)
-    large = dpppl.sample(model, x, init="single", capacity=31, seed=5, **RUN)
+    small = dpppl.sample(niw_model, x, init=EIGHT_CLUSTERS, capacity=8, seed=5, **RUN)
+    large = dpppl.sample(niw_model, x, init=EIGHT_CLUSTERS, capacity=16, seed=5, **RUN)
     zs, zl = (partition_group(i)["z"].values for i in (small, large))
-    assert group(small, "posterior")["num_clusters"].values.max() > 2
-    assert group(small, "posterior").attrs["final_capacity"] > 2
+    assert group(small, "posterior").attrs["final_capacity"] == 16
+    assert group(large, "posterior").attrs["final_capacity"] == 16  # the run it is compared with never grew
     # slots may be numbered differently only if growth reordered them; it must not
     assert np.array_equal(zs, zl)
 
@@ -107,14 +108,14 @@ def test_capacity_growth_does_not_change_the_draws(two_blobs):
 @pytest.mark.parametrize("init", ["single", "sequential", "prior"])
 def test_init_methods(niw_model, two_blobs, init):
     x, _ = two_blobs
-    out = dpppl.sample(niw_model, x, init=init, num_warmup=0, num_samples=2, progress_bar=False)
-    assert partition_group(out)["z"].shape == (1, 2, 30)
+    out = dpppl.sample(niw_model, x, init=init, capacity=24, **{**RUN, "num_warmup": 0, "num_samples": 2})
+    assert partition_group(out)["z"].shape == (2, 2, 30)
+    assert group(out, "posterior").attrs["init"] == init
 
 
 def test_init_labels_and_their_errors(niw_model, two_blobs):
     x, truth = two_blobs
-    out = dpppl.sample(niw_model, x, init=truth + 7, num_warmup=0, num_samples=1, num_chains=2,
-                       progress_bar=False)
+    out = dpppl.sample(niw_model, x, init=truth + 7, **{**RUN, "num_warmup": 0, "num_samples": 1})
     assert partition_group(out)["z"].shape == (2, 1, 30)
     with pytest.raises(dpppl.DataError, match="shape"):
         dpppl.sample(niw_model, x, init=truth[:10], **RUN)
@@ -124,12 +125,12 @@ def test_init_labels_and_their_errors(niw_model, two_blobs):
         dpppl.sample(niw_model, x, init="random", **RUN)
 
 
-def test_thinning_and_fixed_alpha(two_blobs):
-    x, _ = two_blobs
-    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
-    out = dpppl.sample(model, x, num_warmup=0, num_samples=10, thinning=3, progress_bar=False)
+def test_thinning_and_fixed_alpha(run):
+    model, x, _ = run  # the conftest's fixed-alpha run: its programs (tests/analysis/test_partitions.py)
+    out = dpppl.sample(model, x, num_warmup=0, num_samples=10, num_chains=2, thinning=3, init="single",
+                       progress_bar=False)
     post = group(out, "posterior")
-    assert partition_group(out)["z"].shape == (1, 3, 30)
+    assert partition_group(out)["z"].shape == (2, 3, 24)
     assert "alpha" not in post
 
 
@@ -152,7 +153,7 @@ def test_interrupted_run_keeps_its_draws(niw_model, two_blobs, monkeypatch):
 
     monkeypatch.setattr(runner, "_chunk_function", flaky)
     with pytest.warns(RuntimeWarning, match="interrupted"):
-        out = dpppl.sample(niw_model, x, num_warmup=0, num_samples=50, progress_bar=False)
+        out = dpppl.sample(niw_model, x, **{**RUN, "num_warmup": 0, "num_samples": 50})
     post = group(out, "posterior")
     assert 0 < post.sizes["draw"] < 50
     assert post.attrs["interrupted"] == 1
@@ -243,7 +244,7 @@ def test_bad_seeds_are_refused_before_sampling(niw_model, two_blobs, no_sampling
 
 def test_seed_range_ends_and_numpy_integers_are_accepted(niw_model, two_blobs):
     x = two_blobs[0]
-    run = dict(num_warmup=0, num_samples=1, progress_bar=False)
+    run = {**RUN, "num_warmup": 0, "num_samples": 1}
     for seed in (2**63 - 1, np.uint32(7)):
         assert group(dpppl.sample(niw_model, x, seed=seed, **run), "posterior").sizes["draw"] == 1
 
@@ -294,14 +295,17 @@ def test_log_joint_function(niw_model, two_blobs):
 @pytest.mark.parametrize("kernel", ["subcluster", "nuts"])
 def test_lp_is_the_collapsed_log_joint_for_every_kernel(kernel):
     """``lp`` means log p(x, z) (marginals by quadrature) whichever kernel drew z: the
-    sub-cluster sampler's and NUTS's agree with dpppl.log_joint of their labels."""
-    x, _ = dpppl.datasets.gaussian_mixture(300, 2, 3, mean_scale=20.0, seed=4)
+    sub-cluster sampler's and NUTS's agree with dpppl.log_joint of their labels. The
+    sub-cluster sampler starts from the three true clusters with no warmup (its warmup step
+    is another program, the published variant's, which records no kept draw); NUTS runs a
+    few steps on 30 points."""
+    x, y = dpppl.datasets.gaussian_mixture(30, 2, 3, mean_scale=20.0, seed=4)
     model = dpppl.DPMixture(1.0, dpppl.NormalLogNormal())
-    idata = dpppl.sample(model, x, kernel=kernel, num_warmup=20, num_samples=5, progress_bar=False,
-                         **({"truncation": 8} if kernel == "nuts" else {}))
+    run = dict(init=y, num_warmup=0) if kernel == "subcluster" else dict(truncation=4, num_warmup=5)
+    idata = dpppl.sample(model, x, kernel=kernel, num_samples=3, progress_bar=False, **run)
     lp = group(idata, "sample_stats")["lp"].values[0, -1]
     z = partition_group(idata)["z"].values[0, -1]
-    assert np.isfinite(lp)
+    assert np.isfinite(lp) and len(np.unique(z)) > 1
     assert lp == pytest.approx(float(dpppl.log_joint(model, x, z)), rel=1e-9)
 
 
@@ -328,11 +332,11 @@ def test_data_given_by_name_or_file_path(niw_model, tmp_path):
     np.testing.assert_array_equal(group(by_name, "observed_data")["x"].values, x)
     np.testing.assert_array_equal(partition_group(by_name)["z"].values,
                                   partition_group(dpppl.sample(niw_model, x, **run))["z"].values)
-    path = tmp_path / "v.csv"
-    np.savetxt(path, x[:10], delimiter=",", header="eruptions,waiting", comments="")
+    path = tmp_path / "v.csv"  # the same points (written exactly): the programs of the run above
+    np.savetxt(path, x, delimiter=",", header="eruptions,waiting", comments="")
     for given in (path, str(path)):
         from_file = dpppl.sample(niw_model, given, **run)
-        np.testing.assert_array_equal(group(from_file, "observed_data")["x"].values, x[:10])
+        np.testing.assert_array_equal(group(from_file, "observed_data")["x"].values, x)
     with pytest.raises(dpppl.DataError, match=r"no file and no data set named 'faithfull'; did you mean "
                                               r"'faithful'\?.*Data sets: galaxies, faithful"):
         dpppl.sample(niw_model, "faithfull", **run)
