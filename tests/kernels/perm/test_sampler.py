@@ -39,10 +39,20 @@ def segmentations(n):
         yield list(zip(bounds[:-1], bounds[1:]))
 
 
+_EPPF = {}
+
+
+def jitted_eppf(b):
+    """The prior's log EPPF under one jit per bound model (the counts padded to N + 1 slots,
+    zeros being empty slots): eagerly, every number of clusters would compile anew."""
+    return _EPPF.setdefault(id(b), jax.jit(b.prior.log_eppf))
+
+
 def brute_log_joint(b, pi, segs, alpha, order_law="uniform"):
     """log p(C, pi, x) = log EPPF(C) + sum_c log p(x_c) + log p(pi | C)."""
-    counts = jnp.asarray([e - s for s, e in segs] + [0], dtype=float)
-    lp = float(b.prior.log_eppf(counts, alpha))
+    counts = np.zeros(b.num_points + 1)
+    counts[:len(segs)] = [e - s for s, e in segs]
+    lp = float(jitted_eppf(b)(jnp.asarray(counts), alpha))
     lp += sum(explicit_log_marginal(b, pi[s:e]) for s, e in segs)
     lp -= special.gammaln(len(segs) + 1)
     if order_law == "uniform":
@@ -64,7 +74,7 @@ def setup(name, seed=0):
     x = jnp.asarray(b.x)
     pi = np.asarray(jax.random.permutation(jax.random.key(seed), b.num_points))
     x_pi = x[pi]
-    prefix = P.prefix_stats(b.family, x_pi)
+    prefix = jax.jit(lambda points: P.prefix_stats(b.family, points))(x_pi)
     return b, x, pi, x_pi, prefix
 
 
@@ -76,6 +86,28 @@ def uniform_rows(b, prefix):
     return row
 
 
+def factors_and_normaliser(b, prefix, alpha):
+    """In one jitted call: table[s, e] = log B(pi_{s+1..e}) for every pair 0 <= s, e <= N
+    (`segment_log_weights` at one start and one end, vmapped over the pairs), log A(K) for
+    K = 0..N, and log p(pi, x) from the sec. 3.1 dynamic program (`forward_by_count`,
+    `sample_by_count`)."""
+    n = b.num_points
+    starts, ends = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    row = uniform_rows(b, prefix)
+
+    @jax.jit
+    def run(key):
+        table = jax.vmap(lambda s, e: P.segment_log_weights(b.family, b.prior, prefix, s, e, uniform_order=True))(
+            starts.ravel(), ends.ravel())
+        counts = jnp.arange(n + 1)
+        log_a = P.log_count_factor(b.prior, alpha, counts.astype(float), n)
+        log_g = P.forward_by_count(row, n, prefix.n.dtype)
+        log_norm = P.sample_by_count(row, log_g, jnp.where(counts >= 1, log_a, -jnp.inf), key)[2]
+        return table.reshape(n + 1, n + 1), log_a, log_norm
+    table, log_a, log_norm = run(jax.random.key(0))
+    return np.asarray(table), np.asarray(log_a), float(log_norm)
+
+
 # ----------------------------------------------------------------------- (a), (b) ---
 @pytest.mark.parametrize("name", UNIT_CASES)
 def test_factorisation_and_exact_normaliser(name):
@@ -83,19 +115,13 @@ def test_factorisation_and_exact_normaliser(name):
     sec. 3.1 DP's p(pi, x) equals the brute-force sum."""
     b, x, pi, x_pi, prefix = setup(name)
     n, alpha = b.num_points, b.prior.initial_alpha
+    table, log_a, log_norm = factors_and_normaliser(b, prefix, alpha)
     brute = []
     for segs in segmentations(n):
-        factored = float(P.log_count_factor(b.prior, alpha, float(len(segs)), n)) + sum(
-            float(P.segment_log_weights(b.family, b.prior, prefix, jnp.asarray(s), e, uniform_order=True))
-            for s, e in segs)
+        factored = log_a[len(segs)] + sum(table[s, e] for s, e in segs)
         brute.append(brute_log_joint(b, pi, segs, alpha))
         np.testing.assert_allclose(factored, brute[-1], rtol=1e-10, atol=1e-9)
-    counts = jnp.arange(n + 1)
-    log_a = jnp.where(counts >= 1, P.log_count_factor(b.prior, alpha, counts.astype(float), n), -jnp.inf)
-    row = uniform_rows(b, prefix)
-    log_g = P.forward_by_count(row, n, x.dtype)
-    _, _, log_norm = P.sample_by_count(row, log_g, log_a, jax.random.key(0))
-    np.testing.assert_allclose(float(log_norm), special.logsumexp(brute), rtol=1e-10)
+    np.testing.assert_allclose(log_norm, special.logsumexp(brute), rtol=1e-10)
 
 
 @pytest.mark.parametrize("name", UNIT_CASES[:2])
