@@ -136,22 +136,25 @@ def test_factored_and_beam_normalisers(name):
     all_segs = list(segmentations(n))
     brute = special.logsumexp([sum(weights[seg] for seg in segs) for segs in all_segs])
     row = uniform_rows(b, prefix)
-    log_g = P.forward_factored(lambda r: row(r) + lam, n, x.dtype)
-    np.testing.assert_allclose(float(log_g[n]), brute, rtol=1e-10)
 
     def fn(starts, r):
         return P.segment_log_weights(b.family, b.prior, prefix, starts, r, uniform_order=True) + lam
-    full, _, _ = P.forward_beam(fn, n, 0.0, n, x.dtype)
+
+    @jax.jit
+    def forward():  # the three forward passes in one program
+        return (P.forward_factored(lambda r: row(r) + lam, n, x.dtype), P.forward_beam(fn, n, 0.0, n, x.dtype)[0],
+                P.forward_beam(fn, n, 0.2, 2, x.dtype)[:2])
+    log_g, full, (log_gb, kept) = forward()
+    np.testing.assert_allclose(float(log_g[n]), brute, rtol=1e-10)
     np.testing.assert_allclose(float(full[n]), brute, rtol=1e-10)
-    log_gb, kept, _ = P.forward_beam(fn, n, 0.2, 2, x.dtype)
     kept = np.asarray(kept)
     inside = [segs for segs in all_segs if all((e - s) in kept[e] for s, e in segs)]
     assert 0 < len(inside) < len(all_segs)        # the narrow beam does prune
     np.testing.assert_allclose(float(log_gb[n]), special.logsumexp(
         [sum(weights[seg] for seg in segs) for segs in inside]), rtol=1e-10)
-    for segs in all_segs:                           # in_beam agrees with the membership rule
-        z_pi = np.concatenate([np.full(e - s, k) for k, (s, e) in enumerate(segs)])
-        assert bool(P.in_beam(jnp.asarray(kept), jnp.asarray(z_pi))) == (segs in inside)
+    z_pi = np.stack([np.concatenate([np.full(e - s, k) for k, (s, e) in enumerate(segs)]) for segs in all_segs])
+    member = np.asarray(jax.jit(jax.vmap(P.in_beam, in_axes=(None, 0)))(jnp.asarray(kept), jnp.asarray(z_pi)))
+    assert list(member) == [segs in inside for segs in all_segs]  # in_beam agrees with the membership rule
 
 
 def test_markov_segment_weights_match_brute_force():
@@ -159,7 +162,7 @@ def test_markov_segment_weights_match_brute_force():
     + log h(seg) from a direct evaluation, and h sums to one over the orders of a block."""
     b, x, pi, x_pi, prefix = setup("niw_2d_overlap", seed=1)
     n = b.num_points
-    table = np.asarray(P.markov_segment_matrix(b.family, b.prior, prefix, x_pi))
+    table = np.asarray(jax.jit(lambda points: P.markov_segment_matrix(b.family, b.prior, prefix, points))(x_pi))
     for s in range(n):
         for e in range(s + 1, n + 1):
             expected = brute_log_b(b, pi, s, e, uniform_order=False) + brute_markov_log_h(b, list(pi[s:e]))
@@ -202,18 +205,25 @@ def test_backward_samplers_draw_the_dp_law(form):
     lam = float(P.log_count_slope(b.prior, alpha, 1.5, n))
     if form == "exact":
         row = uniform_rows(b, prefix)
-        counts = jnp.arange(n + 1)
-        log_a = jnp.where(counts >= 1, P.log_count_factor(b.prior, alpha, counts.astype(float), n), -jnp.inf)
-        log_g = P.forward_by_count(row, n, x.dtype)
-        draws = jax.jit(jax.vmap(lambda k: P.sample_by_count(row, log_g, log_a, k)[0]))(keys)
+
+        @jax.jit
+        def draw(keys):
+            counts = jnp.arange(n + 1)
+            log_a = jnp.where(counts >= 1, P.log_count_factor(b.prior, alpha, counts.astype(float), n), -jnp.inf)
+            log_g = P.forward_by_count(row, n, x.dtype)
+            return jax.vmap(lambda k: P.sample_by_count(row, log_g, log_a, k)[0])(keys)
+        draws = draw(keys)
         logp = [brute_log_joint(b, pi, segs, alpha) for segs in all_segs]
     elif form == "markov":
-        table = P.markov_segment_matrix(b.family, b.prior, prefix, x_pi)
+        @jax.jit
+        def draw(keys):
+            table = P.markov_segment_matrix(b.family, b.prior, prefix, x_pi)
 
-        def row(r):
-            return table[r - 1] + lam
-        log_g = P.forward_factored(row, n, x.dtype)
-        draws = jax.jit(jax.vmap(lambda k: P.sample_factored(row, log_g, k)))(keys)
+            def row(r):
+                return table[r - 1] + lam
+            log_g = P.forward_factored(row, n, x.dtype)
+            return jax.vmap(lambda k: P.sample_factored(row, log_g, k))(keys)
+        draws = draw(keys)
         logp = [sum(brute_log_b(b, pi, s, e, uniform_order=False) + brute_markov_log_h(b, list(pi[s:e])) + lam
                     for s, e in segs) for segs in all_segs]
     else:
@@ -221,13 +231,19 @@ def test_backward_samplers_draw_the_dp_law(form):
             return P.segment_log_weights(b.family, b.prior, prefix, starts, r, uniform_order=True) + lam
         weights = [sum(brute_log_b(b, pi, s, e) + lam for s, e in segs) for segs in all_segs]
         if form == "factored":
-            log_g = P.forward_factored(lambda r: fn(jnp.arange(n + 1), r), n, x.dtype)
-            draws = jax.jit(jax.vmap(lambda k: P.sample_factored(lambda r: fn(jnp.arange(n + 1), r), log_g, k)))(keys)
+            @jax.jit
+            def draw(keys):
+                log_g = P.forward_factored(lambda r: fn(jnp.arange(n + 1), r), n, x.dtype)
+                return jax.vmap(lambda k: P.sample_factored(lambda r: fn(jnp.arange(n + 1), r), log_g, k))(keys)
+            draws = draw(keys)
             logp = weights
         else:
-            _, kept, contrib = P.forward_beam(fn, n, 0.3, 2, x.dtype)
+            @jax.jit
+            def draw(keys):
+                _, kept, contrib = P.forward_beam(fn, n, 0.3, 2, x.dtype)
+                return kept, jax.vmap(lambda k: P.sample_beam(kept, contrib, k))(keys)
+            kept, draws = draw(keys)
             kept_np = np.asarray(kept)
-            draws = jax.jit(jax.vmap(lambda k: P.sample_beam(kept, contrib, k)))(keys)
             logp = [w if all((e - s) in kept_np[e] for s, e in segs) else -np.inf
                     for w, segs in zip(weights, all_segs)]
     logp = np.asarray(logp)
