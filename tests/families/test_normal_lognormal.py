@@ -50,11 +50,16 @@ def test_numerical_marginal_matches_importance_sampling(n):
     posterior of log sigma is far narrower than its prior)."""
     x = np.random.default_rng(2).normal(0.3, 0.8, size=(n, 2))
     fam = dpppl.NormalLogNormal(m0=0.0, s0=2.0, l0=float(np.log(0.5)), t0=0.5).resolve(x)
-    s = _stats(fam, x)
-    numerical = float(fam.log_marginal_numerical(s))
     draws = 200_000
-    u = fam.draw_proposal(jax.random.key(0), jax.tree.map(lambda a: jnp.broadcast_to(a, (draws,) + a.shape), s))
-    log_w = np.asarray(fam.log_prior(u) + fam.log_likelihood_of_stats(u, s) - fam.log_proposal(u, s))
+
+    @jax.jit  # one program (eagerly, each primitive compiles on its own)
+    def marginal_and_log_weights(x, key):
+        s = _stats(fam, x)
+        u = fam.draw_proposal(key, jax.tree.map(lambda a: jnp.broadcast_to(a, (draws,) + a.shape), s))
+        log_w = fam.log_prior(u) + fam.log_likelihood_of_stats(u, s) - fam.log_proposal(u, s)
+        return fam.log_marginal_numerical(s), log_w
+    numerical, log_w = marginal_and_log_weights(jnp.asarray(x), jax.random.key(0))
+    numerical, log_w = float(numerical), np.asarray(log_w)
     w = np.exp(log_w - log_w.max())
     estimate = np.log(w.mean()) + log_w.max()
     standard_error = w.std() / w.mean() / np.sqrt(draws)  # of the log, by the delta method
