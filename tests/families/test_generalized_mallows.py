@@ -51,10 +51,11 @@ def test_lemma1_and_marginal_against_direct_integration():
     # two rankings of n = 3: sum over sigma of prod_j integrals done by scipy, term by term
     fam = family(3, nu=1.5, r=[0.7, 1.3])
     x = padded([[0, 1, 2], [1, 0]], 3)
-    st = jax.tree.map(lambda s: s.sum(0), fam.point_stats(jnp.asarray(x)))
+    st = jax.jit(lambda x: jax.tree.map(lambda s: s.sum(0), fam.point_stats(x)))(jnp.asarray(x))
+    perms = all_permutations(3)
+    S_all = np.asarray(jax.jit(jax.vmap(lsigma, in_axes=(None, 0)))(st.R, jnp.asarray(perms)))
     total = 0.0
-    for perm in all_permutations(3):
-        S = np.asarray(lsigma(st.R, jnp.asarray(perm)))
+    for S in S_all:
         term = 1.0
         for j in range(2):
             mj, rj = 3 - (j + 1), fam.r[j]

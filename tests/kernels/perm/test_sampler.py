@@ -320,7 +320,7 @@ def test_k_ref_adapts_in_warmup_and_is_fixed_after(two_blobs):
     b = model.bind(x)
     kern = kernels.build("perm", b)
     xb = jnp.asarray(b.x)  # the bound model's frame
-    state = kern.init(state_from_labels(b.family, xb, np.zeros(30, int), 31, 1.0), xb)
+    state = jax.jit(lambda xb: kern.init(state_from_labels(b.family, xb, jnp.zeros(30, jnp.int32), 31, 1.0), xb))(xb)
     total, count = float(state.aux["perm_k_sum"]), float(state.aux["perm_k_count"])
     step = jax.jit(kern.warmup)
     for t in range(5):
