@@ -25,8 +25,9 @@ def test_sums_by_sorting_equal_segment_sums(component, dim):
     labels = jnp.asarray(rng.choice([0, 1, 2, 4, 6, 7], size=len(x)))  # 3 and 5 empty, 7 dropped
     family = dpppl.DPMixture(1.0, component).bind(x).family
     xj = jnp.asarray(x)
-    by_sorting = segment_sums_by_sorting(lambda b, w: (family.weighted_stats(b, w), w @ b), xj, labels, 7, 256)
-    direct = segment_sums(lambda p: (family.point_stats(p), p), xj, labels, 7)
+    by_sorting, direct = jax.jit(lambda xj, labels: (  # one program: eagerly, every primitive compiles on its own
+        segment_sums_by_sorting(lambda b, w: (family.weighted_stats(b, w), w @ b), xj, labels, 7, 256),
+        segment_sums(lambda p: (family.point_stats(p), p), xj, labels, 7)))(xj, labels)
     for got, want in zip(jax.tree.leaves(by_sorting), jax.tree.leaves(direct)):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-9)
     assert float(by_sorting[0].n[3]) == 0.0 and float(by_sorting[0].n.sum()) == float((np.asarray(labels) < 7).sum())
@@ -58,18 +59,24 @@ def test_translated_family_of_translated_data_has_the_same_densities(component):
         np.testing.assert_array_equal(getattr(moved, name), np.asarray(getattr(family, name)) - c)
     assert [f for f in dataclasses.fields(family) if f.name not in family.locations and not np.array_equal(
         getattr(family, f.name), getattr(moved, f.name))] == []
-    stats = family.point_stats(jnp.asarray(x)), moved.point_stats(jnp.asarray(x - c))
-    whole = [jax.tree.map(lambda p: p.sum(axis=0), s) for s in stats]
-    np.testing.assert_allclose(cluster_log_marginals(moved, whole[1]), cluster_log_marginals(family, whole[0]),
-                               rtol=1e-10)
-    if family.conjugate:
-        point = rng.normal(size=2)
-        np.testing.assert_allclose(moved.log_predictive(moved.predictive_params(whole[1]), point - c),
-                                   family.log_predictive(family.predictive_params(whole[0]), point), rtol=1e-10)
-        draws = moved.posterior_draw(jax.random.key(0), whole[1])
-        np.testing.assert_allclose(moved.log_likelihood(jax.tree.map(lambda p: p[None], draws), x - c),
-                                   family.log_likelihood(jax.tree.map(lambda p: p[None], translated_params(
-                                       family, draws, c)), x), rtol=1e-10)
+    point = rng.normal(size=2)
+
+    @jax.jit  # one program: eagerly, every primitive compiles on its own
+    def densities(x, point):
+        """Pairs (of the family at x, of the moved family at x - c) that must agree."""
+        whole = [jax.tree.map(lambda p: p.sum(axis=0), f.point_stats(d)) for f, d in ((family, x), (moved, x - c))]
+        pairs = [(cluster_log_marginals(family, whole[0]), cluster_log_marginals(moved, whole[1]))]
+        if family.conjugate:
+            pairs.append((family.log_predictive(family.predictive_params(whole[0]), point),
+                          moved.log_predictive(moved.predictive_params(whole[1]), point - c)))
+            draws = moved.posterior_draw(jax.random.key(0), whole[1])
+            back = translated_params(family, draws, c)
+            pairs.append((family.log_likelihood(jax.tree.map(lambda p: p[None], back), x),
+                          moved.log_likelihood(jax.tree.map(lambda p: p[None], draws), x - c)))
+        return pairs
+
+    for want, got in densities(jnp.asarray(x), jnp.asarray(point)):
+        np.testing.assert_allclose(got, want, rtol=1e-10)
     assert translated(family, None) is family
 
 

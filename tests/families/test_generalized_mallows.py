@@ -51,10 +51,11 @@ def test_lemma1_and_marginal_against_direct_integration():
     # two rankings of n = 3: sum over sigma of prod_j integrals done by scipy, term by term
     fam = family(3, nu=1.5, r=[0.7, 1.3])
     x = padded([[0, 1, 2], [1, 0]], 3)
-    st = jax.tree.map(lambda s: s.sum(0), fam.point_stats(jnp.asarray(x)))
+    st = jax.jit(lambda x: jax.tree.map(lambda s: s.sum(0), fam.point_stats(x)))(jnp.asarray(x))
+    perms = all_permutations(3)
+    S_all = np.asarray(jax.jit(jax.vmap(lsigma, in_axes=(None, 0)))(st.R, jnp.asarray(perms)))
     total = 0.0
-    for perm in all_permutations(3):
-        S = np.asarray(lsigma(st.R, jnp.asarray(perm)))
+    for S in S_all:
         term = 1.0
         for j in range(2):
             mj, rj = 3 - (j + 1), fam.r[j]
@@ -74,14 +75,16 @@ def test_p0_as_numpyro_distributions_is_normalised_and_draws_match_it():
     (theta_exact) have the quadrature mean within Monte Carlo error; UniformPermutation draws
     permutations with log p = -log n!."""
     a, c, m = np.array([0.7, 2.0]), 1.5, np.array([3.0, 2.0])
-    draws = np.asarray(MallowsTheta(a, c, m).sample(jax.random.key(0), (4000,)))
+    draws = np.asarray(jax.jit(lambda key: MallowsTheta(a, c, m).sample(key, (4000,)))(jax.random.key(0)))
     assert draws.shape == (4000, 2) and np.all(draws >= 0)
     t = np.linspace(0.0, 60.0, 200001)  # the densities decay like e^{-a_j t}: nothing left past 60
+    log_prob = jax.jit(lambda t: [MallowsTheta(a[j:j + 1], c, m[j:j + 1]).log_prob(t) for j in range(2)])(
+        jnp.asarray(t[:, None]))  # each stage's density, in one program
     for j in range(2):
-        density = np.exp(np.asarray(MallowsTheta(a[j:j + 1], c, m[j:j + 1]).log_prob(t[:, None])))
+        density = np.exp(np.asarray(log_prob[j]))
         total, mean, square = (integrate.trapezoid(t ** k * density, t) for k in range(3))
         assert abs(total - 1.0) < 1e-6
         assert abs(draws[:, j].mean() - mean) < 4 * np.sqrt(square - mean ** 2) / np.sqrt(len(draws))
-    pos = np.asarray(UniformPermutation(4, (3,)).sample(jax.random.key(0), (5,)))
+    pos = np.asarray(jax.jit(lambda key: UniformPermutation(4, (3,)).sample(key, (5,)))(jax.random.key(0)))
     assert pos.shape == (5, 3, 4) and all(sorted(p) == [0, 1, 2, 3] for p in pos.reshape(-1, 4))
     np.testing.assert_allclose(UniformPermutation(4).log_prob(pos[0, 0]), -np.log(24.0))

@@ -33,7 +33,7 @@ def chi2_ok(counts, probs):
 # ---------------------------------------------------------------- sigma | theta ---
 def _exact_sigma_law(W):
     perms = all_permutations(W.shape[0])
-    logp = np.asarray(jax.vmap(lambda p: mv.sigma_log_target(p, W))(jnp.asarray(perms)))
+    logp = np.asarray(jax.jit(jax.vmap(mv.sigma_log_target, in_axes=(0, None)))(jnp.asarray(perms), W))
     p = np.exp(logp - logp.max())
     return perms, p / p.sum()
 
@@ -46,9 +46,9 @@ def _case_W(n, seed):
     rng = np.random.default_rng(seed)
     rows = [rng.permutation(n)[: rng.integers(1, n + 1)] for _ in range(4)]
     fam = family(n)
-    st = jax.tree.map(lambda s: s.sum(0), fam.point_stats(jnp.asarray(padded(rows, n))))
     theta = jnp.asarray(rng.uniform(0.1, 1.5, n - 1))
-    return jnp.einsum("j,jab->ab", theta, st.R)
+    return jax.jit(lambda x, theta: jnp.einsum("j,jab->ab", theta, jnp.sum(fam.point_stats(x).R, axis=0)))(
+        jnp.asarray(padded(rows, n)), theta)
 
 
 def test_stagewise_proposal_law_is_its_log_q_and_not_the_target():
@@ -56,7 +56,8 @@ def test_stagewise_proposal_law_is_its_log_q_and_not_the_target():
     p(sigma | theta): the paper's Lemma 2 fails (here by a measured TV distance)."""
     W = _case_W(4, 0)
     perms, p = _exact_sigma_law(W)
-    q = np.exp(np.asarray(jax.vmap(lambda p: mv.stagewise_log_prob(p, W))(jnp.asarray(perms))))
+    log_q = jax.jit(jax.vmap(mv.stagewise_log_prob, in_axes=(0, None)))
+    q = np.exp(np.asarray(log_q(jnp.asarray(perms), W)))
     assert abs(q.sum() - 1) < 1e-12
     draws = jax.jit(jax.vmap(lambda k: mv.stagewise(k, W)[0]))(jax.random.split(jax.random.key(1), 40000))
     codes_ = {v: i for i, v in enumerate(_perm_index(perms, 4))}
@@ -66,8 +67,7 @@ def test_stagewise_proposal_law_is_its_log_q_and_not_the_target():
     # the three-item counterexample of the module docstring
     t1, t2 = 0.4, 1.7
     W3 = jnp.zeros((3, 3)).at[0, 1].set(t1).at[0, 2].set(t1).at[1, 2].set(t2)
-    q_a = (np.exp(float(mv.stagewise_log_prob(jnp.array([0, 1, 2]), W3)))
-           + np.exp(float(mv.stagewise_log_prob(jnp.array([0, 2, 1]), W3))))
+    q_a = np.exp(np.asarray(log_q(jnp.array([[0, 1, 2], [0, 2, 1]]), W3))).sum()
     assert abs(q_a - 1 / (1 + np.exp(-t1) + np.exp(-t1 - t2))) < 1e-12
     assert abs(q_a - 1 / (1 + np.exp(-t1) + np.exp(-2 * t1))) > 0.01
 
@@ -97,10 +97,9 @@ def test_insert_code_is_the_exact_sigma_given_one_ranking():
     fam = family(n)
     x = jnp.asarray(padded([[2, 0]], n)[0]).astype(jnp.int32)
     theta = jnp.array([0.8, 0.3, 1.1])
-    st = fam.point_stats(x)
-    W = jnp.einsum("j,jab->ab", theta, st.R)
+    W, logits = jax.jit(lambda x, theta: (jnp.einsum("j,jab->ab", theta, fam.point_stats(x).R),
+                                          code_logits_given_theta(theta, fam.m, n)))(x, theta)
     perms, p = _exact_sigma_law(W)
-    logits = code_logits_given_theta(theta, fam.m, n)
     draws = jax.jit(jax.vmap(lambda k: mv.insert_code(k, x, logits)))(jax.random.split(jax.random.key(3), 30000))
     codes_ = {v: i for i, v in enumerate(_perm_index(perms, n))}
     counts = np.bincount([codes_[v] for v in _perm_index(draws, n)], minlength=len(perms))

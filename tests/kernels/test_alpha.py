@@ -11,42 +11,59 @@ import dpppl
 from dpppl.kernels.alpha import escobar_west
 from dpppl.core.numerics import slice_log_alpha
 
+SHAPE, RATE = 2.0, 1.5
+DP_CASES = [(1, 10), (4, 10), (9, 30)]  # (K, N)
+
+
+def _counts(k, n):
+    return jnp.asarray([n - k + 1] + [1] * (k - 1), dtype=float)
+
 
 def _alpha_posterior_mean(k, n, shape, rate, discount=0.0):
     """E[alpha | K, N] by quadrature of Gamma(shape, rate) x EPPF(alpha)."""
     prior = dpppl.PitmanYor(discount=discount, alpha=1.0)
-    counts = jnp.asarray([n - k + 1] + [1] * (k - 1), dtype=float)
+    log_eppf = jax.jit(prior.log_eppf)
+    counts = _counts(k, n)
 
     def dens(a):
-        return float(np.exp(prior.log_eppf(counts, a) + (shape - 1) * np.log(a) - rate * a))
+        return float(np.exp(log_eppf(counts, a) + (shape - 1) * np.log(a) - rate * a))
     z = integrate.quad(dens, 0, np.inf, limit=200)[0]
     return integrate.quad(lambda a: a * dens(a), 0, np.inf, limit=200)[0] / z
 
 
-@pytest.mark.parametrize("k, n, discount", [(1, 10, 0.0), (4, 10, 0.0), (9, 30, 0.0), (4, 10, 0.3)])
-def test_alpha_moves_leave_the_conditional_invariant(k, n, discount):
-    """Run the alpha move alone for fixed K, N; its mean must match quadrature within
-    5 Monte Carlo standard errors (batch means over 64 independent chains)."""
-    shape, rate = 2.0, 1.5
-    prior = dpppl.PitmanYor(discount=discount, alpha=1.0)
-    counts = jnp.asarray([n - k + 1] + [1] * (k - 1), dtype=float)
-
-    if discount == 0:
-        def move(key, a):
-            return escobar_west(key, a, k, n, shape, rate)
-    else:
-        def move(key, a):
-            return slice_log_alpha(key, a, lambda b: prior.log_eppf(counts, b)
-                                   + (shape - 1) * jnp.log(b) - rate * b)
-
+def _chains(move, key):
+    """64 independent chains of 2,000 moves from alpha = 1, the first 200 of each dropped."""
     def chain(key):
         def body(a, key):
             a = move(key, a)
             return a, a
         return jax.lax.scan(body, jnp.asarray(1.0), jax.random.split(key, 2000))[1][200:]
+    return jax.vmap(chain)(jax.random.split(key, 64))
 
-    draws = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(jax.random.key(k + n), 64)))
+
+@pytest.fixture(scope="module")
+def escobar_west_draws():
+    """The chains of every DP case in one jitted program (K and N are its arguments)."""
+    ks, ns = (jnp.asarray([case[i] for case in DP_CASES], float) for i in (0, 1))
+    keys = jnp.stack([jax.random.key(k + n) for k, n in DP_CASES])
+    run = jax.jit(jax.vmap(lambda key, k, n: _chains(lambda kk, a: escobar_west(kk, a, k, n, SHAPE, RATE), key)))
+    return dict(zip(DP_CASES, np.asarray(run(keys, ks, ns))))
+
+
+@pytest.mark.parametrize("k, n, discount", [(1, 10, 0.0), (4, 10, 0.0), (9, 30, 0.0), (4, 10, 0.3)])
+def test_alpha_moves_leave_the_conditional_invariant(k, n, discount, request):
+    """Run the alpha move alone for fixed K, N; its mean must match quadrature within
+    5 Monte Carlo standard errors (batch means over 64 independent chains)."""
+    if discount == 0:
+        draws = request.getfixturevalue("escobar_west_draws")[k, n]
+    else:
+        prior = dpppl.PitmanYor(discount=discount, alpha=1.0)
+        counts = _counts(k, n)
+
+        def move(key, a):
+            return slice_log_alpha(key, a, lambda b: prior.log_eppf(counts, b)
+                                   + (SHAPE - 1) * jnp.log(b) - RATE * b)
+        draws = np.asarray(jax.jit(lambda key: _chains(move, key))(jax.random.key(k + n)))
     per_chain = draws.mean(axis=1)
     se = per_chain.std(ddof=1) / np.sqrt(len(per_chain))
-    assert abs(per_chain.mean() - _alpha_posterior_mean(k, n, shape, rate, discount)) < 5 * se
-
+    assert abs(per_chain.mean() - _alpha_posterior_mean(k, n, SHAPE, RATE, discount)) < 5 * se

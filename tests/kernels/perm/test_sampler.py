@@ -39,10 +39,20 @@ def segmentations(n):
         yield list(zip(bounds[:-1], bounds[1:]))
 
 
+_EPPF = {}
+
+
+def jitted_eppf(b):
+    """The prior's log EPPF under one jit per bound model (the counts padded to N + 1 slots,
+    zeros being empty slots): eagerly, every number of clusters would compile anew."""
+    return _EPPF.setdefault(id(b), jax.jit(b.prior.log_eppf))
+
+
 def brute_log_joint(b, pi, segs, alpha, order_law="uniform"):
     """log p(C, pi, x) = log EPPF(C) + sum_c log p(x_c) + log p(pi | C)."""
-    counts = jnp.asarray([e - s for s, e in segs] + [0], dtype=float)
-    lp = float(b.prior.log_eppf(counts, alpha))
+    counts = np.zeros(b.num_points + 1)
+    counts[:len(segs)] = [e - s for s, e in segs]
+    lp = float(jitted_eppf(b)(jnp.asarray(counts), alpha))
     lp += sum(explicit_log_marginal(b, pi[s:e]) for s, e in segs)
     lp -= special.gammaln(len(segs) + 1)
     if order_law == "uniform":
@@ -64,7 +74,7 @@ def setup(name, seed=0):
     x = jnp.asarray(b.x)
     pi = np.asarray(jax.random.permutation(jax.random.key(seed), b.num_points))
     x_pi = x[pi]
-    prefix = P.prefix_stats(b.family, x_pi)
+    prefix = jax.jit(lambda points: P.prefix_stats(b.family, points))(x_pi)
     return b, x, pi, x_pi, prefix
 
 
@@ -76,6 +86,28 @@ def uniform_rows(b, prefix):
     return row
 
 
+def factors_and_normaliser(b, prefix, alpha):
+    """In one jitted call: table[s, e] = log B(pi_{s+1..e}) for every pair 0 <= s, e <= N
+    (`segment_log_weights` at one start and one end, vmapped over the pairs), log A(K) for
+    K = 0..N, and log p(pi, x) from the sec. 3.1 dynamic program (`forward_by_count`,
+    `sample_by_count`)."""
+    n = b.num_points
+    starts, ends = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    row = uniform_rows(b, prefix)
+
+    @jax.jit
+    def run(key):
+        table = jax.vmap(lambda s, e: P.segment_log_weights(b.family, b.prior, prefix, s, e, uniform_order=True))(
+            starts.ravel(), ends.ravel())
+        counts = jnp.arange(n + 1)
+        log_a = P.log_count_factor(b.prior, alpha, counts.astype(float), n)
+        log_g = P.forward_by_count(row, n, prefix.n.dtype)
+        log_norm = P.sample_by_count(row, log_g, jnp.where(counts >= 1, log_a, -jnp.inf), key)[2]
+        return table.reshape(n + 1, n + 1), log_a, log_norm
+    table, log_a, log_norm = run(jax.random.key(0))
+    return np.asarray(table), np.asarray(log_a), float(log_norm)
+
+
 # ----------------------------------------------------------------------- (a), (b) ---
 @pytest.mark.parametrize("name", UNIT_CASES)
 def test_factorisation_and_exact_normaliser(name):
@@ -83,19 +115,13 @@ def test_factorisation_and_exact_normaliser(name):
     sec. 3.1 DP's p(pi, x) equals the brute-force sum."""
     b, x, pi, x_pi, prefix = setup(name)
     n, alpha = b.num_points, b.prior.initial_alpha
+    table, log_a, log_norm = factors_and_normaliser(b, prefix, alpha)
     brute = []
     for segs in segmentations(n):
-        factored = float(P.log_count_factor(b.prior, alpha, float(len(segs)), n)) + sum(
-            float(P.segment_log_weights(b.family, b.prior, prefix, jnp.asarray(s), e, uniform_order=True))
-            for s, e in segs)
+        factored = log_a[len(segs)] + sum(table[s, e] for s, e in segs)
         brute.append(brute_log_joint(b, pi, segs, alpha))
         np.testing.assert_allclose(factored, brute[-1], rtol=1e-10, atol=1e-9)
-    counts = jnp.arange(n + 1)
-    log_a = jnp.where(counts >= 1, P.log_count_factor(b.prior, alpha, counts.astype(float), n), -jnp.inf)
-    row = uniform_rows(b, prefix)
-    log_g = P.forward_by_count(row, n, x.dtype)
-    _, _, log_norm = P.sample_by_count(row, log_g, log_a, jax.random.key(0))
-    np.testing.assert_allclose(float(log_norm), special.logsumexp(brute), rtol=1e-10)
+    np.testing.assert_allclose(log_norm, special.logsumexp(brute), rtol=1e-10)
 
 
 @pytest.mark.parametrize("name", UNIT_CASES[:2])
@@ -110,22 +136,25 @@ def test_factored_and_beam_normalisers(name):
     all_segs = list(segmentations(n))
     brute = special.logsumexp([sum(weights[seg] for seg in segs) for segs in all_segs])
     row = uniform_rows(b, prefix)
-    log_g = P.forward_factored(lambda r: row(r) + lam, n, x.dtype)
-    np.testing.assert_allclose(float(log_g[n]), brute, rtol=1e-10)
 
     def fn(starts, r):
         return P.segment_log_weights(b.family, b.prior, prefix, starts, r, uniform_order=True) + lam
-    full, _, _ = P.forward_beam(fn, n, 0.0, n, x.dtype)
+
+    @jax.jit
+    def forward():  # the three forward passes in one program
+        return (P.forward_factored(lambda r: row(r) + lam, n, x.dtype), P.forward_beam(fn, n, 0.0, n, x.dtype)[0],
+                P.forward_beam(fn, n, 0.2, 2, x.dtype)[:2])
+    log_g, full, (log_gb, kept) = forward()
+    np.testing.assert_allclose(float(log_g[n]), brute, rtol=1e-10)
     np.testing.assert_allclose(float(full[n]), brute, rtol=1e-10)
-    log_gb, kept, _ = P.forward_beam(fn, n, 0.2, 2, x.dtype)
     kept = np.asarray(kept)
     inside = [segs for segs in all_segs if all((e - s) in kept[e] for s, e in segs)]
     assert 0 < len(inside) < len(all_segs)        # the narrow beam does prune
     np.testing.assert_allclose(float(log_gb[n]), special.logsumexp(
         [sum(weights[seg] for seg in segs) for segs in inside]), rtol=1e-10)
-    for segs in all_segs:                           # in_beam agrees with the membership rule
-        z_pi = np.concatenate([np.full(e - s, k) for k, (s, e) in enumerate(segs)])
-        assert bool(P.in_beam(jnp.asarray(kept), jnp.asarray(z_pi))) == (segs in inside)
+    z_pi = np.stack([np.concatenate([np.full(e - s, k) for k, (s, e) in enumerate(segs)]) for segs in all_segs])
+    member = np.asarray(jax.jit(jax.vmap(P.in_beam, in_axes=(None, 0)))(jnp.asarray(kept), jnp.asarray(z_pi)))
+    assert list(member) == [segs in inside for segs in all_segs]  # in_beam agrees with the membership rule
 
 
 def test_markov_segment_weights_match_brute_force():
@@ -133,7 +162,7 @@ def test_markov_segment_weights_match_brute_force():
     + log h(seg) from a direct evaluation, and h sums to one over the orders of a block."""
     b, x, pi, x_pi, prefix = setup("niw_2d_overlap", seed=1)
     n = b.num_points
-    table = np.asarray(P.markov_segment_matrix(b.family, b.prior, prefix, x_pi))
+    table = np.asarray(jax.jit(lambda points: P.markov_segment_matrix(b.family, b.prior, prefix, points))(x_pi))
     for s in range(n):
         for e in range(s + 1, n + 1):
             expected = brute_log_b(b, pi, s, e, uniform_order=False) + brute_markov_log_h(b, list(pi[s:e]))
@@ -176,18 +205,25 @@ def test_backward_samplers_draw_the_dp_law(form):
     lam = float(P.log_count_slope(b.prior, alpha, 1.5, n))
     if form == "exact":
         row = uniform_rows(b, prefix)
-        counts = jnp.arange(n + 1)
-        log_a = jnp.where(counts >= 1, P.log_count_factor(b.prior, alpha, counts.astype(float), n), -jnp.inf)
-        log_g = P.forward_by_count(row, n, x.dtype)
-        draws = jax.jit(jax.vmap(lambda k: P.sample_by_count(row, log_g, log_a, k)[0]))(keys)
+
+        @jax.jit
+        def draw(keys):
+            counts = jnp.arange(n + 1)
+            log_a = jnp.where(counts >= 1, P.log_count_factor(b.prior, alpha, counts.astype(float), n), -jnp.inf)
+            log_g = P.forward_by_count(row, n, x.dtype)
+            return jax.vmap(lambda k: P.sample_by_count(row, log_g, log_a, k)[0])(keys)
+        draws = draw(keys)
         logp = [brute_log_joint(b, pi, segs, alpha) for segs in all_segs]
     elif form == "markov":
-        table = P.markov_segment_matrix(b.family, b.prior, prefix, x_pi)
+        @jax.jit
+        def draw(keys):
+            table = P.markov_segment_matrix(b.family, b.prior, prefix, x_pi)
 
-        def row(r):
-            return table[r - 1] + lam
-        log_g = P.forward_factored(row, n, x.dtype)
-        draws = jax.jit(jax.vmap(lambda k: P.sample_factored(row, log_g, k)))(keys)
+            def row(r):
+                return table[r - 1] + lam
+            log_g = P.forward_factored(row, n, x.dtype)
+            return jax.vmap(lambda k: P.sample_factored(row, log_g, k))(keys)
+        draws = draw(keys)
         logp = [sum(brute_log_b(b, pi, s, e, uniform_order=False) + brute_markov_log_h(b, list(pi[s:e])) + lam
                     for s, e in segs) for segs in all_segs]
     else:
@@ -195,13 +231,19 @@ def test_backward_samplers_draw_the_dp_law(form):
             return P.segment_log_weights(b.family, b.prior, prefix, starts, r, uniform_order=True) + lam
         weights = [sum(brute_log_b(b, pi, s, e) + lam for s, e in segs) for segs in all_segs]
         if form == "factored":
-            log_g = P.forward_factored(lambda r: fn(jnp.arange(n + 1), r), n, x.dtype)
-            draws = jax.jit(jax.vmap(lambda k: P.sample_factored(lambda r: fn(jnp.arange(n + 1), r), log_g, k)))(keys)
+            @jax.jit
+            def draw(keys):
+                log_g = P.forward_factored(lambda r: fn(jnp.arange(n + 1), r), n, x.dtype)
+                return jax.vmap(lambda k: P.sample_factored(lambda r: fn(jnp.arange(n + 1), r), log_g, k))(keys)
+            draws = draw(keys)
             logp = weights
         else:
-            _, kept, contrib = P.forward_beam(fn, n, 0.3, 2, x.dtype)
+            @jax.jit
+            def draw(keys):
+                _, kept, contrib = P.forward_beam(fn, n, 0.3, 2, x.dtype)
+                return kept, jax.vmap(lambda k: P.sample_beam(kept, contrib, k))(keys)
+            kept, draws = draw(keys)
             kept_np = np.asarray(kept)
-            draws = jax.jit(jax.vmap(lambda k: P.sample_beam(kept, contrib, k)))(keys)
             logp = [w if all((e - s) in kept_np[e] for s, e in segs) else -np.inf
                     for w, segs in zip(weights, all_segs)]
     logp = np.asarray(logp)
@@ -278,7 +320,7 @@ def test_k_ref_adapts_in_warmup_and_is_fixed_after(two_blobs):
     b = model.bind(x)
     kern = kernels.build("perm", b)
     xb = jnp.asarray(b.x)  # the bound model's frame
-    state = kern.init(state_from_labels(b.family, xb, np.zeros(30, int), 31, 1.0), xb)
+    state = jax.jit(lambda xb: kern.init(state_from_labels(b.family, xb, jnp.zeros(30, jnp.int32), 31, 1.0), xb))(xb)
     total, count = float(state.aux["perm_k_sum"]), float(state.aux["perm_k_count"])
     step = jax.jit(kern.warmup)
     for t in range(5):
