@@ -16,7 +16,7 @@ import numpy as np
 
 from dpppl.core.compiled import compiled
 from dpppl.core.protocols import InitStrategy, Target
-from dpppl.core.state import PartitionState
+from dpppl.core.state import PartitionState, grow
 from dpppl.errors import DataError
 
 _STRATEGIES: dict[str, InitStrategy] = {}
@@ -90,15 +90,22 @@ def states_from_labels(target: Target, keys, labels, capacity: int) -> Partition
 
 def sequential(target: Target, keys, capacity=None) -> PartitionState:
     """Every point seated in a random order by the prior's weights times the predictive
-    (Liang et al. 2007, sec. 5.1); the capacity grows until no chain runs out of slots."""
+    (Liang et al. 2007, sec. 5.1); the capacity grows until no chain runs out of slots.
+    The seated chains then get the room `initial_slots` gives the labels they use (unless a
+    capacity was asked for), so a seating that filled its slots does not make the first chunk
+    overflow and compile again at a grown capacity (capacity never changes the draws)."""
     cap = initial_slots(target, 8, capacity)
     while True:
         seat = compiled(("seat", target.fingerprint(), cap), lambda cap=cap: jax.jit(jax.vmap(
             lambda k: target.seat(k, target.empty_state(cap)))))  # cap bound now: the loop changes it
         states = seat(keys)
         if not np.any(np.asarray(states.overflow)) or cap >= target.max_slots():
-            return states
+            break
         cap = grown_slots(target, cap)
+    counts = np.moveaxis(np.asarray(states.stats.n), states.z.ndim - 1, 0)  # slots first (as `grow` pads)
+    in_use = int(np.flatnonzero((counts.reshape(cap, -1) > 0).any(axis=1)).max()) + 1
+    room = initial_slots(target, in_use, capacity)
+    return grow(states, room) if room > cap else states
 
 
 def single(target: Target, keys, capacity=None) -> PartitionState:

@@ -24,6 +24,23 @@ def test_capacity_rule(niw_model, two_blobs):
         initial_slots(target, 1, requested=1)
 
 
+def test_a_seating_that_fills_its_slots_gets_room_for_the_labels_it_uses():
+    """Seated chains leave `initial_slots(labels in use)`, not a full capacity that the first
+    chunk would outgrow (and compile again for); a capacity asked for is kept."""
+    x = np.linspace(-30.0, 30.0, 60)[:, None]  # far apart under a small prior scale: many clusters
+    model = dpppl.DPMixture(20.0, dpppl.NormalKnownCov(sigma2=0.01, mu0=0.0, tau2=100.0))
+    target = model.bind(x)
+    keys = jax.random.split(jax.random.key(1), 2)
+    states = sequential(target, keys)
+    in_use = int(np.flatnonzero((np.asarray(states.stats.n) > 0).any(axis=0)).max()) + 1
+    assert in_use > initial_slots(target, 8)  # the seating outgrew its first 24 slots
+    assert states.stats.n.shape[-1] == initial_slots(target, in_use) > in_use
+    assert not np.asarray(states.overflow).any()
+    asked = sequential(target, keys, capacity=in_use)
+    assert asked.stats.n.shape[-1] == in_use
+    np.testing.assert_array_equal(asked.z, states.z)  # room never changes the seating
+
+
 def test_a_labelled_prior_starts_with_room_for_its_tail():
     model = dpppl.StickBreakingMixture(*FIG1_PRIOR, component=NKC)
     target = model.bind(np.linspace(-1, 1, 10))

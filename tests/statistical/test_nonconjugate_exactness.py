@@ -9,7 +9,13 @@ from dpppl.testing import check_kernel_samples, exact_posterior
 from tests.helpers.nonconjugate import FAMILY, X_SMALL
 
 
-@pytest.mark.parametrize("param_update", ["mh", pytest.param("nuts", marks=pytest.mark.slow)])
+# both with -m slow (the mh run is the default run's single longest test, ~45 s, most of it
+# sampling): by default the parameter moves are checked against their exact conditional law
+# (tests/kernels/subcluster/test_parameter_moves.py), the random split / merge ratios against
+# the log joint change (tests/kernels/subcluster/test_sampler.py), and the sub-cluster exact
+# variant against enumeration on a conjugate family (test_exactness.py)
+@pytest.mark.slow
+@pytest.mark.parametrize("param_update", ["mh", "nuts"])
 def test_exact_variant_matches_enumeration(param_update):
     """Restricted Gibbs with parameters moved by MH (or NUTS) and data-independent random
     splits / merges whose new parameters come from the proposal (eq. 21, first
