@@ -73,21 +73,23 @@ CAPACITY = 4
 
 
 @functools.cache
-def methods(name):
-    """The case's family methods, which each test traces inside one ``jax.jit`` per case.
+def jitted(name):
+    """The case's family methods under ``jax.jit``, compiled once per input shape.
 
-    Kernels run these methods inside ``jit``; eagerly (or jitted one by one), JAX would
-    compile a program for every method, primitive and input shape, which dominated the
-    run time of this file.
+    Kernels run these methods inside ``jit``; eagerly, JAX would compile every primitive
+    for every new shape, which dominates the run time of this file.
     """
     f = CASES[name]
     return types.SimpleNamespace(
-        set_stats=lambda x: take(segment_stats(f, x, jnp.zeros(len(x), int), 1), 0),
-        segment_stats=lambda x, labels: segment_stats(f, x, labels, CAPACITY),
-        point_stats=f.point_stats,
-        log_marginal=f.log_marginal,
-        log_predictive=lambda st, x: f.log_predictive(f.predictive_params(st), x),
+        set_stats=jax.jit(lambda x: take(segment_stats(f, x, jnp.zeros(len(x), int), 1), 0)),
+        segment_stats=jax.jit(lambda x, labels: segment_stats(f, x, labels, CAPACITY)),
+        point_stats=jax.jit(f.point_stats),
+        log_marginal=jax.jit(f.log_marginal),
+        log_predictive=jax.jit(lambda st, x: f.log_predictive(f.predictive_params(st), x)),
     )
+
+
+jit_add_point = jax.jit(add_point)
 
 
 def plus(stats, other):
@@ -232,8 +234,7 @@ def reference_log_marginals(f, x):
 def test_log_marginal_matches_independent_computation(name, n):
     f = CASES[name]
     x = sample_data(f, n, seed=n)
-    ops = methods(name)
-    got = float(jax.jit(lambda x: ops.log_marginal(ops.set_stats(x)))(jnp.asarray(x)))
+    got = float(jitted(name).log_marginal(jitted(name).set_stats(jnp.asarray(x))))
     refs = reference_log_marginals(f, x)
     assert refs
     for method, ref in refs:
@@ -243,96 +244,65 @@ def test_log_marginal_matches_independent_computation(name, n):
 @pytest.mark.parametrize("name", NAMES)
 def test_empty_stats_have_zero_log_marginal(name):
     f = CASES[name]
-    np.testing.assert_allclose(jax.jit(f.log_marginal)(f.empty_stats((CAPACITY,))), 0.0, atol=1e-12)
+    np.testing.assert_allclose(jitted(name).log_marginal(f.empty_stats((CAPACITY,))), 0.0, atol=1e-12)
 
 
 # ----- predictive, exchangeability, vectorisation ------------------------------------------
 
 @pytest.mark.parametrize("name", NAMES)
 def test_log_predictive_is_a_ratio_of_marginals(name):
-    f, ops = CASES[name], methods(name)
+    f, ops = CASES[name], jitted(name)
     x = jnp.asarray(sample_data(f, 9, seed=1))
-
-    @jax.jit
-    def compute(x):
-        # rows: clusters of sizes 4, 3, 1 and an empty slot
-        st = ops.segment_stats(x[:8], jnp.array([0, 1, 0, 0, 2, 1, 0, 1]))
-        new = x[8]
-        grid = jax.tree.map(lambda s: s.reshape((2, 2) + s.shape[1:]), st)
-        return dict(
-            lp=ops.log_predictive(st, new), lm=ops.log_marginal(st),
-            expected=ops.log_marginal(plus(st, ops.point_stats(new))) - ops.log_marginal(st),
-            prior=ops.log_marginal(ops.point_stats(new)),
-            row_lm=[ops.log_marginal(take(st, k)) for k in range(CAPACITY)],
-            row_lp=[ops.log_predictive(take(st, k), new) for k in range(CAPACITY)],
-            grid_lm=ops.log_marginal(grid), grid_lp=ops.log_predictive(grid, new))
-
-    r = jax.tree.map(np.asarray, compute(x))
-    lp = r["lp"]
+    # rows: clusters of sizes 4, 3, 1 and an empty slot
+    st = ops.segment_stats(x[:8], jnp.array([0, 1, 0, 0, 2, 1, 0, 1]))
+    new = x[8]
+    lp = ops.log_predictive(st, new)
     assert lp.shape == (CAPACITY,)
-    np.testing.assert_allclose(lp, r["expected"], rtol=1e-10, atol=1e-10)
+    expected = ops.log_marginal(plus(st, ops.point_stats(new))) - ops.log_marginal(st)
+    np.testing.assert_allclose(lp, expected, rtol=1e-10, atol=1e-10)
     # the empty row gives the prior predictive, log p({x})
-    np.testing.assert_allclose(lp[3], r["prior"], rtol=1e-10)
+    np.testing.assert_allclose(lp[3], ops.log_marginal(ops.point_stats(new)), rtol=1e-10)
     # every method is vectorised over leading axes: rows agree one by one and on a (2, 2) grid
     for k in range(CAPACITY):
-        np.testing.assert_allclose(r["row_lm"][k], r["lm"][k], rtol=1e-12)
-        np.testing.assert_allclose(r["row_lp"][k], lp[k], rtol=1e-12)
-    np.testing.assert_allclose(r["grid_lm"], r["lm"].reshape(2, 2), rtol=1e-12)
-    np.testing.assert_allclose(r["grid_lp"], lp.reshape(2, 2), rtol=1e-12)
+        row = take(st, k)
+        np.testing.assert_allclose(ops.log_marginal(row), ops.log_marginal(st)[k], rtol=1e-12)
+        np.testing.assert_allclose(ops.log_predictive(row, new), lp[k], rtol=1e-12)
+    grid = jax.tree.map(lambda s: s.reshape((2, 2) + s.shape[1:]), st)
+    np.testing.assert_allclose(ops.log_marginal(grid), ops.log_marginal(st).reshape(2, 2), rtol=1e-12)
+    np.testing.assert_allclose(ops.log_predictive(grid, new), lp.reshape(2, 2), rtol=1e-12)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_exchangeability_and_chain_rule(name):
-    f, ops = CASES[name], methods(name)
+    f, ops = CASES[name], jitted(name)
     x = jnp.asarray(sample_data(f, 7, seed=2))
-    perms = [np.random.default_rng(seed).permutation(len(x)) for seed in range(3)]
-
-    @jax.jit
-    def compute(x):
-        """log p(x), log p of the permuted points, and the chain rule's terms log p(x_i | x_<i)."""
-        st, terms = f.empty_stats(), []
-        for xi in x:
-            terms.append(ops.log_predictive(st, xi))
-            st = plus(st, ops.point_stats(xi))
-        return (ops.log_marginal(ops.set_stats(x)), [ops.log_marginal(ops.set_stats(x[p])) for p in perms],
-                terms)
-
-    lm, permuted, terms = compute(x)
-    lm = float(lm)
-    for value in permuted:
-        assert float(value) == pytest.approx(lm, rel=1e-12)
-    chain = 0.0
-    for term in terms:
-        chain += float(term)
+    lm = float(ops.log_marginal(ops.set_stats(x)))
+    for seed in range(3):
+        perm = np.random.default_rng(seed).permutation(len(x))
+        assert float(ops.log_marginal(ops.set_stats(x[perm]))) == pytest.approx(lm, rel=1e-12)
+    st, chain = f.empty_stats(), 0.0
+    for xi in x:
+        chain += float(ops.log_predictive(st, xi))
+        st = plus(st, ops.point_stats(xi))
     assert chain == pytest.approx(lm, rel=1e-10)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_add_remove_round_trip_equals_segment_stats(name):
-    f, ops = CASES[name], methods(name)
+    f, ops = CASES[name], jitted(name)
     x = jnp.asarray(sample_data(f, 10, seed=3))
     labels = np.array([0, 1, 1, 0, 2, 2, 0, 1, 3, 0])
-    after = labels.copy()
-    moves = [(1, 2), (8, 0), (4, 1)]  # point 8 leaves cluster 3 empty
-    for i, new in moves:
-        after[i] = new
-
-    @jax.jit
-    def compute(x):
-        st = ops.segment_stats(x, jnp.asarray(labels))
-        pts = ops.point_stats(x)
-        moved, current = st, labels.copy()
-        for i, new in moves:
-            moved = add_point(moved, current[i], take(pts, i), -1.0)
-            moved = add_point(moved, new, take(pts, i), 1.0)
-            current[i] = new
-        back = add_point(add_point(st, 2, take(pts, 5), -1.0), 2, take(pts, 5), 1.0)
-        return st, moved, ops.segment_stats(x, jnp.asarray(after)), ops.log_marginal(moved), back
-
-    st, moved, expected, lm_moved, back = compute(x)
-    assert_stats_close(moved, expected)
+    st = ops.segment_stats(x, jnp.asarray(labels))
+    pts = ops.point_stats(x)
+    moved = st
+    for i, new in [(1, 2), (8, 0), (4, 1)]:  # point 8 leaves cluster 3 empty
+        moved = jit_add_point(moved, labels[i], take(pts, i), -1.0)
+        moved = jit_add_point(moved, new, take(pts, i), 1.0)
+        labels[i] = new
+    assert_stats_close(moved, ops.segment_stats(x, jnp.asarray(labels)))
     assert float(moved.n[3]) == 0.0
-    np.testing.assert_allclose(lm_moved[3], 0.0, atol=1e-10)
+    np.testing.assert_allclose(ops.log_marginal(moved)[3], 0.0, atol=1e-10)
+    back = jit_add_point(jit_add_point(st, 2, take(pts, 5), -1.0), 2, take(pts, 5), 1.0)
     assert_stats_close(back, st)
 
 
@@ -389,17 +359,18 @@ DRAW_CASES = ["nkc_3d", "ng_2d", "niw_3d", "dm_4", "bb_3"]
 def test_posterior_and_prior_draw_moments(name):
     """posterior_draw from empty stats (the prior) and from 8 points, and
     numpyro_sample_params (the prior), against the analytic moments."""
-    f, ops = CASES[name], methods(name)
+    f = CASES[name]
     x = sample_data(f, 8, seed=4)
 
     @jax.jit
     def draw(key, x):
-        rows = jax.tree.map(lambda e, s: jnp.stack([e, s]), f.empty_stats(), ops.set_stats(x))
+        rows = jax.tree.map(lambda e, s: jnp.stack([e, s]), f.empty_stats(),
+                            take(segment_stats(f, x, jnp.zeros(len(x), int), 1), 0))
         tiled = jax.tree.map(lambda s: jnp.broadcast_to(s[:, None], (2, M) + s.shape[1:]), rows)
         k1, k2 = jax.random.split(key)
         return f.posterior_draw(k1, tiled), numpyro.handlers.seed(f.numpyro_sample_params, k2)(M)
 
-    # the moments are taken with numpy: eager jax ops on the draws would compile programs
+    # the moments are taken in numpy: eager jax ops on the draws would each compile a program
     post, prior_numpyro = jax.tree.map(np.asarray, draw(jax.random.key(0), jnp.asarray(x)))
     for v in post.values():
         assert v.shape[:2] == (2, M) and np.all(np.isfinite(v))
