@@ -91,9 +91,9 @@ def states_from_labels(target: Target, keys, labels, capacity: int) -> Partition
 def sequential(target: Target, keys, capacity=None) -> PartitionState:
     """Every point seated in a random order by the prior's weights times the predictive
     (Liang et al. 2007, sec. 5.1); the capacity grows until no chain runs out of slots.
-    The seated chains then get the room `initial_slots` gives the labels they use (unless a
-    capacity was asked for), so a seating that filled its slots does not make the first chunk
-    overflow and compile again at a grown capacity (capacity never changes the draws)."""
+    A seating that filled every slot is grown once more (`grown_slots`, unless a capacity was
+    asked for): the first chunk would otherwise overflow at once and compile again at that
+    capacity, after running for nothing (capacity never changes the draws)."""
     cap = initial_slots(target, 8, capacity)
     while True:
         seat = compiled(("seat", target.fingerprint(), cap), lambda cap=cap: jax.jit(jax.vmap(
@@ -103,8 +103,8 @@ def sequential(target: Target, keys, capacity=None) -> PartitionState:
             break
         cap = grown_slots(target, cap)
     counts = np.moveaxis(np.asarray(states.stats.n), states.z.ndim - 1, 0)  # slots first (as `grow` pads)
-    in_use = int(np.flatnonzero((counts.reshape(cap, -1) > 0).any(axis=1)).max()) + 1
-    room = initial_slots(target, in_use, capacity)
+    filled = bool((counts.reshape(cap, -1) > 0).all(axis=0).any())  # a chain with no empty slot
+    room = grown_slots(target, cap) if filled and capacity is None else cap
     return grow(states, room) if room > cap else states
 
 

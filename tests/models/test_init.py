@@ -24,20 +24,20 @@ def test_capacity_rule(niw_model, two_blobs):
         initial_slots(target, 1, requested=1)
 
 
-def test_a_seating_that_fills_its_slots_gets_room_for_the_labels_it_uses():
-    """Seated chains leave `initial_slots(labels in use)`, not a full capacity that the first
-    chunk would outgrow (and compile again for); a capacity asked for is kept."""
-    x = np.linspace(-30.0, 30.0, 60)[:, None]  # far apart under a small prior scale: many clusters
-    model = dpppl.DPMixture(20.0, dpppl.NormalKnownCov(sigma2=0.01, mu0=0.0, tau2=100.0))
+def test_a_seating_that_fills_every_slot_is_grown_once_more():
+    """A seating with no empty slot left would make the first chunk overflow at once (and
+    compile again): it leaves with `grown_slots` of its capacity; a capacity asked for is kept."""
+    x = np.linspace(-30.0, 30.0, 24)[:, None]  # far apart under a tiny component scale: 24 clusters
+    model = dpppl.DPMixture(50.0, dpppl.NormalKnownCov(sigma2=1e-4, mu0=0.0, tau2=100.0))
     target = model.bind(x)
     keys = jax.random.split(jax.random.key(1), 2)
     states = sequential(target, keys)
-    in_use = int(np.flatnonzero((np.asarray(states.stats.n) > 0).any(axis=0)).max()) + 1
-    assert in_use > initial_slots(target, 8)  # the seating outgrew its first 24 slots
-    assert states.stats.n.shape[-1] == initial_slots(target, in_use) > in_use
+    first = initial_slots(target, 8)  # the seating's own capacity: 24, every slot used
+    assert (np.asarray(states.stats.n)[:, :first] > 0).all()
+    assert states.stats.n.shape[-1] == grown_slots(target, first) > first
     assert not np.asarray(states.overflow).any()
-    asked = sequential(target, keys, capacity=in_use)
-    assert asked.stats.n.shape[-1] == in_use
+    asked = sequential(target, keys, capacity=first)
+    assert asked.stats.n.shape[-1] == first
     np.testing.assert_array_equal(asked.z, states.z)  # room never changes the seating
 
 
