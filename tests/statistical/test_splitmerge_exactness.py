@@ -28,7 +28,7 @@ def check(kernel, name, *, seed=0, num_chains=100, burn=30, num_samples=330, **o
 
 
 @pytest.mark.parametrize("kernel, name, options", [
-    ("splitmerge", "niw_2d_overlap", {}),                                        # alpha ~ Gamma
+    pytest.param("splitmerge", "niw_2d_overlap", {}, marks=pytest.mark.slow),  # alpha ~ Gamma
     ("splitmerge", "pitman_yor_normal_known", dict(method="restricted_gibbs")),  # Pitman-Yor
     ("gibbs+splitmerge", "normal_known_1d_separated", dict(method="restricted_gibbs", num_restricted_scans=2)),
     ("gibbs+splitmerge", "normal_gamma_1d_overlap", dict(schedule="random", weights=[1, 2])),
