@@ -13,11 +13,7 @@ from tests.helpers.ddp import small_model
 SLICES = [0, 0, 1, 1, 2, 2]
 
 
-# ~25-50 s each: with -m slow (issue 21); by default the DDP moves are checked by the swap ratio
-# against brute force (tests/kernels/ddp/test_swap.py) and the DDP densities against direct
-# computation (tests/models/test_ddp_compile.py)
-@pytest.mark.slow
-@pytest.mark.parametrize("slice_covariances", [True, False])
+@pytest.mark.parametrize("slice_covariances", [True, pytest.param(False, marks=pytest.mark.slow)])  # ~30-50 s each
 def test_geweke_ddp_with_swaps_small(slice_covariances):
     """Default-run budget: the hybrid (assignments, parameters and all three interval
     kinds), with per-slice covariances (the default) and with shared ones."""
