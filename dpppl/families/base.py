@@ -313,9 +313,16 @@ def translated(family: Family, shift) -> Family:
     """
     if shift is None or not family.locations:
         return family
-    out = copy.copy(family)  # keeps attributes set after resolve (CoupledGaussian's time covariance)
-    for name in family.locations:
-        object.__setattr__(out, name, np.asarray(getattr(family, name)) - shift)
+    return with_locations(family, [np.asarray(getattr(family, name)) - shift for name in family.locations])
+
+
+def with_locations(family: Family, values) -> Family:
+    """A copy of `family` whose location hyperparameters (`Family.locations`, in that order)
+    are `values` (arrays, or traced values inside `jit`), every other attribute kept, those
+    set after resolve too (CoupledGaussian's time covariance)."""
+    out = copy.copy(family)
+    for name, value in zip(family.locations, values):
+        object.__setattr__(out, name, value)
     return out
 
 

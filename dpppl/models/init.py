@@ -16,7 +16,7 @@ import numpy as np
 
 from dpppl.core.compiled import compiled
 from dpppl.core.protocols import InitStrategy, Target
-from dpppl.core.state import PartitionState, grow
+from dpppl.core.state import PartitionState, grow, num_clusters
 from dpppl.errors import DataError
 
 _STRATEGIES: dict[str, InitStrategy] = {}
@@ -102,8 +102,7 @@ def sequential(target: Target, keys, capacity=None) -> PartitionState:
         if not np.any(np.asarray(states.overflow)) or cap >= target.max_slots():
             break
         cap = grown_slots(target, cap)
-    counts = np.moveaxis(np.asarray(states.stats.n), states.z.ndim - 1, 0)  # slots first (as `grow` pads)
-    filled = bool((counts.reshape(cap, -1) > 0).all(axis=0).any())  # a chain with no empty slot
+    filled = bool(np.any(np.asarray(num_clusters(states)) >= cap))  # a chain with no empty slot
     room = grown_slots(target, cap) if filled and capacity is None else cap
     return grow(states, room) if room > cap else states
 

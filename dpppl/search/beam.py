@@ -20,7 +20,6 @@ against the greedy pass and the implementation are in `docs/search.md` ("Design 
 from __future__ import annotations
 
 import bisect
-import copy
 import dataclasses
 import heapq
 import itertools
@@ -37,7 +36,7 @@ from dpppl.dsl.parser import bind_data
 from dpppl.errors import DataError, KernelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
                             NormalKnownCov)
-from dpppl.families.base import add_point, take
+from dpppl.families.base import add_point, take, with_locations
 from dpppl.families.dirichlet_multinomial import log_multinomial_coef
 from dpppl.families.gaussian import logdet_pd
 from dpppl.core.state import canonical_labels, set_row
@@ -310,14 +309,6 @@ def _locations(family) -> tuple:
     return tuple(jnp.asarray(getattr(family, name)) for name in family.locations)
 
 
-def _located(family, locations):
-    """A copy of `family` whose location hyperparameters are `locations` (traced inside jit)."""
-    out = copy.copy(family)
-    for name, value in zip(family.locations, locations):
-        object.__setattr__(out, name, value)
-    return out
-
-
 def _engine(bound, heuristic) -> "_Engine":
     """An engine for `bound`'s configuration. Engines (and so their compiled functions) are
     cached by the static configuration: family and hyperparameters (the locations by shape
@@ -362,7 +353,7 @@ class _Engine:
 
     def _marginals_fn(self, x, locations):
         """log H(x_n) of each point (N,)."""
-        family = _located(self.family, locations)
+        family = with_locations(self.family, locations)
         return family.log_marginal(family.point_stats(x))
 
     def _load_fn(self, x, locations):
@@ -370,7 +361,7 @@ class _Engine:
         if self.heuristic == "inadmissible":
             per_point = log_h
         elif self.heuristic == "trivial":
-            per_point = self._ceilings(_located(self.family, locations), x)
+            per_point = self._ceilings(with_locations(self.family, locations), x)
         else:
             per_point = jnp.zeros_like(log_h)                                    # scored per state
         suffix = jnp.concatenate([jnp.cumsum(per_point[::-1])[::-1], jnp.zeros(1, x.dtype)])
@@ -404,20 +395,20 @@ class _Engine:
         seat = jnp.where(new, jnp.log(self.alpha + k * self.discount),
                          jnp.log(jnp.where(occupied, counts, 1.0) - self.discount))
         child_prior = log_prior + seat - jnp.log(self.alpha + depth)
-        child_data = log_data + _located(self.family, data.locations).log_predictive(params, y)
+        child_data = log_data + with_locations(self.family, data.locations).log_predictive(params, y)
         largest = jnp.maximum(jnp.max(counts), counts + 1.0)
         future = self._future_prior(k + new, largest, depth + 1)
         return valid, child_prior, child_data, child_prior + future + child_data
 
     def _seat(self, data, stats, params, slot, depth):
         """Add point `depth - 1` to `slot`; refresh that slot's predictive parameters."""
-        family = _located(self.family, data.locations)
+        family = with_locations(self.family, data.locations)
         stats = add_point(stats, slot, family.point_stats(data.x[depth - 1]))
         return stats, set_row(params, slot, family.predictive_params(take(stats, slot)))
 
     def _admissible(self, data, stats, depth):
         """Sec. 3.3 data bound of the unclustered points for every child (C,)."""
-        family, n, x = _located(self.family, data.locations), self.n, data.x
+        family, n, x = with_locations(self.family, data.locations), self.n, data.x
         child_depth = depth + 1
         pos = jnp.arange(n)
         t = jnp.arange(n)
@@ -484,7 +475,7 @@ class _Engine:
 
     def _empty_fn(self, data, capacity):
         """Statistics and predictive parameters of `capacity` empty slots."""
-        family = _located(self.family, data.locations)
+        family = with_locations(self.family, data.locations)
         stats = family.empty_stats((capacity,))
         return stats, family.predictive_params(stats)
 
