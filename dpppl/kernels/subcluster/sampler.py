@@ -36,6 +36,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.special
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jax.scipy.special import betaln, gammaln
 
@@ -76,10 +77,12 @@ def log_split_gain(family, alpha, left, right, whole, u=None):
     e the `log_evidence` of each part: with a conjugate family (`u` None) this is
     log p(C', x) / p(C, x), parameters integrated out; with a non-conjugate one `u` holds
     the (proposed left, proposed right, current whole) unconstrained parameters."""
-    u_left, u_right, u_whole = (None, None, None) if u is None else u
-    return (jnp.log(alpha) + gammaln(left.n) + gammaln(right.n) - gammaln(whole.n)
-            + log_evidence(family, left, u_left) + log_evidence(family, right, u_right)
-            - log_evidence(family, whole, u_whole))
+    parts = jax.tree.map(lambda *a: jnp.stack(a), left, right, whole)
+    u_parts = None if u is None else jnp.stack(u)
+    # the three parts' terms in one vectorised evaluation (one compiled copy of the family's
+    # marginal, not three)
+    terms = gammaln(parts.n) + jax.vmap(lambda stats, u_part: log_evidence(family, stats, u_part))(parts, u_parts)
+    return jnp.log(alpha) + terms[0] + terms[1] - terms[2]
 
 
 def _inverse_cdf_rows(logits, u, fallback, num_rows=None):
@@ -450,23 +453,27 @@ def _random_split_merge(setup, alpha, keys, move, clusters, half_right, in_half,
     whole = take(rows, c)
     half_left = jax.tree.map(jnp.subtract, whole, half_right)
     n_left, n_right = half_left[0].n, half_right[0].n
-    if not conjugate:  # eq. (21), first expression: the halves' parameters drawn from q
-        u_halves = family.draw_proposal(k_q_half, jax.tree.map(lambda a, b: jnp.stack([a, b]),
-                                                               half_left[0], half_right[0]))
-    log_h_split = (log_split_gain(family, alpha, half_left[0], half_right[0], whole[0],
-                                  u=None if conjugate else (u_halves[0], u_halves[1], u_c[c]))
-                   + betaln(a_merge, a_merge) - jnp.log(num_k + 1.0)
-                   - betaln(n_left + a_merge, n_right + a_merge))
-    free = ~move.occupied
-    new_slot = jnp.argmax(free)
-    proper_split = (n_left > 0) & (n_right > 0)
     # merge of (m, o)
     left, right = take(rows, m), take(rows, o)
     merged = jax.tree.map(jnp.add, left, right)
-    u_merged = None if conjugate else family.draw_proposal(k_q_merge, merged[0])
-    log_h_merge = (-log_split_gain(family, alpha, left[0], right[0], merged[0],
-                                   u=None if conjugate else (u_c[m], u_c[o], u_merged)) + jnp.log(num_k * 1.0)
-                   + betaln(left[0].n + a_merge, right[0].n + a_merge) - betaln(a_merge, a_merge))
+    if conjugate:
+        u = None
+    else:  # eq. (21), first expression: the halves' and the merged cluster's parameters drawn from q
+        u_halves = family.draw_proposal(k_q_half, jax.tree.map(lambda a, b: jnp.stack([a, b]),
+                                                               half_left[0], half_right[0]))
+        u_merged = family.draw_proposal(k_q_merge, merged[0])
+        u = (jnp.stack([u_halves[0], u_c[m]]), jnp.stack([u_halves[1], u_c[o]]), jnp.stack([u_c[c], u_merged]))
+    # the split's and the merge's p(C') / p(C) in one evaluation: [split of c, split of m + o into m and o]
+    split_or_merge = functools.partial(jax.tree.map, lambda a, b: jnp.stack([a, b]))
+    gain = log_split_gain(family, alpha, split_or_merge(half_left[0], left[0]), split_or_merge(half_right[0], right[0]),
+                          split_or_merge(whole[0], merged[0]), u=u)
+    log_b = betaln(jnp.stack([n_left, left[0].n]) + a_merge, jnp.stack([n_right, right[0].n]) + a_merge)
+    log_b_prior = float(scipy.special.betaln(a_merge, a_merge))  # B(a, a): a constant of the kernel
+    log_h_split = gain[0] + log_b_prior - jnp.log(num_k + 1.0) - log_b[0]
+    log_h_merge = -gain[1] + jnp.log(num_k * 1.0) + log_b[1] - log_b_prior
+    free = ~move.occupied
+    new_slot = jnp.argmax(free)
+    proper_split = (n_left > 0) & (n_right > 0)
     log_u = jnp.log(jax.random.uniform(k_acc))
     do_split = move.propose_split & proper_split & jnp.any(free) & (log_u < log_h_split)
     do_merge = ~move.propose_split & (num_k > 1) & (log_u < log_h_merge)
