@@ -27,7 +27,8 @@ def test_published_warmup_finds_separated_clusters_and_the_exact_step_keeps_them
     """Default options with pair merges (allowed in the published warmup): the published
     sampler's warmup finds the clusters of a non-conjugate mixture from sequential
     initialisation, and the exact kept draws stay there, with neither sub-cluster splits nor
-    pair merges."""
+    pair merges. The recorded ``lp`` is the collapsed log joint log p(x, z) of the drawn labels
+    (marginals by quadrature), as for every kernel."""
     x, y = dpppl.datasets.gaussian_mixture(4000, 2, 4, mean_scale=25.0, seed=3)
     model = dpppl.DPMixture(1.0, dpppl.NormalLogNormal())
     idata = dpppl.sample(model, x, kernel="subcluster", pair_merges=True, num_warmup=60, num_samples=5,
@@ -37,6 +38,7 @@ def test_published_warmup_finds_separated_clusters_and_the_exact_step_keeps_them
     assert dpppl.metrics.normalized_mutual_information(z, y) > 0.95
     stats = group(idata, "sample_stats")
     assert np.isfinite(stats["lp"].values).all()
+    assert stats["lp"].values[0, -1] == pytest.approx(float(dpppl.log_joint(model, x, z)), rel=1e-9)
     assert int(stats["num_splits"].sum()) == 0  # the kept steps make no sub-cluster split
     assert int(stats["num_pair_merges"].sum()) == 0  # nor a pair merge
 
