@@ -349,7 +349,9 @@ class CoupledGaussian(Family):
 
         T, D = self.num_slices, self.dim
         gamma_chol = jnp.asarray(self.gamma_chol)
-        with numpyro.plate("component", num_components):
+        # the arguments are valid by construction (`resolve` checks psi0 and Gamma): NumPyro's
+        # checks of them would only run dozens of small eager programs at every trace
+        with numpyro.validation_enabled(False), numpyro.plate("component", num_components):
             mu = numpyro.sample("theta_mu", dist.MatrixNormal(
                 jnp.broadcast_to(jnp.asarray(self.mu0), (T, D)), gamma_chol, jnp.eye(D, dtype=gamma_chol.dtype)))
             cov = numpyro.sample("theta_cov", dist.InverseWishart(self.nu0, scale_matrix=jnp.asarray(self.psi0))
