@@ -195,24 +195,32 @@ class CoupledGaussian(Family):
         _, logdet = np.linalg.slogdet(self.gamma)
         return -0.5 * (quad + D * logdet + T * D * np.log(2 * np.pi))
 
-    def log_prior_cov(self, sigma):
-        """log IW(sigma; psi0, nu0) for covariances `sigma` (..., D, D) (one value each)."""
+    @staticmethod
+    def inverse_root(sigma):
+        """(L^-1, log|Sigma|) for covariances `sigma` = L L^T (..., D, D), L lower triangular:
+        the one factorisation that [`precision`][dpppl.families.coupled.CoupledGaussian.precision]
+        and [`log_prior_cov`][dpppl.families.coupled.CoupledGaussian.log_prior_cov] need (pass it
+        to both instead of factoring twice)."""
+        chol = cholesky(sigma)
+        inv_chol = solve_lower(chol, jnp.broadcast_to(jnp.eye(sigma.shape[-1], dtype=sigma.dtype), sigma.shape))
+        return inv_chol, 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+
+    def log_prior_cov(self, sigma, root=None):
+        """log IW(sigma; psi0, nu0) for covariances `sigma` (..., D, D) (one value each);
+        `root`: their [`inverse_root`][dpppl.families.coupled.CoupledGaussian.inverse_root]
+        if the caller has it."""
         D, nu = self.dim, self.nu0
         psi = jnp.asarray(self.psi0)
         _, logdet_psi = np.linalg.slogdet(self.psi0)
-        chol = cholesky(sigma)
-        inv_chol = solve_lower(chol, jnp.broadcast_to(jnp.eye(D, dtype=sigma.dtype), sigma.shape))
+        inv_chol, logdet = self.inverse_root(sigma) if root is None else root
         trace = jnp.einsum("...ki,ij,...kj->...", inv_chol, psi, inv_chol)
-        logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
         return (0.5 * nu * logdet_psi - 0.5 * nu * D * np.log(2.0) - multigammaln(nu / 2, D)
                 - 0.5 * (nu + D + 1) * logdet - 0.5 * trace)
 
-    def precision(self, sigma):
-        """(Sigma^-1, log|Sigma|) for covariances (..., D, D)."""
-        D = self.dim
-        chol = cholesky(sigma)
-        inv_chol = solve_lower(chol, jnp.broadcast_to(jnp.eye(D, dtype=sigma.dtype), sigma.shape))
-        logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+    def precision(self, sigma, root=None):
+        """(Sigma^-1, log|Sigma|) for covariances (..., D, D); `root` as in
+        [`log_prior_cov`][dpppl.families.coupled.CoupledGaussian.log_prior_cov]."""
+        inv_chol, logdet = self.inverse_root(sigma) if root is None else root
         return jnp.einsum("...ki,...kj->...ij", inv_chol, inv_chol), logdet
 
     @staticmethod
@@ -244,8 +252,9 @@ class CoupledGaussian(Family):
         used = stats.n > 0.5
         sticks = jnp.sum(prior.log_prob_labels(stats.nt.T))
         sigma = jnp.where(used[:, None, None, None], stats.sigma, jnp.eye(self.dim, dtype=stats.sigma.dtype))
-        params = self.log_prior_means(stats.mu) + jnp.sum(self.log_prior_cov(sigma), axis=1)
-        prec, logdet = self.precision(sigma)
+        root = self.inverse_root(sigma)
+        params = self.log_prior_means(stats.mu) + jnp.sum(self.log_prior_cov(sigma, root), axis=1)
+        prec, logdet = self.precision(sigma, root)
         lik = self.log_likelihood_stats(stats.nt, stats.s1, stats.s2, stats.mu, prec, logdet)
         return sticks + jnp.sum(jnp.where(used, params + jnp.sum(lik, axis=1), 0.0))
 
@@ -340,7 +349,9 @@ class CoupledGaussian(Family):
 
         T, D = self.num_slices, self.dim
         gamma_chol = jnp.asarray(self.gamma_chol)
-        with numpyro.plate("component", num_components):
+        # the arguments are valid by construction (`resolve` checks psi0 and Gamma): NumPyro's
+        # checks of them would only run dozens of small eager programs at every trace
+        with numpyro.validation_enabled(False), numpyro.plate("component", num_components):
             mu = numpyro.sample("theta_mu", dist.MatrixNormal(
                 jnp.broadcast_to(jnp.asarray(self.mu0), (T, D)), gamma_chol, jnp.eye(D, dtype=gamma_chol.dtype)))
             cov = numpyro.sample("theta_cov", dist.InverseWishart(self.nu0, scale_matrix=jnp.asarray(self.psi0))

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpppl.core.expressions import depends_on_data
-from dpppl.families.gaussian import cholesky
+from dpppl.families.gaussian import cholesky, logdet_pd
 from dpppl.kernels.base import build
 from dpppl.models.ddp_state import DDPSlots, slot_statistics
 from dpppl.core.state import PartitionState
@@ -44,7 +44,7 @@ def _functions(family, prior, state, x):
     used = stats.n > 0.5
     C = stats.n.shape[0]
     same = (z[:, None] == z[None, :]) & ~jnp.eye(n, dtype=bool)
-    _, logdet = family.precision(jnp.where(used[:, None, None, None], stats.sigma, jnp.eye(family.dim)))
+    logdet = logdet_pd(jnp.where(used[:, None, None, None], stats.sigma, jnp.eye(family.dim)))
     values = (jnp.sum(used), jnp.max(jnp.where(used, jnp.arange(C), -1)), jnp.mean(z == 0),
               jnp.sum(same) / (n * (n - 1)), stats.mu[z[0], state.aux["slice0"], 0],
               logdet[z[0], family.covariance_index(state.aux["slice0"])],

@@ -42,11 +42,12 @@ def _rows(stats, k):
 
 
 def _label_log_joint(family, nt, s1, s2, mu, sigma):
-    """log [P(mu) prod_s P(Sigma_s) prod_t p(x_{label,t} | mu_t, Sigma_{s(t)})] of one label
-    (any use; `sigma` (S, D, D))."""
-    prec, logdet = family.precision(sigma)
+    """log [P(mu) prod_s P(Sigma_s) prod_t p(x_{label,t} | mu_t, Sigma_{s(t)})] of labels
+    (any use) stacked on leading axes (`nt` (..., T), `sigma` (..., S, D, D))."""
+    root = family.inverse_root(sigma)
+    prec, logdet = family.precision(sigma, root)
     lik = family.log_likelihood_stats(nt, s1, s2, mu, prec, logdet)
-    return family.log_prior_means(mu) + jnp.sum(family.log_prior_cov(sigma)) + jnp.sum(lik)
+    return family.log_prior_means(mu) + jnp.sum(family.log_prior_cov(sigma, root), axis=-1) + jnp.sum(lik, axis=-1)
 
 
 def swap_log_ratio(family, sticks, stats, i, j, inside, swap_cov, aug_i, aug_j):
@@ -72,9 +73,11 @@ def swap_log_ratio(family, sticks, stats, i, j, inside, swap_cov, aug_i, aug_j):
     new_j = tuple(mix(q, p, mask) for p, q, mask in zip(ri, rj, masks))
     counts = stats.nt.T  # (T, C)
     new_counts = counts.at[:, i].set(new_i[0]).at[:, j].set(new_j[0])
-    partition = jnp.sum(jnp.where(inside, sticks.log_prob_labels(new_counts) - sticks.log_prob_labels(counts), 0.0))
-    labels = (_label_log_joint(family, *new_i) + _label_log_joint(family, *new_j)
-              - _label_log_joint(family, *ri) - _label_log_joint(family, *rj))
+    # one evaluation on the stacked (new, old) counts and (new i, new j, old i, old j) rows
+    new_lp, old_lp = sticks.log_prob_labels(jnp.stack([new_counts, counts]))
+    partition = jnp.sum(jnp.where(inside, new_lp - old_lp, 0.0))
+    joint = _label_log_joint(family, *(jnp.stack(rows) for rows in zip(new_i, new_j, ri, rj)))
+    labels = joint[0] + joint[1] - joint[2] - joint[3]
     return partition + labels, new_i, new_j
 
 
