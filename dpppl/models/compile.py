@@ -43,6 +43,42 @@ def stick_breaking_weights(v):
     return jnp.concatenate([v, jnp.ones(v.shape[:-1] + (1,), v.dtype)], axis=-1) * one_minus
 
 
+class StickBeta(dist.Beta):
+    """Beta(1, b), the law of a DP's stick proportions, drawn by inversion: P(V <= v) =
+    1 - (1 - v)^b, so V = 1 - (1 - U)^{1/b} = -expm1(log1p(-U) / b) for U ~ Uniform[0, 1).
+
+    One uniform per draw where `dist.Beta` draws two Gamma variates, each a rejection loop
+    that dominates the compiled program. Density, support and the clipping of draws to
+    [tiny, 1 - eps] are `dist.Beta`'s.
+    """
+
+    def __init__(self, concentration0, *, validate_args=None):
+        super().__init__(1.0, concentration0, validate_args=validate_args)
+
+    def sample(self, key, sample_shape=()):
+        u = jax.random.uniform(key, sample_shape + self.batch_shape)
+        v = -jnp.expm1(jnp.log1p(-u) / self.concentration0)
+        return jnp.clip(v, jnp.finfo(v.dtype).tiny, 1 - jnp.finfo(v.dtype).eps)
+
+
+class ExponentialGamma(dist.Gamma):
+    """Gamma(1, rate), drawn as an Exponential(rate) variate E / rate, E = -log1p(-U): the same
+    law with one uniform instead of a Gamma rejection loop; density and support are `dist.Gamma`'s."""
+
+    def __init__(self, rate, *, validate_args=None):
+        super().__init__(1.0, rate, validate_args=validate_args)
+
+    def sample(self, key, sample_shape=()):
+        return jax.random.exponential(key, sample_shape + self.batch_shape) / self.rate
+
+
+def gamma_distribution(shape, rate) -> dist.Gamma:
+    """Gamma(shape, rate) as a NumPyro distribution; with shape 1 (a number) an `ExponentialGamma`."""
+    if not isinstance(shape, jax.core.Tracer) and np.ndim(shape) == 0 and float(shape) == 1.0:
+        return ExponentialGamma(rate)
+    return dist.Gamma(shape, rate)
+
+
 class FamilyMixture(dist.Distribution):
     """The mixture sum_k w_k f(x | theta_k) of one dpppl component family.
 
@@ -92,11 +128,14 @@ def sample_weights(prior, truncation: int, alpha=None, batch: tuple = ()):
     `batch`, independent) and the deterministic site `weights` (batch + (T,)).
 
     v_k ~ Beta(a_k, b_k) for a labelled prior (`StickBreaking.sticks`),
-    else Beta(1 - d, alpha + k d) at the concentration `alpha`.
+    else Beta(1 - d, alpha + k d) at the concentration `alpha` (Beta(1, alpha) for a DP, d = 0,
+    drawn by inversion: `StickBeta`).
     """
     if prior.labelled:
         a, b = prior.sticks(truncation - 1)
         sticks = dist.Beta(jnp.asarray(a), jnp.asarray(b))
+    elif prior.discount == 0:
+        sticks = StickBeta(jnp.broadcast_to(alpha, (truncation - 1,)))
     else:
         k = jnp.arange(1, truncation)
         sticks = dist.Beta(1.0 - prior.discount, alpha + k * prior.discount)
@@ -228,7 +267,7 @@ def compile_numpyro(model, truncation: int, family=None):
             num_trials = check_num_trials(fam, num_trials)
         alpha = None
         if prior.alpha_is_random:
-            alpha = numpyro.sample("alpha", dist.Gamma(prior.alpha.shape, prior.alpha.rate))
+            alpha = numpyro.sample("alpha", gamma_distribution(prior.alpha.shape, prior.alpha.rate))
         elif not prior.labelled:
             alpha = prior.alpha
         w = sample_weights(prior, truncation, alpha)
