@@ -46,12 +46,15 @@ def init_in_one_program(init, hmc_state, rng_key, num_warmup, init_params=None, 
     The same computation: NumPyro's search for valid initial parameters (the init strategy's
     draw, redrawn up to 100 times while the potential energy or its gradient is not finite)
     runs as its `while_loop`, the branch NumPyro takes for a traced key, whose first iteration
-    is the eager path's draw. The model's arguments are constants of the program, as in
+    is the eager path's draw (floats may differ from the eager path's in the last bits, as XLA
+    fuses operations). The model's arguments are constants of the program, as in
     NumPyro's sampling loop (`jit_model_args=False`): a later chain on the same arguments
     compiles the same program (the persistent compilation cache's hit). The error NumPyro
     gives when no valid parameters are found is raised from the program's validity flag. Only
     for kernels `one_program_init` accepts.
     """
+    model_kwargs = {} if model_kwargs is None else model_kwargs
+
     def program(rng_key, init_params):
         state = init(rng_key, num_warmup, init_params, model_args, model_kwargs)
         hmc = hmc_state(state)
