@@ -79,7 +79,7 @@ class PartitionKernel(MCMCKernel):
         self._num_warmup = 0
         # the chains' first states in one compiled program: run eagerly, each operation of the
         # log joint compiled on its own (about a hundred small programs on a cold start)
-        self._first_states = jax.jit(jax.vmap(self._first_state, in_axes=(0, 0, None)))
+        self._first_states = jax.jit(self._first_states_of, static_argnums=3)
 
     @property
     def model(self):
@@ -110,32 +110,45 @@ class PartitionKernel(MCMCKernel):
             partition = self._kernel.init(partition, x)
         return self._wrap(jnp.zeros((), jnp.int32), partition, rng_key)
 
+    def _first_states_of(self, partitions, rng_keys, x, single: bool):
+        """`_first_state` of each chain; a single chain's unbatched when `single` (one key given)."""
+        states = jax.vmap(self._first_state, in_axes=(0, 0, None))(partitions, rng_keys, x)
+        return jax.tree.map(lambda a: a[0], states) if single else states
+
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         self._num_warmup = num_warmup
-        keys = rng_key[None] if is_prng_key(rng_key) else rng_key
+        single = is_prng_key(rng_key)
         bound = self._bound
-        k_init, k_run = jax.vmap(jax.random.split, out_axes=1)(keys)
+        k_init, k_run = _split_keys(rng_key)
         init = self._init if init_params is None else init_params
         strategy, name = resolve_init(init)
-        in_use = int(check_labels(bound, init, keys.shape[0]).max()) + 1 if name == "labels" else 8
+        in_use = int(check_labels(bound, init, k_init.shape[0]).max()) + 1 if name == "labels" else 8
         capacity = initial_slots(bound, in_use, self._capacity, growable=False)
-        wrapped = self._first_states(strategy(bound, k_init, capacity), k_run, jnp.asarray(bound.x))
-        return jax.tree.map(lambda a: a[0], wrapped) if is_prng_key(rng_key) else wrapped
+        return self._first_states(strategy(bound, k_init, capacity), k_run, jnp.asarray(bound.x), single)
 
     def sample(self, state, model_args, model_kwargs):
         x = self._data(model_args)
 
         def one(state):
             key, sub = jax.random.split(state.rng_key)
-            partition, _ = jax.lax.cond(state.i < self._num_warmup,
-                                        lambda s: self._kernel.warmup(sub, s, x),
-                                        lambda s: self._kernel.step(sub, s, x), state.partition)
+            if self._kernel.warmup_step is None:  # one step for warmup and sampling: no branch to compile twice
+                partition, _ = self._kernel.step(sub, state.partition, x)
+            else:
+                partition, _ = jax.lax.cond(state.i < self._num_warmup,
+                                            lambda s: self._kernel.warmup(sub, s, x),
+                                            lambda s: self._kernel.step(sub, s, x), state.partition)
             return self._wrap(state.i + 1, partition, key)
 
         return one(state) if is_prng_key(state.rng_key) else jax.vmap(one)(state)
 
     def get_diagnostics_str(self, state):
         return f"K={int(state.z['num_clusters'])} lp={-float(state.potential_energy):.1f}"
+
+
+@jax.jit
+def _split_keys(rng_key):
+    """`(init keys, run keys)`, one pair per chain, of one key (one chain) or a batch of keys."""
+    return jax.vmap(jax.random.split, out_axes=1)(jnp.reshape(rng_key, (-1,)))
 
 
 def make(kernel: str, model, data, **options) -> PartitionKernel:

@@ -10,6 +10,10 @@ parameters for a DDP (`dpppl.models.ddp_compile`), not NUTS's own potential.
 NUTS runs in the target's frame (`Target.nuts_model`): on `target.x` with
 `target.family` (real data translated by their mean, `dpppl.models.mixture.BoundModel`);
 nothing it records is a location.
+
+A chain's first state is built in one compiled program (`init_in_one_program`): NumPyro
+builds it eagerly, one operation at a time (finding valid initial parameters, the potential
+energy and its gradient), each operation another small program to compile on a cold start.
 """
 
 from __future__ import annotations
@@ -17,11 +21,61 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 from numpyro.infer import MCMC, NUTS
+from numpyro.infer.hmc import HMC
+from numpyro.util import identity, not_jax_tracer
 
 from dpppl.core.protocols import Target
 from dpppl.errors import KernelError
 from dpppl.kernels.base import register
+
+
+def one_program_init(kernel: HMC) -> bool:
+    """Whether `init_in_one_program` may trace the init of (a composite whose inner kernel is)
+    `kernel`: NumPyro's HMC or NUTS without the heuristic step size search, whose closure keeps
+    the potential of the init's arguments for warmup (traced, they would leak from the program)."""
+    return isinstance(kernel, HMC) and not kernel._find_heuristic_step_size
+
+
+def init_in_one_program(init, hmc_state, rng_key, num_warmup, init_params=None, model_args=(), model_kwargs=None):
+    """`init(rng_key, num_warmup, init_params, model_args, model_kwargs)` of a NumPyro kernel
+    whose state holds an HMC state (`hmc_state(state)`), traced into one jitted program of the
+    key and `init_params` instead of NumPyro's eager, one-operation-at-a-time init.
+
+    The same computation: NumPyro's search for valid initial parameters (the init strategy's
+    draw, redrawn up to 100 times while the potential energy or its gradient is not finite)
+    runs as its `while_loop`, the branch NumPyro takes for a traced key, whose first iteration
+    is the eager path's draw (floats may differ from the eager path's in the last bits, as XLA
+    fuses operations). The model's arguments are constants of the program, as in
+    NumPyro's sampling loop (`jit_model_args=False`): a later chain on the same arguments
+    compiles the same program (the persistent compilation cache's hit). The error NumPyro
+    gives when no valid parameters are found is raised from the program's validity flag. Only
+    for kernels `one_program_init` accepts.
+    """
+    model_kwargs = {} if model_kwargs is None else model_kwargs
+
+    def program(rng_key, init_params):
+        state = init(rng_key, num_warmup, init_params, model_args, model_kwargs)
+        hmc = hmc_state(state)
+        return state, jnp.isfinite(hmc.potential_energy) & jnp.all(jnp.isfinite(ravel_pytree(hmc.z_grad)[0]))
+
+    state, valid = jax.jit(program)(rng_key, init_params)
+    if not_jax_tracer(valid) and not bool(valid):
+        raise RuntimeError("Cannot find valid initial parameters. Please check your model again.")
+    return state
+
+
+class _NUTS(NUTS):
+    """NumPyro's NUTS, each chain's first state built by `init_in_one_program` and the draws'
+    post-processing (the model replayed for its deterministic sites) one jitted program, which
+    NumPyro's sampling loop otherwise runs eagerly on the first state to shape its buffers."""
+
+    def init(self, rng_key, num_warmup, init_params=None, model_args=(), model_kwargs=None):
+        return init_in_one_program(super().init, identity, rng_key, num_warmup, init_params, model_args, model_kwargs)
+
+    def postprocess_fn(self, model_args, model_kwargs):
+        return jax.jit(super().postprocess_fn(model_args, model_kwargs))
 
 
 def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
@@ -30,7 +84,7 @@ def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, nu
     if options:
         raise KernelError(f"kernel 'nuts' takes no options, got {sorted(options)}")
     model, args = target.nuts_model(truncation)
-    mcmc = MCMC(NUTS(model), num_warmup=num_warmup, num_samples=num_samples * thinning, num_chains=num_chains,
+    mcmc = MCMC(_NUTS(model), num_warmup=num_warmup, num_samples=num_samples * thinning, num_chains=num_chains,
                 thinning=thinning, chain_method="sequential", progress_bar=progress_bar)
     mcmc.run(jax.random.key(seed), *args, extra_fields=("diverging", "accept_prob"))
     samples = mcmc.get_samples(group_by_chain=True)
@@ -40,8 +94,13 @@ def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, nu
     flat = np.stack([target.prior.canonical(row) for row in component.reshape(-1, n).astype(np.int64)])
     alpha = (np.asarray(samples["alpha"]).reshape(-1) if target.prior.alpha_is_random
              else np.full(flat.shape[0], target.prior.initial_alpha))
-    sites = {k: jnp.reshape(v, (-1,) + v.shape[2:]) for k, v in samples.items()}
-    lp = jax.lax.map(lambda args: target.lp_of_draw(args[0], args[1], model.truncation), (jnp.asarray(flat), sites))
+
+    @jax.jit
+    def lps(flat, samples):  # each draw's lp, one program
+        sites = {k: jnp.reshape(v, (-1,) + v.shape[2:]) for k, v in samples.items()}
+        return jax.lax.map(lambda args: target.lp_of_draw(args[0], args[1], model.truncation), (flat, sites))
+
+    lp = lps(flat, samples)
     shape = (chains, draws)
     records = {"z": flat.reshape(chains, draws, n), "alpha": alpha.reshape(shape),
                "lp": np.asarray(lp).reshape(shape), "diverging": np.asarray(extra["diverging"]),
@@ -54,4 +113,4 @@ register("nuts", None, exact=False, backend="nuts",
                      "too); approximate")
 
 
-__all__ = ["sample_nuts"]
+__all__ = ["init_in_one_program", "one_program_init", "sample_nuts"]

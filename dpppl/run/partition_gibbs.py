@@ -67,6 +67,7 @@ from dpppl.kernels.auto import AUTO
 from dpppl.kernels.base import build, parse_kernel_name
 from dpppl.models.mixture import BoundModel, DataDecl, Model
 from dpppl.models.sites import canonical_in_jit, dp_sites, partition_site_names
+from dpppl.run.nuts import init_in_one_program, one_program_init
 from dpppl.version import __version__
 
 DEFAULT_MAX_CAPACITY = 128
@@ -294,6 +295,20 @@ class PartitionGibbs(Gibbs):
         as NUTS and HMC are)."""
         return self.partition_block.exact
 
+    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        """NumPyro's `Gibbs.init`; traced into one compiled program when the inner kernel is
+        HMC or NUTS (`dpppl.run.nuts.init_in_one_program`): eagerly, tracing the model, building
+        the partition states and NumPyro's search for initial parameters run one operation at a time."""
+        if not one_program_init(self.inner_kernel):
+            return super().init(rng_key, num_warmup, init_params, model_args, model_kwargs)
+        return init_in_one_program(super().init, _hmc_state, rng_key, num_warmup, init_params, model_args,
+                                   model_kwargs)
+
+    def postprocess_fn(self, model_args, model_kwargs):
+        """NumPyro's, one jitted program: NumPyro's sampling loop runs it eagerly on the first
+        state to shape its buffers (the model replayed for its deterministic sites)."""
+        return jax.jit(super().postprocess_fn(model_args, model_kwargs))
+
     def refresh(self, state, model_args, model_kwargs):
         """Every block re-evaluated against the current values (e.g. after the data in
         `model_args` changed): the inner kernel recomputes its potential energy and gradient."""
@@ -306,11 +321,17 @@ class PartitionGibbs(Gibbs):
         return state._replace(block_states=tuple(blocks))
 
 
+def _hmc_state(state: HMCGibbsState):
+    return state.hmc_state
+
+
 def _observed(fn, model_args, model_kwargs) -> dict:
     """The observed sites of the model (the InferenceData's `observed_data`)."""
-    tr = trace(seed(fn, jax.random.key(0))).get_trace(*model_args, **model_kwargs)
-    return {name: np.asarray(site["value"]) for name, site in tr.items()
-            if site["type"] == "sample" and site["is_observed"]}
+    def observed():  # one program, which computes only what the observed values need
+        tr = trace(seed(fn, jax.random.key(0))).get_trace(*model_args, **model_kwargs)
+        return {name: site["value"] for name, site in tr.items() if site["type"] == "sample" and site["is_observed"]}
+
+    return {name: np.asarray(value) for name, value in jax.jit(observed)().items()}
 
 
 def sample_model(fn, model_args: tuple = (), model_kwargs: dict | None = None, kernel: str = AUTO, *,

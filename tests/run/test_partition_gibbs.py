@@ -56,3 +56,26 @@ def test_inputs_are_checked_before_sampling():
         dpppl.sample(regression, model_args=(X, Y), inner_kernel=NUTS(lambda x, y: None))
     with pytest.raises(ArgumentError, match="sweeps"):
         dpppl.PartitionGibbs(NUTS(regression), sweeps=0)
+
+
+def test_nuts_first_state_in_one_program_is_numpyros():
+    """`init_in_one_program` (dpppl's NUTS and PartitionGibbs) gives NumPyro's own eager init state
+    (the same draws; floats to the last bits, which fused operations may change: here the
+    gradient's), and NumPyro's error when no valid initial parameters exist."""
+    import jax
+
+    from dpppl.run.nuts import _NUTS
+
+    def model(y):
+        scale = numpyro.sample("scale", dist.LogNormal(0.0, 1.0))
+        numpyro.sample("y", dist.Normal(0.0, scale), obs=y)
+
+    key, y = jax.random.key(5), jnp.asarray([0.3, -1.2])
+    eager, staged = (kernel(model).init(key, 10, None, (y,), {}) for kernel in (NUTS, _NUTS))
+    assert jax.tree.structure(staged) == jax.tree.structure(eager)
+    for a, b in zip(jax.tree.leaves(staged), jax.tree.leaves(eager)):
+        if jnp.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
+    with pytest.raises(RuntimeError, match="Cannot find valid initial parameters"):
+        _NUTS(model).init(key, 10, None, (jnp.asarray([np.inf]),), {})
