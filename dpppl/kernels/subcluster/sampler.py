@@ -58,6 +58,11 @@ def _slot_keys(rng_key, capacity):
     return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(rng_key, jnp.arange(capacity))
 
 
+def _stacked(*trees):
+    """The pytrees `trees` (of equal structure) stacked leaf by leaf on a new leading axis."""
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)
+
+
 def log_evidence(family, stats, u=None):
     """The per-cluster factor of eq. (21): log f_x(x_c; lambda) = log p(x_c) for a conjugate
     family (the second expression); for a non-conjugate one, with the cluster's
@@ -77,7 +82,7 @@ def log_split_gain(family, alpha, left, right, whole, u=None):
     e the `log_evidence` of each part: with a conjugate family (`u` None) this is
     log p(C', x) / p(C, x), parameters integrated out; with a non-conjugate one `u` holds
     the (proposed left, proposed right, current whole) unconstrained parameters."""
-    parts = jax.tree.map(lambda *a: jnp.stack(a), left, right, whole)
+    parts = _stacked(left, right, whole)
     u_parts = None if u is None else jnp.stack(u)
     # the three parts' terms in one vectorised evaluation (one compiled copy of the family's
     # marginal, not three)
@@ -459,14 +464,12 @@ def _random_split_merge(setup, alpha, keys, move, clusters, half_right, in_half,
     if conjugate:
         u = None
     else:  # eq. (21), first expression: the halves' and the merged cluster's parameters drawn from q
-        u_halves = family.draw_proposal(k_q_half, jax.tree.map(lambda a, b: jnp.stack([a, b]),
-                                                               half_left[0], half_right[0]))
+        u_halves = family.draw_proposal(k_q_half, _stacked(half_left[0], half_right[0]))
         u_merged = family.draw_proposal(k_q_merge, merged[0])
         u = (jnp.stack([u_halves[0], u_c[m]]), jnp.stack([u_halves[1], u_c[o]]), jnp.stack([u_c[c], u_merged]))
     # the split's and the merge's p(C') / p(C) in one evaluation: [split of c, split of m + o into m and o]
-    split_or_merge = functools.partial(jax.tree.map, lambda a, b: jnp.stack([a, b]))
-    gain = log_split_gain(family, alpha, split_or_merge(half_left[0], left[0]), split_or_merge(half_right[0], right[0]),
-                          split_or_merge(whole[0], merged[0]), u=u)
+    gain = log_split_gain(family, alpha, _stacked(half_left[0], left[0]), _stacked(half_right[0], right[0]),
+                          _stacked(whole[0], merged[0]), u=u)
     log_b = betaln(jnp.stack([n_left, left[0].n]) + a_merge, jnp.stack([n_right, right[0].n]) + a_merge)
     log_b_prior = float(scipy.special.betaln(a_merge, a_merge))  # B(a, a): a constant of the kernel
     log_h_split = gain[0] + log_b_prior - jnp.log(num_k + 1.0) - log_b[0]
