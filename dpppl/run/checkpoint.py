@@ -6,38 +6,48 @@ reached, the chains' states and keys, the draws kept). Step `t` of chain `c` use
 `fold_in(chain_key[c], t)` and growing the capacity never changes a draw, so a run continued
 from a checkpoint makes the draws the uninterrupted run would have made.
 
-The file is one header line, `dpppl-checkpoint <format> <dpppl version> <sha256 of the rest>`,
-then a pickle. It is written to a temporary file in the same directory and renamed over the old
-one (`os.replace`), so an interruption while writing leaves the previous checkpoint whole. A
-model parsed from text is kept as its text (and file name), any other model pickled; see
-docs/checkpoints.md.
+The file (format 2) is a zip archive in NumPy's `.npz` layout: `checkpoint.json` describes the
+run and its progress as plain data (`dpppl.run.portable`), and every array is a `.npy` member
+read with `allow_pickle=False`. Reading it runs no code the file names: a model from a model file
+is kept as its text (parsed again by the model language, which evaluates no Python), a model
+built in Python as a description of its constructors (a family, a prior, hyperparameters), and
+a run whose model, data or options have no such description is refused when it starts. Format 1
+(a header line and a pickle, dpppl 0.1 before this format) is refused, never unpickled.
+
+A file is written to a temporary file in the same directory and renamed over the old one
+(`os.replace`), so an interruption while writing leaves the previous checkpoint whole. While a
+run saves to a path it holds an advisory lock on `<path>.lock`: a second run on the same path is
+an error, not a silent loss. See docs/checkpoints.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+import io
+import json
 import os
-import pickle
-import re
+import zipfile
 from typing import Any, NamedTuple, Optional
 
+import filelock
 import jax
 import numpy as np
 
 from dpppl.core.fingerprint import fingerprint
 from dpppl.dsl.parser import parse
-from dpppl.errors import ArgumentError
+from dpppl.errors import ArgumentError, ModelError
 from dpppl.models.mixture import Model
+from dpppl.run.portable import NotDescribable, Reader, UnreadableValue, Writer
 from dpppl.version import __version__
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """The checkpoint format this dpppl writes and reads."""
 DEFAULT_EVERY = 60.0
 """Seconds between two checkpoints of a run (one is also written at the end of warmup, at the
 end of the run and on Ctrl-C)."""
-_MAGIC = b"dpppl-checkpoint"
-_HEADER = re.compile(rb"dpppl-checkpoint (\d+) (\S+) ([0-9a-f]{64})\n")
+_MAGIC = "dpppl-checkpoint"
+_PICKLED_FORMAT = b"dpppl-checkpoint"  # how format 1 files start
+_CONTENTS = "checkpoint.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +69,12 @@ class RunSpec:
     thinning: int
     kernel_requested: Optional[str] = None
     kernel_reason: Optional[str] = None
+
+
+_SPEC_TYPES = {"kernel": (str,), "options": (dict,), "seed": (int,), "init": (str,), "num_warmup": (int,),
+               "num_samples": (int,), "num_chains": (int,), "thinning": (int,),
+               "kernel_requested": (str, type(None)), "kernel_reason": (str, type(None))}
+"""The type of each field of a RunSpec but the model and the data, checked when a file is read."""
 
 
 class Progress(NamedTuple):
@@ -102,24 +118,49 @@ def check_every(checkpoint_every) -> None:
 
 class CheckpointFile:
     """The checkpoint file of one run: `save(progress)` writes it. The run's description is
-    pickled once, here, so a model, data or option that cannot be saved is an ArgumentError
-    before anything is sampled."""
+    made once, here, so a model, data or option that cannot be saved is an ArgumentError
+    before anything is sampled, and so is a path another run is saving to (an advisory lock on
+    `<path>.lock`, held until `close`; the operating system drops it if the process dies). Use it
+    as a context manager, or call `close`."""
 
     def __init__(self, path, spec: RunSpec, every: float = DEFAULT_EVERY):
         self.path = os.fspath(path)
         check_output_path(self.path, "checkpoint")
         check_every(every)
         self.every = float(every)
-        self._spec = _pickled_spec(spec)
+        self._spec_arrays, self._spec = _described_spec(spec)
+        self._lock = filelock.FileLock(f"{self.path}.lock", timeout=0, thread_local=False)
+        try:
+            self._lock.acquire()
+        except filelock.Timeout:
+            raise ArgumentError(f"checkpoint {self.path}: another run is saving to this file (it holds "
+                                f"{self.path}.lock); give this run another checkpoint path, or let that run "
+                                "finish") from None
 
     def save(self, progress: Progress) -> None:
         """Write `progress` atomically (a temporary file renamed over the checkpoint)."""
-        host = Progress(int(progress.t), jax.tree.map(np.asarray, progress.states),
-                        np.asarray(progress.chain_keys), progress.kept)
-        body = pickle.dumps({"spec": self._spec, "progress": tuple(host)}, protocol=pickle.HIGHEST_PROTOCOL)
-        header = b"%s %d %s %s\n" % (_MAGIC, FORMAT_VERSION, __version__.encode(),
-                                     hashlib.sha256(body).hexdigest().encode())
-        write_atomically(self.path, lambda temporary: _write_synced(temporary, header + body))
+        writer = Writer(self._spec_arrays)
+        contents = {"format": _MAGIC, "version": FORMAT_VERSION, "dpppl": __version__, "spec": self._spec,
+                    "progress": {"t": int(progress.t),
+                                 "states": writer.describe(jax.tree.map(np.asarray, progress.states), "states"),
+                                 "chain_keys": writer.describe(np.asarray(progress.chain_keys), "chain_keys"),
+                                 "kept": writer.describe(tuple(progress.kept), "kept")}}
+        write_atomically(self.path, lambda temporary: _write_archive(temporary, contents, writer.arrays))
+
+    def close(self) -> None:
+        """Release the lock on the path (and remove the lock file)."""
+        if self._lock.is_locked:
+            self._lock.release()
+            try:
+                os.remove(self._lock.lock_file)
+            except OSError:
+                pass
+
+    def __enter__(self) -> "CheckpointFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def write_atomically(path: str, write) -> None:
@@ -135,26 +176,41 @@ def write_atomically(path: str, write) -> None:
             os.remove(temporary)
 
 
-def _write_synced(path: str, content: bytes) -> None:
+def _write_archive(path: str, contents: dict, arrays: dict) -> None:
+    """The `.npz` layout: `checkpoint.json` and one `.npy` member per array (no pickles), synced
+    to disk before it is renamed."""
     with open(path, "wb") as f:
-        f.write(content)
+        with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            archive.writestr(_CONTENTS, json.dumps(contents))
+            for name, arr in arrays.items():
+                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.asarray(arr), allow_pickle=False)
         f.flush()
         os.fsync(f.fileno())
 
 
-def _pickled_spec(spec: RunSpec) -> bytes:
-    """The run's description as bytes: a model parsed from text as that text (and its file
-    name) when parsing it again gives the same model, any other model pickled."""
-    model = spec.model
-    as_text = model.source is not None and fingerprint(_parsed(model.source, model.path)) == fingerprint(model)
+def _described_spec(spec: RunSpec) -> tuple[dict, dict]:
+    """The run's description as plain data and its arrays: a model parsed from text as that text
+    (and its file name) when parsing it again gives the same model, any other model as the
+    description of its constructors when reading that description gives the same model
+    (ArgumentError otherwise, and for data or options without a description)."""
+    writer = Writer()
     fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
-    fields["model"] = {"source": model.source, "path": model.path} if as_text else model
-    fields["data"] = jax.tree.map(lambda v: np.asarray(v) if isinstance(v, jax.Array) else v, spec.data)
+    model = fields.pop("model")
     try:
-        return pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, TypeError, AttributeError) as e:
-        raise ArgumentError(f"this run cannot be saved in a checkpoint: {e} (the model, the data and the kernel "
-                            "options must pickle; a model from a model file always does)") from None
+        if model.source is not None and fingerprint(_parsed(model.source, model.path)) == fingerprint(model):
+            described_model = {"text": model.source, "path": model.path}
+        else:
+            described_model = {"description": writer.describe(model, "model")}
+            again = Reader(writer.arrays).value(described_model["description"], "model")
+            if fingerprint(again) != fingerprint(model):
+                raise NotDescribable("model: its description does not rebuild it")
+        described = {name: writer.describe(value, name) for name, value in fields.items()}
+    except NotDescribable as e:
+        raise ArgumentError(f"this run cannot be saved in a checkpoint: {e}. A checkpoint holds plain data only "
+                            "(numbers, strings, arrays, dpppl's model constructors), never code; a model from a "
+                            "model file always can be saved") from None
+    return writer.arrays, {"model": described_model, **described}
 
 
 def _parsed(source: str, path: str | None) -> Model:
@@ -163,10 +219,14 @@ def _parsed(source: str, path: str | None) -> Model:
 
 
 def read_checkpoint(path) -> tuple[RunSpec, Progress, str]:
-    """The run saved in `path`, its progress and the dpppl version that wrote it.
+    """The run saved in `path`, its progress and the dpppl version that wrote it. Nothing in the
+    file is unpickled or run (see the module docstring).
 
     ArgumentError for a missing file, a directory, a file that is not a dpppl checkpoint, a
-    damaged one (its checksum does not match) or one in another format version."""
+    damaged one (cut short, or its archive's checksums do not match), one in another format
+    version (format 1, a pickle, is refused without being read) and one whose content is not a
+    run this dpppl describes (a field missing or of the wrong type, a class that is not a dpppl
+    model constructor)."""
     path = os.fspath(path)
     if os.path.isdir(path):
         raise ArgumentError(f"{path}: is a directory, not a checkpoint file")
@@ -177,28 +237,92 @@ def read_checkpoint(path) -> tuple[RunSpec, Progress, str]:
         raise ArgumentError(f"{path}: no such checkpoint file") from None
     except OSError as e:
         raise ArgumentError(f"{path}: cannot read the checkpoint: {e.strerror or e}") from None
-    header = _HEADER.match(raw[:200])
-    if not raw.startswith(_MAGIC) or header is None:
-        raise ArgumentError(f"{path}: not a dpppl checkpoint (one is written by dpppl.sample(..., checkpoint=PATH) "
-                            "or `dpppl sample --checkpoint PATH`)")
-    version, written_by, digest = int(header[1]), header[2].decode(), header[3].decode()
+    if raw.startswith(_PICKLED_FORMAT):
+        written_by = raw[:200].split(b"\n", 1)[0].split(b" ")[2:3]
+        by = f" by dpppl {written_by[0].decode(errors='replace')}" if written_by else ""
+        raise ArgumentError(f"{path}: a checkpoint in format 1 (written{by}), a Python pickle; this dpppl "
+                            f"({__version__}) never reads pickles, since reading one can run any code it holds. "
+                            "Start the run again (the draws of a new run with the same seed are the same), or, "
+                            "only if you trust the file, continue it with the dpppl that wrote it")
+    if not zipfile.is_zipfile(io.BytesIO(raw)):
+        raise _not_a_checkpoint(path) if not raw.startswith(b"PK") else _damaged(path)
+    try:
+        with np.load(io.BytesIO(raw), allow_pickle=False) as archive:
+            if _CONTENTS not in archive.files:
+                raise _not_a_checkpoint(path)
+            contents = json.loads(archive[_CONTENTS])
+            arrays = {name: archive[name] for name in archive.files if name != _CONTENTS}
+    except ArgumentError:
+        raise
+    except (zipfile.BadZipFile, EOFError, OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise _damaged(path, e) from None
+    except ValueError as e:  # an object array: allow_pickle=False refuses to read it
+        raise ArgumentError(f"{path}: not a checkpoint this dpppl reads: {e}") from None
+    if not isinstance(contents, dict) or contents.get("format") != _MAGIC:
+        raise _not_a_checkpoint(path)
+    version, written_by = contents.get("version"), str(contents.get("dpppl"))
     if version != FORMAT_VERSION:
         raise ArgumentError(f"{path}: a checkpoint in format {version} (written by dpppl {written_by}); this dpppl "
                             f"({__version__}) reads format {FORMAT_VERSION}: continue it with dpppl {written_by}")
-    body = raw[header.end():]
-    if hashlib.sha256(body).hexdigest() != digest:
-        raise ArgumentError(f"{path}: the checkpoint is damaged (its checksum does not match: the file was cut "
-                            "short or changed after it was written)")
     try:
-        content = pickle.loads(body)
-        fields = pickle.loads(content["spec"])
-        progress = Progress(*content["progress"])
-    except Exception as e:  # noqa: BLE001  (a class the pickle names may have moved since it was written)
-        raise ArgumentError(f"{path}: the checkpoint cannot be read by dpppl {__version__} (written by dpppl "
-                            f"{written_by}): {type(e).__name__}: {e}") from None
-    model = fields["model"]
-    fields["model"] = _parsed(model["source"], model["path"]) if isinstance(model, dict) else model
-    return RunSpec(**fields), progress, written_by
+        spec, progress = _run_of(contents, Reader(arrays))
+    except (UnreadableValue, RecursionError) as e:
+        raise ArgumentError(f"{path}: the checkpoint does not describe a run dpppl {__version__} can continue "
+                            f"(written by dpppl {written_by}): {e}") from None
+    return spec, progress, written_by
+
+
+def _run_of(contents: dict, reader: Reader) -> tuple[RunSpec, Progress]:
+    """The RunSpec and Progress that `contents` describes; UnreadableValue for anything missing or
+    of the wrong type."""
+    spec, progress = contents.get("spec"), contents.get("progress")
+    if not isinstance(spec, dict) or not isinstance(progress, dict):
+        raise UnreadableValue("no run description and progress")
+    fields = {}
+    for name in (f.name for f in dataclasses.fields(RunSpec)):
+        if name not in spec:
+            raise UnreadableValue(f"the run description has no {name!r}")
+        if name != "model":
+            fields[name] = reader.value(spec[name], name)
+    for name, types in _SPEC_TYPES.items():
+        if not isinstance(fields[name], types) or isinstance(fields[name], bool):
+            raise UnreadableValue(f"{name} is a {type(fields[name]).__name__}, not a {types[0].__name__}")
+    model = spec["model"]
+    if isinstance(model, dict) and isinstance(model.get("text"), str) \
+            and isinstance(model.get("path"), (str, type(None))):
+        try:
+            fields["model"] = _parsed(model["text"], model["path"])
+        except ModelError as e:
+            raise UnreadableValue(f"the model's text: {e}") from None
+    elif isinstance(model, dict) and "description" in model:
+        fields["model"] = reader.value(model["description"], "model")
+        if not isinstance(fields["model"], Model):
+            raise UnreadableValue(f"the model is a {type(fields['model']).__name__}, not a dpppl model")
+    else:
+        raise UnreadableValue("the model is neither a model file's text nor a model's description")
+    missing = [name for name in Progress._fields if name not in progress]
+    if missing:
+        raise UnreadableValue(f"the progress has no {missing[0]!r}")
+    t, states = progress["t"], reader.value(progress["states"], "states")
+    chain_keys, kept = reader.value(progress["chain_keys"], "chain_keys"), reader.value(progress["kept"], "kept")
+    if not isinstance(t, int) or isinstance(t, bool) or t < 0:
+        raise UnreadableValue(f"the iteration reached is {t!r}, not a count")
+    if not (isinstance(chain_keys, np.ndarray) and chain_keys.dtype == np.uint32 and chain_keys.ndim == 2):
+        raise UnreadableValue("the chains' keys are not an array of uint32 key data")
+    if not (isinstance(kept, tuple) and all(isinstance(chunk, dict) for chunk in kept)):
+        raise UnreadableValue("the kept draws are not chunks of named arrays")
+    return RunSpec(**fields), Progress(t, states, chain_keys, kept)
+
+
+def _not_a_checkpoint(path: str) -> ArgumentError:
+    return ArgumentError(f"{path}: not a dpppl checkpoint (one is written by dpppl.sample(..., checkpoint=PATH) "
+                         "or `dpppl sample --checkpoint PATH`)")
+
+
+def _damaged(path: str, error: Exception | None = None) -> ArgumentError:
+    detail = f" ({error})" if error is not None else ""
+    return ArgumentError(f"{path}: the checkpoint is damaged (the file was cut short or changed after it was "
+                         f"written){detail}")
 
 
 __all__ = ["DEFAULT_EVERY", "FORMAT_VERSION", "CheckpointFile", "Interrupted", "Progress", "RunSpec",

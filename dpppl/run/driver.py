@@ -10,6 +10,7 @@ checkpoint (`dpppl.run.checkpoint`) and continued by `resume`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import warnings
@@ -27,7 +28,7 @@ from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, RunSpec, read_ch
 from dpppl.run.nuts import sample_nuts
 from dpppl.run.output import to_inference_data
 from dpppl.run.partition_gibbs import sample_model
-from dpppl.run.runner import continue_partition, sample_partition
+from dpppl.run.runner import check_states, continue_partition, sample_partition
 from dpppl.version import __version__
 
 BACKENDS = {"partition": sample_partition, "nuts": sample_nuts}
@@ -172,12 +173,12 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
                             f"({', '.join(partition)}) and their hybrids can")
     spec = RunSpec(model, data, kernel, kernel_options, seed, init_name, num_warmup, num_samples, num_chains,
                    thinning, requested, None if choice is None else choice.reason)
-    saved = None if checkpoint is None else CheckpointFile(checkpoint, spec, checkpoint_every)
-    run = BACKENDS[backend]
-    records, attrs, record_dims = run(
-        target, kernel, kernel_options, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-        seed=seed, init=init, capacity=capacity, thinning=thinning, truncation=truncation,
-        progress_bar=_shows_bar(progress_bar), checkpoint=saved)
+    saving = contextlib.nullcontext() if checkpoint is None else CheckpointFile(checkpoint, spec, checkpoint_every)
+    with saving as saved:
+        records, attrs, record_dims = BACKENDS[backend](
+            target, kernel, kernel_options, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+            seed=seed, init=init, capacity=capacity, thinning=thinning, truncation=truncation,
+            progress_bar=_shows_bar(progress_bar), checkpoint=saved)
     return _inference_data(target, spec, records, attrs, record_dims)
 
 
@@ -240,10 +241,11 @@ def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
                       "continued run may not make the draws of an uninterrupted run", RuntimeWarning, stacklevel=2)
     spec = dataclasses.replace(spec, num_samples=num_samples)
     target = spec.model.bind(spec.data)
-    saved = CheckpointFile(path, spec, checkpoint_every)
-    records, attrs, record_dims = continue_partition(
-        target, spec.kernel, spec.options, progress, num_warmup=spec.num_warmup, num_samples=num_samples,
-        thinning=spec.thinning, progress_bar=_shows_bar(progress_bar), checkpoint=saved)
+    check_states(target, spec.kernel, spec.options, progress)
+    with CheckpointFile(path, spec, checkpoint_every) as saved:
+        records, attrs, record_dims = continue_partition(
+            target, spec.kernel, spec.options, progress, num_warmup=spec.num_warmup, num_samples=num_samples,
+            thinning=spec.thinning, progress_bar=_shows_bar(progress_bar), checkpoint=saved)
     return _inference_data(target, spec, records, attrs, record_dims)
 
 

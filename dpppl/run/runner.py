@@ -30,7 +30,7 @@ from dpppl.core.compiled import compiled
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.protocols import Target
 from dpppl.core.state import grow, num_clusters
-from dpppl.errors import KernelError
+from dpppl.errors import ArgumentError, KernelError
 from dpppl.kernels.base import Kernel, build
 from dpppl.models.init import grown_slots, initial_states
 from dpppl.run.checkpoint import CheckpointFile, Interrupted, Progress
@@ -129,6 +129,39 @@ def continue_partition(target: Target, spec: str, options: dict, progress: Progr
     The draws are those of the run that was not stopped."""
     kern, kernel_key = built_kernel(spec, target, options)
     return _run(target, spec, kern, kernel_key, progress, num_warmup, num_samples, thinning, progress_bar, checkpoint)
+
+
+def check_states(target: Target, spec: str, options: dict, progress: Progress) -> None:
+    """Raise ArgumentError unless `progress.states` are chain states of kernel `spec` on `target`: the
+    same tree, and each array of the same dtype and rank as a state the kernel starts from
+    (traced, not run), with the chains' axis first and the points' axis of the labels N long.
+    A checkpoint's states are data from a file: this keeps one that does not fit from reaching
+    a compiled program."""
+    kern, _ = built_kernel(spec, target, options)
+
+    def initial():
+        state = target.empty_state(max(1, target.min_slots()))
+        return state if kern.init is None else kern.init(state, jnp.asarray(target.x))
+
+    expected = jax.eval_shape(initial)
+    num_chains = progress.chain_keys.shape[0]
+    given = progress.states
+    problem = None
+    if jax.tree.structure(given) != jax.tree.structure(expected):
+        problem = "they hold other fields"
+    else:
+        for (where, leaf), want in zip(jax.tree_util.tree_leaves_with_path(given), jax.tree.leaves(expected)):
+            leaf = np.asarray(leaf)
+            if leaf.dtype != want.dtype or leaf.ndim != want.ndim + 1 or leaf.shape[0] != num_chains:
+                problem = (f"{jax.tree_util.keystr(where)} is {leaf.dtype}{list(leaf.shape)} where "
+                           f"{num_chains} chains of {want.dtype}{list(want.shape)} (up to the capacity) were expected")
+                break
+        else:
+            if np.shape(given.z) != (num_chains, target.num_points):
+                problem = (f"the labels have shape {np.shape(given.z)} for {num_chains} chains on "
+                           f"{target.num_points} points")
+    if problem is not None:
+        raise ArgumentError(f"the checkpoint's chain states do not fit kernel {kern.name!r} on this model: {problem}")
 
 
 def _run(target, spec, kern, kernel_key, progress, num_warmup, num_samples, thinning, progress_bar, checkpoint):
@@ -264,4 +297,4 @@ def _progress(total, done, show, name):
     return tqdm(total=total, initial=done, desc=f"dpppl {name}", unit="it", dynamic_ncols=True)
 
 
-__all__ = ["CHUNK_LENGTH", "built_kernel", "continue_partition", "kept_records", "sample_partition"]
+__all__ = ["CHUNK_LENGTH", "built_kernel", "check_states", "continue_partition", "kept_records", "sample_partition"]
