@@ -111,8 +111,8 @@ class SampleClock:
         jax.monitoring.register_event_time_span_listener(on_span)
         original = runner._chunk_function
 
-        def chunk_function(kern, kernel_key, warmup, length, capacity):
-            fn = original(kern, kernel_key, warmup, length, capacity)
+        def chunk_function(make, kern, kernel_key, warmup, length, capacity):
+            fn = original(make, kern, kernel_key, warmup, length, capacity)
             clock = cls._active
             if clock is None:
                 return fn
@@ -121,9 +121,9 @@ class SampleClock:
             if entry not in clock.kernels:
                 clock.kernels.append(entry)
 
-            def timed(states, chain_keys, t, n_iter, x):
+            def timed(states, chain_keys, t, n_iter, target):
                 a = time.time()
-                out = jax.block_until_ready(fn(states, chain_keys, t, n_iter, x))
+                out = jax.block_until_ready(fn(states, chain_keys, t, n_iter, target))
                 clock._chunk(a, time.time(), out, int(t), int(n_iter), bool(warmup))
                 return out
             return timed

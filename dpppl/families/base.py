@@ -4,8 +4,9 @@ A family is a frozen dataclass whose fields are its hyperparameters. Fields may 
 numbers, arrays, `None` (a documented data-dependent default) or expression strings
 such as `"cov(x) / 10"` (see `dpppl.core.expressions`). `Family.resolve`
 returns a copy whose fields are all numeric arrays for a given data set; every other
-method assumes a resolved family and is a pure JAX function, so kernels may close over
-a resolved family inside `jit`.
+method assumes a resolved family and is a pure JAX function. A family is a pytree whose
+numbers are leaves: compiled programs take a resolved family as an argument (traced), so its
+methods must not turn hyperparameters into Python numbers.
 
 Sufficient statistics are a `NamedTuple` of arrays whose first field is `n`, the
 number of points (a float holding an integer). Statistics are additive: the statistics
@@ -27,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpppl.core.expressions import Expr, Resolved, data_environment, evaluate, float_limits, parse_expression
+from dpppl.core.pytrees import register_attributes
 from dpppl.errors import DataError, HyperparameterError
 
 Stats = Any  # a NamedTuple of arrays with first field ``n``
@@ -60,6 +62,17 @@ class Family:
     locations: ClassVar[tuple[str, ...]] = ()
     #: entries of drawn parameters (`posterior_draw`, `params_of`) that are points in data space
     parameter_locations: ClassVar[tuple[str, ...]] = ()
+
+    #: numeric attributes that are structure, not leaves: they fix the shapes of what the family
+    #: computes (`dpppl.core.pytrees.register_attributes`), so a new value compiles a new program
+    static_attributes: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        """Every family is a pytree (`dpppl.core.pytrees.register_attributes`): a resolved family's
+        hyperparameters are leaves, so a compiled program takes them as arguments; the family's
+        class and its non-numeric attributes (an item count, a static option) are its structure."""
+        super().__init_subclass__(**kwargs)
+        register_attributes(cls)
 
     # ----- host side -------------------------------------------------------------
     def check_data(self, x: np.ndarray) -> np.ndarray:

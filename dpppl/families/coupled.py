@@ -48,7 +48,7 @@ from jax.scipy.special import multigammaln
 from dpppl.errors import DataError, HyperparameterError
 from dpppl.core.expressions import check_hyper
 from dpppl.families.base import Family, resolve_fields
-from dpppl.families.gaussian import (Whitening, cholesky, gamma_draw, inverse_wishart_draw, solve_lower,
+from dpppl.families.gaussian import (Whitening, cholesky, gamma_draw, inverse_wishart_draw, logdet_pd, solve_lower,
                                      whitened_log_likelihood_pairs, whitening_full)
 
 
@@ -131,6 +131,7 @@ class CoupledGaussian(Family):
     data_kind = "real"
     observation = "Normal"
     locations = ("mu0",)
+    static_attributes = ("nu0",)  # an integer nu0 <= 16 fixes how many normals a covariance draw takes
     defaults = {"a": 1.0, "beta": 0.005, "delta": 1.0, "b": None, "mu0": "mean(x)", "nu0": "D + 1",
                 "psi0": 0.01, "slice_covariances": 1}
 
@@ -192,8 +193,7 @@ class CoupledGaussian(Family):
         T, D = self.num_slices, self.dim
         dev = mu - jnp.asarray(self.mu0)
         quad = jnp.einsum("...sd,st,...td->...", dev, jnp.asarray(self.gamma_inv), dev)
-        _, logdet = np.linalg.slogdet(self.gamma)
-        return -0.5 * (quad + D * logdet + T * D * np.log(2 * np.pi))
+        return -0.5 * (quad + D * logdet_pd(self.gamma) + T * D * np.log(2 * np.pi))
 
     @staticmethod
     def inverse_root(sigma):
@@ -211,7 +211,7 @@ class CoupledGaussian(Family):
         if the caller has it."""
         D, nu = self.dim, self.nu0
         psi = jnp.asarray(self.psi0)
-        _, logdet_psi = np.linalg.slogdet(self.psi0)
+        logdet_psi = logdet_pd(psi)
         inv_chol, logdet = self.inverse_root(sigma) if root is None else root
         trace = jnp.einsum("...ki,ij,...kj->...", inv_chol, psi, inv_chol)
         return (0.5 * nu * logdet_psi - 0.5 * nu * D * np.log(2.0) - multigammaln(nu / 2, D)
@@ -291,11 +291,12 @@ class CoupledGaussian(Family):
         eye = np.eye(D)
         bartlett = (jnp.zeros(shape + (D, D)).at[..., rows, cols].set(below)
                     + jnp.sqrt(chi2)[..., None] * eye)
-        chol_psi = np.linalg.cholesky(self.psi0)
-        prec_root = jnp.einsum("ji,...jk->...ik", np.linalg.inv(chol_psi), bartlett)  # U^-T A
+        chol_psi = cholesky(jnp.asarray(self.psi0))
+        prec_root = jnp.einsum("ji,...jk->...ik", solve_lower(chol_psi, jnp.eye(D, dtype=chol_psi.dtype)),
+                               bartlett)  # U^-T A
         cov_root = jnp.einsum("ij,...kj->...ik", chol_psi,
                               solve_lower(bartlett, jnp.broadcast_to(eye, bartlett.shape)))  # U A^-T
-        logdet = 2.0 * (np.sum(np.log(np.diag(chol_psi))) - 0.5 * jnp.sum(jnp.log(chi2), axis=-1))
+        logdet = 2.0 * (jnp.sum(jnp.log(jnp.diag(chol_psi))) - 0.5 * jnp.sum(jnp.log(chi2), axis=-1))
         return (jnp.einsum("...ik,...jk->...ij", cov_root, cov_root),
                 jnp.einsum("...ik,...jk->...ij", prec_root, prec_root), logdet)
 

@@ -117,7 +117,7 @@ class NormalInverseWishart(Family):
         D = self.dim
         kn, nun, _, psin = self._posterior(stats)
         logdet_n = logdet_pd(psin)
-        _, logdet_0 = np.linalg.slogdet(self.psi0)
+        logdet_0 = logdet_pd(self.psi0)
         return (-0.5 * stats.n * D * jnp.log(jnp.pi)
                 + multigammaln(nun / 2, D) - multigammaln(self.nu0 / 2, D)
                 + 0.5 * self.nu0 * logdet_0 - 0.5 * nun * logdet_n

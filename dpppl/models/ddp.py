@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpppl.core.fingerprint import fingerprint
+from dpppl.core.pytrees import register_attributes
 from dpppl.core.state import PartitionState
 from dpppl.errors import DataError, KernelError, ModelError
 from dpppl.families.base import translated
@@ -161,6 +162,7 @@ def _check_times(t, n: int, decl: DataDecl) -> np.ndarray:
     return arr
 
 
+@register_attributes
 @dataclasses.dataclass(frozen=True)
 class DDPBound:
     """A DDP model with validated data: points `x` (N, D), their times `t` (N,), the

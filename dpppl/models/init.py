@@ -5,7 +5,7 @@ callable `(target, keys, capacity) -> states` (one state per key, batched along 
 the names `"sequential"`, `"single"`, `"prior"` and `"search"` (registered by
 `dpppl.search`) stand for the built-in ones, and labels given as an array start every
 chain from them. States are built by the target's own methods (seat, state from labels,
-prior draw), compiled once per target and capacity (`dpppl.core.compiled`).
+prior draw), compiled once per target structure and capacity (`dpppl.core.compiled.on_target`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.core.compiled import compiled
+from dpppl.core.compiled import on_target
 from dpppl.core.protocols import InitStrategy, Target
 from dpppl.core.state import PartitionState, grow, num_clusters
 from dpppl.errors import DataError
@@ -83,8 +83,8 @@ def check_labels(target: Target, labels, num_chains: int) -> np.ndarray:
 
 
 def states_from_labels(target: Target, keys, labels, capacity: int) -> PartitionState:
-    build = compiled(("states_from_labels", target.fingerprint(), capacity), lambda: jax.jit(jax.vmap(
-        lambda k, lab: target.state_from_labels(k, lab, capacity))))
+    build = on_target("states_from_labels", target, lambda t, keys, labels: jax.vmap(
+        lambda k, lab: t.state_from_labels(k, lab, capacity))(keys, labels), capacity)
     return build(keys, jnp.asarray(labels, jnp.int32))
 
 
@@ -96,8 +96,8 @@ def sequential(target: Target, keys, capacity=None) -> PartitionState:
     capacity, after running for nothing (capacity never changes the draws)."""
     cap = initial_slots(target, 8, capacity)
     while True:
-        seat = compiled(("seat", target.fingerprint(), cap), lambda cap=cap: jax.jit(jax.vmap(
-            lambda k: target.seat(k, target.empty_state(cap)))))  # cap bound now: the loop changes it
+        seat = on_target("seat", target, lambda t, keys, cap=cap: jax.vmap(  # cap bound now: the loop changes it
+            lambda k: t.seat(k, t.empty_state(cap)))(keys), cap)
         states = seat(keys)
         if not np.any(np.asarray(states.overflow)) or cap >= target.max_slots():
             break
@@ -118,8 +118,8 @@ def prior(target: Target, keys, capacity=None) -> PartitionState:
     labelled prior's rare draws past `max(N + 1, target.min_slots())` labels are put at
     the last of them)."""
     draw_slots = min(target.max_slots(), max(target.num_points + 1, target.min_slots()))
-    draw = compiled(("prior_labels", target.fingerprint(), draw_slots), lambda: jax.jit(jax.vmap(
-        lambda k: target.draw_labels(k, draw_slots))))
+    draw = on_target("prior_labels", target, lambda t, keys: jax.vmap(lambda k: t.draw_labels(k, draw_slots))(keys),
+                     draw_slots)
     k_draw, k_state = jax.vmap(jax.random.split, out_axes=1)(keys)
     labels = np.stack([target.prior.canonical(row) for row in np.asarray(draw(k_draw))])
     return states_from_labels(target, k_state, labels, initial_slots(target, int(labels.max()) + 1, capacity))

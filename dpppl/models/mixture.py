@@ -16,9 +16,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.core.compiled import compiled
+from dpppl.core.compiled import on_target
 from dpppl.core.expressions import Span
 from dpppl.core.fingerprint import fingerprint
+from dpppl.core.pytrees import register_attributes
 from dpppl.core.state import PartitionState
 from dpppl.errors import DataError, HyperparameterError, ModelError
 from dpppl.families.base import Family, cluster_log_marginals, segment_stats, translated
@@ -125,6 +126,7 @@ class Model:
         return f"{self.prior.describe()} mixture of {self.component.name}"
 
 
+@register_attributes
 @dataclasses.dataclass(frozen=True)
 class BoundModel:
     """A model with validated data and a resolved component family: the target
@@ -217,14 +219,8 @@ class BoundModel:
         """log p(x, z) of labels as a state holds them, at the prior's initial alpha and
         without alpha's prior density (what [`dpppl.log_joint`][dpppl.log_joint] reports)."""
         capacity = int(np.max(labels)) + 1
-        return compiled(("log_joint_of_labels", self.fingerprint(), capacity),
-                        lambda: jax.jit(functools.partial(self._log_joint_of_labels, capacity=capacity)))(
-            jnp.asarray(labels))
-
-    def _log_joint_of_labels(self, labels, capacity: int):
-        state = self.state_from_labels(None, labels, capacity)
-        return self.prior.log_eppf(state.stats.n, state.alpha) + jnp.sum(
-            cluster_log_marginals(self.family, state.stats))
+        return on_target("log_joint_of_labels", self, functools.partial(_log_joint_of_labels, capacity=capacity),
+                         capacity)(jnp.asarray(labels))
 
     def max_slots(self) -> int:
         return self.prior.max_slots(self.num_points)
@@ -369,6 +365,12 @@ def state_from_labels(family, x, z, capacity: int, alpha: float, aux=None) -> Pa
     stats = segment_stats(family, jnp.asarray(x), z, capacity)
     return PartitionState(z, stats, jnp.asarray(alpha, dtype=jnp.asarray(x).dtype),
                           jnp.zeros((), bool), aux or {})
+
+
+def _log_joint_of_labels(target: BoundModel, labels, capacity: int):
+    state = target.state_from_labels(None, labels, capacity)
+    return target.prior.log_eppf(state.stats.n, state.alpha) + jnp.sum(
+        cluster_log_marginals(target.family, state.stats))
 
 
 def log_joint(family, prior, state: PartitionState) -> jax.Array:

@@ -353,13 +353,15 @@ int64_t batch_of(ffi::AnyBuffer::Dimensions dims, size_t base) {
 // h1, h2, h3 and second statistics s2 (dimensions of one chain's value):
 //   family 0, NormalInverseWishart: h1 = mu0 (D), h2 = psi0 (D, D), h3 unused (D); s2 (C, D, D)
 //   family 1, NormalKnownCov:      h1 = mu0 (D), h2 = sigma2 (D), h3 = tau2 (D); s2 (C, D)
+// and scalars = (kappa0, nu0, discount) (3,) (NormalKnownCov reads only the discount): operands, not
+// attributes, so one compiled program serves every value of them.
 template <ffi::DataType DT>
 ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> uniforms,
                 ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT> s2_in,
                 ffi::Buffer<DT> alpha, ffi::Buffer<DT> h1, ffi::Buffer<DT> h2, ffi::Buffer<DT> h3,
-                ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out, ffi::ResultBuffer<DT> s1_out,
-                ffi::ResultBuffer<DT> s2_out, ffi::ResultBuffer<ffi::PRED> overflow_out, int64_t family,
-                double kappa0, double nu0, double discount, int64_t remove_first, int64_t num_threads) {
+                ffi::Buffer<DT> scalars, ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out,
+                ffi::ResultBuffer<DT> s1_out, ffi::ResultBuffer<DT> s2_out, ffi::ResultBuffer<ffi::PRED> overflow_out,
+                int64_t family, int64_t remove_first, int64_t num_threads) {
   using T = ffi::NativeType<DT>;
   const auto xd = x.dimensions();
   const auto nd = n_out->dimensions();
@@ -381,7 +383,8 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
                 oz = operand(z_in.dimensions(), 1), on = operand(n_in.dimensions(), 1),
                 o1 = operand(s1_in.dimensions(), 2), o2 = operand(s2_in.dimensions(), 2 + full),
                 oa = operand(alpha.dimensions(), 0), oh1 = operand(h1.dimensions(), 1),
-                oh2 = operand(h2.dimensions(), 1 + full), oh3 = operand(h3.dimensions(), 1);
+                oh2 = operand(h2.dimensions(), 1 + full), oh3 = operand(h3.dimensions(), 1),
+                osc = operand(scalars.dimensions(), 1);
   auto at = [](const auto* base, Operand o, int64_t b) { return base + (o.batched ? b * o.size : 0); };
   // labels index the slots: one outside [0, C) would read and write past the statistics
   if (remove_first != 0) {
@@ -405,13 +408,14 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
     const T* ub = at(uniforms.typed_data(), ou, b);
     const T ab = *at(alpha.typed_data(), oa, b);
     const T *p1 = at(h1.typed_data(), oh1, b), *p2 = at(h2.typed_data(), oh2, b), *p3 = at(h3.typed_data(), oh3, b);
+    const T* sc = at(scalars.typed_data(), osc, b);  // kappa0, nu0, discount
     if (family == 0) {
-      Niw<T> fam(D, p1, p2, T(kappa0), T(nu0), C, N);
-      overflow_out->typed_data()[b] = seat_chain(N, D, C, xb, vb, ub, z, n, s1, s2, ab, T(discount),
+      Niw<T> fam(D, p1, p2, sc[0], sc[1], C, N);
+      overflow_out->typed_data()[b] = seat_chain(N, D, C, xb, vb, ub, z, n, s1, s2, ab, sc[2],
                                                  remove_first != 0, fam);
     } else {
       NormalKnown<T> fam(D, p1, p2, p3, C);
-      overflow_out->typed_data()[b] = seat_chain(N, D, C, xb, vb, ub, z, n, s1, s2, ab, T(discount),
+      overflow_out->typed_data()[b] = seat_chain(N, D, C, xb, vb, ub, z, n, s1, s2, ab, sc[2],
                                                  remove_first != 0, fam);
     }
   };
@@ -444,15 +448,13 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
       .Arg<ffi::Buffer<DT>>()         /* h1: hyperparameters (see Seat) */         \
       .Arg<ffi::Buffer<DT>>()         /* h2 */                                     \
       .Arg<ffi::Buffer<DT>>()         /* h3 */                                     \
+      .Arg<ffi::Buffer<DT>>()         /* scalars (3,): kappa0, nu0, discount */    \
       .Ret<ffi::Buffer<ffi::S32>>()   /* z */                                      \
       .Ret<ffi::Buffer<DT>>()         /* n */                                      \
       .Ret<ffi::Buffer<DT>>()         /* s1 */                                     \
       .Ret<ffi::Buffer<DT>>()         /* s2 */                                     \
       .Ret<ffi::Buffer<ffi::PRED>>()  /* overflow: a point found no empty slot */  \
       .Attr<int64_t>("family")                                                     \
-      .Attr<double>("kappa0")                                                      \
-      .Attr<double>("nu0")                                                         \
-      .Attr<double>("discount")                                                    \
       .Attr<int64_t>("remove_first")                                               \
       .Attr<int64_t>("num_threads")
 

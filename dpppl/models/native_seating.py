@@ -74,17 +74,18 @@ def native_seat_points(family, prior, x, shuffle, uniforms, state: PartitionStat
     n_points, capacity = x.shape[0], stats.n.shape[-1]
     threads = native.num_threads() if n_points * capacity >= THREAD_WORK else 1
     if isinstance(family, NormalInverseWishart):
-        hyper = (family.mu0, family.psi0, np.zeros(family.dim))
-        scalars = dict(kappa0=np.float64(family.kappa0), nu0=np.float64(family.nu0))
+        hyper = (family.mu0, family.psi0, jnp.zeros(family.dim))
+        kappa0, nu0 = family.kappa0, family.nu0
     else:
         hyper = (family.mu0, family.sigma2, family.tau2)
-        scalars = dict(kappa0=np.float64(0.0), nu0=np.float64(0.0))
+        kappa0, nu0 = 0.0, 0.0
+    scalars = jnp.stack([jnp.asarray(v, dtype) for v in (kappa0, nu0, prior.discount)])
     out = (jax.ShapeDtypeStruct(state.z.shape, jnp.int32),) + tuple(
         jax.ShapeDtypeStruct(s.shape, dtype) for s in stats) + (jax.ShapeDtypeStruct((), jnp.bool_),)
     call = jax.ffi.ffi_call(target, out, vmap_method="expand_dims")
     z, n, s1, s2, overflow = call(
         x, shuffle.astype(dtype), uniforms.astype(dtype), state.z, *(s.astype(dtype) for s in stats),
-        jnp.asarray(state.alpha, dtype), *(jnp.asarray(h, dtype) for h in hyper),
-        family=np.int64(FAMILIES.index(type(family))), discount=np.float64(prior.discount),
-        remove_first=np.int64(remove_first), num_threads=np.int64(threads), **scalars)
+        jnp.asarray(state.alpha, dtype), *(jnp.asarray(h, dtype) for h in hyper), scalars,
+        family=np.int64(FAMILIES.index(type(family))), remove_first=np.int64(remove_first),
+        num_threads=np.int64(threads))
     return state._replace(z=z, stats=type(stats)(n, s1, s2), overflow=state.overflow | overflow)

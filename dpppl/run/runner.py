@@ -3,9 +3,11 @@
 A chunk is `n_iter` steps of every chain (vmapped; one chain runs unbatched) in one jitted `fori_loop` that
 writes each step's record into a buffer of fixed length (`CHUNK_LENGTH`, fewer only when
 memory asks), so a run of another length reuses the compiled chunk. Warmup and sampling
-share one chunk unless the kernel has a warmup step of its own. The chunk function is
-kept per kernel, options, target (`fingerprint`), phase and capacity
-(`dpppl.core.compiled`): a second run traces and compiles nothing.
+share one chunk unless the kernel has a warmup step of its own. The bound model (data and
+hyperparameters) is an argument of the chunk, which builds the kernel on it, so the chunk
+function is kept per kernel, options, target *structure* (`dpppl.core.pytrees.structure_key`),
+phase and capacity (`dpppl.core.compiled`): a second run, on the same data or on new data and
+hyperparameters of the same shapes, traces and compiles nothing.
 After each chunk the runner (1) grows the cluster capacity on the host and re-runs the
 chunk from the same keys when a chain ran out of empty slots (growth never changes the
 draws), (2) stops with an error if a log joint is not finite, (3) updates the progress
@@ -21,6 +23,7 @@ from __future__ import annotations
 import functools
 import time
 import warnings
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -28,6 +31,7 @@ import numpy as np
 
 from dpppl.core.compiled import compiled
 from dpppl.core.fingerprint import fingerprint
+from dpppl.core.pytrees import structure_key
 from dpppl.core.protocols import Target
 from dpppl.core.state import grow, num_clusters
 from dpppl.errors import ArgumentError, KernelError
@@ -41,11 +45,17 @@ CHUNK_SECONDS = 0.5           # target wall time of one chunk (progress-bar refr
 CHUNK_BYTES = 256 * 2**20     # memory for one chunk's recorded draws
 
 
-def built_kernel(spec: str, target: Target, options: dict) -> tuple[Kernel, tuple]:
-    """The kernel `spec` with `options` for `target`, built once per process, and
-    the key its compiled functions are kept under."""
-    key = ("kernel", spec, fingerprint(options), target.fingerprint())
-    return compiled(key, lambda: build(spec, target, **options)), key
+def built_kernel(spec: str, target: Target, options: dict) -> tuple[Kernel, tuple, Callable[[Target], Kernel]]:
+    """The kernel `spec` with `options` for `target` (what the host reads of it: its name,
+    exactness, record dimensions, which steps it has), the key its compiled functions are kept
+    under (the spec, the options and the target's structure: no value of the data or the
+    hyperparameters) and `make(target) -> Kernel`, with which a compiled function builds the
+    kernel again on the target it takes as an argument, so that one program serves every
+    target of that structure."""
+    def make(bound: Target) -> Kernel:
+        return build(spec, bound, **options)
+
+    return make(target), ("kernel", spec, fingerprint(options), structure_key(target)), make
 
 
 @functools.partial(jax.jit, static_argnums=1)
@@ -66,20 +76,22 @@ def _record(kern: Kernel, state, info, with_z: bool) -> dict:
     return rec
 
 
-def _chunk_function(kern: Kernel, kernel_key, warmup: bool, length: int, capacity: int):
-    """The compiled chunk of `kern`'s warmup or sampling steps. A kernel without a warmup
-    step of its own runs the sampling chunk in warmup too (one program, not two; the
-    labels it records there are dropped)."""
+def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, capacity: int):
+    """The compiled chunk of the warmup or sampling steps of the kernel `make(target)` builds
+    (`kern` is that kernel on the host's target). A kernel without a warmup step of its own runs
+    the sampling chunk in warmup too (one program, not two; the labels it records there are
+    dropped). The target (data and hyperparameters) is the chunk's last argument."""
     warmup = warmup and kern.warmup_step is not None
     with_z = not warmup
-    step = kern.warmup if warmup else kern.step
 
-    def per_chain(state, chain_key_data, start, n_iter, x):
+    def per_chain(state, chain_key_data, start, n_iter, target):
+        traced = make(target)
+        step = traced.warmup if warmup else traced.step
         chain_key = jax.random.wrap_key_data(chain_key_data)
 
         def one(state, t):
-            state, info = step(jax.random.fold_in(chain_key, t), state, x)
-            return state, _record(kern, state, info, with_z)
+            state, info = step(jax.random.fold_in(chain_key, t), state, target.x)
+            return state, _record(traced, state, info, with_z)
 
         shapes = jax.eval_shape(lambda s: one(s, 0)[1], state)
         buf = jax.tree.map(lambda s: jnp.zeros((length,) + s.shape, s.dtype), shapes)
@@ -93,13 +105,13 @@ def _chunk_function(kern: Kernel, kernel_key, warmup: bool, length: int, capacit
 
     chains = jax.vmap(per_chain, in_axes=(0, 0, None, None, None))
 
-    def chunk(states, chain_keys, start, n_iter, x):
+    def chunk(states, chain_keys, start, n_iter, target):
         if chain_keys.shape[0] > 1:
-            return chains(states, chain_keys, start, n_iter, x)
+            return chains(states, chain_keys, start, n_iter, target)
         # one chain runs unbatched: under vmap every dynamic index of the per-point loops becomes
         # a gather or scatter with index arithmetic, which doubled the time of a W2 Gibbs sweep
         # (issue 18, benchmarks/bench_gibbs_sweep.py); the draws are those of the batched program
-        out = per_chain(jax.tree.map(lambda a: a[0], states), chain_keys[0], start, n_iter, x)
+        out = per_chain(jax.tree.map(lambda a: a[0], states), chain_keys[0], start, n_iter, target)
         return jax.tree.map(lambda a: a[None], out)
 
     return compiled(("chunk", kernel_key, warmup, length, capacity), lambda: jax.jit(chunk))
@@ -112,14 +124,16 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
     record_dims). With `checkpoint`, the run is saved there every `checkpoint.every` seconds,
     at the end of warmup, at the end and on Ctrl-C. Options of other backends (`truncation`)
     are ignored."""
-    kern, kernel_key = built_kernel(spec, target, options)
+    kern, kernel_key, make = built_kernel(spec, target, options)
     init_keys, chain_keys = _chain_keys(seed, num_chains)
     states = initial_states(target, init, init_keys, capacity)
     if kern.init is not None:  # the kernel's carried values in state.aux
-        init_fn = compiled(("kernel_init", kernel_key), lambda: jax.jit(jax.vmap(kern.init, in_axes=(0, None))))
-        states = init_fn(states, jnp.asarray(target.x))
+        init_fn = compiled(("kernel_init", kernel_key), lambda: jax.jit(
+            lambda states, bound: jax.vmap(make(bound).init, in_axes=(0, None))(states, bound.x)))
+        states = init_fn(states, target)
     start = Progress(0, states, chain_keys, ())
-    return _run(target, spec, kern, kernel_key, start, num_warmup, num_samples, thinning, progress_bar, checkpoint)
+    return _run(target, spec, (kern, kernel_key, make), start, num_warmup, num_samples, thinning, progress_bar,
+                checkpoint)
 
 
 def continue_partition(target: Target, spec: str, options: dict, progress: Progress, *, num_warmup: int,
@@ -127,8 +141,8 @@ def continue_partition(target: Target, spec: str, options: dict, progress: Progr
     """Continue `spec` on `target` from `progress` (a checkpoint's) to `num_warmup + num_samples`
     iterations; return what [`sample_partition`][dpppl.run.runner.sample_partition] returns.
     The draws are those of the run that was not stopped."""
-    kern, kernel_key = built_kernel(spec, target, options)
-    return _run(target, spec, kern, kernel_key, progress, num_warmup, num_samples, thinning, progress_bar, checkpoint)
+    return _run(target, spec, built_kernel(spec, target, options), progress, num_warmup, num_samples, thinning,
+                progress_bar, checkpoint)
 
 
 def check_states(target: Target, spec: str, options: dict, progress: Progress) -> None:
@@ -137,7 +151,7 @@ def check_states(target: Target, spec: str, options: dict, progress: Progress) -
     (traced, not run), with the chains' axis first and the points' axis of the labels N long.
     A checkpoint's states are data from a file: this keeps one that does not fit from reaching
     a compiled program."""
-    kern, _ = built_kernel(spec, target, options)
+    kern = built_kernel(spec, target, options)[0]
 
     def initial():
         state = target.empty_state(max(1, target.min_slots()))
@@ -164,9 +178,10 @@ def check_states(target: Target, spec: str, options: dict, progress: Progress) -
         raise ArgumentError(f"the checkpoint's chain states do not fit kernel {kern.name!r} on this model: {problem}")
 
 
-def _run(target, spec, kern, kernel_key, progress, num_warmup, num_samples, thinning, progress_bar, checkpoint):
+def _run(target, spec, kernel, progress, num_warmup, num_samples, thinning, progress_bar, checkpoint):
+    kern, kernel_key, make = kernel
     total = num_warmup + num_samples
-    x = jnp.asarray(target.x)
+    on_device = jax.device_put(target)  # the chunks' argument, moved to the device once
     chain_keys = progress.chain_keys
     num_chains, n = chain_keys.shape[0], target.num_points
     length = int(np.clip(CHUNK_BYTES // max(1, num_chains * (4 * n + 64)), 1, CHUNK_LENGTH))
@@ -182,9 +197,9 @@ def _run(target, spec, kern, kernel_key, progress, num_warmup, num_samples, thin
             n_iter = min(n_iter, length, phase_end - t)
             while True:
                 capacity = int(states.stats.n.shape[-1])
-                fn = _chunk_function(kern, kernel_key, warmup, length, capacity)
+                fn = _chunk_function(make, kern, kernel_key, warmup, length, capacity)
                 tic = time.perf_counter()
-                new_states, buf = fn(states, chain_keys, np.int32(t), np.int32(n_iter), x)
+                new_states, buf = fn(states, chain_keys, np.int32(t), np.int32(n_iter), on_device)
                 overflow = np.asarray(new_states.overflow)
                 # sizes the next chunk (one that compiled is slow: the next then runs one step)
                 per_iter = (time.perf_counter() - tic) / n_iter
