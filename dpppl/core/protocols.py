@@ -9,7 +9,7 @@ above this layer asks what kind of model or prior it holds: it calls these metho
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Protocol
+from typing import Any, Callable, Protocol
 
 import jax
 import numpy as np
@@ -106,10 +106,6 @@ class Target(Protocol):
 
     def observed(self) -> dict[str, np.ndarray]:
         """Observed variables for the InferenceData's `observed_data` group."""
-
-    def fingerprint(self) -> Hashable:
-        """Equal for targets whose compiled steps are interchangeable (same model, same
-        resolved hyperparameters, same data shape and dtype)."""
 
 
 InitStrategy = Callable[[Target, jax.Array, "int | None"], PartitionState]

@@ -34,7 +34,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.core.fingerprint import fingerprint
 from dpppl.core.pytrees import register_attributes
 from dpppl.core.state import PartitionState
 from dpppl.errors import DataError, KernelError, ModelError
@@ -298,10 +297,6 @@ class DDPBound:
     def observed(self) -> dict:
         """The points as given and their times."""
         return {self.model.data.name: self.observed_x, self.model.data.by: self.t}
-
-    def fingerprint(self):
-        return (fingerprint(self.model.prior), fingerprint(self.model.data), fingerprint(self.family),
-                fingerprint(self.slices), fingerprint(self.x), fingerprint(self.shift))
 
 
 def DDPMixture(sticks: Any = (1.0, 1.0), *, a: float = 1.0, beta: float = 0.005, delta: float = 1.0,

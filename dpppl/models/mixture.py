@@ -18,7 +18,6 @@ import numpy as np
 
 from dpppl.core.compiled import on_target
 from dpppl.core.expressions import Span
-from dpppl.core.fingerprint import fingerprint
 from dpppl.core.pytrees import register_attributes
 from dpppl.core.state import PartitionState
 from dpppl.errors import DataError, HyperparameterError, ModelError
@@ -232,12 +231,6 @@ class BoundModel:
         """The data as validated, in their own frame."""
         return {self.model.data.name: self.observed_x}
 
-    def fingerprint(self):
-        """Model, resolved hyperparameters, the data and the shift (kernels close over constants
-        derived from the data, such as resolved hyperparameters, and record locations
-        translated back by the shift)."""
-        return (fingerprint(self.model.prior), fingerprint(self.model.data), fingerprint(self.family),
-                fingerprint(self.x), fingerprint(self.shift))
 
 
 def DPMixture(alpha: Concentration = 1.0, component: Family = None, *, data: DataDecl = None) -> Model:
