@@ -115,7 +115,9 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
     progress_bar : bool
         Off when the `CI` environment variable is set.
     thinning : int
-        Keep every `thinning`-th draw; at most `num_samples`.
+        Keep every `thinning`-th draw; at most `num_samples`. One rule for every backend
+        (partition kernels, `"nuts"`, a NumPyro model function): `num_samples` iterations
+        run after warmup and `num_samples // thinning` of them are kept.
     capacity : int, optional
         Initial cluster capacity (grown automatically when full).
     truncation : int

@@ -300,7 +300,10 @@ def test_lp_of_nuts_is_the_collapsed_log_joint():
     tests/kernels/subcluster/test_sampler.py, the published-warmup test)."""
     x, _ = dpppl.datasets.gaussian_mixture(30, 2, 3, mean_scale=20.0, seed=4)
     model = dpppl.DPMixture(1.0, dpppl.NormalLogNormal())
-    idata = dpppl.sample(model, x, kernel="nuts", num_samples=3, progress_bar=False, truncation=4, num_warmup=5)
+    idata = dpppl.sample(model, x, kernel="nuts", num_samples=6, thinning=2, progress_bar=False, truncation=4,
+                         num_warmup=5)
+    # one thinning rule for every backend: num_samples iterations, every thinning-th kept
+    assert group(idata, "posterior").sizes["draw"] == 3
     lp = group(idata, "sample_stats")["lp"].values[0, -1]
     z = partition_group(idata)["z"].values[0, -1]
     assert np.isfinite(lp) and len(np.unique(z)) > 1
