@@ -823,6 +823,6 @@ def check_hyper(owner: str, name: str, value, *, shape=None, positive: bool = Fa
     return v
 
 
-__all__ = ["MAX_ELEMENTS", "depends_on_data", "Expr", "Number", "Name", "Vector", "Call", "Keyword", "BinOp", "Neg", "Index",
-           "FUNCTIONS", "parse_expression", "evaluate", "data_environment", "Resolved", "check_hyper",
+__all__ = ["depends_on_data", "Expr", "Number", "Name", "Vector", "Call", "Keyword", "BinOp", "Neg", "Index",
+           "MAX_ELEMENTS", "FUNCTIONS", "parse_expression", "evaluate", "data_environment", "Resolved", "check_hyper",
            "float_limits", "count_limit"]

@@ -24,6 +24,7 @@ from dpppl.kernels.auto import AUTO, dim_of, resolve
 from dpppl.kernels.base import available, backend_of, check_applies, entry
 from dpppl.models.init import resolve_init
 from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, RunSpec, read_checkpoint
+from dpppl.run.interrupts import Completed, finishing, hold
 from dpppl.run.nuts import sample_nuts
 from dpppl.run.output import to_inference_data
 from dpppl.run.partition_gibbs import sample_model
@@ -176,11 +177,14 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
                    thinning, requested, None if choice is None else choice.reason)
     saved = None if checkpoint is None else CheckpointFile(checkpoint, spec, checkpoint_every)
     run = BACKENDS[backend]
-    records, attrs, record_dims = run(
-        target, kernel, kernel_options, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-        seed=seed, init=init, capacity=capacity, thinning=thinning, truncation=truncation,
-        progress_bar=_shows_bar(progress_bar), checkpoint=saved)
-    return _inference_data(target, spec, records, attrs, record_dims)
+    with finishing() as late:  # a Ctrl-C after the last iteration: `Completed`, holding the run
+        records, attrs, record_dims = run(
+            target, kernel, kernel_options, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+            seed=seed, init=init, capacity=capacity, thinning=thinning, truncation=truncation,
+            progress_bar=_shows_bar(progress_bar), checkpoint=saved)
+        hold()
+        idata = _inference_data(target, spec, records, attrs, record_dims)
+    return _completed(idata, late)
 
 
 def _sample_numpyro_model(fn, data, kernel, model_args, model_kwargs, *, num_warmup, num_samples, num_chains, seed,
@@ -192,9 +196,11 @@ def _sample_numpyro_model(fn, data, kernel, model_args, model_kwargs, *, num_war
         raise ArgumentError("a NumPyro model function runs in NumPyro's MCMC loop, which cannot save a checkpoint")
     if not isinstance(model_args, tuple):
         raise ArgumentError(f"model_args must be a tuple, got {type(model_args).__name__}")
-    return sample_model(fn, model_args, model_kwargs, kernel, num_warmup=num_warmup, num_samples=num_samples,
-                        num_chains=num_chains, seed=seed, thinning=thinning, progress_bar=_shows_bar(progress_bar),
-                        capacity=capacity, **kernel_options)
+    with finishing() as late:
+        idata = sample_model(fn, model_args, model_kwargs, kernel, num_warmup=num_warmup, num_samples=num_samples,
+                             num_chains=num_chains, seed=seed, thinning=thinning,
+                             progress_bar=_shows_bar(progress_bar), capacity=capacity, **kernel_options)
+    return _completed(idata, late)
 
 
 def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
@@ -243,16 +249,26 @@ def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
     spec = dataclasses.replace(spec, num_samples=num_samples)
     target = spec.model.bind(spec.data)
     saved = CheckpointFile(path, spec, checkpoint_every)
-    records, attrs, record_dims = continue_partition(
-        target, spec.kernel, spec.options, progress, num_warmup=spec.num_warmup, num_samples=num_samples,
-        thinning=spec.thinning, progress_bar=_shows_bar(progress_bar), checkpoint=saved)
-    return _inference_data(target, spec, records, attrs, record_dims)
+    with finishing() as late:
+        records, attrs, record_dims = continue_partition(
+            target, spec.kernel, spec.options, progress, num_warmup=spec.num_warmup, num_samples=num_samples,
+            thinning=spec.thinning, progress_bar=_shows_bar(progress_bar), checkpoint=saved)
+        hold()
+        idata = _inference_data(target, spec, records, attrs, record_dims)
+    return _completed(idata, late)
 
 
 def _check_thinning(thinning: int, num_samples: int) -> None:
     if thinning > num_samples:
         raise ArgumentError(f"thinning ({thinning}) is larger than num_samples ({num_samples}): "
                             "no draw would be kept")
+
+
+def _completed(idata, late: list):
+    """`idata`, or `Completed(idata)` raised when a Ctrl-C was held back after the last iteration."""
+    if late:
+        raise Completed(idata)
+    return idata
 
 
 def _shows_bar(progress_bar: bool) -> bool:

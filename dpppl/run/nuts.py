@@ -29,6 +29,7 @@ from numpyro.util import identity, not_jax_tracer
 from dpppl.core.protocols import Target
 from dpppl.errors import KernelError
 from dpppl.kernels.base import register
+from dpppl.run.interrupts import hold
 
 
 def one_program_init(kernel: HMC) -> bool:
@@ -90,6 +91,7 @@ def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, nu
     mcmc = MCMC(_NUTS(model), num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                 thinning=thinning, chain_method="sequential", progress_bar=progress_bar)
     mcmc.run(jax.random.key(seed), *args, extra_fields=("diverging", "accept_prob"))
+    hold()  # the last iteration is done (dpppl.run.interrupts)
     samples = mcmc.get_samples(group_by_chain=True)
     extra = mcmc.get_extra_fields(group_by_chain=True)
     component = np.asarray(samples["assignment"])

@@ -34,6 +34,7 @@ from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, build
 from dpppl.models.init import grown_slots, initial_states
 from dpppl.run.checkpoint import CheckpointFile, Interrupted, Progress
+from dpppl.run.interrupts import hold
 
 CHUNK_LENGTH = 256
 """Buffer length of a chunk: the most steps recorded per compiled call."""
@@ -179,6 +180,7 @@ def _run(target, spec, kern, kernel_key, progress, num_warmup, num_samples, thin
                 progress = _squashed(progress)
                 _save(checkpoint, progress)
                 saved_at = time.monotonic()
+        hold()  # the last iteration is done: a Ctrl-C from here on is the driver's to report
     except KeyboardInterrupt:
         interrupted = True
         saved = checkpoint is not None and _save(checkpoint, progress)
