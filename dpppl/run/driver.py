@@ -25,6 +25,7 @@ from dpppl.kernels.base import available, backend_of, check_applies, entry
 from dpppl.models.init import resolve_init
 from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, RunSpec, read_checkpoint
 from dpppl.run.interrupts import Completed, finishing, hold
+from dpppl.run.memory import check_memory, run_bytes
 from dpppl.run.nuts import sample_nuts
 from dpppl.run.output import to_inference_data
 from dpppl.run.partition_gibbs import sample_model
@@ -175,6 +176,8 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
                             f"({', '.join(partition)}) and their hybrids can")
     spec = RunSpec(model, data, kernel, kernel_options, seed, init_name, num_warmup, num_samples, num_chains,
                    thinning, requested, None if choice is None else choice.reason)
+    check_memory(run_bytes(target, kernel, kernel_options, backend, num_chains=num_chains, num_samples=num_samples,
+                           thinning=thinning, capacity=capacity, truncation=truncation))
     saved = None if checkpoint is None else CheckpointFile(checkpoint, spec, checkpoint_every)
     run = BACKENDS[backend]
     with finishing() as late:  # a Ctrl-C after the last iteration: `Completed`, holding the run
