@@ -176,9 +176,9 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
                             f"({', '.join(partition)}) and their hybrids can")
     spec = RunSpec(model, data, kernel, kernel_options, seed, init_name, num_warmup, num_samples, num_chains,
                    thinning, requested, None if choice is None else choice.reason)
+    saved = None if checkpoint is None else CheckpointFile(checkpoint, spec, checkpoint_every)
     check_memory(run_bytes(target, kernel, kernel_options, backend, num_chains=num_chains, num_samples=num_samples,
                            thinning=thinning, capacity=capacity, truncation=truncation))
-    saved = None if checkpoint is None else CheckpointFile(checkpoint, spec, checkpoint_every)
     run = BACKENDS[backend]
     with finishing() as late:  # a Ctrl-C after the last iteration: `Completed`, holding the run
         records, attrs, record_dims = run(
