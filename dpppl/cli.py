@@ -20,7 +20,10 @@
 Errors in the model, the data or the options are reported in one line (exit status 2)
 before anything is sampled. Ctrl-C at any moment ends the command with one line and exit
 status 130; an interrupted `sample` or `resume` first writes the draws it kept to `--out`,
-and says how to continue when the run has a checkpoint.
+and says how to continue when the run has a checkpoint. The draws are written before the
+summary is printed; a Ctrl-C after the last iteration or during the write is held back until
+`--out` is whole (`dpppl.run.interrupts`), and an `--out` that cannot be written at the end
+sends the run to a fallback file, named in one line (exit status 1).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import argparse
 import ast
 import difflib
 import functools
+import itertools
 import os
 import shlex
 import signal
@@ -49,6 +53,7 @@ from dpppl.errors import ArgumentError, DataError, DPPPLError
 from dpppl.kernels import available as available_kernels
 from dpppl.kernels import entry
 from dpppl.run.checkpoint import DEFAULT_EVERY, Interrupted, check_output_path, write_atomically
+from dpppl.run.interrupts import Completed, held
 
 SUMMARY_RANKS = 4  # cluster_sizes shown by `dpppl summary`: the largest few clusters
 HEADLINE_INTERVAL = 0.9  # `dpppl summary`'s K and alpha lines: the central 90% interval
@@ -317,26 +322,97 @@ def read_run(path: str):
     return idata
 
 
-def _report(idata, args) -> int:
-    """Print the summary of a run and write it to `--out`; an interrupted run then ends the
-    process (status 130) with one line saying where its draws are and how to continue it."""
+def _report(idata, late: bool, args) -> int:
+    """Write a run to `--out`, then print its summary. Nothing that can be interrupted or fail
+    comes before the write: a Ctrl-C during it is held back until the file is whole, and an
+    `--out` that cannot be written sends the run to a fallback file (`_fallback`, exit status 1).
+    An interrupted run (Ctrl-C while sampling, or `late`: after the last iteration, during the
+    write or the summary) then ends the process (status 130) with one line saying where its
+    draws are and how to continue it."""
+    written, failure = None, None
+    if args.out:
+        with held() as caught:
+            written, failure = _write(idata, args)
+        late = late or bool(caught)
+    if not late:
+        try:
+            print(summary_text(idata))
+            if written == args.out:
+                print(f"\nwrote {args.out}")
+        except KeyboardInterrupt:
+            late = True
+    if failure:
+        print(f"dpppl: error: {failure}", file=sys.stderr)
+    partial = bool(group(idata, "posterior").attrs.get("interrupted"))
+    if not (partial or late):
+        return 1 if failure else 0
+    _exit_interrupted(_interrupted_line(idata, args, written, partial))
+
+
+def _write(idata, args) -> tuple[str | None, str | None]:
+    """Write the run to `--out`, or to a fallback file when that fails: (the file written or
+    None, what went wrong or None)."""
     try:
-        print(summary_text(idata))
-        if args.out:
-            write_atomically(args.out, idata.to_netcdf)
-            print(f"\nwrote {args.out}")
-    except KeyboardInterrupt:
-        if not args.checkpoint:
-            raise
-        _exit_interrupted(f"dpppl: interrupted before the run was written; it is saved in {args.checkpoint}: "
-                          f"write it with {_resume_command(args.checkpoint, args.out)}")
-    if not group(idata, "posterior").attrs.get("interrupted"):
-        return 0
+        write_atomically(args.out, idata.to_netcdf)
+        return args.out, None
+    except (OSError, ValueError) as e:
+        cannot = f"cannot write --out {args.out} ({_reason(e)})"
+    fallback = _fallback(args)
+    try:
+        write_atomically(fallback, idata.to_netcdf)
+    except (OSError, ValueError) as e:
+        os.remove(fallback)
+        saved = (f"; the run is saved in {args.checkpoint}: write it with {_resume_command(args.checkpoint, None)}"
+                 if args.checkpoint else ": the draws are lost")
+        return None, f"{cannot}, nor the fallback file {fallback} ({_reason(e)}){saved}"
+    return fallback, f"{cannot}; the run is written to {fallback} instead"
+
+
+def _fallback(args) -> str:
+    """A new file for a run whose `--out` could not be written, reserved (created empty) so
+    that nothing is overwritten: `--out`'s name beside the checkpoint when the run has one,
+    else in the working directory, numbered (`run-1.nc`, ...) past the names taken."""
+    folder = os.path.dirname(os.path.abspath(args.checkpoint)) if args.checkpoint else os.getcwd()
+    stem, suffix = os.path.splitext(os.path.basename(args.out) or "run.nc")
+    for i in itertools.count():
+        path = os.path.join(folder, f"{stem}-{i}{suffix}" if i else f"{stem}{suffix}")
+        if path == os.path.abspath(args.out):
+            continue
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            return path
+        except FileExistsError:
+            continue
+
+
+def _reason(error: Exception) -> str:
+    return (str(error).splitlines() or [""])[0] or type(error).__name__
+
+
+def _interrupted_line(idata, args, written: str | None, partial: bool) -> str:
+    """The line an interrupted command ends with: where the run's draws are, and how to
+    continue (a run stopped while sampling) or write (a finished run not written) it."""
+    if not partial:
+        if written:
+            return f"dpppl: interrupted after the last iteration; the run is complete in {written}"
+        if args.checkpoint:
+            return (f"dpppl: interrupted after the last iteration; the run is saved in {args.checkpoint}: "
+                    f"write it with {_resume_command(args.checkpoint, args.out)}")
+        return "dpppl: interrupted after the last iteration" + ("" if args.out else " (no --out: nothing written)")
     draws = group(idata, "posterior").sizes["draw"]
-    where = f"; the {draws} draws kept per chain are in {args.out}" if args.out else ""
+    where = f"; the {draws} draws kept per chain are in {written}" if written else ""
     how = (f"; the run is saved in {args.checkpoint}: continue it with {_resume_command(args.checkpoint, args.out)}"
            if args.checkpoint else "; give --checkpoint PATH to be able to continue an interrupted run")
-    _exit_interrupted(f"dpppl: interrupted{where}{how}")
+    return f"dpppl: interrupted{where}{how}"
+
+
+def _sampled(run):
+    """`run()` (`dpppl.sample` or `dpppl.resume`), and whether a Ctrl-C landed after its last
+    iteration (`Completed`: the run is whole, and written before the command stops)."""
+    try:
+        return run(), False
+    except Completed as e:
+        return e.result, True
 
 
 def _run(args) -> int:
@@ -374,17 +450,17 @@ def _run(args) -> int:
     with warnings.catch_warnings():  # an interrupted run is reported below, in one line
         warnings.filterwarnings("ignore", message="interrupted after", category=RuntimeWarning)
         if args.command == "resume":
-            idata = dpppl.resume(args.checkpoint, num_samples=args.samples, progress_bar=not args.no_progress,
-                                 checkpoint_every=args.checkpoint_every)
-            return _report(idata, args)
+            return _report(*_sampled(lambda: dpppl.resume(
+                args.checkpoint, num_samples=args.samples, progress_bar=not args.no_progress,
+                checkpoint_every=args.checkpoint_every)), args)
         if args.command == "sample":
             model = dpppl.load(args.model)
-            idata = dpppl.sample(model, _data(args, model), kernel=args.kernel, num_warmup=args.warmup,
-                                 num_samples=args.samples, num_chains=args.chains, seed=args.seed,
-                                 init=args.init, thinning=args.thinning, truncation=args.truncation,
-                                 progress_bar=not args.no_progress, checkpoint=args.checkpoint,
-                                 checkpoint_every=args.checkpoint_every, **dict(args.option))
-            return _report(idata, args)
+            data = _data(args, model)
+            return _report(*_sampled(lambda: dpppl.sample(
+                model, data, kernel=args.kernel, num_warmup=args.warmup, num_samples=args.samples,
+                num_chains=args.chains, seed=args.seed, init=args.init, thinning=args.thinning,
+                truncation=args.truncation, progress_bar=not args.no_progress, checkpoint=args.checkpoint,
+                checkpoint_every=args.checkpoint_every, **dict(args.option))), args)
     idata = read_run(args.run)
     if args.command == "summary":
         print(summary_text(idata))

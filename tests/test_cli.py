@@ -317,15 +317,22 @@ def test_model_paths_that_are_not_model_files_are_one_line(tmp_path, capsys):
 
 @pytest.fixture
 def exits(monkeypatch):
-    """The command's end on Ctrl-C (os._exit(130)) as SystemExit, with SIGINT's handler kept."""
+    """The command's end on Ctrl-C (os._exit(130)) as SystemExit; SIGINT's handler (which the
+    exit sets to ignore) restored after the test."""
     import os
     import signal
 
     def exit_now(status):
         raise SystemExit(status)
 
+    handler = signal.getsignal(signal.SIGINT)
     monkeypatch.setattr(os, "_exit", exit_now)
-    monkeypatch.setattr(signal, "signal", lambda *args: None)
+    yield
+    signal.signal(signal.SIGINT, handler)
+
+
+GALAXIES_RUN = ["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--warmup", "5", "--samples", "20",
+                "--chains", "2", "--no-progress"]  # the run of the `galaxies_run` fixture
 
 
 @pytest.mark.parametrize("stop", [3, 12], ids=["warmup", "sampling"])  # --warmup 5: chunks 1-5 are warmup
@@ -352,29 +359,110 @@ def test_an_interrupted_sample_resumes_to_the_run_that_was_not_stopped(stop, gal
 
 
 @pytest.mark.parametrize("checkpoint", [False, True])
-def test_ctrl_c_while_writing_the_run_leaves_no_file(checkpoint, tmp_path, monkeypatch, capsys, exits):
+def test_ctrl_c_while_writing_the_run_finishes_the_write(checkpoint, galaxies_run, tmp_path, monkeypatch, capsys,
+                                                         exits):
+    """A Ctrl-C during the write of --out (here: in its last step) is held back until the file
+    is whole, then ends the command with status 130 (issue 30: it left no file)."""
     import os
+    import signal
 
-    saved = tmp_path / "run.ckpt"
-    extra = ["--checkpoint", str(saved)] if checkpoint else []
+    out = tmp_path / "run.nc"
+    extra = ["--checkpoint", str(tmp_path / "run.ckpt")] if checkpoint else []
     replace = os.replace
 
     def interrupted(src, dst):
-        if not str(dst).endswith(".nc"):
-            return replace(src, dst)  # the checkpoint
-        raise KeyboardInterrupt  # the last step of writing --out
+        if str(dst).endswith(".nc"):
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C while --out is written
+        return replace(src, dst)
+
     monkeypatch.setattr(os, "replace", interrupted)
     with pytest.raises(SystemExit) as caught:
-        main(["sample", str(MODELS / "gaussian_niw.dp"), "--data", "galaxies", "--warmup", "5", "--samples", "20",
-              "--chains", "2", "--no-progress", "--out", str(tmp_path / "run.nc")] + extra)
+        main(GALAXIES_RUN + ["--out", str(out)] + extra)
+    assert caught.value.code == 130
+    assert capsys.readouterr().err == f"dpppl: interrupted after the last iteration; the run is complete in {out}\n"
+    assert_same_run(az.from_netcdf(out), az.from_netcdf(galaxies_run[0]))
+    assert sorted(os.listdir(tmp_path)) == (["run.ckpt", "run.nc"] if checkpoint else ["run.nc"])
+
+
+@pytest.mark.parametrize("out", [True, False], ids=["out", "no-out"])
+def test_a_ctrl_c_after_the_last_iteration_does_not_lose_the_run(out, galaxies_run, tmp_path, monkeypatch, capsys,
+                                                                 exits):
+    """Ctrl-C while the finished draws become InferenceData (issue 30: `dpppl: interrupted`, exit
+    130, no --out): the run is written whole, then the command ends with status 130."""
+    import signal
+
+    real = dpppl.run.driver.to_inference_data
+
+    def interrupted(*args, **kwargs):
+        signal.raise_signal(signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dpppl.run.driver, "to_inference_data", interrupted)
+    path = tmp_path / "run.nc"
+    with pytest.raises(SystemExit) as caught:
+        main(GALAXIES_RUN + (["--out", str(path)] if out else []))
     assert caught.value.code == 130
     err = capsys.readouterr().err
-    if checkpoint:
-        assert err == (f"dpppl: interrupted before the run was written; it is saved in {saved}: write it with "
-                       f"`dpppl resume {saved} --out {tmp_path / 'run.nc'}`\n")
+    if out:
+        assert err == f"dpppl: interrupted after the last iteration; the run is complete in {path}\n"
+        assert_same_run(az.from_netcdf(path), az.from_netcdf(galaxies_run[0]))
     else:
-        assert err == "dpppl: interrupted\n"
-    assert os.listdir(tmp_path) == (["run.ckpt"] if checkpoint else [])
+        assert err == "dpppl: interrupted after the last iteration (no --out: nothing written)\n"
+
+
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_an_out_that_cannot_be_written_at_the_end_goes_to_a_fallback_file(checkpoint, galaxies_run, tmp_path,
+                                                                          monkeypatch, capsys):
+    """--out passed the check before sampling but cannot be created at the end (issue 30:
+    `/proc/run.nc` lost every draw): the run goes to a new file beside the checkpoint, or in the
+    working directory, without overwriting one there; exit status 1 and a line saying where."""
+    import os
+
+    monkeypatch.setattr(dpppl, "sample", lambda *args, **kwargs: az.from_netcdf(galaxies_run[0]))
+    work, kept = tmp_path / "work", tmp_path / "kept"
+    work.mkdir()
+    kept.mkdir()
+    monkeypatch.chdir(work)
+    folder = kept if checkpoint else work
+    (folder / "run.nc").write_text("another run")
+    out = tmp_path / "run.nc"
+    replace = os.replace
+
+    def refused(src, dst):
+        if os.path.abspath(dst) == str(out):
+            raise PermissionError(13, "Permission denied", str(dst))
+        return replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", refused)
+    extra = ["--checkpoint", str(kept / "run.ckpt")] if checkpoint else []
+    assert main(GALAXIES_RUN + ["--out", str(out)] + extra) == 1
+    captured = capsys.readouterr()
+    fallback = folder / "run-1.nc"
+    assert captured.err == (f"dpppl: error: cannot write --out {out} ([Errno 13] Permission denied: '{out}'); "
+                            f"the run is written to {fallback} instead\n")
+    assert "num_clusters" in captured.out and "wrote" not in captured.out  # the summary, after the write
+    assert_same_run(az.from_netcdf(fallback), az.from_netcdf(galaxies_run[0]))
+    assert (folder / "run.nc").read_text() == "another run" and not out.exists()
+
+
+def test_when_the_fallback_file_fails_too_the_line_says_the_draws_are_lost(galaxies_run, tmp_path, monkeypatch,
+                                                                           capsys):
+    import os
+
+    monkeypatch.setattr(dpppl, "sample", lambda *args, **kwargs: az.from_netcdf(galaxies_run[0]))
+    monkeypatch.chdir(tmp_path)
+
+    def full(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    out = tmp_path / "sub" / "run.nc"
+    out.parent.mkdir()
+    assert main(GALAXIES_RUN + ["--out", str(out)]) == 1
+    assert capsys.readouterr().err == (
+        f"dpppl: error: cannot write --out {out} ([Errno 28] No space left on device), nor the fallback file "
+        f"{tmp_path / 'run.nc'} ([Errno 28] No space left on device): the draws are lost\n")
+    assert os.listdir(tmp_path) == ["sub"] and os.listdir(out.parent) == []
 
 
 def test_checkpoint_errors_are_one_line_before_sampling(tmp_path, monkeypatch, capsys):

@@ -35,7 +35,8 @@ Semantics and errors
     [`ModelError`][dpppl.errors.ModelError] naming the problem and, for expressions parsed
     from text, the line and column: syntax errors, an unknown name or function (with a
     close-match suggestion), a wrong number of arguments, mismatched shapes, and a result
-    that is not finite (`log(0)`, `1 / 0`). The sample statistics `var`, `sd` and
+    that is not finite (`log(0)`, `1 / 0`), and an array past `MAX_ELEMENTS` elements
+    (`eye(100000000)`; checked before it is built). The sample statistics `var`, `sd` and
     `cov` of fewer than two points are undefined and raise
     [`DataError`][dpppl.errors.DataError]: the model is fine, the data are too few.
 """
@@ -418,6 +419,25 @@ def _reduction(numpy_fn, min_rows: int = 1) -> Function:
     return Function(1, fn)
 
 
+MAX_ELEMENTS = 10**8
+"""The most elements an array built by an expression may have (0.8 GB of float64): far more
+than any hyperparameter needs (a D x D matrix for D = 10,000), and checked before the array
+is built, so that `eye(100000000)` is a [`ModelError`][dpppl.ModelError] at once rather than
+numpy's `MemoryError` or an exhausted machine."""
+
+
+def _check_built(call, shape: tuple[int, ...]) -> None:
+    """Raise a [`ModelError`][dpppl.ModelError] at `call` when the array of `shape` it would
+    build has more than `MAX_ELEMENTS` elements."""
+    size = 1
+    for extent in shape:
+        size *= int(extent)
+    if size > MAX_ELEMENTS:
+        raise call.error(f"'{call}' would build a {' x '.join(map(str, shape))} array ({size:.3g} elements, "
+                         f"{size * 8 / 1e9:.3g} GB); an array built in a model has at most {MAX_ELEMENTS:,} "
+                         f"elements ({MAX_ELEMENTS * 8 / 1e9:g} GB)")
+
+
 def _cov(call, a):
     """The (D, D) sample covariance of the rows of `a` (a vector is one column)."""
     if a.ndim == 1:
@@ -426,13 +446,16 @@ def _cov(call, a):
         raise call.error(f"cov() needs a matrix (points x dimensions), got shape {a.shape}")
     if a.shape[0] < 2:
         raise call.error(f"cov() needs at least 2 points, got {a.shape[0]}", DataError)
+    _check_built(call, (a.shape[1], a.shape[1]))
     return np.atleast_2d(np.cov(a, rowvar=False, ddof=1))
 
 
-def _size(call, a) -> int:
-    """The argument of `eye`, `ones` or `zeros`: a positive integer."""
+def _size(call, a, ndim: int) -> int:
+    """The argument n of `eye` (`ndim` 2: n x n) or of `ones` and `zeros` (`ndim` 1): a positive
+    integer, within `MAX_ELEMENTS`."""
     if a.ndim != 0 or a < 1 or a != np.round(a):
         raise call.error(f"{call.func}() needs a positive integer, got {a}")
+    _check_built(call, (int(a),) * ndim)
     return int(a)
 
 
@@ -440,6 +463,8 @@ def _diag(call, a):
     """`np.diag`: a vector to a diagonal matrix, a matrix to its diagonal."""
     if a.ndim not in (1, 2):
         raise call.error(f"diag() needs a vector or a matrix, got shape {a.shape}")
+    if a.ndim == 1:
+        _check_built(call, a.shape * 2)
     return np.diag(a)
 
 
@@ -454,9 +479,9 @@ FUNCTIONS: dict[str, Function] = {
     "sqrt": Function(1, lambda call, a: np.sqrt(a)),
     "log": Function(1, lambda call, a: np.log(a)),
     "exp": Function(1, lambda call, a: np.exp(a)),
-    "eye": Function(1, lambda call, a: np.eye(_size(call, a))),
-    "ones": Function(1, lambda call, a: np.ones(_size(call, a))),
-    "zeros": Function(1, lambda call, a: np.zeros(_size(call, a))),
+    "eye": Function(1, lambda call, a: np.eye(_size(call, a, 2))),
+    "ones": Function(1, lambda call, a: np.ones(_size(call, a, 1))),
+    "zeros": Function(1, lambda call, a: np.zeros(_size(call, a, 1))),
     "diag": Function(1, _diag),
 }
 """The functions of the expression language, by name."""
@@ -799,5 +824,5 @@ def check_hyper(owner: str, name: str, value, *, shape=None, positive: bool = Fa
 
 
 __all__ = ["depends_on_data", "Expr", "Number", "Name", "Vector", "Call", "Keyword", "BinOp", "Neg", "Index",
-           "FUNCTIONS", "parse_expression", "evaluate", "data_environment", "Resolved", "check_hyper",
+           "MAX_ELEMENTS", "FUNCTIONS", "parse_expression", "evaluate", "data_environment", "Resolved", "check_hyper",
            "float_limits", "count_limit"]

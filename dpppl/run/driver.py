@@ -25,6 +25,8 @@ from dpppl.kernels.auto import AUTO, dim_of, resolve
 from dpppl.kernels.base import available, backend_of, check_applies, entry
 from dpppl.models.init import resolve_init
 from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, RunSpec, read_checkpoint
+from dpppl.run.interrupts import Completed, finishing, hold
+from dpppl.run.memory import check_memory, run_bytes
 from dpppl.run.nuts import sample_nuts
 from dpppl.run.output import to_inference_data
 from dpppl.run.partition_gibbs import sample_model
@@ -116,7 +118,9 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
     progress_bar : bool
         Off when the `CI` environment variable is set.
     thinning : int
-        Keep every `thinning`-th draw; at most `num_samples`.
+        Keep every `thinning`-th draw; at most `num_samples`. One rule for every backend
+        (partition kernels, `"nuts"`, a NumPyro model function): `num_samples` iterations
+        run after warmup and `num_samples // thinning` of them are kept.
     capacity : int, optional
         Initial cluster capacity (grown automatically when full).
     truncation : int
@@ -174,12 +178,16 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
     spec = RunSpec(model, data, kernel, kernel_options, seed, init_name, num_warmup, num_samples, num_chains,
                    thinning, requested, None if choice is None else choice.reason)
     saving = contextlib.nullcontext() if checkpoint is None else CheckpointFile(checkpoint, spec, checkpoint_every)
-    with saving as saved:
+    with saving as saved, finishing() as late:  # a Ctrl-C after the last iteration: `Completed`, holding the run
+        check_memory(run_bytes(target, kernel, kernel_options, backend, num_chains=num_chains, num_samples=num_samples,
+                               thinning=thinning, capacity=capacity, truncation=truncation))
         records, attrs, record_dims = BACKENDS[backend](
             target, kernel, kernel_options, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
             seed=seed, init=init, capacity=capacity, thinning=thinning, truncation=truncation,
             progress_bar=_shows_bar(progress_bar), checkpoint=saved)
-    return _inference_data(target, spec, records, attrs, record_dims)
+        hold()
+        idata = _inference_data(target, spec, records, attrs, record_dims)
+    return _completed(idata, late)
 
 
 def _sample_numpyro_model(fn, data, kernel, model_args, model_kwargs, *, num_warmup, num_samples, num_chains, seed,
@@ -191,9 +199,11 @@ def _sample_numpyro_model(fn, data, kernel, model_args, model_kwargs, *, num_war
         raise ArgumentError("a NumPyro model function runs in NumPyro's MCMC loop, which cannot save a checkpoint")
     if not isinstance(model_args, tuple):
         raise ArgumentError(f"model_args must be a tuple, got {type(model_args).__name__}")
-    return sample_model(fn, model_args, model_kwargs, kernel, num_warmup=num_warmup, num_samples=num_samples,
-                        num_chains=num_chains, seed=seed, thinning=thinning, progress_bar=_shows_bar(progress_bar),
-                        capacity=capacity, **kernel_options)
+    with finishing() as late:
+        idata = sample_model(fn, model_args, model_kwargs, kernel, num_warmup=num_warmup, num_samples=num_samples,
+                             num_chains=num_chains, seed=seed, thinning=thinning,
+                             progress_bar=_shows_bar(progress_bar), capacity=capacity, **kernel_options)
+    return _completed(idata, late)
 
 
 def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
@@ -242,17 +252,26 @@ def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
     spec = dataclasses.replace(spec, num_samples=num_samples)
     target = spec.model.bind(spec.data)
     check_states(target, spec.kernel, spec.options, progress)
-    with CheckpointFile(path, spec, checkpoint_every) as saved:
+    with CheckpointFile(path, spec, checkpoint_every) as saved, finishing() as late:
         records, attrs, record_dims = continue_partition(
             target, spec.kernel, spec.options, progress, num_warmup=spec.num_warmup, num_samples=num_samples,
             thinning=spec.thinning, progress_bar=_shows_bar(progress_bar), checkpoint=saved)
-    return _inference_data(target, spec, records, attrs, record_dims)
+        hold()
+        idata = _inference_data(target, spec, records, attrs, record_dims)
+    return _completed(idata, late)
 
 
 def _check_thinning(thinning: int, num_samples: int) -> None:
     if thinning > num_samples:
         raise ArgumentError(f"thinning ({thinning}) is larger than num_samples ({num_samples}): "
                             "no draw would be kept")
+
+
+def _completed(idata, late: list):
+    """`idata`, or `Completed(idata)` raised when a Ctrl-C was held back after the last iteration."""
+    if late:
+        raise Completed(idata)
+    return idata
 
 
 def _shows_bar(progress_bar: bool) -> bool:

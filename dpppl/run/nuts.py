@@ -29,6 +29,7 @@ from numpyro.util import identity, not_jax_tracer
 from dpppl.core.protocols import Target
 from dpppl.errors import KernelError
 from dpppl.kernels.base import register
+from dpppl.run.interrupts import hold
 
 
 def one_program_init(kernel: HMC) -> bool:
@@ -80,13 +81,17 @@ class _NUTS(NUTS):
 
 def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
                 num_chains: int, seed: int, thinning: int, progress_bar: bool, truncation: int, **_):
-    """Run NUTS; return (records, attrs, record_dims) as the partition backend does."""
+    """Run NUTS; return (records, attrs, record_dims) as the partition backend does.
+
+    Thinning follows the rule of every backend: `num_samples` iterations after warmup, of
+    which `num_samples // thinning` are kept (NumPyro's, every `thinning`-th)."""
     if options:
         raise KernelError(f"kernel 'nuts' takes no options, got {sorted(options)}")
     model, args = target.nuts_model(truncation)
-    mcmc = MCMC(_NUTS(model), num_warmup=num_warmup, num_samples=num_samples * thinning, num_chains=num_chains,
+    mcmc = MCMC(_NUTS(model), num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                 thinning=thinning, chain_method="sequential", progress_bar=progress_bar)
     mcmc.run(jax.random.key(seed), *args, extra_fields=("diverging", "accept_prob"))
+    hold()  # the last iteration is done (dpppl.run.interrupts)
     samples = mcmc.get_samples(group_by_chain=True)
     extra = mcmc.get_extra_fields(group_by_chain=True)
     component = np.asarray(samples["assignment"])

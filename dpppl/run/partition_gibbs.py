@@ -67,6 +67,7 @@ from dpppl.kernels.auto import AUTO
 from dpppl.kernels.base import build, parse_kernel_name
 from dpppl.models.mixture import BoundModel, DataDecl, Model
 from dpppl.models.sites import canonical_in_jit, dp_sites, partition_site_names
+from dpppl.run.interrupts import hold
 from dpppl.run.nuts import init_in_one_program, one_program_init
 from dpppl.version import __version__
 
@@ -364,6 +365,7 @@ def sample_model(fn, model_args: tuple = (), model_kwargs: dict | None = None, k
     mcmc = MCMC(composed, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains, thinning=thinning,
                 chain_method="sequential", progress_bar=progress_bar)
     mcmc.run(jax.random.key(seed), *model_args, extra_fields=extra, **model_kwargs)
+    hold()  # the last iteration is done (dpppl.run.interrupts)
     samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
     fields = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
     sites = composed.partition_block.sites

@@ -38,6 +38,7 @@ from dpppl.errors import ArgumentError, KernelError
 from dpppl.kernels.base import Kernel, build
 from dpppl.models.init import grown_slots, initial_states
 from dpppl.run.checkpoint import CheckpointFile, Interrupted, Progress
+from dpppl.run.interrupts import hold
 
 CHUNK_LENGTH = 256
 """Buffer length of a chunk: the most steps recorded per compiled call."""
@@ -184,7 +185,7 @@ def _run(target, spec, kernel, progress, num_warmup, num_samples, thinning, prog
     on_device = jax.device_put(target)  # the chunks' argument, moved to the device once
     chain_keys = progress.chain_keys
     num_chains, n = chain_keys.shape[0], target.num_points
-    length = int(np.clip(CHUNK_BYTES // max(1, num_chains * (4 * n + 64)), 1, CHUNK_LENGTH))
+    length = chunk_length(num_chains, n)
     bar = _progress(total, progress.t, progress_bar, kern.name)
     per_iter, interrupted, saved_at = None, False, time.monotonic()
     limit = target.max_slots()
@@ -227,6 +228,7 @@ def _run(target, spec, kernel, progress, num_warmup, num_samples, thinning, prog
                 progress = _squashed(progress)
                 _save(checkpoint, progress)
                 saved_at = time.monotonic()
+        hold()  # the last iteration is done: a Ctrl-C from here on is the driver's to report
     except KeyboardInterrupt:
         interrupted = True
         saved = checkpoint is not None and _save(checkpoint, progress)
@@ -245,6 +247,12 @@ def _run(target, spec, kernel, progress, num_warmup, num_samples, thinning, prog
     attrs = dict(kernel=spec, exact=kern.exact, interrupted=interrupted,
                  final_capacity=int(progress.states.stats.n.shape[-1]))
     return kept_records(progress.kept), attrs, kern.record_dims
+
+
+def chunk_length(num_chains: int, num_points: int) -> int:
+    """The buffer length of a run's chunks: `CHUNK_LENGTH` steps, fewer when the recorded labels
+    of every chain would pass `CHUNK_BYTES`."""
+    return int(np.clip(CHUNK_BYTES // max(1, num_chains * (4 * num_points + 64)), 1, CHUNK_LENGTH))
 
 
 def kept_records(kept: tuple) -> dict:
@@ -312,4 +320,5 @@ def _progress(total, done, show, name):
     return tqdm(total=total, initial=done, desc=f"dpppl {name}", unit="it", dynamic_ncols=True)
 
 
-__all__ = ["CHUNK_LENGTH", "built_kernel", "check_states", "continue_partition", "kept_records", "sample_partition"]
+__all__ = ["CHUNK_LENGTH", "built_kernel", "check_states", "chunk_length", "continue_partition", "kept_records",
+           "sample_partition"]

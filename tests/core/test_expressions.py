@@ -231,3 +231,27 @@ def test_check_hyper_says_which_expression_produced_the_value_and_whether_from_t
         check_hyper("Fam", "psi0", value, pos_def=True)
     with pytest.raises(HyperparameterError, match=r"\(its default '1 / 0\.5' produced it\)$"):
         check_hyper("Fam", "h", Resolved(2.0, parse_expression("1 / 0.5"), default=True), at_most=(1.0, "why"))
+
+
+@pytest.mark.parametrize("text, column, shape", [
+    ("eye(100000000)", 1, "100000000 x 100000000 array (1e+16 elements, 8e+07 GB)"),
+    ("sum(ones(10000000000))", 5, "10000000000 array (1e+10 elements, 80 GB)"),
+    ("2 * zeros(100000001)", 5, "100000001 array (1e+08 elements, 0.8 GB)"),
+    ("diag(ones(20000))", 1, "20000 x 20000 array (4e+08 elements, 3.2 GB)"),
+])
+def test_arrays_past_the_size_limit_are_refused_before_they_are_built(text, column, shape):
+    """`eye(100000000)` raised numpy's MemoryError at load (issue 30): the size is checked first."""
+    with pytest.raises(ModelError) as info:
+        parse_expression(text).evaluate(ENV)
+    assert (info.value.line, info.value.column) == (1, column)
+    limit = "an array built in a model has at most 100,000,000 elements (0.8 GB)"
+    assert shape in str(info.value) and limit in str(info.value)
+
+
+def test_an_array_past_the_size_limit_in_a_model_file_names_its_line_and_column():
+    text = ("data x : real[N, D]\nz ~ CRP(1)\ntheta[k] ~ NormalInverseWishart(psi0 = eye(100000000))\n"
+            "x[i] ~ Normal(theta[z[i]])\n")
+    with pytest.raises(ModelError) as info:
+        dpppl.parse(text).bind(np.zeros((5, 2)))
+    assert (info.value.line, info.value.column) == (3, 40)
+    assert "'eye(100000000)' would build a 100000000 x 100000000 array" in str(info.value)

@@ -300,7 +300,10 @@ def test_lp_of_nuts_is_the_collapsed_log_joint():
     tests/kernels/subcluster/test_sampler.py, the published-warmup test)."""
     x, _ = dpppl.datasets.gaussian_mixture(30, 2, 3, mean_scale=20.0, seed=4)
     model = dpppl.DPMixture(1.0, dpppl.NormalLogNormal())
-    idata = dpppl.sample(model, x, kernel="nuts", num_samples=3, progress_bar=False, truncation=4, num_warmup=5)
+    idata = dpppl.sample(model, x, kernel="nuts", num_samples=6, thinning=2, progress_bar=False, truncation=4,
+                         num_warmup=5)
+    # one thinning rule for every backend: num_samples iterations, every thinning-th kept
+    assert group(idata, "posterior").sizes["draw"] == 3
     lp = group(idata, "sample_stats")["lp"].values[0, -1]
     z = partition_group(idata)["z"].values[0, -1]
     assert np.isfinite(lp) and len(np.unique(z)) > 1
@@ -371,3 +374,40 @@ def test_a_non_finite_log_joint_stops_the_run_naming_kernel_and_iteration(monkey
     with pytest.raises(dpppl.KernelError, match=r"log joint became (nan|-inf) at warmup iteration 0 of chain 0 "
                                                 r"under kernel 'gibbs\+splitmerge'"):  # what kernel="auto" chose
         dpppl.sample(model, x, num_warmup=2, num_samples=3, progress_bar=False)
+
+
+# ------------------------------------------------------------------ memory (issue 30)
+
+MEMORY_REFUSED = (r"this run would hold about [\d.e+]+ GB in memory \(kept draws [\d.e+]+ GB, .*\), more than the "
+                  r"{limit}: lower num_chains, or keep fewer draws \(num_samples, or a larger thinning\); "
+                  r"DPPPL_MEMORY_LIMIT sets the limit")
+
+
+@pytest.mark.parametrize("kernel", ["gibbs", "nuts"])
+def test_a_billion_chains_are_refused_before_anything_is_allocated(kernel, niw_model, two_blobs, no_sampling,
+                                                                   monkeypatch):
+    """`num_chains=10**9` was accepted and the kernel's out-of-memory killer ended the process."""
+    monkeypatch.delenv("DPPPL_MEMORY_LIMIT", raising=False)
+    with pytest.raises(dpppl.ArgumentError, match=MEMORY_REFUSED.format(limit=r"[\d.]+ GB available on this machine")):
+        dpppl.sample(niw_model, two_blobs[0], kernel=kernel, num_chains=10**9, progress_bar=False)
+
+
+def test_a_w3_sized_run_with_default_settings_is_accepted(niw_model, monkeypatch):
+    """W3 (10^6 x 2 points, kernel="auto", 1,000 draws of one chain) runs today: its estimate, not
+    a product of chains, capacity, points and dimensions, fits 16 GB (nothing is run here)."""
+    from dpppl.kernels.auto import dim_of, resolve
+    from dpppl.run.memory import check_memory, run_bytes
+
+    target = niw_model.bind(np.random.default_rng(0).normal(size=(10**6, 2)))
+    spec, options, _ = resolve("auto", niw_model, target.num_points, dim_of(target), {})
+    parts = run_bytes(target, spec, options, "partition", num_chains=1, num_samples=1000, thinning=1, capacity=None,
+                      truncation=20)
+    monkeypatch.setenv("DPPPL_MEMORY_LIMIT", "16G")
+    check_memory(parts)
+    monkeypatch.setenv("DPPPL_MEMORY_LIMIT", "4G")  # the labels kept alone are 4 GB
+    with pytest.raises(dpppl.ArgumentError, match=MEMORY_REFUSED.format(limit=r"4.29 GB DPPPL_MEMORY_LIMIT=4G")):
+        check_memory(parts)
+    monkeypatch.setenv("DPPPL_MEMORY_LIMIT", "lots")
+    with pytest.raises(dpppl.ArgumentError, match="DPPPL_MEMORY_LIMIT='lots' is not a size: give bytes or a number "
+                                                  "with a unit, e.g. 16G or 500M"):
+        check_memory(parts)

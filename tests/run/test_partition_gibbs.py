@@ -25,9 +25,9 @@ def regression(x, y):
 
 
 def test_sample_of_a_numpyro_model_function():
-    idata = dpppl.sample(regression, model_args=(X, Y), kernel="gibbs", num_warmup=30, num_samples=20,
-                         seed=3, progress_bar=False, sweeps=2)
-    post = group(idata, "posterior")
+    idata = dpppl.sample(regression, model_args=(X, Y), kernel="gibbs", num_warmup=30, num_samples=40,
+                         thinning=2, seed=3, progress_bar=False, sweeps=2)
+    post = group(idata, "posterior")  # the one thinning rule: 40 iterations, every 2nd kept
     for name in ("beta", "twice_beta", "resid_alpha", "num_clusters", "largest_cluster", "entropy", "lp"):
         assert post[name].shape == (1, 20), name
     assert "resid_labels" not in post
