@@ -83,7 +83,7 @@ def partition_run_bytes(*, data_bytes: int, state_bytes: int, record_bytes: int,
 def partition_sizes(target: Target, spec: str, options: dict, capacity: int | None) -> tuple[int, int]:
     """(bytes of one chain's state, bytes of one step's record) of kernel `spec` on `target`,
     from the shapes of the arrays (`jax.eval_shape`: nothing is allocated)."""
-    kern, _ = built_kernel(spec, target, options)
+    kern = built_kernel(spec, target, options)[0]
     slots = initial_slots(target, 8, capacity)
     state = jax.eval_shape(lambda: target.empty_state(slots))
     if kern.init is not None:
