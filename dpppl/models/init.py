@@ -37,9 +37,10 @@ def initial_slots(target: Target, labels_in_use: int, requested: int | None = No
 
     `requested` when given (at least the labels in use); otherwise room for twice the
     labels in use plus 8, at least 16 and at least the prior's own floor
-    (`target.min_slots()`: a stick-breaking prior's labels lie past N + 1). A run that
-    cannot grow its capacity (the NumPyro adapter, whose loop is NumPyro's) starts with
-    four times the labels in use, at least 64. Never more than `target.max_slots()`.
+    (`target.min_slots()`: a stick-breaking prior's labels lie past N + 1), rounded up to a
+    `capacity_class`. A run that cannot grow its capacity (the NumPyro adapter, whose loop is
+    NumPyro's) starts with four times the labels in use, at least 64, rounded up likewise. Never
+    more than `target.max_slots()`.
     """
     if requested is not None and (isinstance(requested, bool) or not isinstance(requested, (int, np.integer))
                                   or requested < 2):
@@ -47,10 +48,18 @@ def initial_slots(target: Target, labels_in_use: int, requested: int | None = No
     if requested is not None:
         want = int(requested)
     elif growable:
-        want = max(16, 2 * labels_in_use + 8, target.min_slots())
+        want = capacity_class(max(16, 2 * labels_in_use + 8, target.min_slots()))
     else:
-        want = max(64, 4 * labels_in_use, target.min_slots())
+        want = capacity_class(max(64, 4 * labels_in_use, target.min_slots()))
     return int(max(min(want, target.max_slots()), labels_in_use))
+
+
+def capacity_class(slots: int) -> int:
+    """The smallest capacity of the ladder 16, 24, 32, 48, 64, 96, ... (2^k and 3 * 2^(k-1)) that
+    holds `slots`: runs whose chains start with similar numbers of clusters start with the same
+    capacity, so they share compiled programs (the capacity never changes the draws)."""
+    power = 1 << max(int(slots) - 1, 1).bit_length()  # the power of two at or above slots
+    return max(16, power * 3 // 4 if power * 3 // 4 >= slots else power)
 
 
 def grown_slots(target: Target, capacity: int) -> int:
@@ -148,6 +157,6 @@ def initial_states(target: Target, init, keys, capacity: int | None = None) -> P
     return strategy(target, keys, capacity)
 
 
-__all__ = ["check_labels", "from_labels", "grown_slots", "init_names", "initial_slots", "initial_states",
+__all__ = ["capacity_class", "check_labels", "from_labels", "grown_slots", "init_names", "initial_slots", "initial_states",
            "prior", "register_init", "resolve_init", "sequential", "single", "states_from_labels"]
 

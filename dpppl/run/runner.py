@@ -38,6 +38,7 @@ from dpppl.errors import ArgumentError, KernelError
 from dpppl.kernels.base import Kernel, build
 from dpppl.models.init import grown_slots, initial_states
 from dpppl.run.checkpoint import CheckpointFile, Interrupted, Progress
+from dpppl.run.progress import RunProgress
 from dpppl.run.interrupts import hold
 
 CHUNK_LENGTH = 256
@@ -126,14 +127,20 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
     at the end of warmup, at the end and on Ctrl-C. Options of other backends (`truncation`)
     are ignored."""
     kern, kernel_key, make = built_kernel(spec, target, options)
-    init_keys, chain_keys = _chain_keys(seed, num_chains)
-    states = initial_states(target, init, init_keys, capacity)
-    if kern.init is not None:  # the kernel's carried values in state.aux
-        init_fn = compiled(("kernel_init", kernel_key), lambda: jax.jit(
-            lambda states, bound: jax.vmap(make(bound).init, in_axes=(0, None))(states, bound.x)))
-        states = init_fn(states, target)
+    display = RunProgress(num_warmup + num_samples, 0, progress_bar, kern.name)
+    try:
+        init_keys, chain_keys = _chain_keys(seed, num_chains)
+        with display.compiling(("init", kernel_key, init if isinstance(init, str) else id(init)), "the chains' start"):
+            states = initial_states(target, init, init_keys, capacity)
+            if kern.init is not None:  # the kernel's carried values in state.aux
+                init_fn = compiled(("kernel_init", kernel_key), lambda: jax.jit(
+                    lambda states, bound: jax.vmap(make(bound).init, in_axes=(0, None))(states, bound.x)))
+                states = init_fn(states, target)
+    except BaseException:
+        display.close()
+        raise
     start = Progress(0, states, chain_keys, ())
-    return _run(target, spec, (kern, kernel_key, make), start, num_warmup, num_samples, thinning, progress_bar,
+    return _run(target, spec, (kern, kernel_key, make), start, num_warmup, num_samples, thinning, display,
                 checkpoint)
 
 
@@ -142,8 +149,9 @@ def continue_partition(target: Target, spec: str, options: dict, progress: Progr
     """Continue `spec` on `target` from `progress` (a checkpoint's) to `num_warmup + num_samples`
     iterations; return what [`sample_partition`][dpppl.run.runner.sample_partition] returns.
     The draws are those of the run that was not stopped."""
-    return _run(target, spec, built_kernel(spec, target, options), progress, num_warmup, num_samples, thinning,
-                progress_bar, checkpoint)
+    kernel = built_kernel(spec, target, options)
+    display = RunProgress(num_warmup + num_samples, progress.t, progress_bar, kernel[0].name)
+    return _run(target, spec, kernel, progress, num_warmup, num_samples, thinning, display, checkpoint)
 
 
 def check_states(target: Target, spec: str, options: dict, progress: Progress) -> None:
@@ -179,14 +187,13 @@ def check_states(target: Target, spec: str, options: dict, progress: Progress) -
         raise ArgumentError(f"the checkpoint's chain states do not fit kernel {kern.name!r} on this model: {problem}")
 
 
-def _run(target, spec, kernel, progress, num_warmup, num_samples, thinning, progress_bar, checkpoint):
+def _run(target, spec, kernel, progress, num_warmup, num_samples, thinning, display: RunProgress, checkpoint):
     kern, kernel_key, make = kernel
     total = num_warmup + num_samples
     on_device = jax.device_put(target)  # the chunks' argument, moved to the device once
     chain_keys = progress.chain_keys
     num_chains, n = chain_keys.shape[0], target.num_points
     length = chunk_length(num_chains, n)
-    bar = _progress(total, progress.t, progress_bar, kern.name)
     per_iter, interrupted, saved_at = None, False, time.monotonic()
     limit = target.max_slots()
     try:
@@ -199,9 +206,10 @@ def _run(target, spec, kernel, progress, num_warmup, num_samples, thinning, prog
             while True:
                 capacity = int(states.stats.n.shape[-1])
                 fn = _chunk_function(make, kern, kernel_key, warmup, length, capacity)
-                tic = time.perf_counter()
-                new_states, buf = fn(states, chain_keys, np.int32(t), np.int32(n_iter), on_device)
-                overflow = np.asarray(new_states.overflow)
+                with display.compiling(fn, f"the {'warmup' if warmup else 'sampling'} program"):
+                    tic = time.perf_counter()
+                    new_states, buf = fn(states, chain_keys, np.int32(t), np.int32(n_iter), on_device)
+                    overflow = np.asarray(new_states.overflow)
                 # sizes the next chunk (one that compiled is slow: the next then runs one step)
                 per_iter = (time.perf_counter() - tic) / n_iter
                 if not overflow.any():
@@ -219,10 +227,8 @@ def _run(target, spec, kernel, progress, num_warmup, num_samples, thinning, prog
                 chunk = (jax.tree.map(lambda h: h[:, keep], host),)
             # one assignment: a Ctrl-C leaves either the progress before this chunk or after it
             progress = Progress(t + n_iter, new_states, chain_keys, progress.kept + chunk)
-            if bar is not None:
-                bar.set_postfix_str(f"K={_fmt(host['num_clusters'][:, -1])} lp={_fmt(host['lp'][:, -1], '.1f')}"
-                                    + (" (warmup)" if warmup else ""))
-                bar.update(n_iter)
+            display.update(n_iter, f"K={_fmt(host['num_clusters'][:, -1])} lp={_fmt(host['lp'][:, -1], '.1f')}"
+                           + (" (warmup)" if warmup else ""))
             if checkpoint is not None and (progress.t in (num_warmup, total)
                                            or time.monotonic() - saved_at >= checkpoint.every):
                 progress = _squashed(progress)
@@ -242,8 +248,7 @@ def _run(target, spec, kernel, progress, num_warmup, num_samples, thinning, prog
                       f"{sum(k['lp'].shape[1] for k in progress.kept)} draws kept so far{where}", RuntimeWarning,
                       stacklevel=4)
     finally:
-        if bar is not None:
-            bar.close()
+        display.close()
     attrs = dict(kernel=spec, exact=kern.exact, interrupted=interrupted,
                  final_capacity=int(progress.states.stats.n.shape[-1]))
     return kept_records(progress.kept), attrs, kern.record_dims
@@ -310,14 +315,6 @@ def _fmt(values, spec="d"):
     values = np.atleast_1d(values)
     return "/".join(format(v.item() if spec == "d" else float(v), spec) for v in values[:4]) + (
         "/..." if values.size > 4 else "")
-
-
-def _progress(total, done, show, name):
-    if not show:
-        return None
-    from tqdm.auto import tqdm  # noqa: PLC0415  (tqdm only when a bar is shown)
-
-    return tqdm(total=total, initial=done, desc=f"dpppl {name}", unit="it", dynamic_ncols=True)
 
 
 __all__ = ["CHUNK_LENGTH", "built_kernel", "check_states", "chunk_length", "continue_partition", "kept_records",
