@@ -1,6 +1,9 @@
-"""Exceptions raised by dpppl before any sampling starts."""
+"""Exceptions raised by dpppl before any sampling starts, and the argument checks shared by
+every layer."""
 
 from __future__ import annotations
+
+import numpy as np
 
 
 class DPPPLError(Exception):
@@ -64,3 +67,19 @@ class ArgumentError(DPPPLError, ValueError):
     """An argument of a run is out of range or unusable: a seed that is not an integer in
     range, a count below its minimum, `thinning` larger than `num_samples`, an output path in
     a directory that does not exist, a run file that is not netCDF."""
+
+
+def check_bool(name: str, value, allow_none: bool = False) -> None:
+    """Raise [`ArgumentError`][dpppl.errors.ArgumentError] unless `value` is True or False (or
+    None when `allow_none`): a switch given as `"yes"`, `"no"` or 0 is refused rather than read
+    by its truth value (`"no"` is true)."""
+    if isinstance(value, (bool, np.bool_)) or (allow_none and value is None):
+        return
+    allowed = "True, False or None" if allow_none else "True or False"
+    raise ArgumentError(f"{name} must be {allowed}, got {value!r} ({type(value).__name__})")
+
+
+def check_positive_int(name: str, value, minimum: int) -> None:
+    """Raise [`ArgumentError`][dpppl.errors.ArgumentError] unless `value` is an int (not a bool) >= `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ArgumentError(f"{name} must be an integer >= {minimum}, got {value!r}")

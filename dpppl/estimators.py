@@ -21,7 +21,7 @@ import numpy as np
 
 from dpppl.analysis.partitions import point_estimate, posterior_draws
 from dpppl.analysis.predict import Predictor, alpha_draws
-from dpppl.errors import DataError, DPPPLError
+from dpppl.errors import ArgumentError, DataError, DPPPLError
 from dpppl.families import NormalGamma, NormalInverseWishart
 from dpppl.models.mixture import DPMixture
 from dpppl.priors import Gamma
@@ -151,7 +151,7 @@ class DPGaussianMixture:
         valid = self._param_names()
         for name, value in params.items():
             if name not in valid:
-                raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}; valid: {valid}")
+                raise ArgumentError(f"invalid parameter {name!r} for {type(self).__name__}; valid: {valid}")
             setattr(self, name, value)
         return self
 
@@ -224,7 +224,7 @@ class DPGaussianMixture:
     # ----- fitting ------------------------------------------------------------------------
     def _model(self):
         if self.covariance_type not in COVARIANCE_TYPES:
-            raise ValueError(f"covariance_type must be one of {COVARIANCE_TYPES}, got {self.covariance_type!r}")
+            raise ArgumentError(f"covariance_type must be one of {COVARIANCE_TYPES}, got {self.covariance_type!r}")
         component = NormalInverseWishart() if self.covariance_type == "full" else NormalGamma()
         alpha = Gamma(1.0, 1.0) if self.alpha is None else self.alpha
         return DPMixture(alpha, component)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpppl.analysis.partitions import coclustering
+from dpppl.errors import ArgumentError
 
 
 def association_variance(runs) -> np.ndarray:
@@ -34,9 +35,9 @@ def association_variance(runs) -> np.ndarray:
     """
     mats = [coclustering(run) for run in runs]
     if len(mats) < 2:
-        raise ValueError(f"association_variance needs at least two runs, got {len(mats)}")
+        raise ArgumentError(f"association_variance needs at least two runs, got {len(mats)}")
     if len({m.shape for m in mats}) != 1:
-        raise ValueError(f"the runs cover different numbers of points: {sorted({m.shape[0] for m in mats})}")
+        raise ArgumentError(f"the runs cover different numbers of points: {sorted({m.shape[0] for m in mats})}")
     return np.var(np.stack(mats), axis=0)
 
 

@@ -54,7 +54,7 @@ import numpy as np
 
 from dpppl.diagnostics.arviz_compat import group as get_group
 from dpppl.diagnostics.arviz_compat import labels
-from dpppl.errors import DataError
+from dpppl.errors import ArgumentError, DataError
 from dpppl.core.state import canonical_labels
 from dpppl.diagnostics.summaries import as_label_array, compact_labels
 
@@ -363,10 +363,10 @@ def salso(draws=None, *, psm=None, loss="vi", num_runs=16, max_sweeps=50, max_dr
         Its expected loss (VI in nats, or the lower bound).
     """
     if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+        raise ArgumentError(f"loss must be one of {LOSSES}, got {loss!r}")
     if loss == "vi":
         if draws is None:
-            raise ValueError("loss='vi' needs the posterior draws")
+            raise ArgumentError("loss='vi' needs the posterior draws")
         labels = posterior_draws(draws)
         if max_draws is not None and labels.shape[0] > max_draws:
             labels = labels[np.linspace(0, labels.shape[0] - 1, max_draws).round().astype(int)]
@@ -414,7 +414,7 @@ def point_estimate(source, method: str = "vi", *, loss: str = "vi", num_runs: in
     if method == "map":
         method = "best"
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS} (or 'map'), got {method!r}")
+        raise ArgumentError(f"method must be one of {METHODS} (or 'map'), got {method!r}")
     if method == "vi":
         return salso(source, loss=loss, num_runs=num_runs, max_draws=max_draws, seed=seed)[0]
     if method == "best":

@@ -26,7 +26,7 @@ import numpy as np
 
 from dpppl.analysis.ppc import posterior_predictive
 from dpppl.diagnostics.arviz_compat import arviz, group, has_group, labels, partition_group
-from dpppl.errors import DataError
+from dpppl.errors import ArgumentError, DataError
 from dpppl.analysis.partitions import (is_inference_data, run_variable, coclustering, point_estimate,
                                        posterior_draws)
 from dpppl.diagnostics.summaries import LABEL_INVARIANT, label_summaries
@@ -214,7 +214,7 @@ def plot_trace(idata, var_names=None, kind="trace"):
     the autocorrelation treats every variable as a number. Returns ArviZ's axes.
     """
     if kind not in ("trace", "autocorr"):
-        raise ValueError(f"kind must be 'trace' or 'autocorr', got {kind!r}")
+        raise ArgumentError(f"kind must be 'trace' or 'autocorr', got {kind!r}")
     post = group(idata, "posterior")
     names = list(var_names) if var_names else [v for v in LABEL_INVARIANT if v in post]
     # per-rank or per-slot arrays (cluster_sizes) are in the partition group
@@ -256,7 +256,7 @@ def plot_command(kind: str, runs: dict, out: str, estimate: str = "vi", var_name
     import matplotlib.pyplot as plt
 
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        raise ArgumentError(f"kind must be one of {KINDS}, got {kind!r}")
     first = next(iter(runs.values()))
     if kind in ("trace", "autocorr"):
         plot_trace(first, var_names, kind)

@@ -13,6 +13,13 @@ and returns None, and the caller runs its JAX path.
 cache (default `$XDG_CACHE_HOME/dpppl/native`, else `~/.cache/dpppl/native`).
 `DPPPL_NATIVE_THREADS` bounds the threads a native call may run chains on (default: the
 CPUs this process may use).
+
+A library in the cache is loaded only when it is what this process built: beside each
+library `<name>.so` the build records the sha256 of its bytes in `<name>.so.sha256`, and before
+loading the library's bytes are hashed again; a library whose hash differs is rebuilt (with a
+warning), one with no recorded hash (a cache from before) rebuilt silently. A library or hash
+file that is not owned by this user, or that others (group or world) may write, is never loaded:
+`load` warns and the JAX path runs (an error when native code is required).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import ctypes
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -100,21 +108,70 @@ def _build(source: Path) -> Path:
     directory = cache_dir()
     library = directory / f"{source.stem}-{key}.so"
     if library.exists():
-        return library
+        mismatch = _verify(library)
+        if mismatch is None:
+            return library
+        if mismatch:
+            warnings.warn(f"dpppl: the cached native library {library} {mismatch}; rebuilding it", RuntimeWarning,
+                          stacklevel=4)
     directory.mkdir(parents=True, exist_ok=True)
-    # compile to a private name and rename: processes building at once never load a partial file
+    # compile to private names and rename, the hash first: processes building at once never
+    # load a partial file, and a library in place always has its hash beside it
     fd, partial = tempfile.mkstemp(suffix=".so", dir=directory)
+    os.close(fd)
+    fd, partial_hash = tempfile.mkstemp(suffix=".sha256", dir=directory)
     os.close(fd)
     try:
         done = subprocess.run([cxx, *_FLAGS, f"-I{include}", str(source), "-o", partial],
                               capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"{Path(cxx).name} failed on {source.name}:\n{done.stderr[-2000:]}")
+        Path(partial_hash).write_text(_sha256(Path(partial)) + "\n")
+        os.replace(partial_hash, _hash_file(library))
         os.replace(partial, library)
     finally:
-        if os.path.exists(partial):
-            os.remove(partial)
+        for path in (partial, partial_hash):
+            if os.path.exists(path):
+                os.remove(path)
     return library
+
+
+def _hash_file(library: Path) -> Path:
+    """Where the sha256 of `library` is recorded: `<library>.sha256`."""
+    return library.with_name(library.name + ".sha256")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _verify(library: Path) -> str | None:
+    """None when the cached `library` may be loaded; else why it must be rebuilt (`""` when it
+    has no recorded hash, a cache from before hashes were recorded). A library or hash file not
+    owned by this user or writable by others raises RuntimeError: it is never loaded, nor
+    replaced by this process."""
+    recorded = _hash_file(library)
+    for path in (library, recorded):
+        if path.exists():
+            _check_private(path)
+    if not recorded.exists():
+        return ""
+    want = recorded.read_text().strip()
+    got = _sha256(library)
+    if got != want:
+        return f"has sha256 {got[:16]}..., not the {want[:16]}... recorded in {recorded.name} when it was built"
+    return None
+
+
+def _check_private(path: Path) -> None:
+    """RuntimeError unless `path` is owned by this user and not writable by its group or others."""
+    info = path.stat()
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise RuntimeError(f"{path} is owned by uid {info.st_uid}, not by this user (uid {os.getuid()}): not "
+                           "loaded (remove it, or set DPPPL_NATIVE_CACHE to a directory of your own)")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise RuntimeError(f"{path} is writable by others (mode {stat.filemode(info.st_mode)}): not loaded "
+                           "(remove it, or set DPPPL_NATIVE_CACHE to a directory of your own)")
 
 
 def load(source: Path, targets: dict[str, str], required: bool):

@@ -19,20 +19,24 @@ def sample_index(logits: jax.Array, u: jax.Array) -> jax.Array:
 
 
 def slice_log_alpha(rng_key, alpha, log_density, width=1.0, max_steps=32, max_shrinks=200):
-    """Slice-sample u = log alpha with target log_density(alpha) + u (the Jacobian).
+    """Slice-sample u = log alpha with target log_density(alpha) + u (the Jacobian): the
+    [`slice_log`][dpppl.core.numerics.slice_log] update of a density given on alpha."""
+    return jnp.exp(slice_log(rng_key, jnp.log(alpha), lambda u: log_density(jnp.exp(u)) + u,
+                             width, max_steps, max_shrinks))
+
+
+def slice_log(rng_key, u0, target, width=1.0, max_steps=32, max_shrinks=200):
+    """One slice update (Neal 2003) of u = log alpha whose log density `target(u)` is given
+    on u itself, so it stays finite where alpha = exp(u) underflows to 0.
 
     Stepping out is capped at `max_steps` per side and shrinkage at `max_shrinks`
     proposals; the level is drawn with `log U <= 0` and accepted with `>=`, so the
     current point always lies in the slice and the loop ends even when rounding makes the
     level equal to the current density. If the target is not finite at the current
     point, or no proposal is accepted within the cap (each rejection shrinks the
-    interval, so this takes more than 2^-200 of its width), alpha is left unchanged.
+    interval, so this takes more than 2^-200 of its width), u is left unchanged.
     """
-    def target(u):
-        return log_density(jnp.exp(u)) + u
-
     k_level, k_pos, k_shrink = jax.random.split(rng_key, 3)
-    u0 = jnp.log(alpha)
     target0 = target(u0)
     level = target0 + jnp.log(jax.random.uniform(k_level, minval=1e-300))
     left = u0 - width * jax.random.uniform(k_pos)
@@ -60,4 +64,4 @@ def slice_log_alpha(rng_key, alpha, log_density, width=1.0, max_steps=32, max_sh
 
     finite = jnp.isfinite(target0)
     _, _, _, ok, u, _ = jax.lax.while_loop(cond, shrink, (left, right, k_shrink, ~finite, u0, 0))
-    return jnp.exp(jnp.where(ok & finite, u, u0))
+    return jnp.where(ok & finite, u, u0)

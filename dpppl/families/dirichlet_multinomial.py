@@ -34,6 +34,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from dpppl.core.expressions import check_hyper, count_limit
+from dpppl.errors import ArgumentError
 from dpppl.families.base import Family, check_entries, log_clipped, resolve_fields
 
 
@@ -140,7 +141,7 @@ class DirichletMultinomial(Family):
         or an array broadcastable to `labels.shape`) must be given.
         """
         if num_trials is None:
-            raise ValueError(f"{self.name}.sample_points needs num_trials, the total count of "
+            raise ArgumentError(f"{self.name}.sample_points needs num_trials, the total count of "
                              f"each simulated vector")
         p = params["probs"][labels]
         return jax.random.multinomial(rng_key, jnp.asarray(num_trials, p.dtype), p)

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from dpppl.core.numerics import sample_index
-from dpppl.errors import KernelError
+from dpppl.errors import KernelError, check_bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +88,21 @@ class KernelEntry:
             return ()
         params = list(inspect.signature(self.factory).parameters.values())[1:]
         return tuple(p.name for p in params if p.kind == p.KEYWORD_ONLY or p.default is not p.empty)
+
+    def check_switches(self, options: dict) -> None:
+        """Raise [`ArgumentError`][dpppl.errors.ArgumentError] for an option the factory
+        annotates as a switch (`bool`, or `bool | None` / `Optional[bool]`, then None allowed)
+        given anything but True or False: `native="yes"` would be read as true, `"no"` too."""
+        params = inspect.signature(self.factory).parameters
+        for name, value in options.items():
+            given = params[name].annotation
+            annotation = (given.__name__ if isinstance(given, type) else str(given)).replace(" ", "").replace(
+                "typing.", "")
+            if annotation in _SWITCHES:
+                check_bool(f"option {name} of kernel {self.name!r}", value, allow_none=annotation != "bool")
+
+
+_SWITCHES = ("bool", "bool|None", "Optional[bool]", "None|bool")
 
 
 _REGISTRY: dict[str, KernelEntry] = {}
@@ -220,6 +235,7 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
     for n in names:
         e = entry(n)
         accepted = {k: v for k, v in options.items() if k in e.options}
+        e.check_switches(accepted)
         used |= set(accepted)
         parts.append(e.factory(bound_model, **accepted))
     unknown = set(options) - used

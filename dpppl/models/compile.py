@@ -34,7 +34,7 @@ import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
 from dpppl.core.expressions import depends_on_data
-from dpppl.errors import DataError, ModelError
+from dpppl.errors import ArgumentError, DataError, ModelError, check_positive_int
 
 
 def stick_breaking_weights(v):
@@ -114,13 +114,13 @@ class FamilyMixture(dist.Distribution):
 
 
 def truncated(truncation: int, prior) -> int:
-    """The number of sticks to compile: `truncation` (an integer >= 2, else ValueError), and
-    at most the L sticks of a finite labelled prior (exact there, since V_L = 1)."""
-    if isinstance(truncation, bool) or not isinstance(truncation, int) or truncation < 2:
-        raise ValueError(f"truncation must be an integer >= 2, got {truncation!r}")
+    """The number of sticks to compile: `truncation` (an integer >= 2, else
+    [`ArgumentError`][dpppl.errors.ArgumentError]), and at most the L sticks of a finite
+    labelled prior (exact there, since V_L = 1)."""
+    check_positive_int("truncation", truncation, 2)
     if prior.labelled and prior.num_sticks is not None:
-        return min(truncation, prior.num_sticks)
-    return truncation
+        return min(int(truncation), prior.num_sticks)
+    return int(truncation)
 
 
 def sample_weights(prior, truncation: int, alpha=None, batch: tuple = ()):
@@ -262,7 +262,7 @@ def compile_numpyro(model, truncation: int, family=None):
             num_points = x.shape[0]
             num_trials = None
         elif num_points is None:
-            raise ValueError("give the data x, or num_points to simulate from the prior")
+            raise ArgumentError("give the data x, or num_points to simulate from the prior")
         else:
             num_trials = check_num_trials(fam, num_trials)
         alpha = None

@@ -17,7 +17,7 @@ import numpy as np
 from dpppl.core.compiled import on_target
 from dpppl.core.protocols import InitStrategy, Target
 from dpppl.core.state import PartitionState, grow, num_clusters
-from dpppl.errors import DataError
+from dpppl.errors import ArgumentError, check_positive_int
 
 _STRATEGIES: dict[str, InitStrategy] = {}
 
@@ -42,10 +42,8 @@ def initial_slots(target: Target, labels_in_use: int, requested: int | None = No
     NumPyro's) starts with four times the labels in use, at least 64, rounded up likewise. Never
     more than `target.max_slots()`.
     """
-    if requested is not None and (isinstance(requested, bool) or not isinstance(requested, (int, np.integer))
-                                  or requested < 2):
-        raise ValueError(f"capacity must be an integer >= 2, got {requested!r}")
     if requested is not None:
+        check_positive_int("capacity", requested, 2)
         want = int(requested)
     elif growable:
         want = capacity_class(max(16, 2 * labels_in_use + 8, target.min_slots()))
@@ -79,15 +77,21 @@ def from_labels(labels) -> InitStrategy:
 
 
 def check_labels(target: Target, labels, num_chains: int) -> np.ndarray:
-    """Labels given by a user as (num_chains, N) integers the prior accepts."""
+    """Labels given by a user as (num_chains, N) non-negative integers the prior accepts;
+    [`ArgumentError`][dpppl.errors.ArgumentError] naming the first bad label's position otherwise."""
     n = target.num_points
     arr = np.asarray(labels)
     if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(arr == np.round(arr))):
-        raise DataError(f"init labels must be integers, got dtype {arr.dtype}")
+        raise ArgumentError(f"init labels must be integers, got dtype {arr.dtype}")
     if arr.ndim == 1:
         arr = np.broadcast_to(arr, (num_chains, arr.shape[0]))
     if arr.shape != (num_chains, n):
-        raise DataError(f"init labels must have shape ({n},) or ({num_chains}, {n}), got {np.shape(labels)}")
+        raise ArgumentError(f"init labels must have shape ({n},) or ({num_chains}, {n}), got {np.shape(labels)}")
+    if np.any(arr < 0):
+        chain, point = np.argwhere(arr < 0)[0]
+        where = f"point {point}" if np.ndim(labels) == 1 else f"chain {chain}, point {point}"
+        raise ArgumentError(f"init labels must be non-negative integers (cluster numbers), got "
+                            f"{arr[chain, point]:g} at {where} ({int(np.sum(np.asarray(labels) < 0))} negative in all)")
     return np.stack([target.prior.canonical(row.astype(np.int64)) for row in arr])
 
 
@@ -144,7 +148,8 @@ def resolve_init(init) -> tuple[InitStrategy, str]:
     name the run records."""
     if isinstance(init, str):
         if init not in _STRATEGIES:
-            raise ValueError(f"init must be one of {init_names()}, a callable or an array of labels, got {init!r}")
+            raise ArgumentError(f"init must be one of {init_names()}, a callable or an array of labels, "
+                                f"got {init!r}")
         return _STRATEGIES[init], init
     if callable(init):
         return init, next((name for name, known in _STRATEGIES.items() if known is init), "callable")

@@ -45,6 +45,11 @@ class Gamma:
         return (self.shape * jnp.log(self.rate) - gammaln(self.shape)
                 + (self.shape - 1) * jnp.log(value) - self.rate * value)
 
+    def log_prob_of_log(self, u):
+        """The log density of u = log alpha (the Jacobian alpha included), finite where
+        alpha = exp(u) underflows to 0: shape log(rate) - log Gamma(shape) + shape u - rate e^u."""
+        return self.shape * jnp.log(self.rate) - gammaln(self.shape) + self.shape * u - self.rate * jnp.exp(u)
+
     @property
     def mean(self) -> float:
         return self.shape / self.rate

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from dpppl.dsl.parser import as_model, bind_data
-from dpppl.errors import ArgumentError, DataError
+from dpppl.errors import ArgumentError, DataError, check_bool, check_positive_int
 from dpppl.kernels.auto import AUTO, dim_of, resolve
 from dpppl.kernels.base import available, backend_of, check_applies, entry
 from dpppl.models.init import resolve_init
@@ -35,12 +35,6 @@ from dpppl.version import __version__
 
 BACKENDS = {"partition": sample_partition, "nuts": sample_nuts}
 """The samplers a registered kernel names as its `backend`."""
-
-
-def check_positive_int(name, value, minimum):
-    """Raise [`ArgumentError`][dpppl.errors.ArgumentError] unless `value` is an int (not a bool) >= `minimum`."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ArgumentError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 def check_seed(seed, name: str = "seed") -> None:
@@ -155,6 +149,11 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         check_positive_int(name, value, minimum)
     _check_thinning(thinning, num_samples)
     check_seed(seed)
+    seed = int(seed)  # a NumPy integer is recorded in attrs and checkpoints as the int it is
+    check_bool("progress_bar", progress_bar)
+    if capacity is not None:
+        check_positive_int("capacity", capacity, 2)
+    check_positive_int("truncation", truncation, 2)
     if callable(model):
         return _sample_numpyro_model(model, data, kernel, model_args, model_kwargs, num_warmup=num_warmup,
                                      num_samples=num_samples, num_chains=num_chains, seed=seed, thinning=thinning,
@@ -237,6 +236,7 @@ def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
         before anything is sampled; a checkpoint written by another dpppl version gives a
         warning (its draws may differ from that version's).
     """
+    check_bool("progress_bar", progress_bar)
     spec, progress, written_by = read_checkpoint(path)
     if num_samples is None:
         num_samples = spec.num_samples

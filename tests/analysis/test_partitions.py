@@ -109,7 +109,7 @@ def test_best_is_the_draw_of_highest_log_joint(run):
     assert point_estimate(idata, "map").tolist() == best.tolist()
     with pytest.raises(dpppl.DataError):
         point_estimate(z, "best")
-    with pytest.raises(ValueError, match="method"):
+    with pytest.raises(dpppl.ArgumentError, match="^method must be one of"):
         point_estimate(idata, "median")
 
 

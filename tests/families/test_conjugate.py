@@ -414,7 +414,7 @@ def test_sample_points_moments(name):
         assert_moments(xk, [("mean", lambda d: d["x"], mean[k]),
                             ("var", lambda d: (d["x"] - mean[k]) ** 2, var[k])])
     if isinstance(f, DirichletMultinomial):
-        with pytest.raises(ValueError, match="num_trials"):
+        with pytest.raises(dpppl.ArgumentError, match="sample_points needs num_trials"):
             f.sample_points(jax.random.key(0), params, labels)
 
 

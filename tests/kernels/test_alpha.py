@@ -6,9 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import integrate
+from scipy.special import gammaln
 
 import dpppl
-from dpppl.kernels.alpha import escobar_west
+from dpppl.kernels.alpha import build_alpha_kernel, escobar_west
 from dpppl.core.numerics import slice_log_alpha
 
 SHAPE, RATE = 2.0, 1.5
@@ -67,3 +68,48 @@ def test_alpha_moves_leave_the_conditional_invariant(k, n, discount, request):
     per_chain = draws.mean(axis=1)
     se = per_chain.std(ddof=1) / np.sqrt(len(per_chain))
     assert abs(per_chain.mean() - _alpha_posterior_mean(k, n, SHAPE, RATE, discount)) < 5 * se
+
+
+def test_escobar_west_keeps_draws_below_the_smallest_normal_number_exact():
+    """alpha ~ Gamma(1e-3, 1e3) given one cluster puts ~40% of alpha below the smallest normal
+    number `tiny` (XLA computes it as 0; log 0 made the log joint NaN). Such draws are kept as
+    `tiny`: the fraction of draws at `tiny` must match the posterior mass below it (quadrature
+    on u = log alpha) within 5 Monte Carlo standard errors, and the log joint stays finite."""
+    shape, rate, k, n = 1e-3, 1e3, 1, 5
+    tiny = np.finfo(np.float64).tiny
+    draws = np.asarray(jax.jit(lambda key: _chains(lambda kk, a: escobar_west(kk, a, k, n, shape, rate), key))(
+        jax.random.key(7)))
+    assert draws.min() == tiny and np.isfinite(draws).all()
+
+    def dens(u):  # p(u | K = 1, N): Gamma(alpha; shape, rate) alpha Gamma(alpha + 1) / Gamma(alpha + N)
+        a = np.exp(u)
+        return np.exp(shape * u - rate * a + gammaln(a + 1) - gammaln(a + n) + gammaln(n))
+    upper = integrate.quad(dens, np.log(tiny), np.log(1.0), limit=400, points=[-50.0, -10.0])[0]
+    below = tiny ** shape / shape                 # dens(u) = exp(shape u) there, to rounding
+    per_chain = (draws == tiny).mean(axis=1)
+    se = per_chain.std(ddof=1) / np.sqrt(len(per_chain))
+    assert abs(per_chain.mean() - below / (below + upper)) < 5 * se
+
+    prior = dpppl.CRP(alpha=dpppl.Gamma(shape, rate))
+    prior.check_hyperparameters(n)  # inside the documented range
+    lp = prior.log_eppf(_counts(k, n), tiny) + prior.log_prior_alpha(tiny)
+    assert np.isfinite(lp)
+
+
+@pytest.mark.parametrize("shape, rate", [(np.finfo(np.float64).tiny, 1.0), (1e-3, 1e-3 / 2.3e-308)])
+def test_pitman_yor_alpha_move_stays_finite_at_the_smallest_shapes(shape, rate):
+    """The slice on log alpha evaluates the Gamma density on u = log alpha, so a current alpha
+    at the smallest normal number, and proposals below it, keep a finite target; every draw is
+    a normal number."""
+    tiny = np.finfo(np.float64).tiny
+    model = dpppl.PitmanYorMixture(0.3, dpppl.Gamma(shape, rate), dpppl.NormalKnownCov(sigma2=1.0, tau2=1.0))
+    bound = model.bind(np.asarray([[0.0], [0.1], [3.0], [3.2], [-2.0]]))
+    move = build_alpha_kernel(bound)
+    state = bound.state_from_labels(None, np.asarray([0, 0, 1, 1, 2]), 6)._replace(alpha=jnp.asarray(tiny))
+
+    def chain(key):
+        return jax.lax.scan(lambda s, kk: (move.step(kk, s, None)[0],) * 2, state, jax.random.split(key, 200))[1]
+    alphas = np.asarray(jax.jit(chain)(jax.random.key(3)).alpha)
+    assert np.all(alphas >= tiny) and np.isfinite(alphas).all()
+    lp = jax.vmap(lambda a: bound.prior.log_eppf(state.stats.n, a) + bound.prior.log_prior_alpha(a))(alphas)
+    assert np.isfinite(np.asarray(lp)).all()

@@ -138,7 +138,7 @@ def test_predictive_with_and_without_data_and_bad_times():
         Predictive(fn, num_samples=1)(jax.random.key(0), None, np.array([0.0, 1.5]))
     with pytest.raises(dpppl.DataError, match="x has 24 points but t has 2"):
         Predictive(fn, num_samples=1)(jax.random.key(0), points, np.array([0.0, 1.0]))
-    with pytest.raises(ValueError, match="truncation must be an integer >= 2"):
+    with pytest.raises(dpppl.ArgumentError, match="truncation must be an integer >= 2"):
         model.numpyro_model(1)
 
 

@@ -6,7 +6,6 @@ import pytest
 
 import dpppl
 from dpppl.diagnostics.arviz_compat import group
-from dpppl.errors import DataError
 from dpppl.models.init import check_labels, grown_slots, initial_slots, initial_states, resolve_init, sequential
 from tests.helpers.stick_breaking import FIG1_PRIOR, NKC
 
@@ -20,8 +19,9 @@ def test_capacity_rule(niw_model, two_blobs):
     assert initial_slots(target, 9, requested=5) == 9  # never fewer than the labels in use
     assert initial_slots(target, 1, growable=False) == 31
     assert grown_slots(target, 16) == 31
-    with pytest.raises(ValueError, match="capacity"):
-        initial_slots(target, 1, requested=1)
+    for bad in (1, 2.5, True, "16"):
+        with pytest.raises(dpppl.ArgumentError, match=rf"^capacity must be an integer >= 2, got {bad!r}$"):
+            initial_slots(target, 1, requested=bad)
 
 
 def test_a_seating_that_fills_every_slot_is_grown_once_more():
@@ -62,12 +62,26 @@ def test_init_strategies_by_name_callable_and_labels(niw_model, two_blobs):
 
     # gibbs on two chains in 16 slots: the program tests/run/test_driver.py compiles for this model and data
     idata = dpppl.sample(niw_model, x, kernel="gibbs", init=halves, num_warmup=0, num_samples=1, num_chains=2,
-                         seed=2, progress_bar=False)
+                         seed=np.int64(2), progress_bar=False)
     assert group(idata, "posterior").attrs["init"] == "callable"
-    with pytest.raises(ValueError, match="init must be one of"):
+    seed = group(idata, "posterior").attrs["seed"]  # a NumPy seed is recorded as the int, not as "2"
+    assert seed == 2 and type(seed) is int
+    with pytest.raises(dpppl.ArgumentError, match="^init must be one of .'sequential', 'single', 'prior'"):
         resolve_init("sequentail")
-    with pytest.raises(DataError, match="shape"):
+    with pytest.raises(dpppl.ArgumentError, match=r"^init labels must have shape \(30,\) or \(2, 30\), got \(29,\)$"):
         check_labels(target, np.zeros(29, int), 2)
+
+
+@pytest.mark.parametrize("labels, shown", [
+    (-np.ones(30, int), "got -1 at point 0 (30 negative in all)"),
+    (np.r_[np.zeros(7, int), -3, np.ones(22, int)], "got -3 at point 7 (1 negative in all)"),
+    (np.stack([np.zeros(30), np.r_[np.zeros(29), -1.0]]), "got -1 at chain 1, point 29 (1 negative in all)")])
+def test_negative_init_labels_are_refused_with_their_position(niw_model, two_blobs, labels, shown):
+    """All -1 labels used to be accepted (renumbered as one cluster)."""
+    target = niw_model.bind(two_blobs[0])
+    with pytest.raises(dpppl.ArgumentError, match="^init labels must be non-negative integers .cluster numbers.,") as e:
+        check_labels(target, labels, 2)
+    assert str(e.value).endswith(shown)
 
 
 def test_prior_init_draws_partitions_from_the_prior(niw_model, two_blobs):

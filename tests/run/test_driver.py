@@ -243,6 +243,23 @@ def test_bad_seeds_are_refused_before_sampling(niw_model, two_blobs, no_sampling
     assert shown in str(e.value)
 
 
+@pytest.mark.parametrize("option, shown", [
+    ({"progress_bar": "no"}, "progress_bar must be True or False, got 'no' (str)"),
+    ({"progress_bar": 0}, "progress_bar must be True or False, got 0 (int)"),
+    ({"capacity": 1}, "capacity must be an integer >= 2, got 1"),
+    ({"capacity": 16.0}, "capacity must be an integer >= 2, got 16.0"),
+    ({"truncation": 1}, "truncation must be an integer >= 2, got 1"),
+    ({"truncation": "20"}, "truncation must be an integer >= 2, got '20'"),
+    ({"init": "sequentail"}, "init must be one of ('sequential', 'single', 'prior', 'search'), a callable or an "
+                             "array of labels, got 'sequentail'"),
+])
+def test_bad_run_options_are_argument_errors_before_sampling(niw_model, two_blobs, no_sampling, option, shown):
+    """capacity, truncation and init errors were plain ValueErrors; progress_bar="no" was read as true."""
+    with pytest.raises(dpppl.ArgumentError) as e:
+        dpppl.sample(niw_model, two_blobs[0], **{**RUN, **option})
+    assert str(e.value) == shown
+
+
 def test_seed_range_ends_and_numpy_integers_are_accepted(niw_model, two_blobs):
     x = two_blobs[0]
     run = {**RUN, "num_warmup": 0, "num_samples": 1}

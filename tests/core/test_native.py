@@ -1,0 +1,74 @@
+"""The native-library cache: a library is loaded only when its bytes hash to the sha256
+recorded when it was built, and only from files this user owns and others cannot write."""
+
+import os
+import warnings
+
+import pytest
+
+import dpppl
+from dpppl.core import native
+
+pytestmark = pytest.mark.skipif(native._compiler() is None, reason="no C++ compiler")
+
+
+@pytest.fixture
+def source(tmp_path, monkeypatch):
+    """A one-function C++ source (compiles in well under a second) and an empty cache."""
+    monkeypatch.setenv("DPPPL_NATIVE_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "tiny.cc"
+    path.write_text('extern "C" int dpppl_tiny() { return 7; }\n')
+    return path
+
+
+def test_a_build_records_the_sha256_of_its_library(source):
+    library = native._build(source)
+    recorded = library.with_name(library.name + ".sha256")
+    assert recorded.read_text().strip() == native._sha256(library)
+    assert native._build(source) == library  # verified, not rebuilt
+    assert sorted(p.name for p in library.parent.iterdir()) == [library.name, recorded.name]  # no partial files
+
+
+def test_a_tampered_library_is_rebuilt_with_a_warning(source):
+    library = native._build(source)
+    good = library.read_bytes()
+    library.write_bytes(good + b"\0tampered")
+    with pytest.warns(RuntimeWarning, match=rf"^dpppl: the cached native library {library} has sha256 [0-9a-f]{{16}}"
+                      r"\.\.\., not the [0-9a-f]{16}\.\.\. recorded in tiny-[0-9a-f]{20}\.so\.sha256 when it was "
+                      "built; rebuilding it$"):
+        assert native._build(source) == library
+    assert library.read_bytes() == good
+
+
+def test_a_library_without_a_recorded_hash_is_rebuilt_silently(source):
+    library = native._build(source)
+    library.with_name(library.name + ".sha256").unlink()
+    library.write_bytes(b"not a library")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        native._build(source)
+    assert native._sha256(library) == library.with_name(library.name + ".sha256").read_text().strip()
+    assert library.read_bytes() != b"not a library"
+
+
+@pytest.mark.parametrize("which", ["library", "hash"])
+def test_a_library_writable_by_others_is_not_loaded(source, which):
+    library = native._build(source)
+    path = library if which == "library" else library.with_name(library.name + ".sha256")
+    os.chmod(path, 0o666)
+    with pytest.raises(dpppl.KernelError, match=rf"^the native CPU code tiny.cc was requested .native=True or "
+                       rf"DPPPL_NATIVE=1. but could not be built or loaded: RuntimeError: {path} is writable by "
+                       r"others \(mode -rw-rw-rw-\): not loaded \(remove it, or set DPPPL_NATIVE_CACHE"):
+        native.load(source, {}, required=True)
+    assert path.stat().st_mode & 0o777 == 0o666  # left as it was, not replaced
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="no user ids")
+def test_a_library_of_another_user_is_not_loaded_and_the_jax_path_runs(source, monkeypatch):
+    library = native._build(source)
+    owner = os.getuid()
+    monkeypatch.setattr(native.os, "getuid", lambda: owner + 1)
+    with pytest.warns(RuntimeWarning, match=rf"could not be built or loaded, so the JAX path runs instead .*"
+                      rf"RuntimeError: {library} is owned by uid {owner}, not by this user \(uid {owner + 1}\): "
+                      "not loaded"):
+        assert native.load(source, {}, required=False) is False
