@@ -15,7 +15,7 @@ tree structure and each leaf's shape and dtype, no value.
 
 from __future__ import annotations
 
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable
 
 import jax
 import numpy as np
@@ -24,14 +24,14 @@ from dpppl.core.fingerprint import fingerprint
 
 
 class Static:
-    """An attribute of a pytree's static part, compared and hashed by its fingerprint (values
-    such as a model holding arrays are not hashable themselves)."""
+    """An attribute of a pytree's static part, compared and hashed by `key` (by default its
+    fingerprint: values such as a model holding arrays are not hashable themselves)."""
 
     __slots__ = ("value", "_key")
 
-    def __init__(self, value):
+    def __init__(self, value, key: Hashable = None):
         self.value = value
-        self._key = fingerprint(value)
+        self._key = fingerprint(value) if key is None else key
 
     def __eq__(self, other):
         return isinstance(other, Static) and self._key == other._key
@@ -60,15 +60,22 @@ def holds_numbers(value: Any) -> bool:
     return False
 
 
-def register_attributes(cls: type) -> type:
+def register_attributes(cls: type = None, *, static_keys: dict[str, Callable[[Any], Hashable]] | None = None):
     """Register `cls` as a pytree over its instance attributes (`vars(obj)`, fields and
     attributes set after construction alike): numbers are children, the rest static, and so are
     the attributes the class names in `static_attributes` (numbers that fix the shapes of what it
     computes, such as a degrees of freedom that sets how many normals a draw takes). A
     rebuilt instance is made without calling `__init__` (its children may be tracers), as JAX's
-    own dataclass pytrees are. Subclasses must be registered too (pytrees go by exact type)."""
+    own dataclass pytrees are. Subclasses must be registered too (pytrees go by exact type).
 
+    `static_keys` maps a static attribute's name to the function giving what of it a compiled
+    program depends on (by default all of it, by fingerprint): a bound model's unresolved model
+    keys programs by its structure only, since its resolved hyperparameters are leaves. Used
+    as a decorator, with or without `static_keys`."""
+    if cls is None:
+        return lambda cls: register_attributes(cls, static_keys=static_keys)
     structural = frozenset(getattr(cls, "static_attributes", ()))
+    keys = static_keys or {}
 
     def flatten(obj):
         children, static = [], []
@@ -78,7 +85,9 @@ def register_attributes(cls: type) -> type:
             else:
                 static.append((name, value))
         names = tuple(str(key.name) for key, _ in children)
-        return children, (names, Static(tuple(static)))
+        keyed = tuple((name, keys[name](value)) for name, value in static if name in keys)
+        rest = tuple((name, value) for name, value in static if name not in keys)
+        return children, (names, Static(tuple(static), (keyed, fingerprint(rest))))
 
     def unflatten(aux, children):
         names, static = aux

@@ -42,7 +42,7 @@ from dpppl.families.coupled import CoupledGaussian
 from dpppl.models.ddp_compile import compile_ddp
 from dpppl.models.ddp_state import (DEFAULT_NUM_AUX, DDPSlots, seat, slot_statistics, update_parameters,
                                     with_statistics)
-from dpppl.models.mixture import DataDecl, Model, check_not_masked, data_shift, validate_data
+from dpppl.models.mixture import DataDecl, Model, check_not_masked, data_shift, model_structure, validate_data
 from dpppl.priors.ddp import DDP
 
 DDP_KERNELS = ("ddp", "ddpswap", "nuts")
@@ -161,7 +161,7 @@ def _check_times(t, n: int, decl: DataDecl) -> np.ndarray:
     return arr
 
 
-@register_attributes
+@register_attributes(static_keys={"model": model_structure})
 @dataclasses.dataclass(frozen=True)
 class DDPBound:
     """A DDP model with validated data: points `x` (N, D), their times `t` (N,), the
@@ -265,16 +265,16 @@ class DDPBound:
         n = self.num_points
         draws = jax.vmap(lambda k: self.prior.draw_labels(k, n, capacity, jnp.zeros(())))(
             jax.random.split(key, self.num_slices))
-        return draws[jnp.asarray(self.slices), jnp.asarray(self._rank_in_slice)]
+        return draws[jnp.asarray(self.slices), self._rank_in_slice]
 
     @property
-    def _rank_in_slice(self) -> np.ndarray:
-        """Each point's index among the points of its slice."""
-        order = np.argsort(self.slices, kind="stable")
-        starts = np.searchsorted(self.slices[order], np.arange(self.num_slices))
-        rank = np.empty(self.num_points, np.int64)
-        rank[order] = np.arange(self.num_points) - starts[self.slices[order]]
-        return rank
+    def _rank_in_slice(self) -> jax.Array:
+        """Each point's index among the points of its slice (traceable: the slices may be traced)."""
+        slices = jnp.asarray(self.slices)
+        order = jnp.argsort(slices, stable=True)
+        starts = jnp.searchsorted(slices[order], jnp.arange(self.num_slices))
+        return jnp.zeros(self.num_points, jnp.int32).at[order].set(
+            (jnp.arange(self.num_points) - starts[slices[order]]).astype(jnp.int32))
 
     def lp(self, state: PartitionState):
         """[`log_joint_state`][dpppl.families.coupled.CoupledGaussian.log_joint_state]: the parameters

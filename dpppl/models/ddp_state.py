@@ -91,7 +91,7 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     # the auxiliaries of point n: their means in n's slice and covariances now (all
     # that eq. 10 needs); the other slices' means only for the one that is chosen
     # (means_given_slice, from the standard normals `rest`)
-    scale = jnp.sqrt(jnp.asarray(np.diag(family.gamma)))[slices]
+    scale = jnp.sqrt(jnp.diag(jnp.asarray(family.gamma)))[slices]
     aux_mu_t = (jnp.asarray(family.mu0)
                 + scale[:, None, None] * jax.random.normal(k_aux_mu, (N, m, family.dim), x.dtype))
     aux_sigma, aux_prec, aux_logdet = family.draw_prior_cov(k_aux_cov, (N, m))

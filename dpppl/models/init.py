@@ -162,6 +162,6 @@ def initial_states(target: Target, init, keys, capacity: int | None = None) -> P
     return strategy(target, keys, capacity)
 
 
-__all__ = ["capacity_class", "check_labels", "from_labels", "grown_slots", "init_names", "initial_slots", "initial_states",
-           "prior", "register_init", "resolve_init", "sequential", "single", "states_from_labels"]
+__all__ = ["capacity_class", "check_labels", "from_labels", "grown_slots", "init_names", "initial_slots",
+           "initial_states", "prior", "register_init", "resolve_init", "sequential", "single", "states_from_labels"]
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from dpppl.core.compiled import on_target
 from dpppl.core.expressions import Span
+from dpppl.core.fingerprint import fingerprint
 from dpppl.core.pytrees import register_attributes
 from dpppl.core.state import PartitionState
 from dpppl.errors import DataError, HyperparameterError, ModelError
@@ -125,7 +126,17 @@ class Model:
         return f"{self.prior.describe()} mixture of {self.component.name}"
 
 
-@register_attributes
+def model_structure(model: Model):
+    """What a compiled program of a bound model depends on in its unresolved model: the model's
+    class, its prior (its values included: they are constants of the programs) and its data
+    declaration, and the component's class; not the component's hyperparameters (the bound
+    model's resolved family carries them as leaves), the model file's text or positions."""
+    decl = model.data
+    return (type(model).__qualname__, fingerprint(model.prior), (decl.name, decl.kind, decl.dims, decl.by, decl.of),
+            type(model.component).__qualname__)
+
+
+@register_attributes(static_keys={"model": model_structure})
 @dataclasses.dataclass(frozen=True)
 class BoundModel:
     """A model with validated data and a resolved component family: the target
@@ -347,8 +358,8 @@ def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
     return family.check_data(arr)
 
 
-__all__ = ["DataDecl", "Model", "BoundModel", "DPMixture", "PitmanYorMixture", "Gamma", "validate_data",
-           "StickBreakingMixture", "PseudoParticleMixture", "check_not_masked", "data_shift"]
+__all__ = ["DataDecl", "Model", "BoundModel", "model_structure", "DPMixture", "PitmanYorMixture", "Gamma",
+           "validate_data", "StickBreakingMixture", "PseudoParticleMixture", "check_not_masked", "data_shift"]
 
 
 def state_from_labels(family, x, z, capacity: int, alpha: float, aux=None) -> PartitionState:
