@@ -92,13 +92,25 @@ def test_time_indexed_data_by_name():
     assert bound.num_slices == 3 and bound.num_points == data.shape[0]
 
 
+RANKINGS = 'data r : ranking[N] = file("ballots.csv")\nz ~ CRP(1)\ntheta[k] ~ MallowsPrior()\n' \
+    "r[i] ~ GeneralizedMallows(theta[z[i]])\n"
+
+
 def test_rankings_from_a_file_of_item_names(tmp_path):
-    (tmp_path / "ballots.csv").write_text("a,b,c\nb,a\nc\n")
+    (tmp_path / "ballots.csv").write_text('a,b,"c, d"\nb,a\n"c, d"\n')
     path = tmp_path / "r.dp"
-    path.write_text('data r : ranking[N] = file("ballots.csv")\nz ~ CRP(1)\ntheta[k] ~ MallowsPrior()\n'
-                    "r[i] ~ GeneralizedMallows(theta[z[i]])\n")
-    _, bound = bind_data(dpppl.load(path))
-    assert bound.num_points == 3
+    path.write_text(RANKINGS)
+    data, bound = bind_data(dpppl.load(path))
+    assert bound.num_points == 3 and data.items == ("a", "b", "c, d")
+
+
+def test_a_missing_rankings_file_is_a_data_error_at_the_statement(tmp_path):
+    path = tmp_path / "r.dp"
+    path.write_text(RANKINGS)
+    with pytest.raises(DataError) as info:
+        bind_data(dpppl.load(path))
+    assert str(info.value) == (f"{path}:1: the data named by 'data r : ranking[N] = file(\"ballots.csv\")': "
+                               f"{tmp_path / 'ballots.csv'}: no such file")
 
 
 def test_explicit_data_win_then_a_bound_model_then_the_file():
