@@ -15,7 +15,8 @@
     dpppl datasets           # bundled and synthetic data sets
 
 `--data` may be left out when the model file names its data
-(`data x : real[N] = dataset("galaxies")`); given, it wins.
+(`data x : real[N] = dataset("galaxies")`); given, it wins. A model file's `file("...")` is
+read only inside the model file's directory tree; `--allow-path DIR` (repeatable) allows more.
 
 Errors in the model, the data or the options are reported in one line (exit status 2)
 before anything is sampled. Ctrl-C at any moment ends the command with one line and exit
@@ -172,6 +173,9 @@ def _parser() -> argparse.ArgumentParser:
 def _data_option(parser) -> None:
     parser.add_argument("--data", default=None, help="CSV/NPY/NPZ file, or a data set name (see `dpppl datasets`); "
                         "default: the data the model file names (data x : real[N] = dataset(\"galaxies\"))")
+    parser.add_argument("--allow-path", action="append", default=None, metavar="DIR",
+                        help="a directory outside the model file's own directory tree that its file(\"...\") "
+                        "data may be read from, repeatable (default: only the model file's directory tree)")
 
 
 def _data(args, model):
@@ -358,7 +362,7 @@ def _run(args) -> int:
         check_output_path(args.out)
     if args.command == "search":
         beam = None if args.beam.lower() == "none" else int(args.beam)
-        model = dpppl.load(args.model)
+        model = dpppl.load(args.model, allow_paths=args.allow_path)
         result = dpppl.map_search(model, _data(args, model), heuristic=args.heuristic,
                                   beam=beam, order=args.order, seed=args.seed)
         print(f"log joint {result.log_joint:.6g}, K = {result.num_clusters}, {result.seconds:.2f} s "
@@ -378,7 +382,7 @@ def _run(args) -> int:
                                  checkpoint_every=args.checkpoint_every)
             return _report(idata, args)
         if args.command == "sample":
-            model = dpppl.load(args.model)
+            model = dpppl.load(args.model, allow_paths=args.allow_path)
             idata = dpppl.sample(model, _data(args, model), kernel=args.kernel, num_warmup=args.warmup,
                                  num_samples=args.samples, num_chains=args.chains, seed=args.seed,
                                  init=args.init, thinning=args.thinning, truncation=args.truncation,

@@ -17,7 +17,8 @@ Statements
         (`dpppl.sample(model)`, `dpppl sample MODEL` without `--data`):
         `data x : real[N] = dataset("galaxies")` (a data set by name, with keyword
         options that are fixed numbers: `dataset("w2", n = 1000)`) or
-        `data x : real[N, D] = file("points.csv")` (relative to the model file); see
+        `data x : real[N, D] = file("points.csv")` (relative to the model file, inside its
+        directory tree unless `allow_paths` allows more); see
         `dpppl.dsl.data`. Nothing is read when the model is parsed.
     `NAME = expr`
         a constant: a number for a concentration or discount, or any hyperparameter
@@ -66,7 +67,7 @@ from dpppl.datasets.bundled import available as available_datasets
 from dpppl.datasets.bundled import option_names
 from dpppl.datasets.files import read_data, read_rankings
 from dpppl.dsl.data import SOURCES, DataSource
-from dpppl.errors import DataError, HyperparameterError, ModelError
+from dpppl.errors import ArgumentError, DataError, HyperparameterError, ModelError
 from dpppl.priors.crp import CRP, Gamma, PitmanYor
 from dpppl.priors.stick_breaking import StickBreaking
 from dpppl.priors.ddp import DDP
@@ -267,8 +268,9 @@ _KINDS = {"data": "the data", "dimension": "a data dimension", "constant": "a co
 class _ModelBuilder:
     """Checks the statements of one model file and builds its [`Model`][dpppl.dsl.parser.Model]."""
 
-    def __init__(self, source: Source, statements: list):
+    def __init__(self, source: Source, statements: list, allowed: tuple[str, ...] = ()):
         self.source = source
+        self.allowed = allowed  # directories outside the model's tree that file() may read (allow_paths)
         self.statements = statements
         self.scope: dict[str, _Definition] = {}
         # where each name is first defined anywhere in the file, for "used before" errors
@@ -501,8 +503,10 @@ class _ModelBuilder:
             if Path(clause.target).suffix.lower() not in suffixes:
                 raise clause.target_span.error(f"file '{clause.target}' has no data file extension; expected "
                                                f"one of {', '.join(suffixes)}")
-            base = os.path.dirname(self.source.name) if self.source.name != "<string>" else ""
-            return DataSource("file", os.path.abspath(os.path.join(base, clause.target)), (), where, line)
+            base = os.path.abspath(os.path.dirname(self.source.name) if self.source.name != "<string>" else "")
+            absolute = os.path.isabs(clause.target)
+            return DataSource("file", os.path.abspath(os.path.join(base, clause.target)), (), where, line,
+                              root=None if absolute else base, allowed=self.allowed)
         names = available_datasets()
         if clause.target.lower() not in names:
             hint = suggest(clause.target.lower(), names)
@@ -729,7 +733,7 @@ def _article(noun: str) -> str:
     return "an" if noun[0] in "aeiou" else "a"
 
 
-def parse(text: str, source: str = "<string>") -> Model:
+def parse(text: str, source: str = "<string>", allow_paths=None) -> Model:
     """Parse a model in the dpppl model language.
 
     Parameters
@@ -737,7 +741,12 @@ def parse(text: str, source: str = "<string>") -> Model:
     text : str or bytes
         The model. Bytes are decoded as UTF-8; line endings `\\r\\n` and `\\r` are read as `\\n`.
     source : str, default "<string>"
-        A name for the text in error messages (a file name).
+        A name for the text in error messages (a file name); a `file()` data source is read
+        relative to its directory (to the working directory for `"<string>"`) and only inside
+        that directory tree ([`dpppl.dsl.data`][dpppl.dsl.data]).
+    allow_paths : path or sequence of paths, optional
+        Directories outside that tree (or named by an absolute path) that `file()` may read.
+        [`ArgumentError`][dpppl.errors.ArgumentError] for one that is not an existing directory.
 
     Returns
     -------
@@ -748,8 +757,30 @@ def parse(text: str, source: str = "<string>") -> Model:
     """
     text = _model_text(text, source)
     src = Source(source, text)
+    allowed = allowed_directories(allow_paths)
     statements = parse_rule(text + "\n", "model", StatementBuilder(src))
-    return _ModelBuilder(src, statements).build()
+    return _ModelBuilder(src, statements, allowed).build()
+
+
+def allowed_directories(allow_paths) -> tuple[str, ...]:
+    """`allow_paths` (None, a path or a sequence of paths) as absolute directory paths;
+    ArgumentError for anything else or a path that is not an existing directory."""
+    if allow_paths is None:
+        return ()
+    paths = [allow_paths] if isinstance(allow_paths, (str, os.PathLike)) else allow_paths
+    try:
+        paths = list(paths)
+    except TypeError:
+        raise ArgumentError(f"allow_paths must be a directory or a list of directories, got "
+                            f"{type(allow_paths).__name__}") from None
+    out = []
+    for path in paths:
+        if not isinstance(path, (str, os.PathLike)):
+            raise ArgumentError(f"allow_paths must hold directory paths, got {type(path).__name__} {path!r}")
+        if not os.path.isdir(path):
+            raise ArgumentError(f"allow_paths: {os.fspath(path)} is not an existing directory")
+        out.append(os.path.abspath(path))
+    return tuple(out)
 
 
 def _model_text(text, source: str) -> str:
@@ -766,8 +797,12 @@ def _model_text(text, source: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def load(path: str | os.PathLike, data=None):
+def load(path: str | os.PathLike, data=None, allow_paths=None):
     """Read and parse a model file (see [`parse`][dpppl.dsl.parser.parse]); the model's `path` is `path`.
+
+    Data the file names with `file("...")` are read only inside the model file's directory tree,
+    or inside a directory of `allow_paths` (a path or a list of paths: the directories you allow,
+    [`dpppl.dsl.data`][dpppl.dsl.data]).
 
     With `data` (an array, or a data set name or file as `dpppl.sample` takes them), the model
     bound to them (`model.bind(x)`, a [`BoundModel`][dpppl.BoundModel]), which every entry point
@@ -792,7 +827,7 @@ def load(path: str | os.PathLike, data=None):
     except UnicodeDecodeError as e:
         raise ModelError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); save the model file as "
                          "UTF-8", source=path) from None
-    model = dataclasses.replace(parse(text, source=path), path=path)
+    model = dataclasses.replace(parse(text, source=path, allow_paths=allow_paths), path=path)
     return model if data is None else bind_data(model, data)[1]
 
 
@@ -856,5 +891,5 @@ def missing_data(model: Model, how: str = "pass them (dpppl.sample(model, x)) or
             f"the model file: data {decl.name} : ... = file(\"points.csv\") or = dataset(\"galaxies\")")
 
 
-__all__ = ["as_model", "bind_data", "missing_data", "parse", "load", "PARTITION_PRIORS", "CONCENTRATION_PRIORS",
+__all__ = ["allowed_directories", "as_model", "bind_data", "missing_data", "parse", "load", "PARTITION_PRIORS", "CONCENTRATION_PRIORS",
            "COMPONENTS", "OBSERVATIONS"]
