@@ -891,5 +891,6 @@ def missing_data(model: Model, how: str = "pass them (dpppl.sample(model, x)) or
             f"the model file: data {decl.name} : ... = file(\"points.csv\") or = dataset(\"galaxies\")")
 
 
-__all__ = ["allowed_directories", "as_model", "bind_data", "missing_data", "parse", "load", "PARTITION_PRIORS", "CONCENTRATION_PRIORS",
+__all__ = ["allowed_directories", "as_model", "bind_data", "missing_data", "parse", "load", "PARTITION_PRIORS",
+           "CONCENTRATION_PRIORS",
            "COMPONENTS", "OBSERVATIONS"]
