@@ -54,13 +54,16 @@ column, a caret excerpt and what was expected.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import os
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 from lark import v_args
+from lark.exceptions import VisitError
 
 from dpppl import families
 from dpppl.datasets.bundled import available as available_datasets
@@ -246,6 +249,107 @@ class StatementBuilder(ExprBuilder):
         return self._name(name), self._name(index[0]) if index else None
 
 
+class _Placed(Exception):
+    """Carries an error the builder raised, already placed in the whole text, past `_LineBuilder`'s re-placing."""
+
+    def __init__(self, error: Exception):
+        super().__init__(error)
+        self.error = error
+
+
+class _LineBuilder(StatementBuilder):
+    """A `StatementBuilder` for one line of a model (every statement is one line): `source` is that
+    line alone, which is what lark and `parse_rule`'s syntax and nesting errors see; the positions
+    the built statements carry are in `whole`, the model's text, at line `line`."""
+
+    def __init__(self, whole: Source):
+        super().__init__(whole)
+        self.whole = whole
+        self.line, self.offset = 1, 0  # the line's number and where it starts in whole.text
+
+    def at(self, line: int, offset: int, text: str) -> "_LineBuilder":
+        self.line, self.offset, self.source = line, offset, Source(self.whole.name, text)
+        return self
+
+    def _span(self, item) -> Span:
+        return Span(self.whole, item.line + self.line - 1, item.column)
+
+    def _text(self, meta) -> str:
+        return self.whole.text[meta.start_pos + self.offset:meta.end_pos + self.offset]
+
+    def transform(self, tree):
+        try:
+            return super().transform(tree)
+        except VisitError as exc:  # raised with a position in the whole text: not to be moved
+            raise _Placed(exc.orig_exc) from None
+
+
+def _statements(source: Source) -> list:
+    """The statements of a model, parsed one line at a time (a statement never spans lines; blank
+    and comment lines are skipped unparsed), so that parsing costs the same for every line, however
+    long the file. A name defined a second time is reported at once, at its second definition
+    (`_Definitions`), before the lines after it are parsed."""
+    builder, definitions, statements, offset = _LineBuilder(source), _Definitions(), [], 0
+    for number, line in enumerate(source.text.split("\n"), start=1):
+        text = line.strip()
+        if text and not text.startswith("#"):
+            try:
+                parsed = parse_rule(line + "\n", "model", builder.at(number, offset, line))
+            except _Placed as placed:
+                raise placed.error from None
+            except ModelError as error:  # a syntax or nesting error, placed in the line alone
+                raise ModelError(error.bare_message, source=source.name, line=number, column=error.column,
+                                 text=source.text) from None
+            for statement in parsed:
+                definitions.add(statement)
+            statements += parsed
+        offset += len(line) + 1
+    return statements
+
+
+class _Definitions:
+    """The names statements define, in the order of the text: a second definition of a name (or a
+    second data declaration, or a partition or component prior of the first one's name) raises what the
+    model builder would, when it is seen. Observation lines define nothing; the builder checks the rest
+    (a component prior's name against other names, priors of different names)."""
+
+    def __init__(self):
+        self.lines: dict[str, int] = {}
+        self.roles: dict[str, DataStatement | Sampling] = {}  # the first statement of each role
+
+    def add(self, s):
+        if isinstance(s, DataStatement):
+            first = self.roles.setdefault("data", s)
+            if first is not s:
+                raise s.span.error(f"a model has one data declaration; '{first.name.name}' is already declared at "
+                                   f"line {first.span.line}")
+            names = [s.name, *(d for d in s.dims if isinstance(d, Name)), s.of, s.by]
+        elif isinstance(s, Assignment):
+            names = [s.name]
+        elif _is_observation(s) or ("data" in self.roles and self.roles["data"].name.name == s.name.name):
+            return
+        elif s.index is not None:  # a component prior: its name is checked against others by the builder
+            self._one("component", s)
+            return
+        else:
+            if s.dist.func in PARTITION_PRIORS:
+                self._one("partition", s)
+            names = [s.name]
+        for name in names:
+            if not isinstance(name, Name) or name.name in BUILTINS:
+                continue
+            if name.name in self.lines:
+                raise name.error(f"'{name.name}' is already defined at line {self.lines[name.name]}")
+            self.lines[name.name] = name.span.line
+
+    def _one(self, role: str, s: Sampling):
+        """A model's one partition or component prior: the same name defined again raises."""
+        first = self.roles.setdefault(role, s)
+        if first is not s and first.name.name == s.name.name:
+            raise s.name.error(f"a model has one {role} prior; '{first.name.name}' is already defined at "
+                               f"line {first.name.span.line}")
+
+
 # ---------------------------------------------------------------------------- building
 
 
@@ -305,6 +409,10 @@ class _ModelBuilder:
                 self._define(s.name, "constant", self._constant(s.value))
             elif isinstance(s, Sampling) and s.name.name == self.data.name:
                 self._observation(s)
+            elif isinstance(s, Sampling) and _is_observation(s):
+                raise s.name.error(f"'{s.name.name}[{s.index.name}]' is observed here, but the data are named "
+                                   f"'{self.data.name}' (line {self.data.line}); the observation line is "
+                                   f"'{self.data.name}[{s.index.name}] ~ {s.dist.func}(...)'")
             elif isinstance(s, Sampling) and s.index is not None:
                 self._component(s)
             elif isinstance(s, Sampling):
@@ -694,6 +802,13 @@ class _ModelBuilder:
         return bound
 
 
+def _is_observation(s: Sampling) -> bool:
+    """Whether `s` reads as an observation line, `y[i] ~ Normal(theta[z[i]])`: an indexed name and a
+    first argument indexed by an index (component priors take none)."""
+    ref = s.dist.args[0] if s.dist.args else None
+    return s.index is not None and isinstance(ref, Index) and isinstance(ref.index, Index)
+
+
 def _init_fields(cls: type) -> tuple[str, ...]:
     """The constructor arguments of a dataclass, in order."""
     return tuple(f.name for f in dataclasses.fields(cls) if f.init)
@@ -758,8 +873,22 @@ def parse(text: str, source: str = "<string>", allow_paths=None) -> Model:
     text = _model_text(text, source)
     src = Source(source, text)
     allowed = allowed_directories(allow_paths)
-    statements = parse_rule(text + "\n", "model", StatementBuilder(src))
-    return _ModelBuilder(src, statements, allowed).build()
+    with _collection_paused():
+        return _ModelBuilder(src, _statements(src), allowed).build()
+
+
+@contextlib.contextmanager
+def _collection_paused():
+    """Python's cyclic garbage collector off (as it was, after): parsing makes many small objects
+    and keeps the statements, and the collections they trigger walk everything kept so far, which
+    made parsing time grow with the square of the file's length."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def allowed_directories(allow_paths) -> tuple[str, ...]:
