@@ -858,7 +858,7 @@ def parse(text: str, source: str = "<string>", allow_paths=None) -> Model:
     source : str, default "<string>"
         A name for the text in error messages (a file name); a `file()` data source is read
         relative to its directory (to the working directory for `"<string>"`) and only inside
-        that directory tree ([`dpppl.dsl.data`][dpppl.dsl.data]).
+        that directory tree (`dpppl.dsl.data`).
     allow_paths : path or sequence of paths, optional
         Directories outside that tree (or named by an absolute path) that `file()` may read.
         [`ArgumentError`][dpppl.errors.ArgumentError] for one that is not an existing directory.
@@ -931,7 +931,7 @@ def load(path: str | os.PathLike, data=None, allow_paths=None):
 
     Data the file names with `file("...")` are read only inside the model file's directory tree,
     or inside a directory of `allow_paths` (a path or a list of paths: the directories you allow,
-    [`dpppl.dsl.data`][dpppl.dsl.data]).
+    `dpppl.dsl.data`).
 
     With `data` (an array, or a data set name or file as `dpppl.sample` takes them), the model
     bound to them (`model.bind(x)`, a [`BoundModel`][dpppl.BoundModel]), which every entry point

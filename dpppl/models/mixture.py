@@ -357,7 +357,8 @@ def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
     for axis, dim in enumerate(decl.dims[:2]):
         if isinstance(dim, int) and arr.shape[axis] != dim:
             raise DataError(
-                f"data '{name}' has {arr.shape[axis]} {'points' if axis == 0 else 'columns'} (shape {arr.shape}), "
+                f"data '{name}' has {arr.shape[axis]} {('point', 'column')[axis]}{'' if arr.shape[axis] == 1 else 's'} "
+                f"(shape {arr.shape}), "
                 f"but the model declares {dim} ('{name} : {declared}'{where})")
     arr = arr.astype(float)
     bad = ~np.isfinite(arr)
