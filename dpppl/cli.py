@@ -15,7 +15,8 @@
     dpppl datasets           # bundled and synthetic data sets
 
 `--data` may be left out when the model file names its data
-(`data x : real[N] = dataset("galaxies")`); given, it wins.
+(`data x : real[N] = dataset("galaxies")`); given, it wins. A model file's `file("...")` is
+read only inside the model file's directory tree; `--allow-path DIR` (repeatable) allows more.
 
 Errors in the model, the data or the options are reported in one line (exit status 2)
 before anything is sampled. Ctrl-C at any moment ends the command with one line and exit
@@ -177,6 +178,9 @@ def _parser() -> argparse.ArgumentParser:
 def _data_option(parser) -> None:
     parser.add_argument("--data", default=None, help="CSV/NPY/NPZ file, or a data set name (see `dpppl datasets`); "
                         "default: the data the model file names (data x : real[N] = dataset(\"galaxies\"))")
+    parser.add_argument("--allow-path", action="append", default=None, metavar="DIR",
+                        help="a directory outside the model file's own directory tree that its file(\"...\") "
+                        "data may be read from, repeatable (default: only the model file's directory tree)")
 
 
 def _data(args, model):
@@ -434,7 +438,7 @@ def _run(args) -> int:
         check_output_path(args.out)
     if args.command == "search":
         beam = None if args.beam.lower() == "none" else int(args.beam)
-        model = dpppl.load(args.model)
+        model = dpppl.load(args.model, allow_paths=args.allow_path)
         result = dpppl.map_search(model, _data(args, model), heuristic=args.heuristic,
                                   beam=beam, order=args.order, seed=args.seed)
         print(f"log joint {result.log_joint:.6g}, K = {result.num_clusters}, {result.seconds:.2f} s "
@@ -454,7 +458,7 @@ def _run(args) -> int:
                 args.checkpoint, num_samples=args.samples, progress_bar=not args.no_progress,
                 checkpoint_every=args.checkpoint_every)), args)
         if args.command == "sample":
-            model = dpppl.load(args.model)
+            model = dpppl.load(args.model, allow_paths=args.allow_path)
             data = _data(args, model)
             return _report(*_sampled(lambda: dpppl.sample(
                 model, data, kernel=args.kernel, num_warmup=args.warmup, num_samples=args.samples,

@@ -5,10 +5,12 @@ takes); `read_rankings` reads rankings, as item indices or as lines of item name
 
 from __future__ import annotations
 
+import codecs
+import csv
 import math
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 
@@ -29,11 +31,14 @@ def read_data(path_or_name: str | os.PathLike) -> np.ndarray:
     path_or_name : str or path-like
         An existing file, read by its extension (case-insensitive):
 
-        - `.csv`, `.tsv`, `.txt`: delimited text, one point per line. Values are
-          separated by commas when the first non-blank line holds a comma, else by
-          whitespace. The first line is a header when none of its cells is a number.
-          Blank lines and lines starting with `#` are skipped; surrounding quotes are
-          removed from cells. Returns float64 of shape (N, D).
+        - `.csv`, `.tsv`, `.txt`: delimited text, one point per line, read by Python's
+          `csv` module. The delimiter is the first of comma, semicolon and tab that
+          splits the first non-blank line into several fields, else runs of spaces and
+          tabs. A field in double quotes may hold the delimiter (`"1,5",2` is two
+          fields, the first of which is then not a number). The first line is a header
+          when none of its cells is a number. Blank lines and lines starting with `#`
+          are skipped; a UTF-8 byte-order mark is dropped (UTF-16 with its mark is read
+          too). Returns float64 of shape (N, D).
         - `.npy`: the array as stored.
         - `.npz`: its single array, else the array named `x`, else `data`.
 
@@ -115,27 +120,15 @@ def _read_numpy(path: Path, suffix: str) -> np.ndarray:
 
 
 def _read_text(path: Path) -> np.ndarray:
-    try:
-        with open(path, encoding="utf-8-sig") as fh:
-            lines = fh.readlines()
-    except UnicodeDecodeError as e:
-        raise DataError(f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
-
-    delimiter: Optional[str] = None
     header: Optional[list[str]] = None
     first_line = 0
     rows: list[list[float]] = []
-    for number, line in enumerate(lines, start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
+    for number, cells in _records(path):
         if not first_line:
             first_line = number
-            delimiter = "," if "," in stripped else None
-        cells = [c.strip().strip("\"'") for c in stripped.split(delimiter)]
-        if number == first_line and not any(_is_number(c) for c in cells):
-            header = cells
-            continue
+            if not any(_is_number(c) for c in cells):
+                header = cells
+                continue
         width = len(header) if header is not None else (len(rows[0]) if rows else len(cells))
         if len(cells) != width:
             raise DataError(f"{path}, line {number}: row {len(rows)} has {len(cells)} values, but line "
@@ -155,6 +148,47 @@ def _read_text(path: Path) -> np.ndarray:
     if not rows:
         raise DataError(f"{path}: no data rows")
     return np.array(rows, dtype=float)
+
+
+def _records(path: Path, delimiter: Optional[str] = None) -> Iterator[tuple[int, list[str]]]:
+    """The rows of a delimited text file as `(line, cells)`, read by Python's `csv` module: `line` is where the
+    row starts (from 1), `cells` its fields with surrounding whitespace removed. Blank lines and lines
+    starting with `#` are skipped. A field in double quotes may hold the delimiter, a quote written twice
+    (`""`) and line breaks. The delimiter is `delimiter`, or the first of comma, semicolon and tab that
+    splits the first row into several fields, else runs of spaces and tabs. UTF-8 (a byte-order mark is
+    dropped) or UTF-16 with its byte-order mark. DataError for other encodings and malformed quoting."""
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-16" if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) else "utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
+    kept = [(number, line) for number, line in enumerate(text.splitlines(keepends=True), start=1)
+            if line.strip() and not line.lstrip().startswith("#")]
+    if not kept:
+        return
+    if delimiter is None:
+        delimiter = next((d for d in (",", ";", "\t") if len(_split(kept[0][1], d)) > 1), " ")
+    lines = [line.strip().replace("\t", " ") if delimiter == " " else line for _, line in kept]
+    reader = csv.reader(lines, delimiter=delimiter, skipinitialspace=True, strict=True)
+    consumed = 0
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise DataError(f"{path}, line {kept[min(reader.line_num, len(kept)) - 1][0]}: cannot read the "
+                            f"row (check its double quotes): {e}") from None
+        yield kept[consumed][0], [c.strip() for c in cells]
+        consumed = reader.line_num
+
+
+def _split(line: str, delimiter: str) -> list[str]:
+    """The fields of one line split at `delimiter` outside double quotes (what `_records` reads it as)."""
+    try:
+        return next(csv.reader([line], delimiter=delimiter, skipinitialspace=True), [])
+    except csv.Error:
+        return [line]
 
 
 def _cell(row: int, col: int, header: Optional[list[str]]) -> str:
@@ -177,19 +211,15 @@ def read_rankings(path) -> Rankings:
     `.npy`/`.npz` and numeric text files are read by [`dpppl.datasets.read_data`][dpppl.datasets.read_data]
     (item indices padded with -1). Other text files hold one ranking per line, items (names)
     separated by commas, most preferred first; blank cells and lines, and lines starting
-    with `#`, are skipped; the items are the sorted set of names seen.
+    with `#`, are skipped; a name in double quotes may hold a comma; the items are the sorted set of
+    names seen. A missing file is a DataError (as from `read_data`).
     """
     try:
         return rankings(read_data(path))
     except DataError as numeric_error:
-        if not str(path).lower().endswith(_TEXT_SUFFIXES):
+        if not str(path).lower().endswith(_TEXT_SUFFIXES) or not Path(path).is_file():
             raise
-        rows = []
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if not line.strip() or line.lstrip().startswith("#"):
-                    continue
-                rows.append([c.strip().strip('"') for c in line.rstrip("\n").split(",") if c.strip()])
+        rows = [[c for c in cells if c] for _, cells in _records(Path(path), delimiter=",")]
         if not rows:
             raise numeric_error
         return rankings(rows)

@@ -17,7 +17,8 @@ Statements
         (`dpppl.sample(model)`, `dpppl sample MODEL` without `--data`):
         `data x : real[N] = dataset("galaxies")` (a data set by name, with keyword
         options that are fixed numbers: `dataset("w2", n = 1000)`) or
-        `data x : real[N, D] = file("points.csv")` (relative to the model file); see
+        `data x : real[N, D] = file("points.csv")` (relative to the model file, inside its
+        directory tree unless `allow_paths` allows more); see
         `dpppl.dsl.data`. Nothing is read when the model is parsed.
     `NAME = expr`
         a constant: a number for a concentration or discount, or any hyperparameter
@@ -53,20 +54,23 @@ column, a caret excerpt and what was expected.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import os
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 from lark import v_args
+from lark.exceptions import VisitError
 
 from dpppl import families
 from dpppl.datasets.bundled import available as available_datasets
 from dpppl.datasets.bundled import option_names
 from dpppl.datasets.files import read_data, read_rankings
 from dpppl.dsl.data import SOURCES, DataSource
-from dpppl.errors import DataError, HyperparameterError, ModelError
+from dpppl.errors import ArgumentError, DataError, HyperparameterError, ModelError
 from dpppl.priors.crp import CRP, Gamma, PitmanYor
 from dpppl.priors.stick_breaking import StickBreaking
 from dpppl.priors.ddp import DDP
@@ -245,6 +249,107 @@ class StatementBuilder(ExprBuilder):
         return self._name(name), self._name(index[0]) if index else None
 
 
+class _Placed(Exception):
+    """Carries an error the builder raised, already placed in the whole text, past `_LineBuilder`'s re-placing."""
+
+    def __init__(self, error: Exception):
+        super().__init__(error)
+        self.error = error
+
+
+class _LineBuilder(StatementBuilder):
+    """A `StatementBuilder` for one line of a model (every statement is one line): `source` is that
+    line alone, which is what lark and `parse_rule`'s syntax and nesting errors see; the positions
+    the built statements carry are in `whole`, the model's text, at line `line`."""
+
+    def __init__(self, whole: Source):
+        super().__init__(whole)
+        self.whole = whole
+        self.line, self.offset = 1, 0  # the line's number and where it starts in whole.text
+
+    def at(self, line: int, offset: int, text: str) -> "_LineBuilder":
+        self.line, self.offset, self.source = line, offset, Source(self.whole.name, text)
+        return self
+
+    def _span(self, item) -> Span:
+        return Span(self.whole, item.line + self.line - 1, item.column)
+
+    def _text(self, meta) -> str:
+        return self.whole.text[meta.start_pos + self.offset:meta.end_pos + self.offset]
+
+    def transform(self, tree):
+        try:
+            return super().transform(tree)
+        except VisitError as exc:  # raised with a position in the whole text: not to be moved
+            raise _Placed(exc.orig_exc) from None
+
+
+def _statements(source: Source) -> list:
+    """The statements of a model, parsed one line at a time (a statement never spans lines; blank
+    and comment lines are skipped unparsed), so that parsing costs the same for every line, however
+    long the file. A name defined a second time is reported at once, at its second definition
+    (`_Definitions`), before the lines after it are parsed."""
+    builder, definitions, statements, offset = _LineBuilder(source), _Definitions(), [], 0
+    for number, line in enumerate(source.text.split("\n"), start=1):
+        text = line.strip()
+        if text and not text.startswith("#"):
+            try:
+                parsed = parse_rule(line + "\n", "model", builder.at(number, offset, line))
+            except _Placed as placed:
+                raise placed.error from None
+            except ModelError as error:  # a syntax or nesting error, placed in the line alone
+                raise ModelError(error.bare_message, source=source.name, line=number, column=error.column,
+                                 text=source.text) from None
+            for statement in parsed:
+                definitions.add(statement)
+            statements += parsed
+        offset += len(line) + 1
+    return statements
+
+
+class _Definitions:
+    """The names statements define, in the order of the text: a second definition of a name (or a
+    second data declaration, or a partition or component prior of the first one's name) raises what the
+    model builder would, when it is seen. Observation lines define nothing; the builder checks the rest
+    (a component prior's name against other names, priors of different names)."""
+
+    def __init__(self):
+        self.lines: dict[str, int] = {}
+        self.roles: dict[str, DataStatement | Sampling] = {}  # the first statement of each role
+
+    def add(self, s):
+        if isinstance(s, DataStatement):
+            first = self.roles.setdefault("data", s)
+            if first is not s:
+                raise s.span.error(f"a model has one data declaration; '{first.name.name}' is already declared at "
+                                   f"line {first.span.line}")
+            names = [s.name, *(d for d in s.dims if isinstance(d, Name)), s.of, s.by]
+        elif isinstance(s, Assignment):
+            names = [s.name]
+        elif _is_observation(s) or ("data" in self.roles and self.roles["data"].name.name == s.name.name):
+            return
+        elif s.index is not None:  # a component prior: its name is checked against others by the builder
+            self._one("component", s)
+            return
+        else:
+            if s.dist.func in PARTITION_PRIORS:
+                self._one("partition", s)
+            names = [s.name]
+        for name in names:
+            if not isinstance(name, Name) or name.name in BUILTINS:
+                continue
+            if name.name in self.lines:
+                raise name.error(f"'{name.name}' is already defined at line {self.lines[name.name]}")
+            self.lines[name.name] = name.span.line
+
+    def _one(self, role: str, s: Sampling):
+        """A model's one partition or component prior: the same name defined again raises."""
+        first = self.roles.setdefault(role, s)
+        if first is not s and first.name.name == s.name.name:
+            raise s.name.error(f"a model has one {role} prior; '{first.name.name}' is already defined at "
+                               f"line {first.name.span.line}")
+
+
 # ---------------------------------------------------------------------------- building
 
 
@@ -267,8 +372,9 @@ _KINDS = {"data": "the data", "dimension": "a data dimension", "constant": "a co
 class _ModelBuilder:
     """Checks the statements of one model file and builds its [`Model`][dpppl.dsl.parser.Model]."""
 
-    def __init__(self, source: Source, statements: list):
+    def __init__(self, source: Source, statements: list, allowed: tuple[str, ...] = ()):
         self.source = source
+        self.allowed = allowed  # directories outside the model's tree that file() may read (allow_paths)
         self.statements = statements
         self.scope: dict[str, _Definition] = {}
         # where each name is first defined anywhere in the file, for "used before" errors
@@ -303,6 +409,10 @@ class _ModelBuilder:
                 self._define(s.name, "constant", self._constant(s.value))
             elif isinstance(s, Sampling) and s.name.name == self.data.name:
                 self._observation(s)
+            elif isinstance(s, Sampling) and _is_observation(s):
+                raise s.name.error(f"'{s.name.name}[{s.index.name}]' is observed here, but the data are named "
+                                   f"'{self.data.name}' (line {self.data.line}); the observation line is "
+                                   f"'{self.data.name}[{s.index.name}] ~ {s.dist.func}(...)'")
             elif isinstance(s, Sampling) and s.index is not None:
                 self._component(s)
             elif isinstance(s, Sampling):
@@ -501,8 +611,10 @@ class _ModelBuilder:
             if Path(clause.target).suffix.lower() not in suffixes:
                 raise clause.target_span.error(f"file '{clause.target}' has no data file extension; expected "
                                                f"one of {', '.join(suffixes)}")
-            base = os.path.dirname(self.source.name) if self.source.name != "<string>" else ""
-            return DataSource("file", os.path.abspath(os.path.join(base, clause.target)), (), where, line)
+            base = os.path.abspath(os.path.dirname(self.source.name) if self.source.name != "<string>" else "")
+            absolute = os.path.isabs(clause.target)
+            return DataSource("file", os.path.abspath(os.path.join(base, clause.target)), (), where, line,
+                              root=None if absolute else base, allowed=self.allowed)
         names = available_datasets()
         if clause.target.lower() not in names:
             hint = suggest(clause.target.lower(), names)
@@ -690,6 +802,13 @@ class _ModelBuilder:
         return bound
 
 
+def _is_observation(s: Sampling) -> bool:
+    """Whether `s` reads as an observation line, `y[i] ~ Normal(theta[z[i]])`: an indexed name and a
+    first argument indexed by an index (component priors take none)."""
+    ref = s.dist.args[0] if s.dist.args else None
+    return s.index is not None and isinstance(ref, Index) and isinstance(ref.index, Index)
+
+
 def _init_fields(cls: type) -> tuple[str, ...]:
     """The constructor arguments of a dataclass, in order."""
     return tuple(f.name for f in dataclasses.fields(cls) if f.init)
@@ -729,7 +848,7 @@ def _article(noun: str) -> str:
     return "an" if noun[0] in "aeiou" else "a"
 
 
-def parse(text: str, source: str = "<string>") -> Model:
+def parse(text: str, source: str = "<string>", allow_paths=None) -> Model:
     """Parse a model in the dpppl model language.
 
     Parameters
@@ -737,7 +856,12 @@ def parse(text: str, source: str = "<string>") -> Model:
     text : str or bytes
         The model. Bytes are decoded as UTF-8; line endings `\\r\\n` and `\\r` are read as `\\n`.
     source : str, default "<string>"
-        A name for the text in error messages (a file name).
+        A name for the text in error messages (a file name); a `file()` data source is read
+        relative to its directory (to the working directory for `"<string>"`) and only inside
+        that directory tree (`dpppl.dsl.data`).
+    allow_paths : path or sequence of paths, optional
+        Directories outside that tree (or named by an absolute path) that `file()` may read.
+        [`ArgumentError`][dpppl.errors.ArgumentError] for one that is not an existing directory.
 
     Returns
     -------
@@ -748,8 +872,44 @@ def parse(text: str, source: str = "<string>") -> Model:
     """
     text = _model_text(text, source)
     src = Source(source, text)
-    statements = parse_rule(text + "\n", "model", StatementBuilder(src))
-    return _ModelBuilder(src, statements).build()
+    allowed = allowed_directories(allow_paths)
+    with _collection_paused():
+        return _ModelBuilder(src, _statements(src), allowed).build()
+
+
+@contextlib.contextmanager
+def _collection_paused():
+    """Python's cyclic garbage collector off (as it was, after): parsing makes many small objects
+    and keeps the statements, and the collections they trigger walk everything kept so far, which
+    made parsing time grow with the square of the file's length."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def allowed_directories(allow_paths) -> tuple[str, ...]:
+    """`allow_paths` (None, a path or a sequence of paths) as absolute directory paths;
+    ArgumentError for anything else or a path that is not an existing directory."""
+    if allow_paths is None:
+        return ()
+    paths = [allow_paths] if isinstance(allow_paths, (str, os.PathLike)) else allow_paths
+    try:
+        paths = list(paths)
+    except TypeError:
+        raise ArgumentError(f"allow_paths must be a directory or a list of directories, got "
+                            f"{type(allow_paths).__name__}") from None
+    out = []
+    for path in paths:
+        if not isinstance(path, (str, os.PathLike)):
+            raise ArgumentError(f"allow_paths must hold directory paths, got {type(path).__name__} {path!r}")
+        if not os.path.isdir(path):
+            raise ArgumentError(f"allow_paths: {os.fspath(path)} is not an existing directory")
+        out.append(os.path.abspath(path))
+    return tuple(out)
 
 
 def _model_text(text, source: str) -> str:
@@ -766,8 +926,12 @@ def _model_text(text, source: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def load(path: str | os.PathLike, data=None):
+def load(path: str | os.PathLike, data=None, allow_paths=None):
     """Read and parse a model file (see [`parse`][dpppl.dsl.parser.parse]); the model's `path` is `path`.
+
+    Data the file names with `file("...")` are read only inside the model file's directory tree,
+    or inside a directory of `allow_paths` (a path or a list of paths: the directories you allow,
+    `dpppl.dsl.data`).
 
     With `data` (an array, or a data set name or file as `dpppl.sample` takes them), the model
     bound to them (`model.bind(x)`, a [`BoundModel`][dpppl.BoundModel]), which every entry point
@@ -792,7 +956,7 @@ def load(path: str | os.PathLike, data=None):
     except UnicodeDecodeError as e:
         raise ModelError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); save the model file as "
                          "UTF-8", source=path) from None
-    model = dataclasses.replace(parse(text, source=path), path=path)
+    model = dataclasses.replace(parse(text, source=path, allow_paths=allow_paths), path=path)
     return model if data is None else bind_data(model, data)[1]
 
 
@@ -856,5 +1020,6 @@ def missing_data(model: Model, how: str = "pass them (dpppl.sample(model, x)) or
             f"the model file: data {decl.name} : ... = file(\"points.csv\") or = dataset(\"galaxies\")")
 
 
-__all__ = ["as_model", "bind_data", "missing_data", "parse", "load", "PARTITION_PRIORS", "CONCENTRATION_PRIORS",
+__all__ = ["allowed_directories", "as_model", "bind_data", "missing_data", "parse", "load", "PARTITION_PRIORS",
+           "CONCENTRATION_PRIORS",
            "COMPONENTS", "OBSERVATIONS"]

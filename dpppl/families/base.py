@@ -265,6 +265,24 @@ def resolve_fields(family: Family, x: np.ndarray, defaults: dict[str, Any]) -> d
     return out
 
 
+def scale_matrix(owner: str, name: str, resolved: Resolved, dim: int) -> Resolved:
+    """A (D, D) matrix hyperparameter (`psi0`) as its owner `owner` takes it: a scalar s (or a
+    one-entry vector) stands for s I, the identity scaled (so `psi0 = 1` is I, not a matrix of
+    ones); a matrix is passed on for `check_hyper` to check. A vector of several entries is a
+    [`HyperparameterError`][dpppl.errors.HyperparameterError] saying to write `diag(...)`
+    (broadcast to rows, it would be a matrix of repeated rows)."""
+    shape = np.shape(resolved.value)
+    if shape == () or shape == (1,):
+        return dataclasses.replace(resolved, value=np.reshape(np.asarray(resolved.value, dtype=float), ()) *
+                                   np.eye(dim))
+    if len(shape) == 1:
+        raise HyperparameterError(
+            f"{owner}: hyperparameter {name} is a ({dim}, {dim}) matrix, got a vector of shape {shape}"
+            f"{resolved.origin()}; write diag(...) for a diagonal matrix, or a number s for s times the identity",
+            owner=owner, name=name)
+    return resolved
+
+
 def squared_deviations(family_name: str, x: np.ndarray, mu0: np.ndarray, name: str = "mu0") -> np.ndarray:
     """sum_i (x_id - mu0_d)^2 per dimension d, in float64: the largest sum of squared
     deviations any cluster of `x` holds. Raises

@@ -37,7 +37,6 @@ the parameters.
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from typing import Any
 
 import jax
@@ -47,7 +46,7 @@ from jax.scipy.special import multigammaln
 
 from dpppl.errors import DataError, HyperparameterError
 from dpppl.core.expressions import check_hyper
-from dpppl.families.base import Family, resolve_fields
+from dpppl.families.base import Family, resolve_fields, scale_matrix
 from dpppl.families.gaussian import (Whitening, cholesky, gamma_draw, inverse_wishart_draw, logdet_pd, solve_lower,
                                      whitened_log_likelihood_pairs, whitening_full)
 
@@ -106,7 +105,7 @@ class CoupledGaussian(Family):
     nu0 : float > D - 1, default D + 1
         Inverse-Wishart degrees of freedom.
     psi0 : array (D, D) or float, default 0.01 I
-        Inverse-Wishart scale.
+        Inverse-Wishart scale; a number s stands for s I (the identity scaled).
     slice_covariances : bool, default True
         One covariance per label and slice, Sigma_{i,t}, independent IW (the paper's
         eq. 11); False: one per label shared by its slices (fewer parameters for slices
@@ -148,9 +147,7 @@ class CoupledGaussian(Family):
         delta = float(check_hyper(self.name, "delta", v["delta"], shape=(), positive=True,
                                   at_most=(2.0, "Gamma is a covariance only for delta in (0, 2]")))
         b = float(check_hyper(self.name, "b", v["b"], shape=(), positive=True))
-        psi0 = v["psi0"]
-        if isinstance(psi0.value, numbers.Real) or np.shape(psi0.value) == ():  # a scalar s stands for s I
-            psi0 = dataclasses.replace(psi0, value=psi0.value * np.eye(D))
+        psi0 = scale_matrix(self.name, "psi0", v["psi0"], D)
         times = np.asarray(times, dtype=float)
         gamma = time_covariance(times, a, beta, delta, b)
         eig = np.linalg.eigvalsh(gamma)

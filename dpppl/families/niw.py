@@ -25,7 +25,7 @@ import numpy as np
 from jax.scipy.special import multigammaln
 
 from dpppl.core.expressions import check_hyper, float_limits
-from dpppl.families.base import Family, resolve_fields, squared_deviations
+from dpppl.families.base import Family, resolve_fields, scale_matrix, squared_deviations
 from dpppl.families.gaussian import (GaussianStats, cholesky, gaussian_point_stats, inverse_wishart_draw,
                                      logdet_pd, mvn_log_likelihood, student_t_logpdf, student_t_params, whitening_full)
 
@@ -44,8 +44,9 @@ class NormalInverseWishart(Family):
     nu0 : float, default D + 2
         Inverse-Wishart degrees of freedom, > D - 1. With `D + 2` the prior mean of
         Sigma is `psi0`.
-    psi0 : array (D, D), default cov(x) / 10
-        Inverse-Wishart scale matrix, positive definite.
+    psi0 : array (D, D) or float, default cov(x) / 10
+        Inverse-Wishart scale matrix, positive definite; a number s stands for s I (the
+        identity scaled, not a matrix of s).
     """
 
     mu0: Any = None
@@ -71,7 +72,8 @@ class NormalInverseWishart(Family):
         D = x.shape[1]
         mu0 = check_hyper(self.name, "mu0", v["mu0"], shape=(D,))
         kappa0 = check_hyper(self.name, "kappa0", v["kappa0"], shape=(), count=True)
-        psi0 = check_hyper(self.name, "psi0", v["psi0"], shape=(D, D), pos_def=True)
+        psi0 = check_hyper(self.name, "psi0", scale_matrix(self.name, "psi0", v["psi0"], D), shape=(D, D),
+                           pos_def=True)
         with np.errstate(over="ignore"):  # a tiny kappa0 puts no bound on mu0
             distance = np.sqrt(np.linalg.eigvalsh(psi0)[0] / (4 * float_limits().eps * kappa0))
         check_hyper(self.name, "mu0", np.linalg.norm(mu0 - x.mean(axis=0)), at_most=(

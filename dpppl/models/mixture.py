@@ -312,6 +312,11 @@ def check_not_masked(x, name: str) -> None:
 def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
     """Check data against a declaration and a family; return a float (N, D) array.
 
+    The declared rank holds: a declaration with one dimension (`real[N]`) takes (N,) or (N, 1)
+    data and refuses more columns; `real[N, D]` also takes (N,) data as one column (not so
+    count and binary data, whose columns are categories); a dimension written as a number
+    (`real[N, 2]`, `real[100, D]`) must match. Errors name the declaration and the shape.
+
     A bad value is located as every data error locates it: `row r, column c`, counting
     from 0 (`x[r, c]`); a file reader ([`dpppl.datasets.read_data`][dpppl.datasets.read_data]) adds the file and
     its line.
@@ -332,14 +337,19 @@ def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
                         f"x.real (or np.column_stack([x.real, x.imag]) for two real columns)")
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise DataError(f"data '{name}' must be numeric, got dtype {arr.dtype}")
-    if arr.ndim == 1 and len(decl.dims) == 1:
+    declared = f"{decl.kind}[{', '.join(map(str, decl.dims))}]"
+    where = f" (line {decl.line})" if decl.line else ""
+    if arr.ndim == 1 and (len(decl.dims) == 1 or (decl.kind == "real" and decl.dims[1] in ("D", 1))):
         arr = arr[:, None]
-    elif arr.ndim == 1 and decl.kind == "real" and len(decl.dims) == 2 and decl.dims[1] in ("D", 1):
-        arr = arr[:, None]
-    if arr.ndim != 2:
+    if len(decl.dims) == 1 and arr.ndim == 2 and arr.shape[1] != 1:
         raise DataError(
-            f"data '{name}' must be a 2-D array (points x dimensions) as declared "
-            f"{decl.kind}[{', '.join(map(str, decl.dims))}], got {arr.ndim}-D with shape {arr.shape}")
+            f"data '{name}' has {arr.shape[1]} columns (shape {arr.shape}), but the model declares "
+            f"'{name} : {declared}'{where}: one value per point, shape (N,) or (N, 1); for {arr.shape[1]} "
+            f"columns declare '{name} : {decl.kind}[{decl.dims[0]}, D]'")
+    if arr.ndim != 2:
+        shape = "(N,) or (N, 1)" if len(decl.dims) == 1 else "a 2-D array (points x dimensions)"
+        raise DataError(f"data '{name}' must be {shape} as declared '{name} : {declared}'{where}, got {arr.ndim}-D "
+                        f"with shape {arr.shape}")
     if arr.shape[0] == 0:
         raise DataError(f"data '{name}' is empty (0 points)")
     if arr.shape[1] == 0:
@@ -347,8 +357,9 @@ def validate_data(x, decl: DataDecl, family: Family) -> np.ndarray:
     for axis, dim in enumerate(decl.dims[:2]):
         if isinstance(dim, int) and arr.shape[axis] != dim:
             raise DataError(
-                f"data '{name}' has {arr.shape[axis]} {'points' if axis == 0 else 'columns'} "
-                f"but the model declares {dim}")
+                f"data '{name}' has {arr.shape[axis]} {('point', 'column')[axis]}{'' if arr.shape[axis] == 1 else 's'} "
+                f"(shape {arr.shape}), "
+                f"but the model declares {dim} ('{name} : {declared}'{where})")
     arr = arr.astype(float)
     bad = ~np.isfinite(arr)
     if bad.any():

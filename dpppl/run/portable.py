@@ -91,12 +91,12 @@ class Writer:
             return value
         if isinstance(value, Expr):
             return {"expression": value.render()}
-        if isinstance(value, tuple) and hasattr(value, "_fields"):
+        if isinstance(value, tuple) and _named_tuple_fields(type(value)) is not None:
             cls = type(value)
             if not cls.__module__.startswith("dpppl"):
                 raise NotDescribable(f"{path}: a {cls.__qualname__} (only dpppl's own named tuples are saved)")
-            return {"namedtuple": _name(cls),
-                    "fields": {f: self.describe(getattr(value, f), f"{path}.{f}") for f in value._fields}}
+            return {"namedtuple": _name(cls), "fields": {f: self.describe(v, f"{path}.{f}")
+                                                         for f, v in zip(_named_tuple_fields(cls), value)}}
         if isinstance(value, tuple):
             return {"tuple": [self.describe(v, f"{path}[{i}]") for i, v in enumerate(value)]}
         if isinstance(value, list):
@@ -110,11 +110,9 @@ class Writer:
             return self._dataclass(value, path)
         if isinstance(value, np.generic):
             return {"scalar": self._array(value, path)}
-        if isinstance(value, np.ndarray) or hasattr(value, "__array__"):
-            return {"array": self._array(value, path)}
         if callable(value):
-            raise NotDescribable(f"{path}: a function ({getattr(value, '__qualname__', type(value).__name__)})")
-        raise NotDescribable(f"{path}: a {type(value).__qualname__}")
+            raise NotDescribable(f"{path}: a function ({_qualname(value)})")
+        return {"array": self._array(value, path)}  # an array, or anything NumPy makes a numeric array of
 
     def _dataclass(self, value, path: str) -> dict:
         cls = type(value)
@@ -138,7 +136,10 @@ class Writer:
         except Exception as e:  # noqa: BLE001  (a JAX key array, an object that refuses conversion)
             raise NotDescribable(f"{path}: a {type(value).__qualname__} that is not a numeric array ({e})") from None
         if arr.dtype.kind not in "biufc":
-            raise NotDescribable(f"{path}: an array of dtype {arr.dtype} (only numeric arrays are saved)")
+            what = f"a {type(value).__qualname__}" if not isinstance(value, np.ndarray) else \
+                f"an array of dtype {arr.dtype}"
+            raise NotDescribable(f"{path}: {what} (only numbers, strings, numeric arrays and dpppl's model "
+                                 "constructors are saved)")
         name = f"a{len(self.arrays)}"
         self.arrays[name] = arr
         return name
@@ -189,7 +190,7 @@ class Reader:
                 raise UnreadableValue(f"{path}: {cls.__qualname__}: {e}") from None
         if "namedtuple" in tree:
             cls = _named_tuple_class(tree["namedtuple"], path)
-            if set(values) != set(cls._fields):
+            if set(values) != set(_named_tuple_fields(cls)):
                 raise UnreadableValue(f"{path}: the fields of {cls.__qualname__} are {', '.join(cls._fields)}, "
                                       f"the file gives {', '.join(values) or 'none'}")
             return cls(**values)
@@ -199,6 +200,18 @@ class Reader:
         if name not in self._arrays:
             raise UnreadableValue(f"{path}: the array {name!r} is missing")
         return self._arrays[name]
+
+
+def _named_tuple_fields(cls: type) -> tuple | None:
+    """The fields of a named tuple class (its own or inherited), None for any other class."""
+    return next((base.__dict__["_fields"] for base in cls.__mro__ if "_fields" in base.__dict__), None)
+
+
+def _qualname(fn) -> str:
+    try:
+        return fn.__qualname__
+    except AttributeError:  # a callable object
+        return type(fn).__qualname__
 
 
 def _named_tuple_class(name, path: str) -> type:
@@ -211,7 +224,7 @@ def _named_tuple_class(name, path: str) -> type:
         cls = getattr(importlib.import_module(module_name), qualname)
     except (ImportError, AttributeError):
         raise UnreadableValue(f"{path}: this dpppl has no {name!r}") from None
-    if not (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")):
+    if not (isinstance(cls, type) and issubclass(cls, tuple) and _named_tuple_fields(cls) is not None):
         raise UnreadableValue(f"{path}: {name!r} is not a named tuple of dpppl")
     return cls
 

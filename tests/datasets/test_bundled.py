@@ -133,6 +133,26 @@ def test_read_csv_header_and_separators(tmp_path):
     assert datasets.read_data(tmp_path / "one.CSV").shape == (2, 1)
 
 
+@pytest.mark.parametrize("name, content", [
+    ("quoted.csv", 'a,"b, in m"\n"1.5",-2\n3,4e-3\n5,"6"\n'),
+    ("semicolon.csv", "a;b\n1.5;-2\n3;4e-3\n5;6\n"),
+    ("tabs.tsv", "a b\tc\n1.5\t-2\n3\t 4e-3\n5\t6\n"),
+    ("bom.csv", b"\xef\xbb\xbfa,b\r\n1.5,-2\r\n3,4e-3\r\n5,6\r\n"),
+    ("utf16.txt", "a\tb\n1.5\t-2\n3\t4e-3\n5\t6\n".encode("utf-16")),
+    ("multiline.csv", 'a,"b\n(m)"\n1.5,-2\n3,4e-3\n5,6\n'),
+])
+def test_read_csv_through_a_csv_reader(tmp_path, name, content):
+    """Quotes (a delimiter or a line break inside a quoted cell), comma/semicolon/tab delimiters, a BOM."""
+    expected = np.array([[1.5, -2.0], [3.0, 4e-3], [5.0, 6.0]])
+    np.testing.assert_array_equal(datasets.read_data(_write(tmp_path, name, content)), expected)
+
+
+def test_a_quoted_cell_with_a_comma_is_one_cell_never_split(tmp_path):
+    with pytest.raises(DataError) as info:
+        datasets.read_data(_write(tmp_path, "q.csv", '"1,5",2\n3,4\n'))
+    assert str(info.value) == f"{tmp_path / 'q.csv'}, line 1: '1,5' at row 0, column 0 is not a number"
+
+
 def test_read_csv_round_trip(tmp_path):
     x, _ = datasets.load("w2", n=50)
     np.savetxt(tmp_path / "x.csv", x, delimiter=",", header="u,v", comments="")
@@ -180,6 +200,8 @@ def _write(tmp_path, name, content):
     ("latin1.csv", b"x\n\xe9\n", "not a UTF-8 text file"),
     ("data.json", "[1, 2]", r"unknown file extension '.json'"),
     ("broken.npy", b"not numpy", "cannot read as .npy"),
+    ("open.csv", 'a,b\n1,2\n3,"4\n', r"open.csv, line 3: cannot read the row \(check its double quotes\)"),
+    ("junk.csv", 'a,b\n1,"2"3\n', r"junk.csv, line 2: cannot read the row \(check its double quotes\)"),
 ])
 def test_read_data_file_errors(tmp_path, name, content, match):
     with pytest.raises(DataError, match=match):

@@ -92,13 +92,25 @@ def test_time_indexed_data_by_name():
     assert bound.num_slices == 3 and bound.num_points == data.shape[0]
 
 
+RANKINGS = 'data r : ranking[N] = file("ballots.csv")\nz ~ CRP(1)\ntheta[k] ~ MallowsPrior()\n' \
+    "r[i] ~ GeneralizedMallows(theta[z[i]])\n"
+
+
 def test_rankings_from_a_file_of_item_names(tmp_path):
-    (tmp_path / "ballots.csv").write_text("a,b,c\nb,a\nc\n")
+    (tmp_path / "ballots.csv").write_text('a,b,"c, d"\nb,a\n"c, d"\n')
     path = tmp_path / "r.dp"
-    path.write_text('data r : ranking[N] = file("ballots.csv")\nz ~ CRP(1)\ntheta[k] ~ MallowsPrior()\n'
-                    "r[i] ~ GeneralizedMallows(theta[z[i]])\n")
-    _, bound = bind_data(dpppl.load(path))
-    assert bound.num_points == 3
+    path.write_text(RANKINGS)
+    data, bound = bind_data(dpppl.load(path))
+    assert bound.num_points == 3 and data.items == ("a", "b", "c, d")
+
+
+def test_a_missing_rankings_file_is_a_data_error_at_the_statement(tmp_path):
+    path = tmp_path / "r.dp"
+    path.write_text(RANKINGS)
+    with pytest.raises(DataError) as info:
+        bind_data(dpppl.load(path))
+    assert str(info.value) == (f"{path}:1: the data named by 'data r : ranking[N] = file(\"ballots.csv\")': "
+                               f"{tmp_path / 'ballots.csv'}: no such file")
 
 
 def test_explicit_data_win_then_a_bound_model_then_the_file():
@@ -133,3 +145,75 @@ def test_a_checkpointed_run_of_carried_data_resumes(tmp_path):
                          checkpoint=tmp_path / "run.ckpt")  # the kernel of the test above: its programs
     resumed = dpppl.resume(tmp_path / "run.ckpt", num_samples=6, progress_bar=False)
     np.testing.assert_array_equal(resumed.posterior_partition["z"], whole.posterior_partition["z"])
+
+
+OUTSIDE = "a model file reads data only inside its own directory tree. To read this file, allow its directory: " \
+          "dpppl.load(path, allow_paths=['{dir}']) or, on the command line, --allow-path {dir}"
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A model directory `m/` with `inside.csv`, and `other/secret.csv` beside it (both 3 x 2)."""
+    for where in ("m/inside.csv", "other/secret.csv"):
+        (tmp_path / where).parent.mkdir(exist_ok=True)
+        (tmp_path / where).write_text("a,b\n1,2\n3,5\n4,4\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("written, why", [
+    ("../other/secret.csv", "{tmp}/other/secret.csv is outside the model file's directory {tmp}/m"),
+    ("{tmp}/other/secret.csv", "{tmp}/other/secret.csv is an absolute path"),
+    ("{tmp}/m/inside.csv", "{tmp}/m/inside.csv is an absolute path"),
+    ("link.csv", "{tmp}/m/link.csv leads to {tmp}/other/secret.csv, which is outside the model file's directory "
+                 "{tmp}/m"),
+])
+def test_file_reads_only_inside_the_model_files_tree_unless_allowed(tree, written, why):
+    (tree / "m" / "link.csv").symlink_to(tree / "other" / "secret.csv")
+    written = written.format(tmp=tree)
+    path = _model_file(tree / "m", f'data x : real[N, 2] = file("{written}")')
+    with pytest.raises(DataError) as info:
+        bind_data(dpppl.load(path))
+    directory = str(tree / ("m" if written.endswith("inside.csv") else "other"))
+    assert str(info.value) == (f"{path}:1: the data named by 'data x : real[N, 2] = file(\"{written}\")': "
+                               f"{why.format(tmp=tree)}; {OUTSIDE.format(dir=directory)}")
+    data, _ = bind_data(dpppl.load(path, allow_paths=[directory]))
+    assert data.shape == (3, 2)
+
+
+def test_a_link_swapped_after_parsing_is_checked_when_the_file_is_read(tree):
+    link = tree / "m" / "link.csv"
+    link.symlink_to(tree / "m" / "inside.csv")
+    model = dpppl.load(_model_file(tree / "m", 'data x : real[N, 2] = file("link.csv")'))
+    assert bind_data(model)[0].shape == (3, 2)
+    link.unlink()
+    link.symlink_to(tree / "other" / "secret.csv")
+    with pytest.raises(DataError, match=f"leads to {tree}/other/secret.csv, which is outside the model file's "):
+        bind_data(model)
+
+
+def test_explicit_data_are_never_restricted(tree):
+    model = dpppl.load(_model_file(tree / "m", "data x : real[N, 2]"))
+    assert bind_data(model, str(tree / "other" / "secret.csv"))[0].shape == (3, 2)
+
+
+@pytest.mark.parametrize("allow, message", [
+    (3, "allow_paths must be a directory or a list of directories, got int"),
+    ([None], "allow_paths must hold directory paths, got NoneType None"),
+    (["{tmp}/absent"], "allow_paths: {tmp}/absent is not an existing directory"),
+])
+def test_allow_paths_must_name_directories(tree, allow, message):
+    allow = allow if not isinstance(allow, list) or allow[0] is None else [allow[0].format(tmp=tree)]
+    with pytest.raises(dpppl.errors.ArgumentError) as info:
+        dpppl.load(_model_file(tree / "m", "data x : real[N, 2]"), allow_paths=allow)
+    assert str(info.value) == message.format(tmp=tree)
+
+
+def test_the_command_line_allows_a_directory_with_allow_path(tree, capsys):
+    from dpppl.cli import main
+
+    path = _model_file(tree / "m", 'data x : real[N, 3] = file("../other/secret.csv")')
+    assert main(["search", str(path)]) == 2
+    assert "--allow-path " + str(tree / "other") in capsys.readouterr().err
+    # allowed, the file is read: its two columns do not fit the declaration's three
+    assert main(["search", str(path), "--allow-path", str(tree / "other")]) == 2
+    assert "data 'x' has 2 columns (shape (3, 2)), but the model declares 3" in capsys.readouterr().err

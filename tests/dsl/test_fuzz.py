@@ -202,3 +202,103 @@ def test_mutated_models_and_data_fail_only_with_dpppl_errors(case, data):
 def test_mutated_models_and_data_fail_only_with_dpppl_errors_long(case, data, run):
     name, text = case
     check(text, data.draw, run_kernel=KERNELS.get(name, "gibbs") if run == 0 else None)
+
+
+# ----------------------------------------------------------------------------- CSV files
+
+CELL_JUNK = ["", "x", '"1,5"', "nan", "1e999", "'2'", '"3"4', '"', "1;2", "\t", "#"]
+
+
+@st.composite
+def csv_files(draw):
+    """(bytes, points or None): a numeric array written through Python's csv module with a drawn delimiter,
+    quoting, header, BOM and line ending (the points it must read back as), or that text with one cell made
+    junk or one row made ragged (None: any outcome but a raw exception)."""
+    import csv
+    import io
+
+    n, d = draw(st.integers(1, 5)), draw(st.integers(1, 4))
+    x = np.array(draw(st.lists(st.floats(-1e6, 1e6, allow_nan=False, width=64), min_size=n * d,
+                               max_size=n * d))).reshape(n, d)
+    delimiter = draw(st.sampled_from([",", ";", "\t", " "]))
+    quoting = draw(st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_ALL, csv.QUOTE_NONNUMERIC]))
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter=delimiter, quoting=quoting,
+                        lineterminator=draw(st.sampled_from(["\n", "\r\n"])))
+    if draw(st.booleans()):  # a header, its names holding the delimiter in quotes
+        writer.writerow([f"col{delimiter}{j}" if delimiter != " " else f"col{j}" for j in range(d)])
+    writer.writerows([repr(float(v)) for v in row] for row in x)
+    rows = out.getvalue().splitlines(keepends=True)
+    expected = x
+    mutation = draw(st.sampled_from(["none", "none", "junk", "ragged", "comment", "blank"]))
+    at = draw(st.integers(0, len(rows) - 1))
+    if mutation == "junk":
+        cells = rows[at].rstrip("\r\n").split(delimiter)
+        cells[draw(st.integers(0, len(cells) - 1))] = draw(st.sampled_from(CELL_JUNK))
+        rows[at], expected = delimiter.join(cells) + "\n", None
+    elif mutation == "ragged":
+        rows[at], expected = rows[at].rstrip("\r\n") + delimiter + "1\n", None
+    elif mutation in ("comment", "blank"):  # skipped lines
+        rows.insert(at, "# a comment, with a delimiter; and\ta tab\n" if mutation == "comment" else "\n")
+    text = "".join(rows).encode("utf-8")
+    return (b"\xef\xbb\xbf" + text if draw(st.booleans()) else text), expected
+
+
+@settings(max_examples=60, derandomize=True, **COMMON)
+@given(case=csv_files())
+def test_csv_files_read_back_or_fail_with_a_data_error(case, tmp_path_factory):
+    """What csv.writer writes (any delimiter, quoting, header, BOM, CRLF) reads back exactly; a junk cell or a
+    ragged row is a DataError naming the file, never a raw exception or a silent misread."""
+    content, expected = case
+    path = tmp_path_factory.mktemp("csv") / "points.csv"
+    path.write_bytes(content)
+    try:
+        x = dpppl.datasets.read_data(path)
+    except DPPPLError as exc:
+        assert expected is None, f"{exc}\n{content!r}"
+        assert str(exc).startswith(str(path)), str(exc)
+        event("DataError")
+        return
+    except Exception as exc:  # noqa: BLE001 (the point of the test)
+        pytest.fail(f"raw {type(exc).__name__}: {exc}\n{content!r}\n{traceback.format_exc()}")
+    event("read")
+    if expected is not None:
+        np.testing.assert_array_equal(x, expected)
+    assert x.ndim == 2 and np.all(np.isfinite(x))
+
+
+# ----------------------------------------------------------------------------- declared rank
+
+DECLARED = {"real": ("NormalGamma", "Normal"), "count": ("Dirichlet", "Multinomial"),
+            "binary": ("Beta", "Bernoulli"), "ranking": ("MallowsPrior", "GeneralizedMallows")}
+SHAPES = [(), (12,), (12, 1), (12, 2), (12, 3), (12, 5), (12, 1, 3), (0, 3), (12, 0)]
+
+
+@settings(max_examples=60, derandomize=True, **COMMON)
+@given(kind=st.sampled_from(sorted(DECLARED)), dims=st.sampled_from(["N", "N, D", "N, 3", "12", "N, 1"]),
+       shape=st.sampled_from(SHAPES))
+def test_data_of_the_wrong_rank_are_a_data_error_for_each_declared_type(kind, dims, shape):
+    """Every declared data type against data of every rank: what binds has the declared rank and fixed
+    dimensions; the rest is a dpppl error."""
+    prior, observation = DECLARED[kind]
+    if kind == "ranking" and "," in dims:
+        dims = "N"
+    text = f"data x : {kind}[{dims}]\nz ~ CRP(1)\ntheta[k] ~ {prior}()\nx[i] ~ {observation}(theta[z[i]])\n"
+    source = DATA[kind]
+    x = np.resize(source, shape) if kind != "ranking" or len(shape) != 2 else \
+        np.array([rng.permutation(max(shape[1], 1))[:shape[1]] for _ in range(shape[0])], float)
+    try:
+        bound = dpppl.parse(text).bind(x)
+    except DPPPLError as exc:
+        event(f"{type(exc).__name__}")
+        return
+    except Exception as exc:  # noqa: BLE001 (the point of the test)
+        pytest.fail(f"raw {type(exc).__name__}: {exc}\n{text}\nshape {shape}\n{traceback.format_exc()}")
+    event("bound")
+    if kind != "ranking":
+        declared = [d.strip() for d in dims.split(",")]
+        assert bound.x.ndim == 2
+        if len(declared) == 1:
+            assert bound.x.shape[1] == 1, (text, shape)
+        for axis, d in enumerate(declared):
+            assert not d.isdigit() or bound.x.shape[axis] == int(d), (text, shape)

@@ -435,3 +435,25 @@ def test_huge_num_sticks_is_a_model_error_before_any_array_is_made(num_sticks):
            "theta[k] ~ NormalInverseWishart()\nx[i] ~ Normal(theta[z[i]])\n")
     with pytest.raises(dpppl.ModelError, match=r"<string>:2:5: .*num_sticks = 1e\+(09|308) is more labels .*at most"):
         dpppl.parse(src)
+
+
+def test_a_name_defined_twice_is_reported_before_the_lines_after_it_are_parsed():
+    """The second definition raises at once: a syntax error further down is not reached."""
+    text = "data x : real[N, D]\na = 1\na = 2\n" + "c = (\n" * 3 + "z ~ CRP(1)\n"
+    with pytest.raises(ModelError) as info:
+        parse(text)
+    assert (info.value.line, info.value.column, info.value.bare_message) == (3, 1, "'a' is already defined at line 2")
+    with pytest.raises(ModelError) as info:  # the syntax error is reported where it is, in the whole text
+        parse(text.replace("a = 2", "b = 2"))
+    assert (info.value.line, info.value.column) == (4, 6) and "syntax error" in info.value.bare_message
+
+
+def test_an_observation_of_a_name_that_is_not_the_data_names_the_data():
+    text = "data y : real[N, D]\nz ~ CRP(1)\ntheta[k] ~ NormalInverseWishart()\nx[i] ~ Normal(theta[z[i]])\n"
+    for lines in (text, text.replace("theta[k] ~ NormalInverseWishart()\nx[i] ~ Normal(theta[z[i]])",
+                                     "x[i] ~ Normal(theta[z[i]])\ntheta[k] ~ NormalInverseWishart()")):
+        with pytest.raises(ModelError) as info:
+            parse(lines)
+        assert info.value.column == 1 and lines.splitlines()[info.value.line - 1].startswith("x[i]")
+        assert info.value.bare_message == ("'x[i]' is observed here, but the data are named 'y' (line 1); the "
+                                           "observation line is 'y[i] ~ Normal(...)'")

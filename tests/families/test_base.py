@@ -90,3 +90,24 @@ def test_families_without_locations_are_not_translated():
         family = component.resolve(x.astype(float))
         assert family.locations == () and data_shift(family, x) is None
         assert translated(family, np.ones(2)) is family
+
+
+@pytest.mark.parametrize("psi0, expected", [(2.0, 2.0 * np.eye(2)), ("3 / 2", 1.5 * np.eye(2)),
+                                            ([0.5], 0.5 * np.eye(2)),
+                                            ([[1.0, 0.2], [0.2, 0.5]], [[1.0, 0.2], [0.2, 0.5]])])
+def test_a_scalar_scale_matrix_is_the_identity_scaled(psi0, expected):
+    """`psi0 = s` means s I for every family with a matrix hyperparameter (NIW and the DDP's CoupledGaussian)."""
+    x = np.random.default_rng(0).normal(size=(12, 2))
+    np.testing.assert_array_equal(dpppl.NormalInverseWishart(psi0=psi0).resolve(x).psi0, expected)
+    np.testing.assert_array_equal(dpppl.families.CoupledGaussian(psi0=psi0).resolve(x, np.arange(3.0)).psi0, expected)
+
+
+def test_a_vector_for_a_scale_matrix_says_to_write_diag():
+    text = ("data x : real[N, D]\nz ~ CRP(1)\ntheta[k] ~ NormalInverseWishart(psi0 = [1, 1])\n"
+            "x[i] ~ Normal(theta[z[i]])\n")
+    with pytest.raises(dpppl.errors.HyperparameterError) as info:
+        dpppl.parse(text).bind(np.random.default_rng(0).normal(size=(12, 2)))
+    assert (info.value.line, info.value.column) == (3, 40)
+    assert info.value.bare_message == (
+        "NormalInverseWishart: hyperparameter psi0 is a (2, 2) matrix, got a vector of shape (2,) (the expression "
+        "'[1, 1]' produced it); write diag(...) for a diagonal matrix, or a number s for s times the identity")

@@ -130,3 +130,37 @@ EXTREME_BUT_VALID = [
 def test_extreme_but_valid_values_bind_with_a_finite_log_joint(case, path, old, new, data):
     target = dpppl.parse(edited(path, old, new)).bind(data)
     assert np.isfinite(float(target.log_joint_of_labels(np.repeat([0, 1], 10))))
+
+
+RANK_MODEL = "data x : {decl}\nz ~ CRP(1)\ntheta[k] ~ {prior}()\nx[i] ~ {obs}(theta[z[i]])\n"
+RANK_CASES = {"real": ("NormalGamma", "Normal", REAL), "count": ("Dirichlet", "Multinomial", COUNT),
+              "binary": ("Beta", "Bernoulli", (COUNT > 2).astype(float))}
+
+
+@pytest.mark.parametrize("kind", sorted(RANK_CASES))
+def test_the_declared_rank_and_fixed_dimensions_hold_at_bind(kind):
+    """`x : real[N]` takes (N,) and (N, 1) and refuses (N, 2); a dimension written as a number must match."""
+    prior, obs, x = RANK_CASES[kind]
+    one = dpppl.parse(RANK_MODEL.format(decl=f"{kind}[N]", prior=prior, obs=obs))
+    assert one.bind(x[:, 0]).x.shape == one.bind(x[:, :1]).x.shape == (len(x), 1)
+    with pytest.raises(dpppl.DataError) as info:
+        one.bind(x)
+    width = x.shape[1]
+    assert str(info.value) == (f"data 'x' has {width} columns (shape ({len(x)}, {width})), but the model declares "
+                               f"'x : {kind}[N]' (line 1): one value per point, shape (N,) or (N, 1); for {width} "
+                               f"columns declare 'x : {kind}[N, D]'")
+    with pytest.raises(dpppl.DataError, match=r"must be \(N,\) or \(N, 1\) as declared 'x : .*\[N\]' \(line 1\), "
+                                              r"got 3-D"):
+        one.bind(x[:, :1, None])
+    fixed = dpppl.parse(RANK_MODEL.format(decl=f"{kind}[N, {width + 1}]", prior=prior, obs=obs))
+    with pytest.raises(dpppl.DataError) as info:
+        fixed.bind(x)
+    assert str(info.value) == (f"data 'x' has {width} columns (shape ({len(x)}, {width})), but the model declares "
+                               f"{width + 1} ('x : {kind}[N, {width + 1}]' (line 1))")
+
+
+def test_the_galaxies_model_on_two_dimensional_data_names_the_dimensions():
+    model = dpppl.load(ROOT / "models" / "galaxies.dp")
+    with pytest.raises(dpppl.DataError, match=r"data 'x' has 2 columns \(shape \(272, 2\)\), but the model declares "
+                                              r"'x : real\[N\]' \(line \d+\)"):
+        dpppl.sample(model, "faithful", num_warmup=1, num_samples=1, progress_bar=False)

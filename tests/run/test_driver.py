@@ -118,9 +118,9 @@ def test_init_labels_and_their_errors(niw_model, two_blobs):
     x, truth = two_blobs
     out = dpppl.sample(niw_model, x, init=truth + 7, **{**RUN, "num_warmup": 0, "num_samples": 1})
     assert partition_group(out)["z"].shape == (2, 1, 30)
-    with pytest.raises(dpppl.DataError, match="shape"):
+    with pytest.raises(dpppl.ArgumentError, match="shape"):
         dpppl.sample(niw_model, x, init=truth[:10], **RUN)
-    with pytest.raises(dpppl.DataError, match="integers"):
+    with pytest.raises(dpppl.ArgumentError, match="integers"):
         dpppl.sample(niw_model, x, init=truth + 0.5, **RUN)
     with pytest.raises(ValueError, match="init must be one of"):
         dpppl.sample(niw_model, x, init="random", **RUN)
