@@ -82,7 +82,6 @@ MAX_ENUMERATED_ITEMS = 7
 central
 permutations (7! = 5040)."""
 
-_FLOAT = jnp.asarray(0.0).dtype  # float64 unless dpppl runs in 32-bit mode
 _TRAPEZOID_NODES = np.linspace(0.0, 1.0, 2048)
 _TRAPEZOID_LOG_WEIGHTS = np.log(np.r_[0.5, np.ones(2046), 0.5] / 2047)
 
@@ -145,7 +144,7 @@ def _dlog_psi(theta, m):
     return -jnp.where(small, 0.5 * m - m * (m + 2.0) * theta / 12.0, mean)
 
 
-_GRID = jnp.linspace(-4.0, 4.0, 17)
+_GRID = np.linspace(-4.0, 4.0, 17)
 
 
 def theta_exact(rng_key, a, c, m, max_tries: int = 200):
@@ -223,7 +222,7 @@ def codes(ranking, pos):
     ahead = (p[..., None, :] < p[..., :, None]) & earlier & valid[None, :]       # (..., j, l)
     s = p - jnp.sum(ahead, axis=-1)
     stage = jnp.arange(n - 1) < ranking_lengths(ranking)
-    return jnp.where(stage, s[..., : n - 1], 0).astype(_FLOAT)
+    return jnp.where(stage, s[..., : n - 1], 0).astype(jnp.result_type(float))
 
 
 def lsigma(R, pos):
@@ -239,7 +238,7 @@ def after_mask(ranking):
     t = ranking_lengths(ranking)
     onehot = (ranking[:, None] == jnp.arange(n)[None, :]) & (ranking[:, None] >= 0)  # (pos, item)
     seen = jnp.cumsum(onehot, axis=0)[: n - 1] > 0                                   # among first j+1
-    return ((~seen) & (jnp.arange(n - 1) < t)[:, None]).astype(_FLOAT)
+    return ((~seen) & (jnp.arange(n - 1) < t)[:, None]).astype(jnp.result_type(float))
 
 
 def point_stats_one(ranking) -> RankingStats:
@@ -248,7 +247,7 @@ def point_stats_one(ranking) -> RankingStats:
     A = after_mask(ranking)
     first = jnp.maximum(ranking[: n - 1], 0).astype(jnp.int32)
     R = jnp.zeros((n - 1, n, n)).at[jnp.arange(n - 1), first].set(A)
-    Nj = (jnp.arange(n - 1) < ranking_lengths(ranking)).astype(_FLOAT)
+    Nj = (jnp.arange(n - 1) < ranking_lengths(ranking)).astype(jnp.result_type(float))
     return RankingStats(jnp.ones(()), R, Nj)
 
 
@@ -387,7 +386,7 @@ class GeneralizedMallows(Family):
         keys = jax.random.split(rng_key, flat.shape[0])
         out = jax.vmap(lambda k, c, tt: sample_gm(k, params["pos"][c], params["theta"][c], tt, self.m))(
             keys, flat, t)
-        return out.reshape(jnp.shape(labels) + (n,)).astype(_FLOAT)
+        return out.reshape(jnp.shape(labels) + (n,)).astype(jnp.result_type(float))
 
     def numpyro_sample_params(self, num_components):
         """Inside a NumPyro model: `num_components` draws of P0 (sites `theta_pos`, the central
@@ -397,7 +396,7 @@ class GeneralizedMallows(Family):
         n = int(self.n_items)
         pos = numpyro.sample("theta_pos", UniformPermutation(n, (num_components,)))
         theta = numpyro.sample("theta_dispersion", MallowsTheta(
-            self.nu * jnp.broadcast_to(jnp.asarray(self.r, _FLOAT), (n - 1,)), self.nu, self.m, (num_components,)))
+            self.nu * jnp.broadcast_to(jnp.asarray(self.r, jnp.result_type(float)), (n - 1,)), self.nu, self.m, (num_components,)))
         return {"pos": pos, "theta": theta}
 
     def predictive_params(self, stats):
