@@ -396,7 +396,8 @@ class GeneralizedMallows(Family):
         n = int(self.n_items)
         pos = numpyro.sample("theta_pos", UniformPermutation(n, (num_components,)))
         theta = numpyro.sample("theta_dispersion", MallowsTheta(
-            self.nu * jnp.broadcast_to(jnp.asarray(self.r, jnp.result_type(float)), (n - 1,)), self.nu, self.m, (num_components,)))
+            self.nu * jnp.broadcast_to(jnp.asarray(self.r, jnp.result_type(float)), (n - 1,)), self.nu, self.m,
+            (num_components,)))
         return {"pos": pos, "theta": theta}
 
     def predictive_params(self, stats):

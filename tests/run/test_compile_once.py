@@ -44,8 +44,9 @@ def _points(seed):
 
 
 def _rankings(seed):
+    """Top-3 rankings of 5 items, padded with -1."""
     rng = np.random.default_rng(seed)
-    return np.stack([rng.permutation(5)[:3] for _ in range(30)])
+    return np.stack([np.r_[rng.permutation(5)[:3], -1, -1] for _ in range(30)])
 
 
 def _slices(seed):

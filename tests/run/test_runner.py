@@ -46,9 +46,10 @@ def test_a_second_run_traces_nothing(counting_kernel, niw_model, two_blobs):
     dpppl.sample(model, x, kernel="counted", num_warmup=2, num_samples=runner.CHUNK_LENGTH + 11, seed=6,
                  progress_bar=False)
     assert counting_kernel["n"] == traced
-    # other data: the kernel's constants may differ, so it is traced again
+    # other data of the same shape: the data and the hyperparameters resolved from them are arguments of the
+    # compiled chunk, not constants of it, so nothing is traced either (issue 35)
     dpppl.sample(model, x + 1.0, kernel="counted", num_warmup=3, num_samples=7, seed=5, progress_bar=False)
-    assert counting_kernel["n"] > traced
+    assert counting_kernel["n"] == traced
 
 
 def test_warmup_runs_the_sampling_chunk_when_the_kernel_has_no_warmup_step(counting_kernel, niw_model,
