@@ -235,7 +235,7 @@ def test_a_crafted_checkpoint_never_runs_code(niw_model, two_blobs, tmp_path, no
         "missing-field": lambda c: c["spec"].pop("seed"),
         "missing-model-field": lambda c: c["spec"]["model"]["description"]["fields"].pop("component"),
         "wrong-type": lambda c: c["spec"].update(num_chains="2"),
-        "states": lambda c: c["progress"]["states"]["fields"].update(aux={"dict": {"beta": {"array": "a0"}}}),
+        "states": lambda c: c["progress"]["states"]["fields"].update(extras={"dict": {"beta": {"array": "a0"}}}),
         "state-fields": lambda c: c["progress"]["states"]["fields"].pop("alpha"),
     }
     for name, change in tampered.items():
@@ -251,8 +251,8 @@ def test_a_crafted_checkpoint_never_runs_code(niw_model, two_blobs, tmp_path, no
                 "missing-model-field": r"model: DPMixture\b.*component|model: Model: .*component",
                 "wrong-type": "num_chains is a str, not a int",
                 "states": "the checkpoint's chain states do not fit kernel 'gibbs' on this model: they hold other",
-                "state-fields": "states: the fields of PartitionState are z, stats, alpha, overflow, aux, the file "
-                                "gives z, stats, overflow, aux"}
+                "state-fields": "states: the fields of PartitionState are z, stats, alpha, overflow, extras, the "
+                                "file gives z, stats, overflow, extras"}
     for name, message in messages.items():
         with pytest.raises(dpppl.ArgumentError, match=message):
             dpppl.resume(tmp_path / f"{name}.ckpt")
