@@ -69,7 +69,7 @@ class Kernel:
     step : callable
         `(rng_key, state, x) -> (state, info)`; `info` is an `info_type`, whose fields the
         driver records in `sample_stats` (prefixed by the move's name in hybrids;
-        [`info_dict`][dpppl.kernels.base.Kernel.info_dict]).
+        `info_dict`).
     warmup_step : callable or None
         Used instead of `step` during warmup (adaptation); None means `step`.
     info_type : type
