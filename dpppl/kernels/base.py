@@ -119,7 +119,12 @@ class Kernel:
 
     def info_dict(self, info) -> dict:
         """`info` (of this kernel's step) as a dict from `info_names` to its scalars: what the
-        driver records."""
+        driver records. Raises KernelError when `info` is not an `info_type` (checked as the
+        run's program is traced, before any step runs)."""
+        if type(info) is not self.info_type:
+            raise KernelError(f"kernel {self.name!r}: its step returned info of type {type(info).__name__}, "
+                              f"not its info_type {self.info_type.__name__} (a NamedTuple of the move's "
+                              f"statistics, given as Kernel(..., info_type=...))")
         if not self.parts:
             return info._asdict()
         named = {}

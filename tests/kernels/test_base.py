@@ -1,6 +1,8 @@
 """Kernel options are checked when a kernel is built, before anything is compiled; kernels' info and
 carried values are typed, in hybrids too."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -8,7 +10,7 @@ import pytest
 import dpppl
 from dpppl.core.state import HybridExtras, NoExtras, grow
 from dpppl.kernels.base import HybridInfo, NoInfo, build, info_type
-from dpppl.kernels.perm.sampler import PermExtras, PermMHInfo
+from dpppl.kernels.perm.sampler import PermExtras, PermInfo, PermMHInfo
 from dpppl.kernels.subcluster.sampler import SubclusterExtras
 from tests.helpers.cases import CASES
 
@@ -64,3 +66,19 @@ def test_grow_pads_the_slots_of_each_part_s_extras():
 def test_info_types_of_a_configuration_are_one_class():
     assert info_type("SubclusterInfo", ("num_splits",)) is info_type("SubclusterInfo", ("num_splits",))
     assert info_type("SubclusterInfo", ("num_splits",))._fields == ("num_splits",)
+
+
+def test_a_step_whose_info_is_not_its_info_type_is_an_error():
+    """A kernel written with a dict of statistics (the form before typed info) is refused by name
+    when the run's program is traced, before any step runs."""
+    case = CASES["niw_2d_separated"]
+    gibbs = build("gibbs", case.model.bind(case.x))
+    mine = dataclasses.replace(gibbs, name="mine", info_type=PermInfo)
+    with pytest.raises(dpppl.KernelError) as e:
+        mine.info_dict({"accept_prob": 1.0})
+    assert str(e.value) == ("kernel 'mine': its step returned info of type dict, not its info_type PermInfo (a "
+                            "NamedTuple of the move's statistics, given as Kernel(..., info_type=...))")
+    hybrid = build("gibbs+splitmerge", case.model.bind(case.x))
+    with pytest.raises(dpppl.KernelError, match="kernel 'splitmerge': its step returned info of type NoInfo, not "
+                                                "its info_type SplitMergeInfo"):
+        hybrid.info_dict(HybridInfo((NoInfo(), NoInfo())))
