@@ -136,7 +136,7 @@ def perm_move_seconds(n, reps=3, seed=0):
             new, info = fn(jax.random.fold_in(key, r), state0, xj)
             jax.block_until_ready(new)
             best = min(best, time.perf_counter() - tic)
-            accepted.append(float(info.get("accept_prob", np.nan)))
+            accepted.append(float(info._asdict().get("accept_prob", np.nan)))
         out[name] = {"seconds": best, "accept_prob": float(np.mean(accepted))}
     print(f"  N={n:5d}  gibbs sweep {out['gibbs sweep']['seconds'] * 1e3:8.1f} ms   perm O(N^2) "
           f"{out['perm O(N^2)']['seconds'] * 1e3:8.1f} ms (accept {out['perm O(N^2)']['accept_prob']:.2f})   "

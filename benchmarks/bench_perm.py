@@ -73,7 +73,7 @@ def time_step(fn, state, x, reps, key=0):
         new, info = compiled(jax.random.fold_in(k0, r), state, x)
         jax.block_until_ready(new)
         best = min(best, time.perf_counter() - tic)
-    return best, compile_s, {k: float(v) for k, v in info.items()}
+    return best, compile_s, {k: float(v) for k, v in info._asdict().items()}
 
 
 def move_timings(n, dim, reps, seed=0, with_full_dp=True):

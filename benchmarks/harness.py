@@ -337,7 +337,7 @@ class GibbsTrace:
             state = build(labels)
             jax.block_until_ready(state)
             self.init_seconds = time.perf_counter() - tic
-        if self.kernel.init is not None:  # the kernel's carried values in state.aux
+        if self.kernel.init is not None:  # the kernel's carried values in state.extras
             kernel_init = self._cached(("kernel_init", int(state.stats.n.shape[-1])),
                                        lambda: jax.jit(self.kernel.init).lower(state, self.x))
             tic = time.perf_counter()
@@ -362,7 +362,7 @@ class GibbsTrace:
         fn = jax.jit(lambda k, s: sequential_prediction(self.bound, k, s, self.x))
         while True:
             empty = PartitionState(jnp.zeros((n,), jnp.int32), fam.empty_stats((cap,)),
-                                   jnp.asarray(alpha, self.x.dtype), jnp.zeros((), bool), {})
+                                   jnp.asarray(alpha, self.x.dtype), jnp.zeros((), bool))
             compiled = self._cached(("sequential", cap), lambda: fn.lower(key, empty))
             tic = time.perf_counter()
             state = compiled(key, empty)

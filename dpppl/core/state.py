@@ -18,6 +18,17 @@ import jax.numpy as jnp
 import numpy as np
 
 
+class NoExtras(NamedTuple):
+    """The extras of a kernel that carries nothing from one step to the next."""
+
+
+class HybridExtras(NamedTuple):
+    """The extras of a hybrid kernel (`dpppl.kernels.base.compose`) some of whose parts carry
+    values: `parts[i]` is part i's extras (`NoExtras()` for a part that carries none), so each
+    part reads and writes its own type."""
+
+    parts: tuple
+
 
 class PartitionState(NamedTuple):
     """State of a partition sampler.
@@ -27,17 +38,20 @@ class PartitionState(NamedTuple):
       are the cluster sizes, zero for empty slots.
     - **alpha** - current concentration (fixed, or resampled by the alpha move).
     - **overflow** - bool, set when a move needed an empty slot and found none.
-    - **aux** - kernel-specific carried values (a dict; empty for most kernels), for
-      example the adapted beta of the permutation sampler. Per-slot values (leading axis
-      C, e.g. instantiated cluster parameters) go under `aux["slots"]`, which
-      `grow` pads with the statistics.
+    - **extras** - the values a kernel carries from one step to the next, a NamedTuple of
+      that kernel's module (`NoExtras()` for most kernels; `PermExtras` holds the running
+      mean of K the permutation sampler adapts in warmup, `SubclusterExtras` the sub-cluster
+      labels and per-slot parameters; a hybrid's is a `HybridExtras` of its parts'). Values
+      per slot (leading axis C, e.g. instantiated cluster parameters) are the extras' field
+      `slots`, which `grow` pads with the statistics. The classes live at module level in
+      dpppl modules, so a checkpoint names them (`dpppl.run.portable`).
     """
 
     z: jax.Array
     stats: Any
     alpha: jax.Array
     overflow: jax.Array
-    aux: dict = {}
+    extras: Any = NoExtras()
 
 
 def canonical_labels(labels: np.ndarray) -> np.ndarray:
@@ -49,18 +63,23 @@ def canonical_labels(labels: np.ndarray) -> np.ndarray:
 
 
 def grow(state: PartitionState, new_capacity: int) -> PartitionState:
-    """Pad the per-slot statistics (of one chain or a batch of chains) with empty slots."""
+    """Pad the per-slot statistics and the extras' per-slot values (`slots`) of one chain or a
+    batch of chains with empty slots (zeros)."""
     axis = state.z.ndim - 1  # slots follow the batch (chain) axes of z
 
     def pad(s):
         widths = [(0, 0)] * s.ndim
         widths[axis] = (0, new_capacity - s.shape[axis])
         return jnp.pad(s, widths)
-    aux = state.aux
-    if "slots" in aux:
-        aux = {**aux, "slots": jax.tree.map(pad, aux["slots"])}
+
+    def grown(extras):
+        if isinstance(extras, HybridExtras):
+            return HybridExtras(tuple(grown(part) for part in extras.parts))
+        if "slots" in extras._fields:
+            return extras._replace(slots=jax.tree.map(pad, extras.slots))
+        return extras
     return state._replace(stats=jax.tree.map(pad, state.stats), overflow=jnp.zeros_like(state.overflow),
-                          aux=aux)
+                          extras=grown(state.extras))
 
 
 def capacity_of(state: PartitionState) -> int:

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 
 from dpppl.core.numerics import slice_log
 from dpppl.core.state import num_clusters
-from dpppl.kernels.base import Kernel, register_prior_move
+from dpppl.kernels.base import Kernel, NoInfo, register_prior_move
 
 
 def escobar_west(rng_key, alpha, k, n, shape, rate):
@@ -60,7 +60,7 @@ def build_alpha_kernel(bound_model) -> Kernel:
         def step(rng_key, state, x):
             k = num_clusters(state)
             alpha = escobar_west(rng_key, state.alpha, k, n, gamma.shape, gamma.rate)
-            return state._replace(alpha=alpha.astype(state.alpha.dtype)), {}
+            return state._replace(alpha=alpha.astype(state.alpha.dtype)), NoInfo()
     else:
         def step(rng_key, state, x):
             counts = state.stats.n
@@ -68,7 +68,7 @@ def build_alpha_kernel(bound_model) -> Kernel:
             def target(u):
                 return prior.log_eppf(counts, jnp.exp(u)) + gamma.log_prob_of_log(u)
             alpha = _normal(slice_log(rng_key, jnp.log(state.alpha), target))
-            return state._replace(alpha=alpha.astype(state.alpha.dtype)), {}
+            return state._replace(alpha=alpha.astype(state.alpha.dtype)), NoInfo()
 
     return Kernel("alpha", exact=True, step=step)
 

@@ -2,26 +2,59 @@
 
 A kernel is a pair of pure functions in the manner of BlackJAX:
 
-    step(rng_key, state: PartitionState, x) -> (PartitionState, info: dict[str, scalar])
+    step(rng_key, state: PartitionState, x) -> (PartitionState, info)
 
 over the immutable [`PartitionState`][dpppl.core.state.PartitionState], built for one bound
-model by a *factory*. `warmup_step` (optional) is used during warmup instead, for
-kernels that adapt a tuning parameter in burn-in only. Every kernel declares whether it
-leaves the exact posterior invariant (`exact`); a hybrid is exact when every part is.
+model by a *factory*. `info` is a NamedTuple of scalars of the kernel's `info_type`
+(BlackJAX's `HMCInfo`; `NoInfo` for a move with no statistics), and the values a kernel
+carries from step to step are its own NamedTuple in `state.extras` (`PermExtras`,
+`SubclusterExtras`, ...), so what a step reads and writes is typed. `warmup_step` (optional) is
+used during warmup instead, for kernels that adapt a tuning parameter in burn-in only. Every
+kernel declares whether it leaves the exact posterior invariant (`exact`); a hybrid is exact
+when every part is.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import inspect
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
 from dpppl.core.numerics import sample_index
+from dpppl.core.state import HybridExtras, NoExtras
 from dpppl.errors import KernelError, check_bool
+
+
+class NoInfo(NamedTuple):
+    """The info of a move that reports no statistics (Gibbs sweeps, the alpha move)."""
+
+
+class HybridInfo(NamedTuple):
+    """The info of a hybrid run with `schedule="sequence"`: `parts[i]` is part i's info."""
+
+    parts: tuple
+
+
+class RandomScanInfo(NamedTuple):
+    """The info of a hybrid run with `schedule="random"`: `parts[i]` is part i's info (zeros for
+    the parts not run) and `move` (int32) the index of the part that ran."""
+
+    parts: tuple
+    move: jax.Array
+
+
+@functools.lru_cache(maxsize=None)
+def info_type(name: str, fields: tuple) -> type:
+    """The NamedTuple class `name` with the scalar statistics `fields`, for a move whose
+    statistics depend on its options (`subcluster`'s with `pair_merges`, ...): one class per
+    `(name, fields)`, so every kernel of a configuration returns the same type. Info is never
+    saved in a checkpoint, so these classes need no module-level name."""
+    return NamedTuple(name, [(f, jax.Array) for f in fields])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,16 +67,19 @@ class Kernel:
     exact : bool
         True when `step` leaves p(z, alpha | x) invariant.
     step : callable
-        `(rng_key, state, x) -> (state, info)`; `info` maps names to scalars that
-        the driver records in `sample_stats` (prefixed by the move's name in hybrids).
+        `(rng_key, state, x) -> (state, info)`; `info` is an `info_type`, whose fields the
+        driver records in `sample_stats` (prefixed by the move's name in hybrids;
+        `info_dict`).
     warmup_step : callable or None
         Used instead of `step` during warmup (adaptation); None means `step`.
-    info_names : tuple of str
-        The keys of `info`.
+    info_type : type
+        The NamedTuple class of `info` (`NoInfo` when the move reports nothing; for a hybrid,
+        `HybridInfo` or `RandomScanInfo` over its `parts`).
     init : callable or None
         `(state, x) -> state`, run once on each chain's initial state before the first
-        step: adds the kernel's entries to `state.aux` (carried values such as an
-        adapted tuning parameter; the driver's loops need their structure from the start).
+        step: sets `state.extras` to the kernel's carried values (an adapted tuning
+        parameter, instantiated cluster parameters; the driver's loops need their structure
+        from the start). None: the kernel carries nothing (`NoExtras`).
     log_joint : callable or None
         `state -> scalar`: the log joint the driver records as `lp` for kernels whose
         state instantiates parameters the family cannot integrate out (None: the
@@ -52,21 +88,53 @@ class Kernel:
         `state -> dict` of extra per-draw values for the `posterior` group (e.g.
         cluster parameters); their dimension names are `record_dims`. Per-slot values
         grow with the capacity; the driver pads earlier draws (NaN, or 0 for integers).
+    parts : tuple of Kernel
+        The moves a hybrid combines (empty for a single move).
     """
 
     name: str
     exact: bool
     step: Callable
     warmup_step: Optional[Callable] = None
-    info_names: tuple = ()
+    info_type: type = NoInfo
     init: Optional[Callable] = None
     log_joint: Optional[Callable] = None
     record: Optional[Callable] = None
     record_dims: Optional[dict] = None
+    parts: tuple = ()
 
     @property
     def warmup(self) -> Callable:
         return self.warmup_step or self.step
+
+    @property
+    def info_names(self) -> tuple:
+        """The names the driver records `info` under: the fields of `info_type`; in a hybrid,
+        each part's prefixed by the part's name (a part that is itself a hybrid keeps its
+        names), then `move` under the random schedule."""
+        if not self.parts:
+            return self.info_type._fields
+        return tuple(name for part in self.parts for name in _prefixed(part, part.info_names)) + tuple(
+            f for f in self.info_type._fields if f != "parts")
+
+    def info_dict(self, info) -> dict:
+        """`info` (of this kernel's step) as a dict from `info_names` to its scalars: what the
+        driver records. Raises KernelError when `info` is not an `info_type` (checked as the
+        run's program is traced, before any step runs)."""
+        if type(info) is not self.info_type:
+            raise KernelError(f"kernel {self.name!r}: its step returned info of type {type(info).__name__}, "
+                              f"not its info_type {self.info_type.__name__} (a NamedTuple of the move's "
+                              f"statistics, given as Kernel(..., info_type=...))")
+        if not self.parts:
+            return info._asdict()
+        named = {}
+        for part, part_info in zip(self.parts, info.parts):
+            named.update(zip(_prefixed(part, part.info_names), part.info_dict(part_info).values()))
+        return {**named, **{f: v for f, v in info._asdict().items() if f != "parts"}}
+
+
+def _prefixed(part: Kernel, names: tuple) -> tuple:
+    return names if part.parts else tuple(f"{part.name}_{n}" for n in names)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -281,23 +349,39 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
     JAX evaluates every branch of the choice and keeps the chosen one, so the random
     schedule changes the chain, not the cost of an iteration.
 
-    Info keys are prefixed by each part's name (a part that is itself a hybrid, whose
-    name holds a `+`, keeps its keys). With `"random"` the statistics of the parts
-    not run are zero and `move` (int32) is the index of the part that ran.
+    The hybrid's info is a `HybridInfo` (a `RandomScanInfo` under `"random"`, whose
+    statistics of the parts not run are zero) of its parts' infos; its `info_names` are the
+    parts' prefixed by each part's name. When a part carries values (`init`), the hybrid's
+    `state.extras` is a `HybridExtras` of every part's extras, and each part's step, log joint
+    and record see the state with its own extras.
     """
     if schedule not in SCHEDULES:
         raise KernelError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    parts = list(parts)
+    carries = any(p.init is not None for p in parts)
 
-    def prefixed(part, info):
-        return info if "+" in part.name else {f"{part.name}_{k}": v for k, v in info.items()}
+    def own(i: int, fn: Callable) -> Callable:
+        """Part i's `state -> value` on the hybrid's state."""
+        return fn if not carries else (lambda state: fn(state._replace(extras=state.extras.parts[i])))
+
+    def own_step(i: int, part_step: Callable) -> Callable:
+        """Part i's step on the hybrid's state: it reads and writes its own extras."""
+        if not carries:
+            return part_step
+
+        def step(rng_key, state, x):
+            extras = state.extras.parts
+            state, info = part_step(rng_key, state._replace(extras=extras[i]), x)
+            return state._replace(extras=HybridExtras(extras[:i] + (state.extras,) + extras[i + 1:])), info
+        return step
 
     def make_sequence(steps):
         def step(rng_key, state, x):
-            info = {}
-            for part, part_step, key in zip(parts, steps, jax.random.split(rng_key, len(parts))):
+            infos = []
+            for part_step, key in zip(steps, jax.random.split(rng_key, len(parts))):
                 state, part_info = part_step(key, state, x)
-                info.update(prefixed(part, part_info))
-            return state, info
+                infos.append(part_info)
+            return state, HybridInfo(tuple(infos))
         return step
 
     def make_random(steps):
@@ -306,37 +390,40 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         def step(rng_key, state, x):
             k_move, k_step = jax.random.split(rng_key)
             move = sample_index(jnp.log(probs), jax.random.uniform(k_move))
-            infos = [prefixed(p, jax.eval_shape(s, k_step, state, x)[1]) for p, s in zip(parts, steps)]
-            zeros = {k: jnp.zeros(v.shape, v.dtype) for info in infos for k, v in info.items()}
+            zeros = tuple(jax.tree.map(lambda v: jnp.zeros(v.shape, v.dtype), jax.eval_shape(s, k_step, state, x)[1])
+                          for s in steps)
 
-            def branch(part, part_step):
+            def branch(i, part_step):
                 def run(state):
                     state, part_info = part_step(k_step, state, x)
-                    return state, {**zeros, **prefixed(part, part_info)}
+                    return state, zeros[:i] + (part_info,) + zeros[i + 1:]
                 return run
 
-            state, info = jax.lax.switch(move, [branch(p, s) for p, s in zip(parts, steps)], state)
-            return state, {**info, "move": move}
+            state, infos = jax.lax.switch(move, [branch(i, s) for i, s in enumerate(steps)], state)
+            return state, RandomScanInfo(infos, move)
         return step
 
     make = make_sequence if schedule == "sequence" else make_random
     has_warmup = any(p.warmup_step is not None for p in parts)
-    inits = [p.init for p in parts if p.init is not None]
 
     def init(state, x):
-        for part_init in inits:
-            state = part_init(state, x)
-        return state
-    info_names = tuple(k for p in parts for k in (
-        p.info_names if "+" in p.name else tuple(f"{p.name}_{k}" for k in p.info_names)))
+        extras = []
+        for part in parts:
+            state = state._replace(extras=NoExtras())
+            if part.init is not None:
+                state = part.init(state, x)
+            extras.append(state.extras)
+        return state._replace(extras=HybridExtras(tuple(extras)))
+
     return Kernel(
         name=name or "+".join(p.name for p in parts),
         exact=all(p.exact for p in parts),
-        step=make([p.step for p in parts]),
-        warmup_step=make([p.warmup for p in parts]) if has_warmup else None,
-        info_names=info_names + (("move",) if schedule == "random" else ()),
-        init=init if inits else None,
-        log_joint=next((p.log_joint for p in parts if p.log_joint is not None), None),
-        record=next((p.record for p in parts if p.record is not None), None),
+        step=make([own_step(i, p.step) for i, p in enumerate(parts)]),
+        warmup_step=make([own_step(i, p.warmup) for i, p in enumerate(parts)]) if has_warmup else None,
+        info_type=HybridInfo if schedule == "sequence" else RandomScanInfo,
+        init=init if carries else None,
+        log_joint=next((own(i, p.log_joint) for i, p in enumerate(parts) if p.log_joint is not None), None),
+        record=next((own(i, p.record) for i, p in enumerate(parts) if p.record is not None), None),
         record_dims=next((p.record_dims for p in parts if p.record_dims is not None), None),
+        parts=tuple(parts),
     )

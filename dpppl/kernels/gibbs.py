@@ -19,7 +19,7 @@ sec. 5.1): points are seated one by one by the CRP weights times the predictive.
 from __future__ import annotations
 
 
-from dpppl.kernels.base import Kernel, exchangeable_prior_only, register
+from dpppl.kernels.base import Kernel, NoInfo, exchangeable_prior_only, register
 from dpppl.models.seating import seat_points, sweep_draws
 
 
@@ -35,7 +35,7 @@ def build_gibbs_kernel(bound_model, *, native: bool | None = None) -> Kernel:
 
     def step(rng_key, state, x):
         shuffle, uniforms = sweep_draws(rng_key, x)
-        return seat_points(family, prior, x, shuffle, uniforms, state, remove_first=True, native=native), {}
+        return seat_points(family, prior, x, shuffle, uniforms, state, remove_first=True, native=native), NoInfo()
 
     return Kernel("gibbs", exact=True, step=step)
 

@@ -186,7 +186,16 @@ def _check_int(name, value, minimum):
         raise KernelError(f"splitmerge: {name} must be an integer >= {minimum}, got {value!r}")
 
 
-INFO_NAMES = ("accept_prob", "split_proposed", "split_accepted", "merge_proposed", "merge_accepted")
+class SplitMergeInfo(NamedTuple):
+    """The statistics of one split-merge step: `accept_prob`, the mean Metropolis-Hastings
+    acceptance probability of its proposals, and the counts (int32) of its split and merge
+    proposals and of those accepted."""
+
+    accept_prob: jax.Array
+    split_proposed: jax.Array
+    split_accepted: jax.Array
+    merge_proposed: jax.Array
+    merge_accepted: jax.Array
 
 
 def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals: int = DEFAULT_NUM_PROPOSALS,
@@ -220,8 +229,8 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
     Returns
     -------
     Kernel
-        `exact=True`. `info`: `accept_prob` (mean Metropolis-Hastings acceptance
-        probability of the step's proposals), `split_proposed`, `split_accepted`,
+        `exact=True`. `info`: a `SplitMergeInfo`: `accept_prob` (mean Metropolis-Hastings
+        acceptance probability of the step's proposals), `split_proposed`, `split_accepted`,
         `merge_proposed`, `merge_accepted` (counts in the step).
     """
     if method not in METHODS:
@@ -238,8 +247,8 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         n = x.shape[0]
         zero = jnp.zeros((), jnp.int32)
         if n < 2:  # no pair to choose
-            return state, dict(accept_prob=jnp.zeros((), x.dtype), split_proposed=zero,
-                               split_accepted=zero, merge_proposed=zero, merge_accepted=zero)
+            return state, SplitMergeInfo(accept_prob=jnp.zeros((), x.dtype), split_proposed=zero,
+                                         split_accepted=zero, merge_proposed=zero, merge_accepted=zero)
 
         k_perm, k_proposals = jax.random.split(rng_key)
         permutation = jnp.argsort(jax.random.uniform(k_perm, (n,)))
@@ -262,10 +271,10 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
 
         state, total_p, counts = jax.lax.fori_loop(
             0, num_proposals, one, (state, jnp.zeros((), x.dtype), jnp.zeros(4, jnp.int32)))
-        return state, dict(accept_prob=total_p / num_proposals, split_proposed=counts[0],
-                           split_accepted=counts[1], merge_proposed=counts[2], merge_accepted=counts[3])
+        return state, SplitMergeInfo(accept_prob=total_p / num_proposals, split_proposed=counts[0],
+                                     split_accepted=counts[1], merge_proposed=counts[2], merge_accepted=counts[3])
 
-    return Kernel("splitmerge", exact=True, step=step, info_names=INFO_NAMES)
+    return Kernel("splitmerge", exact=True, step=step, info_type=SplitMergeInfo)
 
 
 register("splitmerge", build_splitmerge_kernel, exact=True, applies=exchangeable_prior_only,

@@ -224,7 +224,7 @@ class DDPBound:
         x, slices = jnp.asarray(self.x), jnp.asarray(self.slices)
         n, nt, s1, s2 = slot_statistics(x, slices, labels, capacity, self.num_slices)
         stats = DDPSlots(n, nt, s1, s2, draw["theta_mu"], draw["theta_cov"])
-        return self.lp(PartitionState(labels, stats, jnp.zeros(()), jnp.zeros((), bool), {}))
+        return self.lp(PartitionState(labels, stats, jnp.zeros(()), jnp.zeros((), bool)))
 
     def translate(self, points: np.ndarray) -> np.ndarray:
         """Points of the data's frame (M, D) in the frame of `x`: `points - shift`."""
@@ -237,7 +237,7 @@ class DDPBound:
         zeros = jnp.zeros
         slots = DDPSlots(zeros(capacity), zeros((capacity, T)), zeros((capacity, T, D)), zeros((capacity, T, D, D)),
                          zeros((capacity, T, D)), zeros((capacity, self.family.num_covariances, D, D)))
-        return PartitionState(jnp.zeros(n, jnp.int32), slots, jnp.zeros(()), jnp.zeros((), bool), {})
+        return PartitionState(jnp.zeros(n, jnp.int32), slots, jnp.zeros(()), jnp.zeros((), bool))
 
     def state_from_labels(self, rng_key, labels, capacity: int) -> PartitionState:
         """A state with labels `labels` (in [0, capacity)): parameters start at the prior

@@ -205,7 +205,7 @@ class BoundModel:
     def empty_state(self, capacity: int) -> PartitionState:
         dtype = jnp.asarray(self.x).dtype
         return PartitionState(jnp.zeros(self.num_points, jnp.int32), self.family.empty_stats((capacity,)),
-                              jnp.asarray(self.prior.initial_alpha, dtype), jnp.zeros((), bool), {})
+                              jnp.asarray(self.prior.initial_alpha, dtype), jnp.zeros((), bool))
 
     def state_from_labels(self, key, labels, capacity: int) -> PartitionState:
         return state_from_labels(self.family, self.x, labels, capacity, self.prior.initial_alpha)
@@ -373,13 +373,12 @@ __all__ = ["DataDecl", "Model", "BoundModel", "model_structure", "DPMixture", "P
            "validate_data", "StickBreakingMixture", "PseudoParticleMixture", "check_not_masked", "data_shift"]
 
 
-def state_from_labels(family, x, z, capacity: int, alpha: float, aux=None) -> PartitionState:
+def state_from_labels(family, x, z, capacity: int, alpha: float) -> PartitionState:
     """Build a state from labels `z` in `[0, capacity)` (traceable; see
     `canonical_labels` to bring arbitrary labels into range on the host)."""
     z = jnp.asarray(z, jnp.int32)
     stats = segment_stats(family, jnp.asarray(x), z, capacity)
-    return PartitionState(z, stats, jnp.asarray(alpha, dtype=jnp.asarray(x).dtype),
-                          jnp.zeros((), bool), aux or {})
+    return PartitionState(z, stats, jnp.asarray(alpha, dtype=jnp.asarray(x).dtype), jnp.zeros((), bool))
 
 
 def _log_joint_of_labels(target: BoundModel, labels, capacity: int):

@@ -206,8 +206,8 @@ class PartitionBlock(MCMCKernel):
             overflow = overflow | (jnp.max(labels) >= site.capacity)
             labels = jnp.minimum(labels, site.capacity - 1)
             state = PartitionState(labels, segment_stats(site.family, x, labels, site.capacity),
-                                   jnp.asarray(f.partition.alpha, x.dtype), jnp.zeros((), bool), {})
-            if site.kernel.init is not None:  # the kernel's carried values in state.aux
+                                   jnp.asarray(f.partition.alpha, x.dtype), jnp.zeros((), bool))
+            if site.kernel.init is not None:  # the kernel's carried values in state.extras
                 state = site.kernel.init(state, x)
             partitions.append(state)
             z[site.labels] = labels

@@ -70,7 +70,7 @@ def _chain_keys(seed, num_chains: int):
 
 def _record(kern: Kernel, state, info, with_z: bool) -> dict:
     rec = {"num_clusters": num_clusters(state).astype(jnp.int32), "alpha": state.alpha,
-           "lp": kern.log_joint(state), **info}
+           "lp": kern.log_joint(state), **kern.info_dict(info)}
     if with_z:
         if kern.record is not None:
             rec.update(kern.record(state))
@@ -132,7 +132,7 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
         init_keys, chain_keys = _chain_keys(seed, num_chains)
         with display.compiling(("init", kernel_key, init if isinstance(init, str) else id(init)), "the chains' start"):
             states = initial_states(target, init, init_keys, capacity)
-            if kern.init is not None:  # the kernel's carried values in state.aux
+            if kern.init is not None:  # the kernel's carried values in state.extras
                 init_fn = compiled(("kernel_init", kernel_key), lambda: jax.jit(
                     lambda states, bound: jax.vmap(make(bound).init, in_axes=(0, None))(states, bound.x)))
                 states = init_fn(states, target)

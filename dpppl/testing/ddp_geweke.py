@@ -38,7 +38,7 @@ TEST_FUNCTIONS = ("num_labels", "top_label", "label0_share", "coclustered_pairs"
                   "cluster_logdet", "tanh_mean", "log_joint")
 
 
-def _functions(family, prior, state, x):
+def _functions(family, prior, state, x, slice0):
     stats, z = state.stats, state.z
     n = z.shape[0]
     used = stats.n > 0.5
@@ -46,8 +46,8 @@ def _functions(family, prior, state, x):
     same = (z[:, None] == z[None, :]) & ~jnp.eye(n, dtype=bool)
     logdet = logdet_pd(jnp.where(used[:, None, None, None], stats.sigma, jnp.eye(family.dim)))
     values = (jnp.sum(used), jnp.max(jnp.where(used, jnp.arange(C), -1)), jnp.mean(z == 0),
-              jnp.sum(same) / (n * (n - 1)), stats.mu[z[0], state.aux["slice0"], 0],
-              logdet[z[0], family.covariance_index(state.aux["slice0"])],
+              jnp.sum(same) / (n * (n - 1)), stats.mu[z[0], slice0, 0],
+              logdet[z[0], family.covariance_index(slice0)],
               jnp.mean(jnp.tanh(x[:, 0])), family.log_joint_state(prior, state))
     return jnp.stack([jnp.asarray(v, x.dtype) for v in values])
 
@@ -89,7 +89,6 @@ def ddp_geweke_test(model, kernel: str, slices, *, capacity: int = 24, num_chain
     kern = build(kernel, (kernel_model or model).bind((probe, slices.astype(float))), **options)
     a, b = (jnp.asarray(v) for v in prior.sticks(capacity))
     sl = jnp.asarray(slices)
-    slice0 = {"slice0": sl[0]}
 
     def draw_x(key, z, mu, sigma):
         eps = jax.random.normal(key, (n, D))
@@ -98,7 +97,7 @@ def ddp_geweke_test(model, kernel: str, slices, *, capacity: int = 24, num_chain
 
     def make_state(x, z, mu, sigma):
         cnt, nt, s1, s2 = slot_statistics(x, sl, z, capacity, T)
-        return PartitionState(z, DDPSlots(cnt, nt, s1, s2, mu, sigma), jnp.zeros(()), jnp.zeros((), bool), slice0)
+        return PartitionState(z, DDPSlots(cnt, nt, s1, s2, mu, sigma), jnp.zeros(()), jnp.zeros((), bool))
 
     def forward(key):
         k_v, k_z, k_theta, k_x = jax.random.split(key, 4)
@@ -123,13 +122,13 @@ def ddp_geweke_test(model, kernel: str, slices, *, capacity: int = 24, num_chain
             x = draw_x(k_data, state.z, state.stats.mu, jnp.where(
                 (state.stats.n > 0.5)[:, None, None, None], state.stats.sigma, jnp.eye(D)))
             state = make_state(x, state.z, state.stats.mu, state.stats.sigma)._replace(overflow=state.overflow)
-            return (state, x), (_functions(family, prior, state, x), state.overflow)
+            return (state, x), (_functions(family, prior, state, x, sl[0]), state.overflow)
 
         _, (values, overflow) = jax.lax.scan(step, (state, x), jnp.arange(num_steps))
         return values.mean(axis=0), jnp.any(overflow)
 
     key_forward, key_successive = jax.random.split(jax.random.key(seed))
-    fwd = jax.jit(jax.vmap(lambda k: _functions(family, prior, *forward(k))))(
+    fwd = jax.jit(jax.vmap(lambda k: _functions(family, prior, *forward(k), sl[0])))(
         jax.random.split(key_forward, num_forward))
     chain_means, overflow = jax.jit(jax.vmap(successive))(jax.random.split(key_successive, num_chains))
     if bool(np.any(overflow)):

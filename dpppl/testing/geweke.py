@@ -165,7 +165,7 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
         alpha = draw_alpha(prior, k_alpha, dtype)
         z = prior.draw_labels(k_z, num_points, capacity, alpha)
         x = draw_data(family, k_x, z, capacity, num_trials).astype(dtype)
-        return PartitionState(z, segment_stats(family, x, z, capacity), alpha, jnp.zeros((), bool), {}), x
+        return PartitionState(z, segment_stats(family, x, z, capacity), alpha, jnp.zeros((), bool)), x
 
     def successive(key):
         k_init, k_run = jax.random.split(key)
@@ -173,7 +173,7 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
         if not kernel_bound.prior.alpha_is_random:
             # a fixed alpha is the kernel's own; it differs from the model's only with kernel_model
             state = state._replace(alpha=jnp.asarray(kernel_bound.prior.initial_alpha, dtype))
-        if kern.init is not None:  # the kernel's carried values in state.aux
+        if kern.init is not None:  # the kernel's carried values in state.extras
             state = kern.init(state, x)
 
         def step(carry, t):

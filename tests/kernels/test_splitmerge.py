@@ -19,7 +19,7 @@ from scipy import special
 import dpppl
 from dpppl import kernels
 from dpppl.families.base import segment_stats
-from dpppl.kernels.splitmerge import (INFO_NAMES, allocation_pass, build_splitmerge_kernel, choose_pair,
+from dpppl.kernels.splitmerge import (SplitMergeInfo, allocation_pass, build_splitmerge_kernel, choose_pair,
                                       propose)
 from dpppl.core.state import grow
 from dpppl.models.mixture import log_joint, state_from_labels
@@ -219,9 +219,9 @@ def test_statistics_after_accepted_moves_equal_a_recomputation(method):
     accepted = {"split_accepted": 0, "merge_accepted": 0}
     for t in range(40):
         state, info = step(jax.random.key(t), state, jnp.asarray(b.x))  # the bound model's frame
-        assert set(info) == set(INFO_NAMES)
+        assert isinstance(info, SplitMergeInfo)
         for k in accepted:
-            accepted[k] += int(info[k])
+            accepted[k] += int(info._asdict()[k])
         fresh = segment_stats(b.family, jnp.asarray(b.x), state.z, 41)
         for a, c in zip(state.stats, fresh):
             np.testing.assert_allclose(np.asarray(a), np.asarray(c), atol=1e-9)
@@ -241,8 +241,8 @@ def test_split_without_an_empty_slot_sets_overflow_and_is_rejected():
     single = state_of(b, np.zeros(5, int), capacity=1)  # every pair proposes a split
     kern = build_splitmerge_kernel(b, num_proposals=20)
     state, info = jax.jit(kern.step)(jax.random.key(1), single, jnp.asarray(b.x))
-    assert int(info["split_proposed"]) == 20 and int(info["split_accepted"]) == 0
-    assert float(info["accept_prob"]) == 0.0
+    assert int(info.split_proposed) == 20 and int(info.split_accepted) == 0
+    assert float(info.accept_prob) == 0.0
     assert bool(state.overflow) and np.array_equal(np.asarray(state.z), np.zeros(5))
 
 
@@ -260,7 +260,7 @@ def test_draws_do_not_depend_on_the_capacity(method):
         small, info_s = step(key, small, x)
         large, info_l = step(key, large, x)
         assert np.array_equal(np.asarray(small.z), np.asarray(large.z))
-        assert {k: float(v) for k, v in info_s.items()} == {k: float(v) for k, v in info_l.items()}
+        assert [float(v) for v in info_s] == [float(v) for v in info_l]
     assert len(np.unique(np.asarray(small.z))) > 1
 
 
@@ -315,13 +315,15 @@ def test_options_are_checked():
 def test_schedules_info_and_choice():
     b = bound("niw_2d_overlap")  # alpha ~ Gamma: the alpha move is appended
     seq = kernels.build("gibbs+splitmerge", b)
-    assert seq.info_names == tuple(f"splitmerge_{k}" for k in INFO_NAMES)
+    assert seq.info_names == tuple(f"splitmerge_{k}" for k in SplitMergeInfo._fields)
     rnd = kernels.build("gibbs+splitmerge", b, schedule="random", weights=[1.0, 3.0])
     assert rnd.exact and rnd.info_names == seq.info_names + ("move",)
     step = jax.jit(jax.vmap(rnd.step, in_axes=(0, None, None)))
     state = state_of(b, [0, 0, 1, 1, 2])
     keys = jax.random.split(jax.random.key(0), 2000)
     new, info = step(keys, state, jnp.asarray(b.x))
+    info = rnd.info_dict(info)
+    assert tuple(info) == rnd.info_names
     move = np.asarray(info["move"])
     assert abs(move.mean() - 0.75) < 0.05
     proposed = np.asarray(info["splitmerge_split_proposed"]) + np.asarray(info["splitmerge_merge_proposed"])
@@ -329,5 +331,5 @@ def test_schedules_info_and_choice():
     # alpha changes whichever part ran: the alpha move runs after it every iteration
     assert np.all(np.asarray(new.alpha) != float(state.alpha))
     one = kernels.build("splitmerge", b, schedule="random")
-    assert one.info_names == tuple(f"splitmerge_{k}" for k in INFO_NAMES)
+    assert one.info_names == tuple(f"splitmerge_{k}" for k in SplitMergeInfo._fields)
 

@@ -235,7 +235,7 @@ def test_a_crafted_checkpoint_never_runs_code(niw_model, two_blobs, tmp_path, no
         "missing-field": lambda c: c["spec"].pop("seed"),
         "missing-model-field": lambda c: c["spec"]["model"]["description"]["fields"].pop("component"),
         "wrong-type": lambda c: c["spec"].update(num_chains="2"),
-        "states": lambda c: c["progress"]["states"]["fields"].update(aux={"dict": {"beta": {"array": "a0"}}}),
+        "states": lambda c: c["progress"]["states"]["fields"].update(extras={"dict": {"beta": {"array": "a0"}}}),
         "state-fields": lambda c: c["progress"]["states"]["fields"].pop("alpha"),
     }
     for name, change in tampered.items():
@@ -251,8 +251,8 @@ def test_a_crafted_checkpoint_never_runs_code(niw_model, two_blobs, tmp_path, no
                 "missing-model-field": r"model: DPMixture\b.*component|model: Model: .*component",
                 "wrong-type": "num_chains is a str, not a int",
                 "states": "the checkpoint's chain states do not fit kernel 'gibbs' on this model: they hold other",
-                "state-fields": "states: the fields of PartitionState are z, stats, alpha, overflow, aux, the file "
-                                "gives z, stats, overflow, aux"}
+                "state-fields": "states: the fields of PartitionState are z, stats, alpha, overflow, extras, the "
+                                "file gives z, stats, overflow, extras"}
     for name, message in messages.items():
         with pytest.raises(dpppl.ArgumentError, match=message):
             dpppl.resume(tmp_path / f"{name}.ckpt")
@@ -336,3 +336,25 @@ def test_a_run_killed_with_sigkill_resumes_bit_identically(uninterrupted, niw_mo
     _, progress, _ = read_checkpoint(path)
     assert progress.t == 11
     assert_same_run(dpppl.resume(path, progress_bar=False), uninterrupted())
+
+
+def test_typed_extras_are_plain_data_a_checkpoint_reads_back():
+    """A chain state carrying typed extras (a hybrid's `HybridExtras` of `PermExtras`, the
+    sub-cluster sampler's `SubclusterExtras` with its theta dict and absent non-conjugate fields)
+    is written by class name and read back as the same classes and values, running nothing."""
+    from dpppl.core.state import HybridExtras, NoExtras, PartitionState
+    from dpppl.kernels.perm.sampler import PermExtras
+    from dpppl.kernels.subcluster.sampler import SubclusterExtras, SubclusterSlots
+    from dpppl.run.portable import Reader, Writer
+
+    slots = SubclusterSlots(sub_stats=(np.zeros((3, 2)),), x_sum=np.ones((3, 2)), age=np.arange(3, dtype=np.int32),
+                            weights=np.full(3, 0.5), theta={"mu": np.zeros((3, 2))})
+    extras = HybridExtras((NoExtras(), PermExtras(np.float64(2.0), np.float64(3.0)),
+                           SubclusterExtras(np.zeros(4, np.int32), slots)))
+    state = PartitionState(np.zeros(4, np.int32), (np.zeros(3),), np.float64(1.0), np.bool_(False), extras)
+    writer = Writer()
+    back = Reader(writer.arrays).value(json.loads(json.dumps(writer.describe(state, "states"))), "states")
+    assert jax.tree.structure(back) == jax.tree.structure(state)
+    assert type(back.extras.parts[2].slots) is SubclusterSlots and back.extras.parts[2].slots.u is None
+    for a, b in zip(jax.tree.leaves(back), jax.tree.leaves(state)):
+        np.testing.assert_array_equal(a, b)

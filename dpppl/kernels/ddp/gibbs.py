@@ -51,7 +51,7 @@ import jax.numpy as jnp
 
 from dpppl.models.ddp import DDPModel
 from dpppl.errors import KernelError
-from dpppl.kernels.base import Kernel, register
+from dpppl.kernels.base import Kernel, NoInfo, register
 from dpppl.models.ddp_state import DEFAULT_NUM_AUX, seat, update_parameters, with_statistics
 
 
@@ -75,7 +75,7 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX) -> Kernel:
         k_seat, k_params = jax.random.split(rng_key)
         state = seat(family, prior, x, slices, k_seat, state, remove_first=True, num_aux=num_aux)
         state = with_statistics(state, x, slices)
-        return update_parameters(family, k_params, state), {}
+        return update_parameters(family, k_params, state), NoInfo()
 
     return Kernel("ddp", exact=True, step=step)
 

@@ -21,6 +21,7 @@ are in `docs/kernels/ddpswap.md`.
 from __future__ import annotations
 
 import numbers
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -34,7 +35,18 @@ from dpppl.core.numerics import sample_index
 INTERVALS = ("single", "random", "full", "all")
 PAIRS = ("uniform", "prior")
 DEFAULT_NUM_SWAPS = 100
-INFO_NAMES = ("accept_prob", "accepted", "accepted_single", "accepted_random", "accepted_full")
+
+
+class SwapInfo(NamedTuple):
+    """The statistics of one `ddpswap` step: `accept_prob`, the mean acceptance probability of
+    its proposals, and the counts (int32) of accepted proposals, in all (`accepted`) and by
+    interval kind (one slice, a random interval, every slice)."""
+
+    accept_prob: jax.Array
+    accepted: jax.Array
+    accepted_single: jax.Array
+    accepted_random: jax.Array
+    accepted_full: jax.Array
 
 
 def _rows(stats, k):
@@ -142,7 +154,7 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
     Returns
     -------
     Kernel
-        `exact=True`. `info`: `accept_prob` (mean acceptance probability of the
+        `exact=True`. `info`: a `SwapInfo`: `accept_prob` (mean acceptance probability of the
         step's proposals), `accepted` and `accepted_single` / `_random` / `_full`
         (accepted proposals in the step, by interval kind).
     """
@@ -196,10 +208,10 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
         carry = (stats, perm, jnp.zeros((), x.dtype), jnp.zeros(3, jnp.int32), state.overflow)
         stats, perm, total_p, accepted, overflow = jax.lax.fori_loop(0, num_swaps, one, carry)
         state = state._replace(z=perm[slices, state.z], stats=stats, overflow=overflow)
-        return state, dict(accept_prob=total_p / num_swaps, accepted=accepted.sum(),
-                           accepted_single=accepted[0], accepted_random=accepted[1], accepted_full=accepted[2])
+        return state, SwapInfo(accept_prob=total_p / num_swaps, accepted=accepted.sum(),
+                               accepted_single=accepted[0], accepted_random=accepted[1], accepted_full=accepted[2])
 
-    return Kernel("ddpswap", exact=True, step=step, info_names=INFO_NAMES)
+    return Kernel("ddpswap", exact=True, step=step, info_type=SwapInfo)
 
 
 register("ddpswap", build_ddpswap_kernel, exact=True, applies=applies_to_ddp,

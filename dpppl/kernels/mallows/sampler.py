@@ -24,6 +24,7 @@ The slots' layout, the order of the two updates, what is recorded and `lp` are i
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -37,6 +38,28 @@ from dpppl.families.mallows_draws import (code_logits_n1, insert_code, sigma_adj
                                           theta_slice)
 from dpppl.core.state import PartitionState
 from dpppl.core.numerics import sample_index
+
+
+class MallowsSlots(NamedTuple):
+    """Each cluster slot's instantiated parameters: `pos` (C, n), the position of each item in
+    the central permutation sigma_c, and `theta` (C, n - 1), the dispersions per stage (for
+    mallows-beta, the last draw of eq. (12))."""
+
+    pos: jax.Array
+    theta: jax.Array
+
+
+class MallowsExtras(NamedTuple):
+    """What both Mallows kernels carry: the slots' parameters (`grow` pads them)."""
+
+    slots: MallowsSlots
+
+
+class MallowsInfo(NamedTuple):
+    """The statistics of one Mallows step: `sigma_accept`, the acceptance rate of the sigma
+    moves over the occupied clusters."""
+
+    sigma_accept: jax.Array
 
 
 def applies(model):
@@ -68,9 +91,9 @@ class _GM:
     # ----- state --------------------------------------------------------------------
     def init(self, state: PartitionState, x) -> PartitionState:
         cap = state.stats.n.shape[-1]
-        slots = {"pos": jnp.tile(jnp.arange(self.n, dtype=jnp.int32), (cap, 1)),
-                 "theta": jnp.ones((cap, self.n - 1), state.alpha.dtype)}
-        return state._replace(aux={**state.aux, "slots": slots})
+        slots = MallowsSlots(pos=jnp.tile(jnp.arange(self.n, dtype=jnp.int32), (cap, 1)),
+                             theta=jnp.ones((cap, self.n - 1), state.alpha.dtype))
+        return state._replace(extras=MallowsExtras(slots))
 
     def move_point(self, stats, k, ranking, sign):
         """Add (sign 1) or remove (sign -1) one ranking's statistics at slot k (row scatter)."""
@@ -102,16 +125,16 @@ class _GM:
     def update_slots(self, rng_key, state, one_slot):
         """Apply `one_slot(key, R, Nj, n, pos, theta) -> (pos, theta, accepted)` to every
         occupied slot with a per-slot key (independent of the capacity)."""
-        slots = state.aux["slots"]
+        slots = state.extras.slots
         cap = state.stats.n.shape[-1]
         keys = jax.vmap(lambda c: jax.random.fold_in(rng_key, c))(jnp.arange(cap))
         pos, theta, acc = jax.vmap(one_slot)(keys, state.stats.R, state.stats.Nj, state.stats.n,
-                                             slots["pos"], slots["theta"])
+                                             slots.pos, slots.theta)
         occupied = state.stats.n > 0.5
-        pos = jnp.where(occupied[:, None], pos, slots["pos"])
-        theta = jnp.where(occupied[:, None], theta, slots["theta"])
+        pos = jnp.where(occupied[:, None], pos, slots.pos)
+        theta = jnp.where(occupied[:, None], theta, slots.theta)
         rate = jnp.sum(jnp.where(occupied, acc, 0.0)) / jnp.maximum(jnp.sum(occupied), 1)
-        return state._replace(aux={**state.aux, "slots": {"pos": pos, "theta": theta}}), rate
+        return state._replace(extras=MallowsExtras(MallowsSlots(pos, theta))), rate
 
     # ----- recording ------------------------------------------------------------------
     def kernel(self, name, exact, one_slot, sweep, log_joint) -> Kernel:
@@ -120,9 +143,9 @@ class _GM:
         def step(rng_key, state, x):
             k_par, k_lab = jax.random.split(rng_key)
             state, rate = self.update_slots(k_par, state, one_slot)
-            return sweep(k_lab, state, x), {"sigma_accept": rate}
+            return sweep(k_lab, state, x), MallowsInfo(sigma_accept=rate)
 
-        return Kernel(name, exact=exact, step=step, info_names=("sigma_accept",), init=self.init,
+        return Kernel(name, exact=exact, step=step, info_type=MallowsInfo, init=self.init,
                       log_joint=log_joint, record=self.record, record_dims=self.record_dims)
 
     def record(self, state):
@@ -132,10 +155,10 @@ class _GM:
         order = jnp.argsort(-counts, stable=True)
         idx = jnp.concatenate([order, jnp.zeros(max(K - cap, 0), order.dtype)])[:K]
         present = (jnp.arange(K) < cap) & (counts[idx] > 0.5)
-        slots = state.aux["slots"]
-        sigma = jnp.argsort(slots["pos"][idx], axis=-1).astype(jnp.int32)
+        slots = state.extras.slots
+        sigma = jnp.argsort(slots.pos[idx], axis=-1).astype(jnp.int32)
         return {"sigma": jnp.where(present[:, None], sigma, -1),
-                "theta": jnp.where(present[:, None], slots["theta"][idx], jnp.nan),
+                "theta": jnp.where(present[:, None], slots.theta[idx], jnp.nan),
                 "gm_cluster_size": jnp.where(present, counts[idx], 0).astype(jnp.int32),
                 "gm_cluster_slot": jnp.where(present, idx, -1).astype(jnp.int32)}
 
@@ -197,17 +220,16 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
             return (z.at[i].set(k), stats, pos.at[k].set(pos_k), theta.at[k].set(theta_k),
                     overflow | ~has_empty)
 
-        slots = state.aux["slots"]
+        slots = state.extras.slots
         z, stats, pos, theta, overflow = jax.lax.fori_loop(
-            0, N, body, (state.z, state.stats, slots["pos"], slots["theta"], state.overflow))
-        return state._replace(z=z, stats=stats, overflow=overflow,
-                              aux={**state.aux, "slots": {"pos": pos, "theta": theta}})
+            0, N, body, (state.z, state.stats, slots.pos, slots.theta, state.overflow))
+        return state._replace(z=z, stats=stats, overflow=overflow, extras=MallowsExtras(MallowsSlots(pos, theta)))
 
     def log_joint(state):
-        slots, stats = state.aux["slots"], state.stats
-        S = lsigma(stats.R, slots["pos"])
-        th = slots["theta"]
-        per = (gm.family.log_prior(slots["pos"], th)
+        slots, stats = state.extras.slots, state.stats
+        S = lsigma(stats.R, slots.pos)
+        th = slots.theta
+        per = (gm.family.log_prior(slots.pos, th)
                - jnp.sum(th * S + stats.Nj * log_psi(th, m), axis=-1))
         return gm.log_partition_prior(state) + jnp.sum(jnp.where(stats.n > 0.5, per, 0.0))
 
@@ -271,7 +293,7 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
         N = x.shape[0]
         order = jax.random.permutation(k_order, N)
         uniforms = jax.random.uniform(k_u, (N,), x.dtype)
-        slots = state.aux["slots"]
+        slots = state.extras.slots
 
         def refresh(cache, S, Nj, c):
             return cache.at[:, c].set(_beta_cached_terms(nu, r, S[c], Nj[c]))
@@ -296,17 +318,16 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
             cache = refresh(cache, S, stats.Nj, k)
             return z.at[i].set(k), stats, pos, S, cache, overflow | ~has_empty
 
-        S0 = lsigma(state.stats.R, slots["pos"])
+        S0 = lsigma(state.stats.R, slots.pos)
         z, stats, pos, _, _, overflow = jax.lax.fori_loop(
-            0, N, body, (state.z, state.stats, slots["pos"], S0, _beta_cached_terms(nu, r, S0, state.stats.Nj),
+            0, N, body, (state.z, state.stats, slots.pos, S0, _beta_cached_terms(nu, r, S0, state.stats.Nj),
                          state.overflow))
-        return state._replace(z=z, stats=stats, overflow=overflow,
-                              aux={**state.aux, "slots": {"pos": pos, "theta": slots["theta"]}})
+        return state._replace(z=z, stats=stats, overflow=overflow, extras=MallowsExtras(slots._replace(pos=pos)))
 
     def log_joint(state):
-        slots, stats = state.aux["slots"], state.stats
+        slots, stats = state.extras.slots, state.stats
         a0 = nu * r
-        S = lsigma(stats.R, slots["pos"])
+        S = lsigma(stats.R, slots.pos)
         per = jnp.sum(betaln(a0 + S, nu + stats.Nj + 1.0) - betaln(a0, nu + 1.0), axis=-1) - math.lgamma(n + 1)
         return gm.log_partition_prior(state) + jnp.sum(jnp.where(stats.n > 0.5, per, 0.0))
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -37,6 +37,35 @@ from dpppl.kernels.perm.permutations import (EXACT_PERMUTATIONS, PERMUTATIONS, p
                                              sample_permutation, single_point_predictive)
 from dpppl.core.state import PartitionState, num_clusters
 from dpppl.core.numerics import sample_index
+
+
+class PermExtras(NamedTuple):
+    """What `dp="mh"` carries: the sum and count of the numbers of clusters K seen in warmup,
+    whose mean is the reference K (`k_ref`) of lambda after warmup (sec. 3.2)."""
+
+    k_sum: jax.Array
+    k_count: jax.Array
+
+
+class PermInfo(NamedTuple):
+    """The statistics of one `dp="exact"` step: `accept_prob` (1), `accepted` (int32) and
+    `proposed_clusters`, K of the drawn clustering."""
+
+    accept_prob: jax.Array
+    accepted: jax.Array
+    proposed_clusters: jax.Array
+
+
+class PermMHInfo(NamedTuple):
+    """The statistics of one `dp="mh"` step: those of `PermInfo` (`accept_prob` the
+    Metropolis-Hastings acceptance probability), `k_ref`, the reference K of lambda, and
+    `in_beam` (int32), whether the current clustering is within the beam (1 without one)."""
+
+    accept_prob: jax.Array
+    accepted: jax.Array
+    proposed_clusters: jax.Array
+    k_ref: jax.Array
+    in_beam: jax.Array
 
 DP_FORMS = ("mh", "exact")
 DEFAULT_BEAM_WIDTH = 16
@@ -313,7 +342,8 @@ def _draw_factored(family, prior, alpha, base_row, prefix, k_ref, k_old, z_and_p
     lambda = d/dK log A(K) at `k_ref`, with its log Metropolis-Hastings acceptance
     log A(K_new) - log A(K_old) - lambda (K_new - K_old); with `beam` = (epsilon, width) the
     beam of sec. 3.3, and the acceptance gains 1[C_old in the beam] (C_old: the labels and pi
-    in `z_and_pi`). Returns the segment starts, the log acceptance and the info."""
+    in `z_and_pi`). Returns the segment starts, the log acceptance and whether C_old is within
+    the beam (int32)."""
     lam = log_count_slope(prior, alpha, k_ref, n, augmented)
     if beam is None:
         def row(r):
@@ -333,12 +363,13 @@ def _draw_factored(family, prior, alpha, base_row, prefix, k_ref, k_old, z_and_p
                   - log_count_factor(prior, alpha, k_old.astype(dtype), n, augmented)
                   - lam * (k_new - k_old))
     log_accept = jnp.where(support, log_accept, -jnp.inf)
-    return starts, log_accept, {"k_ref": k_ref, "in_beam": support.astype(jnp.int32)}
+    return starts, log_accept, support.astype(jnp.int32)
 
 
 def _accept_clustering(family, state, x, pi, starts, log_accept, rng_key):
     """The clustering with segments `starts` along pi, accepted with probability
-    min(1, exp(log_accept)) when it fits the capacity (else `overflow` is set)."""
+    min(1, exp(log_accept)) when it fits the capacity (else `overflow` is set); and the
+    step's `PermInfo`."""
     capacity = state.stats.n.shape[0]
     dtype = x.dtype
     seg, k_new = labels_from_starts(starts)
@@ -350,8 +381,8 @@ def _accept_clustering(family, state, x, pi, starts, log_accept, rng_key):
         z=jnp.where(accept, z_new, state.z),
         stats=jax.tree.map(lambda a, b: jnp.where(accept, a, b), stats_new, state.stats),
         overflow=state.overflow | ~fits)
-    return state, {"accept_prob": jnp.exp(jnp.minimum(log_accept, 0.0)), "accepted": accept.astype(jnp.int32),
-                   "proposed_clusters": k_new}
+    return state, PermInfo(accept_prob=jnp.exp(jnp.minimum(log_accept, 0.0)), accepted=accept.astype(jnp.int32),
+                           proposed_clusters=k_new)
 
 
 def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "uniform",
@@ -383,11 +414,13 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
     Returns
     -------
     Kernel
-        `exact` unless `permutation="projection"`. `info`: `accept_prob`
+        `exact` unless `permutation="projection"`. `info`: a `PermMHInfo` (`dp="mh"`) or
+        `PermInfo` (`dp="exact"`): `accept_prob`
         (Metropolis-Hastings acceptance probability; 1 for dp="exact"), `accepted`,
         `proposed_clusters` (K of the drawn clustering), and for `dp="mh"`
         `k_ref` (the reference K of lambda; beta = exp psi(k_ref + 1) for the DP) and
-        `in_beam` (C_old within the beam; always 1 without one).
+        `in_beam` (C_old within the beam; always 1 without one). `dp="mh"` carries
+        `PermExtras` in `state.extras`.
     """
     if warmup_permutation is None:
         warmup_permutation = permutation
@@ -415,16 +448,12 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
         base_row = _segment_row_fn(family, prior, prefix, x_pi, kind, augmented)
         if dp == "exact":
             starts, log_accept = _draw_by_count(prior, state.alpha, base_row, n, x.dtype, augmented, k_dp)
-            info = {}
-        else:
-            if adapt:
-                k_ref = k_old.astype(x.dtype)
-            else:
-                k_ref = state.aux["perm_k_sum"] / state.aux["perm_k_count"]
-            starts, log_accept, info = _draw_factored(family, prior, state.alpha, base_row, prefix, k_ref, k_old,
-                                                      (state.z, pi), n, x.dtype, augmented, beam, k_dp)
-        state, accept_info = _accept_clustering(family, state, x, pi, starts, log_accept, k_accept)
-        return state, {**info, **accept_info}
+            return _accept_clustering(family, state, x, pi, starts, log_accept, k_accept)
+        k_ref = k_old.astype(x.dtype) if adapt else state.extras.k_sum / state.extras.k_count
+        starts, log_accept, support = _draw_factored(family, prior, state.alpha, base_row, prefix, k_ref, k_old,
+                                                     (state.z, pi), n, x.dtype, augmented, beam, k_dp)
+        state, info = _accept_clustering(family, state, x, pi, starts, log_accept, k_accept)
+        return state, PermMHInfo(*info, k_ref=k_ref, in_beam=support)
 
     def step(rng_key, state, x):
         return cluster_step(rng_key, state, x, permutation, adapt=False)
@@ -433,18 +462,16 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
         state, info = cluster_step(rng_key, state, x, warmup_permutation, adapt=True)
         if dp == "mh":
             k = num_clusters(state).astype(x.dtype)
-            state = state._replace(aux={**state.aux, "perm_k_sum": state.aux["perm_k_sum"] + k,
-                                        "perm_k_count": state.aux["perm_k_count"] + 1.0})
+            extras = state.extras
+            state = state._replace(extras=PermExtras(extras.k_sum + k, extras.k_count + 1.0))
         return state, info
 
     def init(state, x):
-        if dp != "mh":
-            return state
         k = num_clusters(state).astype(x.dtype)
-        return state._replace(aux={**state.aux, "perm_k_sum": k, "perm_k_count": jnp.ones_like(k)})
+        return state._replace(extras=PermExtras(k, jnp.ones_like(k)))
 
-    info_names = ("accept_prob", "accepted", "proposed_clusters") + (("k_ref", "in_beam") if dp == "mh" else ())
-    return Kernel("perm", exact=exact, step=step, warmup_step=warmup_step, info_names=info_names, init=init)
+    return Kernel("perm", exact=exact, step=step, warmup_step=warmup_step,
+                  info_type=PermMHInfo if dp == "mh" else PermInfo, init=init if dp == "mh" else None)
 
 
 def _applies(model) -> Optional[str]:

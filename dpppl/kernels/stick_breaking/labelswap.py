@@ -24,6 +24,8 @@ the cost and the capacity handling are in `docs/kernels/labelswap.md`.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
@@ -34,7 +36,16 @@ from dpppl.kernels.stick_breaking.sbgibbs import stick_breaking_only
 from dpppl.core.numerics import sample_index
 from dpppl.errors import KernelError
 
-INFO_NAMES = ("accept_prob", "proposals", "accepted")
+
+
+class RelabelInfo(NamedTuple):
+    """The statistics of one relabelling step (`labelswap`, `labelpermute`): `accept_prob`,
+    the mean acceptance probability of its proposals (1 when it made none), and the numbers
+    (int32) of proposals made and accepted."""
+
+    accept_prob: jax.Array
+    proposals: jax.Array
+    accepted: jax.Array
 
 
 def swap_log_ratio_pseudo_particles(gamma_i, gamma_j, n_i, n_j):
@@ -88,11 +99,10 @@ def _relabel_kernel(name, bound_model, prob, propose):
         source = jnp.zeros_like(slot_of).at[slot_of].set(jnp.arange(C))  # new slot -> old slot
         state = state._replace(z=slot_of[state.z].astype(state.z.dtype),
                                stats=take(state.stats, source), overflow=overflow)
-        info = {"accept_prob": jnp.where(num > 0, acc_sum / jnp.maximum(num, 1), 1.0),
-                "proposals": num, "accepted": accepted}
-        return state, info
+        return state, RelabelInfo(accept_prob=jnp.where(num > 0, acc_sum / jnp.maximum(num, 1), 1.0),
+                                  proposals=num, accepted=accepted)
 
-    return Kernel(name, exact=True, step=step, info_names=INFO_NAMES)
+    return Kernel(name, exact=True, step=step, info_type=RelabelInfo)
 
 
 def _draw_label(key, log_pw, log_prest):

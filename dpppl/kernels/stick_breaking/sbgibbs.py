@@ -35,7 +35,7 @@ import jax.numpy as jnp
 
 from dpppl.families.base import add_point
 from dpppl.priors.stick_breaking import StickBreaking
-from dpppl.kernels.base import Kernel, register
+from dpppl.kernels.base import Kernel, NoInfo, register
 from dpppl.models.seating import refresh, sweep_draws, visit_points, visiting_order
 from dpppl.core.numerics import sample_index
 
@@ -81,7 +81,7 @@ def build_sbgibbs_kernel(bound_model) -> Kernel:
 
     def step(rng_key, state, x):
         shuffle, uniforms = sweep_draws(rng_key, x)
-        return _sweep(family, prior, x, visiting_order(shuffle), uniforms, state), {}
+        return _sweep(family, prior, x, visiting_order(shuffle), uniforms, state), NoInfo()
 
     return Kernel("sbgibbs", exact=True, step=step)
 

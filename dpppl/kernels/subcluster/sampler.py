@@ -43,7 +43,7 @@ from jax.scipy.special import betaln, gammaln
 from dpppl.families.base import Family, segment_sums, segment_sums_by_sorting, take, translated_params
 from dpppl.families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
 from dpppl.errors import KernelError
-from dpppl.kernels.base import Kernel, exchangeable_prior_only, register
+from dpppl.kernels.base import Kernel, exchangeable_prior_only, info_type, register
 from dpppl.kernels.subcluster.parameter_moves import build_parameter_update
 from dpppl.kernels.subcluster.superclusters import has_j_divergence, j_divergence, sample_super_clusters
 
@@ -182,6 +182,32 @@ class _Setup:
         return u, valid
 
 
+class SubclusterSlots(NamedTuple):
+    """What the sampler keeps per cluster slot (leading axis C): `sub_stats`, the family
+    statistics of the slot's two sub-clusters (C, 2); `x_sum`, the sum of its points; `age`
+    (int32), the iterations its sub-clusters have run (0: none yet); `weights`, the weight pi_k
+    drawn in the last step; `theta`, the parameters drawn in the last step by the family's
+    parameter names (NaN for slots empty at the step's start; empty with
+    `record_parameters=False`); and for a non-conjugate family the unconstrained parameters
+    `u` of the clusters and `sub_u` (C, 2, ...) of their sub-clusters (None when conjugate)."""
+
+    sub_stats: tuple
+    x_sum: jax.Array
+    age: jax.Array
+    weights: jax.Array
+    theta: dict
+    u: jax.Array | None = None
+    sub_u: jax.Array | None = None
+
+
+class SubclusterExtras(NamedTuple):
+    """What the sampler carries from step to step: every point's sub-cluster label `sub_z`
+    (0 left, 1 right) and the per-slot values `slots` (`grow` pads them)."""
+
+    sub_z: jax.Array
+    slots: SubclusterSlots
+
+
 class _Sweep(NamedTuple):
     """The restricted sweep's draws (steps 1-2): log weights, parameters (clusters, then
     sub-cluster pairs), the random split's proportion `p_right`, non-conjugate unconstrained
@@ -235,17 +261,17 @@ def _draw_parameters(setup, update_params, rng_key, state):
     batched draw (each Gamma sampler costs seconds of compilation).
 
     Non-conjugate parameters are instead moved from their current values
-    (`slots["u"]`, `slots["sub_u"]`) by `update_params`; a fresh cluster's two
+    (`slots.u`, `slots.sub_u`) by `update_params`; a fresh cluster's two
     sub-clusters start from two draws of the proposal given the cluster's points.
     Returns (log pi, log pibar, parameters, p, unconstrained rows or None, the
     parameter moves' acceptance rate or None)."""
     family, use_sub = setup.family, setup.use_sub
-    stats, slots = state.stats, state.aux["slots"]
+    stats, slots = state.stats, state.extras.slots
     capacity = stats.n.shape[0]
     k_w, k_rest, k_p, k_beta = jax.random.split(rng_key, 4)
     occupied = stats.n > 0
-    fresh = slots["age"] == 0  # no valid sub-cluster statistics yet (new clusters)
-    sub = slots["sub_stats"]
+    fresh = slots.age == 0  # no valid sub-cluster statistics yet (new clusters)
+    sub = slots.sub_stats
     # Gamma shapes: Dir(N_1..N_C, alpha) over clusters + rest, Dir(N_kl + alpha/2, N_kr + alpha/2)
     shapes = jnp.concatenate([jnp.where(occupied, stats.n, 0.0), state.alpha[None],
                               jnp.where(fresh[:, None], 1.0, sub.n + state.alpha / 2).reshape(-1),
@@ -270,11 +296,11 @@ def _draw_parameters(setup, update_params, rng_key, state):
     if setup.conjugate:
         keys = jnp.concatenate([three[:, 0], three[:, 1:].reshape(-1)]) if use_sub else three[:, 0]
         return log_pi, log_pibar, jax.vmap(family.posterior_draw)(keys, rows), p_right, None, None
-    u_rows = slots["u"]
+    u_rows = slots.u
     if use_sub:
         starts = jax.vmap(lambda k, c: family.draw_proposal(k, c))(
             three[:, 1:].reshape(-1), jax.tree.map(lambda c: jnp.repeat(c, 2, axis=0), stats))
-        sub_u = jnp.where(fresh[:, None, None], starts.reshape(capacity, 2, -1), slots["sub_u"])
+        sub_u = jnp.where(fresh[:, None, None], starts.reshape(capacity, 2, -1), slots.sub_u)
         u_rows = jnp.concatenate([u_rows, sub_u.reshape(2 * capacity, -1)])
     u_rows, accept_rate = update_params(jax.random.fold_in(k_p, 2**30), u_rows, rows)  # not a slot's key
     return log_pi, log_pibar, family.params_of(u_rows), p_right, u_rows, accept_rate
@@ -405,11 +431,11 @@ def _restricted_sweep(setup, draw_parameters, label_pass, keys, state, x):
     merge moves change it."""
     k_par, k_lab, k_dir, k_group = keys
     capacity = state.stats.n.shape[0]
-    slots = state.aux["slots"]
+    slots = state.extras.slots
     log_pi, log_pibar, params, p_right, u_rows, param_accept = draw_parameters(k_par, state)
-    mean = slots["x_sum"] / jnp.maximum(state.stats.n, 1.0)[:, None]
+    mean = slots.x_sum / jnp.maximum(state.stats.n, 1.0)[:, None]
     direction = jax.vmap(lambda k: jax.random.normal(k, (setup.dim,)))(_slot_keys(k_dir, capacity))
-    seed = (slots["age"] == 0, mean.astype(setup.ll_dtype), direction.astype(setup.ll_dtype))
+    seed = (slots.age == 0, mean.astype(setup.ll_dtype), direction.astype(setup.ll_dtype))
     occupied_before = state.stats.n > 0
     group = (sample_super_clusters(k_group, j_divergence(setup.family, take(params, slice(0, capacity))),
                                    occupied_before) if setup.super_clusters else jnp.arange(capacity))
@@ -612,18 +638,18 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
     """One step of the sampler: steps 1-2 (`_restricted_sweep`), the statistics pass
     (`_sum_statistics`), step 4 (`_random_split_merge`), pair merges if on
     (`_merge_pairs`, published variant only), then step 3 (`_subcluster_splits`). Both
-    variants read and write the same state (`state.aux["sub_z"]`, `state.aux["slots"]`),
-    so warmup may run one and the kept draws the other."""
+    variants read and write the same `SubclusterExtras`, so warmup may run one and the kept
+    draws the other. The step's info is of the type `_info_type` gives for the setup."""
     family, conjugate, use_sub = setup.family, setup.conjugate, setup.use_sub
     k_par, k_lab, k_move, k_split, k_dir, k_group, k_pairs = jax.random.split(rng_key, 7)
     capacity = state.stats.n.shape[0]
-    slots = state.aux["slots"]
+    slots = state.extras.slots
     # 1-2. restricted Gibbs sweep over clusters and sub-clusters, all points at once
     sweep = _restricted_sweep(setup, draw_parameters, label_pass, (k_par, k_lab, k_dir, k_group), state, x)
     u_c = u_sub = k_q_half = k_q_merge = k_q_sub = None
     if not conjugate:  # the clusters' and sub-clusters' unconstrained parameters, and proposal keys
         u_c = sweep.u_rows[:capacity]
-        u_sub = sweep.u_rows[capacity:].reshape(capacity, 2, -1) if use_sub else slots["sub_u"]
+        u_sub = sweep.u_rows[capacity:].reshape(capacity, 2, -1) if use_sub else slots.sub_u
         k_q_half, k_q_merge, k_q_sub = jax.random.split(jax.random.fold_in(rng_key, 8), 3)
     # 4. random split / merge (sec. 5.5): chosen now, so that the statistics pass below
     # also sums the proposed random half (which still belongs to c)
@@ -636,7 +662,7 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
     sub = jax.tree.map(lambda s, h: s[:capacity].at[move.c].add(h), sub, half_by_side)
     half_right = jax.tree.map(lambda h: h[0] + h[1], half_by_side)
     rows = jax.tree.map(lambda s: s[:, 0] + s[:, 1], sub)
-    age = jnp.where(move.occupied, slots["age"] + 1, 0)
+    age = jnp.where(move.occupied, slots.age + 1, 0)
     clusters = _Clusters(sweep.z, sweep.zbar, rows, sub, age, u_c, u_sub)
     clusters, do_split, do_merge, overflow = _random_split_merge(
         setup, state.alpha, (k_acc, k_q_half, k_q_merge), move, clusters, half_right, in_half, state.overflow)
@@ -650,38 +676,54 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
 
     drawn = jnp.isfinite(sweep.log_pi)  # slots occupied at the start of the step
     params = sweep.params
-    recorded = {f"theta_{name}": jnp.where(_expand(drawn, params[name][:capacity]), params[name][:capacity],
-                                           jnp.nan) for name in recorded_params}
+    recorded = {name: jnp.where(_expand(drawn, params[name][:capacity]), params[name][:capacity], jnp.nan)
+                for name in recorded_params}
     group, occupied_before = sweep.group, sweep.occupied_before
-    info = {"num_splits": jnp.sum(accept).astype(jnp.int32), "sweep_rejected": sweep.emptied,
-            **({"num_pair_merges": num_pair_merges} if pair_merges else {}),
-            **({"num_super_clusters": jnp.sum(occupied_before & (group == jnp.arange(capacity))).astype(jnp.int32)}
-               if setup.super_clusters else {}),
-            "random_split_accept": do_split, "random_merge_accept": do_merge,
-            "split_accept_rate": jnp.sum(accept) / jnp.maximum(jnp.sum(eligible), 1),
-            **({} if conjugate else {"param_accept_rate": sweep.param_accept})}
-    new_slots = {"sub_stats": sub_stats, "x_sum": clusters.rows[1], "age": clusters.age.astype(jnp.int32),
-                 "weights": jnp.exp(sweep.log_pi), **recorded,
-                 **({} if conjugate else {"u": clusters.u, "sub_u": clusters.sub_u})}
+    statistics = {"num_splits": jnp.sum(accept).astype(jnp.int32), "sweep_rejected": sweep.emptied,
+                  "random_split_accept": do_split, "random_merge_accept": do_merge,
+                  "split_accept_rate": jnp.sum(accept) / jnp.maximum(jnp.sum(eligible), 1),
+                  "num_pair_merges": num_pair_merges if pair_merges else None,
+                  "num_super_clusters": jnp.sum(occupied_before & (group == jnp.arange(capacity))).astype(jnp.int32)
+                  if setup.super_clusters else None,
+                  "param_accept_rate": None if conjugate else sweep.param_accept}
+    info_of = _info_type(pair_merges, setup.super_clusters, conjugate)
+    info = info_of(**{name: statistics[name] for name in info_of._fields})
+    new_slots = SubclusterSlots(sub_stats=sub_stats, x_sum=clusters.rows[1], age=clusters.age.astype(jnp.int32),
+                                weights=jnp.exp(sweep.log_pi), theta=recorded, u=clusters.u, sub_u=clusters.sub_u)
     new_state = state._replace(z=_unblock(clusters.z, setup.n), stats=clusters.rows[0], overflow=overflow,
-                               aux={**state.aux, "sub_z": _unblock(clusters.zbar, setup.n), "slots": new_slots})
+                               extras=SubclusterExtras(_unblock(clusters.zbar, setup.n), new_slots))
     return setup.replicated(new_state), info
 
 
 def _init(setup, one_row, recorded_params, state, x):
-    """The sampler's slots: no sub-clusters yet (age 0), each cluster's sum of x, and for a
-    non-conjugate family every cluster's parameters at the centre of the proposal."""
+    """The sampler's `SubclusterExtras`: no sub-clusters yet (age 0), each cluster's sum of x,
+    and for a non-conjugate family every cluster's parameters at the centre of the proposal."""
     family = setup.family
     capacity = state.stats.n.shape[0]
     x_sum = jax.ops.segment_sum(x, state.z, num_segments=capacity)
-    drawn = {f"theta_{name}": jnp.full((capacity,) + one_row[name].shape, jnp.nan, one_row[name].dtype)
+    drawn = {name: jnp.full((capacity,) + one_row[name].shape, jnp.nan, one_row[name].dtype)
              for name in recorded_params}
-    slots = {"sub_stats": family.empty_stats((capacity, 2)), "x_sum": x_sum,
-             "age": jnp.zeros(capacity, jnp.int32), "weights": jnp.zeros(capacity, x.dtype), **drawn}
-    if not setup.conjugate:  # start every cluster's parameters at the centre of the proposal
-        u = family.proposal(state.stats)[0]
-        slots = {**slots, "u": u, "sub_u": jnp.stack([u, u], axis=1)}
-    return setup.replicated(state._replace(aux={**state.aux, "sub_z": jnp.zeros_like(state.z), "slots": slots}))
+    u = None if setup.conjugate else family.proposal(state.stats)[0]  # the centre of the proposal
+    slots = SubclusterSlots(sub_stats=family.empty_stats((capacity, 2)), x_sum=x_sum,
+                            age=jnp.zeros(capacity, jnp.int32), weights=jnp.zeros(capacity, x.dtype), theta=drawn,
+                            u=u, sub_u=None if u is None else jnp.stack([u, u], axis=1))
+    return setup.replicated(state._replace(extras=SubclusterExtras(jnp.zeros_like(state.z), slots)))
+
+
+_STATISTICS = ("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept", "split_accept_rate")
+
+
+def _info_type(pair_merges: bool, super_clusters: bool, conjugate: bool) -> type:
+    """The NamedTuple of a step's statistics (`dpppl.kernels.base.info_type`): `num_splits`
+    (int32, sub-cluster splits accepted), `sweep_rejected` (the exact variant rejected a sweep
+    that emptied a cluster), `random_split_accept` and `random_merge_accept` (the random move
+    of sec. 5.5 was a split / merge and was accepted), `split_accept_rate` (sub-cluster splits
+    accepted over the clusters eligible), then `num_pair_merges` with `pair_merges`,
+    `num_super_clusters` with `super_clusters` and `param_accept_rate` (the parameter moves'
+    acceptance rate) for a non-conjugate family."""
+    return info_type("SubclusterInfo", _STATISTICS + (("num_pair_merges",) if pair_merges else ())
+                     + (("num_super_clusters",) if super_clusters else ())
+                     + (() if conjugate else ("param_accept_rate",)))
 
 
 def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_variant: Optional[str] = "paper",
@@ -805,17 +847,13 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
     def record(state):
         """The weights and parameters drawn in the last step, per slot (the values of z),
         locations back in the data's frame (`translated_params`)."""
-        slots = state.aux["slots"]
-        drawn = translated_params(family, {name: slots[f"theta_{name}"] for name in recorded_params},
-                                  bound_model.shift)
-        return {"weights": slots["weights"], **{f"theta_{name}": value for name, value in drawn.items()}}
+        slots = state.extras.slots
+        drawn = translated_params(family, slots.theta, bound_model.shift)
+        return {"weights": slots.weights, **{f"theta_{name}": value for name, value in drawn.items()}}
 
     return Kernel("subcluster", exact=variant == "exact", step=step_of(variant),
                   warmup_step=step_of(warmup_variant) if warmup_variant != variant else None, init=init,
-                  info_names=("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept",
-                              "split_accept_rate") + (("num_pair_merges",) if pair_merges else ())
-                  + (("num_super_clusters",) if super_clusters else ())
-                  + (() if conjugate else ("param_accept_rate",)), record=record, record_dims=record_dims)
+                  info_type=_info_type(pair_merges, super_clusters, conjugate), record=record, record_dims=record_dims)
 
 
 def _resolve_devices(devices):

@@ -29,7 +29,7 @@ def _joint_fn(bound, C):
     @jax.jit
     def joint(z, mu, sigma, pair):
         n, nt, s1, s2 = slot_statistics(jnp.asarray(bound.x), jnp.asarray(bound.slices), z, C, T)
-        st = PartitionState(z, DDPSlots(n, nt, s1, s2, mu, sigma), jnp.zeros(()), jnp.zeros((), bool), {})
+        st = PartitionState(z, DDPSlots(n, nt, s1, s2, mu, sigma), jnp.zeros(()), jnp.zeros((), bool))
         unused = jnp.zeros(C, bool).at[pair].set(True) & (n < 0.5)
         extra = jnp.where(unused, fam.log_prior_means(mu) + fam.log_prior_cov(sigma).sum(axis=1), 0.0)  # augmented
         return fam.log_joint_state(prior, st) + jnp.sum(extra)

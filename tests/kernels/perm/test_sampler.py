@@ -321,16 +321,17 @@ def test_k_ref_adapts_in_warmup_and_is_fixed_after(two_blobs):
     kern = kernels.build("perm", b)
     xb = jnp.asarray(b.x)  # the bound model's frame
     state = jax.jit(lambda xb: kern.init(state_from_labels(b.family, xb, jnp.zeros(30, jnp.int32), 31, 1.0), xb))(xb)
-    total, count = float(state.aux["perm_k_sum"]), float(state.aux["perm_k_count"])
+    assert isinstance(state.extras, P.PermExtras)
+    total, count = float(state.extras.k_sum), float(state.extras.k_count)
     step = jax.jit(kern.warmup)
     for t in range(5):
         k_before = int(np.sum(np.asarray(state.stats.n) > 0))
         state, info = step(jax.random.key(t), state, xb)
-        assert float(info["k_ref"]) == k_before
+        assert float(info.k_ref) == k_before
         total, count = total + int(np.sum(np.asarray(state.stats.n) > 0)), count + 1
-    np.testing.assert_allclose(float(state.aux["perm_k_sum"] / state.aux["perm_k_count"]), total / count)
+    np.testing.assert_allclose(float(state.extras.k_sum / state.extras.k_count), total / count)
     _, info = jax.jit(kern.step)(jax.random.key(9), state, xb)
-    np.testing.assert_allclose(float(info["k_ref"]), total / count)
+    np.testing.assert_allclose(float(info.k_ref), total / count)
 
 
 def test_statistics_and_overflow(two_blobs):
@@ -343,13 +344,13 @@ def test_statistics_and_overflow(two_blobs):
     kern = kernels.build("perm", b, dp="exact")
     state = state_from_labels(b.family, jnp.asarray(x), np.zeros(30, int), 31, 5.0)
     new, info = jax.jit(kern.step)(jax.random.key(0), state, jnp.asarray(x))
-    assert int(info["accepted"]) == 1
+    assert kern.info_type is P.PermInfo and kern.init is None and int(info.accepted) == 1
     fresh = state_from_labels(b.family, jnp.asarray(x), np.asarray(new.z), 31, 5.0)
     for a, c in zip(new.stats, fresh.stats):
         np.testing.assert_allclose(np.asarray(a), np.asarray(c), atol=1e-10)
     small = state_from_labels(b.family, jnp.asarray(x), np.zeros(30, int), 2, 5.0)
     kept, info = jax.jit(kern.step)(jax.random.key(0), small, jnp.asarray(x))
-    assert bool(kept.overflow) and int(info["accepted"]) == 0 and np.all(np.asarray(kept.z) == 0)
+    assert bool(kept.overflow) and int(info.accepted) == 0 and np.all(np.asarray(kept.z) == 0)
 
 
 def test_hybrids_and_cli(tmp_path, capsys):
