@@ -1,0 +1,292 @@
+"""Compile time per kernel (issue 35, item 4): before and after, side by side in one run.
+
+For every kernel, with a model file it applies to, four `dpppl.sample` calls in a row in one
+new process (5 warmup + 5 kept iterations, 2 chains, seed 0, so the figures are about compiling):
+
+- first call: N = 600 points (a data set drawn with seed 0);
+- new data, same shape: another data set of N = 600 (seed 1);
+- new N within 25%: a data set of N = 620 (seed 2), in the shape class of 600 (both padded to 640 rows
+  by the kernels that take masked points, `dpppl.run.runner.point_class`);
+- same data again: the first call repeated.
+
+The process runs twice per source tree: **cold**, with an empty persistent compilation cache
+(`DPPPL_COMPILATION_CACHE` = a new temporary directory), then **warm**, a new process on the
+same cache directory. Each cell is wall seconds, process CPU seconds (`getrusage` of the
+process and its children: XLA's compiler threads count, the machine's other load does not),
+and the programs lowered (`jax_log_compiles` records "Compiling ..." of logger "jax"; a program
+read back from the persistent cache is lowered too, so "(k cached)" says how many of them the
+cache served instead of XLA).
+
+"Before" is a git revision (`--before`, default 236f68d, the main commit issue 35 measured): its
+`dpppl/`, `models/` and `examples/` are exported with `git archive` into a temporary directory
+and the same driver runs there (PYTHONPATH and working directory); "after" is a source tree
+(`--after`, default this working tree). Both trees run with the same Python and libraries, kernel
+by kernel, on the same machine in one run:
+
+    python benchmarks/bench_compile.py --kernels gibbs,gibbs+splitmerge,subcluster
+    python benchmarks/bench_compile.py --kernels nuts --merge    # add rows to the same results
+
+Writes `benchmarks/results/compile.json` and the table `benchmarks/results/compile.md`
+(`--out` to choose the stem); `--merge` keeps the kernels an earlier run measured and replaces
+the ones measured now. The native Gibbs sweep's shared library (`DPPPL_NATIVE_CACHE`) is built
+once per source and is not part of the compilation cache: it is left warm in both columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import load_average, machine_info  # noqa: E402
+
+KERNELS = {
+    "gibbs": "models/gaussian_niw.dp",
+    "gibbs+splitmerge": "models/gaussian_niw.dp",
+    "subcluster": "models/gaussian_niw.dp",
+    "gibbs+perm": "models/gaussian_niw.dp",
+    "sbgibbs+labelswap+labelpermute": "models/stick_breaking.dp",
+    "mallows-slice": "models/rankings.dp",
+    "ddp+ddpswap": "examples/ddp.dp",
+    "nuts": "models/gaussian_niw.dp",
+}
+CALLS = {
+    "first": ("first call", 0, 600),
+    "new_data": ("new data, same shape", 1, 600),
+    "new_n": ("new N within 25%", 2, 620),
+    "again": ("same data again", 0, 600),
+}
+CACHES = ("cold", "warm")
+
+DRIVER = r"""
+import json, logging, resource, sys, time
+
+def cpu():
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+wall0, cpu0 = time.perf_counter(), cpu()
+import jax
+import jax.monitoring
+
+counts = {"lowered": 0, "cached": 0, "xla_s": 0.0}
+
+class Lowerings(logging.Handler):
+    def emit(self, record):
+        if record.getMessage().startswith("Compiling "):
+            counts["lowered"] += 1
+
+def on_event(event, **_):
+    if event == "/jax/compilation_cache/cache_hits":
+        counts["cached"] += 1
+
+def on_duration(event, duration, **_):
+    if event == "/jax/core/compile/backend_compile_duration":
+        counts["xla_s"] += duration
+
+logging.getLogger("jax").addHandler(Lowerings(logging.WARNING))
+logging.getLogger("jax").propagate = False
+jax.config.update("jax_log_compiles", True)
+jax.monitoring.register_event_listener(on_event)
+jax.monitoring.register_event_duration_secs_listener(on_duration)
+import numpy as np
+import dpppl
+from dpppl.datasets.synthetic import mallows_mixture, moving_blobs
+
+kernel, path, calls = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+out = {"import_s": time.perf_counter() - wall0, "import_cpu_s": cpu() - cpu0}
+
+def data(seed, n):
+    if path.endswith("rankings.dp"):  # 3 clusters of top-10 rankings of 20 items
+        return mallows_mixture(1, num_clusters=3, per_cluster=n // 3, seed=seed)[0]
+    if path.endswith("ddp.dp"):  # 5 time slices, 3 moving blobs
+        return moving_blobs(5, 3, n // 15, seed=seed)[0]
+    rng = np.random.default_rng(seed)  # three Gaussian blobs in 2-D
+    centres = rng.uniform(-6, 6, (3, 2))
+    return np.concatenate([rng.normal(c, 1.0, (n // 3, 2)) for c in centres])
+
+for name, seed, n in calls:
+    x = data(seed, n)
+    for key in counts:
+        counts[key] = 0
+    wall, used = time.perf_counter(), cpu()
+    dpppl.sample(path, x, kernel=kernel, num_warmup=5, num_samples=5, num_chains=2, seed=0, progress_bar=False)
+    out[name] = {"wall_s": time.perf_counter() - wall, "cpu_s": cpu() - used, **counts}
+print("RESULT " + json.dumps(out))
+"""
+
+
+def export(rev: str, into: str) -> str:
+    """The package, model files and examples of git revision `rev`, unpacked under `into`."""
+    sha = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", rev], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    archive = os.path.join(into, f"{sha}.tar")
+    subprocess.run(["git", "-C", REPO, "archive", "--format=tar", "-o", archive, sha, "dpppl", "models", "examples"],
+                   check=True)
+    tree = os.path.join(into, sha)
+    with tarfile.open(archive) as tar:
+        tar.extractall(tree, filter="data")
+    return tree
+
+
+def run_driver(tree: str, kernel: str, cache: str, calls: list, timeout: float) -> dict:
+    """One new process in `tree` running `calls` of `kernel` with persistent cache `cache`."""
+    env = dict(os.environ, PYTHONPATH=tree, DPPPL_COMPILATION_CACHE=cache, CI="1")
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    wall = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, "-c", DRIVER, kernel, KERNELS[kernel],
+                               json.dumps([(c, *CALLS[c][1:]) for c in calls])],
+                              cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"no result within {timeout:.0f} s"}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        return {"error": f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"}
+    result = json.loads(lines[-1][len("RESULT "):])
+    result["process_wall_s"] = time.perf_counter() - wall
+    return result
+
+
+def measure(trees: dict, kernels: list, calls: list, caches: list, timeout: float) -> dict:
+    """{kernel: {tree: {cache: driver result}}}, the trees of one kernel one after the other."""
+    cells: dict = {}
+    for kernel in kernels:
+        cells[kernel] = {}
+        for name, tree in trees.items():
+            cells[kernel][name] = {}
+            with tempfile.TemporaryDirectory(prefix="dpppl-bench-cache-") as cache:
+                for state in caches:  # cold fills the empty cache, warm reads it in a new process
+                    result = run_driver(tree, kernel, cache, calls, timeout)
+                    cells[kernel][name][state] = result
+                    print(f"{kernel:32s} {name:6s} {state}: " + (result.get("error") or "  ".join(
+                        f"{c} {result[c]['wall_s']:.1f}s/{result[c]['cpu_s']:.1f}cpu/{result[c]['lowered']}"
+                        for c in calls)), flush=True)
+    return cells
+
+
+def _cell(r: dict | None) -> str:
+    if not r:
+        return "-"
+    cached = f" ({r['cached']} cached)" if r.get("cached") else ""
+    return f"{r['wall_s']:.2f} / {r['cpu_s']:.2f} / {r['lowered']}{cached}"
+
+
+def _ratio(before: dict | None, after: dict | None) -> str:
+    if not before or not after:
+        return "-"
+
+    def div(a, b):
+        return f"{a / b:.2g}x" if b > 0 else "-"
+    return f"{div(after['wall_s'], before['wall_s'])} / {div(after['cpu_s'], before['cpu_s'])} / " \
+           f"{before['lowered']} -> {after['lowered']}"
+
+
+def _load(values: list | None) -> str:
+    return ", ".join(f"{v:.1f}" for v in values) if values else "unknown"
+
+
+def render(results: dict) -> str:
+    """The markdown page: how it was run, on what, and the table."""
+    before, after = results["trees"]["before"], results["trees"]["after"]
+    lines = ["# Issue 35, item 4: compile time per kernel, before and after", ""]
+    for run in results["runs"]:
+        m = run["machine"]
+        lines += [f"`{run['command']}`", "",
+                  f"{m['cpu_count']} CPUs ({m['cpu_model']}), JAX {m['versions']['jax']} {m['jax_backend']}, "
+                  f"nproc {run['nproc']}, load average (1, 5, 15 min) {_load(run['load_start'])} at start -> "
+                  f"{_load(run['load_end'])} at end, {run['seconds']:.0f} s in all; kernels: "
+                  f"{', '.join(run['kernels'])}.", ""]
+    lines += [f"Before: git {before}; after: {after}. Each call: `dpppl.sample(path, x, kernel=..., num_warmup=5, "
+              "num_samples=5, num_chains=2, seed=0)`; the four calls run in that order in one new process, cold "
+              "(empty persistent compilation cache) and then warm (a new process on the cache the cold one "
+              "filled). Data: three Gaussian blobs in 2-D (N = 600, other seed, N = 620); rankings: "
+              "`mallows_mixture(1, num_clusters=3, per_cluster=N/3)` (top-10 of 20 items); DDP: "
+              "`moving_blobs(5, 3, N/15)`.", "",
+              "Each cell: wall s / process CPU s / programs lowered (\"(k cached)\": k of them read back from "
+              "the persistent cache, not compiled). Ratio rows: after / before for wall and CPU, and the "
+              "programs lowered before -> after.", ""]
+    calls = [c for c in CALLS if any(c in r for k in results["cells"].values() for t in k.values()
+                                     for r in t.values())]
+    lines += ["| kernel | model | cache | tree | " + " | ".join(CALLS[c][0] for c in calls) + " |",
+              "| --- | --- | --- | --- | " + " | ".join("---" for _ in calls) + " |"]
+    for kernel in KERNELS:
+        if kernel not in results["cells"]:
+            continue
+        row = results["cells"][kernel]
+        for state in CACHES:
+            b, a = row.get("before", {}).get(state), row.get("after", {}).get(state)
+            if b is None and a is None:
+                continue
+            for label, res in ((f"before {before}", b), ("after", a)):
+                cells = [res["error"]] * len(calls) if res and "error" in res else \
+                    [_cell((res or {}).get(c)) for c in calls]
+                lines.append(f"| {kernel} | `{KERNELS[kernel]}` | {state} | {label} | " + " | ".join(cells) + " |")
+            ratios = [_ratio((b or {}).get(c), (a or {}).get(c)) for c in calls]
+            lines.append(f"| {kernel} | | {state} | after / before | " + " | ".join(ratios) + " |")
+    lines += ["", "`import dpppl` (seconds, wall / CPU; in each process before the first call, not in the table):", ""]
+    for kernel, row in results["cells"].items():
+        parts = [f"{tree} {state} {r['import_s']:.1f} / {r['import_cpu_s']:.1f}"
+                 for tree, states in row.items() for state, r in states.items() if "import_s" in r]
+        lines.append(f"- {kernel}: " + "; ".join(parts))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--before", default="236f68d", help="git revision measured as 'before' (default: %(default)s)")
+    p.add_argument("--after", default=REPO, help="source tree measured as 'after' (default: this working tree)")
+    p.add_argument("--kernels", default=",".join(KERNELS),
+                   help=f"comma-separated subset of {', '.join(KERNELS)} (default: all)")
+    p.add_argument("--quick", action="store_true",
+                   help="only the first call and new data of the same shape, cold cache only")
+    p.add_argument("--timeout", type=float, default=1200, help="seconds per process (default: %(default)s)")
+    p.add_argument("--out", default=os.path.join(REPO, "benchmarks", "results", "compile"),
+                   help="results stem: writes STEM.json and STEM.md (default: %(default)s)")
+    p.add_argument("--merge", action="store_true", help="keep the kernels of an earlier STEM.json not run now")
+    args = p.parse_args(argv)
+    kernels = args.kernels.split(",")
+    unknown = [k for k in kernels if k not in KERNELS]
+    if unknown:
+        p.error(f"unknown kernel(s) {', '.join(unknown)}; choose from {', '.join(KERNELS)}")
+    calls = ["first", "new_data"] if args.quick else list(CALLS)
+    caches = ["cold"] if args.quick else list(CACHES)
+
+    start, load_start = time.perf_counter(), load_average()
+    with tempfile.TemporaryDirectory(prefix="dpppl-bench-before-") as tmp:
+        before = export(args.before, tmp)
+        after = os.path.abspath(args.after)
+        cells = measure({"before": before, "after": after}, kernels, calls, caches, args.timeout)
+    dirty = subprocess.run(["git", "-C", after, "status", "--porcelain", "--", "dpppl"], capture_output=True,
+                           text=True).stdout.strip()
+    head = subprocess.run(["git", "-C", after, "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    run = {"command": "python benchmarks/bench_compile.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
+           "machine": machine_info(), "nproc": os.cpu_count(), "load_start": load_start,
+           "load_end": load_average(), "seconds": time.perf_counter() - start, "kernels": kernels}
+    trees = {"before": os.path.basename(before), "after": f"working tree at git {head}" + (" (dpppl/ modified)"
+                                                                                           if dirty else "")}
+    results = {"trees": trees, "runs": [run], "cells": cells}
+    if args.merge and os.path.exists(args.out + ".json"):
+        with open(args.out + ".json") as f:
+            old = json.load(f)
+        results = {"trees": trees, "runs": old["runs"] + [run], "cells": {**old["cells"], **cells}}
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out + ".json", "w") as f:
+        json.dump(results, f, indent=1)
+    with open(args.out + ".md", "w") as f:
+        f.write(render(results))
+    print(render(results))
+
+
+if __name__ == "__main__":
+    main()
