@@ -54,7 +54,7 @@ def build_alpha_kernel(bound_model) -> Kernel:
     """The alpha move appended to every kernel when alpha has a Gamma prior."""
     prior = bound_model.prior
     gamma = prior.alpha
-    n = bound_model.num_points
+    n = bound_model.points  # traced when the points are padded (Kernel.masked_points)
 
     if prior.discount == 0:
         def step(rng_key, state, x):
@@ -70,7 +70,7 @@ def build_alpha_kernel(bound_model) -> Kernel:
             alpha = _normal(slice_log(rng_key, jnp.log(state.alpha), target))
             return state._replace(alpha=alpha.astype(state.alpha.dtype)), NoInfo()
 
-    return Kernel("alpha", exact=True, step=step)
+    return Kernel("alpha", exact=True, step=step, masked_points=True)
 
 
 register_prior_move("alpha", build_alpha_kernel)

@@ -90,6 +90,12 @@ class Kernel:
         grow with the capacity; the driver pads earlier draws (NaN, or 0 for integers).
     parts : tuple of Kernel
         The moves a hybrid combines (empty for a single move).
+    masked_points : bool
+        True when the move runs on a target whose points are padded to a shape class
+        (`BoundModel.padded`): it visits, counts and draws for the first `num_valid` points
+        only, with random numbers whose shapes do not depend on the padding, so its draws are
+        those of the unpadded target. The runner pads only for such kernels (a hybrid: every
+        part).
     """
 
     name: str
@@ -102,6 +108,7 @@ class Kernel:
     record: Optional[Callable] = None
     record_dims: Optional[dict] = None
     parts: tuple = ()
+    masked_points: bool = False
 
     @property
     def warmup(self) -> Callable:
@@ -426,4 +433,5 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         record=next((own(i, p.record) for i, p in enumerate(parts) if p.record is not None), None),
         record_dims=next((p.record_dims for p in parts if p.record_dims is not None), None),
         parts=tuple(parts),
+        masked_points=all(p.masked_points for p in parts),
     )

@@ -35,9 +35,10 @@ def build_gibbs_kernel(bound_model, *, native: bool | None = None) -> Kernel:
 
     def step(rng_key, state, x):
         shuffle, uniforms = sweep_draws(rng_key, x)
-        return seat_points(family, prior, x, shuffle, uniforms, state, remove_first=True, native=native), NoInfo()
+        return seat_points(family, prior, x, shuffle, uniforms, state, remove_first=True, native=native,
+                           num_valid=bound_model.num_valid), NoInfo()
 
-    return Kernel("gibbs", exact=True, step=step)
+    return Kernel("gibbs", exact=True, step=step, masked_points=True)
 
 
 register("gibbs", build_gibbs_kernel, exact=True, applies=exchangeable_prior_only,

@@ -251,12 +251,16 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
                                          split_accepted=zero, merge_proposed=zero, merge_accepted=zero)
 
         k_perm, k_proposals = jax.random.split(rng_key)
-        permutation = jnp.argsort(jax.random.uniform(k_perm, (n,)))
+        keys = jax.random.uniform(k_perm, (n,))
+        if bound_model.num_valid is not None:  # padded points: last in the permutation, never chosen
+            keys = jnp.where(jnp.arange(n) < bound_model.num_valid, keys, 2.0)
+        permutation = jnp.argsort(keys)
+        valid = bound_model.points
 
         def one(t, carry):
             state, total_p, counts = carry
             k_pair, k_prop, k_accept = jax.random.split(jax.random.fold_in(k_proposals, t), 3)
-            i, j = choose_pair(k_pair, n)
+            i, j = choose_pair(k_pair, valid)
             prop = propose(family, prior, state, x, i, j, permutation, k_prop, method=method,
                            num_restricted_scans=num_restricted_scans)
             accept = jnp.log(jax.random.uniform(k_accept, dtype=x.dtype)) < prop.log_accept
@@ -274,7 +278,8 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         return state, SplitMergeInfo(accept_prob=total_p / num_proposals, split_proposed=counts[0],
                                      split_accepted=counts[1], merge_proposed=counts[2], merge_accepted=counts[3])
 
-    return Kernel("splitmerge", exact=True, step=step, info_type=SplitMergeInfo)
+    return Kernel("splitmerge", exact=True, step=step, info_type=SplitMergeInfo,
+                  masked_points=method == "sams")  # restricted_gibbs draws (scans, N) uniforms
 
 
 register("splitmerge", build_splitmerge_kernel, exact=True, applies=exchangeable_prior_only,

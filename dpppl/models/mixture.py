@@ -163,11 +163,30 @@ class BoundModel:
     x: np.ndarray
     family: Family
     shift: Optional[np.ndarray]
-    observed_x: np.ndarray
+    observed_x: Optional[np.ndarray]
+    #: with `padded`: the number of real points (an int32 array, a leaf), the first rows of `x`
+    num_valid: Any = None
 
     @property
     def prior(self) -> PitmanYor:
         return self.model.prior
+
+    @property
+    def points(self):
+        """The number of real points: `num_points`, or `num_valid` (traced in a compiled
+        program) when the points are padded to a shape class."""
+        return self.num_points if self.num_valid is None else self.num_valid
+
+    def padded(self, size: int) -> "BoundModel":
+        """This target with its points padded to `size` rows (zeros) and `num_valid` the real
+        count: what a compiled program of a kernel that takes masked points runs on, the same
+        program for every number of points padded to `size` (`dpppl.run.runner`). The padded
+        points have the label -1 in a state (no slot: never counted) and no kernel visits them.
+        `observed_x` is left out (the data as given are the host's, not the program's)."""
+        extra = size - self.num_points
+        return dataclasses.replace(self, x=np.concatenate([self.x, np.zeros((extra,) + self.x.shape[1:],
+                                                                            self.x.dtype)]),
+                                   observed_x=None, num_valid=np.int32(self.num_points))
 
     @property
     def num_points(self) -> int:
@@ -204,7 +223,8 @@ class BoundModel:
     # ----- the target protocol (traceable, one chain) ------------------------------
     def empty_state(self, capacity: int) -> PartitionState:
         dtype = jnp.asarray(self.x).dtype
-        return PartitionState(jnp.zeros(self.num_points, jnp.int32), self.family.empty_stats((capacity,)),
+        unassigned = jnp.where(jnp.arange(self.num_points) < self.points, 0, -1).astype(jnp.int32)
+        return PartitionState(unassigned, self.family.empty_stats((capacity,)),
                               jnp.asarray(self.prior.initial_alpha, dtype), jnp.zeros((), bool))
 
     def state_from_labels(self, key, labels, capacity: int) -> PartitionState:

@@ -359,7 +359,7 @@ template <ffi::DataType DT>
 ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> uniforms,
                 ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT> s2_in,
                 ffi::Buffer<DT> alpha, ffi::Buffer<DT> h1, ffi::Buffer<DT> h2, ffi::Buffer<DT> h3,
-                ffi::Buffer<DT> scalars, ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out,
+                ffi::Buffer<DT> scalars, ffi::Buffer<ffi::S32> num_valid, ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out,
                 ffi::ResultBuffer<DT> s1_out, ffi::ResultBuffer<DT> s2_out, ffi::ResultBuffer<ffi::PRED> overflow_out,
                 int64_t family, int64_t remove_first, int64_t num_threads) {
   using T = ffi::NativeType<DT>;
@@ -386,12 +386,16 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
                 oh2 = operand(h2.dimensions(), 1 + full), oh3 = operand(h3.dimensions(), 1),
                 osc = operand(scalars.dimensions(), 1);
   auto at = [](const auto* base, Operand o, int64_t b) { return base + (o.batched ? b * o.size : 0); };
+  // the real points: the first Nv of the N rows (the others pad the points to a shape class, label -1)
+  const int Nv = *num_valid.typed_data();
+  if (Nv < 0 || Nv > N) return ffi::Error::InvalidArgument("native seating: num_valid outside [0, N]");
   // labels index the slots: one outside [0, C) would read and write past the statistics
   if (remove_first != 0) {
     const int64_t labels = z_in.element_count();
     const int32_t* zs = z_in.typed_data();
     for (int64_t j = 0; j < labels; ++j)
-      if (zs[j] < 0 || zs[j] >= C) return ffi::Error::InvalidArgument("native seating: a label outside [0, capacity)");
+      if (j % N < Nv && (zs[j] < 0 || zs[j] >= C))
+        return ffi::Error::InvalidArgument("native seating: a label outside [0, capacity)");
   }
 
   auto run = [&](int64_t b) {
@@ -410,12 +414,12 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
     const T *p1 = at(h1.typed_data(), oh1, b), *p2 = at(h2.typed_data(), oh2, b), *p3 = at(h3.typed_data(), oh3, b);
     const T* sc = at(scalars.typed_data(), osc, b);  // kappa0, nu0, discount
     if (family == 0) {
-      Niw<T> fam(D, p1, p2, sc[0], sc[1], C, N);
-      overflow_out->typed_data()[b] = seat_chain(N, D, C, xb, vb, ub, z, n, s1, s2, ab, sc[2],
+      Niw<T> fam(D, p1, p2, sc[0], sc[1], C, Nv);
+      overflow_out->typed_data()[b] = seat_chain(Nv, D, C, xb, vb, ub, z, n, s1, s2, ab, sc[2],
                                                  remove_first != 0, fam);
     } else {
       NormalKnown<T> fam(D, p1, p2, p3, C);
-      overflow_out->typed_data()[b] = seat_chain(N, D, C, xb, vb, ub, z, n, s1, s2, ab, sc[2],
+      overflow_out->typed_data()[b] = seat_chain(Nv, D, C, xb, vb, ub, z, n, s1, s2, ab, sc[2],
                                                  remove_first != 0, fam);
     }
   };
@@ -449,6 +453,7 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
       .Arg<ffi::Buffer<DT>>()         /* h2 */                                     \
       .Arg<ffi::Buffer<DT>>()         /* h3 */                                     \
       .Arg<ffi::Buffer<DT>>()         /* scalars (3,): kappa0, nu0, discount */    \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* num_valid (): the real points, first rows */ \
       .Ret<ffi::Buffer<ffi::S32>>()   /* z */                                      \
       .Ret<ffi::Buffer<DT>>()         /* n */                                      \
       .Ret<ffi::Buffer<DT>>()         /* s1 */                                     \

@@ -66,8 +66,10 @@ def use_native(family, prior, requested: bool | None) -> bool:
     return native.load(SOURCE, _TARGETS, required=bool(choice))
 
 
-def native_seat_points(family, prior, x, shuffle, uniforms, state: PartitionState, remove_first: bool):
-    """[`seat_points`][dpppl.models.seating.seat_points] in one FFI call."""
+def native_seat_points(family, prior, x, shuffle, uniforms, state: PartitionState, remove_first: bool,
+                       num_valid=None):
+    """[`seat_points`][dpppl.models.seating.seat_points] in one FFI call (its first `num_valid`
+    points when they are padded)."""
     stats = state.stats
     dtype = jnp.result_type(x)
     target = {jnp.dtype(jnp.float64): "dpppl_seat_f64", jnp.dtype(jnp.float32): "dpppl_seat_f32"}[dtype]
@@ -86,6 +88,7 @@ def native_seat_points(family, prior, x, shuffle, uniforms, state: PartitionStat
     z, n, s1, s2, overflow = call(
         x, shuffle.astype(dtype), uniforms.astype(dtype), state.z, *(s.astype(dtype) for s in stats),
         jnp.asarray(state.alpha, dtype), *(jnp.asarray(h, dtype) for h in hyper), scalars,
+        jnp.asarray(n_points if num_valid is None else num_valid, jnp.int32),
         family=np.int64(FAMILIES.index(type(family))), remove_first=np.int64(remove_first),
         num_threads=np.int64(threads))
     return state._replace(z=z, stats=type(stats)(n, s1, s2), overflow=state.overflow | overflow)

@@ -40,7 +40,7 @@ def sweep_draws(rng_key, x):
     return jax.random.uniform(k_order, (n,), dtype=x.dtype), jax.random.uniform(k_u, (n,), dtype=x.dtype)
 
 
-def visiting_order(shuffle):
+def visiting_order(shuffle, n=None):
     """The Fisher-Yates shuffle of 0..N-1 driven by uniforms `shuffle` (N,): for
     j = N-1, ..., 1, swap the entries at j and r_j = min(floor(v_j (j + 1)), j).
 
@@ -49,8 +49,12 @@ def visiting_order(shuffle):
     invariant for any visiting order drawn independently of the state, so this only
     matters for mixing. It is one sequential pass (the native sweep runs the same one),
     where `jax.random.permutation` sorts twice: 8 ms for 10^4 points on this CPU.
+
+    `n` (traced, at most N): the order of the first n points only, padded points staying at the
+    end; its first n entries are the order `visiting_order(shuffle[:n])` gives.
     """
-    n = shuffle.shape[0]
+    size = shuffle.shape[0]
+    n = size if n is None else n
 
     def swap(t, order):
         j = n - 1 - t
@@ -58,19 +62,20 @@ def visiting_order(shuffle):
         a, b = order[j], order[r]
         return order.at[j].set(b).at[r].set(a)
 
-    return jax.lax.fori_loop(0, n - 1, swap, jnp.arange(n, dtype=jnp.int32))
+    return jax.lax.fori_loop(0, n - 1, swap, jnp.arange(size, dtype=jnp.int32))
 
 
-def visit_points(family, state: PartitionState, order, body) -> PartitionState:
-    """Run `body(t, (z, stats, predictive params, overflow))` for each point of `order`."""
+def visit_points(family, state: PartitionState, order, body, n=None) -> PartitionState:
+    """Run `body(t, (z, stats, predictive params, overflow))` for each point of `order` (its
+    first `n`, the real points, when the points are padded)."""
     params = family.predictive_params(state.stats)
     z, stats, _, overflow = jax.lax.fori_loop(
-        0, order.shape[0], body, (state.z, state.stats, params, state.overflow))
+        0, order.shape[0] if n is None else n, body, (state.z, state.stats, params, state.overflow))
     return state._replace(z=z, stats=stats, overflow=overflow)
 
 
 def seat_points(family, prior, x, shuffle, uniforms, state: PartitionState, remove_first: bool,
-                native: bool | None = None):
+                native: bool | None = None, num_valid=None):
     """Seat every point one at a time in the order `visiting_order(shuffle)`, point t of
     that order drawn with `uniforms[t]`; with `remove_first` they leave their current
     cluster first (a Gibbs sweep), otherwise they start unassigned.
@@ -78,11 +83,13 @@ def seat_points(family, prior, x, shuffle, uniforms, state: PartitionState, remo
     On CPU the loop runs as one native call where it is covered
     ([`native_seating`][dpppl.models.native_seating]; same draws up to rounding): `native`
     True requires it, False never takes it, None follows `DPPPL_NATIVE` (default: when it builds).
+    `num_valid` (traced): only the first `num_valid` points are real (`BoundModel.padded`); the
+    others are never visited, and the draws are those of the unpadded points.
     """
     if use_native(family, prior, native):
-        return native_seat_points(family, prior, x, shuffle, uniforms, state, remove_first)
+        return native_seat_points(family, prior, x, shuffle, uniforms, state, remove_first, num_valid)
     alpha = state.alpha
-    order = visiting_order(shuffle)
+    order = visiting_order(shuffle, num_valid)
 
     def body(t, carry):
         z, stats, params, overflow = carry
@@ -105,11 +112,12 @@ def seat_points(family, prior, x, shuffle, uniforms, state: PartitionState, remo
         stats, params = refresh(family, stats, params, k)
         return z.at[i].set(k), stats, params, overflow | ~has_empty
 
-    return visit_points(family, state, order, body)
+    return visit_points(family, state, order, body, num_valid)
 
 
 def sequential_prediction(bound_model, rng_key, state: PartitionState, x) -> PartitionState:
     """Seat every point, in a random order, into `state` (whose statistics must be
     empty) by CRP weight times posterior predictive (Liang et al. 2007, sec. 5.1)."""
     shuffle, uniforms = sweep_draws(rng_key, x)
-    return seat_points(bound_model.family, bound_model.prior, x, shuffle, uniforms, state, remove_first=False)
+    return seat_points(bound_model.family, bound_model.prior, x, shuffle, uniforms, state, remove_first=False,
+                       num_valid=bound_model.num_valid)

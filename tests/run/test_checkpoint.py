@@ -358,3 +358,19 @@ def test_typed_extras_are_plain_data_a_checkpoint_reads_back():
     assert type(back.extras.parts[2].slots) is SubclusterSlots and back.extras.parts[2].slots.u is None
     for a, b in zip(jax.tree.leaves(back), jax.tree.leaves(state)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_padded_run_stopped_and_resumed_is_the_run_that_was_not_stopped(niw_model, tmp_path, monkeypatch):
+    """70 points run padded to 80 rows (`runner.point_class`); the checkpoint holds the 70 real labels
+    and the resumed run pads them again: the draws of the run that was not stopped."""
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.normal(-3, 1, (35, 2)), rng.normal(3, 1, (35, 2))])
+    run = {**RUN, "kernel": "gibbs+splitmerge"}
+    expected = dpppl.sample(niw_model, x, **run)
+    path = tmp_path / "run.ckpt"
+    stop_at_chunk(monkeypatch, 12)
+    with pytest.warns(RuntimeWarning, match="interrupted after"):
+        dpppl.sample(niw_model, x, checkpoint=path, **run)
+    _, progress, _ = read_checkpoint(path)
+    assert progress.states.z.shape == (2, 70)
+    assert_same_run(dpppl.resume(path, progress_bar=False), expected)

@@ -13,6 +13,8 @@ import pytest
 
 import dpppl
 from dpppl.datasets.synthetic import moving_blobs
+from dpppl.run import runner
+from tests.run.runs import assert_same_run
 
 
 class _Lowerings(logging.Handler):
@@ -85,3 +87,34 @@ def test_other_hyperparameters_of_the_same_shapes_compile_nothing(niw_model, two
     with lowerings() as programs:
         dpppl.sample(other, two_blobs[0], **run)
     assert programs == []
+
+
+def _blobs(n, seed):
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.normal(-3, 1, (n // 2, 2)), rng.normal(3, 1, (n - n // 2, 2))])
+
+
+@pytest.mark.parametrize("kernel", ["gibbs", "gibbs+splitmerge"])
+def test_another_number_of_points_in_the_same_class_compiles_nothing(kernel):
+    """70 and 75 points are both padded to 80 rows (`point_class`): one program serves both."""
+    assert runner.point_class(70) == runner.point_class(75) == 80
+    run = dict(kernel=kernel, num_warmup=3, num_samples=3, num_chains=2, progress_bar=False)
+    dpppl.sample("models/gaussian_niw.dp", _blobs(70, 0), **run)
+    with lowerings() as programs:
+        idata = dpppl.sample("models/gaussian_niw.dp", _blobs(75, 1), **run)
+    assert programs == []
+    assert idata.posterior_partition["z"].shape == (2, 3, 75)
+
+
+@pytest.mark.parametrize("kernel, native", [("gibbs", True), ("gibbs", False), ("gibbs+splitmerge", None)])
+def test_padding_never_changes_a_draw(kernel, native, monkeypatch):
+    """The same seed gives the same draws whether the 70 points run padded to 80 rows or as they
+    are: padded points are never seated, counted or visited, and every random draw has the shape
+    of the padded points' prefix (partitionable threefry)."""
+    options = {} if native is None else {"native": native}
+    runs = {}
+    for padded in (True, False):
+        monkeypatch.setattr(runner, "PADDED_FROM", 64 if padded else 10**9)
+        runs[padded] = dpppl.sample("models/gaussian_niw.dp", _blobs(70, 2), kernel=kernel, num_warmup=4,
+                                    num_samples=6, num_chains=2, seed=7, progress_bar=False, **options)
+    assert_same_run(runs[True], runs[False])
