@@ -73,8 +73,13 @@ class Target(Protocol):
     @property
     def num_points(self) -> int: ...
 
+    # The targets of kernels that take masked points (`Kernel.masked_points`, a mixture's
+    # `BoundModel`) also offer: `num_valid` (None, or the traced number of real points of a padded
+    # target), `points` (`num_points` or `num_valid`) and `padded(size) -> Target` (the points padded
+    # to `size` rows, label -1 for the padding); `dpppl.run.runner` pads only for such kernels.
+
     def empty_state(self, capacity: int) -> PartitionState:
-        """No point assigned."""
+        """No point assigned (padded points, if any, carry the label -1)."""
 
     def state_from_labels(self, key, labels, capacity: int) -> PartitionState:
         """A state holding `labels` (traceable; `key` for targets that draw parameters)."""
