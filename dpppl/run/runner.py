@@ -129,25 +129,24 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
     record_dims). With `checkpoint`, the run is saved there every `checkpoint.every` seconds,
     at the end of warmup, at the end and on Ctrl-C. Options of other backends (`truncation`)
     are ignored."""
-    kern, kernel_key, make = built_kernel(spec, target, options)
+    program, (kern, kernel_key, make) = _program(spec, target, options)
     display = RunProgress(num_warmup + num_samples, 0, progress_bar, kern.name)
     try:
         init_keys, chain_keys = _chain_keys(seed, num_chains)
         with display.compiling(("init", kernel_key, init if isinstance(init, str) else id(init)), "the chains' start"):
-            size = _padded_size(target, kern)
-            if size > target.num_points and init == "sequential":  # seated on the padded points: one program
-                states = initial_states(target.padded(size), init, init_keys, capacity)
+            if program is not target and init == "sequential":  # seated on the padded points: one program
+                states = initial_states(program, init, init_keys, capacity)
             else:
-                states = initial_states(target, init, init_keys, capacity)
+                states = _padded_labels(initial_states(target, init, init_keys, capacity), program.num_points)
             if kern.init is not None:  # the kernel's carried values in state.extras
                 init_fn = compiled(("kernel_init", kernel_key), lambda: jax.jit(
                     lambda states, bound: jax.vmap(make(bound).init, in_axes=(0, None))(states, bound.x)))
-                states = init_fn(states, target)
+                states = init_fn(states, program)
     except BaseException:
         display.close()
         raise
     start = Progress(0, states, chain_keys, ())
-    return _run(target, spec, (kern, kernel_key, make), start, num_warmup, num_samples, thinning, display,
+    return _run(target, program, spec, (kern, kernel_key, make), start, num_warmup, num_samples, thinning, display,
                 checkpoint)
 
 
@@ -156,9 +155,10 @@ def continue_partition(target: Target, spec: str, options: dict, progress: Progr
     """Continue `spec` on `target` from `progress` (a checkpoint's) to `num_warmup + num_samples`
     iterations; return what [`sample_partition`][dpppl.run.runner.sample_partition] returns.
     The draws are those of the run that was not stopped."""
-    kernel = built_kernel(spec, target, options)
+    program, kernel = _program(spec, target, options)
     display = RunProgress(num_warmup + num_samples, progress.t, progress_bar, kernel[0].name)
-    return _run(target, spec, kernel, progress, num_warmup, num_samples, thinning, display, checkpoint)
+    progress = progress._replace(states=_padded_labels(progress.states, program.num_points))
+    return _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinning, display, checkpoint)
 
 
 def check_states(target: Target, spec: str, options: dict, progress: Progress) -> None:
@@ -202,17 +202,25 @@ def point_class(n: int) -> int:
     return next(m << k for m in (4, 5, 6, 7, 8) if m << k >= n)
 
 
-def _padded_size(target: Target, kern: Kernel) -> int:
-    """The number of rows the chunks of `kern` on `target` run on: `point_class(N)` for a kernel
-    that takes masked points and at least `PADDED_FROM` points, else N."""
+def _program(spec: str, target: Target, options: dict):
+    """The target the compiled chunks run on and `built_kernel` on it: `target` itself, or, for a
+    kernel that takes masked points (`Kernel.masked_points`) on at least `PADDED_FROM` points,
+    `target.padded(point_class(N))`, so one program serves every number of points of the class."""
+    kernel = built_kernel(spec, target, options)
     n = target.num_points
-    return point_class(n) if kern.masked_points and n >= PADDED_FROM else n
+    if not kernel[0].masked_points or n < PADDED_FROM or point_class(n) == n:
+        return target, kernel
+    program = target.padded(point_class(n))
+    return program, built_kernel(spec, program, options)
 
 
 def _padded_labels(states, size: int):
-    """States whose labels (chains, N) are padded with -1 (no slot) to `size` points."""
-    z = np.asarray(states.z)
-    return states._replace(z=np.pad(z, [(0, 0), (0, size - z.shape[-1])], constant_values=-1))
+    """States whose labels (chains, N) are padded with -1 (no slot) to `size` points (the states
+    as they are when they have `size` already)."""
+    z = states.z
+    if z.shape[-1] == size:
+        return states
+    return states._replace(z=np.pad(np.asarray(z), [(0, 0), (0, size - z.shape[-1])], constant_values=-1))
 
 
 def _unpadded(progress: Progress, n: int) -> Progress:
@@ -220,20 +228,16 @@ def _unpadded(progress: Progress, n: int) -> Progress:
     return progress._replace(states=progress.states._replace(z=np.asarray(progress.states.z)[..., :n]))
 
 
-def _run(target, spec, kernel, progress, num_warmup, num_samples, thinning, display: RunProgress, checkpoint):
+def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinning, display: RunProgress,
+         checkpoint):
+    """The chunks of `kernel` (built on `program`: `target`, or its points padded, `_program`) from
+    `progress`; what a run records and saves is of `target`'s N points."""
     kern, kernel_key, make = kernel
     total = num_warmup + num_samples
     chain_keys = progress.chain_keys
     num_chains, n = chain_keys.shape[0], target.num_points
-    size = _padded_size(target, kern)
-    program = target
-    if size > n:  # one program for every number of points of the class (Kernel.masked_points)
-        program = target.padded(size)
-        kern, kernel_key = make(program), kernel_key[:3] + (structure_key(program),)
-        if progress.states.z.shape[-1] < size:
-            progress = progress._replace(states=_padded_labels(progress.states, size))
     on_device = jax.device_put(program)  # the chunks' argument, moved to the device once
-    length = chunk_length(num_chains, size)
+    length = chunk_length(num_chains, program.num_points)
     per_iter, interrupted, saved_at = None, False, time.monotonic()
     limit = target.max_slots()
     try:
