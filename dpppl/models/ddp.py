@@ -212,8 +212,9 @@ class DDPBound:
 
     def nuts_model(self, truncation: int):
         """What `kernel="nuts"` runs: the compiled model in this target's frame (on `x`, with
-        `family`) and the arguments `(x, t)` that condition it on the data."""
-        return compile_ddp(self.model, truncation, family=self.family, t=self.t), (jnp.asarray(self.x), self.t)
+        `family`, the points' slices its `slices`) and the arguments `(x,)` that condition it on
+        the data."""
+        return compile_ddp(self.model, truncation, family=self.family, slices=self.slices), (jnp.asarray(self.x),)
 
     def lp_of_draw(self, labels, draw: dict, capacity: int):
         """`lp` of a draw of the compiled model:

@@ -59,7 +59,7 @@ def slices_of(times: np.ndarray, t) -> np.ndarray:
     return index.astype(np.int32)
 
 
-def compile_ddp(model, truncation: int, family=None, t=None):
+def compile_ddp(model, truncation: int, family=None, t=None, slices=None):
     """A NumPyro model `f(x=None, t=None, *, dim=None)` for the DDP `model` with `truncation`
     sticks per slice.
 
@@ -72,11 +72,13 @@ def compile_ddp(model, truncation: int, family=None, t=None):
     Unbound, `f(None, t)` follows the rule of `dpppl.models.compile.prior_family`: the data
     the model file carries (and their times when `t` is not given), else numeric
     hyperparameters with the distinct times of `t` as the slices and `dim` (or the declared
-    dimension) as D.
+    dimension) as D. `slices` (N,), with `family`: the slice index of each point, already
+    checked (a bound model's, `DDPBound.slices`; traced in a compiled program); the model then
+    reads no times.
     """
     prior = model.prior
     truncation = truncated(truncation, prior)
-    default_t = t
+    default_t, fixed_slices = t, slices
 
     def ddp_mixture(x=None, t=None, *, dim=None):
         t = default_t if t is None else t
@@ -95,9 +97,9 @@ def compile_ddp(model, truncation: int, family=None, t=None):
                                 "the points x and their times t, or call "
                                 "model.bind((x, t)).numpyro_model(truncation) first")
             fam = model.bind((np.asarray(x), np.asarray(t))).data_family
-        elif t is None:
+        elif t is None and fixed_slices is None:
             raise DataError("give the times t of the points (one per point)")
-        slices = slices_of(fam.times, t)
+        slices = slices_of(fam.times, t) if fixed_slices is None else fixed_slices
         if x is not None:
             x = jnp.asarray(x)
             if x.shape[0] != slices.shape[0]:

@@ -18,6 +18,8 @@ energy and its gradient), each operation another small program to compile on a c
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -56,12 +58,12 @@ def init_in_one_program(init, hmc_state, rng_key, num_warmup, init_params=None, 
     """
     model_kwargs = {} if model_kwargs is None else model_kwargs
 
-    def program(rng_key, init_params):
+    def program(rng_key, init_params, model_args, model_kwargs):
         state = init(rng_key, num_warmup, init_params, model_args, model_kwargs)
         hmc = hmc_state(state)
         return state, jnp.isfinite(hmc.potential_energy) & jnp.all(jnp.isfinite(ravel_pytree(hmc.z_grad)[0]))
 
-    state, valid = jax.jit(program)(rng_key, init_params)
+    state, valid = jax.jit(program)(rng_key, init_params, model_args, model_kwargs)
     if not_jax_tracer(valid) and not bool(valid):
         raise RuntimeError("Cannot find valid initial parameters. Please check your model again.")
     return state
@@ -76,7 +78,28 @@ class _NUTS(NUTS):
         return init_in_one_program(super().init, identity, rng_key, num_warmup, init_params, model_args, model_kwargs)
 
     def postprocess_fn(self, model_args, model_kwargs):
-        return jax.jit(super().postprocess_fn(model_args, model_kwargs))
+        return functools.partial(_postprocessed, self, model_args=model_args, model_kwargs=model_kwargs)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _postprocessed(sampler: NUTS, z, model_args, model_kwargs):
+    """NumPyro's post-processing of the draw `z` (the model replayed for its deterministic sites),
+    one program of which the model's arguments are arguments, not constants."""
+    return NUTS.postprocess_fn(sampler, model_args, model_kwargs)(z)
+
+
+def conditioned_model(truncation: int):
+    """The NumPyro model NUTS runs, as a function of its target: `model(target)` is the
+    target's compiled model (`Target.nuts_model`) conditioned on its data. The target (data
+    and resolved hyperparameters, a pytree) is the model's argument, passed to the compiled
+    programs as such (`jit_model_args=True`) rather than folded into them as constants, so
+    that other data of the same shapes lower the same programs (served by the persistent
+    compilation cache)."""
+    def model(target):
+        compiled, args = target.nuts_model(truncation)
+        return compiled(*args)
+
+    return model
 
 
 def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
@@ -87,10 +110,11 @@ def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, nu
     which `num_samples // thinning` are kept (NumPyro's, every `thinning`-th)."""
     if options:
         raise KernelError(f"kernel 'nuts' takes no options, got {sorted(options)}")
-    model, args = target.nuts_model(truncation)
-    mcmc = MCMC(_NUTS(model), num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                thinning=thinning, chain_method="sequential", progress_bar=progress_bar)
-    mcmc.run(jax.random.key(seed), *args, extra_fields=("diverging", "accept_prob"))
+    num_sticks = target.nuts_model(truncation)[0].truncation
+    mcmc = MCMC(_NUTS(conditioned_model(truncation)), num_warmup=num_warmup, num_samples=num_samples,
+                num_chains=num_chains, thinning=thinning, chain_method="sequential", progress_bar=progress_bar,
+                jit_model_args=True)
+    mcmc.run(jax.random.key(seed), target, extra_fields=("diverging", "accept_prob"))
     hold()  # the last iteration is done (dpppl.run.interrupts)
     samples = mcmc.get_samples(group_by_chain=True)
     extra = mcmc.get_extra_fields(group_by_chain=True)
@@ -100,12 +124,7 @@ def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, nu
     alpha = (np.asarray(samples["alpha"]).reshape(-1) if target.prior.alpha_is_random
              else np.full(flat.shape[0], target.prior.initial_alpha))
 
-    @jax.jit
-    def lps(flat, samples):  # each draw's lp, one program
-        sites = {k: jnp.reshape(v, (-1,) + v.shape[2:]) for k, v in samples.items()}
-        return jax.lax.map(lambda args: target.lp_of_draw(args[0], args[1], model.truncation), (flat, sites))
-
-    lp = lps(flat, samples)
+    lp = _draws_lp(flat, samples, target, num_sticks)
     shape = (chains, draws)
     records = {"z": flat.reshape(chains, draws, n), "alpha": alpha.reshape(shape),
                "lp": np.asarray(lp).reshape(shape), "diverging": np.asarray(extra["diverging"]),
@@ -113,9 +132,17 @@ def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, nu
     return records, dict(kernel="nuts", exact=0, truncation=truncation, interrupted=0, init="nuts"), None
 
 
+@functools.partial(jax.jit, static_argnums=3)
+def _draws_lp(flat, samples, target: Target, num_sticks: int):
+    """Each draw's `lp` (`Target.lp_of_draw` of its partition `flat` (draws, N) and its sites
+    `samples` (chains, draws, ...)), in one program of which the target is an argument."""
+    sites = {k: jnp.reshape(v, (-1,) + v.shape[2:]) for k, v in samples.items()}
+    return jax.lax.map(lambda args: target.lp_of_draw(args[0], args[1], num_sticks), (flat, sites))
+
+
 register("nuts", None, exact=False, backend="nuts",
          description="NumPyro NUTS on the truncated stick-breaking model (labels summed out; DDP models "
                      "too); approximate")
 
 
-__all__ = ["init_in_one_program", "one_program_init", "sample_nuts"]
+__all__ = ["conditioned_model", "init_in_one_program", "one_program_init", "sample_nuts"]
