@@ -35,14 +35,24 @@ from dpppl.kernels.base import Kernel, NoInfo, register_prior_move
 
 def escobar_west(rng_key, alpha, k, n, shape, rate):
     """One Escobar & West (1995) update of a DP concentration with a Gamma(shape, rate) prior:
-    the new alpha, drawn as log alpha and kept as `_normal(log alpha)`."""
-    k_eta, k_mix, k_gamma = jax.random.split(rng_key, 3)
-    eta = jax.random.beta(k_eta, alpha + 1.0, n)
-    rate_post = rate - jnp.log(eta)
+    the new alpha, drawn as log alpha and kept as `_normal(log alpha)`.
+
+    The three gamma variates it needs come from one vectorised draw (one copy of the gamma
+    rejection sampler in the compiled step, not three): G1 ~ Gamma(alpha + 1), G2 ~ Gamma(N)
+    and G3 ~ Gamma(a + K - 1), independent; eta = G1 / (G1 + G2) ~ Beta(alpha + 1, N), and
+    since Gamma(s + 1) is the law of G + E for G ~ Gamma(s) and E ~ Exp(1) independent, the
+    mixture's first component is (G3 + E) / (b - log eta) and its second G3 / (b - log eta)."""
+    k_gamma, k_exp, k_mix = jax.random.split(rng_key, 3)
+    dtype = jnp.result_type(alpha, float)
+    shapes = jnp.stack([alpha + 1.0, n, shape + k - 1.0]).astype(dtype)
+    log_g1, log_g2, log_g3 = jax.random.loggamma(k_gamma, shapes)
+    log_eta = log_g1 - jnp.logaddexp(log_g1, log_g2)
+    rate_post = rate - log_eta
     odds = (shape + k - 1.0) / (n * rate_post)
-    pick_first = jax.random.uniform(k_mix) < odds / (1.0 + odds)
-    shape_post = jnp.where(pick_first, shape + k, shape + k - 1.0)
-    return _normal(jax.random.loggamma(k_gamma, shape_post) - jnp.log(rate_post))
+    pick_first = jax.random.uniform(k_mix, dtype=dtype) < odds / (1.0 + odds)
+    log_e = jnp.log(jax.random.exponential(k_exp, dtype=dtype))
+    log_gamma = jnp.where(pick_first, jnp.logaddexp(log_g3, log_e), log_g3)
+    return _normal(log_gamma - jnp.log(rate_post))
 
 
 def _normal(log_alpha):
