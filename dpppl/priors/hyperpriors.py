@@ -121,24 +121,23 @@ class Hyperprior:
         value = transform(u)
         return self.log_prob(value) + transform.log_abs_det_jacobian(u, value)
 
+    def scipy(self):
+        """The same distribution as a frozen `scipy.stats` distribution (quantiles, the median)."""
+        p = self.params
+        return {"Normal": lambda: stats.norm(p[0], p[1]),
+                "Gamma": lambda: stats.gamma(p[0], scale=1 / p[1]),
+                "InverseGamma": lambda: stats.invgamma(p[0], scale=p[1]),
+                "HalfNormal": lambda: stats.halfnorm(scale=p[0]),
+                "LogNormal": lambda: stats.lognorm(p[1], scale=math.exp(p[0])),
+                "Uniform": lambda: stats.uniform(p[0], p[1] - p[0]),
+                "Beta": lambda: stats.beta(p[0], p[1]),
+                "Exponential": lambda: stats.expon(scale=1 / p[0])}[self.distribution]()
+
     @property
     def initial_value(self) -> float:
-        """Where chains start: the median (the mean of a Normal, the centre of a Uniform), a value
-        every prior here has, inside its support, unlike the mean (InverseGamma(1/2, 1))."""
-        d = self.distribution
-        p = self.params
-        if d == "Normal":
-            return p[0]
-        if d == "LogNormal":
-            return math.exp(p[0])
-        if d == "Uniform":
-            return 0.5 * (p[0] + p[1])
-        frozen = {"Gamma": lambda: stats.gamma(p[0], scale=1 / p[1]),
-                  "InverseGamma": lambda: stats.invgamma(p[0], scale=p[1]),
-                  "HalfNormal": lambda: stats.halfnorm(scale=p[0]),
-                  "Beta": lambda: stats.beta(p[0], p[1]),
-                  "Exponential": lambda: stats.expon(scale=1 / p[0])}[d]()
-        return float(frozen.median())
+        """Where chains start: the prior's median, a value every prior here has, inside its support
+        (unlike the mean: InverseGamma(1/2, 1) has none)."""
+        return float(self.scipy().median())
 
     @property
     def width(self) -> float:

@@ -1,0 +1,89 @@
+"""Random hyperparameters of the base measure: the family at the state's values, the collapsed `lp`,
+the slice update, and what refuses them (issue 31). Enumeration checks are in
+tests/statistical/test_hyperparameter_exactness.py."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+import dpppl
+from dpppl.errors import KernelError, ModelError
+from dpppl.kernels.hyperparameters import slice_update
+from dpppl.priors.hyperpriors import Hyperprior
+from dpppl.run.portable import Reader, Writer
+
+X = np.array([[0.3, 1.0], [0.5, 1.4], [2.0, -1.0], [2.2, -0.7], [4.0, 0.1]])
+RANDOM = """data x : real[N, D]
+m ~ Normal(0, 10)
+t ~ Gamma(2, 4)
+s ~ InverseGamma(3, 2)
+z ~ CRP(1.0)
+theta[k] ~ NormalInverseWishart(mu0 = m, kappa0 = t, nu0 = 4, psi0 = 2 * s)
+x[i] ~ Normal(theta[z[i]])
+"""
+FIXED = RANDOM.replace("mu0 = m, kappa0 = t, nu0 = 4, psi0 = 2 * s", "mu0 = 1.5, kappa0 = 0.3, nu0 = 4, psi0 = 1.6")
+VALUES = {"m": 1.5, "t": 0.3, "s": 0.8}
+
+
+def test_the_family_at_the_hyperparameters_is_the_family_resolved_at_those_values():
+    """`lp` of a state at m = 1.5, t = 0.3, s = 0.8 is the fixed model's `lp` (mu0 = 1.5 moved to the
+    translated frame, psi0 = 2 s I) plus the three priors' log densities."""
+    model = dpppl.parse(RANDOM)
+    assert model.hyperpriors == {"m": Hyperprior("Normal", (0, 10)), "t": Hyperprior("Gamma", (2, 4)),
+                                 "s": Hyperprior("InverseGamma", (3, 2))}
+    random, fixed = model.bind(X), dpppl.parse(FIXED).bind(X)
+    labels = jnp.array([0, 0, 1, 1, 2])
+    state = random.state_from_labels(None, labels, 6)
+    assert set(state.hyper) == {"m", "t", "s"}
+    state = state._replace(hyper={k: jnp.asarray(v) for k, v in VALUES.items()})
+    priors = sum(float(stats_prior.logpdf(VALUES[name])) for name, stats_prior in
+                 (("m", stats.norm(0, 10)), ("t", stats.gamma(2, scale=1 / 4)), ("s", stats.invgamma(3, scale=2))))
+    expected = float(fixed.lp(fixed.state_from_labels(None, labels, 6))) + priors
+    assert float(random.lp(state)) == pytest.approx(expected, rel=1e-12)
+
+
+def test_chains_start_at_the_priors_medians():
+    state = dpppl.parse(RANDOM).bind(X).empty_state(4)
+    assert {k: float(v) for k, v in state.hyper.items()} == pytest.approx(
+        {"m": 0.0, "t": stats.gamma(2, scale=1 / 4).median(), "s": stats.invgamma(3, scale=2).median()})
+
+
+def test_the_slice_update_leaves_its_target_invariant_when_the_step_budget_binds():
+    """From exact draws of N(0, 1), one update with a narrow interval (w = 0.1) and m = 4 steps (the
+    budget binds at almost every update) keeps the law: the random split of the budget between the
+    sides makes the update reversible."""
+    keys = jax.random.split(jax.random.key(0), 2)
+    start = jax.random.normal(keys[0], (20000,))
+    update = jax.vmap(lambda k, u: slice_update(k, u, lambda v: -0.5 * v**2, 0.1, max_steps=4))
+    moved = np.asarray(update(jax.random.split(keys[1], start.shape[0]), start))
+    assert np.mean(np.abs(moved - np.asarray(start)) > 0) > 0.99
+    assert stats.kstest(moved, "norm").pvalue > 1e-3
+
+
+def test_kernels_that_instantiate_parameters_and_nuts_refuse_random_hyperparameters():
+    model = dpppl.parse(RANDOM)
+    for kernel in ("subcluster", "nuts"):
+        with pytest.raises(KernelError, match=f"kernel '{kernel}' does not apply to this model: random "
+                                              r"hyperparameters \(m, t, s\) are sampled beside the collapsed"):
+            dpppl.kernels.check_applies(kernel, model)
+    with pytest.raises(ModelError, match="the compiled NumPyro model does not take random hyperparameters of the "
+                                         r"base measure yet \(m, t, s\)"):
+        model.numpyro_model()
+
+
+def test_a_model_with_random_hyperparameters_is_plain_data():
+    """A checkpoint saves the model as plain data (`dpppl.run.portable`): its priors come back."""
+    model = dpppl.parse(RANDOM)
+    writer = Writer()
+    tree = writer.describe(model)
+    back = Reader(writer.arrays).value(tree)
+    assert back.hyperpriors == model.hyperpriors and back.random_fields() == model.random_fields()
+
+
+def test_an_unknown_distribution_or_wrong_parameters_of_a_hyperprior_raise():
+    with pytest.raises(ModelError, match="unknown hyperprior 'Cauchy'"):
+        Hyperprior("Cauchy", (0, 1))
+    with pytest.raises(ModelError, match=r"Uniform: low must be below high, got low = 2.0, high = 1.0"):
+        Hyperprior("Uniform", (2, 1))
