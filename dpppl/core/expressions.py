@@ -864,6 +864,7 @@ def check_hyper(owner: str, name: str, value, *, shape=None, positive: bool = Fa
     return v
 
 
-__all__ = ["check_traced", "evaluate_traced", "TRACED_FUNCTIONS", "depends_on_data", "Expr", "Number", "Name", "Vector", "Call", "Keyword", "BinOp", "Neg", "Index",
+__all__ = ["check_traced", "evaluate_traced", "TRACED_FUNCTIONS",
+           "depends_on_data", "Expr", "Number", "Name", "Vector", "Call", "Keyword", "BinOp", "Neg", "Index",
            "MAX_ELEMENTS", "FUNCTIONS", "parse_expression", "evaluate", "data_environment", "Resolved", "check_hyper",
            "float_limits", "count_limit"]

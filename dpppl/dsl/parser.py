@@ -605,9 +605,9 @@ class _ModelBuilder:
                     f"{field} of {family.name} must be positive, but '{written}' is not positive for every value of "
                     f"{', '.join(sorted(random))} (products, quotients, sums and powers of positive terms are)")
             prior = self.hyperpriors[bad.name]
-            raise bad.error(f"{field} of {family.name} must be positive, but '{written}' may not be: '{bad.name}' has a "
-                            f"{prior.distribution} prior, whose support is {SUPPORTS[prior.support]}; give it a "
-                            f"prior on the positive reals (Gamma, InverseGamma, HalfNormal, LogNormal, Exponential)")
+            raise bad.error(f"{field} of {family.name} must be positive, but '{written}' may not be: '{bad.name}' "
+                            f"has a {prior.distribution} prior, whose support is {SUPPORTS[prior.support]}; give it "
+                            f"a prior on the positive reals (Gamma, InverseGamma, HalfNormal, LogNormal, Exponential)")
         return expr
 
     def _positive(self, expr: Expr) -> bool:

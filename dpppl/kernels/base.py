@@ -329,7 +329,7 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
                           + (f"{' '.join(hints)} " if hints else "") + f"accepted: {accepted}")
     if schedule == "random" and len(parts) == 1:
         _schedule_probabilities(weights, 1)  # validated, though one part leaves nothing to choose
-    target_moves = getattr(bound_model, "moves", ())  # random hyperparameters: the partition moves at their values
+    target_moves = bound_model.moves  # random hyperparameters: the partition moves at their values
     if target_moves:
         def one(ps):
             return ps[0] if len(ps) == 1 else compose(ps, name=spec)

@@ -20,7 +20,6 @@ import dataclasses
 import math
 
 import jax
-import jax.numpy as jnp
 import numpyro.distributions as dist
 from numpyro.distributions.transforms import biject_to
 from scipy import stats
@@ -80,10 +79,11 @@ class Hyperprior:
         object.__setattr__(self, "params", tuple(float(p) for p in self.params))
         for name, value in zip(kind.params, self.params):
             if not math.isfinite(value) or (name in kind.positive and value <= 0):
-                raise ModelError(f"{self.distribution}: {name} must be a {'positive' if name in kind.positive else 'finite'}"
-                                 f" number, got {value!r}")
+                sign = "positive" if name in kind.positive else "finite"
+                raise ModelError(f"{self.distribution}: {name} must be a {sign} number, got {value!r}")
         if self.distribution == "Uniform" and not self.params[0] < self.params[1]:
-            raise ModelError(f"Uniform: low must be below high, got low = {self.params[0]!r}, high = {self.params[1]!r}")
+            low, high = self.params
+            raise ModelError(f"Uniform: low must be below high, got low = {low!r}, high = {high!r}")
 
     @property
     def support(self) -> str:

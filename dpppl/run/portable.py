@@ -57,8 +57,9 @@ class UnreadableValue(ValueError):
 
 def describable_classes() -> dict[str, type]:
     """The constructors a description may name, by `module:qualname`: the model classes, the
-    partition priors, the concentration prior, the priors of random hyperparameters, the data declaration, rankings and every component
-    family (subclasses of `Family`, found when asked, so a family added later is included)."""
+    partition priors, the concentration prior, the priors of random hyperparameters, the data
+    declaration, rankings and every component family (subclasses of `Family`, found when asked, so
+    a family added later is included)."""
     classes = [Model, DDPModel, DataDecl, CRP, PitmanYor, Gamma, Hyperprior, StickBreaking, DDP, Rankings]
     pending = [Family]
     while pending:

@@ -1,0 +1,80 @@
+"""Random hyperparameters on the galaxies: the cost of the slice move, and the posterior beside an independent sampler.
+
+Three models of the bundled galaxy velocities run side by side in one process, with the same kernel
+(`gibbs+splitmerge`, what `kernel="auto"` picks for 82 points), one chain, the same seed:
+
+1. `fixed`: `models/galaxies.dp` (Escobar & West's model with m = 20 and tau = 100 fixed);
+2. `tau`: the same with 1/tau ~ Gamma(1/2, 50) random and m = 20 fixed: the model of the NumPy
+   reference sampler of `benchmarks/galaxies_escobar_west.py` (an independent implementation: collapsed
+   Gibbs, griddy Gibbs on tau), whose stored results (`results/galaxies_escobar_west.json`) it is
+   compared with;
+3. `full`: `models/galaxies_full.dp` (m and 1/tau random).
+
+Each model runs once briefly to compile, then `--sweeps` (default 5000) sweeps after 500 of warmup
+are timed (`time.perf_counter` around `dpppl.sample`, compilation excluded). Reported: seconds and the
+ratio to `fixed` (the issue asks the full model to stay within 1.5x), the posterior of K, E[alpha],
+and the quantiles of tau = 1 / itau and of m.
+
+Run from the repository root: `python benchmarks/bench_hyperpriors.py`; results in
+`benchmarks/results/hyperpriors.json`. Nothing here asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+import dpppl
+from dpppl.diagnostics.arviz_compat import group
+from harness import write_json
+
+REPO = Path(__file__).resolve().parents[1]
+FULL = (REPO / "models" / "galaxies_full.dp").read_text()
+MODELS = {
+    "fixed": (REPO / "models" / "galaxies.dp").read_text(),
+    "tau": FULL.replace("mu0 = m,", "mu0 = 20 * kms,").replace("m ~ Normal(0, sqrt(1000) * kms)", ""),
+    "full": FULL,
+}
+
+
+def run(text: str, sweeps: int, seed: int):
+    model = dpppl.parse(text)
+    options = dict(kernel="gibbs+splitmerge", num_chains=1, seed=seed, progress_bar=False)
+    dpppl.sample(model, num_warmup=5, num_samples=5, **options)  # compiles
+    tic = time.perf_counter()
+    idata = dpppl.sample(model, num_warmup=500, num_samples=sweeps, **options)
+    seconds = time.perf_counter() - tic
+    post = group(idata, "posterior")
+    k = np.asarray(post["num_clusters"]).ravel()
+    out = {"seconds": seconds, "mean_K": float(k.mean()),
+           "P(K)": {int(v): float(np.mean(k == v)) for v in np.unique(k)},
+           "mean_alpha": float(np.asarray(post["alpha"]).mean())}
+    if "itau" in post:
+        out["tau_quantiles_10_50_90"] = list(np.quantile(1 / np.asarray(post["itau"]).ravel(), [0.1, 0.5, 0.9]))
+    if "m" in post:  # in km/s
+        out["m_quantiles_10_50_90"] = list(np.quantile(np.asarray(post["m"]).ravel(), [0.1, 0.5, 0.9]))
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sweeps", type=int, default=5000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    results = {name: run(text, args.sweeps, args.seed) for name, text in MODELS.items()}
+    for name, r in results.items():
+        r["time_ratio_to_fixed"] = r["seconds"] / results["fixed"]["seconds"]
+    stored = REPO / "benchmarks" / "results" / "galaxies_escobar_west.json"
+    if stored.exists():
+        results["numpy_reference_tau_random"] = json.loads(stored.read_text())["reference"]
+    for name, r in results.items():
+        print(name, {k: v for k, v in r.items() if k != "P(K)"})
+    write_json("hyperpriors", {"sweeps": args.sweeps, "seed": args.seed, "results": results})
+
+
+if __name__ == "__main__":
+    main()
