@@ -1127,5 +1127,5 @@ def missing_data(model: Model, how: str = "pass them (dpppl.sample(model, x)) or
 
 
 __all__ = ["allowed_directories", "as_model", "bind_data", "missing_data", "parse", "load", "PARTITION_PRIORS",
-           "CONCENTRATION_PRIORS",
+           "CONCENTRATION_PRIORS", "HYPERPRIORS",
            "COMPONENTS", "OBSERVATIONS"]

@@ -14,6 +14,7 @@ import pytest
 import dpppl
 from dpppl.diagnostics.arviz_compat import group, partition_group
 from dpppl.testing import check_kernel_samples, exact_posterior
+from dpppl.testing.geweke import geweke_test
 
 NUM_CHAINS, NUM_WARMUP, NUM_SAMPLES = 64, 100, 500
 X = np.array([2.1, 2.5, 3.0, 4.4, 4.9])
@@ -75,3 +76,29 @@ def test_a_run_that_ignores_the_hyperprior_is_rejected(exact):
     assert not result.passed, result.report
     failed = {c.name for c in result.checks if not c.passed}
     assert "E[m]" in failed, result.report
+
+
+GEWEKE = """data x : real[N]
+m ~ Normal(0, 1)
+t ~ Gamma(2, 2)
+z ~ CRP(1.0)
+theta[k] ~ NormalInverseWishart(mu0 = m, kappa0 = t, nu0 = 3, psi0 = 1)
+x[i] ~ Normal(theta[z[i]])
+"""
+
+
+@pytest.mark.parametrize("wrong", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["slice", "power"])
+def test_geweke_joint_distribution_of_the_slice_move(wrong):
+    """Geweke's test on twelve points with m and t random: forward draws of (m, t, z, x) against chains
+    of gibbs with the slice move, the data redrawn at the state's m and t (`dpppl.testing.geweke`). With
+    the move built on a model whose m prior is Normal(0, 1000) instead (a move that ignores m's prior)
+    the test fails, and m's mean is among what fails."""
+    model = dpppl.parse(GEWEKE)
+    kernel_model = dpppl.parse(GEWEKE.replace("m ~ Normal(0, 1)", "m ~ Normal(0, 1000)")) if wrong else None
+    result = geweke_test(model, "gibbs", 12, 1, seed=3, kernel_model=kernel_model)
+    if not wrong:
+        assert result.passed, result.report
+        assert "h:m" in result.names and "h:t" in result.names
+    else:
+        assert not result.passed, result.report
+        assert abs(result.t[result.names.index("h:m")]) > result.threshold, result.report
