@@ -79,7 +79,7 @@ class Model:
     #: the random hyperparameters of the base measure by name, each with its prior (`m ~ Normal(0, 10)`
     #: in a model file); the component's hyperparameters use them by name (`mu0 = m`), and the
     #: hyperparameter move (`dpppl.kernels.hyperparameters`) samples them
-    hyperpriors: Mapping[str, Hyperprior] = dataclasses.field(default_factory=dict)
+    hyperpriors: Mapping[str, Hyperprior] = dataclasses.field(default_factory=dict, hash=False)
 
     def __post_init__(self):
         if not isinstance(self.component, Family):

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 import dpppl
-from dpppl.errors import KernelError, ModelError
+from dpppl.errors import ArgumentError, KernelError, ModelError
 from dpppl.kernels.hyperparameters import slice_update
 from dpppl.priors.hyperpriors import Hyperprior
 from dpppl.run.portable import Reader, Writer
@@ -87,3 +87,12 @@ def test_an_unknown_distribution_or_wrong_parameters_of_a_hyperprior_raise():
         Hyperprior("Cauchy", (0, 1))
     with pytest.raises(ModelError, match=r"Uniform: low must be below high, got low = 2.0, high = 1.0"):
         Hyperprior("Uniform", (2, 1))
+
+
+def test_models_with_random_hyperparameters_stay_hashable_and_sample_prior_refuses_their_data():
+    model = dpppl.parse(RANDOM)
+    assert hash(model) == hash(dpppl.parse(RANDOM)) and model == dpppl.parse(RANDOM)
+    assert model != dpppl.parse(RANDOM.replace("Normal(0, 10)", "Normal(0, 11)"))
+    with pytest.raises(ArgumentError, match=r"sample_prior does not simulate data under random hyperparameters of "
+                                            r"the base measure yet \(m, t, s\)"):
+        dpppl.sample_prior(model, 5, data=X)
