@@ -12,7 +12,9 @@ import dpppl
 from dpppl.errors import ArgumentError, KernelError, ModelError
 from dpppl.kernels.hyperparameters import slice_update
 from dpppl.priors.hyperpriors import Hyperprior
+from dpppl.diagnostics.arviz_compat import group
 from dpppl.run.portable import Reader, Writer
+from tests.run.runs import assert_same_run, stop_at_chunk
 
 X = np.array([[0.3, 1.0], [0.5, 1.4], [2.0, -1.0], [2.2, -0.7], [4.0, 0.1]])
 RANDOM = """data x : real[N, D]
@@ -96,3 +98,19 @@ def test_models_with_random_hyperparameters_stay_hashable_and_sample_prior_refus
     with pytest.raises(ArgumentError, match=r"sample_prior does not simulate data under random hyperparameters of "
                                             r"the base measure yet \(m, t, s\)"):
         dpppl.sample_prior(model, 5, data=X)
+
+
+def test_a_run_with_random_hyperparameters_resumes_from_its_checkpoint_as_if_never_stopped(tmp_path, monkeypatch):
+    """The hyperparameters are in the chain states a checkpoint saves (`PartitionState.hyper`): a run
+    stopped at its fifth chunk (a kept draw) and resumed makes the draws of the run that was not stopped, m and
+    t in `posterior` included."""
+    model, x = dpppl.parse(RANDOM), X
+    options = dict(kernel="gibbs", num_warmup=2, num_samples=4, num_chains=2, seed=5, progress_bar=False)
+    expected = dpppl.sample(model, x, **options)
+    assert {"m", "t", "s"} <= set(group(expected, "posterior").data_vars)
+    path = tmp_path / "run.ckpt"
+    stop_at_chunk(monkeypatch, 5)
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        dpppl.sample(model, x, checkpoint=path, **options)
+    monkeypatch.undo()
+    assert_same_run(dpppl.resume(path, progress_bar=False), expected)
