@@ -8,7 +8,9 @@ Three models of the bundled galaxy velocities run side by side in one process, w
    reference sampler of `benchmarks/galaxies_escobar_west.py` (an independent implementation: collapsed
    Gibbs, griddy Gibbs on tau), whose stored results (`results/galaxies_escobar_west.json`) it is
    compared with;
-3. `full`: `models/galaxies_full.dp` (m and 1/tau random).
+3. `full`: `models/galaxies_full.dp` (m and 1/tau random);
+
+and `fixed` again with tau = 10, 30, 300, 1000 (`TAUS`): how much K depends on a fixed tau.
 
 Each model runs once briefly to compile, then `--sweeps` (default 5000) sweeps after 500 of warmup
 are timed `--repeats` times (`time.perf_counter` around `dpppl.sample`, compilation excluded; the
@@ -40,6 +42,10 @@ MODELS = {
     "tau": FULL.replace("mu0 = m,", "mu0 = 20 * kms,").replace("m ~ Normal(0, sqrt(1000) * kms)", ""),
     "full": FULL,
 }
+
+
+TAUS = (10.0, 30.0, 300.0, 1000.0)
+"""Fixed values of tau beside galaxies.dp's 100, for the sensitivity of K to tau."""
 
 
 def timed(model, sweeps: int, seed: int):
@@ -82,6 +88,9 @@ def main():
     results = {name: run(text, args.sweeps, args.seed, args.repeats) for name, text in MODELS.items()}
     for name, r in results.items():
         r["time_ratio_to_fixed"] = r["seconds"] / results["fixed"]["seconds"]
+    for tau in TAUS:  # the sensitivity of K to a fixed tau: one compiled program (kappa0 is a leaf)
+        results[f"fixed tau = {tau:g}"] = run(MODELS["fixed"].replace("tau = 100 ", f"tau = {tau:g} "), args.sweeps,
+                                              args.seed, 1)
     stored = REPO / "benchmarks" / "results" / "galaxies_escobar_west.json"
     if stored.exists():
         results["numpy_reference_tau_random"] = json.loads(stored.read_text())["reference"]
