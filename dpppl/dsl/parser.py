@@ -25,6 +25,10 @@ Statements
         expression, usable by name in later lines.
     `NAME ~ Gamma(shape, rate)`
         a random concentration (resampled during inference).
+    `NAME ~ Normal(loc, scale)` (or `Gamma`, `InverseGamma`, `HalfNormal`, `LogNormal`, `Uniform`,
+    `Beta`, `Exponential`: `HYPERPRIORS`)
+        a random hyperparameter of the base measure, used by name in the component's
+        hyperparameters (`mu0 = m`); its support must fit theirs (`Family.random_supports`).
     `z ~ CRP(alpha)` / `z ~ PitmanYor(discount, alpha)`
         the partition prior; `alpha` is a number, a constant or a Gamma-distributed name.
     `z ~ StickBreaking(a, b)` / `z ~ PseudoParticles(gamma, num_sticks)`

@@ -1,5 +1,6 @@
 """The model language: model files, the Python equivalent, syntax variants and errors."""
 
+import math
 import pathlib
 
 import numpy as np
@@ -8,11 +9,11 @@ import pytest
 from dpppl.dsl import load, parse
 from dpppl.dsl.parser import bind_data
 from dpppl.models.mixture import DPMixture, PitmanYorMixture, PseudoParticleMixture, StickBreakingMixture
-from dpppl.models.mixture import DataDecl
+from dpppl.models.mixture import DataDecl, Model
 from dpppl.errors import ModelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
                             NormalKnownCov)
-from dpppl.priors import CRP, Gamma, PitmanYor
+from dpppl.priors import CRP, Gamma, Hyperprior, PitmanYor
 from dpppl.families import GeneralizedMallows, NormalLogNormal
 import dpppl
 from tests.helpers.nonconjugate import X_SMALL
@@ -42,16 +43,23 @@ EQUIVALENTS = {
     "rankings.dp": DPMixture(Gamma(1.0, 1.0), GeneralizedMallows(nu=1.0, r=1.0)),
     "gaussian_lognormal.dp": DPMixture(Gamma(1.0, 1.0), NormalLogNormal(
         m0="mean(x)", s0="sqrt(var(x))", l0="log(var(x)) / 2 - log(3)", t0=1.0)),
+    "galaxies_full.dp": Model(CRP(Gamma(2.0, 4.0)), NormalInverseWishart(mu0="m", kappa0="itau", nu0=4.0, psi0=2e6),
+                              hyperpriors={"m": Hyperprior("Normal", (0.0, math.sqrt(1000) * 1000)),
+                                           "itau": Hyperprior("Gamma", (0.5, 50.0))}),
+    "dpdensity.dp": Model(CRP(Gamma(2.0, 1.0)), NormalInverseWishart(mu0="m1", kappa0="k0", nu0=4.0, psi0="s"),
+                          hyperpriors={"m1": Hyperprior("Normal", (0.0, math.sqrt(100000))),
+                                       "k0": Hyperprior("Gamma", (0.5, 50.0)), "s": Hyperprior("Gamma", (2.0, 1.0))}),
 }
 
 
 def assert_same_model(model, expected, x):
-    """Equal priors, data kinds and component classes, and equal hyperparameters once
-    resolved against ``x``."""
+    """Equal priors, data kinds, component classes and random hyperparameters, and equal
+    hyperparameters once bound to ``x``."""
     assert model.prior == expected.prior
     assert model.data.kind == expected.data.kind
     assert type(model.component) is type(expected.component)
-    got, want = model.component.resolve(x), expected.component.resolve(x)
+    assert model.hyperpriors == expected.hyperpriors and model.random_fields() == expected.random_fields()
+    got, want = model.bind(x).family, expected.bind(x).family  # random hyperparameters at their priors' medians
     for field in got.__dataclass_fields__:
         np.testing.assert_allclose(getattr(got, field), getattr(want, field), rtol=1e-12,
                                    err_msg=field)

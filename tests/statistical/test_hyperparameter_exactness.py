@@ -105,3 +105,9 @@ def test_geweke_joint_distribution_of_the_slice_move(wrong):
         assert not result.passed, result.report
         failed = {name for name, t in zip(result.names, result.t) if abs(t) > result.threshold}
         assert failed & {"positive_share", "tanh_mean"}, result.report
+
+
+def test_enumeration_integrates_one_random_hyperparameter():
+    two = model("mean", priors="m ~ Normal(0, 1)\nt ~ Gamma(2, 2)", kappa0="t")
+    with pytest.raises(ValueError, match="exact_posterior: integrates one random hyperparameter, the model has 2"):
+        exact_posterior(two, X)
