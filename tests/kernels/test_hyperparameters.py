@@ -114,3 +114,31 @@ def test_a_run_with_random_hyperparameters_resumes_from_its_checkpoint_as_if_nev
         dpppl.sample(model, x, checkpoint=path, **options)
     monkeypatch.undo()
     assert_same_run(dpppl.resume(path, progress_bar=False), expected)
+
+
+@pytest.mark.parametrize("kind, component, observation, values", [
+    ("real[N, D]", "Normal(mu0 = {m}, tau2 = {t})", "Normal(theta[z[i]], sigma2 = {s})",
+     {"m": -0.4, "t": 2.5, "s": 0.7}),
+    ("real[N, D]", "NormalGamma(mu0 = {m}, kappa0 = {t}, a0 = 2 + {s}, b0 = {s} / 2)", "Normal(theta[z[i]])",
+     {"m": 0.8, "t": 0.3, "s": 1.7}),
+    ("binary[N, D]", "Beta(a = {t}, b = {s})", "Bernoulli(theta[z[i]])", {"t": 0.6, "s": 2.2}),
+    ("count[N, D]", "Dirichlet(beta = {t} * {s})", "Multinomial(theta[z[i]])", {"t": 0.6, "s": 2.2}),
+])
+def test_every_family_with_random_hyperparameters_scores_as_the_fixed_family(kind, component, observation, values):
+    """`lp` at given values is the fixed model's plus the priors' densities, for each family that takes
+    random hyperparameters (an expression of two of them included)."""
+    priors = {"m": "Normal(0, 3)", "t": "Gamma(2, 1)", "s": "LogNormal(0, 1)"}
+    head = f"data x : {kind}\nz ~ CRP(1.0)\n"
+    lines = "theta[k] ~ " + component + "\nx[i] ~ " + observation + "\n"
+    model = dpppl.parse(head + "".join(f"{name} ~ {priors[name]}\n" for name in values)
+                        + lines.format(**{name: name for name in values}))
+    reference = dpppl.parse(head + lines.format(**{name: repr(value) for name, value in values.items()}))
+    assert set(model.hyperpriors) == set(values) and not reference.hyperpriors
+    x = X if kind.startswith("real") else np.minimum(np.abs(X).round(), 1 if kind.startswith("binary") else 9)
+    labels = jnp.array([0, 0, 1, 1, 2])
+    random_bound, fixed_bound = model.bind(x), reference.bind(x)
+    state = random_bound.state_from_labels(None, labels, 6)._replace(
+        hyper={k: jnp.asarray(v) for k, v in values.items()})
+    densities = sum(float(model.hyperpriors[name].log_prob(value)) for name, value in values.items())
+    expected = float(fixed_bound.lp(fixed_bound.state_from_labels(None, labels, 6))) + densities
+    assert float(random_bound.lp(state)) == pytest.approx(expected, rel=1e-12)
