@@ -615,17 +615,20 @@ class _ModelBuilder:
         return expr
 
     def _positive(self, expr: Expr) -> bool:
-        """Whether `expr` (as written) is positive for every value of the random variables' priors."""
-        if isinstance(expr, Number):
-            return expr.value > 0
-        if isinstance(expr, Name):
-            if expr.name in BUILTINS:
+        """Whether `expr` (as written) is positive for every value of the random variables' priors: a
+        random variable whose prior lies on the positive reals, a part without random variables whose
+        value is positive (a positive definite matrix; `eye(n)`, `ones(n)`), and sums, products,
+        quotients and powers of such parts, `sqrt` of one and `exp` of anything."""
+        if not any(isinstance(node, Name) and node.name in self.hyperpriors for node in expr.walk()):
+            if isinstance(expr, Call) and expr.func in ("eye", "ones"):
                 return True
-            d = self.scope.get(expr.name)
-            if d is not None and d.kind == "constant":
-                return not d.value.names() and float(np.min(d.value.evaluate({}))) > 0
-            prior = self.hyperpriors.get(expr.name)
-            return prior is not None and prior.interval[0] >= 0
+            try:
+                value = self._expression(expr).evaluate({})
+            except (ModelError, DataError):  # uses the data or D: not known to be positive here
+                return False
+            return bool(np.all(np.linalg.eigvalsh(value) > 0) if value.ndim == 2 else np.all(value > 0))
+        if isinstance(expr, Name):
+            return self.hyperpriors[expr.name].interval[0] >= 0
         if isinstance(expr, BinOp):
             if expr.op == "^":
                 return self._positive(expr.left)

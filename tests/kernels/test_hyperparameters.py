@@ -142,3 +142,17 @@ def test_every_family_with_random_hyperparameters_scores_as_the_fixed_family(kin
     densities = sum(float(model.hyperpriors[name].log_prob(value)) for name, value in values.items())
     expected = float(fixed_bound.lp(fixed_bound.state_from_labels(None, labels, 6))) + densities
     assert float(random_bound.lp(state)) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_random_scale_of_a_fixed_matrix():
+    """`psi0 = s * c` with `c` a constant positive definite matrix (negative entries allowed) and
+    `psi0 = s * eye(D)` are positive for every s > 0; a matrix that is not positive definite is not."""
+    head = "data x : real[N, D]\nz ~ CRP(1.0)\ns ~ Gamma(2, 2)\nc = [[1, -0.5], [-0.5, 1]]\n"
+    tail = "x[i] ~ Normal(theta[z[i]])\n"
+    for psi0, expected in (("s * c", [[1.0, -0.5], [-0.5, 1.0]]), ("s * eye(D)", np.eye(2))):
+        target = dpppl.parse(head + f"theta[k] ~ NormalInverseWishart(psi0 = {psi0})\n" + tail).bind(X)
+        family = target.at_hyperparameters({"s": jnp.asarray(3.0)}).family
+        np.testing.assert_allclose(family.psi0, 3.0 * np.asarray(expected), rtol=1e-15)
+    with pytest.raises(ModelError, match=r"psi0 of NormalInverseWishart must be positive, but 's \* \[\[1, 2\], "
+                                         r"\[2, 1\]\]' is not positive for every value of s"):
+        dpppl.parse(head + "theta[k] ~ NormalInverseWishart(psi0 = s * [[1, 2], [2, 1]])\n" + tail)
