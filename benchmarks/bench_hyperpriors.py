@@ -19,7 +19,9 @@ shortest counts, since a shared machine only ever adds time). Reported: seconds 
 quantiles of tau = 1 / itau and of m.
 
 Run from the repository root: `python benchmarks/bench_hyperpriors.py`; results in
-`benchmarks/results/hyperpriors.json`. Nothing here asserts.
+`benchmarks/results/hyperpriors.json`, the figure of docs/hyperpriors.md in
+`docs/figures/hyperpriors_k_vs_tau.png` (`--figure-only` redraws it from the stored results).
+Nothing here asserts.
 """
 
 from __future__ import annotations
@@ -84,7 +86,12 @@ def main():
     parser.add_argument("--sweeps", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--figure-only", action="store_true")
     args = parser.parse_args()
+    if args.figure_only:
+        stored = json.loads((REPO / "benchmarks" / "results" / "hyperpriors.json").read_text())["results"]
+        figure(stored, REPO / "docs" / "figures" / "hyperpriors_k_vs_tau.png")
+        return
     results = {name: run(text, args.sweeps, args.seed, args.repeats) for name, text in MODELS.items()}
     for name, r in results.items():
         r["time_ratio_to_fixed"] = r["seconds"] / results["fixed"]["seconds"]
@@ -98,6 +105,32 @@ def main():
         print(name, {k: v for k, v in r.items() if k != "P(K)"})
     write_json("hyperpriors", {"sweeps": args.sweeps, "seed": args.seed, "repeats": args.repeats,
                                "results": results})
+    figure(results, REPO / "docs" / "figures" / "hyperpriors_k_vs_tau.png")
+
+
+def figure(results: dict, path: Path):
+    """E[K] against a fixed tau (log scale), with the posterior of tau and E[K] of the model with tau
+    random beside it: the figure of docs/hyperpriors.md."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fixed = sorted((float(name.split("= ")[1]), r["mean_K"]) for name, r in results.items()
+                   if name.startswith("fixed tau = ")) + [(100.0, results["fixed"]["mean_K"])]
+    fixed.sort()
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.plot(*zip(*fixed), "o-", label="tau fixed (galaxies.dp with tau changed)")
+    low, median, high = results["tau"]["tau_quantiles_10_50_90"]
+    ax.axvspan(low, high, color="C1", alpha=0.2, label="posterior of tau, 10-90% (1/tau ~ Gamma(1/2, 50))")
+    ax.plot([median], [results["tau"]["mean_K"]], "s", color="C1", label="E[K] with tau random")
+    ax.set_xscale("log")
+    ax.set_xlabel("tau (prior variance of a cluster's mean / its variance)")
+    ax.set_ylabel("posterior mean of K")
+    ax.set_title("Galaxies: the number of clusters depends on tau")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
