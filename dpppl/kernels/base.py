@@ -306,15 +306,15 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
     if weights is not None and schedule != "random":
         raise KernelError("weights apply to schedule='random' only")
     used = set()
-    accepted = []
+    given = []  # the options each part's factory takes
     for n in names:
         e = entry(n)
-        accepted.append({k: v for k, v in options.items() if k in e.options})
-        e.check_switches(accepted[-1])
-        used |= set(accepted[-1])
+        given.append({k: v for k, v in options.items() if k in e.options})
+        e.check_switches(given[-1])
+        used |= set(given[-1])
 
     def partition_parts(bound):
-        parts = [entry(n).factory(bound, **given) for n, given in zip(names, accepted)]
+        parts = [entry(n).factory(bound, **own) for n, own in zip(names, given)]
         if schedule == "random" and len(parts) > 1:
             parts = [compose(parts, name=spec, schedule="random", weights=weights)]
         return parts
@@ -327,7 +327,7 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
                  for close in [difflib.get_close_matches(o, accepted, n=1)] if close]
         raise KernelError(f"unknown option(s) {sorted(unknown)} for kernel {spec!r}; "
                           + (f"{' '.join(hints)} " if hints else "") + f"accepted: {accepted}")
-    if schedule == "random" and len(parts) == 1:
+    if schedule == "random" and len(names) == 1:
         _schedule_probabilities(weights, 1)  # validated, though one part leaves nothing to choose
     target_moves = bound_model.moves  # random hyperparameters: the partition moves at their values
     if target_moves:

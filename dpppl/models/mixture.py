@@ -168,10 +168,9 @@ def model_structure(model: Model):
     that use them (constants of the programs too); not the component's hyperparameters (the bound
     model's resolved family carries them as leaves), the model file's text or positions."""
     decl = model.data
-    random = getattr(model, "random_fields", dict)()  # a DDP model has none
     return (type(model).__qualname__, fingerprint(model.prior), (decl.name, decl.kind, decl.dims, decl.by, decl.of),
-            type(model.component).__qualname__, fingerprint(dict(getattr(model, "hyperpriors", {}))),
-            tuple((name, expr.render()) for name, expr in random.items()))
+            type(model.component).__qualname__, fingerprint(dict(model.hyperpriors)),
+            tuple((name, expr.render()) for name, expr in model.random_fields().items()))
 
 
 @register_attributes(static_keys={"model": model_structure})

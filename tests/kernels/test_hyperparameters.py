@@ -156,3 +156,13 @@ def test_a_random_scale_of_a_fixed_matrix():
     with pytest.raises(ModelError, match=r"psi0 of NormalInverseWishart must be positive, but 's \* \[\[1, 2\], "
                                          r"\[2, 1\]\]' is not positive for every value of s"):
         dpppl.parse(head + "theta[k] ~ NormalInverseWishart(psi0 = s * [[1, 2], [2, 1]])\n" + tail)
+
+
+def test_the_move_is_appended_after_a_random_scan_hybrid():
+    """Under `schedule="random"` the hybrid's parts share the iterations and the hyperparameter move
+    runs every iteration after them; the weights are one per part of the hybrid."""
+    target = dpppl.parse(RANDOM).bind(X)
+    kernel = dpppl.kernels.build("gibbs+splitmerge", target, schedule="random", weights=[1, 2])
+    assert [part.name for part in kernel.parts] == ["gibbs+splitmerge", "hyperparameters"] and kernel.exact
+    with pytest.raises(KernelError, match=r"weights must have one entry per part of the hybrid \(2\), got 3"):
+        dpppl.kernels.build("gibbs+splitmerge", target, schedule="random", weights=[1, 2, 3])
