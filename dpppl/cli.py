@@ -213,7 +213,7 @@ def summary_text(idata) -> str:
     if attrs.get("interrupted"):
         lines.append("note:   the run was interrupted; these are the draws it kept")
     lines += _headline(post)
-    shown = post[[v for v in LABEL_INVARIANT if v in post]]
+    shown = post[[v for v in LABEL_INVARIANT if v in post] + _other_scalars(post)]
     if "cluster_sizes" in part:
         shown = shown.assign(cluster_sizes=part["cluster_sizes"].isel(cluster=slice(0, SUMMARY_RANKS)))
     shown = shown.assign(lp=post["lp"] if "lp" in post else group(idata, "sample_stats")["lp"])
@@ -231,12 +231,21 @@ def summary_text(idata) -> str:
     return "\n".join(lines)
 
 
+def _other_scalars(post) -> list[str]:
+    """The posterior's other scalars per draw beside `LABEL_INVARIANT` and `lp`: the random
+    hyperparameters of the base measure (`m`, `itau`, ...), recorded under their names."""
+    return [str(v) for v in post.data_vars
+            if v not in LABEL_INVARIANT and v != "lp" and post[v].dims == ("chain", "draw")]
+
+
 def _headline(post) -> list[str]:
-    """The number of clusters K and the concentration alpha: posterior mean and central
-    `HEADLINE_INTERVAL` interval (alpha only when it was sampled)."""
+    """The number of clusters K, the concentration alpha and each random hyperparameter: posterior
+    mean and central `HEADLINE_INTERVAL` interval (alpha only when it was sampled)."""
     low, high = (1 - HEADLINE_INTERVAL) / 2, (1 + HEADLINE_INTERVAL) / 2
     lines = []
-    for name, label, fmt in (("num_clusters", "K:      ", ".0f"), ("alpha", "alpha:  ", ".3g")):
+    rows = (("num_clusters", "K:      ", ".0f"), ("alpha", "alpha:  ", ".3g"),
+            *((name, f"{name + ':':<8}", ".3g") for name in _other_scalars(post)))
+    for name, label, fmt in rows:
         if name in post:
             draws = np.asarray(post[name], dtype=float).ravel()
             a, b = np.quantile(draws, [low, high], method="inverted_cdf" if name == "num_clusters" else "linear")

@@ -30,6 +30,7 @@ import numpy as np
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
 from dpppl.diagnostics.summaries import label_summaries
 from dpppl.dsl.parser import as_model, bind_data
+from dpppl.errors import ArgumentError
 from dpppl.families.base import stored_data
 from dpppl.models.compile import prior_family
 from dpppl.models.mixture import BoundModel
@@ -105,6 +106,10 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
     check_positive_int("num_samples", num_samples, 1)
     check_seed(seed)
     spec = model.model if isinstance(model, BoundModel) else as_model(model)
+    if spec.hyperpriors and (data is not None or dim is not None or isinstance(model, BoundModel)
+                             or spec.data.source is not None):
+        raise ArgumentError(f"sample_prior does not simulate data under random hyperparameters of the base measure "
+                            f"yet ({', '.join(spec.hyperpriors)})")
     family = _family_for_data(model if isinstance(model, BoundModel) else spec, data, dim)
     prior = spec.prior
     refuse_labelled(prior, "sample_prior")

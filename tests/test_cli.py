@@ -75,6 +75,24 @@ def test_a_model_that_names_its_data_runs_without_data_and_data_given_win(tmp_pa
             "given; give --data FILE|NAME, or name them in the model file")
 
 
+def test_escobar_and_wests_full_model_runs_with_no_options(tmp_path, capsys):
+    """`dpppl sample models/galaxies_full.dp` (m and 1/tau random, issue 31) with no options: the
+    hyperparameter move is appended to the chosen kernel, each hyperparameter is in `posterior`
+    under its name and the summary gives its mean and interval (models/dpdensity.dp builds the same
+    way: tests/models/test_model_files.py)."""
+    out = tmp_path / "full.nc"
+    assert main(["sample", str(MODELS / "galaxies_full.dp"), "--warmup", "3", "--samples", "10", "--no-progress",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "itau ~ Gamma(0.5, 50)" in text and "82 points" in text
+    for name in ("m", "itau"):  # a headline line and a row of the table each
+        number = r"[-\d.e+]+"
+        assert re.search(rf"^{name}: +posterior mean {number}, 90% interval \[{number}, {number}\]$", text, re.M), text
+        assert re.search(rf"^{name} +[-\d.]+ ", text, re.M), text
+    post = group(az.from_netcdf(out), "posterior")
+    assert post["m"].shape == (1, 10) and np.all(np.asarray(post["itau"]) > 0)
+
+
 def test_listings(capsys):
     assert main(["kernels"]) == 0
     text = capsys.readouterr().out

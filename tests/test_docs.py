@@ -166,7 +166,7 @@ def test_model_language_page_covers_every_statement_distribution_and_function():
     for rule in re.findall(r"\w+", statements.group(1)):
         assert "{#" + rule + "}" in heads, f"no section with anchor {{#{rule}}} for the statement rule {rule}"
     names = [*dsl_parser.PARTITION_PRIORS, *dsl_parser.CONCENTRATION_PRIORS, *dsl_parser.COMPONENTS,
-             *dsl_parser.OBSERVATIONS, *DATA_KINDS]
+             *dsl_parser.OBSERVATIONS, *dsl_parser.HYPERPRIORS, *DATA_KINDS]
     for name in names:
         assert re.search(rf"^#+ .*`{name}\b", heads, re.M), f"no section heading names `{name}`"
     for name in [*FUNCTIONS, *dsl_parser.BUILTINS]:

@@ -49,6 +49,7 @@ import functools
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 import lark
+import jax.numpy as jnp
 import numpy as np
 from lark import Transformer, v_args
 from lark.exceptions import VisitError
@@ -681,6 +682,46 @@ def evaluate(expr: Expr | str | float | np.ndarray, env: Mapping[str, Any]) -> n
     return np.asarray(expr, dtype=float)
 
 
+TRACED_FUNCTIONS: dict[str, Callable] = {"sqrt": jnp.sqrt, "log": jnp.log, "exp": jnp.exp}
+"""The functions an expression of a random hyperparameter may apply to it (element-wise, traced)."""
+
+_TRACED_OPERATORS = {"+": jnp.add, "-": jnp.subtract, "*": jnp.multiply, "/": jnp.divide, "^": jnp.power}
+
+
+def check_traced(expr: Expr, random: frozenset[str]) -> None:
+    """Raise [`ModelError`][dpppl.ModelError] at the first part of `expr` that cannot take the
+    random hyperparameters `random` (names): a function other than those of `TRACED_FUNCTIONS`
+    applied to an expression of one. What `evaluate_traced` evaluates passes."""
+    if not expr.names() & random or isinstance(expr, (Name, Neg, BinOp, Vector)):
+        for child in expr.children():
+            check_traced(child, random)
+        return
+    if isinstance(expr, Call) and expr.func in TRACED_FUNCTIONS:
+        check_traced(expr.args[0], random)
+        return
+    used = ", ".join(sorted(expr.names() & random))
+    raise expr.error(f"'{expr}' cannot take a random hyperparameter ({used}): an expression of one may use + - * / ^, "
+                     f"numbers, constants and {', '.join(TRACED_FUNCTIONS)}")
+
+
+def evaluate_traced(expr: Expr, values: Mapping[str, Any], env: Mapping[str, Any]):
+    """The value of `expr` (a `jax.Array`, traceable) with the names of `values` bound to their
+    (traced) values; the parts that use none of them are evaluated by `Expr.evaluate` against
+    `env`. `expr` has passed `check_traced`."""
+    if not expr.names() & values.keys():
+        return jnp.asarray(expr.evaluate(env))
+    if isinstance(expr, Name):
+        return jnp.asarray(values[expr.name])
+    if isinstance(expr, Neg):
+        return -evaluate_traced(expr.operand, values, env)
+    if isinstance(expr, BinOp):
+        return _TRACED_OPERATORS[expr.op](evaluate_traced(expr.left, values, env),
+                                          evaluate_traced(expr.right, values, env))
+    if isinstance(expr, Vector):
+        return jnp.stack([evaluate_traced(item, values, env) for item in expr.items])
+    return TRACED_FUNCTIONS[expr.func](evaluate_traced(expr.args[0], values, env))
+
+
 def data_environment(x: np.ndarray) -> dict[str, Any]:
     """The names an expression may use for data `x` of shape (N, D) (a 1-D array is
     one column): `x`, `N`, `D` and its alias `V`."""
@@ -823,6 +864,7 @@ def check_hyper(owner: str, name: str, value, *, shape=None, positive: bool = Fa
     return v
 
 
-__all__ = ["depends_on_data", "Expr", "Number", "Name", "Vector", "Call", "Keyword", "BinOp", "Neg", "Index",
+__all__ = ["check_traced", "evaluate_traced", "TRACED_FUNCTIONS",
+           "depends_on_data", "Expr", "Number", "Name", "Vector", "Call", "Keyword", "BinOp", "Neg", "Index",
            "MAX_ELEMENTS", "FUNCTIONS", "parse_expression", "evaluate", "data_environment", "Resolved", "check_hyper",
            "float_limits", "count_limit"]

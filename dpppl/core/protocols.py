@@ -73,6 +73,13 @@ class Target(Protocol):
     @property
     def num_points(self) -> int: ...
 
+    @property
+    def moves(self) -> tuple[str, ...]:
+        """Registered moves every kernel appends for this target after its prior's (`prior.moves`):
+        `("hyperparameters",)` for a mixture with random hyperparameters of the base measure, whose
+        target then also offers `at_hyperparameters(values) -> Target` (its family at those values),
+        on which the partition moves are built at each state's values."""
+
     # The targets of kernels that take masked points (`Kernel.masked_points`, a mixture's
     # `BoundModel`) also offer: `num_valid` (None, or the traced number of real points of a padded
     # target), `points` (`num_points` or `num_valid`) and `padded(size) -> Target` (the points padded

@@ -45,6 +45,10 @@ class PartitionState(NamedTuple):
       per slot (leading axis C, e.g. instantiated cluster parameters) are the extras' field
       `slots`, which `grow` pads with the statistics. The classes live at module level in
       dpppl modules, so a checkpoint names them (`dpppl.run.portable`).
+    - **hyper** - the random hyperparameters of the base measure, a dict from each one's name in
+      the model to its current value (a scalar); empty when the model has none. Kernels run at
+      these values (`BoundModel.at_hyperparameters`) and the hyperparameter move
+      (`dpppl.kernels.hyperparameters`) updates them.
     """
 
     z: jax.Array
@@ -52,6 +56,7 @@ class PartitionState(NamedTuple):
     alpha: jax.Array
     overflow: jax.Array
     extras: Any = NoExtras()
+    hyper: Any = {}
 
 
 def canonical_labels(labels: np.ndarray) -> np.ndarray:

@@ -25,6 +25,10 @@ Statements
         expression, usable by name in later lines.
     `NAME ~ Gamma(shape, rate)`
         a random concentration (resampled during inference).
+    `NAME ~ Normal(loc, scale)` (or `Gamma`, `InverseGamma`, `HalfNormal`, `LogNormal`, `Uniform`,
+    `Beta`, `Exponential`: `HYPERPRIORS`)
+        a random hyperparameter of the base measure, used by name in the component's
+        hyperparameters (`mu0 = m`); its support must fit theirs (`Family.random_supports`).
     `z ~ CRP(alpha)` / `z ~ PitmanYor(discount, alpha)`
         the partition prior; `alpha` is a number, a constant or a Gamma-distributed name.
     `z ~ StickBreaking(a, b)` / `z ~ PseudoParticles(gamma, num_sticks)`
@@ -72,11 +76,12 @@ from dpppl.datasets.files import read_data, read_rankings
 from dpppl.dsl.data import SOURCES, DataSource
 from dpppl.errors import ArgumentError, DataError, HyperparameterError, ModelError
 from dpppl.priors.crp import CRP, Gamma, PitmanYor
+from dpppl.priors.hyperpriors import DISTRIBUTIONS, SUPPORTS, Hyperprior
 from dpppl.priors.stick_breaking import StickBreaking
 from dpppl.priors.ddp import DDP
 from dpppl.families.coupled import CoupledGaussian
-from dpppl.core.expressions import (BinOp, Call, Expr, ExprBuilder, Index, Name, Number, Source, Span, parse_rule,
-                                    suggest)
+from dpppl.core.expressions import (BinOp, Call, Expr, ExprBuilder, Index, Name, Number, Source, Span,
+                                    TRACED_FUNCTIONS, check_traced, parse_rule, suggest)
 from dpppl.models.ddp import DDPBound, DDPModel
 from dpppl.models.mixture import DATA_KINDS, BoundModel, DataDecl, Model
 
@@ -133,6 +138,14 @@ PARTITION_PRIORS: dict[str, PartitionRule] = {
 CONCENTRATION_PRIORS: dict[str, type] = {"Gamma": Gamma}
 """Priors of a random concentration (`alpha ~ Gamma(1, 1)`) by name."""
 
+HYPERPRIORS = DISTRIBUTIONS
+"""Priors of a random hyperparameter of the base measure (`m ~ Normal(0, 1000)`, then `mu0 = m`) by
+name, with NumPyro's parametrisations (`dpppl.priors.hyperpriors`); `Gamma` serves both."""
+
+RESERVED = ("alpha", "num_clusters", "largest_cluster", "entropy", "lp", "cluster_sizes", "z")
+"""Names of the `posterior` group's own variables, which a random hyperparameter (recorded there
+under its name) may not take."""
+
 COMPONENTS: dict[str, ComponentRule] = {
     "NormalInverseWishart": ComponentRule("NormalInverseWishart", "Normal"),
     "NormalGamma": ComponentRule("NormalGamma", "Normal"),
@@ -157,6 +170,7 @@ _ROLES = (  # (what, names, example) for messages about a distribution in the wr
     ("concentration prior", CONCENTRATION_PRIORS, "alpha ~ Gamma(1, 1)"),
     ("component prior", COMPONENTS, "theta[k] ~ NormalInverseWishart()"),
     ("observation", OBSERVATIONS, "x[i] ~ Normal(theta[z[i]])"),
+    ("hyperprior", HYPERPRIORS, "m ~ Normal(0, 10)"),
 )
 
 # ---------------------------------------------------------------------------- statements
@@ -365,7 +379,7 @@ class _Definition:
 
 
 _KINDS = {"data": "the data", "dimension": "a data dimension", "constant": "a constant",
-          "random": "a random concentration", "partition": "the partition",
+          "random": "a random variable", "partition": "the partition",
           "component": "the component parameter", "time": "the data's time"}
 
 
@@ -379,8 +393,11 @@ class _ModelBuilder:
         self.scope: dict[str, _Definition] = {}
         # where each name is first defined anywhere in the file, for "used before" errors
         self.first_definition: dict[str, int] = {}
+        self.random_lines: dict[str, int] = {}  # where each name first defined by `NAME ~ ...` is
         for s in reversed(statements):
             self.first_definition[s.name.name] = s.name.span.line
+            if isinstance(s, Sampling) and s.index is None:
+                self.random_lines[s.name.name] = s.name.span.line
         self.data: Optional[DataDecl] = None
         self.prior = None
         self.partition: Optional[Sampling] = None
@@ -391,6 +408,8 @@ class _ModelBuilder:
         # where each hyperparameter is written, by (prior or family name, argument): Model.spans
         self.spans: dict[tuple[str, str], Span] = {}
         self.gamma_spans: dict[str, dict[tuple[str, str], Span]] = {}  # by the random concentration's name
+        self.hyperpriors: dict[str, Hyperprior] = {}  # the random hyperparameters the component uses, by name
+        self.concentrations: dict[str, Name] = {}  # the random names used as a concentration, where
 
     # ----- the whole model ------------------------------------------------------------
     def build(self) -> Model:
@@ -422,8 +441,9 @@ class _ModelBuilder:
         family = rule.family_class()(**self.component_args, **self.observation_args)
         self._check_time(first, family)
         model_class = DDPModel if isinstance(self.prior, DDP) else Model
+        extra = {"hyperpriors": self.hyperpriors} if self.hyperpriors else {}
         return model_class(prior=self.prior, component=family, data=self.data, source=self.source.text,
-                           spans=self.spans)
+                           spans=self.spans, **extra)
 
     def _check_time(self, data: DataStatement, family):
         """Time-indexed data ('by t'), a DDP prior and CoupledGaussian components go together."""
@@ -485,11 +505,12 @@ class _ModelBuilder:
             hint = f" (the data are called '{self.data.name}')"
         raise name.error(f"undefined name '{name.name}'{hint}")
 
-    def _expression(self, expr: Expr, what: Optional[str] = None) -> Expr:
+    def _expression(self, expr: Expr, what: Optional[str] = None, random_ok: bool = False) -> Expr:
         """Check a hyperparameter expression and rewrite it for evaluation against
         `x`: the data name becomes `x`, dimension names `N` / `D`, constants
         their expressions. With `what` (e.g. `"alpha"`) it must be a fixed number:
-        it may not use the data."""
+        it may not use the data. With `random_ok` (a component hyperparameter) it may use
+        random variables, which stay names."""
         for node in expr.walk():
             if isinstance(node, Index):
                 raise node.error(f"'{node}' has no value here: indexing is only used in the "
@@ -512,6 +533,8 @@ class _ModelBuilder:
                 mapping[node.name] = Name("x")
             elif d.kind == "dimension":
                 mapping[node.name] = Name(d.value)
+            elif d.kind == "random" and random_ok:
+                continue
             else:
                 raise node.error(f"'{node.name}' is {_KINDS[d.kind]}; a hyperparameter may use "
                                  f"numbers, constants, the data '{self.data.name}' and N, D, V")
@@ -536,15 +559,83 @@ class _ModelBuilder:
             raise expr.error(f"{what} must be a number, got shape {value.shape}")
         return float(value)
 
-    def _hyperparameter(self, expr: Expr) -> Any:
-        """A component hyperparameter: a float when constant and scalar, otherwise an
+    def _hyperparameter(self, expr: Expr, field: str, family: type) -> Any:
+        """The component hyperparameter `field` of `family`: a float when constant and scalar, otherwise an
         expression evaluated when data are bound (constant ones are evaluated now, so
-        their errors show at once)."""
-        expr = self._expression(expr)
+        their errors show at once), or an expression of random hyperparameters (`_random_hyperparameter`)."""
+        written = expr
+        expr = self._expression(expr, random_ok=True)
+        random = {name for name in expr.names() if name in self.scope and self.scope[name].kind == "random"}
+        if random:
+            return self._random_hyperparameter(written, expr, random, field, family)
         if expr.names():
             return expr
         value = expr.evaluate({})
         return float(value) if value.ndim == 0 else expr
+
+    def _random_hyperparameter(self, written: Expr, expr: Expr, random: set, field: str, family: type) -> Expr:
+        """`field = expr` of `family` where `expr` uses the random variables `random`: checked that the
+        field may be random (`Family.random_supports`), that `expr` uses no data and no function
+        the move cannot trace (`check_traced`), and that its values fit the field's support (a
+        positive field needs an expression positive on every value of its priors: a product, sum or
+        quotient of positive terms, a power of one, `sqrt` or `exp`). Records the priors used."""
+        supports = family.random_supports
+        first = next(node for node in written.walk() if isinstance(node, Name) and node.name in random)
+        if field not in supports:
+            may = ", ".join(supports) if supports else "none"
+            raise first.error(f"{field} of {family.name} cannot be random ('{first.name}' is a random variable); "
+                              f"the hyperparameters of {family.name} that may be random are: {may}")
+        other = sorted(expr.names() - random - {"D", "V"})
+        if other:
+            raise first.error(f"'{written}' uses the random variable '{first.name}' and "
+                              f"{'the data' if other[0] == 'x' else repr(other[0])}: an expression of a random "
+                              f"hyperparameter may use numbers, constants, other random variables and D")
+        check_traced(expr, frozenset(random))
+        for name in sorted(random):
+            if name in self.concentrations:
+                raise first.error(f"'{name}' is the concentration (line {self.concentrations[name].span.line}); "
+                                  f"a random variable is either the concentration or a hyperparameter, not both")
+            if name in RESERVED:
+                raise first.error(f"a random hyperparameter is recorded in the posterior under its name, and "
+                                  f"'{name}' is taken there; rename it")
+            value = self.scope[name].value
+            self.hyperpriors[name] = (Hyperprior("Gamma", (value.shape, value.rate)) if isinstance(value, Gamma)
+                                      else value)
+        if supports[field] == "positive" and not self._positive(written):
+            bad = next((node for node in written.walk() if isinstance(node, Name) and node.name in random
+                        and self.hyperpriors[node.name].interval[0] < 0), None)
+            if bad is None:
+                raise _start(written).error(
+                    f"{field} of {family.name} must be positive, but '{written}' is not positive for every value of "
+                    f"{', '.join(sorted(random))} (products, quotients, sums and powers of positive terms are)")
+            prior = self.hyperpriors[bad.name]
+            raise bad.error(f"{field} of {family.name} must be positive, but '{written}' may not be: '{bad.name}' "
+                            f"has a {prior.distribution} prior, whose support is {SUPPORTS[prior.support]}; give it "
+                            f"a prior on the positive reals (Gamma, InverseGamma, HalfNormal, LogNormal, Exponential)")
+        return expr
+
+    def _positive(self, expr: Expr) -> bool:
+        """Whether `expr` (as written) is positive for every value of the random variables' priors: a
+        random variable whose prior lies on the positive reals, a part without random variables whose
+        value is positive (a positive definite matrix; `eye(n)`, `ones(n)`), and sums, products,
+        quotients and powers of such parts, `sqrt` of one and `exp` of anything."""
+        if not any(isinstance(node, Name) and node.name in self.hyperpriors for node in expr.walk()):
+            if isinstance(expr, Call) and expr.func in ("eye", "ones"):
+                return True
+            try:
+                value = self._expression(expr).evaluate({})
+            except (ModelError, DataError):  # uses the data or D: not known to be positive here
+                return False
+            return bool(np.all(np.linalg.eigvalsh(value) > 0) if value.ndim == 2 else np.all(value > 0))
+        if isinstance(expr, Name):
+            return self.hyperpriors[expr.name].interval[0] >= 0
+        if isinstance(expr, BinOp):
+            if expr.op == "^":
+                return self._positive(expr.left)
+            return expr.op in "+*/" and self._positive(expr.left) and self._positive(expr.right)
+        if isinstance(expr, Call) and expr.func in TRACED_FUNCTIONS:
+            return expr.func == "exp" or self._positive(expr.args[0])
+        return False
 
     # ----- statements ----------------------------------------------------------------
     def _data(self, s: DataStatement) -> DataDecl:
@@ -629,6 +720,10 @@ class _ModelBuilder:
                                     f"{suggest(kw.name, allowed)}; {takes}")
             if kw.name in dict(options):
                 raise kw.span.error(f"option '{kw.name}' of {func}() is given twice")
+            for node in kw.value.walk():
+                if isinstance(node, Name) and node.name in self.random_lines:
+                    raise node.error(f"'{node.name}' is a random variable (line {self.random_lines[node.name]}); the "
+                                     f"data statement takes fixed numbers only")
             value = self._number(kw.value, f"option '{kw.name}'")
             options.append((kw.name, int(value) if value.is_integer() else value))
         return DataSource("dataset", clause.target.lower(), tuple(options), where, line)
@@ -658,9 +753,20 @@ class _ModelBuilder:
             prior = _construct(s.dist, cls, {p: self._number(e, p) for p, e in args.items()}, args)
             self._define(s.name, "random", prior)
             self.gamma_spans[s.name.name] = self._spans(func, args)
+        elif func in HYPERPRIORS:
+            params = HYPERPRIORS[func].params
+            args = self._bind(s.dist, params)
+            missing = [p for p in params if p not in args]
+            if missing:
+                raise s.dist.error(f"{func}({', '.join(params)}) needs {', '.join(missing)}")
+            values = {p: self._number(e, p) for p, e in args.items()}
+            prior = _construct(s.dist, Hyperprior, {"distribution": func,
+                                                    "params": tuple(values[p] for p in params)}, args)
+            self._define(s.name, "random", prior)
         else:
-            raise _unknown(s.dist, "partition prior or concentration prior",
-                           [*PARTITION_PRIORS, *CONCENTRATION_PRIORS])
+            raise _unknown(s.dist, "partition prior, concentration prior or hyperprior",
+                           [*PARTITION_PRIORS, *CONCENTRATION_PRIORS,
+                            *(name for name in HYPERPRIORS if name not in CONCENTRATION_PRIORS)])
 
     def _stick_parameter(self, expr: Expr, what: str):
         """A stick parameter of `StickBreaking(a, b)` / `PseudoParticles(gamma)`: an
@@ -695,7 +801,14 @@ class _ModelBuilder:
         """A concentration: a fixed number, or the name of a Gamma-distributed variable."""
         if isinstance(expr, Name) and expr.name not in BUILTINS:
             d = self._lookup(expr)
+            if d.kind == "random" and not isinstance(d.value, Gamma):
+                raise expr.error(f"the concentration's prior must be Gamma(shape, rate); '{expr.name}' has a "
+                                 f"{d.value.distribution} prior")
             if d.kind == "random":
+                if expr.name in self.hyperpriors:
+                    raise expr.error(f"'{expr.name}' is a hyperparameter of the components; a random variable is "
+                                     f"either the concentration or a hyperparameter, not both")
+                self.concentrations[expr.name] = expr
                 return d.value
         return self._number(expr, "the concentration")
 
@@ -715,7 +828,7 @@ class _ModelBuilder:
                 f"{self.data.kind} (line {self.data.line}); for {self.data.kind} data use "
                 f"{' or '.join(self._fitting_components())}")
         args = self._bind(s.dist, rule.prior_params())
-        self.component_args = {p: self._hyperparameter(e) for p, e in args.items()}
+        self.component_args = {p: self._hyperparameter(e, p, rule.family_class()) for p, e in args.items()}
         self.spans.update(self._spans(rule.family_class().name, args))
         self.component = s
         self._define(s.name, "component")
@@ -741,7 +854,7 @@ class _ModelBuilder:
                 f"{func} observations do not fit the {self.component.dist.func} prior of "
                 f"'{theta}'; expected {x}[{s.index.name}] ~ {rule.observation}({s.dist.args[0]})")
         args = self._bind(s.dist, rule.observation_params, leading=(str(s.dist.args[0]),))
-        self.observation_args = {p: self._hyperparameter(e) for p, e in args.items()}
+        self.observation_args = {p: self._hyperparameter(e, p, rule.family_class()) for p, e in args.items()}
         self.spans.update(self._spans(rule.family_class().name, args))
         self.observation = s
 
@@ -1021,5 +1134,5 @@ def missing_data(model: Model, how: str = "pass them (dpppl.sample(model, x)) or
 
 
 __all__ = ["allowed_directories", "as_model", "bind_data", "missing_data", "parse", "load", "PARTITION_PRIORS",
-           "CONCENTRATION_PRIORS",
+           "CONCENTRATION_PRIORS", "HYPERPRIORS",
            "COMPONENTS", "OBSERVATIONS"]

@@ -63,6 +63,10 @@ class Family:
     #: entries of drawn parameters (`posterior_draw`, `params_of`) that are points in data space
     parameter_locations: ClassVar[tuple[str, ...]] = ()
 
+    #: the hyperparameters that may be random (a model-file name with a prior, `m ~ Normal(0, 10)`), by
+    #: the support their values need: `"real"` or `"positive"` (`dpppl.priors.hyperpriors.SUPPORTS`)
+    random_supports: ClassVar[dict[str, str]] = {}
+
     #: numeric attributes that are structure, not leaves: they fix the shapes of what the family
     #: computes (`dpppl.core.pytrees.register_attributes`), so a new value compiles a new program
     static_attributes: ClassVar[tuple[str, ...]] = ()
@@ -354,6 +358,21 @@ def with_locations(family: Family, values) -> Family:
     out = copy.copy(family)
     for name, value in zip(family.locations, values):
         object.__setattr__(out, name, value)
+    return out
+
+
+def with_hyperparameters(family: Family, values: dict) -> Family:
+    """A copy of a resolved family whose hyperparameters named in `values` take those values
+    (traced scalars or arrays, inside `jit`), each shaped as the resolved one: a scalar stands for
+    the same value in every entry of a vector, and for the identity scaled of a (D, D) matrix (as
+    `scale_matrix` reads a number given for `psi0`). Every other attribute is kept."""
+    out = copy.copy(family)
+    for name, value in values.items():
+        value = jnp.asarray(value)
+        shape = np.shape(getattr(family, name))
+        if value.ndim == 0 and len(shape) == 2:
+            value = value * jnp.eye(shape[0], dtype=value.dtype)
+        object.__setattr__(out, name, jnp.broadcast_to(value, shape))
     return out
 
 

@@ -72,6 +72,7 @@ class BetaBernoulli(Family):
     data_kind = "binary"
     observation = "Bernoulli"
     defaults = {"a": 1.0, "b": 1.0}
+    random_supports = {"a": "positive", "b": "positive"}
 
     def check_data(self, x):
         """Values must be 0 or 1 (booleans are accepted)."""

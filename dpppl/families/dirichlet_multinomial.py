@@ -86,6 +86,7 @@ class DirichletMultinomial(Family):
     data_kind = "count"
     observation = "Multinomial"
     defaults = {"beta": 1.0}
+    random_supports = {"beta": "positive"}
 
     def check_data(self, x):
         """Counts must be non-negative integers (a float array holding integers passes)."""

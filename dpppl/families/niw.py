@@ -59,6 +59,7 @@ class NormalInverseWishart(Family):
     observation = "Normal"
     locations = ("mu0",)
     parameter_locations = ("mu",)
+    random_supports = {"mu0": "real", "kappa0": "positive", "psi0": "positive"}
     defaults = {"mu0": "mean(x)", "kappa0": 0.1, "nu0": "D + 2", "psi0": "cov(x) / 10"}
 
     def resolve(self, x: np.ndarray) -> "NormalInverseWishart":

@@ -79,6 +79,7 @@ class NormalGamma(DiagonalGaussianParams, Family):
     observation = "Normal"
     locations = ("mu0",)
     parameter_locations = ("mu",)
+    random_supports = {"mu0": "real", "kappa0": "positive", "a0": "positive", "b0": "positive"}
     defaults = {"mu0": "mean(x)", "kappa0": 0.1, "a0": 2.0, "b0": "var(x) / 10"}
 
     def resolve(self, x: np.ndarray) -> "NormalGamma":

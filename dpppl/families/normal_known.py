@@ -72,6 +72,7 @@ class NormalKnownCov(Family):
     observation = "Normal"
     locations = ("mu0",)
     parameter_locations = ("mu",)
+    random_supports = {"sigma2": "positive", "mu0": "real", "tau2": "positive"}
     defaults = {"sigma2": "var(x) / 10", "mu0": "mean(x)", "tau2": "var(x)"}
 
     def resolve(self, x: np.ndarray) -> "NormalKnownCov":

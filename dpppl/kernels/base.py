@@ -306,13 +306,20 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
     if weights is not None and schedule != "random":
         raise KernelError("weights apply to schedule='random' only")
     used = set()
-    parts = []
+    given = []  # the options each part's factory takes
     for n in names:
         e = entry(n)
-        accepted = {k: v for k, v in options.items() if k in e.options}
-        e.check_switches(accepted)
-        used |= set(accepted)
-        parts.append(e.factory(bound_model, **accepted))
+        given.append({k: v for k, v in options.items() if k in e.options})
+        e.check_switches(given[-1])
+        used |= set(given[-1])
+
+    def partition_parts(bound):
+        parts = [entry(n).factory(bound, **own) for n, own in zip(names, given)]
+        if schedule == "random" and len(parts) > 1:
+            parts = [compose(parts, name=spec, schedule="random", weights=weights)]
+        return parts
+
+    parts = partition_parts(bound_model)
     unknown = set(options) - used
     if unknown:
         accepted = sorted({o for n in names for o in entry(n).options} | {"schedule", "weights"})
@@ -320,15 +327,45 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
                  for close in [difflib.get_close_matches(o, accepted, n=1)] if close]
         raise KernelError(f"unknown option(s) {sorted(unknown)} for kernel {spec!r}; "
                           + (f"{' '.join(hints)} " if hints else "") + f"accepted: {accepted}")
-    if schedule == "random" and len(parts) > 1:
-        parts = [compose(parts, name=spec, schedule="random", weights=weights)]
-    elif schedule == "random":
+    if schedule == "random" and len(names) == 1:
         _schedule_probabilities(weights, 1)  # validated, though one part leaves nothing to choose
-    parts += [_PRIOR_MOVES[move](bound_model) for move in bound_model.prior.moves]
+    target_moves = bound_model.moves  # random hyperparameters: the partition moves at their values
+    if target_moves:
+        def one(ps):
+            return ps[0] if len(ps) == 1 else compose(ps, name=spec)
+        parts = [at_state_hyperparameters(one(parts), lambda hyper: one(partition_parts(
+            bound_model.at_hyperparameters(hyper))))]
+    parts += [_PRIOR_MOVES[move](bound_model) for move in (*bound_model.prior.moves, *target_moves)]
     kernel = parts[0] if len(parts) == 1 else compose(parts, name=spec)
     if kernel.log_joint is None:  # the collapsed log joint of the target
         kernel = dataclasses.replace(kernel, log_joint=bound_model.lp)
     return kernel
+
+
+def at_state_hyperparameters(kernel: Kernel, make: Callable[[dict], Kernel]) -> Kernel:
+    """`kernel` (built on a target at its initial random hyperparameters) made to run at the
+    hyperparameters of the state it is given: its step, warmup step, init, log joint and record
+    each call those of `make(state.hyper)`, the same kernel built on the target at those values
+    (`BoundModel.at_hyperparameters`; traced, so it costs nothing at run time)."""
+    def step(rng_key, state, x):
+        return make(state.hyper).step(rng_key, state, x)
+
+    def warmup_step(rng_key, state, x):
+        return make(state.hyper).warmup(rng_key, state, x)
+
+    def init(state, x):
+        return make(state.hyper).init(state, x)
+
+    def log_joint(state):
+        return make(state.hyper).log_joint(state)
+
+    def record(state):
+        return make(state.hyper).record(state)
+
+    return dataclasses.replace(
+        kernel, step=step, warmup_step=warmup_step if kernel.warmup_step is not None else None,
+        init=init if kernel.init is not None else None, log_joint=log_joint if kernel.log_joint is not None else None,
+        record=record if kernel.record is not None else None)
 
 
 def _schedule_probabilities(weights, num_parts: int):

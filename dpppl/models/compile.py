@@ -244,6 +244,10 @@ def compile_numpyro(model, truncation: int, family=None):
     of `prior_family` (`dim` is the dimension there). `f(None, num_points=N)` simulates N
     points; `num_trials` is the total of each simulated count vector (count data only).
     """
+    if getattr(model, "hyperpriors", None):
+        raise ModelError(f"the compiled NumPyro model does not take random hyperparameters of the base measure yet "
+                         f"({', '.join(model.hyperpriors)}); sample this model with the partition kernels "
+                         f"(dpppl.sample with kernel='gibbs', 'gibbs+splitmerge' or 'perm')")
     prior = model.prior
     name = model.data.name
     truncation = truncated(truncation, prior)

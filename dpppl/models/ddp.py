@@ -195,6 +195,11 @@ class DDPBound:
         return int(self.x.shape[0])
 
     @property
+    def moves(self) -> tuple[str, ...]:
+        """None beside the prior's: a DDP has no random hyperparameters of the base measure."""
+        return ()
+
+    @property
     def num_slices(self) -> int:
         return int(self.times.shape[0])
 

@@ -17,19 +17,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpppl.core.compiled import on_target
-from dpppl.core.expressions import Span
+from dpppl.core.expressions import Expr, Number, Span, evaluate_traced, parse_expression
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.pytrees import register_attributes
 from dpppl.core.state import PartitionState
 from dpppl.errors import DataError, HyperparameterError, ModelError
-from dpppl.families.base import Family, cluster_log_marginals, segment_stats, translated
+from dpppl.families.base import Family, cluster_log_marginals, segment_stats, translated, with_hyperparameters
 from dpppl.models.compile import compile_numpyro
 from dpppl.models.rankings import rankings
 from dpppl.models.seating import sequential_prediction
 from dpppl.priors.crp import CRP, Concentration, Gamma, PitmanYor
+from dpppl.priors.hyperpriors import Hyperprior
 from dpppl.priors.stick_breaking import StickBreaking
 
 DATA_KINDS = ("real", "count", "binary", "ranking")
+HYPERPARAMETER_KERNELS = ("gibbs", "splitmerge", "perm")
+"""The kernels that sample a model with random hyperparameters: collapsed moves whose state holds
+no instantiated parameters, run at the state's hyperparameters beside the hyperparameter move."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +76,10 @@ class Model:
     #: where each hyperparameter was written, by (prior or family name, hyperparameter name):
     #: filled by the parser, used by `located`
     spans: Mapping[tuple[str, str], Span] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    #: the random hyperparameters of the base measure by name, each with its prior (`m ~ Normal(0, 10)`
+    #: in a model file); the component's hyperparameters use them by name (`mu0 = m`), and the
+    #: hyperparameter move (`dpppl.kernels.hyperparameters`) samples them
+    hyperpriors: Mapping[str, Hyperprior] = dataclasses.field(default_factory=dict, hash=False)
 
     def __post_init__(self):
         if not isinstance(self.component, Family):
@@ -83,6 +91,24 @@ class Model:
                 f"{self.component.name} observes {self.component.data_kind} data but the data "
                 f"are declared {self.data.kind}", source=self.path, line=self.data.line,
                 column=self.data.column, text=self.source)
+        used = set().union(*(expr.names() for expr in self.random_fields().values()))
+        unused = [name for name in self.hyperpriors if name not in used]
+        if unused:
+            raise ModelError(f"random hyperparameter '{unused[0]}' is used by no hyperparameter of the "
+                             f"{self.component.name} component", source=self.path, text=self.source)
+
+    def random_fields(self) -> dict[str, Expr]:
+        """The component's hyperparameters that are expressions of random hyperparameters
+        (`hyperpriors`), by field name, each with its expression."""
+        if not self.hyperpriors:
+            return {}
+        out = {}
+        for f in dataclasses.fields(self.component):
+            value = getattr(self.component, f.name)
+            expr = parse_expression(value) if isinstance(value, str) else value
+            if isinstance(expr, Expr) and expr.names() & self.hyperpriors.keys():
+                out[f.name] = expr
+        return out
 
     def bind(self, x) -> "BoundModel":
         """Validate `x` against the model; check the prior's hyperparameters for these N
@@ -90,9 +116,12 @@ class Model:
         `BoundModel`). Raises DataError (a
         [`HyperparameterError`][dpppl.errors.HyperparameterError] for a hyperparameter out of range)."""
         arr = validate_data(x, self.data, self.component)
+        start = {name: Number(prior.initial_value) for name, prior in self.hyperpriors.items()}
+        component = dataclasses.replace(self.component, **{name: expr.substitute(start)
+                                                           for name, expr in self.random_fields().items()})
         with self.located():
             self.prior.check_hyperparameters(arr.shape[0])
-            family = self.component.resolve(arr)
+            family = component.resolve(arr)
         shift = data_shift(family, arr)
         return BoundModel(self, arr if shift is None else arr - shift, translated(family, shift), shift, arr)
 
@@ -115,7 +144,12 @@ class Model:
 
     def refuses_kernel(self, name: str) -> Optional[str]:
         """Why kernel `name` cannot sample this model, or None. A family without a
-        closed-form marginal names the only kernels that can (`Family.kernels`)."""
+        closed-form marginal names the only kernels that can (`Family.kernels`); random
+        hyperparameters are sampled beside the collapsed partition kernels only
+        (`HYPERPARAMETER_KERNELS`)."""
+        if self.hyperpriors and name not in HYPERPARAMETER_KERNELS:
+            return (f"random hyperparameters ({', '.join(self.hyperpriors)}) are sampled beside the collapsed "
+                    f"partition kernels only; use one of {', '.join(HYPERPARAMETER_KERNELS)} or their hybrids")
         only = self.component.kernels
         if only is not None and name not in only:
             return (f"{self.component.name} has no closed-form marginal likelihood; use one of "
@@ -123,17 +157,20 @@ class Model:
         return None
 
     def describe(self) -> str:
-        return f"{self.prior.describe()} mixture of {self.component.name}"
+        hyper = "".join(f", {name} ~ {prior.describe()}" for name, prior in self.hyperpriors.items())
+        return f"{self.prior.describe()} mixture of {self.component.name}{hyper}"
 
 
 def model_structure(model: Model):
     """What a compiled program of a bound model depends on in its unresolved model: the model's
     class, its prior (its values included: they are constants of the programs) and its data
-    declaration, and the component's class; not the component's hyperparameters (the bound
+    declaration, the component's class, and the random hyperparameters' priors and the expressions
+    that use them (constants of the programs too); not the component's hyperparameters (the bound
     model's resolved family carries them as leaves), the model file's text or positions."""
     decl = model.data
     return (type(model).__qualname__, fingerprint(model.prior), (decl.name, decl.kind, decl.dims, decl.by, decl.of),
-            type(model.component).__qualname__)
+            type(model.component).__qualname__, fingerprint(dict(model.hyperpriors)),
+            tuple((name, expr.render()) for name, expr in model.random_fields().items()))
 
 
 @register_attributes(static_keys={"model": model_structure})
@@ -220,15 +257,52 @@ class BoundModel:
             state = state._replace(alpha=draw["alpha"].astype(state.alpha.dtype))
         return self.lp(state)
 
+    # ----- random hyperparameters of the base measure ------------------------------------
+    @property
+    def moves(self) -> tuple[str, ...]:
+        """The moves this target asks every kernel to append beside its prior's (`prior.moves`):
+        `"hyperparameters"` when the model has random hyperparameters."""
+        return ("hyperparameters",) if self.model.hyperpriors else ()
+
+    def initial_hyperparameters(self) -> dict:
+        """Each random hyperparameter's value when chains start (its prior's median,
+        `Hyperprior.initial_value`, at which `family` is resolved), in the data's dtype."""
+        dtype = jnp.asarray(self.x).dtype
+        return {name: jnp.asarray(prior.initial_value, dtype) for name, prior in self.model.hyperpriors.items()}
+
+    def at_hyperparameters(self, values: dict) -> "BoundModel":
+        """This target with its family at the random hyperparameters `values` (a dict of traced
+        scalars, such as `state.hyper`): each field of `Model.random_fields` evaluated at them
+        (`evaluate_traced`, with `D` and `V` the data's columns), locations moved to the frame of
+        `x` (minus `shift`), shaped as the resolved field (`with_hyperparameters`). Traceable;
+        the target itself when the model has none."""
+        fields = self.model.random_fields()
+        if not fields:
+            return self
+        dim = self.x.shape[1]
+        env = {"D": dim, "V": dim}
+        new = {name: evaluate_traced(expr, values, env) for name, expr in fields.items()}
+        for name in self.family.locations:
+            if name in new and self.shift is not None:
+                new[name] = new[name] - self.shift
+        return dataclasses.replace(self, family=with_hyperparameters(self.family, new))
+
+    def log_prior_hyperparameters(self, values: dict):
+        """sum_j log p(h_j) of the random hyperparameters `values` under their priors (0 without)."""
+        return sum((prior.log_prob(values[name]) for name, prior in self.model.hyperpriors.items()),
+                   jnp.zeros(()))
+
     # ----- the target protocol (traceable, one chain) ------------------------------
     def empty_state(self, capacity: int) -> PartitionState:
         dtype = jnp.asarray(self.x).dtype
         unassigned = jnp.where(jnp.arange(self.num_points) < self.points, 0, -1).astype(jnp.int32)
         return PartitionState(unassigned, self.family.empty_stats((capacity,)),
-                              jnp.asarray(self.prior.initial_alpha, dtype), jnp.zeros((), bool))
+                              jnp.asarray(self.prior.initial_alpha, dtype), jnp.zeros((), bool),
+                              hyper=self.initial_hyperparameters())
 
     def state_from_labels(self, key, labels, capacity: int) -> PartitionState:
-        return state_from_labels(self.family, self.x, labels, capacity, self.prior.initial_alpha)
+        return state_from_labels(self.family, self.x, labels, capacity, self.prior.initial_alpha)._replace(
+            hyper=self.initial_hyperparameters())
 
     def seat(self, key, state: PartitionState) -> PartitionState:
         """Sequential prediction; a non-conjugate family has no closed-form predictive, so
@@ -242,12 +316,17 @@ class BoundModel:
                                       jnp.asarray(self.prior.initial_alpha, jnp.asarray(self.x).dtype))
 
     def lp(self, state: PartitionState):
-        return log_joint(self.family, self.prior, state)
+        """The collapsed log joint (`log_joint`) at the state's random hyperparameters, plus their
+        priors' log densities."""
+        at = self.at_hyperparameters(state.hyper)
+        return log_joint(at.family, self.prior, state) + self.log_prior_hyperparameters(state.hyper)
 
     # ----- the target protocol (host) -----------------------------------------------
     def log_joint_of_labels(self, labels) -> jax.Array:
         """log p(x, z) of labels as a state holds them, at the prior's initial alpha and
-        without alpha's prior density (what [`dpppl.log_joint`][dpppl.log_joint] reports)."""
+        without alpha's prior density (what [`dpppl.log_joint`][dpppl.log_joint] reports); random
+        hyperparameters of the base measure are at their initial values (their priors' medians),
+        without their densities."""
         capacity = int(np.max(labels)) + 1
         return on_target("log_joint_of_labels", self, functools.partial(_log_joint_of_labels, capacity=capacity),
                          capacity)(jnp.asarray(labels))

@@ -4,6 +4,7 @@ Each implements `dpppl.core.protocols.PartitionPrior`."""
 
 from dpppl.priors.crp import CRP, Gamma, PitmanYor
 from dpppl.priors.ddp import DDP
+from dpppl.priors.hyperpriors import Hyperprior
 from dpppl.priors.stick_breaking import StickBreaking
 
-__all__ = ["CRP", "DDP", "Gamma", "PitmanYor", "StickBreaking"]
+__all__ = ["CRP", "DDP", "Gamma", "Hyperprior", "PitmanYor", "StickBreaking"]

@@ -296,7 +296,9 @@ def log_joint(model, data, z) -> float:
     [`dpppl.NormalLogNormal.log_marginal_numerical`][dpppl.NormalLogNormal.log_marginal_numerical]); the partition prior
     is the
     CRP/Pitman-Yor EPPF at alpha (its Gamma prior mean when alpha is random, without the
-    Gamma density).
+    Gamma density). Random hyperparameters of the base measure (`m ~ Normal(0, 10)` in a model
+    file) are at their priors' medians, without their densities; a run's `lp` is at each draw's
+    values and includes them (docs/hyperpriors.md).
     For a stick-breaking prior labels are explicit: label k >= 0 is stick k + 1 and the
     prior term is the probability of the labelled assignment with the sticks integrated
     out ([`dpppl.StickBreaking.log_prob_labels`][dpppl.StickBreaking.log_prob_labels]). A DDP model's parameters are

@@ -42,6 +42,7 @@ from dpppl.models.mixture import DataDecl, Model
 from dpppl.models.rankings import Rankings
 from dpppl.priors.crp import CRP, Gamma, PitmanYor
 from dpppl.priors.ddp import DDP
+from dpppl.priors.hyperpriors import Hyperprior
 from dpppl.priors.stick_breaking import StickBreaking
 
 
@@ -56,9 +57,10 @@ class UnreadableValue(ValueError):
 
 def describable_classes() -> dict[str, type]:
     """The constructors a description may name, by `module:qualname`: the model classes, the
-    partition priors, the concentration prior, the data declaration, rankings and every component
-    family (subclasses of `Family`, found when asked, so a family added later is included)."""
-    classes = [Model, DDPModel, DataDecl, CRP, PitmanYor, Gamma, StickBreaking, DDP, Rankings]
+    partition priors, the concentration prior, the priors of random hyperparameters, the data
+    declaration, rankings and every component family (subclasses of `Family`, found when asked, so
+    a family added later is included)."""
+    classes = [Model, DDPModel, DataDecl, CRP, PitmanYor, Gamma, Hyperprior, StickBreaking, DDP, Rankings]
     pending = [Family]
     while pending:
         cls = pending.pop()

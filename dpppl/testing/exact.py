@@ -177,6 +177,9 @@ class ExactPosterior:
     alpha_mean, alpha_sd : float or None
         Posterior mean and standard deviation of the concentration when it has a Gamma
         prior; `None` when it is fixed.
+    hyper_mean, hyper_sd : dict or None
+        Posterior mean and standard deviation of the model's random hyperparameter (one), by its
+        name; `None` when it has none.
     """
 
     partitions: np.ndarray
@@ -186,6 +189,8 @@ class ExactPosterior:
     coclustering: np.ndarray
     alpha_mean: Optional[float] = None
     alpha_sd: Optional[float] = None
+    hyper_mean: Optional[dict] = None
+    hyper_sd: Optional[dict] = None
 
     @property
     def n(self) -> int:
@@ -252,6 +257,38 @@ def _alpha_integrals(prior, n: int):
     return log_integral, weights @ alpha, weights @ alpha**2
 
 
+_HYPER_GRID_POINTS = 4001
+_HYPER_TAIL = 1e-12
+
+
+def _hyper_grid(bound, subset_stats):
+    """The log marginal likelihood of every subset on a grid of the model's one random
+    hyperparameter h, for integrating h out by quadrature.
+
+    The grid is uniform in u = T^-1(h), the unconstrained value the slice move works on
+    (`Hyperprior.to_unconstrained`), between the prior's 1e-12 and 1 - 1e-12 quantiles;
+    each point's log weight is log p(u) (the prior's density with the Jacobian) plus the trapezoid
+    rule's log step. The prior's tails beyond lose at most 2e-12 of its mass, and the trapezoid
+    rule on a smooth integrand that vanishes at both ends converges geometrically.
+
+    Returns
+    -------
+    name, values (G,), log_weight (G,), log_ml (G, 2^n - 1)
+    """
+    (name, prior), = bound.model.hyperpriors.items()
+    ends = prior.scipy().ppf([_HYPER_TAIL, 1 - _HYPER_TAIL])
+    u = np.linspace(*np.asarray(prior.to_unconstrained(jnp.asarray(ends))), _HYPER_GRID_POINTS)
+    log_weight = np.asarray(jax.vmap(prior.log_prob_unconstrained)(jnp.asarray(u))) + np.log(u[1] - u[0])
+    log_weight[[0, -1]] -= np.log(2.0)
+    values = np.asarray(prior.to_value(jnp.asarray(u)))
+
+    @jax.jit
+    def log_ml(value):
+        return cluster_log_marginals(bound.at_hyperparameters({name: value}).family, subset_stats)
+
+    return name, values, log_weight, np.asarray(jax.lax.map(log_ml, jnp.asarray(values)), dtype=float)
+
+
 def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] = None) -> ExactPosterior:
     """Exact posterior over every set partition of `x` under `model`.
 
@@ -259,7 +296,8 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     ----------
     model : Model
         A DP or Pitman-Yor mixture of a conjugate family, or of a non-conjugate one with a
-        numerical marginal; alpha fixed or Gamma.
+        numerical marginal; alpha fixed or Gamma; at most one random hyperparameter of the base
+        measure, integrated out by quadrature (`_hyper_grid`).
     x : array_like
         Data with at most 10 points (the family's layout, as for `model.bind`).
     partition_log_prior : callable, optional
@@ -294,12 +332,23 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     point = family.point_stats(jnp.asarray(bound.x))
     subset_stats = jax.tree.map(
         lambda p: jnp.tensordot(jnp.asarray(subsets, p.dtype), p, axes=1), point)
-    log_ml = np.asarray(jax.jit(functools.partial(cluster_log_marginals, family))(subset_stats),
-                        dtype=float)  # (2^n - 1,)
-
     member = parts[:, None, :] == np.arange(n)[None, :, None]                 # (B, cluster, point)
     codes = member @ bits                                                     # subset of each cluster
-    log_lik = np.where(codes > 0, log_ml[np.maximum(codes, 1) - 1], 0.0).sum(axis=1)
+    hyper = len(model.hyperpriors)
+    if hyper > 1:
+        raise ValueError(f"exact_posterior: integrates one random hyperparameter, the model has {hyper}")
+    if hyper:  # log p(x | C, h) on h's grid (B, G), summed over h below with its prior
+        name, values, log_weight, log_ml = _hyper_grid(bound, subset_stats)
+        log_lik = np.zeros((parts.shape[0], values.size))
+        for cluster in range(n):
+            c = codes[:, cluster]
+            log_lik += np.where(c[:, None] > 0, log_ml[:, np.maximum(c, 1) - 1].T, 0.0)
+        log_lik = log_lik + log_weight
+        log_lik_h, log_lik = log_lik, special.logsumexp(log_lik, axis=1)
+    else:
+        log_ml = np.asarray(jax.jit(functools.partial(cluster_log_marginals, family))(subset_stats),
+                            dtype=float)  # (2^n - 1,)
+        log_lik = np.where(codes > 0, log_ml[np.maximum(codes, 1) - 1], 0.0).sum(axis=1)
     counts = jnp.asarray(member.sum(axis=2), dtype=float)
     num_clusters = parts.max(axis=1) + 1
 
@@ -328,10 +377,16 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
         pk = p_num_clusters[1:]
         alpha_mean = float(pk @ mean_k)
         alpha_sd = float(np.sqrt(max(pk @ second_k - alpha_mean**2, 0.0)))
+    hyper_mean = hyper_sd = None
+    if hyper:  # p(h | x) on the grid: sum over partitions of p(C, h | x)
+        joint_h = log_lik_h + (log_prior - special.logsumexp(log_joint))[:, None]
+        p_h = np.exp(special.logsumexp(joint_h, axis=0))
+        mean = float(p_h @ values)
+        hyper_mean, hyper_sd = {name: mean}, {name: float(np.sqrt(max(p_h @ values**2 - mean**2, 0.0)))}
     for a in (parts, log_prob, num_clusters, p_num_clusters, coclustering):
         a.setflags(write=False)
     return ExactPosterior(parts, log_prob, num_clusters, p_num_clusters, coclustering,
-                          alpha_mean, alpha_sd)
+                          alpha_mean, alpha_sd, hyper_mean, hyper_sd)
 
 
 # --------------------------------------------------------------------------------------
@@ -626,7 +681,8 @@ def _partition_law_check(freq, prob, num_draws, min_cell_count, share):
                          float(chi2), threshold, dof, p_value, share, True, p_value >= share, note)
 
 
-def check_kernel_samples(exact: ExactPosterior, labels, *, alpha=None, family_alpha: float = 1e-3,
+def check_kernel_samples(exact: ExactPosterior, labels, *, alpha=None, hyper: Optional[dict] = None,
+                         family_alpha: float = 1e-3,
                          partition_law_max_n: int = 5, min_effective_count: float = 20.0,
                          min_cell_count: float = 10.0) -> HarnessResult:
     """Test draws of independent chains against an exact posterior.
@@ -639,6 +695,8 @@ def check_kernel_samples(exact: ExactPosterior, labels, *, alpha=None, family_al
         e.g. `dpppl.diagnostics.arviz_compat.labels(idata)`. At least 3 chains; 50-200 recommended.
     alpha : array_like, shape (chains, draws), optional
         Draws of the concentration, tested against `exact.alpha_mean` (Gamma prior).
+    hyper : dict of array_like (chains, draws), optional
+        Draws of the random hyperparameter by its name, tested against `exact.hyper_mean`.
     family_alpha : float, default 1e-3
         Probability that a sampler with the exact stationary law fails the check
         (Bonferroni bound, up to the normal approximations).
@@ -680,7 +738,10 @@ def check_kernel_samples(exact: ExactPosterior, labels, *, alpha=None, family_al
     has_alpha = alpha is not None
     if has_alpha and exact.alpha_mean is None:
         raise ValueError("alpha draws were given but the exact posterior has a fixed alpha")
-    groups = 2 + (n <= partition_law_max_n) + has_alpha
+    if hyper is not None and (exact.hyper_mean is None or hyper.keys() != exact.hyper_mean.keys()):
+        raise ValueError(f"hyperparameter draws of {sorted(hyper)} were given but the exact posterior has "
+                         f"{sorted(exact.hyper_mean or {})}")
+    groups = 2 + (n <= partition_law_max_n) + has_alpha + (hyper is not None)
     share = family_alpha / groups
     checks = []
     if n <= partition_law_max_n:
@@ -701,6 +762,12 @@ def check_kernel_samples(exact: ExactPosterior, labels, *, alpha=None, family_al
         checks += _t_checks("alpha", ["E[alpha]"], alpha.mean(axis=1, keepdims=True),
                             np.array([exact.alpha_mean]), T, min_effective_count, share,
                             exact_variance=exact.alpha_sd**2)
+    for name, draws in (hyper or {}).items():
+        draws = np.asarray(draws, dtype=float)
+        if draws.shape != (C, T):
+            raise ValueError(f"the draws of {name} must have shape {(C, T)}, got {draws.shape}")
+        checks += _t_checks(name, [f"E[{name}]"], draws.mean(axis=1, keepdims=True), np.array([exact.hyper_mean[name]]),
+                            T, min_effective_count, share, exact_variance=exact.hyper_sd[name]**2)
 
     mean_freq = freq.mean(axis=0)
     se_freq = np.sqrt(np.maximum(freq.var(axis=0, ddof=1), exact.prob * (1 - exact.prob) / T) / C)

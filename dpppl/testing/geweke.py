@@ -32,6 +32,12 @@ and the collapsed log joint log p(z, x | alpha). Under a stick-breaking prior (e
 drawn forward by the prediction rule, eq. 6 of Porteous et al. 2006) the log joint is the
 labelled one and the share of points at label 1 is compared too.
 
+Random hyperparameters of the base measure (`m ~ Normal(0, 1)`, then `mu0 = m`) are part of the
+joint: forward simulation draws them from their priors first and the data from the family at those
+values; the successive chains redraw the data from the family at the state's values, after the
+kernel, whose appended slice move updates them (`dpppl.kernels.hyperparameters`). Each one's value
+is then a test function too (named `h:NAME`).
+
 Hyperparameters must not depend on the data: the data change at every step.
 """
 
@@ -105,6 +111,7 @@ def _test_functions(family, prior, state: PartitionState, x, names=TEST_FUNCTION
         "alpha": state.alpha,
         "log_alpha": jnp.log(state.alpha),
         "label_1_share": jnp.mean(z == 0),  # labelled priors only: slot 0 is label 1
+        **{f"h:{name}": value for name, value in state.hyper.items()},
     }
     return jnp.stack([jnp.asarray(values[k], x.dtype) for k in names])
 
@@ -159,13 +166,21 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
     names = TEST_FUNCTIONS if prior.alpha_is_random else TEST_FUNCTIONS[:-2]
     if prior.labelled:  # the law of the labels themselves, not only the partition
         names = names + ("label_1_share",)
+    hyperpriors = dict(model.hyperpriors)
+    names = names + tuple(f"h:{name}" for name in hyperpriors)
+
+    def at(hyper):
+        """The family at the random hyperparameters `hyper` (the bound family without any)."""
+        return bound.at_hyperparameters(hyper).family
 
     def forward(key):
-        k_alpha, k_z, k_x = jax.random.split(key, 3)
+        k_alpha, k_z, k_x, k_h = jax.random.split(key, 4)
         alpha = draw_alpha(prior, k_alpha, dtype)
+        hyper = {name: h.sample(k).astype(dtype) for (name, h), k in zip(
+            hyperpriors.items(), jax.random.split(k_h, max(len(hyperpriors), 1)))}
         z = prior.draw_labels(k_z, num_points, capacity, alpha)
-        x = draw_data(family, k_x, z, capacity, num_trials).astype(dtype)
-        return PartitionState(z, segment_stats(family, x, z, capacity), alpha, jnp.zeros((), bool)), x
+        x = draw_data(at(hyper), k_x, z, capacity, num_trials).astype(dtype)
+        return PartitionState(z, segment_stats(family, x, z, capacity), alpha, jnp.zeros((), bool), hyper=hyper), x
 
     def successive(key):
         k_init, k_run = jax.random.split(key)
@@ -180,16 +195,20 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
             state, x = carry
             k_kernel, k_data = jax.random.split(jax.random.fold_in(k_run, t))
             state, _ = kern.step(k_kernel, state, x)
-            x = draw_data(family, k_data, state.z, capacity, num_trials).astype(dtype)
+            x = draw_data(at(state.hyper), k_data, state.z, capacity, num_trials).astype(dtype)
             state = state._replace(stats=segment_stats(family, x, state.z, capacity))
             scored = state if prior.alpha_is_random else state._replace(alpha=jnp.asarray(prior.initial_alpha, dtype))
-            return (state, x), _test_functions(family, prior, scored, x, names)
+            return (state, x), _test_functions(at(state.hyper), prior, scored, x, names)
 
         (state, _), values = jax.lax.scan(step, (state, x), jnp.arange(num_steps))
         return values.mean(axis=0), state.overflow
 
     key_forward, key_successive = jax.random.split(jax.random.key(seed))
-    fwd = jax.jit(jax.vmap(lambda k: _test_functions(family, prior, *forward(k), names)))(
+    def forward_values(key):
+        state, x = forward(key)
+        return _test_functions(at(state.hyper), prior, state, x, names)
+
+    fwd = jax.jit(jax.vmap(forward_values))(
         jax.random.split(key_forward, num_forward))
     chain_means, overflow = jax.jit(jax.vmap(successive))(jax.random.split(key_successive, num_chains))
     overflowed = int(np.sum(np.asarray(overflow)))

@@ -1,5 +1,6 @@
 """The model language: model files, the Python equivalent, syntax variants and errors."""
 
+import math
 import pathlib
 
 import numpy as np
@@ -8,11 +9,11 @@ import pytest
 from dpppl.dsl import load, parse
 from dpppl.dsl.parser import bind_data
 from dpppl.models.mixture import DPMixture, PitmanYorMixture, PseudoParticleMixture, StickBreakingMixture
-from dpppl.models.mixture import DataDecl
+from dpppl.models.mixture import DataDecl, Model
 from dpppl.errors import ModelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
                             NormalKnownCov)
-from dpppl.priors import CRP, Gamma, PitmanYor
+from dpppl.priors import CRP, Gamma, Hyperprior, PitmanYor
 from dpppl.families import GeneralizedMallows, NormalLogNormal
 import dpppl
 from tests.helpers.nonconjugate import X_SMALL
@@ -42,16 +43,23 @@ EQUIVALENTS = {
     "rankings.dp": DPMixture(Gamma(1.0, 1.0), GeneralizedMallows(nu=1.0, r=1.0)),
     "gaussian_lognormal.dp": DPMixture(Gamma(1.0, 1.0), NormalLogNormal(
         m0="mean(x)", s0="sqrt(var(x))", l0="log(var(x)) / 2 - log(3)", t0=1.0)),
+    "galaxies_full.dp": Model(CRP(Gamma(2.0, 4.0)), NormalInverseWishart(mu0="m", kappa0="itau", nu0=4.0, psi0=2e6),
+                              hyperpriors={"m": Hyperprior("Normal", (0.0, math.sqrt(1000) * 1000)),
+                                           "itau": Hyperprior("Gamma", (0.5, 50.0))}),
+    "dpdensity.dp": Model(CRP(Gamma(2.0, 1.0)), NormalInverseWishart(mu0="m1", kappa0="k0", nu0=4.0, psi0="s"),
+                          hyperpriors={"m1": Hyperprior("Normal", (0.0, math.sqrt(100000))),
+                                       "k0": Hyperprior("Gamma", (0.5, 50.0)), "s": Hyperprior("Gamma", (2.0, 1.0))}),
 }
 
 
 def assert_same_model(model, expected, x):
-    """Equal priors, data kinds and component classes, and equal hyperparameters once
-    resolved against ``x``."""
+    """Equal priors, data kinds, component classes and random hyperparameters, and equal
+    hyperparameters once bound to ``x``."""
     assert model.prior == expected.prior
     assert model.data.kind == expected.data.kind
     assert type(model.component) is type(expected.component)
-    got, want = model.component.resolve(x), expected.component.resolve(x)
+    assert model.hyperpriors == expected.hyperpriors and model.random_fields() == expected.random_fields()
+    got, want = model.bind(x).family, expected.bind(x).family  # random hyperparameters at their priors' medians
     for field in got.__dataclass_fields__:
         np.testing.assert_allclose(getattr(got, field), getattr(want, field), rtol=1e-12,
                                    err_msg=field)
@@ -184,6 +192,7 @@ def test_expression_errors_at_bind_time_point_into_the_file(tmp_path):
 
 
 H = "data x : real[N, D]\nz ~ CRP(1.0)\n"
+R = "data x : real[N]\nz ~ CRP(1.0)\n"  # the head of a model to which random hyperparameters are added
 C = "theta[k] ~ NormalInverseWishart()\n"
 O = "x[i] ~ Normal(theta[z[i]])\n"
 
@@ -203,7 +212,7 @@ O = "x[i] ~ Normal(theta[z[i]])\n"
     (H + "theta[k] ~ NormalInverseWishar()\n" + O, 3, 12,
      "unknown component prior 'NormalInverseWishar' (did you mean 'NormalInverseWishart'?)"),
     ("data x : real[N, D]\nz ~ CPR(1.0)\n", 2, 5,
-     "unknown partition prior or concentration prior 'CPR' (did you mean 'CRP'?)"),
+     "unknown partition prior, concentration prior or hyperprior 'CPR' (did you mean 'CRP'?)"),
     (H + C + "x[i] ~ Normall(theta[z[i]])\n", 4, 8,
      "unknown observation 'Normall' (did you mean 'Normal'?)"),
     ("data x : real[N, D]\nz[i] ~ CRP(1.0)\n", 2, 8,
@@ -302,13 +311,13 @@ O = "x[i] ~ Normal(theta[z[i]])\n"
     # values
     ("data x : real[N, D]\nalpha ~ Gamma(1, 1)\nz ~ CRP(alpha)\n"
      "theta[k] ~ NormalGamma(kappa0 = alpha)\n", 4, 33,
-     "'alpha' is a random concentration; a hyperparameter may use numbers, constants"),
+     "'alpha' is the concentration (line 3); a random variable is either the concentration or a hyperparameter"),
     ("data x : real[N, D]\nz ~ CRP(N)\n", 2, 9,
      "the concentration must be a fixed number, but 'N'"),
     ("data x : real[N, D]\nalpha = mean(x)\nz ~ CRP(alpha)\n", 3, 9,
      "the concentration must be a fixed number, but 'alpha' depends on the data"),
     ("data x : real[N, D]\nalpha ~ Gamma(1, 1)\nz ~ CRP(2 * alpha)\n", 3, 13,
-     "the concentration must be a fixed number, but 'alpha' is a random concentration"),
+     "the concentration must be a fixed number, but 'alpha' is a random variable"),
     ("data x : real[N, D]\nalpha ~ Gamma(1, 1)\nz ~ PitmanYor(alpha, alpha)\n", 3, 15,
      "discount must be a fixed number"),
     ("data x : real[N, D]\nz ~ CRP([1, 2])\n", 2, 9,
@@ -320,6 +329,35 @@ O = "x[i] ~ Normal(theta[z[i]])\n"
      "cannot add shapes (2,) and (3,)"),
     (H + "theta[k] ~ NormalGamma(kappa0 = 1 / 0)\n", 3, 35, "division by zero"),
     ("data x : real[N, D]\nc = log(0)\n", 2, 5, "'log(0)' is not finite"),
+    # random hyperparameters of the base measure (issue 31)
+    (R + "m ~ Normal(0, 10)\ntheta[k] ~ NormalInverseWishart(kappa0 = m)\n", 4, 42,
+     "kappa0 of NormalInverseWishart must be positive, but 'm' may not be: 'm' has a Normal prior, whose support "
+     "is the real line"),
+    (R + "s ~ Uniform(-1, 1)\ntheta[k] ~ NormalInverseWishart(psi0 = 2 * s)\n", 4, 44,
+     "psi0 of NormalInverseWishart must be positive, but '2 * s' may not be: 's' has a Uniform prior, whose "
+     "support is a bounded interval"),
+    (R + "s ~ Gamma(1, 1)\ntheta[k] ~ NormalInverseWishart(psi0 = 1 - s)\n", 4, 40,
+     "psi0 of NormalInverseWishart must be positive, but '1 - s' is not positive for every value of s"),
+    (R + "m ~ Normol(0, 10)\n", 3, 5,
+     "unknown partition prior, concentration prior or hyperprior 'Normol' (did you mean 'Normal'?)"),
+    (R + "theta[k] ~ NormalInverseWishart(kappa0 = t)\nt ~ Gamma(1, 1)\n", 3, 42,
+     "'t' is used before it is defined (line 4)"),
+    ('data x : real[N] = dataset("galaxies", scale = s)\nz ~ CRP(1.0)\ns ~ Gamma(1, 1)\n', 1, 48,
+     "'s' is a random variable (line 3); the data statement takes fixed numbers only"),
+    (R + "t ~ Gamma(1, 1)\ntheta[k] ~ NormalInverseWishart(nu0 = t)\n", 4, 39,
+     "nu0 of NormalInverseWishart cannot be random ('t' is a random variable); the hyperparameters of "
+     "NormalInverseWishart that may be random are: mu0, kappa0, psi0"),
+    (R + "m ~ Normal(0, 1)\ntheta[k] ~ NormalInverseWishart(mu0 = m + mean(x))\n", 4, 39,
+     "'m + mean(x)' uses the random variable 'm' and the data"),
+    (R + "t ~ Gamma(1, 1)\ntheta[k] ~ NormalInverseWishart(kappa0 = mean(t))\n", 4, 42,
+     "'mean(t)' cannot take a random hyperparameter (t)"),
+    (R + "m ~ Normal(0, 1)\nu = 2 * m\n", 4, 9, "'m' is a random variable; a hyperparameter may use"),
+    ("data x : real[N]\nm ~ Normal(0, 1)\nz ~ CRP(m)\n", 3, 9,
+     "the concentration's prior must be Gamma(shape, rate); 'm' has a Normal prior"),
+    (R + "lp ~ Gamma(1, 1)\ntheta[k] ~ NormalInverseWishart(kappa0 = lp)\n", 4, 42,
+     "'lp' is taken there; rename it"),
+    (R + "m ~ Normal(0)\n", 3, 5, "Normal(loc, scale) needs scale"),
+    (R + "m ~ HalfNormal(-1)\n", 3, 5, "HalfNormal: scale must be a positive number, got -1.0"),
 ])
 def test_errors_name_line_column_and_what_was_expected(text, line, column, message):
     with pytest.raises(ModelError) as info:

@@ -251,8 +251,8 @@ def test_a_crafted_checkpoint_never_runs_code(niw_model, two_blobs, tmp_path, no
                 "missing-model-field": r"model: DPMixture\b.*component|model: Model: .*component",
                 "wrong-type": "num_chains is a str, not a int",
                 "states": "the checkpoint's chain states do not fit kernel 'gibbs' on this model: they hold other",
-                "state-fields": "states: the fields of PartitionState are z, stats, alpha, overflow, extras, the "
-                                "file gives z, stats, overflow, extras"}
+                "state-fields": "states: the fields of PartitionState are z, stats, alpha, overflow, extras, hyper, "
+                                "the file gives z, stats, overflow, extras, hyper"}
     for name, message in messages.items():
         with pytest.raises(dpppl.ArgumentError, match=message):
             dpppl.resume(tmp_path / f"{name}.ckpt")

@@ -1,0 +1,168 @@
+"""Random hyperparameters of the base measure: the family at the state's values, the collapsed `lp`,
+the slice update, and what refuses them (issue 31). Enumeration checks are in
+tests/statistical/test_hyperparameter_exactness.py."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+import dpppl
+from dpppl.errors import ArgumentError, KernelError, ModelError
+from dpppl.kernels.hyperparameters import slice_update
+from dpppl.priors.hyperpriors import Hyperprior
+from dpppl.diagnostics.arviz_compat import group
+from dpppl.run.portable import Reader, Writer
+from tests.run.runs import assert_same_run, stop_at_chunk
+
+X = np.array([[0.3, 1.0], [0.5, 1.4], [2.0, -1.0], [2.2, -0.7], [4.0, 0.1]])
+RANDOM = """data x : real[N, D]
+m ~ Normal(0, 10)
+t ~ Gamma(2, 4)
+s ~ InverseGamma(3, 2)
+z ~ CRP(1.0)
+theta[k] ~ NormalInverseWishart(mu0 = m, kappa0 = t, nu0 = 4, psi0 = 2 * s)
+x[i] ~ Normal(theta[z[i]])
+"""
+FIXED = RANDOM.replace("mu0 = m, kappa0 = t, nu0 = 4, psi0 = 2 * s", "mu0 = 1.5, kappa0 = 0.3, nu0 = 4, psi0 = 1.6")
+VALUES = {"m": 1.5, "t": 0.3, "s": 0.8}
+
+
+def test_the_family_at_the_hyperparameters_is_the_family_resolved_at_those_values():
+    """`lp` of a state at m = 1.5, t = 0.3, s = 0.8 is the fixed model's `lp` (mu0 = 1.5 moved to the
+    translated frame, psi0 = 2 s I) plus the three priors' log densities."""
+    model = dpppl.parse(RANDOM)
+    assert model.hyperpriors == {"m": Hyperprior("Normal", (0, 10)), "t": Hyperprior("Gamma", (2, 4)),
+                                 "s": Hyperprior("InverseGamma", (3, 2))}
+    random, fixed = model.bind(X), dpppl.parse(FIXED).bind(X)
+    labels = jnp.array([0, 0, 1, 1, 2])
+    state = random.state_from_labels(None, labels, 6)
+    assert set(state.hyper) == {"m", "t", "s"}
+    state = state._replace(hyper={k: jnp.asarray(v) for k, v in VALUES.items()})
+    priors = sum(float(stats_prior.logpdf(VALUES[name])) for name, stats_prior in
+                 (("m", stats.norm(0, 10)), ("t", stats.gamma(2, scale=1 / 4)), ("s", stats.invgamma(3, scale=2))))
+    expected = float(fixed.lp(fixed.state_from_labels(None, labels, 6))) + priors
+    assert float(random.lp(state)) == pytest.approx(expected, rel=1e-12)
+
+
+def test_chains_start_at_the_priors_medians():
+    state = dpppl.parse(RANDOM).bind(X).empty_state(4)
+    assert {k: float(v) for k, v in state.hyper.items()} == pytest.approx(
+        {"m": 0.0, "t": stats.gamma(2, scale=1 / 4).median(), "s": stats.invgamma(3, scale=2).median()})
+
+
+def test_the_slice_update_leaves_its_target_invariant_when_the_step_budget_binds():
+    """From exact draws of N(0, 1), one update with a narrow interval (w = 0.1) and m = 4 steps (the
+    budget binds at almost every update) keeps the law: the random split of the budget between the
+    sides makes the update reversible."""
+    keys = jax.random.split(jax.random.key(0), 2)
+    start = jax.random.normal(keys[0], (20000,))
+    update = jax.vmap(lambda k, u: slice_update(k, u, lambda v: -0.5 * v**2, 0.1, max_steps=4))
+    moved = np.asarray(update(jax.random.split(keys[1], start.shape[0]), start))
+    assert np.mean(np.abs(moved - np.asarray(start)) > 0) > 0.99
+    assert stats.kstest(moved, "norm").pvalue > 1e-3
+
+
+def test_kernels_that_instantiate_parameters_and_nuts_refuse_random_hyperparameters():
+    model = dpppl.parse(RANDOM)
+    for kernel in ("subcluster", "nuts"):
+        with pytest.raises(KernelError, match=f"kernel '{kernel}' does not apply to this model: random "
+                                              r"hyperparameters \(m, t, s\) are sampled beside the collapsed"):
+            dpppl.kernels.check_applies(kernel, model)
+    with pytest.raises(ModelError, match="the compiled NumPyro model does not take random hyperparameters of the "
+                                         r"base measure yet \(m, t, s\)"):
+        model.numpyro_model()
+
+
+def test_a_model_with_random_hyperparameters_is_plain_data():
+    """A checkpoint saves the model as plain data (`dpppl.run.portable`): its priors come back."""
+    model = dpppl.parse(RANDOM)
+    writer = Writer()
+    tree = writer.describe(model)
+    back = Reader(writer.arrays).value(tree)
+    assert back.hyperpriors == model.hyperpriors and back.random_fields() == model.random_fields()
+
+
+def test_an_unknown_distribution_or_wrong_parameters_of_a_hyperprior_raise():
+    with pytest.raises(ModelError, match="unknown hyperprior 'Cauchy'"):
+        Hyperprior("Cauchy", (0, 1))
+    with pytest.raises(ModelError, match=r"Uniform: low must be below high, got low = 2.0, high = 1.0"):
+        Hyperprior("Uniform", (2, 1))
+
+
+def test_models_with_random_hyperparameters_stay_hashable_and_sample_prior_refuses_their_data():
+    model = dpppl.parse(RANDOM)
+    assert hash(model) == hash(dpppl.parse(RANDOM)) and model == dpppl.parse(RANDOM)
+    assert model != dpppl.parse(RANDOM.replace("Normal(0, 10)", "Normal(0, 11)"))
+    with pytest.raises(ArgumentError, match=r"sample_prior does not simulate data under random hyperparameters of "
+                                            r"the base measure yet \(m, t, s\)"):
+        dpppl.sample_prior(model, 5, data=X)
+
+
+def test_a_run_with_random_hyperparameters_resumes_from_its_checkpoint_as_if_never_stopped(tmp_path, monkeypatch):
+    """The hyperparameters are in the chain states a checkpoint saves (`PartitionState.hyper`): a run
+    stopped at its fifth chunk (a kept draw) and resumed makes the draws of the run that was not stopped, m and
+    t in `posterior` included."""
+    model, x = dpppl.parse(RANDOM), X
+    options = dict(kernel="gibbs", num_warmup=2, num_samples=4, num_chains=2, seed=5, progress_bar=False)
+    expected = dpppl.sample(model, x, **options)
+    assert {"m", "t", "s"} <= set(group(expected, "posterior").data_vars)
+    path = tmp_path / "run.ckpt"
+    stop_at_chunk(monkeypatch, 5)
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        dpppl.sample(model, x, checkpoint=path, **options)
+    monkeypatch.undo()
+    assert_same_run(dpppl.resume(path, progress_bar=False), expected)
+
+
+@pytest.mark.parametrize("kind, component, observation, values", [
+    ("real[N, D]", "Normal(mu0 = {m}, tau2 = {t})", "Normal(theta[z[i]], sigma2 = {s})",
+     {"m": -0.4, "t": 2.5, "s": 0.7}),
+    ("real[N, D]", "NormalGamma(mu0 = {m}, kappa0 = {t}, a0 = 2 + {s}, b0 = {s} / 2)", "Normal(theta[z[i]])",
+     {"m": 0.8, "t": 0.3, "s": 1.7}),
+    ("binary[N, D]", "Beta(a = {t}, b = {s})", "Bernoulli(theta[z[i]])", {"t": 0.6, "s": 2.2}),
+    ("count[N, D]", "Dirichlet(beta = {t} * {s})", "Multinomial(theta[z[i]])", {"t": 0.6, "s": 2.2}),
+])
+def test_every_family_with_random_hyperparameters_scores_as_the_fixed_family(kind, component, observation, values):
+    """`lp` at given values is the fixed model's plus the priors' densities, for each family that takes
+    random hyperparameters (an expression of two of them included)."""
+    priors = {"m": "Normal(0, 3)", "t": "Gamma(2, 1)", "s": "LogNormal(0, 1)"}
+    head = f"data x : {kind}\nz ~ CRP(1.0)\n"
+    lines = "theta[k] ~ " + component + "\nx[i] ~ " + observation + "\n"
+    model = dpppl.parse(head + "".join(f"{name} ~ {priors[name]}\n" for name in values)
+                        + lines.format(**{name: name for name in values}))
+    reference = dpppl.parse(head + lines.format(**{name: repr(value) for name, value in values.items()}))
+    assert set(model.hyperpriors) == set(values) and not reference.hyperpriors
+    x = X if kind.startswith("real") else np.minimum(np.abs(X).round(), 1 if kind.startswith("binary") else 9)
+    labels = jnp.array([0, 0, 1, 1, 2])
+    random_bound, fixed_bound = model.bind(x), reference.bind(x)
+    state = random_bound.state_from_labels(None, labels, 6)._replace(
+        hyper={k: jnp.asarray(v) for k, v in values.items()})
+    densities = sum(float(model.hyperpriors[name].log_prob(value)) for name, value in values.items())
+    expected = float(fixed_bound.lp(fixed_bound.state_from_labels(None, labels, 6))) + densities
+    assert float(random_bound.lp(state)) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_random_scale_of_a_fixed_matrix():
+    """`psi0 = s * c` with `c` a constant positive definite matrix (negative entries allowed) and
+    `psi0 = s * eye(D)` are positive for every s > 0; a matrix that is not positive definite is not."""
+    head = "data x : real[N, D]\nz ~ CRP(1.0)\ns ~ Gamma(2, 2)\nc = [[1, -0.5], [-0.5, 1]]\n"
+    tail = "x[i] ~ Normal(theta[z[i]])\n"
+    for psi0, expected in (("s * c", [[1.0, -0.5], [-0.5, 1.0]]), ("s * eye(D)", np.eye(2))):
+        target = dpppl.parse(head + f"theta[k] ~ NormalInverseWishart(psi0 = {psi0})\n" + tail).bind(X)
+        family = target.at_hyperparameters({"s": jnp.asarray(3.0)}).family
+        np.testing.assert_allclose(family.psi0, 3.0 * np.asarray(expected), rtol=1e-15)
+    with pytest.raises(ModelError, match=r"psi0 of NormalInverseWishart must be positive, but 's \* \[\[1, 2\], "
+                                         r"\[2, 1\]\]' is not positive for every value of s"):
+        dpppl.parse(head + "theta[k] ~ NormalInverseWishart(psi0 = s * [[1, 2], [2, 1]])\n" + tail)
+
+
+def test_the_move_is_appended_after_a_random_scan_hybrid():
+    """Under `schedule="random"` the hybrid's parts share the iterations and the hyperparameter move
+    runs every iteration after them; the weights are one per part of the hybrid."""
+    target = dpppl.parse(RANDOM).bind(X)
+    kernel = dpppl.kernels.build("gibbs+splitmerge", target, schedule="random", weights=[1, 2])
+    assert [part.name for part in kernel.parts] == ["gibbs+splitmerge", "hyperparameters"] and kernel.exact
+    with pytest.raises(KernelError, match=r"weights must have one entry per part of the hybrid \(2\), got 3"):
+        dpppl.kernels.build("gibbs+splitmerge", target, schedule="random", weights=[1, 2, 3])

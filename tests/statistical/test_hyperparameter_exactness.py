@@ -1,0 +1,113 @@
+"""Random hyperparameters of the base measure against enumeration (issue 31, DESIGN.md section 6).
+
+On five points the joint posterior of the partition and one random hyperparameter is known: every
+set partition is enumerated and the hyperparameter integrated out by quadrature
+(`dpppl.testing.exact_posterior`). The kernels that sample such models (`HYPERPARAMETER_KERNELS`,
+with the slice move of `dpppl.kernels.hyperparameters` appended) must match P(K = k), the
+co-clustering, the partition law and E[h] within Monte Carlo error; a run whose hyperprior is
+ignored (replaced by a vague one) must be rejected.
+"""
+
+import numpy as np
+import pytest
+
+import dpppl
+from dpppl.diagnostics.arviz_compat import group, partition_group
+from dpppl.testing import check_kernel_samples, exact_posterior
+from dpppl.testing.geweke import geweke_test
+
+NUM_CHAINS, NUM_WARMUP, NUM_SAMPLES = 64, 100, 500
+X = np.array([2.1, 2.5, 3.0, 4.4, 4.9])
+TEMPLATE = """data x : real[N]
+{priors}
+z ~ CRP({alpha})
+theta[k] ~ NormalInverseWishart(mu0 = {mu0}, kappa0 = {kappa0}, nu0 = 3, psi0 = 1)
+x[i] ~ Normal(theta[z[i]])
+"""
+CASES = {  # a random prior mean (real line) under a fixed alpha; a random kappa0 (log scale) beside alpha's move
+    "mean": dict(priors="m ~ Normal(0, 1)", alpha="1.0", mu0="m", kappa0="0.5"),
+    "kappa0": dict(priors="t ~ Gamma(2, 2)\nalpha ~ Gamma(1, 1)", alpha="alpha", mu0="3", kappa0="t"),
+}
+NAMES = {"mean": "m", "kappa0": "t"}
+
+
+def model(case: str, **change) -> dpppl.Model:
+    return dpppl.parse(TEMPLATE.format(**{**CASES[case], **change}))
+
+
+@pytest.fixture(scope="module")
+def exact():
+    cache = {}
+
+    def get(case):
+        if case not in cache:
+            cache[case] = exact_posterior(model(case), X)
+        return cache[case]
+    return get
+
+
+def check(kernel: str, case: str, exact_post, sampled: dpppl.Model = None, seed: int = 0):
+    idata = dpppl.sample(sampled or model(case), X, kernel=kernel, num_warmup=0, num_samples=NUM_WARMUP + NUM_SAMPLES,
+                         num_chains=NUM_CHAINS, seed=seed, init="prior", progress_bar=False)
+    post = group(idata, "posterior")
+    name = NAMES[case]
+    alpha = post["alpha"].values[:, NUM_WARMUP:] if "alpha" in post else None
+    return check_kernel_samples(exact_post, partition_group(idata)["z"].values[:, NUM_WARMUP:], alpha=alpha,
+                                hyper={name: post[name].values[:, NUM_WARMUP:]})
+
+
+@pytest.mark.parametrize("kernel, case", [
+    ("gibbs", "mean"),
+    pytest.param("gibbs", "kappa0", marks=pytest.mark.slow),
+    pytest.param("gibbs+splitmerge", "mean", marks=pytest.mark.slow),
+    ("gibbs+splitmerge", "kappa0"),
+    pytest.param("gibbs+perm", "mean", marks=pytest.mark.slow),
+])
+def test_kernels_with_random_hyperparameters_match_enumeration(kernel, case, exact):
+    result = check(kernel, case, exact(case))
+    assert result.passed, result.report
+
+
+def test_a_run_that_ignores_the_hyperprior_is_rejected(exact):
+    """The power check: the same kernel on the model with m's Normal(0, 1) prior replaced by a vague
+    Normal(0, 1000) (what a move that leaves the hyperprior out of its target samples) is rejected
+    against the exact posterior under Normal(0, 1), and the mean of m is what fails."""
+    result = check("gibbs", "mean", exact("mean"), sampled=model("mean", priors="m ~ Normal(0, 1000)"))
+    assert not result.passed, result.report
+    failed = {c.name for c in result.checks if not c.passed}
+    assert "E[m]" in failed, result.report
+
+
+GEWEKE = """data x : real[N]
+m ~ Normal(0, 1)
+t ~ Gamma(2, 2)
+z ~ CRP(1.0)
+theta[k] ~ NormalInverseWishart(mu0 = m, kappa0 = t, nu0 = 3, psi0 = 1)
+x[i] ~ Normal(theta[z[i]])
+"""
+
+
+@pytest.mark.slow  # about a minute each; the enumeration tests above check the move by default
+@pytest.mark.parametrize("wrong", [False, True], ids=["slice", "power"])
+def test_geweke_joint_distribution_of_the_slice_move(wrong):
+    """Geweke's test on twelve points with m and t random: forward draws of (m, t, z, x) against chains
+    of gibbs with the slice move, the data redrawn at the state's m and t (`dpppl.testing.geweke`). With
+    the move built on a model whose m prior is Normal(0, 1000) instead (a move that ignores m's prior)
+    the test fails: m wanders in both directions (its chains' mean stays near 0, with a spread a hundred
+    times the forward draws'), and the data's location, which follows m, is what fails."""
+    model = dpppl.parse(GEWEKE)
+    kernel_model = dpppl.parse(GEWEKE.replace("m ~ Normal(0, 1)", "m ~ Normal(0, 1000)")) if wrong else None
+    result = geweke_test(model, "gibbs", 12, 1, seed=3, kernel_model=kernel_model)
+    if not wrong:
+        assert result.passed, result.report
+        assert "h:m" in result.names and "h:t" in result.names
+    else:
+        assert not result.passed, result.report
+        failed = {name for name, t in zip(result.names, result.t) if abs(t) > result.threshold}
+        assert failed & {"positive_share", "tanh_mean"}, result.report
+
+
+def test_enumeration_integrates_one_random_hyperparameter():
+    two = model("mean", priors="m ~ Normal(0, 1)\nt ~ Gamma(2, 2)", kappa0="t")
+    with pytest.raises(ValueError, match="exact_posterior: integrates one random hyperparameter, the model has 2"):
+        exact_posterior(two, X)
