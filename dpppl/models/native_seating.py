@@ -89,7 +89,9 @@ def _family_operands(family, prior, dtype):
 
 
 def _call(name, dtype, out, n_points, slots):
-    """The FFI call of target `name` in `dtype`, with the threads for `n_points` x `slots` of work."""
+    """The FFI call of target `name` in `dtype`, with the threads for `n_points` x `slots` of work
+    (the library built and loaded first: a caller that asks for the native code requires it)."""
+    native.load(SOURCE, _TARGETS, required=True)
     suffix = {jnp.dtype(jnp.float64): "f64", jnp.dtype(jnp.float32): "f32"}[jnp.dtype(dtype)]
     threads = native.num_threads() if n_points * slots >= THREAD_WORK else 1
     return jax.ffi.ffi_call(f"{name}_{suffix}", out, vmap_method="expand_dims"), np.int64(threads)
