@@ -51,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import RESULTS_DIR, load_average, write_json  # noqa: E402
 
 DATA = {"faithful": ("models/gaussian_niw.dp", ["--data", "faithful"]), "galaxies": ("models/galaxies.dp", [])}
+"""Model file and command-line data option per data set (the data set of that name)."""
 PATHS = ("native", "jax")
 JAX_SPLITMERGE = "import dpppl.kernels.splitmerge as sm; sm.use_native = lambda *args, **kwargs: False; "
 LAUNCH = "import sys; {patch}from dpppl.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -94,9 +95,7 @@ def profile(name: str, path: str, iterations: int) -> dict:
     from dpppl.models.init import initial_states
     from dpppl.run import runner
 
-    model_file, options = DATA[name]
-    data = dpppl.datasets.load(options[1])[0] if options else None
-    bound = dpppl.load(model_file, data=data)
+    bound = dpppl.load(DATA[name][0], data=dpppl.datasets.load(name)[0])
     target = bound.padded(runner.point_class(bound.num_points)) if bound.num_points >= runner.PADDED_FROM else bound
     x = jax.numpy.asarray(target.x)
     keys = jax.random.split(jax.random.key(0), 2)
@@ -134,6 +133,10 @@ def profile(name: str, path: str, iterations: int) -> dict:
 # ----------------------------------------------------------------------------- part 2 ---
 
 def default_runs(repeats: int) -> dict:
+    import numpy as np
+
+    import dpppl
+
     results = {}
     for name, (model_file, options) in DATA.items():
         for rep in range(repeats):
@@ -147,14 +150,10 @@ def default_runs(repeats: int) -> dict:
                         results.setdefault(f"{name} {path} {phase}", []).append(run)
                         print(f"{name} {path} {phase}: {run['wall_s']:.2f} s wall, {run['cpu_s']:.2f} s CPU",
                               flush=True)
-        import dpppl
-
         with tempfile.TemporaryDirectory() as tmp:
             points = Path(tmp) / "x.npy"
-            x = dpppl.load(model_file, data=dpppl.datasets.load(options[1])[0] if options else None).observed_x
-            import numpy as np
-
-            np.save(points, np.asarray(x, float).reshape(len(x), -1))
+            x = np.asarray(dpppl.datasets.load(name)[0], float)
+            np.save(points, x.reshape(len(x), -1))
             for rep in range(repeats):
                 run = child(["-c", SKLEARN, str(points)])
                 run["fit_s"] = float(run.pop("last_line"))
