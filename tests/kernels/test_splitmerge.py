@@ -329,12 +329,15 @@ def test_native_and_jax_proposals_agree(name, method):
     np.testing.assert_allclose(np.asarray(native.log_accept), np.asarray(plain.log_accept), rtol=1e-10, atol=1e-9)
 
 
-def test_native_true_refuses_a_model_it_does_not_cover():
+def test_native_option_is_checked():
     b = bound("normal_gamma_1d_overlap")
     with pytest.raises(dpppl.KernelError, match="native=True: the native split-merge covers NormalInverseWishart "
                                                 "and NormalKnownCov components, not NormalGamma"):
         build_splitmerge_kernel(b, native=True)
     assert build_splitmerge_kernel(b).name == "splitmerge"  # auto: the JAX loop
+    with pytest.raises(dpppl.ArgumentError, match=r"option native of kernel 'splitmerge' must be True, False or "
+                                                  r"None, got 'yes' \(str\)"):
+        kernels.build("splitmerge", b, native="yes")
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "jax"])
