@@ -21,7 +21,7 @@ data sets, the ones of the issue's jobs: Old Faithful (`models/gaussian_niw.dp -
 3. **scikit-learn**: a new process that imports scikit-learn and fits
    `BayesianGaussianMixture(n_components=20, covariance_type="full",
    weight_concentration_prior_type="dirichlet_process")` (`random_state=0`, `max_iter=1000`) on the
-   same points; process wall and CPU seconds, and the fit's own seconds.
+   same points, BLAS on one thread; process wall and CPU seconds, and the fit's own seconds.
 
 The JAX path is chosen in the child by replacing `dpppl.kernels.splitmerge.use_native` with a
 function returning False before the command runs (the kernel option `native=False` would switch
@@ -55,6 +55,9 @@ DATA = {"faithful": ("models/gaussian_niw.dp", ["--data", "faithful"]), "galaxie
 PATHS = ("native", "jax")
 JAX_SPLITMERGE = "import dpppl.kernels.splitmerge as sm; sm.use_native = lambda *args, **kwargs: False; "
 LAUNCH = "import sys; {patch}from dpppl.cli import main; sys.exit(main(sys.argv[1:]))"
+ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+"""BLAS on one thread for scikit-learn (as `bench_peers.py`): its threads spin against each other on a
+loaded 2-CPU machine, and the fit is too small to gain from them."""
 SKLEARN = """
 import sys, time
 import numpy as np
@@ -155,7 +158,7 @@ def default_runs(repeats: int) -> dict:
             x = np.asarray(dpppl.datasets.load(name)[0], float)
             np.save(points, x.reshape(len(x), -1))
             for rep in range(repeats):
-                run = child(["-c", SKLEARN, str(points)])
+                run = child(["-c", SKLEARN, str(points)], ONE_THREAD)
                 run["fit_s"] = float(run.pop("last_line"))
                 results.setdefault(f"{name} sklearn", []).append(run)
                 print(f"{name} sklearn: {run['wall_s']:.2f} s wall, {run['cpu_s']:.2f} s CPU, fit {run['fit_s']:.3f} s",

@@ -279,13 +279,19 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         permutation = jnp.argsort(keys)
         valid = bound_model.points
 
+        def draws(t):  # proposal t's pair, key and acceptance uniform
+            k_pair, k_prop, k_accept = jax.random.split(jax.random.fold_in(k_proposals, t), 3)
+            return (*choose_pair(k_pair, valid), k_prop, jax.random.uniform(k_accept, dtype=x.dtype))
+
+        # drawn for every proposal at once, before the loop: a few array operations instead of
+        # a dozen small ones per proposal, the same numbers
+        pairs_i, pairs_j, prop_keys, u_accept = jax.vmap(draws)(jnp.arange(num_proposals))
+
         def one(t, carry):
             state, total_p, counts = carry
-            k_pair, k_prop, k_accept = jax.random.split(jax.random.fold_in(k_proposals, t), 3)
-            i, j = choose_pair(k_pair, valid)
-            prop = propose(family, prior, state, x, i, j, permutation, k_prop, method=method,
+            prop = propose(family, prior, state, x, pairs_i[t], pairs_j[t], permutation, prop_keys[t], method=method,
                            num_restricted_scans=num_restricted_scans, native=run_native)
-            accept = jnp.log(jax.random.uniform(k_accept, dtype=x.dtype)) < prop.log_accept
+            accept = jnp.log(u_accept[t]) < prop.log_accept
             state = state._replace(
                 z=jnp.where(accept, prop.z, state.z),
                 stats=jax.tree.map(lambda new, old: jnp.where(accept, new, old), prop.stats, state.stats),
