@@ -166,11 +166,17 @@ def default_runs(repeats: int) -> dict:
     return results
 
 
+def _load(values) -> str:
+    return "/".join(f"{v:.1f}" for v in values) if values else "?"
+
+
 def table(doc: dict) -> str:
     lines = ["# Split-merge's allocation pass: native against the JAX loop (issue 35)", "",
              f"`python benchmarks/bench_splitmerge_native.py` ({doc['machine']['cpu_model']}, "
-             f"{doc['machine']['cpus_usable']} CPUs; load {doc['load_at_start']} at start, "
-             f"{doc['machine']['load_average_1_5_15']} at end). Every figure of one table comes from one run.", ""]
+             f"{doc['machine']['cpus_usable']} CPUs; load {_load(doc['load_at_start'])} at start, "
+             f"{_load(doc['machine']['load_average_1_5_15'])} at end; git {doc['machine']['git_revision']}). "
+             "Every figure comes from this one run; on a loaded machine the CPU seconds are the comparable "
+             "ones.", ""]
     if "profile" in doc:
         lines += ["## Where an iteration goes (ms per iteration, 2 chains; wall / CPU)", "",
                   "| data | split-merge path | points (rows) | K | gibbs | splitmerge | alpha | gibbs+splitmerge |",
@@ -209,10 +215,16 @@ def main(argv=None) -> None:
     parser.add_argument("--iterations", type=int, default=1000, help="timed iterations per move (profile)")
     parser.add_argument("--repeats", type=int, default=1, help="default runs and sklearn fits per data set")
     parser.add_argument("--out", default="splitmerge_native", help="results file stem in benchmarks/results")
+    parser.add_argument("--render", action="store_true", help="write the .md table of the existing .json only")
     parser.add_argument("--child-profile", nargs=2, metavar=("DATA", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child_profile:
         print(json.dumps(profile(*args.child_profile, args.iterations)))
+        return
+    if args.render:
+        doc = json.loads((RESULTS_DIR / f"{args.out}.json").read_text())
+        (RESULTS_DIR / f"{args.out}.md").write_text(table(doc) + "\n")
+        print(table(doc))
         return
     doc = {"load_at_start": load_average(), "iterations": args.iterations, "repeats": args.repeats}
     if "profile" in args.parts:
