@@ -241,10 +241,11 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         2004); with 0 the final scan starts from the uniformly random launch.
     native : bool or None, default None
         Run each allocation pass (the points of the two clusters, one at a time) as one native
-        call on CPU (`dpppl.models.native_seating`; the same draws up to rounding): True requires it (a `KernelError` for a model it does not cover:
-        NormalInverseWishart and NormalKnownCov components under the CRP and Pitman-Yor priors),
-        False runs the JAX loop, None (default) follows `DPPPL_NATIVE` (default: native where
-        covered and built). In a hybrid (`"gibbs+splitmerge"`) the option goes to both moves.
+        call on CPU (`dpppl.models.native_seating`; the same draws up to rounding): True
+        requires it (a `KernelError` for a model it does not cover: NormalInverseWishart and
+        NormalKnownCov components under the CRP and Pitman-Yor priors), False runs the JAX
+        loop, None (default) follows `DPPPL_NATIVE` (default: native where covered and built).
+        In a hybrid (`"gibbs+splitmerge"`) the option goes to both moves.
 
     Returns
     -------
