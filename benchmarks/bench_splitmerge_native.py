@@ -27,7 +27,7 @@ The JAX path is chosen in the child by replacing `dpppl.kernels.splitmerge.use_n
 function returning False before the command runs (the kernel option `native=False` would switch
 the Gibbs sweep off too). Run from the repository root:
 
-    python benchmarks/bench_splitmerge_native.py                 # ~5 min at load 3
+    python benchmarks/bench_splitmerge_native.py                 # ~17 min at load 9-12
     python benchmarks/bench_splitmerge_native.py --parts runs    # parts 2 and 3 only
 
 Writes `benchmarks/results/splitmerge_native.json` and `.md`.
