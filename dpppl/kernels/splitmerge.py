@@ -32,6 +32,7 @@ from dpppl.families.base import add_point, segment_stats, take
 from dpppl.kernels.base import Kernel, exchangeable_prior_only, register
 from dpppl.core.state import PartitionState, set_row
 from dpppl.core.numerics import sample_index
+from dpppl.models.native_seating import native_allocation_pass, use_native
 
 METHODS = ("sams", "restricted_gibbs")
 DEFAULT_NUM_PROPOSALS = 10
@@ -65,7 +66,7 @@ class Proposal(NamedTuple):
 
 
 def allocation_pass(family, prior, x, alpha, stats2, side, order, count, uniforms, force, target,
-                    *, reseat: bool):
+                    *, reseat: bool, native: bool = False):
     """Assign the points `order[:count]` one at a time to one of two clusters.
 
     Parameters
@@ -81,6 +82,10 @@ def allocation_pass(family, prior, x, alpha, stats2, side, order, count, uniform
     force : bool scalar
         When True the sides are not drawn but taken from `target` (N,): the pass then
         evaluates the probability of that allocation.
+    native : bool
+        Run the loop as one native call
+        ([`native_allocation_pass`][dpppl.models.native_seating.native_allocation_pass]; the
+        same draws up to rounding), for a model it covers (`native_seating.covers`).
 
     Returns
     -------
@@ -88,6 +93,9 @@ def allocation_pass(family, prior, x, alpha, stats2, side, order, count, uniform
         `log_q` is the sum over the visited points of log P(side chosen), with
         P(k -> c) ∝ (|c| - d) p(x_k | x_c) over the two clusters.
     """
+    if native:
+        return native_allocation_pass(family, prior, x, stats2, side, order, count, uniforms, force, target,
+                                      reseat=reseat)
 
     def body(t, carry):
         stats2, side, log_q = carry
@@ -106,7 +114,7 @@ def allocation_pass(family, prior, x, alpha, stats2, side, order, count, uniform
 
 
 def propose(family, prior, state: PartitionState, x, i, j, permutation, rng_key, *, method: str = "sams",
-            num_restricted_scans: int = DEFAULT_NUM_RESTRICTED_SCANS) -> Proposal:
+            num_restricted_scans: int = DEFAULT_NUM_RESTRICTED_SCANS, native: bool = False) -> Proposal:
     """The split or merge proposal for the pair of points (i, j), i != j.
 
     The points of S are visited in the order in which they appear in `permutation` (of
@@ -115,7 +123,12 @@ def propose(family, prior, state: PartitionState, x, i, j, permutation, rng_key,
     uniforms drawn from `rng_key`) do not depend on the state, so a split proposed
     from C and the merge proposed back from C_split with the same i, j, permutation and
     key use the same order and launch state; their `log_accept` are then exact
-    negatives of each other.
+    negatives of each other. With `native` the allocation passes run natively
+    ([`allocation_pass`][dpppl.kernels.splitmerge.allocation_pass]).
+
+    The uniforms are drawn with the points on the leading axis ((N,) for a pass, (N, scans) for
+    the restricted scans), so with padded points (rows past the real ones, never in S) the
+    real points' uniforms are those of the unpadded draw.
     """
     n = x.shape[0]
     z, stats, alpha = state.z, state.stats, state.alpha
@@ -134,22 +147,23 @@ def propose(family, prior, state: PartitionState, x, i, j, permutation, rng_key,
         stats2 = family.point_stats(x[jnp.stack([i, j])])
         side = jnp.zeros(n, jnp.int32)
         stats2, side, log_q = allocation_pass(family, prior, x, alpha, stats2, side, order, count,
-                                              u_final, ~split, target, reseat=False)
+                                              u_final, ~split, target, reseat=False, native=native)
     elif method == "restricted_gibbs":
         side = (jax.random.uniform(k_launch, (n,), dtype=x.dtype) < 0.5).astype(jnp.int32)
         launch_labels = jnp.where(member, side, 2).at[i].set(0).at[j].set(1)
         stats2 = segment_stats(family, x, launch_labels, 2)
-        u_scans = jax.random.uniform(k_scans, (num_restricted_scans, n), dtype=x.dtype)
+        u_scans = jax.random.uniform(k_scans, (n, num_restricted_scans), dtype=x.dtype)
 
         def scan(s, carry):
             stats2, side = carry
             stats2, side, _ = allocation_pass(family, prior, x, alpha, stats2, side, order, count,
-                                              u_scans[s], False, target, reseat=True)
+                                              u_scans[:, s], jnp.zeros((), bool), target, reseat=True,
+                                              native=native)
             return stats2, side
 
         stats2, side = jax.lax.fori_loop(0, num_restricted_scans, scan, (stats2, side))
         stats2, side, log_q = allocation_pass(family, prior, x, alpha, stats2, side, order, count,
-                                              u_final, ~split, target, reseat=True)
+                                              u_final, ~split, target, reseat=True, native=native)
     else:
         raise KernelError(f"splitmerge: method must be one of {METHODS}, got {method!r}")
     side = side.at[i].set(0).at[j].set(1)
@@ -199,7 +213,7 @@ class SplitMergeInfo(NamedTuple):
 
 
 def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals: int = DEFAULT_NUM_PROPOSALS,
-                            num_restricted_scans: Optional[int] = None) -> Kernel:
+                            num_restricted_scans: Optional[int] = None, native: bool | None = None) -> Kernel:
     """Split-merge Metropolis-Hastings moves (see the module docstring for the mathematics).
 
     Parameters
@@ -225,6 +239,13 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
     num_restricted_scans : int, default 5 (`method="restricted_gibbs"` only)
         Intermediate restricted Gibbs scans that build the launch state (Jain & Neal
         2004); with 0 the final scan starts from the uniformly random launch.
+    native : bool or None, default None
+        Run each allocation pass (the points of the two clusters, one at a time) as one native
+        call on CPU (`dpppl.models.native_seating`; the same draws up to rounding): True
+        requires it (a `KernelError` for a model it does not cover: NormalInverseWishart and
+        NormalKnownCov components under the CRP and Pitman-Yor priors), False runs the JAX
+        loop, None (default) follows `DPPPL_NATIVE` (default: native where covered and built).
+        In a hybrid (`"gibbs+splitmerge"`) the option goes to both moves.
 
     Returns
     -------
@@ -242,6 +263,7 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         raise KernelError("splitmerge: num_restricted_scans applies to method='restricted_gibbs' only")
     _check_int("num_restricted_scans", num_restricted_scans, 0)
     family, prior = bound_model.family, bound_model.prior
+    run_native = use_native(family, prior, native, "split-merge")
 
     def step(rng_key, state, x):
         n = x.shape[0]
@@ -257,13 +279,19 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         permutation = jnp.argsort(keys)
         valid = bound_model.points
 
+        def draws(t):  # proposal t's pair, key and acceptance uniform
+            k_pair, k_prop, k_accept = jax.random.split(jax.random.fold_in(k_proposals, t), 3)
+            return (*choose_pair(k_pair, valid), k_prop, jax.random.uniform(k_accept, dtype=x.dtype))
+
+        # drawn for every proposal at once, before the loop: a few array operations instead of
+        # a dozen small ones per proposal, the same numbers
+        pairs_i, pairs_j, prop_keys, u_accept = jax.vmap(draws)(jnp.arange(num_proposals))
+
         def one(t, carry):
             state, total_p, counts = carry
-            k_pair, k_prop, k_accept = jax.random.split(jax.random.fold_in(k_proposals, t), 3)
-            i, j = choose_pair(k_pair, valid)
-            prop = propose(family, prior, state, x, i, j, permutation, k_prop, method=method,
-                           num_restricted_scans=num_restricted_scans)
-            accept = jnp.log(jax.random.uniform(k_accept, dtype=x.dtype)) < prop.log_accept
+            prop = propose(family, prior, state, x, pairs_i[t], pairs_j[t], permutation, prop_keys[t], method=method,
+                           num_restricted_scans=num_restricted_scans, native=run_native)
+            accept = jnp.log(u_accept[t]) < prop.log_accept
             state = state._replace(
                 z=jnp.where(accept, prop.z, state.z),
                 stats=jax.tree.map(lambda new, old: jnp.where(accept, new, old), prop.stats, state.stats),
@@ -278,8 +306,7 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         return state, SplitMergeInfo(accept_prob=total_p / num_proposals, split_proposed=counts[0],
                                      split_accepted=counts[1], merge_proposed=counts[2], merge_accepted=counts[3])
 
-    return Kernel("splitmerge", exact=True, step=step, info_type=SplitMergeInfo,
-                  masked_points=method == "sams")  # restricted_gibbs draws (scans, N) uniforms
+    return Kernel("splitmerge", exact=True, step=step, info_type=SplitMergeInfo, masked_points=True)
 
 
 register("splitmerge", build_splitmerge_kernel, exact=True, applies=exchangeable_prior_only,

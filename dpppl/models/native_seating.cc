@@ -1,8 +1,10 @@
-// The collapsed-Gibbs point loop of dpppl/models/seating.py as one native function, called
-// from inside the jitted step through XLA's FFI (dpppl/models/native_seating.py builds,
-// loads and calls it). One call seats every point once; the uniforms that fix the visiting
-// order and draw each seat come from JAX keys, so a run is reproducible from its seed and draws what
-// the JAX loop draws up to floating-point rounding.
+// The collapsed-Gibbs point loop of dpppl/models/seating.py (Seat) and split-merge's allocation
+// pass of dpppl/kernels/splitmerge.py (Allocate) as native functions, called from inside the
+// jitted step through XLA's FFI (dpppl/models/native_seating.py builds, loads and calls them,
+// sharing one copy of each family's mathematics). One Seat call seats every point once, one
+// Allocate call places the points of a split-merge proposal once; the uniforms that fix the
+// visiting order and draw each seat or side come from JAX keys, so a run is reproducible from its
+// seed and draws what the JAX loop draws up to floating-point rounding.
 //
 // The mathematics is that of dpppl/families/niw.py and dpppl/priors/crp.py, step by step:
 //
@@ -241,6 +243,24 @@ struct NormalKnown {
   }
 };
 
+// Adds (sign = 1) or removes (sign = -1) point xi to the statistics of slot k and refreshes its
+// predictive; a slot that empties gets exact zeros (the prior's predictive, seating.refresh).
+template <typename T, typename Family>
+void move_point(int k, const T* xi, T sign, int D, T* n, T* s1, T* s2, Family& fam) {
+  const int DD = fam.second_size();
+  n[k] += sign;
+  T* a = s1 + size_t(k) * D;
+  T* b = s2 + size_t(k) * DD;
+  for (int i = 0; i < D; ++i) a[i] += sign * xi[i];
+  fam.add_second(b, xi, sign);
+  if (n[k] < T(0.5)) {
+    n[k] = 0;
+    std::fill(a, a + D, T(0));
+    std::fill(b, b + DD, T(0));
+  }
+  fam.refresh(k, n[k], a, b);
+}
+
 // One chain: seat every point in the shuffled order (each first leaves its slot when remove_first).
 template <typename T, typename Family>
 bool seat_chain(int N, int D, int C, const T* x, const T* shuffle, const T* uniforms, int32_t* z,
@@ -281,20 +301,10 @@ bool seat_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unif
   // statistics of slot k after adding (sign = 1) or removing (sign = -1) point xi
   auto move = [&](int k, const T* xi, T sign) {
     const bool was_occupied = n[k] > T(0);
-    n[k] += sign;
-    T* a = s1 + size_t(k) * D;
-    T* b = s2 + size_t(k) * DD;
-    for (int i = 0; i < D; ++i) a[i] += sign * xi[i];
-    fam.add_second(b, xi, sign);
-    if (n[k] < T(0.5)) {  // emptied: exact zeros, the prior's predictive
-      n[k] = 0;
-      std::fill(a, a + D, T(0));
-      std::fill(b, b + DD, T(0));
-    }
+    move_point(k, xi, sign, D, n, s1, s2, fam);
     const bool now_occupied = n[k] > T(0);
     occupied += int(now_occupied) - int(was_occupied);
     if (now_occupied) log_weight[k] = weight_of(n[k]);
-    fam.refresh(k, n[k], a, b);
   };
   const T tiny = std::numeric_limits<T>::min();
   const T neg_inf = -std::numeric_limits<T>::infinity();
@@ -342,6 +352,39 @@ bool seat_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unif
   return overflow;
 }
 
+// One chain of split-merge's allocation pass over two slots, 0 (c_i) and 1 (c_j)
+// (dpppl/kernels/splitmerge.py, allocation_pass): the points order[:count] in turn, each first
+// leaving its side side[k] when `reseat` (a restricted Gibbs scan), then placed on side c with
+//   P(c) ∝ (n_c - d) t_c(x_k)      (log(n_c - d) of prior.log_seat_weights; -inf when empty)
+// drawn by inverting the CDF at uniforms[t] (sample_index over the two logits), or, when `force`,
+// the side target[k]. Returns log_q = sum_t log P(side taken), each term the log_softmax of the
+// two logits at that side.
+template <typename T, typename Family>
+T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* uniforms, bool force,
+                 const int32_t* target, int32_t* side, T* n, T* s1, T* s2, T discount, bool reseat, Family& fam) {
+  const int DD = fam.second_size();
+  for (int c = 0; c < 2; ++c) fam.refresh(c, n[c], s1 + size_t(c) * D, s2 + size_t(c) * DD);
+  const int active[2] = {0, 1};
+  T logits[4];  // room for whole vectors (log_predictive's log_all)
+  const T tiny = std::numeric_limits<T>::min();
+  T log_q = 0;
+  for (int t = 0; t < count; ++t) {
+    const int k = order[t];
+    const T* xk = x + size_t(k) * D;
+    if (reseat) move_point(side[k], xk, T(-1), D, n, s1, s2, fam);
+    fam.log_predictive(active, 2, xk, logits);
+    for (int c = 0; c < 2; ++c)
+      logits[c] += n[c] > T(0) ? std::log(n[c] - discount) : -std::numeric_limits<T>::infinity();
+    const T top = std::max(logits[0], logits[1]);
+    const T p0 = std::exp(logits[0] - top), total = p0 + std::exp(logits[1] - top);
+    const int s = force ? target[k] : int(p0 < std::max(uniforms[t], tiny) * total);
+    log_q += (logits[s] - top) - std::log(total);
+    move_point(s, xk, T(1), D, n, s1, s2, fam);
+    side[k] = s;
+  }
+  return log_q;
+}
+
 // Product of the leading `rank - base` dimensions of a buffer: its batch size.
 int64_t batch_of(ffi::AnyBuffer::Dimensions dims, size_t base) {
   int64_t b = 1;
@@ -349,12 +392,66 @@ int64_t batch_of(ffi::AnyBuffer::Dimensions dims, size_t base) {
   return b;
 }
 
-// The families the native sweep covers, and the shapes of their hyperparameter operands
+// One chain's slice of an operand of `base` dimensions per chain under a batch of B chains: its
+// number of elements, and whether it is batched (else one value shared by every chain).
+struct Operand {
+  int64_t size = 1;
+  bool batched = false;
+  Operand(ffi::AnyBuffer::Dimensions dims, size_t base, int64_t B) {
+    for (size_t i = dims.size() - base; i < dims.size(); ++i) size *= dims[i];
+    batched = batch_of(dims, base) == B && B > 1;
+  }
+  template <typename P>
+  P* at(P* data, int64_t b) const { return data + (batched ? b * size : 0); }
+};
+
+// run(b) for every chain b < B, on up to num_threads threads: each thread takes the next chain not
+// yet taken (a thread the OS holds back takes fewer); which thread runs a chain never changes its draws.
+template <typename Run>
+void for_each_chain(int64_t B, int64_t num_threads, const Run& run) {
+  const int64_t threads = std::min<int64_t>(B, std::max<int64_t>(1, num_threads));
+  if (threads <= 1) {
+    for (int64_t b = 0; b < B; ++b) run(b);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  auto work = [&] { for (int64_t b = next++; b < B; b = next++) run(b); };
+  std::vector<std::thread> pool;
+  for (int64_t r = 1; r < threads; ++r) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+}
+
+// The families the native code covers, and the shapes of their hyperparameter operands
 // h1, h2, h3 and second statistics s2 (dimensions of one chain's value):
 //   family 0, NormalInverseWishart: h1 = mu0 (D), h2 = psi0 (D, D), h3 unused (D); s2 (C, D, D)
 //   family 1, NormalKnownCov:      h1 = mu0 (D), h2 = sigma2 (D), h3 = tau2 (D); s2 (C, D)
 // and scalars = (kappa0, nu0, discount) (3,) (NormalKnownCov reads only the discount): operands, not
 // attributes, so one compiled program serves every value of them.
+template <ffi::DataType DT>
+struct Hyper {
+  using T = ffi::NativeType<DT>;
+  ffi::Buffer<DT> h1, h2, h3, scalars;
+  Operand o1, o2, o3, osc;
+  Hyper(ffi::Buffer<DT> h1_, ffi::Buffer<DT> h2_, ffi::Buffer<DT> h3_, ffi::Buffer<DT> scalars_, bool full, int64_t B)
+      : h1(h1_), h2(h2_), h3(h3_), scalars(scalars_), o1(h1_.dimensions(), 1, B), o2(h2_.dimensions(), 1 + full, B),
+        o3(h3_.dimensions(), 1, B), osc(scalars_.dimensions(), 1, B) {}
+  T discount(int64_t b) const { return osc.at(scalars.typed_data(), b)[2]; }
+  // f(fam) with chain b's family for C slots and clusters of at most N points
+  template <typename F>
+  void with_family(int64_t family, int64_t b, int D, int C, int N, const F& f) const {
+    const T *p1 = o1.at(h1.typed_data(), b), *p2 = o2.at(h2.typed_data(), b), *p3 = o3.at(h3.typed_data(), b);
+    const T* sc = osc.at(scalars.typed_data(), b);
+    if (family == 0) {
+      Niw<T> fam(D, p1, p2, sc[0], sc[1], C, N);
+      f(fam);
+    } else {
+      NormalKnown<T> fam(D, p1, p2, p3, C);
+      f(fam);
+    }
+  }
+};
+
 template <ffi::DataType DT>
 ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> uniforms,
                 ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT> s2_in,
@@ -371,21 +468,10 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
   const int64_t B = batch_of(z_out->dimensions(), 1);
   const size_t full = family == 0;  // NIW: s2 and h2 are D x D
   const int64_t second = full ? int64_t(D) * D : D;
-  // per operand: elements of one chain's slice and whether it is batched (else shared)
-  struct Operand { int64_t size; bool batched; };
-  auto operand = [&](ffi::AnyBuffer::Dimensions dims, size_t base) {
-    int64_t size = 1;
-    for (size_t i = dims.size() - base; i < dims.size(); ++i) size *= dims[i];
-    const int64_t b = batch_of(dims, base);
-    return Operand{size, b == B && B > 1};
-  };
-  const Operand ox = operand(xd, 2), ov = operand(shuffle.dimensions(), 1), ou = operand(uniforms.dimensions(), 1),
-                oz = operand(z_in.dimensions(), 1), on = operand(n_in.dimensions(), 1),
-                o1 = operand(s1_in.dimensions(), 2), o2 = operand(s2_in.dimensions(), 2 + full),
-                oa = operand(alpha.dimensions(), 0), oh1 = operand(h1.dimensions(), 1),
-                oh2 = operand(h2.dimensions(), 1 + full), oh3 = operand(h3.dimensions(), 1),
-                osc = operand(scalars.dimensions(), 1);
-  auto at = [](const auto* base, Operand o, int64_t b) { return base + (o.batched ? b * o.size : 0); };
+  const Operand ox(xd, 2, B), ov(shuffle.dimensions(), 1, B), ou(uniforms.dimensions(), 1, B),
+                oz(z_in.dimensions(), 1, B), on(n_in.dimensions(), 1, B), o1(s1_in.dimensions(), 2, B),
+                o2(s2_in.dimensions(), 2 + full, B), oa(alpha.dimensions(), 0, B);
+  const Hyper<DT> hyper(h1, h2, h3, scalars, full, B);
   // the real points: the first Nv of the N rows (the others pad the points to a shape class, label -1)
   const int Nv = *num_valid.typed_data();
   if (Nv < 0 || Nv > N) return ffi::Error::InvalidArgument("native seating: num_valid outside [0, N]");
@@ -398,43 +484,80 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
         return ffi::Error::InvalidArgument("native seating: a label outside [0, capacity)");
   }
 
-  auto run = [&](int64_t b) {
+  for_each_chain(B, num_threads, [&](int64_t b) {
     int32_t* z = z_out->typed_data() + b * N;
     T* n = n_out->typed_data() + b * C;
     T* s1 = s1_out->typed_data() + b * int64_t(C) * D;
     T* s2 = s2_out->typed_data() + b * int64_t(C) * second;
-    std::memcpy(z, at(z_in.typed_data(), oz, b), sizeof(int32_t) * N);
-    std::memcpy(n, at(n_in.typed_data(), on, b), sizeof(T) * C);
-    std::memcpy(s1, at(s1_in.typed_data(), o1, b), sizeof(T) * C * D);
-    std::memcpy(s2, at(s2_in.typed_data(), o2, b), sizeof(T) * C * second);
-    const T* xb = at(x.typed_data(), ox, b);
-    const T* vb = at(shuffle.typed_data(), ov, b);
-    const T* ub = at(uniforms.typed_data(), ou, b);
-    const T ab = *at(alpha.typed_data(), oa, b);
-    const T *p1 = at(h1.typed_data(), oh1, b), *p2 = at(h2.typed_data(), oh2, b), *p3 = at(h3.typed_data(), oh3, b);
-    const T* sc = at(scalars.typed_data(), osc, b);  // kappa0, nu0, discount
-    if (family == 0) {
-      Niw<T> fam(D, p1, p2, sc[0], sc[1], C, Nv);
-      overflow_out->typed_data()[b] = seat_chain(Nv, D, C, xb, vb, ub, z, n, s1, s2, ab, sc[2],
+    std::memcpy(z, oz.at(z_in.typed_data(), b), sizeof(int32_t) * N);
+    std::memcpy(n, on.at(n_in.typed_data(), b), sizeof(T) * C);
+    std::memcpy(s1, o1.at(s1_in.typed_data(), b), sizeof(T) * C * D);
+    std::memcpy(s2, o2.at(s2_in.typed_data(), b), sizeof(T) * C * second);
+    const T* xb = ox.at(x.typed_data(), b);
+    const T* vb = ov.at(shuffle.typed_data(), b);
+    const T* ub = ou.at(uniforms.typed_data(), b);
+    const T ab = *oa.at(alpha.typed_data(), b);
+    hyper.with_family(family, b, D, C, Nv, [&](auto& fam) {
+      overflow_out->typed_data()[b] = seat_chain(Nv, D, C, xb, vb, ub, z, n, s1, s2, ab, hyper.discount(b),
                                                  remove_first != 0, fam);
-    } else {
-      NormalKnown<T> fam(D, p1, p2, p3, C);
-      overflow_out->typed_data()[b] = seat_chain(Nv, D, C, xb, vb, ub, z, n, s1, s2, ab, sc[2],
-                                                 remove_first != 0, fam);
+    });
+  });
+  return ffi::Error::Success();
+}
+
+// Split-merge's allocation pass (dpppl/kernels/splitmerge.py, allocation_pass) over the two clusters
+// of a proposal, slots 0 (c_i) and 1 (c_j), for every chain of the batch: see allocate_chain.
+template <ffi::DataType DT>
+ffi::Error Allocate(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> order, ffi::Buffer<ffi::S32> count,
+                    ffi::Buffer<DT> uniforms, ffi::Buffer<ffi::S32> side_in, ffi::Buffer<ffi::S32> target,
+                    ffi::Buffer<ffi::PRED> force, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT> s2_in,
+                    ffi::Buffer<DT> h1, ffi::Buffer<DT> h2, ffi::Buffer<DT> h3, ffi::Buffer<DT> scalars,
+                    ffi::ResultBuffer<DT> n_out, ffi::ResultBuffer<DT> s1_out, ffi::ResultBuffer<DT> s2_out,
+                    ffi::ResultBuffer<ffi::S32> side_out, ffi::ResultBuffer<DT> log_q_out,
+                    int64_t family, int64_t reseat, int64_t num_threads) {
+  using T = ffi::NativeType<DT>;
+  const auto xd = x.dimensions();
+  if (xd.size() < 2) return ffi::Error::InvalidArgument("native split-merge: bad operand ranks");
+  if (family != 0 && family != 1) return ffi::Error::InvalidArgument("native split-merge: unknown family");
+  const int N = int(xd[xd.size() - 2]), D = int(xd[xd.size() - 1]);
+  const int64_t B = batch_of(side_out->dimensions(), 1);
+  const size_t full = family == 0;
+  const int64_t second = full ? int64_t(D) * D : D;
+  const Operand ox(xd, 2, B), oo(order.dimensions(), 1, B), oc(count.dimensions(), 0, B),
+                ou(uniforms.dimensions(), 1, B), os(side_in.dimensions(), 1, B), ot(target.dimensions(), 1, B),
+                of(force.dimensions(), 0, B), on(n_in.dimensions(), 1, B), o1(s1_in.dimensions(), 2, B),
+                o2(s2_in.dimensions(), 2 + full, B);
+  const Hyper<DT> hyper(h1, h2, h3, scalars, full, B);
+  // the visited points index x and the sides index the two slots: checked before any is read
+  for (int64_t b = 0; b < B; ++b) {
+    const int m = *oc.at(count.typed_data(), b);
+    if (m < 0 || m > N) return ffi::Error::InvalidArgument("native split-merge: count outside [0, N]");
+    const int32_t *ob = oo.at(order.typed_data(), b), *sb = os.at(side_in.typed_data(), b),
+                  *tb = ot.at(target.typed_data(), b);
+    const bool forced = *of.at(force.typed_data(), b);
+    for (int t = 0; t < m; ++t) {
+      if (ob[t] < 0 || ob[t] >= N) return ffi::Error::InvalidArgument("native split-merge: a point outside [0, N)");
+      if ((reseat != 0 && uint32_t(sb[ob[t]]) > 1) || (forced && uint32_t(tb[ob[t]]) > 1))
+        return ffi::Error::InvalidArgument("native split-merge: a side outside {0, 1}");
     }
-  };
-  const int64_t threads = std::min<int64_t>(B, std::max<int64_t>(1, num_threads));
-  if (threads <= 1) {
-    for (int64_t b = 0; b < B; ++b) run(b);
-  } else {  // each thread takes the next chain not yet taken (a thread the OS holds back takes fewer);
-            // which thread runs a chain never changes its draws
-    std::atomic<int64_t> next{0};
-    auto work = [&] { for (int64_t b = next++; b < B; b = next++) run(b); };
-    std::vector<std::thread> pool;
-    for (int64_t r = 1; r < threads; ++r) pool.emplace_back(work);
-    work();
-    for (auto& th : pool) th.join();
   }
+
+  for_each_chain(B, num_threads, [&](int64_t b) {
+    int32_t* side = side_out->typed_data() + b * N;
+    T* n = n_out->typed_data() + b * 2;
+    T* s1 = s1_out->typed_data() + b * 2 * int64_t(D);
+    T* s2 = s2_out->typed_data() + b * 2 * second;
+    std::memcpy(side, os.at(side_in.typed_data(), b), sizeof(int32_t) * N);
+    std::memcpy(n, on.at(n_in.typed_data(), b), sizeof(T) * 2);
+    std::memcpy(s1, o1.at(s1_in.typed_data(), b), sizeof(T) * 2 * D);
+    std::memcpy(s2, o2.at(s2_in.typed_data(), b), sizeof(T) * 2 * second);
+    hyper.with_family(family, b, D, 2, N, [&](auto& fam) {
+      log_q_out->typed_data()[b] = allocate_chain(
+          D, ox.at(x.typed_data(), b), oo.at(order.typed_data(), b), *oc.at(count.typed_data(), b),
+          ou.at(uniforms.typed_data(), b), *of.at(force.typed_data(), b), ot.at(target.typed_data(), b), side, n,
+          s1, s2, hyper.discount(b), reseat != 0, fam);
+    });
+  });
   return ffi::Error::Success();
 }
 
@@ -449,7 +572,7 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
       .Arg<ffi::Buffer<DT>>()         /* s1 (C, D) */                              \
       .Arg<ffi::Buffer<DT>>()         /* s2 (C, D, D) or (C, D) */                 \
       .Arg<ffi::Buffer<DT>>()         /* alpha () */                               \
-      .Arg<ffi::Buffer<DT>>()         /* h1: hyperparameters (see Seat) */         \
+      .Arg<ffi::Buffer<DT>>()         /* h1: hyperparameters (see Hyper) */        \
       .Arg<ffi::Buffer<DT>>()         /* h2 */                                     \
       .Arg<ffi::Buffer<DT>>()         /* h3 */                                     \
       .Arg<ffi::Buffer<DT>>()         /* scalars (3,): kappa0, nu0, discount */    \
@@ -463,7 +586,35 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
       .Attr<int64_t>("remove_first")                                               \
       .Attr<int64_t>("num_threads")
 
+// The operands of Allocate, in order (shapes of one chain; a leading batch under vmap).
+#define DPPPL_ALLOCATE_BINDING(DT)                                                           \
+  ffi::Ffi::Bind()                                                                               \
+      .Arg<ffi::Buffer<DT>>()         /* x (N, D) */                                             \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* order (N,): the points visited, order[:count] */       \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* count () */                                             \
+      .Arg<ffi::Buffer<DT>>()         /* uniforms (N,): uniforms[t] draws the t-th point's side */ \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* side (N,): each point's side, read with reseat */      \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* target (N,): the sides taken when forced */            \
+      .Arg<ffi::Buffer<ffi::PRED>>()  /* force () */                                             \
+      .Arg<ffi::Buffer<DT>>()         /* n (2,) */                                               \
+      .Arg<ffi::Buffer<DT>>()         /* s1 (2, D) */                                            \
+      .Arg<ffi::Buffer<DT>>()         /* s2 (2, D, D) or (2, D) */                               \
+      .Arg<ffi::Buffer<DT>>()         /* h1: hyperparameters (see Hyper) */                      \
+      .Arg<ffi::Buffer<DT>>()         /* h2 */                                                   \
+      .Arg<ffi::Buffer<DT>>()         /* h3 */                                                   \
+      .Arg<ffi::Buffer<DT>>()         /* scalars (3,): kappa0, nu0, discount */                  \
+      .Ret<ffi::Buffer<DT>>()         /* n */                                                    \
+      .Ret<ffi::Buffer<DT>>()         /* s1 */                                                   \
+      .Ret<ffi::Buffer<DT>>()         /* s2 */                                                   \
+      .Ret<ffi::Buffer<ffi::S32>>()   /* side */                                                 \
+      .Ret<ffi::Buffer<DT>>()         /* log_q () */                                             \
+      .Attr<int64_t>("family")                                                                   \
+      .Attr<int64_t>("reseat")                                                                   \
+      .Attr<int64_t>("num_threads")
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF64, Seat<ffi::F64>, DPPPL_SEAT_BINDING(ffi::F64));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF32, Seat<ffi::F32>, DPPPL_SEAT_BINDING(ffi::F32));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplAllocateF64, Allocate<ffi::F64>, DPPPL_ALLOCATE_BINDING(ffi::F64));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplAllocateF32, Allocate<ffi::F32>, DPPPL_ALLOCATE_BINDING(ffi::F32));

@@ -1,4 +1,5 @@
-"""The collapsed-Gibbs point loop as one native call per sweep (CPU), inside the jitted step.
+"""The collapsed-Gibbs point loop as one native call per sweep (CPU), inside the jitted step, and
+split-merge's allocation pass as one native call per pass.
 
 On XLA's CPU runtime the JAX loop of [`seat_points`][dpppl.models.seating.seat_points] costs
 4-5 us per point whatever the arithmetic: its body is ~80 small kernels, each dispatched
@@ -15,6 +16,12 @@ priors, in float64 and float32; every other family (`NormalGamma`, `DirichletMul
 `BetaBernoulli`, the non-conjugate ones) or prior runs the JAX loop. The equations are in the
 C++ source and are those of `dpppl.families.niw`, `dpppl.families.normal_known` and
 `dpppl.priors.crp`; tests/statistical run both paths against enumeration and Geweke.
+
+The split-merge move ([`dpppl.kernels.splitmerge`][dpppl.kernels.splitmerge], SAMS and
+restricted Gibbs) places the points of its two clusters one at a time in the same way: its
+[`allocation_pass`][dpppl.kernels.splitmerge.allocation_pass] runs as one call of the same
+library ([`native_allocation_pass`][dpppl.models.native_seating.native_allocation_pass]) for the
+same families and priors, with the order, the uniforms and the sides taken from JAX.
 """
 
 from __future__ import annotations
@@ -33,37 +40,61 @@ from dpppl.families.normal_known import NormalKnownCov
 from dpppl.priors.crp import PitmanYor
 
 SOURCE = Path(__file__).with_name("native_seating.cc")
-_TARGETS = {"dpppl_seat_f64": "DppplSeatF64", "dpppl_seat_f32": "DppplSeatF32"}
+_TARGETS = {"dpppl_seat_f64": "DppplSeatF64", "dpppl_seat_f32": "DppplSeatF32",
+            "dpppl_allocate_f64": "DppplAllocateF64", "dpppl_allocate_f32": "DppplAllocateF32"}
 FAMILIES = (NormalInverseWishart, NormalKnownCov)
-"""The component families the native sweep covers (exactly these classes), in the order of the
+"""The component families the native code covers (exactly these classes), in the order of the
 C++ code's `family` attribute."""
 THREAD_WORK = 20_000
 """Threads are started for a call's chains when points x slots reaches this (below it
 starting them costs more than the sweep)."""
 
 
-def covers(family, prior) -> str | None:
-    """None when the native loop covers `family` under `prior`, else why not."""
+def covers(family, prior, what: str = "sweep") -> str | None:
+    """None when the native code covers `family` under `prior`, else why not (`what`: the
+    native `"sweep"` or `"split-merge"`, as the sentence names it)."""
     if type(family) not in FAMILIES:
-        return (f"the native sweep covers {' and '.join(f.name for f in FAMILIES)} components, "
+        return (f"the native {what} covers {' and '.join(f.name for f in FAMILIES)} components, "
                 f"not {family.name}")
     if not isinstance(prior, PitmanYor):
-        return f"the native sweep covers the CRP and Pitman-Yor priors only, not {prior.describe()}"
+        return f"the native {what} covers the CRP and Pitman-Yor priors only, not {prior.describe()}"
     return None
 
 
-def use_native(family, prior, requested: bool | None) -> bool:
-    """Whether `seat_points` takes the native loop: `requested` (the gibbs kernel's
-    `native` option; None follows `DPPPL_NATIVE`), the model covered, and the library built."""
+def use_native(family, prior, requested: bool | None, what: str = "sweep") -> bool:
+    """Whether the native code runs: `requested` (the gibbs or splitmerge kernel's `native`
+    option; None follows `DPPPL_NATIVE`), the model covered, and the library built."""
     choice = native.wanted(requested)
     if choice is False:
         return False
-    reason = covers(family, prior)
+    reason = covers(family, prior, what)
     if reason is not None:
         if requested:  # the kernel option asked for it; DPPPL_NATIVE=1 means "wherever covered"
             raise KernelError(f"native=True: {reason}")
         return False
     return native.load(SOURCE, _TARGETS, required=bool(choice))
+
+
+def _family_operands(family, prior, dtype):
+    """The hyperparameter operands h1, h2, h3 and scalars (kappa0, nu0, discount) of the C++
+    code's `Hyper`, and the `family` attribute."""
+    if isinstance(family, NormalInverseWishart):
+        hyper = (family.mu0, family.psi0, jnp.zeros(family.dim))
+        kappa0, nu0 = family.kappa0, family.nu0
+    else:
+        hyper = (family.mu0, family.sigma2, family.tau2)
+        kappa0, nu0 = 0.0, 0.0
+    scalars = jnp.stack([jnp.asarray(v, dtype) for v in (kappa0, nu0, prior.discount)])
+    return tuple(jnp.asarray(h, dtype) for h in hyper) + (scalars,), np.int64(FAMILIES.index(type(family)))
+
+
+def _call(name, dtype, out, n_points, slots):
+    """The FFI call of target `name` in `dtype`, with the threads for `n_points` x `slots` of work
+    (the library built and loaded first: a caller that asks for the native code requires it)."""
+    native.load(SOURCE, _TARGETS, required=True)
+    suffix = {jnp.dtype(jnp.float64): "f64", jnp.dtype(jnp.float32): "f32"}[jnp.dtype(dtype)]
+    threads = native.num_threads() if n_points * slots >= THREAD_WORK else 1
+    return jax.ffi.ffi_call(f"{name}_{suffix}", out, vmap_method="expand_dims"), np.int64(threads)
 
 
 def native_seat_points(family, prior, x, shuffle, uniforms, state: PartitionState, remove_first: bool,
@@ -72,23 +103,30 @@ def native_seat_points(family, prior, x, shuffle, uniforms, state: PartitionStat
     points when they are padded)."""
     stats = state.stats
     dtype = jnp.result_type(x)
-    target = {jnp.dtype(jnp.float64): "dpppl_seat_f64", jnp.dtype(jnp.float32): "dpppl_seat_f32"}[dtype]
-    n_points, capacity = x.shape[0], stats.n.shape[-1]
-    threads = native.num_threads() if n_points * capacity >= THREAD_WORK else 1
-    if isinstance(family, NormalInverseWishart):
-        hyper = (family.mu0, family.psi0, jnp.zeros(family.dim))
-        kappa0, nu0 = family.kappa0, family.nu0
-    else:
-        hyper = (family.mu0, family.sigma2, family.tau2)
-        kappa0, nu0 = 0.0, 0.0
-    scalars = jnp.stack([jnp.asarray(v, dtype) for v in (kappa0, nu0, prior.discount)])
+    n_points = x.shape[0]
     out = (jax.ShapeDtypeStruct(state.z.shape, jnp.int32),) + tuple(
         jax.ShapeDtypeStruct(s.shape, dtype) for s in stats) + (jax.ShapeDtypeStruct((), jnp.bool_),)
-    call = jax.ffi.ffi_call(target, out, vmap_method="expand_dims")
+    call, threads = _call("dpppl_seat", dtype, out, n_points, stats.n.shape[-1])
+    hyper, family_index = _family_operands(family, prior, dtype)
     z, n, s1, s2, overflow = call(
         x, shuffle.astype(dtype), uniforms.astype(dtype), state.z, *(s.astype(dtype) for s in stats),
-        jnp.asarray(state.alpha, dtype), *(jnp.asarray(h, dtype) for h in hyper), scalars,
-        jnp.asarray(n_points if num_valid is None else num_valid, jnp.int32),
-        family=np.int64(FAMILIES.index(type(family))), remove_first=np.int64(remove_first),
-        num_threads=np.int64(threads))
+        jnp.asarray(state.alpha, dtype), *hyper, jnp.asarray(n_points if num_valid is None else num_valid, jnp.int32),
+        family=family_index, remove_first=np.int64(remove_first), num_threads=threads)
     return state._replace(z=z, stats=type(stats)(n, s1, s2), overflow=state.overflow | overflow)
+
+
+def native_allocation_pass(family, prior, x, stats2, side, order, count, uniforms, force, target, *,
+                           reseat: bool):
+    """[`allocation_pass`][dpppl.kernels.splitmerge.allocation_pass] in one FFI call: the same
+    arguments (`alpha` aside: both sides are occupied, so only the discount enters) and the same
+    `(stats2, side, log_q)`."""
+    dtype = jnp.result_type(x)
+    out = tuple(jax.ShapeDtypeStruct(s.shape, dtype) for s in stats2) + (
+        jax.ShapeDtypeStruct(side.shape, jnp.int32), jax.ShapeDtypeStruct((), dtype))
+    call, threads = _call("dpppl_allocate", dtype, out, x.shape[0], 2)
+    hyper, family_index = _family_operands(family, prior, dtype)
+    n, s1, s2, side, log_q = call(
+        x, order.astype(jnp.int32), jnp.asarray(count, jnp.int32), uniforms.astype(dtype), side.astype(jnp.int32),
+        target.astype(jnp.int32), jnp.asarray(force, jnp.bool_), *(s.astype(dtype) for s in stats2), *hyper,
+        family=family_index, reseat=np.int64(reseat), num_threads=threads)
+    return type(stats2)(n, s1, s2), side, log_q

@@ -4,8 +4,9 @@
 allocation probabilities computed from marginal likelihoods, and the proposal
 probabilities of every allocation sum to one; (b) a split and the merge proposed back with
 the same pair and key have exactly reciprocal Metropolis-Hastings ratios; (c) statistics
-after accepted moves equal a recomputation. Chains against the enumerated posterior are in
-tests/statistical/test_splitmerge_exactness.py."""
+after accepted moves equal a recomputation; (d) the native allocation pass proposes what the
+JAX loop proposes, and padded points change no draw. Chains against the enumerated posterior are
+in tests/statistical/test_splitmerge_exactness.py."""
 
 import itertools
 import math
@@ -56,12 +57,12 @@ def permutation(key, n):
     return jax.random.permutation(jax.random.fold_in(key, 1), n)
 
 
-def propose_fn(b, method):
+def propose_fn(b, method, native=False):
     """Jitted proposal for the pair (i, j); the permutation and the other auxiliary
-    random numbers come from ``key``."""
+    random numbers come from ``key``; ``native``: the allocation passes run natively."""
     x = jnp.asarray(b.x)
-    return jitted(b, ("propose", method), lambda: lambda state, i, j, key: propose(
-        b.family, b.prior, state, x, i, j, permutation(key, x.shape[0]), key, method=method))
+    return jitted(b, ("propose", method, native), lambda: lambda state, i, j, key: propose(
+        b.family, b.prior, state, x, i, j, permutation(key, x.shape[0]), key, method=method, native=native))
 
 
 def brute_force_sams_log_q(b, i, j, order, sides):
@@ -88,12 +89,13 @@ def canonical(z):
 
 # ----- (a) proposal probabilities -------------------------------------------------------------
 
+@pytest.mark.parametrize("native", [False, True], ids=["jax", "native"])
 @pytest.mark.parametrize("name", ["niw_2d_overlap", "pitman_yor_normal_known"])
-def test_sams_split_probability_matches_brute_force(name):
+def test_sams_split_probability_matches_brute_force(name, native):
     b = bound(name)
     n = b.num_points
     merged = state_of(b, np.zeros(n, int))
-    fn = propose_fn(b, "sams")
+    fn = propose_fn(b, "sams", native)
     for seed in range(4):
         prop = fn(merged, 0, 1, jax.random.key(seed))
         assert bool(prop.split) and int(prop.count) == n - 2
@@ -289,6 +291,80 @@ def test_allocation_pass_forced_matches_sampled_probability():
     assert float(log_q) == pytest.approx(float(log_q2), abs=1e-12)
 
 
+# ----- (d) the native allocation pass and padded points --------------------------------------
+
+NATIVE_MODELS = {
+    "niw-dp": dpppl.DPMixture(1.0, dpppl.NormalInverseWishart(mu0=[0.0, 0.0], kappa0=0.1, nu0=4.0,
+                                                              psi0=[[0.5, 0.0], [0.0, 0.5]])),
+    "normal_known-pitman_yor": dpppl.PitmanYorMixture(0.2, 1.0, dpppl.NormalKnownCov(sigma2=0.5, mu0=0.0, tau2=9.0))}
+
+
+@pytest.mark.parametrize("name, method", [("niw-dp", "sams"), ("normal_known-pitman_yor", "restricted_gibbs")])
+def test_native_and_jax_proposals_agree(name, method):
+    """With the same pair, permutation and key the native allocation pass proposes what the JAX
+    loop proposes: the same sides and labels, statistics and Metropolis-Hastings ratios equal to
+    rounding, for splits and merges alike (one batch of keys, so the call runs under vmap). Both
+    families, and passes with and without reseating (SAMS on NormalKnownCov and restricted Gibbs
+    on NormalInverseWishart run natively in the other tests here and against enumeration)."""
+    x, _ = dpppl.datasets.gaussian_mixture(60, 2, 3, mean_scale=3.0, seed=2)
+    b = NATIVE_MODELS[name].bind(x)
+    state = state_of(b, np.random.default_rng(0).integers(0, 3, 60), capacity=8)
+    keys = jax.random.split(jax.random.key(1), 64)
+
+    def proposals(native):
+        def one(key):
+            i, j = choose_pair(jax.random.fold_in(key, 2), 60)
+            return propose(b.family, b.prior, state, jnp.asarray(b.x), i, j, permutation(key, 60), key,
+                           method=method, native=native)
+        return jax.jit(jax.vmap(one))(keys)
+
+    native, plain = proposals(True), proposals(False)
+    split = np.asarray(plain.split)
+    assert 0 < split.sum() < len(split)  # splits and merges both
+    np.testing.assert_array_equal(np.asarray(native.split), split)
+    np.testing.assert_array_equal(np.asarray(native.z), np.asarray(plain.z))
+    for a, c in zip(native.stats, plain.stats):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(native.log_q), np.asarray(plain.log_q), rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(native.log_accept), np.asarray(plain.log_accept), rtol=1e-10, atol=1e-9)
+
+
+def test_native_option_is_checked():
+    b = bound("normal_gamma_1d_overlap")
+    with pytest.raises(dpppl.KernelError, match="native=True: the native split-merge covers NormalInverseWishart "
+                                                "and NormalKnownCov components, not NormalGamma"):
+        build_splitmerge_kernel(b, native=True)
+    assert build_splitmerge_kernel(b).name == "splitmerge"  # auto: the JAX loop
+    with pytest.raises(dpppl.ArgumentError, match=r"option native of kernel 'splitmerge' must be True, False or "
+                                                  r"None, got 'yes' \(str\)"):
+        kernels.build("splitmerge", b, native="yes")
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "jax"])
+def test_restricted_gibbs_draws_do_not_depend_on_padding(native):
+    """Restricted Gibbs takes masked points: with the points padded to more rows (label -1) a
+    step makes the draws of the unpadded step, the padded points never placed or counted."""
+    b = bound("pitman_yor_normal_known")
+    n = b.num_points
+    labels = np.r_[np.zeros(n - 2, int), 1, 1]
+    start = state_of(b, labels, capacity=n + 1)
+    padded_start = start._replace(z=jnp.concatenate([start.z, jnp.full(3, -1, jnp.int32)]))
+    keys = jax.random.split(jax.random.key(3), 32)
+    runs = []
+    for target, state in ((b, start), (b.padded(n + 3), padded_start)):
+        kern = build_splitmerge_kernel(target, method="restricted_gibbs", num_proposals=4, native=native)
+        assert kern.masked_points
+        runs.append(jax.jit(jax.vmap(kern.step, in_axes=(0, None, None)))(keys, state, jnp.asarray(target.x)))
+    (plain, plain_info), (padded, padded_info) = runs
+    np.testing.assert_array_equal(np.asarray(padded.z)[:, :n], np.asarray(plain.z))
+    assert np.all(np.asarray(padded.z)[:, n:] == -1)
+    assert len({tuple(z) for z in np.asarray(plain.z)}) > 1  # the keys moved the chains apart
+    for a, c in zip(padded.stats, plain.stats):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-12, atol=1e-12)
+    for a, c in zip(padded_info, plain_info):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
+
+
 # ----- options and schedules ------------------------------------------------------------------
 
 def test_options_are_checked():
@@ -309,7 +385,7 @@ def test_options_are_checked():
     with pytest.raises(dpppl.KernelError, match="schedule='random'"):
         dpppl.sample(case.model, case.x, kernel="gibbs+splitmerge", weights=[1, 1], **run)
     assert kernels.entry("splitmerge").exact
-    assert set(kernels.entry("splitmerge").options) == {"method", "num_proposals", "num_restricted_scans"}
+    assert set(kernels.entry("splitmerge").options) == {"method", "num_proposals", "num_restricted_scans", "native"}
 
 
 def test_schedules_info_and_choice():

@@ -27,9 +27,16 @@ def check(kernel, name, *, seed=0, num_chains=100, burn=30, num_samples=330, **o
     return result, group(idata, "sample_stats")
 
 
+# The allocation pass runs natively where dpppl.models.native_seating covers the model (NIW and
+# NormalKnownCov under CRP/Pitman-Yor): both paths, each forced, against enumeration; the JAX loop
+# also runs by default on NormalGamma (not covered), and tests/kernels/test_splitmerge.py compares
+# the two paths' proposals draw by draw.
 @pytest.mark.parametrize("kernel, name, options", [
-    pytest.param("splitmerge", "niw_2d_overlap", {}, marks=pytest.mark.slow),  # alpha ~ Gamma
-    ("splitmerge", "pitman_yor_normal_known", dict(method="restricted_gibbs")),  # Pitman-Yor
+    pytest.param("splitmerge", "niw_2d_overlap", dict(native=True), marks=pytest.mark.slow),  # alpha ~ Gamma
+    pytest.param("splitmerge", "niw_2d_overlap", dict(native=False), marks=pytest.mark.slow),
+    ("splitmerge", "pitman_yor_normal_known", dict(method="restricted_gibbs", native=True)),  # Pitman-Yor
+    pytest.param("splitmerge", "pitman_yor_normal_known", dict(method="restricted_gibbs", native=False),
+                 marks=pytest.mark.slow),
     ("gibbs+splitmerge", "normal_known_1d_separated", dict(method="restricted_gibbs", num_restricted_scans=2)),
     ("gibbs+splitmerge", "normal_gamma_1d_overlap", dict(schedule="random", weights=[1, 2])),
 ])
