@@ -180,7 +180,7 @@ def propose(family, prior, state: PartitionState, x, i, j, permutation, rng_key,
 
     rows = jax.tree.map(lambda *r: jnp.stack(r), row_a, row_b, take(stats, ci), take(stats, b))
     lm = jnp.where(rows.n > 0.5, family.log_marginal(rows), 0.0)
-    log_ratio = (prior.log_eppf(new_stats.n, alpha) - prior.log_eppf(stats.n, alpha)
+    log_ratio = (prior.log_eppf_change(rows.n[2:], rows.n[:2], stats.n, alpha)
                  + lm[0] + lm[1] - lm[2] - lm[3])
     feasible = ~split | has_empty
     log_accept = jnp.where(feasible, log_ratio + jnp.where(split, -log_q, log_q), -jnp.inf)

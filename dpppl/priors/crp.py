@@ -142,6 +142,25 @@ class PitmanYor:
         sizes = jnp.where(occupied, gammaln(jnp.where(occupied, counts, 1.0) - d) - gammaln(1.0 - d), 0.0)
         return new_terms + jnp.sum(sizes) - (gammaln(alpha + N) - gammaln(alpha + 1))
 
+    def log_eppf_change(self, old_rows, new_rows, counts, alpha):
+        """log_eppf(new) - log_eppf(old) for a move that changes only some slots' sizes,
+        `old_rows` (R,) to `new_rows` (R,), and keeps the number of points: `counts` holds the
+        old sizes of every slot (their number of clusters K). The normaliser
+        (alpha + 1)_{N-1} cancels and only the changed slots' size terms and the change of K
+        enter: O(R) special functions instead of O(slots) twice (split-merge's prior ratio)."""
+        d = self.discount
+        k_old = jnp.sum(counts > 0)
+        k_new = k_old + jnp.sum(new_rows > 0) - jnp.sum(old_rows > 0)
+        if d == 0:
+            new_terms = (k_new - k_old) * jnp.log(alpha)
+        else:
+            new_terms = (k_new - k_old) * jnp.log(d) + gammaln(alpha / d + k_new) - gammaln(alpha / d + k_old)
+
+        def sizes(rows):
+            occupied = rows > 0
+            return jnp.sum(jnp.where(occupied, gammaln(jnp.where(occupied, rows, 1.0) - d) - gammaln(1.0 - d), 0.0))
+        return new_terms + sizes(new_rows) - sizes(old_rows)
+
     def log_seat_weights(self, counts, alpha):
         """Sequential (Gibbs) weights: log(|c| - d) for occupied slots (-inf for empty
         ones) and log(alpha + K d) for opening a new cluster."""
