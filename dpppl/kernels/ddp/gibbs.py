@@ -73,11 +73,12 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX) -> Kernel:
 
     def step(rng_key, state, x):
         k_seat, k_params = jax.random.split(rng_key)
-        state = seat(family, prior, x, slices, k_seat, state, remove_first=True, num_aux=num_aux)
+        state = seat(family, prior, x, slices, k_seat, state, remove_first=True, num_aux=num_aux,
+                     num_valid=bound_model.num_valid)
         state = with_statistics(state, x, slices)
         return update_parameters(family, k_params, state), NoInfo()
 
-    return Kernel("ddp", exact=True, step=step)
+    return Kernel("ddp", exact=True, step=step, masked_points=True)
 
 
 def applies_to_ddp(model):
