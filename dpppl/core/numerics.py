@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 def sample_index(logits: jax.Array, u: jax.Array) -> jax.Array:
     """Draw an index from unnormalised `logits` by inverting the CDF at `u` in [0, 1).
@@ -16,6 +17,48 @@ def sample_index(logits: jax.Array, u: jax.Array) -> jax.Array:
     cdf = jnp.cumsum(p)
     target = jnp.maximum(u, jnp.finfo(cdf.dtype).tiny) * cdf[-1]
     return jnp.sum(cdf < target).astype(jnp.int32)
+
+
+def permutation_of_first(rng_key, size: int, n=None) -> jax.Array:
+    """A random order (int32, `size`) of the first `n` of `size` indices, the others after them
+    in place: its first n entries are `jax.random.permutation(rng_key, n)` bit for bit,
+    whatever `size` (n traced, at most `size`; None: `size`), so a sweep over points padded to
+    a shape class visits the real points in the order of the unpadded run.
+
+    It is JAX's shuffle (`jax.random.permutation`): rounds of a stable sort by random 32-bit
+    keys, as many rounds as 3 log(n) / log(2^32 - 1) rounded up; each round's keys are drawn for
+    all `size` positions (partitionable threefry: the first n are the keys of the unpadded draw)
+    and the padded positions get the largest key, so they stay last; a round the real points
+    would not run (n past its size threshold only) leaves the order as it is.
+    """
+    order = jnp.arange(size, dtype=jnp.int32)
+    real = None if n is None else jnp.arange(size) < n
+    for r in range(_shuffle_rounds(size)):
+        rng_key, subkey = jax.random.split(rng_key)
+        keys = jax.random.bits(subkey, (size,), jnp.uint32)
+        if real is None:
+            order = jax.lax.sort_key_val(keys, order)[1]
+        else:
+            shuffled = jax.lax.sort_key_val(jnp.where(real, keys, jnp.iinfo(jnp.uint32).max), order)[1]
+            order = jnp.where(n > _SHUFFLE_THRESHOLDS[r], shuffled, order)
+    return order
+
+
+def _shuffle_rounds(n: int) -> int:
+    """The sorting rounds of `jax.random.permutation` over n entries (its formula)."""
+    return int(np.ceil(3 * np.log(max(1, n)) / np.log(np.iinfo(np.uint32).max)))
+
+
+def _first_needing(rounds: int) -> int:
+    """The smallest n whose shuffle takes more than `rounds` rounds, minus one."""
+    n = max(int(np.iinfo(np.uint32).max ** (rounds / 3)) - 2, 1)
+    while _shuffle_rounds(n + 1) <= rounds:
+        n += 1
+    return n
+
+
+_SHUFFLE_THRESHOLDS = tuple(_first_needing(r) for r in range(4))
+"""Round r of the shuffle runs for n past `_SHUFFLE_THRESHOLDS[r]` entries (1, 1625, ...)."""
 
 
 def slice_log_alpha(rng_key, alpha, log_density, width=1.0, max_steps=32, max_shrinks=200):

@@ -175,6 +175,10 @@ class DDPBound:
     Labels are the sticks' indices (0-based here) and matter: a new cluster may take any
     unused label, so the largest label can exceed the number of points; the state's
     capacity grows to `MAX_CAPACITY`.
+
+    Padded to a shape class (`padded`), the points past `num_valid` belong to no slice and no
+    label: their label is -1, so they are in no statistics (`slot_statistics`), and no kernel
+    visits them.
     """
 
     model: DDPModel
@@ -184,11 +188,32 @@ class DDPBound:
     slices: np.ndarray
     times: np.ndarray
     shift: np.ndarray
-    observed_x: np.ndarray
+    observed_x: Optional[np.ndarray]
+    #: with `padded`: the number of real points (an int32 array, a leaf), the first rows of `x`
+    num_valid: Any = None
 
     @property
     def prior(self) -> DDP:
         return self.model.prior
+
+    @property
+    def points(self):
+        """The number of real points: `num_points`, or `num_valid` (traced in a compiled
+        program) when the points are padded to a shape class."""
+        return self.num_points if self.num_valid is None else self.num_valid
+
+    def padded(self, size: int) -> "DDPBound":
+        """This target with its points padded to `size` rows and `num_valid` the real count
+        (the contract of `BoundModel.padded`): zero rows of `x`, the time NaN (no time) and the
+        slice index 0 (an index every per-point gather accepts; with the label -1 the padded
+        points count in no slice). `times` and the slices of the real points are unchanged, and
+        `observed_x` is left out (the data as given are the host's, not the program's)."""
+        extra = size - self.num_points
+        return dataclasses.replace(
+            self, x=np.concatenate([self.x, np.zeros((extra,) + self.x.shape[1:], self.x.dtype)]),
+            t=np.concatenate([self.t, np.full(extra, np.nan)]),
+            slices=np.concatenate([self.slices, np.zeros(extra, self.slices.dtype)]),
+            observed_x=None, num_valid=np.int32(self.num_points))
 
     @property
     def num_points(self) -> int:
@@ -238,12 +263,13 @@ class DDPBound:
 
     # ----- states ----------------------------------------------------------------------
     def empty_state(self, capacity: int) -> PartitionState:
-        """No point assigned; zero statistics and parameters."""
+        """No point assigned (label 0, -1 for padded points); zero statistics and parameters."""
         n, (T, D) = self.num_points, (self.num_slices, self.x.shape[1])
         zeros = jnp.zeros
         slots = DDPSlots(zeros(capacity), zeros((capacity, T)), zeros((capacity, T, D)), zeros((capacity, T, D, D)),
                          zeros((capacity, T, D)), zeros((capacity, self.family.num_covariances, D, D)))
-        return PartitionState(jnp.zeros(n, jnp.int32), slots, jnp.zeros(()), jnp.zeros((), bool))
+        unassigned = jnp.where(jnp.arange(n) < self.points, 0, -1).astype(jnp.int32)
+        return PartitionState(unassigned, slots, jnp.zeros(()), jnp.zeros((), bool))
 
     def state_from_labels(self, rng_key, labels, capacity: int) -> PartitionState:
         """A state with labels `labels` (in [0, capacity)): parameters start at the prior
@@ -262,7 +288,8 @@ class DDPBound:
         prediction), then a few parameter draws (eq. 11)."""
         x, slices = jnp.asarray(self.x), jnp.asarray(self.slices)
         k_seat, k_params = jax.random.split(key)
-        state = seat(self.family, self.prior, x, slices, k_seat, state, remove_first=False, num_aux=DEFAULT_NUM_AUX)
+        state = seat(self.family, self.prior, x, slices, k_seat, state, remove_first=False, num_aux=DEFAULT_NUM_AUX,
+                     num_valid=self.num_valid)
         return _parameter_sweeps(self.family, k_params, with_statistics(state, x, slices))
 
     def draw_labels(self, key, capacity: int):

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
-from dpppl.core.numerics import sample_index
+from dpppl.core.numerics import permutation_of_first, sample_index
 from dpppl.core.state import PartitionState
 
 class DDPSlots(NamedTuple):
@@ -40,9 +40,10 @@ class DDPSlots(NamedTuple):
 
 
 def slot_statistics(x, slices, z, capacity: int, num_slices: int):
-    """(n, nt, s1, s2) of points `x` with labels `z` and slice indices `slices`."""
-    cell = z * num_slices + slices
+    """(n, nt, s1, s2) of points `x` with labels `z` and slice indices `slices`; a point with
+    the label -1 (padding, `DDPBound.padded`) is in no label's and no slice's statistics."""
     count = capacity * num_slices
+    cell = jnp.where(z >= 0, z * num_slices + slices, count)  # cell `count` is dropped
     D = x.shape[1]
     nt = jax.ops.segment_sum(jnp.ones_like(x[:, 0]), cell, count).reshape(capacity, num_slices)
     s1 = jax.ops.segment_sum(x, cell, count).reshape(capacity, num_slices, D)
@@ -71,7 +72,7 @@ def _log_lik(x, mu, prec, logdet):
 
 
 def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_first: bool,
-         num_aux: int = 1) -> PartitionState:
+         num_aux: int = 1, num_valid=None) -> PartitionState:
     """Draw every point's label from its conditional (eq. 10, with the auxiliary
     parameters of the module docstring), in a random order.
 
@@ -81,12 +82,20 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     unused labels' weight W_new is shared equally by m auxiliary parameter sets (the
     first is the point's own label's when no other point uses it). Only the counts
     change here; the caller recomputes the other statistics (`with_statistics`).
+
+    `num_valid` (traced): only the first `num_valid` points are real (`DDPBound.padded`); the
+    others are never visited, and every draw is the unpadded run's: the order is
+    `permutation_of_first`, the draws per point have the points on their leading axis, and the
+    two uniforms of point i are entries i and n + i of one draw of 2 N (the unpadded run's
+    (2, n) draw, flattened).
     """
     N = x.shape[0]
+    n = N if num_valid is None else num_valid
     C, T = state.stats.nt.shape
     k_order, k_u, k_aux_mu, k_aux_cov, k_rest = jax.random.split(rng_key, 5)
-    order = jax.random.permutation(k_order, N)
-    uniforms = jax.random.uniform(k_u, (2, N), dtype=x.dtype)
+    order = permutation_of_first(k_order, N, num_valid)
+    flat = jax.random.uniform(k_u, (2 * N,), dtype=x.dtype)
+    uniforms = jnp.stack([flat[:N], jax.lax.dynamic_slice(flat, (n,), (N,))])
     m = num_aux
     # the auxiliaries of point n: their means in n's slice and covariances now (all
     # that eq. 10 needs); the other slices' means only for the one that is chosen
@@ -156,7 +165,7 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
         return z.at[i].set(j), counts, total, mu, sigma, prec, logdet, lik, overflow | beyond
 
     carry = (state.z, stats.nt.T, stats.n, stats.mu, stats.sigma, prec, logdet, lik, state.overflow)
-    z, counts, total, mu, sigma, _, _, _, overflow = jax.lax.fori_loop(0, N, body, carry)
+    z, counts, total, mu, sigma, _, _, _, overflow = jax.lax.fori_loop(0, n, body, carry)
     stats = stats._replace(n=total, nt=counts.T, mu=mu, sigma=sigma)
     return state._replace(z=z, stats=stats, overflow=overflow)
 

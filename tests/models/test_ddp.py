@@ -1,10 +1,12 @@
 """The dependent-DP model (Porteous et al. 2006, sec. 5): model files, data forms and errors."""
 
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import dpppl
+from dpppl.models.ddp_state import slot_statistics
 from tests.helpers.ddp import MODEL_TEXT, small_model
 
 
@@ -57,3 +59,24 @@ def test_data_forms_agree_and_bad_times_raise():
     with pytest.raises(dpppl.DataError, match="not positive definite"):
         small_model(a=1.0, b=0.5, beta=0.001).bind((x, t))
 
+
+
+def test_padded_points_are_in_no_slice_and_no_label():
+    """`DDPBound.padded` (what the runner runs the DDP kernels on from 64 points): the real points
+    and their slices as they were, the padding with label -1 in no statistics, no time and no
+    data as given."""
+    x = np.random.default_rng(0).normal(size=(7, 2))
+    t = np.array([0.0, 0.0, 1.0, 1.0, 1.0, 3.0, 3.0])
+    bound = small_model().bind((x, t))
+    padded = bound.padded(10)
+    assert (padded.num_points, int(padded.num_valid), int(padded.points), bound.points) == (10, 7, 7, 7)
+    assert padded.observed_x is None and np.isnan(padded.t[7:]).all()
+    np.testing.assert_array_equal(padded.slices[:7], bound.slices)
+    np.testing.assert_array_equal(padded.times, bound.times)
+    np.testing.assert_array_equal(padded.empty_state(4).z, [0] * 7 + [-1] * 3)
+    labels = np.array([0, 1, 1, 0, 2, 2, 0])
+    real = slot_statistics(jnp.asarray(bound.x), jnp.asarray(bound.slices), jnp.asarray(labels), 4, 3)
+    padded_labels = jnp.asarray(np.r_[labels, [-1] * 3])
+    for got, want in zip(slot_statistics(jnp.asarray(padded.x), jnp.asarray(padded.slices), padded_labels, 4, 3),
+                         real):
+        np.testing.assert_array_equal(got, want)

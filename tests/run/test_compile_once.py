@@ -160,3 +160,53 @@ def test_nuts_on_new_data_of_the_same_shape_compiles_the_same_programs():
         jax.config.update("jax_explain_cache_misses", False)
         logger.removeHandler(handler)
     assert first and handler.keys <= first, sorted(handler.keys - first)
+
+
+def _ranked(n, seed):
+    """n top-3 rankings of 5 items, padded with -1."""
+    rng = np.random.default_rng(seed)
+    return np.stack([np.r_[rng.permutation(5)[:3], -1, -1] for _ in range(n)])
+
+
+def _timed(n, seed):
+    """The first n of 80 points drifting over 5 time slices (16 a slice: every slice has points
+    for n > 64), with their times in the last column."""
+    return moving_blobs(5, 2, 8, spread=0.05, seed=seed)[0][:n]
+
+
+# the kernels on explicit labels and instantiated parameters, with options that keep a step cheap;
+# their programs compile 30-200 s on a 2-core machine, shared with no default-run test: -m slow
+MASKED = {
+    "sbgibbs+labelswap+labelpermute": ("models/stick_breaking.dp", _blobs, {}),
+    "mallows-slice": ("models/rankings.dp", _ranked, {"num_gibbs": 2, "num_slices": 1}),
+    "ddp+ddpswap": ("examples/ddp.dp", _timed, {"num_swaps": 5}),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", list(MASKED))
+def test_padding_never_changes_a_draw_on_labels_and_parameters(kernel, monkeypatch):
+    """As `test_padding_never_changes_a_draw`, for the stick-breaking, Mallows and DDP kernels:
+    the padded points (label -1; for the DDP in no time slice either) are never visited or
+    counted, the orders are `permutation_of_first` (`jax.random.permutation`'s for the real
+    points) and every per-point draw is the unpadded run's prefix."""
+    path, data, options = MASKED[kernel]
+    runs = {}
+    for padded in (True, False):
+        monkeypatch.setattr(runner, "PADDED_FROM", 64 if padded else 10**9)
+        runs[padded] = dpppl.sample(path, data(70, 2), kernel=kernel, num_warmup=4, num_samples=6, num_chains=2,
+                                    seed=7, progress_bar=False, **options)
+    assert_same_run(runs[True], runs[False])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", list(MASKED))
+def test_another_number_of_points_in_the_same_class_compiles_nothing_on_labels_and_parameters(kernel):
+    """70 and 75 points (75 rankings, 75 points in the same 5 time slices) run one program."""
+    path, data, options = MASKED[kernel]
+    run = dict(kernel=kernel, num_warmup=3, num_samples=3, num_chains=2, progress_bar=False, **options)
+    dpppl.sample(path, data(70, 0), **run)
+    with lowerings() as programs:
+        idata = dpppl.sample(path, data(75, 1), **run)
+    assert programs == []
+    assert idata.posterior_partition["z"].shape == (2, 3, 75)

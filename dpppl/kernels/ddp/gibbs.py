@@ -69,15 +69,18 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX) -> Kernel:
     """
     if isinstance(num_aux, bool) or not isinstance(num_aux, numbers.Integral) or num_aux < 1:
         raise KernelError(f"ddp: num_aux must be an integer >= 1, got {num_aux!r}")
-    family, prior, slices = bound_model.family, bound_model.prior, jnp.asarray(bound_model.slices)
+    family, prior = bound_model.family, bound_model.prior
 
     def step(rng_key, state, x):
+        # converted in the step: building the kernel on the host (the memory check) runs nothing
+        slices = jnp.asarray(bound_model.slices)
         k_seat, k_params = jax.random.split(rng_key)
-        state = seat(family, prior, x, slices, k_seat, state, remove_first=True, num_aux=num_aux)
+        state = seat(family, prior, x, slices, k_seat, state, remove_first=True, num_aux=num_aux,
+                     num_valid=bound_model.num_valid)
         state = with_statistics(state, x, slices)
         return update_parameters(family, k_params, state), NoInfo()
 
-    return Kernel("ddp", exact=True, step=step)
+    return Kernel("ddp", exact=True, step=step, masked_points=True)
 
 
 def applies_to_ddp(model):

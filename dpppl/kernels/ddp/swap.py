@@ -165,7 +165,6 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
     if pairs not in PAIRS:
         raise KernelError(f"ddpswap: pairs must be one of {PAIRS}, got {pairs!r}")
     family, prior = bound_model.family, bound_model.prior
-    slices = jnp.asarray(bound_model.slices)
     T = bound_model.num_slices
     kinds = (0, 1, 2) if intervals == "all" else (INTERVALS.index(intervals),)
 
@@ -207,11 +206,13 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
         perm = jnp.broadcast_to(jnp.arange(C, dtype=jnp.int32), (T, C))
         carry = (stats, perm, jnp.zeros((), x.dtype), jnp.zeros(3, jnp.int32), state.overflow)
         stats, perm, total_p, accepted, overflow = jax.lax.fori_loop(0, num_swaps, one, carry)
-        state = state._replace(z=perm[slices, state.z], stats=stats, overflow=overflow)
+        # padded points (label -1, `DDPBound.padded`) keep it
+        slices = jnp.asarray(bound_model.slices)  # in the step: building the kernel on the host runs nothing
+        state = state._replace(z=jnp.where(state.z >= 0, perm[slices, state.z], -1), stats=stats, overflow=overflow)
         return state, SwapInfo(accept_prob=total_p / num_swaps, accepted=accepted.sum(),
                                accepted_single=accepted[0], accepted_random=accepted[1], accepted_full=accepted[2])
 
-    return Kernel("ddpswap", exact=True, step=step, info_type=SwapInfo)
+    return Kernel("ddpswap", exact=True, step=step, info_type=SwapInfo, masked_points=True)
 
 
 register("ddpswap", build_ddpswap_kernel, exact=True, applies=applies_to_ddp,

@@ -37,7 +37,7 @@ from dpppl.kernels.base import Kernel, register
 from dpppl.families.mallows_draws import (code_logits_n1, insert_code, sigma_adjacent_swaps, sigma_mh, theta_beta,
                                           theta_slice)
 from dpppl.core.state import PartitionState
-from dpppl.core.numerics import sample_index
+from dpppl.core.numerics import permutation_of_first, sample_index
 
 
 class MallowsSlots(NamedTuple):
@@ -87,6 +87,7 @@ class _GM:
         self.nu = jnp.asarray(self.family.nu)
         self.r = jnp.asarray(self.family.r)
         self.record_clusters = record_clusters
+        self.num_valid = bound_model.num_valid
 
     # ----- state --------------------------------------------------------------------
     def init(self, state: PartitionState, x) -> PartitionState:
@@ -106,6 +107,14 @@ class _GM:
     def lemma1(self, ranking):
         t = jnp.sum(ranking >= 0)
         return gammaln(self.n - t + 1.0) - gammaln(self.n + 1.0)
+
+    def order(self, rng_key, x):
+        """The visiting order of a sweep and the number of points it visits: a uniform
+        permutation of the points (of the first `num_valid`, the real points, when they are
+        padded to a shape class: the order of the unpadded sweep, `permutation_of_first`)."""
+        size = x.shape[0]
+        return permutation_of_first(rng_key, size, self.num_valid), (size if self.num_valid is None
+                                                                     else self.num_valid)
 
     def seat_logits(self, counts, alpha, log_lik_existing, ranking):
         """Seating logits over slots and the first empty slot (None-safe: `has_empty`)."""
@@ -146,7 +155,7 @@ class _GM:
             return sweep(k_lab, state, x), MallowsInfo(sigma_accept=rate)
 
         return Kernel(name, exact=exact, step=step, info_type=MallowsInfo, init=self.init,
-                      log_joint=log_joint, record=self.record, record_dims=self.record_dims)
+                      log_joint=log_joint, record=self.record, record_dims=self.record_dims, masked_points=True)
 
     def record(self, state):
         K = self.record_clusters
@@ -199,7 +208,7 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
     def sweep(rng_key, state, x):
         k_order, k_u, k_new, k_theta = jax.random.split(rng_key, 4)
         N = x.shape[0]
-        order = jax.random.permutation(k_order, N)
+        order, visits = gm.order(k_order, x)
         uniforms = jax.random.uniform(k_u, (N,), x.dtype)
         new_theta = prior_thetas(k_theta, N)
 
@@ -222,7 +231,7 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
 
         slots = state.extras.slots
         z, stats, pos, theta, overflow = jax.lax.fori_loop(
-            0, N, body, (state.z, state.stats, slots.pos, slots.theta, state.overflow))
+            0, visits, body, (state.z, state.stats, slots.pos, slots.theta, state.overflow))
         return state._replace(z=z, stats=stats, overflow=overflow, extras=MallowsExtras(MallowsSlots(pos, theta)))
 
     def log_joint(state):
@@ -291,7 +300,7 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
     def sweep(rng_key, state, x):
         k_order, k_u, k_new = jax.random.split(rng_key, 3)
         N = x.shape[0]
-        order = jax.random.permutation(k_order, N)
+        order, visits = gm.order(k_order, x)
         uniforms = jax.random.uniform(k_u, (N,), x.dtype)
         slots = state.extras.slots
 
@@ -320,7 +329,7 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
 
         S0 = lsigma(state.stats.R, slots.pos)
         z, stats, pos, _, _, overflow = jax.lax.fori_loop(
-            0, N, body, (state.z, state.stats, slots.pos, S0, _beta_cached_terms(nu, r, S0, state.stats.Nj),
+            0, visits, body, (state.z, state.stats, slots.pos, S0, _beta_cached_terms(nu, r, S0, state.stats.Nj),
                          state.overflow))
         return state._replace(z=z, stats=stats, overflow=overflow, extras=MallowsExtras(slots._replace(pos=pos)))
 

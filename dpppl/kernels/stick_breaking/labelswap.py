@@ -64,20 +64,21 @@ def _check_prob(name, value):
 
 
 def _relabel_kernel(name, bound_model, prob, propose):
-    """A kernel making Binomial(N, prob) MH proposals of relabellings.
+    """A kernel making Binomial(N, prob) MH proposals of relabellings (N the real points: on
+    points padded to a shape class, `num_valid`; the padded points keep the label -1).
 
     `propose(key, log_prior_w, log_prior_rest) -> (slot_map, past)`: a map from
     each slot to its new slot (a permutation of the C slots) and whether a drawn label
     was past the C slots.
     """
-    prior = bound_model.prior
+    prior, points = bound_model.prior, bound_model.points
 
     def step(rng_key, state, x):
         counts = state.stats.n
         C = counts.shape[-1]
         log_pw, log_prest = prior.log_prior_weights(C, counts.dtype)
         k_num, k_props = jax.random.split(rng_key)
-        num = jax.random.binomial(k_num, x.shape[0], prob).astype(jnp.int32)
+        num = jax.random.binomial(k_num, points, prob).astype(jnp.int32)  # the real points' N
 
         def body(carry):
             t, slot_of, counts, log_p, overflow, acc_sum, accepted = carry
@@ -97,12 +98,13 @@ def _relabel_kernel(name, bound_model, prob, propose):
         _, slot_of, _, _, overflow, acc_sum, accepted = jax.lax.while_loop(
             lambda c: c[0] < num, body, init)
         source = jnp.zeros_like(slot_of).at[slot_of].set(jnp.arange(C))  # new slot -> old slot
-        state = state._replace(z=slot_of[state.z].astype(state.z.dtype),
+        # padded points (label -1, `BoundModel.padded`) keep it
+        state = state._replace(z=jnp.where(state.z >= 0, slot_of[state.z], -1).astype(state.z.dtype),
                                stats=take(state.stats, source), overflow=overflow)
         return state, RelabelInfo(accept_prob=jnp.where(num > 0, acc_sum / jnp.maximum(num, 1), 1.0),
                                   proposals=num, accepted=accepted)
 
-    return Kernel(name, exact=True, step=step, info_type=RelabelInfo)
+    return Kernel(name, exact=True, step=step, info_type=RelabelInfo, masked_points=True)
 
 
 def _draw_label(key, log_pw, log_prest):

@@ -50,7 +50,9 @@ def stick_breaking_only(model) -> Optional[str]:
     return None
 
 
-def _sweep(family, prior: StickBreaking, x, order, uniforms, state):
+def _sweep(family, prior: StickBreaking, x, order, uniforms, state, num_valid=None):
+    """Draw the labels of the points `order` (its first `num_valid`, the real points, when the
+    points are padded), point t of that order with `uniforms[t]`, by eq. (9)."""
     empty_params = family.predictive_params(family.empty_stats((1,)))
 
     def body(t, carry):
@@ -72,18 +74,20 @@ def _sweep(family, prior: StickBreaking, x, order, uniforms, state):
         stats, params = refresh(family, stats, params, k)
         return z.at[i].set(k), stats, params, overflow | past
 
-    return visit_points(family, state, order, body)
+    return visit_points(family, state, order, body, num_valid)
 
 
 def build_sbgibbs_kernel(bound_model) -> Kernel:
-    """One collapsed-Gibbs sweep over all labels, in a random order, per step (eq. 9)."""
-    family, prior = bound_model.family, bound_model.prior
+    """One collapsed-Gibbs sweep over all labels, in a random order, per step (eq. 9). On points
+    padded to a shape class it visits the first `num_valid` (the real points) only, with the
+    draws of the unpadded sweep (`sweep_draws`, `visiting_order`)."""
+    family, prior, num_valid = bound_model.family, bound_model.prior, bound_model.num_valid
 
     def step(rng_key, state, x):
         shuffle, uniforms = sweep_draws(rng_key, x)
-        return _sweep(family, prior, x, visiting_order(shuffle), uniforms, state), NoInfo()
+        return _sweep(family, prior, x, visiting_order(shuffle, num_valid), uniforms, state, num_valid), NoInfo()
 
-    return Kernel("sbgibbs", exact=True, step=step)
+    return Kernel("sbgibbs", exact=True, step=step, masked_points=True)
 
 
 register("sbgibbs", build_sbgibbs_kernel, exact=True, applies=stick_breaking_only,
