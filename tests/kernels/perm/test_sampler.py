@@ -378,9 +378,11 @@ def test_default_beam_from_its_threshold():
     assert default_beam_epsilon(BEAM_MIN_POINTS, "mh", "uniform", "projection") == 1e-32
     assert default_beam_epsilon(10**4, "exact", "uniform", "projection") is None
     assert default_beam_epsilon(10**4, "mh", "markov", "projection") is None
-    x, _ = dpppl.datasets.load("w1", n=BEAM_MIN_POINTS, dim=2, num_clusters=4, seed=0)
+    n = 250  # from the threshold on (the data this test drew when the threshold was 250)
+    assert n >= BEAM_MIN_POINTS
+    x, _ = dpppl.datasets.load("w1", n=n, dim=2, num_clusters=4, seed=0)
     b = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0)).bind(x)
-    state = state_from_labels(b.family, b.x, np.zeros(BEAM_MIN_POINTS, np.int32), 16, 1.0)
+    state = state_from_labels(b.family, b.x, np.zeros(n, np.int32), 16, 1.0)
     draws = []
     for options in ({}, dict(beam_epsilon=1e-32, beam_width=16)):
         kern = kernels.build("perm", b, **options)
