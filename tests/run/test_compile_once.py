@@ -100,7 +100,8 @@ def _blobs(n, seed):
     return np.concatenate([rng.normal(-3, 1, (n // 2, 2)), rng.normal(3, 1, (n - n // 2, 2))])
 
 
-@pytest.mark.parametrize("kernel", ["gibbs", "gibbs+splitmerge"])
+@pytest.mark.parametrize("kernel", ["gibbs", "gibbs+splitmerge", pytest.param("subcluster", marks=pytest.mark.slow),
+                                    pytest.param("gibbs+perm", marks=pytest.mark.slow)])
 def test_another_number_of_points_in_the_same_class_compiles_nothing(kernel):
     """70 and 75 points are both padded to 80 rows (`point_class`): one program serves both."""
     assert runner.point_class(70) == runner.point_class(75) == 80
@@ -112,12 +113,18 @@ def test_another_number_of_points_in_the_same_class_compiles_nothing(kernel):
     assert idata.posterior_partition["z"].shape == (2, 3, 75)
 
 
-@pytest.mark.parametrize("kernel, native", [("gibbs", True), ("gibbs", False), ("gibbs+splitmerge", None)])
-def test_padding_never_changes_a_draw(kernel, native, monkeypatch):
+@pytest.mark.parametrize("kernel, options", [
+    ("gibbs", {"native": True}), ("gibbs", {"native": False}), ("gibbs+splitmerge", {}),
+    # perm's steps on padded points without sampling: tests/kernels/perm/test_sampler.py; subcluster: one variant
+    # in warmup and after it, one program per run, not two
+    pytest.param("gibbs+perm", {}, marks=pytest.mark.slow),
+    pytest.param("subcluster", {"warmup_variant": None}, marks=pytest.mark.slow),
+    pytest.param("subcluster", {"variant": "paper", "warmup_variant": None},
+                 marks=[pytest.mark.slow, pytest.mark.filterwarnings("ignore:subcluster. variant='paper'")])])
+def test_padding_never_changes_a_draw(kernel, options, monkeypatch):
     """The same seed gives the same draws whether the 70 points run padded to 80 rows or as they
     are: padded points are never seated, counted or visited, and every random draw has the shape
     of the padded points' prefix (partitionable threefry)."""
-    options = {} if native is None else {"native": native}
     runs = {}
     for padded in (True, False):
         monkeypatch.setattr(runner, "PADDED_FROM", 64 if padded else 10**9)

@@ -37,7 +37,8 @@ def _cluster_keys(rng_key, z, capacity):
     """I.i.d. uniform keys, one per occupied slot, from N uniforms: slot c takes the
     uniform of its lowest-indexed point (which does not depend on the uniforms), so the
     induced order of the clusters is uniformly random. Returns the key of each point's
-    cluster, shape (N,)."""
+    cluster, shape (N,) (meaningless for a point without a slot). The uniforms have the points
+    on their axis, so padding the points adds draws after the real points' and changes none."""
     n = z.shape[0]
     u = jax.random.uniform(rng_key, (n,))
     first = jax.ops.segment_min(jnp.arange(n), z, num_segments=capacity)
@@ -46,8 +47,10 @@ def _cluster_keys(rng_key, z, capacity):
 
 def _consistent_order(cluster_key, z, within):
     """Indices of the points sorted by their cluster's key (ties by slot), then by
-    `within`: every cluster is a contiguous block."""
-    return jnp.lexsort((within, z, cluster_key)).astype(jnp.int32)
+    `within`: every cluster is a contiguous block. Points without a slot (label -1, padded
+    points, `BoundModel.padded`) come last, after the real points in the order they have
+    without them."""
+    return jnp.lexsort((within, z, jnp.where(z >= 0, cluster_key, jnp.inf))).astype(jnp.int32)
 
 
 def uniform_permutation(rng_key, z, capacity):
@@ -121,7 +124,9 @@ def projection_permutation(rng_key, family, x, z, capacity):
 
 
 def sample_permutation(kind: str, rng_key, family, x, z, capacity):
-    """Dispatch on `kind` in `PERMUTATIONS`; returns pi, int32 (N,)."""
+    """Dispatch on `kind` in `PERMUTATIONS`; returns pi, int32 (N,). With `"uniform"` and
+    `"projection"` the points labelled -1 (padded, `BoundModel.padded`) are last and the real
+    points' order is the one drawn without them."""
     if kind == "uniform":
         return uniform_permutation(rng_key, z, capacity)
     if kind == "markov":

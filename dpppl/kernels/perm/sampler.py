@@ -70,10 +70,12 @@ class PermMHInfo(NamedTuple):
 DP_FORMS = ("mh", "exact")
 DEFAULT_BEAM_WIDTH = 16
 DEFAULT_BEAM_EPSILON = 1e-32
-BEAM_MIN_POINTS = 250
+BEAM_MIN_POINTS = 225
 """Points from which `beam_epsilon="auto"` (the default) uses the beam: at N = 250 one move of
 the O(N^2) dynamic program of sec. 3.2 already costs 7 collapsed Gibbs sweeps, the beam's
-about one, with the same acceptance (`benchmarks/bench_auto_rule.py`, W1 with D = 10)."""
+about one, with the same acceptance (`benchmarks/bench_auto_rule.py`, W1 with D = 10). 225 is
+one more than the shape class 224 (`dpppl.run.runner.point_class`), so that N points and the same
+points padded to their class (225-256 points: 256 rows) make the same choice."""
 
 
 # ----------------------------------------------------------------- the factors A, B ---
@@ -225,23 +227,25 @@ def forward_beam(weights_fn, n, epsilon, width, dtype):
             jnp.concatenate([jnp.full((1, width), -jnp.inf, dtype), contrib]))
 
 
-def _backward(choose, n, rng_key, k0=0):
-    """Walk back from r = N: `choose(r, k, u) -> previous boundary s`; returns the
-    segment starts as a bool mask over positions 0..N."""
+def _backward(choose, n, rng_key, k0=0, end=None):
+    """Walk back from r = `end` (default N; traced for padded points, the real ones):
+    `choose(r, k, u) -> previous boundary s`; returns the segment starts as a bool mask over
+    positions 0..N."""
     def body(carry):
         r, k, i, starts = carry
         s = choose(r, k, jax.random.uniform(jax.random.fold_in(rng_key, i)))
         return s, k - 1, i + 1, starts.at[s].set(True)
 
-    init = (jnp.asarray(n, jnp.int32), jnp.asarray(k0, jnp.int32), jnp.zeros((), jnp.int32),
+    init = (jnp.asarray(n if end is None else end, jnp.int32), jnp.asarray(k0, jnp.int32), jnp.zeros((), jnp.int32),
             jnp.zeros((n + 1,), bool))
     return jax.lax.while_loop(lambda c: c[0] > 0, body, init)[3]
 
 
-def sample_factored(row_fn, log_g, rng_key):
-    """Segment starts of C ~ prod B' / g'(N), drawn backwards (sec. 3.1)."""
+def sample_factored(row_fn, log_g, rng_key, end=None):
+    """Segment starts of C ~ prod B' / g'(N), drawn backwards (sec. 3.1); of the first `end`
+    positions only when given (the real points of padded ones)."""
     n = log_g.shape[0] - 1
-    return _backward(lambda r, k, u: sample_index(log_g + row_fn(r), u), n, rng_key)
+    return _backward(lambda r, k, u: sample_index(log_g + row_fn(r), u), n, rng_key, end=end)
 
 
 def sample_by_count(row_fn, log_g, log_a, rng_key):
@@ -255,16 +259,17 @@ def sample_by_count(row_fn, log_g, log_a, rng_key):
     return starts, k, logsumexp(logits)
 
 
-def sample_beam(kept, contrib, rng_key):
+def sample_beam(kept, contrib, rng_key, end=None):
     """Segment starts of C ~ the beam proposal: at r, length M_r[j] with probability
-    proportional to its stored contribution."""
+    proportional to its stored contribution; of the first `end` positions when given."""
     n = kept.shape[0] - 1
-    return _backward(lambda r, k, u: r - kept[r, sample_index(contrib[r], u)], n, rng_key)
+    return _backward(lambda r, k, u: r - kept[r, sample_index(contrib[r], u)], n, rng_key, end=end)
 
 
-def in_beam(kept, z_pi):
+def in_beam(kept, z_pi, end=None):
     """Whether every segment of the clustering `z_pi` (labels along pi, each cluster
-    contiguous) ends at r with a length in M_r."""
+    contiguous) ends at r with a length in M_r; the segments of the first `end` positions
+    when given (the real points, labels -1 after them)."""
     n = z_pi.shape[0]
     positions = jnp.arange(n)
     is_start = jnp.concatenate([jnp.ones((1,), bool), z_pi[1:] != z_pi[:-1]])
@@ -273,7 +278,7 @@ def in_beam(kept, z_pi):
     is_end = jnp.concatenate([is_start[1:], jnp.ones((1,), bool)])
     length = ends - start_of
     member = jnp.any(kept[1:] == length[:, None], axis=1)
-    return jnp.all(member | ~is_end)
+    return jnp.all(member | ~is_end | (positions >= (n if end is None else end)))
 
 
 def labels_from_starts(starts):
@@ -337,30 +342,31 @@ def _draw_by_count(prior, alpha, base_row, n, dtype, augmented, rng_key):
 
 
 def _draw_factored(family, prior, alpha, base_row, prefix, k_ref, k_old, z_and_pi, n, dtype, augmented, beam,
-                   rng_key):
+                   rng_key, points):
     """`dp="mh"` (sec. 3.2): a draw from q_beta(C | pi) of eq. (6), every cluster carrying
     lambda = d/dK log A(K) at `k_ref`, with its log Metropolis-Hastings acceptance
     log A(K_new) - log A(K_old) - lambda (K_new - K_old); with `beam` = (epsilon, width) the
     beam of sec. 3.3, and the acceptance gains 1[C_old in the beam] (C_old: the labels and pi
-    in `z_and_pi`). Returns the segment starts, the log acceptance and whether C_old is within
-    the beam (int32)."""
-    lam = log_count_slope(prior, alpha, k_ref, n, augmented)
+    in `z_and_pi`). The programs run over the n positions of pi; the clustering is of its first
+    `points` (the real points, first in pi: `n` unless the points are padded). Returns the
+    segment starts, the log acceptance and whether C_old is within the beam (int32)."""
+    lam = log_count_slope(prior, alpha, k_ref, points, augmented)
     if beam is None:
         def row(r):
             return base_row(r) + lam
         log_g = forward_factored(row, n, dtype)
-        starts = sample_factored(row, log_g, rng_key)
+        starts = sample_factored(row, log_g, rng_key, end=points)
         support = jnp.ones((), bool)
     else:
         def weights(starts, r):
             return segment_log_weights(family, prior, prefix, starts, r, uniform_order=augmented) + lam
         _, kept, contrib = forward_beam(weights, n, beam[0], beam[1], dtype)
-        starts = sample_beam(kept, contrib, rng_key)
+        starts = sample_beam(kept, contrib, rng_key, end=points)
         z, pi = z_and_pi
-        support = in_beam(kept, z[pi]) | (not augmented)
+        support = in_beam(kept, z[pi], end=points) | (not augmented)
     k_new = jnp.sum(starts[:-1])
-    log_accept = (log_count_factor(prior, alpha, k_new.astype(dtype), n, augmented)
-                  - log_count_factor(prior, alpha, k_old.astype(dtype), n, augmented)
+    log_accept = (log_count_factor(prior, alpha, k_new.astype(dtype), points, augmented)
+                  - log_count_factor(prior, alpha, k_old.astype(dtype), points, augmented)
                   - lam * (k_new - k_old))
     log_accept = jnp.where(support, log_accept, -jnp.inf)
     return starts, log_accept, support.astype(jnp.int32)
@@ -374,9 +380,10 @@ def _accept_clustering(family, state, x, pi, starts, log_accept, rng_key):
     dtype = x.dtype
     seg, k_new = labels_from_starts(starts)
     fits = k_new <= capacity
-    z_new = jnp.zeros_like(state.z).at[pi].set(seg)
+    # points without a slot (padded, last in pi) keep -1
+    z_new = jnp.where(state.z >= 0, jnp.zeros_like(state.z).at[pi].set(seg), -1)
     accept = fits & (jnp.log(jax.random.uniform(rng_key, dtype=dtype)) < log_accept)
-    stats_new = segment_stats(family, x, jnp.where(fits, z_new, 0), capacity)
+    stats_new = segment_stats(family, x, jnp.where(fits, z_new, jnp.minimum(z_new, 0)), capacity)
     state = state._replace(
         z=jnp.where(accept, z_new, state.z),
         stats=jax.tree.map(lambda a, b: jnp.where(accept, a, b), stats_new, state.stats),
@@ -405,7 +412,7 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
     beam_epsilon : float in [0, 1), None or "auto", default "auto"
         Use the beam of sec. 3.3 with this epsilon (`dp="mh"` only); None: the full
         O(N^2) dynamic program. `"auto"`: the beam with epsilon 1e-32 from
-        `BEAM_MIN_POINTS` (250) points on, where `dp="mh"` and no Markov scan, else
+        `BEAM_MIN_POINTS` (225) points on, where `dp="mh"` and no Markov scan, else
         None (the beam's cost is O(N W), the full program's O(N^2): 2.2 s a move at
         N = 4000, D = 10, against 50 ms for the beam and for a Gibbs sweep).
     beam_width : int, default 16
@@ -451,7 +458,8 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
             return _accept_clustering(family, state, x, pi, starts, log_accept, k_accept)
         k_ref = k_old.astype(x.dtype) if adapt else state.extras.k_sum / state.extras.k_count
         starts, log_accept, support = _draw_factored(family, prior, state.alpha, base_row, prefix, k_ref, k_old,
-                                                     (state.z, pi), n, x.dtype, augmented, beam, k_dp)
+                                                     (state.z, pi), n, x.dtype, augmented, beam, k_dp,
+                                                     bound_model.points)
         state, info = _accept_clustering(family, state, x, pi, starts, log_accept, k_accept)
         return state, PermMHInfo(*info, k_ref=k_ref, in_beam=support)
 
@@ -470,8 +478,11 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
         k = num_clusters(state).astype(x.dtype)
         return state._replace(extras=PermExtras(k, jnp.ones_like(k)))
 
+    # padded points: dp="mh" without the Markov scan runs on the first `points` positions of pi; the
+    # others (sums over every position, `forward_by_count`, `markov_segment_matrix`) run unpadded
     return Kernel("perm", exact=exact, step=step, warmup_step=warmup_step,
-                  info_type=PermMHInfo if dp == "mh" else PermInfo, init=init if dp == "mh" else None)
+                  info_type=PermMHInfo if dp == "mh" else PermInfo, init=init if dp == "mh" else None,
+                  masked_points=dp == "mh" and "markov" not in (permutation, warmup_permutation))
 
 
 def _applies(model) -> Optional[str]:
@@ -483,6 +494,6 @@ def _applies(model) -> Optional[str]:
 register("perm", build_perm_kernel, exact=True, applies=_applies,
          description="permutation-augmented sampler (Liang, Jordan & Taskar 2007): blocked pi | C, "
                      "C | pi by dynamic programming, exact after warmup (warmup: random-projection "
-                     "hill-climbing); default dp='mh', O(N^2) per step below 250 points and the beam "
+                     "hill-climbing); default dp='mh', O(N^2) per step below 225 points and the beam "
                      "(O(N W), exact correction) from there; dp='exact' O(N^3); permutation='projection' "
                      "is inexact")

@@ -111,16 +111,21 @@ def _inverse_cdf_rows(logits, u, fallback, num_rows=None):
 
 def block_size_for(n, dim, capacity_hint=64, budget=2**18):
     """Points per block so that one block's (K, B) likelihood arrays, (K, D, B) products
-    (D > SMALL_DIM) and (B, D, D) statistics stay within `budget` numbers (cache-sized)."""
+    (D > SMALL_DIM) and (B, D, D) statistics stay within `budget` numbers (cache-sized); at
+    most the power of two at or above `n`, so that `n` points and the same points padded to
+    their shape class (`m 2^k` rows, `dpppl.run.runner.point_class`: no class crosses a power of
+    two) take the same blocks and sum their statistics in the same order."""
     per_point = capacity_hint * (dim if dim > SMALL_DIM else 1) + dim * dim
-    return int(max(256, min(n, budget // per_point)))
+    return int(max(256, min(1 << max(int(n) - 1, 0).bit_length(), budget // per_point)))
 
 
 @dataclasses.dataclass(frozen=True)
 class _Setup:
     """What the pieces of a step share: the family, the builder's options, and the layout of
-    the N points in `num_blocks` blocks of `block` points (the last padded with `pad`),
-    `blocks_per_shard` per device of `mesh` (None on one device). Likelihoods run in
+    the N rows of points in `num_blocks` blocks of `block` points (the last padded with `pad`),
+    `blocks_per_shard` per device of `mesh` (None on one device). The first `num_valid` rows
+    (traced, `BoundModel.padded`; N when the points are not padded) are the real points: the
+    others are never counted, never in a sum and keep the label -1. Likelihoods run in
     `ll_dtype` (real data arrive centred: `BoundModel` translates them by their mean)."""
 
     family: Family
@@ -137,6 +142,7 @@ class _Setup:
     blocks_per_shard: int
     pad: int
     mesh: object
+    num_valid: object
 
     def cast_params(self, params):
         """Parameters in the likelihood dtype."""
@@ -151,15 +157,13 @@ class _Setup:
         return self.as_blocks(x.astype(self.ll_dtype))
 
     def per_shard(self, fn, in_specs, out_specs):
-        """`fn(first_block, *args)` over the blocks of points: on one device as it is; on
-        several, once per device on its contiguous range of blocks (`jax.shard_map`;
-        `first_block` is the global index of the device's first block), with arguments
-        and results split along their leading (block) axis where their spec says
-        `P("points")` and replicated where it says `P()`."""
+        """`fn(*args)` over the blocks of points: on one device as it is; on several, once per
+        device on its contiguous range of blocks (`jax.shard_map`), with arguments and
+        results split along their leading (block) axis where their spec says `P("points")`
+        and replicated where it says `P()`."""
         if self.mesh is None:
-            return lambda *args: fn(0, *args)
-        return jax.shard_map(lambda *args: fn(jax.lax.axis_index("points") * self.blocks_per_shard, *args),
-                             mesh=self.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
+            return fn
+        return jax.shard_map(fn, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
 
     def replicated(self, tree):
         """The state replicated on every device of the mesh, in and out of each step, so
@@ -171,15 +175,16 @@ class _Setup:
     def across_devices(self, total):
         return jax.lax.psum(total, "points") if self.mesh is not None else total
 
-    def block_uniforms(self, rng_key, first_block, shape):
-        """Uniforms of the local blocks, block b from `fold_in(rng_key, b)` with b its
-        global index (the same values whatever the number of devices); and the mask of
-        real (not padding) points."""
-        index = first_block + jnp.arange(shape[0])
-        u = jax.vmap(lambda b: jax.random.uniform(jax.random.fold_in(rng_key, b), shape[1:],
-                                                  dtype=self.ll_dtype))(index)
-        valid = index[:, None] * self.block + jnp.arange(self.block)[None] < self.n
-        return u, valid
+    def point_uniforms(self, rng_key, per_point=()):
+        """Uniforms `per_point` (a shape) for every point, in blocks: one draw with the points
+        on its leading axis, so that (partitionable threefry) a point's uniforms depend on its
+        index only, not on the blocks, the number of devices or the padding."""
+        u = jax.random.uniform(rng_key, (self.num_blocks * self.block,) + tuple(per_point), dtype=self.ll_dtype)
+        return u.reshape((self.num_blocks, self.block) + tuple(per_point))
+
+    def real_points(self):
+        """The mask of the real points in blocks (False for padded rows and the blocks' padding)."""
+        return self.as_blocks(jnp.arange(self.n) < self.num_valid)
 
 
 class SubclusterSlots(NamedTuple):
@@ -340,9 +345,10 @@ def _active_logits(active, active_log_pi, num_active, xb, dtype):
                              jnp.full((active_log_pi.shape[0], xb.shape[0]), -jnp.inf, dtype))
 
 
-def _sample_labels(setup, first_block, rng_key, x_blocks, z_blocks, group, log_pi, log_pibar, params, seed):
+def _sample_labels(setup, u, valid, x_blocks, z_blocks, group, log_pi, log_pibar, params, seed):
     """Labels (eq. 9) and sub-labels (eq. 15) of the points of `x_blocks`, block by
-    block, and the number of (real) points given each label, summed across devices.
+    block, drawn with their uniforms `u` (blocks, block, 2), and the number of real points
+    (`valid`) given each label, summed across devices; a point that is not real keeps -1.
     With super-clusters (`group` per slot), a point whose current label is
     `z_blocks` considers only the clusters of that label's group.
 
@@ -362,7 +368,6 @@ def _sample_labels(setup, first_block, rng_key, x_blocks, z_blocks, group, log_p
     log_pi = log_pi.astype(setup.ll_dtype)
     log_pibar = log_pibar.astype(setup.ll_dtype)
     fresh, mean, direction = seed
-    u, valid = setup.block_uniforms(rng_key, first_block, x_blocks.shape[:2] + (2,))
     occupied = jnp.isfinite(log_pi)
     last_slot = capacity - 1 - jnp.argmax(occupied[::-1])
     if whitened:
@@ -396,21 +401,21 @@ def _sample_labels(setup, first_block, rng_key, x_blocks, z_blocks, group, log_p
         return z, jnp.where(fresh[z], side, ub[:, 1] < p_right).astype(jnp.int32)
 
     z, zbar = jax.lax.map(one_block, (x_blocks, z_blocks, u))
-    counts = jax.ops.segment_sum(valid.reshape(-1).astype(jnp.int32), z.reshape(-1), num_segments=capacity)
-    return z, zbar, setup.across_devices(counts)
+    z = jnp.where(valid, z, -1)
+    counts = jax.ops.segment_sum(jnp.ones(z.size, jnp.int32), z.reshape(-1), num_segments=capacity)
+    return z, jnp.where(valid, zbar, 0), setup.across_devices(counts)
 
 
-def _sum_statistics(setup, capacity, first_block, rng_key, x_blocks, z, zbar, c, p_right):
-    """One pass over the points for the rows of every sub-cluster (segment 2k + zbar)
-    and of the proposed random half of cluster `c` (segments 2C + zbar; a point of c
-    joins it with probability `p_right`, sec. 5.5), summed across devices; rows are
-    (family statistics, sums of x) pairs. Returns the rows and the half's mask.
+def _sum_statistics(setup, capacity, u, valid, x_blocks, z, zbar, c, p_right):
+    """One pass over the real points (`valid`) for the rows of every sub-cluster (segment
+    2k + zbar) and of the proposed random half of cluster `c` (segments 2C + zbar; a point of
+    c joins it when its uniform `u` is below `p_right`, sec. 5.5), summed across devices; rows
+    are (family statistics, sums of x) pairs. Returns the rows and the half's mask.
 
     Above `SMALL_DIM` dimensions the per-point
     statistics (D x D outer products) are not formed: the points are sorted by segment
     and summed as block matrix products (`segment_sums_by_sorting`)."""
     family, dim = setup.family, setup.dim
-    u, valid = setup.block_uniforms(rng_key, first_block, z.shape)
     in_half = (z == c) & (u < p_right) & valid
     segments = jnp.where(valid, jnp.where(in_half, 2 * capacity, 2 * z) + zbar, 2 * capacity + 2)
     points, labels = x_blocks.reshape(-1, dim), segments.reshape(-1)
@@ -439,8 +444,8 @@ def _restricted_sweep(setup, draw_parameters, label_pass, keys, state, x):
     occupied_before = state.stats.n > 0
     group = (sample_super_clusters(k_group, j_divergence(setup.family, take(params, slice(0, capacity))),
                                    occupied_before) if setup.super_clusters else jnp.arange(capacity))
-    z_new, zbar, counts = label_pass(k_lab, setup.prepare_points(x), setup.as_blocks(state.z), group, log_pi,
-                                     log_pibar, params, seed)
+    z_new, zbar, counts = label_pass(setup.point_uniforms(k_lab, (2,)), setup.real_points(), setup.prepare_points(x),
+                                     setup.as_blocks(state.z), group, log_pi, log_pibar, params, seed)
     emptied = jnp.any((state.stats.n > 0) & (counts == 0)) & (not setup.use_sub)
     z = jnp.where(emptied, setup.as_blocks(state.z), z_new)
     counts = jnp.where(emptied, state.stats.n.astype(counts.dtype), counts)
@@ -630,7 +635,7 @@ def _check_options(family, variant, warmup_variant, split_delay, merge_concentra
 def _statistics_pass(setup, capacity):
     """`_sum_statistics` over the blocks of points, per device (`_Setup.per_shard`)."""
     return setup.per_shard(functools.partial(_sum_statistics, setup, capacity),
-                           in_specs=(P(), P("points"), P("points"), P("points"), P(), P()),
+                           in_specs=(P("points"),) * 5 + (P(), P()),
                            out_specs=(P(), P("points")))
 
 
@@ -655,8 +660,9 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
     # also sums the proposed random half (which still belongs to c)
     k_type, k_pick, k_side, k_acc = jax.random.split(k_move, 4)
     move = _pick_random_move(k_type, k_pick, sweep.counts)
-    seg, in_half = _statistics_pass(setup, capacity)(k_side, setup.as_blocks(x), sweep.z, sweep.zbar, move.c,
-                                             sweep.p_right)
+    real = setup.real_points()
+    seg, in_half = _statistics_pass(setup, capacity)(setup.point_uniforms(k_side), real, setup.as_blocks(x),
+                                                     sweep.z, sweep.zbar, move.c, sweep.p_right)
     sub = jax.tree.map(lambda s: s.reshape((capacity + 1, 2) + s.shape[1:]), seg)
     half_by_side = take(sub, capacity)
     sub = jax.tree.map(lambda s, h: s[:capacity].at[move.c].add(h), sub, half_by_side)
@@ -690,8 +696,10 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
     info = info_of(**{name: statistics[name] for name in info_of._fields})
     new_slots = SubclusterSlots(sub_stats=sub_stats, x_sum=clusters.rows[1], age=clusters.age.astype(jnp.int32),
                                 weights=jnp.exp(sweep.log_pi), theta=recorded, u=clusters.u, sub_u=clusters.sub_u)
-    new_state = state._replace(z=_unblock(clusters.z, setup.n), stats=clusters.rows[0], overflow=overflow,
-                               extras=SubclusterExtras(_unblock(clusters.zbar, setup.n), new_slots))
+    # the moves relabel points by slot lookups, which would give a padded point's -1 a slot
+    z, zbar = jnp.where(real, clusters.z, -1), jnp.where(real, clusters.zbar, 0)
+    new_state = state._replace(z=_unblock(z, setup.n), stats=clusters.rows[0], overflow=overflow,
+                               extras=SubclusterExtras(_unblock(zbar, setup.n), new_slots))
     return setup.replicated(new_state), info
 
 
@@ -823,7 +831,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         super_clusters=super_clusters, a_merge=float(merge_concentration),
         ll_dtype=jnp.float32 if likelihood_dtype == "float32" else jnp.asarray(bound_model.x).dtype,
         n=n, dim=dim, block=block, num_blocks=num_blocks, blocks_per_shard=blocks_per_shard,
-        pad=num_blocks * block - n, mesh=Mesh(np.asarray(devices), ("points",)) if num_shards > 1 else None)
+        pad=num_blocks * block - n, mesh=Mesh(np.asarray(devices), ("points",)) if num_shards > 1 else None,
+        num_valid=bound_model.points)
     if conjugate:
         one_row = jax.eval_shape(family.posterior_draw, jax.random.key(0), family.empty_stats())
     else:
@@ -839,7 +848,7 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         """The step of one variant: the setup with or without sub-clusters, same state."""
         phase = dataclasses.replace(setup, use_sub=phase_variant == "paper")
         label_pass = phase.per_shard(functools.partial(_sample_labels, phase),
-                                     in_specs=(P(), P("points"), P("points"), P(), P(), P(), P(), P()),
+                                     in_specs=(P("points"),) * 4 + (P(),) * 5,
                                      out_specs=(P("points"), P("points"), P()))
         return functools.partial(_step, phase, functools.partial(_draw_parameters, phase, update_params),
                                  label_pass, split_delay, pair_merges, recorded_params)
@@ -853,7 +862,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
 
     return Kernel("subcluster", exact=variant == "exact", step=step_of(variant),
                   warmup_step=step_of(warmup_variant) if warmup_variant != variant else None, init=init,
-                  info_type=_info_type(pair_merges, super_clusters, conjugate), record=record, record_dims=record_dims)
+                  info_type=_info_type(pair_merges, super_clusters, conjugate), record=record, record_dims=record_dims,
+                  masked_points=True)
 
 
 def _resolve_devices(devices):

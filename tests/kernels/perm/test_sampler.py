@@ -378,9 +378,11 @@ def test_default_beam_from_its_threshold():
     assert default_beam_epsilon(BEAM_MIN_POINTS, "mh", "uniform", "projection") == 1e-32
     assert default_beam_epsilon(10**4, "exact", "uniform", "projection") is None
     assert default_beam_epsilon(10**4, "mh", "markov", "projection") is None
-    x, _ = dpppl.datasets.load("w1", n=BEAM_MIN_POINTS, dim=2, num_clusters=4, seed=0)
+    n = 250  # from the threshold on (the data this test drew when the threshold was 250)
+    assert n >= BEAM_MIN_POINTS
+    x, _ = dpppl.datasets.load("w1", n=n, dim=2, num_clusters=4, seed=0)
     b = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0)).bind(x)
-    state = state_from_labels(b.family, b.x, np.zeros(BEAM_MIN_POINTS, np.int32), 16, 1.0)
+    state = state_from_labels(b.family, b.x, np.zeros(n, np.int32), 16, 1.0)
     draws = []
     for options in ({}, dict(beam_epsilon=1e-32, beam_width=16)):
         kern = kernels.build("perm", b, **options)
@@ -388,3 +390,34 @@ def test_default_beam_from_its_threshold():
         draws.append(np.asarray(new.z))
     np.testing.assert_array_equal(draws[0], draws[1])
     assert len(np.unique(draws[0])) > 1  # the move split the single cluster
+
+
+@pytest.mark.parametrize("options", [dict(beam_epsilon=None), dict(beam_epsilon=1e-32)])
+def test_padded_points_change_no_draw(two_blobs, options):
+    """On the points padded with 10 rows (`BoundModel.padded`, label -1), the warmup step
+    (projection) and the sampling step (uniform) make the draws of the unpadded points, with and
+    without the beam: the padded points are last in pi, outside every segment and every count."""
+    x, _ = two_blobs
+    b = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=25.0)).bind(x)
+    padded = b.padded(40)
+    labels = np.r_[np.zeros(20, np.int32), np.ones(10, np.int32)]  # one group split in two
+    runs = []
+    for target, z in ((b, labels), (padded, np.r_[labels, np.full(10, -1, np.int32)])):
+        kern = kernels.build("perm", target, **options)
+
+        @jax.jit
+        def steps(target, z, kern=kern):
+            xb = jnp.asarray(target.x)
+            state = kern.init(state_from_labels(target.family, xb, z, 8, 1.0), xb)
+            state = jax.lax.fori_loop(0, 3, lambda t, s: kern.warmup(jax.random.key(t), s, xb)[0], state)
+            state = jax.lax.fori_loop(3, 5, lambda t, s: kern.step(jax.random.key(t), s, xb)[0], state)
+            state, info = kern.step(jax.random.key(5), state, xb)
+            return state.z, state.stats.n, info
+
+        runs.append(steps(target, jnp.asarray(z)))
+    (z, n, info), (z_padded, n_padded, info_padded) = runs
+    assert not np.array_equal(z, labels)  # the moves changed the clustering
+    np.testing.assert_array_equal(z_padded[:30], z)
+    np.testing.assert_array_equal(z_padded[30:], -1)
+    np.testing.assert_array_equal(n_padded, n)
+    assert info_padded == info
