@@ -134,7 +134,7 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
     try:
         init_keys, chain_keys = _chain_keys(seed, num_chains)
         with display.compiling(("init", kernel_key, init if isinstance(init, str) else id(init)), "the chains' start"):
-            if program is not target and init == "sequential":  # seated on the padded points: one program
+            if program is not target and isinstance(init, str) and init == "sequential":  # seated padded: one program
                 states = initial_states(program, init, init_keys, capacity)
             else:
                 states = _padded_labels(initial_states(target, init, init_keys, capacity), program.num_points)
