@@ -310,8 +310,8 @@ def _read(path: pathlib.Path, avals) -> tuple | None:
             return None
         exported = jax.export.deserialize(bytearray(payload))
         out_tree = jax.tree.structure(_decode_tree(meta["out_tree"]))
-        takes = tuple((a.shape, a.dtype, a.weak_type) for a in exported.in_avals)
-        if (takes != tuple((a.shape, a.dtype, a.weak_type) for a in avals) or out_tree.num_leaves != len(
+        takes = tuple((a.shape, a.dtype) for a in exported.in_avals)  # weak types are in the key, not kept
+        if (takes != tuple((a.shape, a.dtype) for a in avals) or out_tree.num_leaves != len(
                 exported.out_avals) or exported.nr_devices != 1 or jax.default_backend() not in exported.platforms):
             return None
         os.utime(path)  # recently used (`_prune`)
