@@ -44,7 +44,6 @@ import warnings
 import numpy as np
 
 import dpppl
-from dpppl.analysis.plots import plot_command
 from dpppl.datasets.bundled import available as available_datasets
 from dpppl.datasets.bundled import requirements as dataset_requirements
 from dpppl.diagnostics.arviz_compat import arviz, group, has_group, partition_group
@@ -476,7 +475,7 @@ def _run(args) -> int:
 
     matplotlib.use("Agg")
     runs = {args.run: idata, **{path: read_run(path) for path in args.compare}}
-    plot_command(args.kind, runs, args.out, estimate=args.estimate, var_names=args.var)
+    dpppl.plots.plot_command(args.kind, runs, args.out, estimate=args.estimate, var_names=args.var)
     print(f"wrote {args.out}")
     return 0
 

@@ -14,7 +14,6 @@ type 7), so the numbers are the same; computed here with NumPy, the command line
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from scipy.special import ndtri
 
 HDI_PROB = 0.94
@@ -22,10 +21,12 @@ HDI_PROB = 0.94
 COLUMNS = ("mean", "sd", "hdi_3%", "hdi_97%", "mcse_mean", "mcse_sd", "ess_bulk", "ess_tail", "r_hat")
 
 
-def summary_table(dataset) -> pd.DataFrame:
+def summary_table(dataset):
     """One row per scalar quantity of `dataset` (an `xarray.Dataset` of (chain, draw, ...) variables;
     `name[i]` for element i of a variable with one more axis, by its coordinate), with the columns
-    `COLUMNS`, as ArviZ 0.x's `summary(dataset, kind="all", round_to="none")`."""
+    `COLUMNS`, as ArviZ 0.x's `summary(dataset, kind="all", round_to="none")`: a `pandas.DataFrame`."""
+    import pandas as pd  # noqa: PLC0415  (xarray's dependency, imported with the first summary)
+
     rows, index = [], []
     for name, var in dataset.data_vars.items():
         var = var.transpose("chain", "draw", ...)
