@@ -280,9 +280,9 @@ def _write(path: pathlib.Path, exported, out_tree) -> None:
 def _native_used(exported) -> list:
     """[source, its FFI targets] of each native library whose targets the program calls (a process
     reading the program loads them first)."""
-    text = exported.mlir_module()
+    module = bytes(exported.mlir_module_serialized)  # MLIR bytecode keeps symbol names as plain strings
     return [[source, targets] for source, targets in native.libraries().items()
-            if any(re.search(rf"\b{re.escape(name)}\b", text) for name in targets)]
+            if any(re.search(rb"\b" + re.escape(name.encode()) + rb"\b", module) for name in targets)]
 
 
 def _loads(source: str, targets: dict) -> bool:
