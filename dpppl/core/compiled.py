@@ -9,7 +9,7 @@ target's structure (`dpppl.core.pytrees.structure_key`: its classes, static attr
 the shapes and dtypes of its data and hyperparameters), so new data or hyperparameters of the
 same shapes reuse the program.
 
-A new process does not trace them again either: [`persisted`][dpppl.core.compiled.persisted]
+A new process does not trace them again either: `persisted`
 (what `on_target` and the runner's chunks use) exports each program it traces with `jax.export`
 into the directory `exported/` of JAX's compilation cache (`dpppl.config`: `DPPPL_COMPILATION_CACHE`),
 named by a SHA-256 of its key (the function's key, the arguments' tree and shapes, the versions of

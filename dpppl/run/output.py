@@ -1,7 +1,7 @@
 """A run's records as ArviZ InferenceData (the contract of `docs/inference-data.md`).
 
 Inside `with run_groups_only():` (the command line's `sample` and `resume`), a run is returned as a
-[`RunGroups`][dpppl.diagnostics.arviz_compat.RunGroups] instead: the same groups as xarray Datasets,
+`dpppl.diagnostics.arviz_compat.RunGroups` instead: the same groups as xarray Datasets,
 written to the same netCDF file, without importing ArviZ.
 """
 
