@@ -12,6 +12,7 @@ command that only samples does not import them.
 """
 
 import importlib
+from typing import TYPE_CHECKING
 
 from dpppl import config  # noqa: F401  (JAX settings changed on import: docs/configuration.md)
 from dpppl import datasets, kernels
@@ -30,6 +31,12 @@ from dpppl.run.partition_gibbs import PartitionGibbs
 from dpppl.search import SearchResult, map_search
 from dpppl.simulate import sample_prior
 from dpppl.version import __version__  # noqa: F401  (dpppl.__version__)
+
+if TYPE_CHECKING:  # what type checkers and the API pages read; at run time `__getattr__` imports them
+    from dpppl.analysis import (association_variance, coclustering, metrics, plot_cluster_sizes, plot_clusters,
+                                plot_coclustering, plot_log_joint, plot_num_clusters, plots, point_estimate,
+                                posterior_predictive, predict)
+    from dpppl.estimators import DPGaussianMixture
 
 _LAZY = {
     **dict.fromkeys(["association_variance", "coclustering", "metrics", "plot_cluster_sizes", "plot_clusters",
