@@ -5,19 +5,16 @@
     idata = dpppl.sample(model, x, kernel="gibbs", num_chains=4)
 
 See the README and `docs/` for the model language, the kernels and the papers.
-
-The analysis functions (`dpppl.point_estimate`, `dpppl.plot_clusters`, ...) and the
-scikit-learn-style `dpppl.DPGaussianMixture` are imported on first use (PEP 562), so that a
-command that only samples does not import them.
 """
-
-import importlib
-from typing import TYPE_CHECKING
 
 from dpppl import config  # noqa: F401  (JAX settings changed on import: docs/configuration.md)
 from dpppl import datasets, kernels
+from dpppl.analysis import (association_variance, coclustering, metrics, plot_cluster_sizes, plot_clusters,
+                            plot_coclustering, plot_log_joint, plot_num_clusters, plots, point_estimate,
+                            posterior_predictive, predict)
 from dpppl.dsl import load, parse
 from dpppl.errors import ArgumentError, DataError, DPPPLError, HyperparameterError, KernelError, ModelError
+from dpppl.estimators import DPGaussianMixture
 from dpppl.families import (BetaBernoulli, CoupledGaussian, DirichletMultinomial, GeneralizedMallows, NormalGamma,
                             NormalInverseWishart, NormalKnownCov, NormalLogNormal)
 from dpppl.models.ddp import DDPMixture, DDPModel
@@ -31,39 +28,6 @@ from dpppl.run.partition_gibbs import PartitionGibbs
 from dpppl.search import SearchResult, map_search
 from dpppl.simulate import sample_prior
 from dpppl.version import __version__  # noqa: F401  (dpppl.__version__)
-
-if TYPE_CHECKING:  # what type checkers and the API pages read; at run time `__getattr__` imports them
-    from dpppl.analysis import (association_variance, coclustering, metrics, plot_cluster_sizes, plot_clusters,
-                                plot_coclustering, plot_log_joint, plot_num_clusters, plots, point_estimate,
-                                posterior_predictive, predict)
-    from dpppl.estimators import DPGaussianMixture
-
-_LAZY = {
-    **dict.fromkeys(["association_variance", "coclustering", "metrics", "plot_cluster_sizes", "plot_clusters",
-                     "plot_coclustering", "plot_log_joint", "plot_num_clusters", "plots", "point_estimate",
-                     "posterior_predictive", "predict"], "dpppl.analysis"),
-    "DPGaussianMixture": "dpppl.estimators",
-}
-"""Public names imported on first use, and the module each comes from."""
-_SUBMODULES = ("analysis", "estimators")
-
-
-def __getattr__(name: str):
-    """`dpppl.<name>` for the names of `_LAZY` (and the submodules `analysis`, `estimators`),
-    imported on first use and kept."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f"dpppl.{name}")
-    else:
-        raise AttributeError(f"module 'dpppl' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
-
 
 __all__ = [
     "ArgumentError", "BetaBernoulli", "BoundModel", "CRP", "DataDecl", "DataError", "DirichletMultinomial",

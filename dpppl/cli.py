@@ -44,6 +44,7 @@ import warnings
 import numpy as np
 
 import dpppl
+from dpppl.analysis.plots import plot_command
 from dpppl.datasets.bundled import available as available_datasets
 from dpppl.datasets.bundled import requirements as dataset_requirements
 from dpppl.diagnostics.arviz_compat import arviz, group, has_group, partition_group
@@ -475,7 +476,7 @@ def _run(args) -> int:
 
     matplotlib.use("Agg")
     runs = {args.run: idata, **{path: read_run(path) for path in args.compare}}
-    dpppl.plots.plot_command(args.kind, runs, args.out, estimate=args.estimate, var_names=args.var)
+    plot_command(args.kind, runs, args.out, estimate=args.estimate, var_names=args.var)
     print(f"wrote {args.out}")
     return 0
 
