@@ -142,7 +142,9 @@ def _on_several_devices(leaf) -> bool:
 
 def _flat_caller(exported, out_tree) -> Callable:
     # every argument on the default device, committed or not: one compilation, as `jax.jit(fn)` has
-    device = jax.config.jax_default_device or jax.devices()[0]
+    device = jax.config.jax_default_device
+    if not isinstance(device, jax.Device):  # unset, or a platform's name
+        device = jax.devices(device)[0] if isinstance(device, str) else jax.devices()[0]
     call = jax.jit(exported.call, in_shardings=jax.sharding.SingleDeviceSharding(device))
     return lambda leaves: jax.tree.unflatten(out_tree, call(*leaves))
 
