@@ -48,6 +48,7 @@ from dpppl.analysis.plots import plot_command
 from dpppl.datasets.bundled import available as available_datasets
 from dpppl.datasets.bundled import requirements as dataset_requirements
 from dpppl.diagnostics.arviz_compat import arviz, group, has_group, partition_group
+from dpppl.diagnostics.convergence import summary_table
 from dpppl.diagnostics.summaries import LABEL_INVARIANT
 from dpppl.dsl.parser import missing_data
 from dpppl.errors import ArgumentError, DataError, DPPPLError
@@ -55,6 +56,7 @@ from dpppl.kernels import available as available_kernels
 from dpppl.kernels import entry
 from dpppl.run.checkpoint import DEFAULT_EVERY, Interrupted, check_output_path, write_atomically
 from dpppl.run.interrupts import Completed, held
+from dpppl.run.output import run_groups_only
 
 SUMMARY_RANKS = 4  # cluster_sizes shown by `dpppl summary`: the largest few clusters
 HEADLINE_INTERVAL = 0.9  # `dpppl summary`'s K and alpha lines: the central 90% interval
@@ -217,7 +219,7 @@ def summary_text(idata) -> str:
     if "cluster_sizes" in part:
         shown = shown.assign(cluster_sizes=part["cluster_sizes"].isel(cluster=slice(0, SUMMARY_RANKS)))
     shown = shown.assign(lp=post["lp"] if "lp" in post else group(idata, "sample_stats")["lp"])
-    table = arviz().summary(shown.astype(float), kind="all", round_to="none")
+    table = summary_table(shown.astype(float))
     lines += ["", _diagnostics_table(table), ""]
     r_hat = table["r_hat"] if "r_hat" in table else None
     high = [] if r_hat is None else [str(name) for name, value in r_hat.items() if value > RHAT_LIMIT]
@@ -255,8 +257,9 @@ def _headline(post) -> list[str]:
 
 
 def _diagnostics_table(table) -> str:
-    """ArviZ's summary as text: estimates to 3 decimals, ESS as whole draws, R-hat to 3
-    decimals (so that 1.014, above the 1.01 limit, does not print as 1.01 or 1.0)."""
+    """The summary table (`dpppl.diagnostics.convergence`, ArviZ's columns) as text: estimates to
+    3 decimals, ESS as whole draws, R-hat to 3 decimals (so that 1.014, above the 1.01 limit, does
+    not print as 1.01 or 1.0)."""
     def fmt(column, value):
         if not np.isfinite(value):
             return "nan"
@@ -460,7 +463,7 @@ def _run(args) -> int:
         return 0
     if args.command == "sample" and args.checkpoint:
         check_output_path(args.checkpoint, "--checkpoint")
-    with warnings.catch_warnings():  # an interrupted run is reported below, in one line
+    with warnings.catch_warnings(), run_groups_only():  # an interrupted run is reported below, in one line
         warnings.filterwarnings("ignore", message="interrupted after", category=RuntimeWarning)
         if args.command == "resume":
             return _report(*_sampled(lambda: dpppl.resume(

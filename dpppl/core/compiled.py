@@ -1,4 +1,4 @@
-"""Compiled functions kept for the life of the process, keyed by what they were traced from.
+"""Compiled functions kept for the life of the process, and their programs kept on disk across processes.
 
 `compiled(key, build)` returns the function `build()` made the first time `key` was
 seen (typically a `jax.jit` of a vmapped step), so a second `dpppl.sample` of the same
@@ -7,20 +7,54 @@ every call with the same argument shapes. A bound model (the *target*) is an arg
 programs, never a constant of them: `on_target(name, target, fn)` keys `jit(fn)` by the
 target's structure (`dpppl.core.pytrees.structure_key`: its classes, static attributes and
 the shapes and dtypes of its data and hyperparameters), so new data or hyperparameters of the
-same shapes reuse the program. A new process traces again and takes the compiled programs from
-JAX's persistent cache (`dpppl.config`).
+same shapes reuse the program.
+
+A new process does not trace them again either: `persisted`
+(what `on_target` and the runner's chunks use) exports each program it traces with `jax.export`
+into the directory `exported/` of JAX's compilation cache (`dpppl.config`: `DPPPL_COMPILATION_CACHE`),
+named by a SHA-256 of its key (the function's key, the arguments' tree and shapes, the versions of
+JAX, jaxlib and dpppl, a digest of dpppl's source files, the platform, the JAX settings a trace
+reads and the native FFI targets registered), and a later process with the same key deserializes
+the program instead of tracing it; its compilation then comes from JAX's persistent cache. An
+entry is a file this user's own processes wrote, read defensively all the same: it must be owned
+by this user and writable by no one else, start with this format's header, hold the key it is
+named by and a payload whose SHA-256 is the one recorded, and its program must take exactly the
+arguments given; anything else (a damaged, foreign or stale file, a key that names an object of
+this process only, arguments under a JAX transformation or on several devices, the cache off)
+traces as before. Nothing is unpickled: the payload is `jax.export`'s own serialization and the
+header JSON.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib
+import json
+import os
+import pathlib
+import platform
+import re
+import tempfile
 from typing import Any, Callable, Hashable
 
 import jax
+import numpy as np
 
-from dpppl.core.pytrees import structure_key
+from dpppl.core import native
+from dpppl.core.fingerprint import persistable
+from dpppl.core.pytrees import Static, structure_key
+from dpppl.version import __version__
 
 _COMPILED: dict[Hashable, Callable] = {}
+
+EXPORT_DIRECTORY = "exported"
+"""The directory of exported programs inside JAX's compilation cache directory."""
+EXPORT_MAX_BYTES = 512 * 2**20
+"""What the exported programs may take on disk; the least recently used go first past it."""
+_HEADER = b"dpppl exported program, format 1\n"
+_PACKAGE = pathlib.Path(__file__).resolve().parent.parent
+_SOURCE_SUFFIXES = (".py", ".cc", ".cpp", ".h")
 
 
 def compiled(key: Hashable, build: Callable[[], Callable]) -> Callable:
@@ -31,17 +65,273 @@ def compiled(key: Hashable, build: Callable[[], Callable]) -> Callable:
     return fn
 
 
+def persisted(key: Hashable, fn: Callable) -> Callable:
+    """`jax.jit(fn)` kept under `key` (as `compiled` keeps it) whose programs are also kept on
+    disk, so that another process with the same `key` and arguments of the same tree, shapes and
+    dtypes runs the program without tracing `fn` (module docstring). `key` must say everything
+    `fn` closes over, as for `compiled`."""
+    return compiled(("persisted", key), lambda: _Persisted(key, fn))
+
+
 def on_target(name: str, target: Any, fn: Callable, *static: Hashable) -> Callable:
     """`jax.jit(fn)` applied to `target`: call the result with `fn`'s other arguments. Kept per
     `name`, `static` (what `fn` closes over: a capacity, a length) and the target's structure, so
-    `fn` must read the target only through its argument, never from a closure."""
-    jitted = compiled((name, structure_key(target), static), lambda: jax.jit(fn))
-    return functools.partial(jitted, target)
+    `fn` must read the target only through its argument, never from a closure; kept on disk
+    too (`persisted`)."""
+    return functools.partial(persisted((name, structure_key(target), static), fn), target)
 
 
 def clear() -> None:
-    """Forget every kept function (their memory goes when nothing else holds them)."""
+    """Forget every kept function (their memory goes when nothing else holds them); the programs
+    on disk stay."""
     _COMPILED.clear()
 
 
-__all__ = ["clear", "compiled", "on_target"]
+class _Persisted:
+    """A jitted function whose programs are exported to, and read back from, the disk cache."""
+
+    def __init__(self, key: Hashable, fn: Callable):
+        self.key, self.fn = key, fn
+        self.jitted = jax.jit(fn)
+        self.calls: dict[Hashable, Callable | None] = {}  # argument types -> flat caller (None: `jitted`)
+
+    def __call__(self, *args):
+        leaves, in_tree = jax.tree.flatten(args)
+        if any(isinstance(leaf, jax.core.Tracer) or _on_several_devices(leaf) for leaf in leaves):
+            return self.jitted(*args)  # under a transformation, or sharded: JAX's own path
+        avals = tuple(jax.typeof(leaf) for leaf in leaves)
+        types = (in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals))
+        if types not in self.calls:
+            self.calls[types] = self._caller(in_tree, avals)
+        call = self.calls[types]
+        return self.jitted(*args) if call is None else call(leaves)
+
+    def _caller(self, in_tree, avals) -> Callable | None:
+        """The function of the flat arguments that runs the program, read from disk or traced
+        and exported there; None when the disk cache does not apply (then `jitted` runs)."""
+        path = _entry_path(self.key, in_tree, avals)
+        if path is None:
+            return None
+        read = _read(path, avals)
+        if read is not None:
+            return _flat_caller(*read)
+        out_trees = []
+
+        def flat(*leaves):
+            out = self.fn(*jax.tree.unflatten(in_tree, leaves))
+            out_leaves, out_tree = jax.tree.flatten(out)
+            out_trees.append(out_tree)
+            return out_leaves
+
+        specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
+        jitted = jax.jit(flat)
+        try:
+            jitted.trace(*specs)  # builds and loads the native code the program calls, if any
+            checks = [jax.export.DisabledSafetyCheck.custom_call(name)
+                      for targets in native.libraries().values() for name in targets]
+            exported = jax.export.export(jitted, disabled_checks=checks)(*specs)  # the trace above, not again
+        except Exception:  # noqa: BLE001  (what jax.export cannot take, jit can: trace as before)
+            return None
+        _write(path, exported, out_trees[-1])
+        return _flat_caller(exported, out_trees[-1])
+
+
+def _on_several_devices(leaf) -> bool:
+    return isinstance(leaf, jax.Array) and len(leaf.sharding.device_set) > 1
+
+
+def _flat_caller(exported, out_tree) -> Callable:
+    # every argument on the default device, committed or not: one compilation, as `jax.jit(fn)` has
+    device = jax.config.jax_default_device
+    if not isinstance(device, jax.Device):  # unset, or a platform's name
+        device = jax.devices(device)[0] if isinstance(device, str) else jax.devices()[0]
+    call = jax.jit(exported.call, in_shardings=jax.sharding.SingleDeviceSharding(device))
+    return lambda leaves: jax.tree.unflatten(out_tree, call(*leaves))
+
+
+class _NotPortable(Exception):
+    """A key or tree that does not mean the same in another process."""
+
+
+def _entry_path(key: Hashable, in_tree, avals) -> pathlib.Path | None:
+    """The file of the program of `key` on arguments `in_tree` of types `avals`; None when the
+    compilation cache is off or the key holds something of this process only."""
+    directory = jax.config.jax_compilation_cache_dir
+    if not directory or not persistable(key):
+        return None
+    try:
+        described = _stable((key, in_tree, [(a.shape, str(a.dtype), a.weak_type) for a in avals], _environment()))
+    except _NotPortable:
+        return None
+    digest = hashlib.sha256(json.dumps(described).encode()).hexdigest()
+    return pathlib.Path(directory) / EXPORT_DIRECTORY / f"{digest}.jaxexport"
+
+
+@functools.cache
+def _source_digest() -> str:
+    """A SHA-256 of dpppl's source files (a changed kernel must not run an old program)."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in _PACKAGE.rglob("*") if p.suffix in _SOURCE_SUFFIXES):
+        h.update(str(path.relative_to(_PACKAGE)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _environment() -> tuple:
+    """What a traced program depends on beyond its key and arguments."""
+    import jaxlib  # noqa: PLC0415  (jax has imported it)
+
+    device = jax.devices()[0]
+    flags = tuple((name, jax.config.values[name]) for name in (
+        "jax_enable_x64", "jax_threefry_partitionable", "jax_default_matmul_precision", "jax_numpy_rank_promotion",
+        "jax_numpy_dtype_promotion", "jax_default_prng_impl", "jax_enable_checks", "jax_debug_nans"))
+    return (jax.__version__, jaxlib.__version__, __version__, _source_digest(), platform.machine(),
+            device.platform, device.device_kind, flags, native.mode(), native.num_threads())
+
+
+def _stable(value) -> Any:
+    """`value` (a key: tuples, numbers, strings, types, dtypes, `Static`s and tree definitions)
+    as JSON data that means the same in any process; `_NotPortable` otherwise."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return ["float", repr(value)]
+    if isinstance(value, bytes):
+        return ["bytes", value.hex()]
+    if isinstance(value, (tuple, list)):
+        return [type(value).__name__, [_stable(v) for v in value]]
+    if isinstance(value, np.dtype):
+        return ["dtype", value.str]
+    if isinstance(value, type):
+        if "<locals>" in value.__qualname__:
+            raise _NotPortable(value)
+        return ["type", f"{value.__module__}:{value.__qualname__}"]
+    if isinstance(value, Static):
+        return ["static", _stable(value._key)]
+    if isinstance(value, jax.tree_util.PyTreeDef):
+        node = value.node_data()
+        if node is None:
+            return "*"
+        return ["node", _stable(node[0]), _stable(node[1]), [_stable(c) for c in value.children()]]
+    raise _NotPortable(value)
+
+
+def _encode_tree(tree) -> Any:
+    """The output tree definition `tree` as JSON data: tuples, lists, dicts with string keys,
+    None and NamedTuples defined at the top level of dpppl modules; `_NotPortable` otherwise."""
+    node = tree.node_data()
+    if node is None:
+        return "*"
+    cls, aux = node
+    children = [_encode_tree(c) for c in tree.children()]
+    if cls in (tuple, list) or cls is type(None):
+        return [cls.__name__, children]
+    if cls is dict and all(isinstance(k, str) for k in aux):
+        return ["dict", list(aux), children]
+    if _dpppl_namedtuple(cls) and aux is None:
+        return ["namedtuple", f"{cls.__module__}:{cls.__qualname__}", children]
+    raise _NotPortable(cls)
+
+
+def _decode_tree(encoded) -> Any:
+    """An example tree (leaves 0) of the definition `_encode_tree` wrote; ValueError for anything else."""
+    if encoded == "*":
+        return 0
+    kind, *rest = encoded
+    children = [_decode_tree(c) for c in rest[-1]]
+    if kind == "tuple":
+        return tuple(children)
+    if kind == "list":
+        return children
+    if kind == "NoneType" and not children:
+        return None
+    if kind == "dict" and len(rest[0]) == len(children):
+        return dict(zip(rest[0], children))
+    if kind == "namedtuple":
+        module, _, name = rest[0].partition(":")
+        if module == "dpppl" or module.startswith("dpppl."):
+            cls = getattr(importlib.import_module(module), name, None)
+            if _dpppl_namedtuple(cls) and len(cls._fields) == len(children):
+                return cls(*children)
+    raise ValueError(f"not a tree definition: {kind!r}")
+
+
+def _dpppl_namedtuple(cls) -> bool:
+    return (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
+            and (cls.__module__ == "dpppl" or cls.__module__.startswith("dpppl.")) and "." not in cls.__qualname__)
+
+
+def _write(path: pathlib.Path, exported, out_tree) -> None:
+    """Write the entry (header line, JSON line, payload) atomically; nothing when the output
+    tree is not portable or the directory cannot be written (the next process traces again)."""
+    try:
+        if native.failed():  # a program traced where native code would not load: not for a process where it does
+            return
+        payload = bytes(exported.serialize())
+        meta = {"key": path.stem, "out_tree": _encode_tree(out_tree), "sha256": hashlib.sha256(payload).hexdigest(),
+                "size": len(payload), "native": _native_used(exported)}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(_HEADER + json.dumps(meta).encode() + b"\n" + payload)
+        os.replace(tmp, path)
+        _prune(path.parent)
+    except Exception:  # noqa: BLE001  (no serializer, a tree of this process only, a full disk: not kept)
+        return
+
+
+def _native_used(exported) -> list:
+    """[source, its FFI targets] of each native library whose targets the program calls (a process
+    reading the program loads them first)."""
+    module = bytes(exported.mlir_module_serialized)  # MLIR bytecode keeps symbol names as plain strings
+    return [[source, targets] for source, targets in native.libraries().items()
+            if any(re.search(rb"\b" + re.escape(name.encode()) + rb"\b", module) for name in targets)]
+
+
+def _loads(source: str, targets: dict) -> bool:
+    """Load the native source of dpppl's package named by an entry (False for any other file)."""
+    path = pathlib.Path(source)
+    return path.resolve().is_relative_to(_PACKAGE) and path.is_file() and native.load(path, targets, required=False)
+
+
+def _read(path: pathlib.Path, avals) -> tuple | None:
+    """(the exported program, its output tree) of the entry at `path`, or None unless it is
+    this user's own, whole, of the key it is named by and takes arguments of types `avals`."""
+    try:
+        info = path.stat()
+        if (hasattr(os, "getuid") and info.st_uid != os.getuid()) or info.st_mode & 0o022:
+            return None
+        data = path.read_bytes()
+        if not data.startswith(_HEADER):
+            return None
+        line, _, payload = data[len(_HEADER):].partition(b"\n")
+        meta = json.loads(line)
+        if (meta.get("key") != path.stem or meta.get("size") != len(payload)
+                or meta.get("sha256") != hashlib.sha256(payload).hexdigest()):
+            return None
+        if not all(_loads(source, targets) for source, targets in meta["native"]):
+            return None
+        exported = jax.export.deserialize(bytearray(payload))
+        out_tree = jax.tree.structure(_decode_tree(meta["out_tree"]))
+        takes = tuple((a.shape, a.dtype) for a in exported.in_avals)  # weak types are in the key, not kept
+        if (takes != tuple((a.shape, a.dtype) for a in avals) or out_tree.num_leaves != len(
+                exported.out_avals) or exported.nr_devices != 1 or jax.default_backend() not in exported.platforms):
+            return None
+        os.utime(path)  # recently used (`_prune`)
+    except Exception:  # noqa: BLE001  (a file that does not read as an entry is not one: trace)
+        return None
+    return exported, out_tree
+
+
+def _prune(directory: pathlib.Path) -> None:
+    """Remove the least recently used entries while they take more than `EXPORT_MAX_BYTES`."""
+    entries = sorted(((p.stat().st_mtime, p.stat().st_size, p) for p in directory.glob("*.jaxexport")),
+                     key=lambda e: e[0])
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in entries[:-1]:
+        if total <= EXPORT_MAX_BYTES:
+            break
+        path.unlink(missing_ok=True)
+        total -= size
+
+
+__all__ = ["EXPORT_DIRECTORY", "EXPORT_MAX_BYTES", "clear", "compiled", "on_target", "persisted"]

@@ -41,6 +41,7 @@ from dpppl.errors import KernelError
 
 _FLAGS = ("-O2", "-fno-math-errno", "-std=c++17", "-shared", "-fPIC", "-w")
 _LOADED: dict[str, object] = {}  # source path -> the loaded library, or the reason it is not
+_LIBRARIES: dict[str, dict[str, str]] = {}  # source path -> the FFI targets it registered (name -> symbol)
 _ON, _OFF = ("1", "on", "true", "yes"), ("0", "off", "false", "no")
 
 
@@ -185,6 +186,7 @@ def load(source: Path, targets: dict[str, str], required: bool):
             for target, symbol in targets.items():
                 jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, symbol)), platform="cpu")
             _LOADED[key] = lib
+            _LIBRARIES[key] = dict(targets)
         except Exception as err:  # noqa: BLE001  (any failure means: use the JAX path)
             _LOADED[key] = f"{type(err).__name__}: {err}"
             if not required:
@@ -196,3 +198,14 @@ def load(source: Path, targets: dict[str, str], required: bool):
         raise KernelError(f"the native CPU code {source.name} was requested (native=True or DPPPL_NATIVE=1) but "
                           f"could not be built or loaded: {_LOADED[key]}")
     return loaded
+
+
+def libraries() -> dict[str, dict[str, str]]:
+    """The native sources this process built, loaded and registered, each with its FFI targets
+    (XLA target name -> handler symbol), as `load` took them."""
+    return {source: dict(targets) for source, targets in _LIBRARIES.items()}
+
+
+def failed() -> bool:
+    """Whether a native source could not be built or loaded in this process."""
+    return any(isinstance(value, str) for value in _LOADED.values())

@@ -8,7 +8,9 @@ before arviz (ArviZ 1.x otherwise leaves numpyro half-imported).
 
 from __future__ import annotations
 
+import datetime
 import functools
+import importlib.metadata
 import inspect
 import warnings
 
@@ -66,6 +68,74 @@ def to_arviz(groups: dict, *, coords: dict | None = None, dims: dict | None = No
             idata.add_groups({name: az.from_dict(posterior=data, coords=coords, dims=dims,
                                                  attrs=attrs).posterior})
     return idata
+
+
+#: the groups of ArviZ 0.x's scheme dpppl writes, in the order `InferenceData` keeps them
+ARVIZ_GROUPS = ("posterior", "sample_stats", "observed_data")
+
+
+class RunGroups:
+    """A run's groups as `xarray.Dataset`s, as ArviZ 0.x's `from_dict` makes them (`to_run_groups`),
+    without importing ArviZ (with Matplotlib and SciPy's statistics, about a second): what
+    `dpppl sample --out` writes and summarises. `run[name]` is a group, `run.groups()` their names,
+    `run.attrs` the run's attributes and `run.to_netcdf(path)` writes the file ArviZ 0.x's
+    `InferenceData.to_netcdf` writes (h5netcdf, zlib), which `arviz.from_netcdf` reads."""
+
+    def __init__(self, datasets: dict, attrs: dict):
+        self.datasets, self.attrs = datasets, attrs
+
+    def __getitem__(self, name: str):
+        return self.datasets[name]
+
+    def groups(self) -> list[str]:
+        return list(self.datasets)
+
+    def to_netcdf(self, path) -> None:
+        import xarray as xr  # noqa: PLC0415  (imported with the first run written)
+
+        mode = "w"
+        if self.attrs:
+            xr.Dataset(attrs=self.attrs).to_netcdf(path, mode=mode, engine="h5netcdf", group="/")
+            mode = "a"
+        for name, data in self.datasets.items():
+            encoding = {var: {"zlib": True} for var, values in data.variables.items() if values.dtype.kind in "biufcS"}
+            data.to_netcdf(path, mode=mode, group=f"//{name}", engine="h5netcdf", encoding=encoding)
+            mode = "a"
+
+
+def writes_without_arviz() -> bool:
+    """Whether `to_run_groups` makes what `to_arviz` would (ArviZ 0.x is installed; 1.x writes DataTrees)."""
+    return int(importlib.metadata.version("arviz").split(".")[0]) == 0
+
+
+def to_run_groups(groups: dict, *, coords: dict | None = None, dims: dict | None = None,
+                  attrs: dict | None = None) -> RunGroups:
+    """`to_arviz`'s conversion of `{group: {var: array}}` on ArviZ 0.x, as a `RunGroups`: the same
+    variables, dimensions (`name_dim_i` for an axis `dims` does not name), coordinates (0, 1, ... where
+    `coords` gives none) and attributes (`created_at`, `arviz_version` and `attrs`; a group outside
+    ArviZ's scheme, such as `posterior_partition`, has only the first two, as ArviZ's `add_groups` leaves it)."""
+    import xarray as xr  # noqa: PLC0415  (imported with the first run converted)
+
+    attrs = {k: _attr(v) for k, v in (attrs or {}).items()}
+    made = {"created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+            "arviz_version": importlib.metadata.version("arviz")}
+    coords, dims = coords or {}, dims or {}
+    order = [name for name in ARVIZ_GROUPS if name in groups] + [name for name in groups if name not in ARVIZ_GROUPS]
+    datasets = {}
+    for name in order:
+        leading = [] if "data" in name else ["chain", "draw"]
+        variables = {}
+        for var, value in groups[name].items():
+            value = np.asarray(value)
+            given = list(dims.get(var, []))
+            names = leading + [given[i] if i < len(given) else f"{var}_dim_{i}"
+                               for i in range(value.ndim - len(leading))]
+            axes = {dim: np.asarray(coords[dim]) if dim in coords else np.arange(size)
+                    for dim, size in zip(names, value.shape)}
+            variables[var] = xr.DataArray(value, coords={dim: xr.IndexVariable((dim,), axes[dim]) for dim in names},
+                                          dims=names)
+        datasets[name] = xr.Dataset(variables, attrs=dict(made, **(attrs if name in ARVIZ_GROUPS else {})))
+    return RunGroups(datasets, attrs)
 
 
 def with_groups(idata, groups: dict, *, coords: dict | None = None, dims: dict | None = None,

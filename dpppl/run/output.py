@@ -1,17 +1,27 @@
-"""A run's records as ArviZ InferenceData (the contract of `docs/inference-data.md`)."""
+"""A run's records as ArviZ InferenceData (the contract of `docs/inference-data.md`).
+
+Inside `with run_groups_only():` (the command line's `sample` and `resume`), a run is returned as a
+`dpppl.diagnostics.arviz_compat.RunGroups` instead: the same groups as xarray Datasets,
+written to the same netCDF file, without importing ArviZ.
+"""
 
 from __future__ import annotations
+
+import contextlib
+import contextvars
 
 import jax
 import numpy as np
 import numpyro
 
 from dpppl.core.protocols import Target
-from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
+from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz, to_run_groups, writes_without_arviz
 from dpppl.diagnostics.summaries import label_summaries
 from dpppl.run.runner import kept_records
 from dpppl.version import __version__
 
+
+_RUN_GROUPS = contextvars.ContextVar("dpppl_run_groups_only", default=False)
 
 SUMMARY_BLOCK = 2**24
 """Labels summarised at a time by `blocked_label_summaries` (its int64 temporaries, about 24 bytes
@@ -54,7 +64,8 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
     all_attrs = dict(attrs, model=model.describe(), model_source=model.source or repr(model),
                      dpppl_version=__version__, jax_version=jax.__version__,
                      numpyro_version=numpyro.__version__)
-    return to_arviz(
+    convert = to_run_groups if _RUN_GROUPS.get() and writes_without_arviz() else to_arviz
+    return convert(
         {"posterior": posterior, PARTITION_GROUPS["posterior"]: partition, "sample_stats": sample_stats,
          "observed_data": observed},
         coords={"point": np.arange(target.num_points), "dim": np.arange(target.x.shape[1])},
@@ -63,4 +74,15 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
         attrs=all_attrs)
 
 
-__all__ = ["SUMMARY_BLOCK", "blocked_label_summaries", "to_inference_data"]
+@contextlib.contextmanager
+def run_groups_only():
+    """Within it, `to_inference_data` returns a `RunGroups` (where ArviZ 0.x is installed): for a
+    caller that only writes and summarises the run."""
+    token = _RUN_GROUPS.set(True)
+    try:
+        yield
+    finally:
+        _RUN_GROUPS.reset(token)
+
+
+__all__ = ["SUMMARY_BLOCK", "blocked_label_summaries", "run_groups_only", "to_inference_data"]

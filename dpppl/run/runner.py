@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpppl.core.compiled import compiled
+from dpppl.core.compiled import persisted
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.pytrees import structure_key
 from dpppl.core.protocols import Target
@@ -119,7 +119,7 @@ def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, c
         out = per_chain(jax.tree.map(lambda a: a[0], states), chain_keys[0], start, n_iter, target)
         return jax.tree.map(lambda a: a[None], out)
 
-    return compiled(("chunk", kernel_key, warmup, length, capacity), lambda: jax.jit(chunk))
+    return persisted(("chunk", kernel_key, warmup, length, capacity), chunk)
 
 
 def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
@@ -139,8 +139,8 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
             else:
                 states = _padded_labels(initial_states(target, init, init_keys, capacity), program.num_points)
             if kern.init is not None:  # the kernel's carried values in state.extras
-                init_fn = compiled(("kernel_init", kernel_key), lambda: jax.jit(
-                    lambda states, bound: jax.vmap(make(bound).init, in_axes=(0, None))(states, bound.x)))
+                init_fn = persisted(("kernel_init", kernel_key), lambda states, bound: jax.vmap(
+                    make(bound).init, in_axes=(0, None))(states, bound.x))
                 states = init_fn(states, program)
     except BaseException:
         display.close()

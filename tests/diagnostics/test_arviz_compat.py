@@ -10,8 +10,9 @@ import pytest
 
 import dpppl
 from dpppl.analysis.partitions import coclustering, posterior_draws
-from dpppl.diagnostics.arviz_compat import (PARTITION_GROUPS, arviz, group, has_group, labels, partition_group,
-                                            to_arviz)
+from dpppl.diagnostics.arviz_compat import (PARTITION_GROUPS, RunGroups, arviz, group, has_group, labels,
+                                            partition_group, to_arviz)
+from dpppl.run.output import run_groups_only
 from dpppl.diagnostics.summaries import label_summaries
 from dpppl.errors import DataError
 
@@ -99,3 +100,27 @@ def test_labels_missing_is_a_data_error():
     ds = to_arviz({"sample_stats": {"lp": np.zeros((1, 2))}})
     with pytest.raises(DataError, match="no labels"):
         labels(ds)
+
+
+def _without_created_at(dataset):
+    dataset = dataset.copy()
+    dataset.attrs.pop("created_at")
+    return dataset
+
+
+def test_a_run_as_groups_is_the_inference_data_and_writes_the_same_file(idata, niw_model, two_blobs, tmp_path):
+    """What the command line writes without ArviZ (`run_groups_only`) is the InferenceData's groups and file."""
+    x, _ = two_blobs
+    with run_groups_only():
+        run = dpppl.sample(niw_model, x, kernel="gibbs", num_warmup=5, num_samples=30, num_chains=2, seed=2,
+                           progress_bar=False)
+    assert isinstance(run, RunGroups) and run.groups() == list(idata.groups())
+    assert has_group(run, "posterior") and partition_group(run)["z"].shape == (2, 30, len(x))
+    for name in idata.groups():
+        assert _without_created_at(group(run, name)).identical(_without_created_at(group(idata, name))), name
+    run.to_netcdf(tmp_path / "groups.nc")
+    idata.to_netcdf(str(tmp_path / "idata.nc"))
+    written, expected = (arviz().from_netcdf(str(tmp_path / name)) for name in ("groups.nc", "idata.nc"))
+    assert written.groups() == expected.groups()
+    for name in expected.groups():
+        assert _without_created_at(written[name]).identical(_without_created_at(expected[name])), name

@@ -1,0 +1,111 @@
+"""Programs kept on disk across processes (`dpppl.core.compiled.persisted`): a new process, or this
+one after `clear`, runs the exported program without tracing; an entry that is damaged, foreign or
+not this user's own is never trusted: the function is traced again."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from dpppl.core import compiled
+from dpppl.core.state import NoExtras, PartitionState
+
+TRACES = []
+
+
+def step(state, scale):
+    """A small function of a dpppl NamedTuple state; each trace is counted."""
+    TRACES.append(1)
+    return state._replace(alpha=state.alpha * scale, z=state.z + 1), {"total": jnp.sum(state.stats) * scale}
+
+
+def state():
+    return PartitionState(z=np.arange(5, dtype=np.int32), stats=np.ones(3), alpha=np.float64(0.5),
+                          overflow=np.bool_(False), extras=NoExtras())
+
+
+@pytest.fixture
+def cache(tmp_path):
+    """A fresh compilation cache directory for the test (the suite's own one afterwards)."""
+    before = jax.config.jax_compilation_cache_dir
+    jax.config.update("jax_compilation_cache_dir", str(tmp_path))
+    compiled.clear()
+    TRACES.clear()
+    yield tmp_path / compiled.EXPORT_DIRECTORY
+    jax.config.update("jax_compilation_cache_dir", before)
+    compiled.clear()
+
+
+def run(key=("test", "step")):
+    return compiled.persisted(key, step)(state(), 2.0)
+
+
+def test_a_cleared_process_runs_the_kept_program_without_tracing(cache):
+    first = run()
+    assert len(TRACES) == 1 and len(list(cache.glob("*.jaxexport"))) == 1
+    compiled.clear()  # what a new process starts with
+    again = run()
+    assert len(TRACES) == 1, "the program was traced again instead of read from the disk"
+    assert type(again[0]) is PartitionState and type(again[0].extras) is NoExtras
+    for a, b in zip(jax.tree.leaves(first), jax.tree.leaves(again)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("damage", ["flipped byte", "cut short", "foreign header", "other key", "group-writable"])
+def test_a_damaged_or_foreign_entry_is_traced_again(cache, damage):
+    expected = run()
+    (entry,) = cache.glob("*.jaxexport")
+    data = entry.read_bytes()
+    if damage == "flipped byte":
+        entry.write_bytes(data[:-100] + bytes([data[-100] ^ 0xFF]) + data[-99:])
+    elif damage == "cut short":
+        entry.write_bytes(data[:len(data) // 2])
+    elif damage == "foreign header":
+        entry.write_bytes(b"\x80\x04pickle" + data)
+    elif damage == "other key":  # a whole entry of another program, under this one's name
+        entry.write_bytes(data.replace(entry.stem.encode(), b"0" * 64, 1))
+    else:
+        os.chmod(entry, 0o664)
+    compiled.clear()
+    again = run()
+    assert len(TRACES) == 2, f"an entry with a {damage} was trusted"
+    for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(again)):
+        np.testing.assert_array_equal(a, b)
+    if damage != "group-writable":  # rewritten whole: the next process reads it
+        compiled.clear()
+        run()
+        assert len(TRACES) == 2
+
+
+def test_a_key_of_this_process_only_is_not_kept_on_disk(cache):
+    compiled.persisted(("test", object()), step)(state(), 2.0)  # an object's identity: no other process knows it
+    assert not cache.exists() or not list(cache.glob("*.jaxexport"))
+
+
+def test_under_vmap_the_function_is_traced_as_before(cache):
+    fn = compiled.persisted(("test", "step"), step)
+    states = jax.tree.map(lambda a: np.stack([a, a]), state())
+    out, rec = jax.vmap(fn, in_axes=(0, None))(states, 2.0)
+    np.testing.assert_array_equal(out.z, np.stack([np.arange(1, 6)] * 2))
+    assert rec["total"].shape == (2,)
+
+
+def test_a_new_process_reuses_the_program(cache):
+    run()
+    script = textwrap.dedent(f"""
+        import jax
+        from dpppl.core import compiled
+        jax.config.update("jax_compilation_cache_dir", {str(cache.parent)!r})
+        from tests.core import test_compiled as t
+        out = t.run()
+        print(len(t.TRACES), float(out[0].alpha), float(out[1]["total"]))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "1.0", "6.0"], "the new process traced the program again"
