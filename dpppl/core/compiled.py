@@ -20,7 +20,8 @@ entry is a file this user's own processes wrote, read defensively all the same: 
 by this user and writable by no one else, start with this format's header, hold the key it is
 named by and a payload whose SHA-256 is the one recorded, and its program must take exactly the
 arguments given; anything else (a damaged, foreign or stale file, a key that names an object of
-this process only, arguments under a JAX transformation or on several devices, the cache off)
+this process only, arguments under a JAX transformation, a process with several devices, whose
+programs may shard their work inside, the cache off)
 traces as before. Nothing is unpickled: the payload is `jax.export`'s own serialization and the
 header JSON.
 """
@@ -155,10 +156,11 @@ class _NotPortable(Exception):
 
 def _entry_path(key: Hashable, in_tree, avals) -> pathlib.Path | None:
     """The file of the program of `key` on arguments `in_tree` of types `avals`; None when the
-    compilation cache is off or the key holds something of this process only."""
+    compilation cache is off, the key holds something of this process only or the process has
+    several devices (an exported program runs on one)."""
     directory = jax.config.jax_compilation_cache_dir
-    if not directory or not persistable(key):
-        return None
+    if not directory or not persistable(key) or jax.device_count() > 1:
+        return None  # with several devices a program may shard inside (the sub-cluster passes)
     try:
         described = _stable((key, in_tree, [(a.shape, str(a.dtype), a.weak_type) for a in avals], _environment()))
     except _NotPortable:
