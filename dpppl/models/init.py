@@ -16,7 +16,7 @@ import numpy as np
 
 from dpppl.core.compiled import on_target
 from dpppl.core.protocols import InitStrategy, Target
-from dpppl.core.state import PartitionState, grow, num_clusters
+from dpppl.core.state import PartitionState, grow
 from dpppl.errors import ArgumentError, check_positive_int
 
 _STRATEGIES: dict[str, InitStrategy] = {}
@@ -115,7 +115,8 @@ def sequential(target: Target, keys, capacity=None) -> PartitionState:
         if not np.any(np.asarray(states.overflow)) or cap >= target.max_slots():
             break
         cap = grown_slots(target, cap)
-    filled = bool(np.any(np.asarray(num_clusters(states)) >= cap))  # a chain with no empty slot
+    # a chain with no empty slot (counted on the host: an eager jnp reduction is a program to compile)
+    filled = bool(np.any(np.sum(np.asarray(states.stats.n) > 0, axis=-1) >= cap))
     room = grown_slots(target, cap) if filled and capacity is None else cap
     return grow(states, room) if room > cap else states
 
