@@ -182,8 +182,8 @@ def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "conjugate") -
     hyperparameters of `conjugate_fields` by Escobar & West's route and the others by the slice
     update, `"slice"` all of them by the slice update."""
     if hyper_move not in HYPER_MOVES:
-        raise ArgumentError(f"option hyper_move must be one of {', '.join(map(repr, HYPER_MOVES))}, "
-                            f"got {hyper_move!r}")
+        raise ArgumentError(f"option hyper_move (the move of the random hyperparameters) must be one of "
+                            f"{', '.join(map(repr, HYPER_MOVES))}, got {hyper_move!r}")
     fields = conjugate_fields(bound_model.model) if hyper_move == "conjugate" else {}
     priors = {name: prior for name, prior in bound_model.model.hyperpriors.items() if name not in fields}
 
