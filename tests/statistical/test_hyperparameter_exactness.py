@@ -3,8 +3,8 @@
 On five points the joint posterior of the partition and one random hyperparameter is known: every
 set partition is enumerated and the hyperparameter integrated out by quadrature
 (`dpppl.testing.exact_posterior`). The kernels that sample such models (`HYPERPARAMETER_KERNELS`,
-with the move of `dpppl.kernels.hyperparameters` appended: Escobar & West's conjugate route, the
-default, or the slice update, `hyper_move="slice"`) must match P(K = k), the co-clustering, the
+with the move of `dpppl.kernels.hyperparameters` appended: the slice update, the default, or
+Escobar & West's conjugate route, `hyper_move="conjugate"`) must match P(K = k), the co-clustering, the
 partition law and E[h] within Monte Carlo error; a run whose hyperprior is ignored (replaced by a
 vague one) must be rejected.
 """
@@ -55,7 +55,7 @@ def exact():
     return get
 
 
-def check(kernel: str, case: str, exact_post, sampled: dpppl.Model = None, seed: int = 0, hyper_move="conjugate"):
+def check(kernel: str, case: str, exact_post, sampled: dpppl.Model = None, seed: int = 0, *, hyper_move: str):
     idata = dpppl.sample(sampled or model(case), X, kernel=kernel, num_warmup=0, num_samples=NUM_WARMUP + NUM_SAMPLES,
                          num_chains=NUM_CHAINS, seed=seed, init="prior", progress_bar=False, hyper_move=hyper_move)
     post = group(idata, "posterior")
