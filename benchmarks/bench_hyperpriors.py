@@ -21,6 +21,15 @@ quantiles of tau = 1 / itau and of m.
 Run from the repository root: `python benchmarks/bench_hyperpriors.py`; results in
 `benchmarks/results/hyperpriors.json`, the figure of docs/hyperpriors.md in
 `docs/figures/hyperpriors_k_vs_tau.png` (`--figure-only` redraws it from the stored results).
+
+`--moves` compares instead the two hyperparameter moves on `models/galaxies_full.dp`
+(`hyper_move="conjugate"`, Escobar & West's route, and `"slice"`), side by side in one process: for
+each, one chain of `gibbs+splitmerge`, 500 warmup sweeps and `--sweeps` draws, timed twice with the
+same seed (the first call compiles its programs, the second reuses them), and the effective sample
+size (ArviZ's bulk ESS) of m, itau and K with ESS per second, compile included and excluded. A short
+run of `galaxies.dp` first compiles the programs both moves share (seating, key splits), so neither
+move's first call pays for them. Results in `benchmarks/results/hyperprior_moves.json`; run with
+`DPPPL_COMPILATION_CACHE=off` so that the first call compiles.
 Nothing here asserts.
 """
 
@@ -81,13 +90,56 @@ def run(text: str, sweeps: int, seed: int, repeats: int):
     return out
 
 
+MOVES = ("conjugate", "slice")
+"""The values of `hyper_move` compared by `--moves`."""
+
+
+def compare_moves(sweeps: int, seed: int, order=MOVES) -> dict:
+    """ESS per second of m, itau and K on galaxies_full.dp under each hyperparameter move of `order`,
+    in that order (module docstring)."""
+    import arviz as az
+
+    dpppl.sample(dpppl.parse(MODELS["fixed"]), num_warmup=5, num_samples=5, kernel="gibbs+splitmerge", seed=seed,
+                 progress_bar=False)  # the programs both moves share
+    model = dpppl.parse(FULL)
+    out = {}
+    for move in order:
+        seconds = []
+        for _ in range(2):  # the first call compiles
+            tic = time.perf_counter()
+            idata = dpppl.sample(model, num_warmup=500, num_samples=sweeps, kernel="gibbs+splitmerge", num_chains=1,
+                                 seed=seed, progress_bar=False, hyper_move=move)
+            seconds.append(time.perf_counter() - tic)
+        post = group(idata, "posterior")
+        ess = {name: float(az.ess(np.asarray(post[name]).reshape(1, -1))) for name in ("m", "itau", "num_clusters")}
+        out[move] = {"seconds_compile_included": seconds[0], "seconds_compile_excluded": seconds[1],
+                     "ess": ess,
+                     "ess_per_second_compile_included": {k: v / seconds[0] for k, v in ess.items()},
+                     "ess_per_second_compile_excluded": {k: v / seconds[1] for k, v in ess.items()},
+                     "mean_K": float(np.asarray(post["num_clusters"]).mean()),
+                     "mean_m": float(np.asarray(post["m"]).mean()),
+                     "tau_quantiles_10_50_90": list(np.quantile(1 / np.asarray(post["itau"]).ravel(),
+                                                                [0.1, 0.5, 0.9]))}
+        print(move, out[move])
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweeps", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--figure-only", action="store_true")
+    parser.add_argument("--moves", action="store_true", help="compare the hyperparameter moves' ESS per second")
+    parser.add_argument("--move-order", default=",".join(MOVES), help="the moves' order with --moves")
     args = parser.parse_args()
+    if args.moves:
+        write_json("hyperprior_moves", {"sweeps": args.sweeps, "seed": args.seed, "kernel": "gibbs+splitmerge",
+                                        "model": "models/galaxies_full.dp",
+                                        "order": args.move_order,
+                                        "results": compare_moves(args.sweeps, args.seed,
+                                                                 args.move_order.split(","))})
+        return
     if args.figure_only:
         stored = json.loads((REPO / "benchmarks" / "results" / "hyperpriors.json").read_text())["results"]
         figure(stored, REPO / "docs" / "figures" / "hyperpriors_k_vs_tau.png")

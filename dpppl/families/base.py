@@ -66,6 +66,9 @@ class Family:
     #: the hyperparameters that may be random (a model-file name with a prior, `m ~ Normal(0, 10)`), by
     #: the support their values need: `"real"` or `"positive"` (`dpppl.priors.hyperpriors.SUPPORTS`)
     random_supports: ClassVar[dict[str, str]] = {}
+    #: hyperparameters whose conditional given the clusters' parameters is closed-form under the named
+    #: prior (`{"mu0": "Normal"}`); such a family has `mean_precision` (`dpppl.kernels.hyperparameters`)
+    conjugate_hyperparameters: ClassVar[dict[str, str]] = {}
 
     #: numeric attributes that are structure, not leaves: they fix the shapes of what the family
     #: computes (`dpppl.core.pytrees.register_attributes`), so a new value compiles a new program

@@ -27,7 +27,8 @@ from jax.scipy.special import multigammaln
 from dpppl.core.expressions import check_hyper, float_limits
 from dpppl.families.base import Family, resolve_fields, scale_matrix, squared_deviations
 from dpppl.families.gaussian import (GaussianStats, cholesky, gaussian_point_stats, inverse_wishart_draw,
-                                     logdet_pd, mvn_log_likelihood, student_t_logpdf, student_t_params, whitening_full)
+                                     logdet_pd, mvn_log_likelihood, solve_lower, student_t_logpdf, student_t_params,
+                                     whitening_full)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +61,10 @@ class NormalInverseWishart(Family):
     locations = ("mu0",)
     parameter_locations = ("mu",)
     random_supports = {"mu0": "real", "kappa0": "positive", "psi0": "positive"}
+    #: the random hyperparameters with a closed-form conditional given the clusters' parameters, and
+    #: the prior that makes it conjugate (`dpppl.kernels.hyperparameters`): mu_c ~ N(mu0, Sigma_c / kappa0)
+    #: is a Normal likelihood of mu0 and a Gamma one of kappa0
+    conjugate_hyperparameters = {"mu0": "Normal", "kappa0": "Gamma"}
     defaults = {"mu0": "mean(x)", "kappa0": 0.1, "nu0": "D + 2", "psi0": "cov(x) / 10"}
 
     def resolve(self, x: np.ndarray) -> "NormalInverseWishart":
@@ -149,6 +154,14 @@ class NormalInverseWishart(Family):
         eps = jax.random.normal(k_mu, mun.shape, mun.dtype)
         mu = mun + jnp.einsum("...ij,...j->...i", chol, eps)
         return {"mu": mu, "cov": sigma}
+
+    def mean_precision(self, params):
+        """The precision of each cluster mean's prior about `mu0`, kappa0 Sigma^-1 (..., D, D), at the
+        parameters `params` (`posterior_draw`'s); proportional to kappa0."""
+        chol = cholesky(params["cov"])
+        eye = jnp.broadcast_to(jnp.eye(self.dim, dtype=chol.dtype), chol.shape)
+        inverse_chol = solve_lower(chol, eye)
+        return self.kappa0 * jnp.einsum("...ki,...kj->...ij", inverse_chol, inverse_chol)
 
     def log_likelihood(self, params, x):
         return mvn_log_likelihood(params["mu"], params["cov"], x)

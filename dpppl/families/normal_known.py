@@ -73,6 +73,9 @@ class NormalKnownCov(Family):
     locations = ("mu0",)
     parameter_locations = ("mu",)
     random_supports = {"sigma2": "positive", "mu0": "real", "tau2": "positive"}
+    #: the random hyperparameters with a closed-form conditional given the clusters' means
+    #: (`dpppl.kernels.hyperparameters`): mu_c ~ N(mu0, tau2) is a Normal likelihood of mu0
+    conjugate_hyperparameters = {"mu0": "Normal"}
     defaults = {"sigma2": "var(x) / 10", "mu0": "mean(x)", "tau2": "var(x)"}
 
     def resolve(self, x: np.ndarray) -> "NormalKnownCov":
@@ -131,6 +134,13 @@ class NormalKnownCov(Family):
         """Draw `mu ~ N(mu_n, v_n)` per row."""
         mun, vn = self._posterior(stats)
         return {"mu": mun + jnp.sqrt(vn) * jax.random.normal(rng_key, mun.shape)}
+
+    def mean_precision(self, params):
+        """The precision of each cluster mean's prior about `mu0`, diag(1 / tau2) (..., D, D), shaped
+        for the means `params["mu"]` (..., D)."""
+        mu = params["mu"]
+        precision = jnp.diag(1.0 / jnp.broadcast_to(jnp.asarray(self.tau2, mu.dtype), mu.shape[-1:]))
+        return jnp.broadcast_to(precision, mu.shape + mu.shape[-1:])
 
     def log_likelihood(self, params, x):
         return diagonal_normal_log_likelihood(params["mu"], self.sigma2, x, self.mu0)

@@ -182,6 +182,7 @@ _SWITCHES = ("bool", "bool|None", "Optional[bool]", "None|bool")
 
 _REGISTRY: dict[str, KernelEntry] = {}
 _PRIOR_MOVES: dict[str, Callable] = {}
+_PRIOR_MOVE_OPTIONS: dict[str, tuple] = {}
 _CHOOSERS: dict[str, Callable] = {}
 
 
@@ -199,10 +200,12 @@ def register(name: str, factory: Optional[Callable], *, exact: bool, description
     _REGISTRY[name] = KernelEntry(name, factory, exact, description, applies, backend)
 
 
-def register_prior_move(name: str, factory: Callable) -> None:
+def register_prior_move(name: str, factory: Callable, options: tuple = ()) -> None:
     """Register a move a partition prior asks every kernel to append (its `moves`, e.g.
-    `"alpha"`); `factory(bound_model) -> Kernel`."""
+    `"alpha"`); `factory(bound_model, **given) -> Kernel`, `given` the kernel options of `options`
+    that a run gives (`hyper_move` of the hyperparameter move)."""
     _PRIOR_MOVES[name] = factory
+    _PRIOR_MOVE_OPTIONS[name] = tuple(options)
 
 
 def register_chooser(name: str, resolve: Callable) -> None:
@@ -320,22 +323,26 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
         return parts
 
     parts = partition_parts(bound_model)
+    target_moves = bound_model.moves  # random hyperparameters: the partition moves at their values
+    moves = (*bound_model.prior.moves, *target_moves)
+    move_options = {m: {k: options[k] for k in _PRIOR_MOVE_OPTIONS[m] if k in options} for m in moves}
+    used |= {k for given_move in move_options.values() for k in given_move}
     unknown = set(options) - used
     if unknown:
-        accepted = sorted({o for n in names for o in entry(n).options} | {"schedule", "weights"})
+        accepted = sorted({o for n in names for o in entry(n).options} | {"schedule", "weights"}
+                          | {o for m in moves for o in _PRIOR_MOVE_OPTIONS[m]})
         hints = [f"{o!r}: did you mean {close[0]!r}?" for o in sorted(unknown)
                  for close in [difflib.get_close_matches(o, accepted, n=1)] if close]
         raise KernelError(f"unknown option(s) {sorted(unknown)} for kernel {spec!r}; "
                           + (f"{' '.join(hints)} " if hints else "") + f"accepted: {accepted}")
     if schedule == "random" and len(names) == 1:
         _schedule_probabilities(weights, 1)  # validated, though one part leaves nothing to choose
-    target_moves = bound_model.moves  # random hyperparameters: the partition moves at their values
     if target_moves:
         def one(ps):
             return ps[0] if len(ps) == 1 else compose(ps, name=spec)
         parts = [at_state_hyperparameters(one(parts), lambda hyper: one(partition_parts(
             bound_model.at_hyperparameters(hyper))))]
-    parts += [_PRIOR_MOVES[move](bound_model) for move in (*bound_model.prior.moves, *target_moves)]
+    parts += [_PRIOR_MOVES[move](bound_model, **move_options[move]) for move in moves]
     kernel = parts[0] if len(parts) == 1 else compose(parts, name=spec)
     if kernel.log_joint is None:  # the collapsed log joint of the target
         kernel = dataclasses.replace(kernel, log_joint=bound_model.lp)

@@ -27,7 +27,38 @@ outside). Shrinkage stops after `MAX_SHRINKS` rejections, leaving u0, which take
 shrunk by more than 2^-`MAX_SHRINKS` of its width: never in practice. w is the prior's scale for
 a Normal prior, else 1 (`Hyperprior.width`).
 
-The move is exact (it leaves p(C, alpha, h | x) invariant) and is appended by
+Escobar & West's (1995) conjugate route (`hyper_move="conjugate"`; the default is `"slice"`, which
+gave more effective draws per second of m and itau on the galaxies, docs/hyperpriors.md) replaces the
+slice update of a hyperparameter whose conditional given the clusters' parameters is closed-form
+(`Family.conjugate_hyperparameters`): a location `mu0 = m` with m ~ Normal(m0, s0^2), and, for the
+Normal-Inverse-Wishart family, `kappa0 = t` with t ~ Gamma(a, b) (shape, rate). The field must be
+the bare name, and the name used by no other hyperparameter. Given the partition C, one update
+
+1. draws every occupied cluster's parameters from their posterior given its points at the current
+   hyperparameters (`Family.posterior_draw`): for the Normal-Inverse-Wishart family
+   Sigma_c ~ IW(psi_n, nu_n), mu_c | Sigma_c ~ N(mu_n, Sigma_c / kappa_n);
+2. draws each conjugate hyperparameter in turn from its conditional given those parameters (and the
+   other hyperparameters' current values). With P_c the precision of mu_c's prior about mu0
+   (`Family.mean_precision`: kappa0 Sigma_c^-1, or diag(1 / tau2) for `NormalKnownCov`), K the
+   number of occupied clusters, D the dimension and 1 the vector of ones (a scalar m is the same
+   value in every entry of mu0):
+
+       p(m | mu, Sigma)  ∝  N(m; m0, s0^2) prod_c N(mu_c; m 1, P_c^-1)
+                         =  N(m; M / S, 1 / S),
+       S = 1 / s0^2 + sum_c 1^T P_c 1,    M = m0 / s0^2 + sum_c 1^T P_c mu_c;
+
+       p(t | mu, Sigma)  ∝  t^(a-1) e^(-b t) prod_c t^(D/2) exp(-t (mu_c - mu0)^T Sigma_c^-1 (mu_c - mu0) / 2)
+                         =  Gamma(t; a + K D / 2, b + sum_c (mu_c - mu0)^T Sigma_c^-1 (mu_c - mu0) / 2),
+
+   the Inverse-Wishart factor of Sigma_c being free of m and t;
+3. discards the parameters: the state keeps the partition's sufficient statistics only.
+
+Steps 1 and 2 are Gibbs updates of p(C, theta, h | x) with C fixed, so the pair leaves its marginal
+p(C, h | x) invariant: the route is exact, as the slice update is. The hyperparameters without a
+closed form (a random `psi0`, a non-Normal prior on a location) keep the slice update, run after the
+conjugate ones.
+
+Both are exact (they leave p(C, alpha, h | x) invariant); the move is appended by
 [`dpppl.kernels.base.build`][dpppl.kernels.base.build] after the partition moves, which run at
 the state's hyperparameters (`at_state_hyperparameters`).
 """
@@ -37,13 +68,19 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from dpppl.core.expressions import Name
+from dpppl.errors import ArgumentError
 from dpppl.families.base import cluster_log_marginals
+from dpppl.families.gaussian import gamma_draw
 from dpppl.kernels.base import Kernel, NoInfo, register_prior_move
 
 MAX_STEPS = 32
 """Neal's m: the most steps the interval is stepped out by, both sides together."""
 MAX_SHRINKS = 200
 """The most shrinkage proposals of one update (module docstring)."""
+HYPER_MOVES = ("conjugate", "slice")
+"""The values of the option `hyper_move`: Escobar & West's route where it applies, else the slice
+update (`"conjugate"`); the slice update for every hyperparameter (`"slice"`, the default)."""
 
 
 def slice_update(rng_key, u0, log_density, width, max_steps: int = MAX_STEPS, max_shrinks: int = MAX_SHRINKS):
@@ -93,14 +130,70 @@ def collapsed_log_likelihood(bound_model, state, values: dict):
     return jnp.sum(jnp.where(counts > 0, cluster_log_marginals(family, state.stats), 0.0))
 
 
-def build_hyperparameter_kernel(bound_model) -> Kernel:
+def conjugate_fields(model) -> dict[str, str]:
+    """The random hyperparameters of `model` that Escobar & West's route updates, each with the field
+    it is: those written as the bare name in a field of `Family.conjugate_hyperparameters`, with the
+    prior that field names, and used in no other field (module docstring)."""
+    fields = model.random_fields()
+    conjugate = model.component.conjugate_hyperparameters
+    out = {}
+    for field, expr in fields.items():
+        name = expr.name if isinstance(expr, Name) else None
+        prior = model.hyperpriors.get(name)
+        if (prior is not None and conjugate.get(field) == prior.distribution
+                and sum(name in other.names() for other in fields.values()) == 1):
+            out[name] = field
+    return out
+
+
+def conjugate_update(rng_key, bound_model, state, hyper: dict, fields: dict) -> dict:
+    """The hyperparameters `hyper` with those of `fields` (`conjugate_fields`) redrawn by Escobar &
+    West's route (module docstring): the occupied clusters' parameters drawn given their points,
+    then each hyperparameter from its Normal or Gamma conditional given them, in turn."""
+    k_params, *keys = jax.random.split(rng_key, 1 + len(fields))
+    params = bound_model.at_hyperparameters(hyper).family.posterior_draw(k_params, state.stats)
+    mu = params["mu"]
+    occupied = state.stats.n > 0
+    dim = mu.shape[-1]
+    shift = 0.0 if bound_model.shift is None else jnp.asarray(bound_model.shift, mu.dtype)
+    hyper = dict(hyper)
+    for key, (name, field) in zip(keys, fields.items()):
+        family = bound_model.at_hyperparameters(hyper).family
+        precision = jnp.where(occupied[:, None, None], family.mean_precision(params), 0.0)
+        a, b = bound_model.model.hyperpriors[name].params
+        current = hyper[name]
+        if field == "mu0":  # m ~ Normal(a, b^2); the means in the data's frame (mu0 = m 1 there)
+            row_sums = jnp.sum(precision, axis=-1)  # P_c 1 (P_c symmetric)
+            total = 1.0 / b**2 + jnp.sum(row_sums)
+            weighted = a / b**2 + jnp.sum(row_sums * (mu + shift))
+            value = weighted / total + jax.random.normal(key, (), mu.dtype) / jnp.sqrt(total)
+        else:  # kappa0 = t ~ Gamma(a, b): P_c / t = Sigma_c^-1
+            deviation = mu - family.mu0
+            quadratic = jnp.einsum("ci,cij,cj->", deviation, precision, deviation) / current
+            shape = a + 0.5 * dim * jnp.sum(occupied)
+            value = gamma_draw(key, shape, (), mu.dtype) / (b + 0.5 * quadratic)
+        hyper[name] = jnp.asarray(value, current.dtype)
+    return hyper
+
+
+def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Kernel:
     """The move of the random hyperparameters (module docstring), appended to every kernel of a
-    model with some (`BoundModel.moves`); it records each one in `posterior` under its name."""
-    priors = dict(bound_model.model.hyperpriors)
+    model with some (`BoundModel.moves`); it records each one in `posterior` under its name.
+    `hyper_move` (a kernel option of `dpppl.sample`, `HYPER_MOVES`): `"conjugate"` updates the
+    hyperparameters of `conjugate_fields` by Escobar & West's route and the others by the slice
+    update, `"slice"` all of them by the slice update."""
+    if hyper_move not in HYPER_MOVES:
+        raise ArgumentError(f"option hyper_move (the move of the random hyperparameters) must be one of "
+                            f"{', '.join(map(repr, HYPER_MOVES))}, got {hyper_move!r}")
+    fields = conjugate_fields(bound_model.model) if hyper_move == "conjugate" else {}
+    priors = {name: prior for name, prior in bound_model.model.hyperpriors.items() if name not in fields}
 
     def step(rng_key, state, x):
         hyper = dict(state.hyper)
-        for key, (name, prior) in zip(jax.random.split(rng_key, len(priors)), priors.items()):
+        if fields:
+            rng_key, k_conjugate = jax.random.split(rng_key)
+            hyper = conjugate_update(k_conjugate, bound_model, state, hyper, fields)
+        for key, (name, prior) in zip(jax.random.split(rng_key, max(len(priors), 1)), priors.items()):
             def log_density(u, name=name, prior=prior):
                 value = prior.to_value(u)
                 return (prior.log_prob_unconstrained(u)
@@ -111,9 +204,11 @@ def build_hyperparameter_kernel(bound_model) -> Kernel:
         return state._replace(hyper=hyper), NoInfo()
 
     return Kernel("hyperparameters", exact=True, step=step, masked_points=True,
-                  record=lambda state: dict(state.hyper), record_dims={name: [] for name in priors})
+                  record=lambda state: dict(state.hyper),
+                  record_dims={name: [] for name in bound_model.model.hyperpriors})
 
 
-register_prior_move("hyperparameters", build_hyperparameter_kernel)
+register_prior_move("hyperparameters", build_hyperparameter_kernel, options=("hyper_move",))
 
-__all__ = ["MAX_SHRINKS", "MAX_STEPS", "build_hyperparameter_kernel", "collapsed_log_likelihood", "slice_update"]
+__all__ = ["HYPER_MOVES", "MAX_SHRINKS", "MAX_STEPS", "build_hyperparameter_kernel", "collapsed_log_likelihood",
+           "conjugate_fields", "conjugate_update", "slice_update"]

@@ -10,7 +10,7 @@ from scipy import stats
 
 import dpppl
 from dpppl.errors import ArgumentError, KernelError, ModelError
-from dpppl.kernels.hyperparameters import slice_update
+from dpppl.kernels.hyperparameters import conjugate_fields, slice_update
 from dpppl.priors.hyperpriors import Hyperprior
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.run.portable import Reader, Writer
@@ -166,3 +166,31 @@ def test_the_move_is_appended_after_a_random_scan_hybrid():
     assert [part.name for part in kernel.parts] == ["gibbs+splitmerge", "hyperparameters"] and kernel.exact
     with pytest.raises(KernelError, match=r"weights must have one entry per part of the hybrid \(2\), got 3"):
         dpppl.kernels.build("gibbs+splitmerge", target, schedule="random", weights=[1, 2, 3])
+
+
+def test_the_conjugate_route_takes_the_bare_names_with_conjugate_priors_used_once():
+    """Escobar & West's route updates `mu0 = m` (Normal prior) and `kappa0 = t` (Gamma prior) of the
+    Normal-Inverse-Wishart family and NormalKnownCov's `mu0 = m`; an expression, a prior that is not
+    conjugate, a name used in a second field, or a family without closed-form conditionals keeps the
+    slice update."""
+    assert conjugate_fields(dpppl.parse(RANDOM)) == {"m": "mu0", "t": "kappa0"}
+    assert conjugate_fields(dpppl.parse(RANDOM.replace("mu0 = m,", "mu0 = m + 1,"))) == {"t": "kappa0"}
+    assert conjugate_fields(dpppl.parse(RANDOM.replace("t ~ Gamma(2, 4)", "t ~ LogNormal(0, 1)"))) == {"m": "mu0"}
+    assert conjugate_fields(dpppl.parse(RANDOM.replace("psi0 = 2 * s", "psi0 = 2 * s * t"))) == {"m": "mu0"}
+    head = "data x : real[N, D]\nz ~ CRP(1.0)\nm ~ Normal(0, 3)\nt ~ Gamma(2, 1)\n"
+    known = head + "theta[k] ~ Normal(mu0 = m, tau2 = t)\nx[i] ~ Normal(theta[z[i]], sigma2 = 1)\n"
+    assert conjugate_fields(dpppl.parse(known)) == {"m": "mu0"}
+    diagonal = head + "theta[k] ~ NormalGamma(mu0 = m, kappa0 = t)\nx[i] ~ Normal(theta[z[i]])\n"
+    assert conjugate_fields(dpppl.parse(diagonal)) == {}
+
+
+def test_the_hyperparameter_move_option_is_checked_before_sampling():
+    """`hyper_move` is an option of the hyperparameter move: a value that is not a move, or the option
+    given for a model without random hyperparameters, is refused when the kernel is built."""
+    target = dpppl.parse(RANDOM).bind(X)
+    assert dpppl.kernels.build("gibbs", target, hyper_move="slice").exact
+    with pytest.raises(ArgumentError, match=r"option hyper_move \(the move of the random hyperparameters\) must be "
+                                            r"one of 'conjugate', 'slice', got 'gibs'"):
+        dpppl.kernels.build("gibbs", target, hyper_move="gibs")
+    with pytest.raises(KernelError, match=r"unknown option\(s\) \['hyper_move'\] for kernel 'gibbs'"):
+        dpppl.kernels.build("gibbs", dpppl.parse(FIXED).bind(X), hyper_move="slice")

@@ -3,9 +3,10 @@
 On five points the joint posterior of the partition and one random hyperparameter is known: every
 set partition is enumerated and the hyperparameter integrated out by quadrature
 (`dpppl.testing.exact_posterior`). The kernels that sample such models (`HYPERPARAMETER_KERNELS`,
-with the slice move of `dpppl.kernels.hyperparameters` appended) must match P(K = k), the
-co-clustering, the partition law and E[h] within Monte Carlo error; a run whose hyperprior is
-ignored (replaced by a vague one) must be rejected.
+with the move of `dpppl.kernels.hyperparameters` appended: the slice update, the default, or
+Escobar & West's conjugate route, `hyper_move="conjugate"`) must match P(K = k), the co-clustering, the
+partition law and E[h] within Monte Carlo error; a run whose hyperprior is ignored (replaced by a
+vague one) must be rejected.
 """
 
 import numpy as np
@@ -24,15 +25,23 @@ z ~ CRP({alpha})
 theta[k] ~ NormalInverseWishart(mu0 = {mu0}, kappa0 = {kappa0}, nu0 = 3, psi0 = 1)
 x[i] ~ Normal(theta[z[i]])
 """
+KNOWN = """data x : real[N]
+{priors}
+z ~ CRP({alpha})
+theta[k] ~ Normal(mu0 = {mu0}, tau2 = 2)
+x[i] ~ Normal(theta[z[i]], sigma2 = 0.5)
+"""
 CASES = {  # a random prior mean (real line) under a fixed alpha; a random kappa0 (log scale) beside alpha's move
     "mean": dict(priors="m ~ Normal(0, 1)", alpha="1.0", mu0="m", kappa0="0.5"),
     "kappa0": dict(priors="t ~ Gamma(2, 2)\nalpha ~ Gamma(1, 1)", alpha="alpha", mu0="3", kappa0="t"),
+    # NormalKnownCov's mean (its Normal conditional given the clusters' means)
+    "known": dict(priors="m ~ Normal(0, 1)\nalpha ~ Gamma(1, 1)", alpha="alpha", mu0="m"),
 }
-NAMES = {"mean": "m", "kappa0": "t"}
+NAMES = {"mean": "m", "kappa0": "t", "known": "m"}
 
 
 def model(case: str, **change) -> dpppl.Model:
-    return dpppl.parse(TEMPLATE.format(**{**CASES[case], **change}))
+    return dpppl.parse((KNOWN if case == "known" else TEMPLATE).format(**{**CASES[case], **change}))
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +55,9 @@ def exact():
     return get
 
 
-def check(kernel: str, case: str, exact_post, sampled: dpppl.Model = None, seed: int = 0):
+def check(kernel: str, case: str, exact_post, sampled: dpppl.Model = None, seed: int = 0, *, hyper_move: str):
     idata = dpppl.sample(sampled or model(case), X, kernel=kernel, num_warmup=0, num_samples=NUM_WARMUP + NUM_SAMPLES,
-                         num_chains=NUM_CHAINS, seed=seed, init="prior", progress_bar=False)
+                         num_chains=NUM_CHAINS, seed=seed, init="prior", progress_bar=False, hyper_move=hyper_move)
     post = group(idata, "posterior")
     name = NAMES[case]
     alpha = post["alpha"].values[:, NUM_WARMUP:] if "alpha" in post else None
@@ -56,23 +65,32 @@ def check(kernel: str, case: str, exact_post, sampled: dpppl.Model = None, seed:
                                 hyper={name: post[name].values[:, NUM_WARMUP:]})
 
 
-@pytest.mark.parametrize("kernel, case", [
-    ("gibbs", "mean"),
-    pytest.param("gibbs", "kappa0", marks=pytest.mark.slow),
-    pytest.param("gibbs+splitmerge", "mean", marks=pytest.mark.slow),
-    ("gibbs+splitmerge", "kappa0"),
-    pytest.param("gibbs+perm", "mean", marks=pytest.mark.slow),
+@pytest.mark.parametrize("kernel, case, hyper_move", [
+    ("gibbs", "mean", "conjugate"),
+    ("gibbs", "mean", "slice"),
+    pytest.param("gibbs", "kappa0", "conjugate", marks=pytest.mark.slow),
+    pytest.param("gibbs", "kappa0", "slice", marks=pytest.mark.slow),
+    pytest.param("gibbs+splitmerge", "mean", "conjugate", marks=pytest.mark.slow),
+    ("gibbs+splitmerge", "kappa0", "conjugate"),
+    pytest.param("gibbs+splitmerge", "kappa0", "slice", marks=pytest.mark.slow),
+    pytest.param("gibbs+perm", "mean", "conjugate", marks=pytest.mark.slow),
+    ("gibbs", "known", "conjugate"),
+    pytest.param("gibbs", "known", "slice", marks=pytest.mark.slow),
 ])
-def test_kernels_with_random_hyperparameters_match_enumeration(kernel, case, exact):
-    result = check(kernel, case, exact(case))
+def test_kernels_with_random_hyperparameters_match_enumeration(kernel, case, hyper_move, exact):
+    """The conjugate route (m's Normal, kappa0's Gamma and NormalKnownCov's mean's Normal conditional)
+    and the slice update both match the enumerated posterior."""
+    result = check(kernel, case, exact(case), hyper_move=hyper_move)
     assert result.passed, result.report
 
 
-def test_a_run_that_ignores_the_hyperprior_is_rejected(exact):
+@pytest.mark.parametrize("hyper_move", ["conjugate", pytest.param("slice", marks=pytest.mark.slow)])
+def test_a_run_that_ignores_the_hyperprior_is_rejected(hyper_move, exact):
     """The power check: the same kernel on the model with m's Normal(0, 1) prior replaced by a vague
     Normal(0, 1000) (what a move that leaves the hyperprior out of its target samples) is rejected
     against the exact posterior under Normal(0, 1), and the mean of m is what fails."""
-    result = check("gibbs", "mean", exact("mean"), sampled=model("mean", priors="m ~ Normal(0, 1000)"))
+    result = check("gibbs", "mean", exact("mean"), sampled=model("mean", priors="m ~ Normal(0, 1000)"),
+                   hyper_move=hyper_move)
     assert not result.passed, result.report
     failed = {c.name for c in result.checks if not c.passed}
     assert "E[m]" in failed, result.report
@@ -88,16 +106,18 @@ x[i] ~ Normal(theta[z[i]])
 
 
 @pytest.mark.slow  # about a minute each; the enumeration tests above check the move by default
-@pytest.mark.parametrize("wrong", [False, True], ids=["slice", "power"])
-def test_geweke_joint_distribution_of_the_slice_move(wrong):
+@pytest.mark.parametrize("hyper_move", ["conjugate", "slice"])
+@pytest.mark.parametrize("wrong", [False, True], ids=["move", "power"])
+def test_geweke_joint_distribution_of_the_hyperparameter_move(wrong, hyper_move):
     """Geweke's test on twelve points with m and t random: forward draws of (m, t, z, x) against chains
-    of gibbs with the slice move, the data redrawn at the state's m and t (`dpppl.testing.geweke`). With
+    of gibbs with the hyperparameter move (Escobar & West's conjugate route or the slice update), the
+    data redrawn at the state's m and t (`dpppl.testing.geweke`). With
     the move built on a model whose m prior is Normal(0, 1000) instead (a move that ignores m's prior)
     the test fails: m wanders in both directions (its chains' mean stays near 0, with a spread a hundred
     times the forward draws'), and the data's location, which follows m, is what fails."""
     model = dpppl.parse(GEWEKE)
     kernel_model = dpppl.parse(GEWEKE.replace("m ~ Normal(0, 1)", "m ~ Normal(0, 1000)")) if wrong else None
-    result = geweke_test(model, "gibbs", 12, 1, seed=3, kernel_model=kernel_model)
+    result = geweke_test(model, "gibbs", 12, 1, seed=3, kernel_model=kernel_model, hyper_move=hyper_move)
     if not wrong:
         assert result.passed, result.report
         assert "h:m" in result.names and "h:t" in result.names
