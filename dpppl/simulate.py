@@ -8,7 +8,9 @@ data does the whole model generate? One draw is
    probability (|c| - d) / (alpha + i) and opens a new one with probability
    (alpha + K d) / (alpha + i) (`prior.log_seat_weights`; Pitman 2006, sec. 3.2). The
    partitions are exact draws of the exchangeable partition law, not of a truncation;
-3. theta_k ~ G_0 for every cluster (`family.posterior_draw` of empty statistics) and
+3. h_j ~ p(h_j) for each random hyperparameter of the base measure (`m ~ Normal(0, 10)`), and
+   G_0 the base measure at those values (`dpppl.models.compile.family_at_hyperparameters`);
+4. theta_k ~ G_0 for every cluster (`family.posterior_draw` of empty statistics) and
    x_i ~ F(theta_{z_i}) (`family.sample_points`), the same generative model the
    compiled NumPyro model (`dpppl.models.compile`) writes as a truncated stick-breaking
    mixture.
@@ -30,9 +32,8 @@ import numpy as np
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
 from dpppl.diagnostics.summaries import label_summaries
 from dpppl.dsl.parser import as_model, bind_data
-from dpppl.errors import ArgumentError
 from dpppl.families.base import stored_data
-from dpppl.models.compile import prior_family
+from dpppl.models.compile import family_at_hyperparameters, prior_family
 from dpppl.models.mixture import BoundModel
 from dpppl.priors.stick_breaking import refuse_labelled
 from dpppl.run.driver import check_positive_int, check_seed
@@ -46,8 +47,9 @@ def draw_alpha(prior, key, dtype):
 
 
 def draw_data(family, key, z, capacity: int, num_trials=None):
-    """x ~ p(x | z): theta_k ~ G_0 for every slot (the posterior draw of no points, or for a
-    non-conjugate family `params_of(prior_draw)`), then x_i ~ F(theta_{z_i})."""
+    """x ~ p(x | z) with `family` at the draw's hyperparameters: theta_k ~ G_0 for every slot (the
+    posterior draw of no points, or for a non-conjugate family `params_of(prior_draw)`), then
+    x_i ~ F(theta_{z_i})."""
     k_theta, k_x = jax.random.split(key)
     if family.conjugate:
         theta = family.posterior_draw(k_theta, family.empty_stats((capacity,)))
@@ -56,6 +58,13 @@ def draw_data(family, key, z, capacity: int, num_trials=None):
     if num_trials is None:
         return family.sample_points(k_x, theta, z)
     return family.sample_points(k_x, theta, z, num_trials=num_trials)
+
+
+def draw_hyperparameters(model, key, dtype) -> dict:
+    """h_j ~ p(h_j) for each random hyperparameter of the base measure of `model`, by name."""
+    priors = model.hyperpriors
+    keys = jax.random.split(key, max(len(priors), 1))
+    return {name: prior.sample(k).astype(dtype) for k, (name, prior) in zip(keys, priors.items())}
 
 
 def _family_for_data(model, data, dim):
@@ -96,7 +105,8 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
     -------
     InferenceData
         Group `prior` (one chain of `num_samples` draws): `num_clusters`,
-        `largest_cluster`, `entropy` and `alpha` when it has a prior; group
+        `largest_cluster`, `entropy`, `alpha` when it has a prior and each random
+        hyperparameter of the base measure under its name (the data are drawn at its value); group
         `prior_partition`: the labels `z` (point) and `cluster_sizes` (cluster);
         group `prior_predictive`: the simulated data (point, dim; integers for count
         and binary data) when a family could be resolved (from `data`, a BoundModel or
@@ -106,10 +116,6 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
     check_positive_int("num_samples", num_samples, 1)
     check_seed(seed)
     spec = model.model if isinstance(model, BoundModel) else as_model(model)
-    if spec.hyperpriors and (data is not None or dim is not None or isinstance(model, BoundModel)
-                             or spec.data.source is not None):
-        raise ArgumentError(f"sample_prior does not simulate data under random hyperparameters of the base measure "
-                            f"yet ({', '.join(spec.hyperpriors)})")
     family = _family_for_data(model if isinstance(model, BoundModel) else spec, data, dim)
     prior = spec.prior
     refuse_labelled(prior, "sample_prior")
@@ -123,17 +129,20 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
 
     alpha, z = jax.jit(jax.vmap(partition))(keys)
     z = np.asarray(z)
+    hyper = jax.jit(jax.vmap(lambda key: draw_hyperparameters(spec, jax.random.fold_in(key, 2), dtype)))(keys)
     summaries = {k: v[None] for k, v in label_summaries(z).items()}
     partition = {"z": z[None], "cluster_sizes": summaries.pop("cluster_sizes")}
     groups = {"prior": summaries, PARTITION_GROUPS["prior"]: partition}
     if prior.alpha_is_random:
         groups["prior"]["alpha"] = np.asarray(alpha)[None]
+    groups["prior"].update({name: np.asarray(value)[None] for name, value in hyper.items()})
     dims = {"z": ["point"], "cluster_sizes": ["cluster"]}
     if family is not None:
         capacity = int(z.max()) + 1
-        simulate = jax.jit(jax.vmap(lambda key, labels: draw_data(
-            family, jax.random.fold_in(key, 1), labels, capacity, num_trials)))
-        x = stored_data(family, np.asarray(simulate(keys, jnp.asarray(z))))
+        simulate = jax.jit(jax.vmap(lambda key, labels, values: draw_data(
+            family_at_hyperparameters(spec, family, values, family.dim), jax.random.fold_in(key, 1), labels,
+            capacity, num_trials)))
+        x = stored_data(family, np.asarray(simulate(keys, jnp.asarray(z), hyper)))
         groups["prior_predictive"] = {spec.data.name: x[None]}
         dims[spec.data.name] = ["point", "dim"]
     return to_arviz(groups, coords={"point": np.arange(n)}, dims=dims,

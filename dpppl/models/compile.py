@@ -33,8 +33,9 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
-from dpppl.core.expressions import depends_on_data
+from dpppl.core.expressions import depends_on_data, evaluate_traced
 from dpppl.errors import ArgumentError, DataError, ModelError, check_positive_int
+from dpppl.families.base import with_hyperparameters
 
 
 def stick_breaking_weights(v):
@@ -219,7 +220,7 @@ def prior_family(model, dim=None, **resolve_options):
     if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
         raise DataError(f"dim must be a positive integer, got {dim!r}")
     with model.located():
-        return model.component.resolve(np.zeros((1, int(dim))), **resolve_options)
+        return model.initial_component().resolve(np.zeros((1, int(dim))), **resolve_options)
 
 
 def check_num_trials(family, num_trials):
@@ -234,20 +235,40 @@ def check_num_trials(family, num_trials):
     return num_trials
 
 
-def compile_numpyro(model, truncation: int, family=None):
+def family_at_hyperparameters(model, family, values: dict, dim: int, shift=None):
+    """The resolved `family` of `model` at its random hyperparameters `values` (a dict by name of
+    traced scalars): each field of `Model.random_fields` evaluated at them (`evaluate_traced`,
+    with `D` and `V` the data's `dim` columns), locations moved to the frame `x - shift` when
+    `shift` is given, shaped as the resolved field (`with_hyperparameters`). Traceable; `family`
+    itself when the model has none. What `BoundModel.at_hyperparameters`, the compiled model and
+    `dpppl.sample_prior` run the family at."""
+    fields = model.random_fields()
+    if not fields:
+        return family
+    env = {"D": dim, "V": dim}
+    new = {name: evaluate_traced(expr, values, env) for name, expr in fields.items()}
+    for name in family.locations:
+        if name in new and shift is not None:
+            new[name] = new[name] - shift
+    return with_hyperparameters(family, new)
+
+
+def compile_numpyro(model, truncation: int, family=None, shift=None):
     """A NumPyro model `f(x=None, num_points=None, *, dim=None, num_trials=None)` for
     `model` with `truncation` sticks.
 
-    `family` is a resolved family, in the frame of the data the model is called with;
+    `family` is a resolved family, in the frame of the data the model is called with
+    (`shift` is that frame's translation, `BoundModel.shift`, None for the data's own frame);
     when None the model's family is resolved against the `x` it is called with (which
     must then be concrete, not traced), in that data's frame, and without `x` by the rule
     of `prior_family` (`dim` is the dimension there). `f(None, num_points=N)` simulates N
     points; `num_trials` is the total of each simulated count vector (count data only).
+
+    Each random hyperparameter of the base measure (`model.hyperpriors`) is a sample site under
+    its name with its prior (`Hyperprior.numpyro`), drawn before the sticks, and the family is
+    the resolved one at the drawn values (`family_at_hyperparameters`: the mapping the
+    partition kernels use), so NUTS moves them and `Predictive` simulates them.
     """
-    if getattr(model, "hyperpriors", None):
-        raise ModelError(f"the compiled NumPyro model does not take random hyperparameters of the base measure yet "
-                         f"({', '.join(model.hyperpriors)}); sample this model with the partition kernels "
-                         f"(dpppl.sample with kernel='gibbs', 'gibbs+splitmerge' or 'perm')")
     prior = model.prior
     name = model.data.name
     truncation = truncated(truncation, prior)
@@ -269,6 +290,8 @@ def compile_numpyro(model, truncation: int, family=None):
             raise ArgumentError("give the data x, or num_points to simulate from the prior")
         else:
             num_trials = check_num_trials(fam, num_trials)
+        values = {h: numpyro.sample(h, p.numpyro()) for h, p in model.hyperpriors.items()}
+        fam = family_at_hyperparameters(model, fam, values, fam.dim, shift if family is not None else None)
         alpha = None
         if prior.alpha_is_random:
             alpha = numpyro.sample("alpha", gamma_distribution(prior.alpha.shape, prior.alpha.rate))

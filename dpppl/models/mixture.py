@@ -17,13 +17,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpppl.core.compiled import on_target
-from dpppl.core.expressions import Expr, Number, Span, evaluate_traced, parse_expression
+from dpppl.core.expressions import Expr, Number, Span, parse_expression
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.pytrees import register_attributes
 from dpppl.core.state import PartitionState
 from dpppl.errors import DataError, HyperparameterError, ModelError
-from dpppl.families.base import Family, cluster_log_marginals, segment_stats, translated, with_hyperparameters
-from dpppl.models.compile import compile_numpyro
+from dpppl.families.base import Family, cluster_log_marginals, segment_stats, translated
+from dpppl.models.compile import compile_numpyro, family_at_hyperparameters
 from dpppl.models.rankings import rankings
 from dpppl.models.seating import sequential_prediction
 from dpppl.priors.crp import CRP, Concentration, Gamma, PitmanYor
@@ -116,14 +116,20 @@ class Model:
         `BoundModel`). Raises DataError (a
         [`HyperparameterError`][dpppl.errors.HyperparameterError] for a hyperparameter out of range)."""
         arr = validate_data(x, self.data, self.component)
-        start = {name: Number(prior.initial_value) for name, prior in self.hyperpriors.items()}
-        component = dataclasses.replace(self.component, **{name: expr.substitute(start)
-                                                           for name, expr in self.random_fields().items()})
+        component = self.initial_component()
         with self.located():
             self.prior.check_hyperparameters(arr.shape[0])
             family = component.resolve(arr)
         shift = data_shift(family, arr)
         return BoundModel(self, arr if shift is None else arr - shift, translated(family, shift), shift, arr)
+
+    def initial_component(self) -> Family:
+        """The component with each random hyperparameter at its initial value (its prior's median,
+        `Hyperprior.initial_value`), ready to resolve: what `bind` resolves and the compiled model
+        (`dpppl.models.compile.prior_family`) simulates with before moving to drawn values."""
+        start = {name: Number(prior.initial_value) for name, prior in self.hyperpriors.items()}
+        return dataclasses.replace(self.component, **{name: expr.substitute(start)
+                                                      for name, expr in self.random_fields().items()})
 
     @contextlib.contextmanager
     def located(self):
@@ -145,11 +151,12 @@ class Model:
     def refuses_kernel(self, name: str) -> Optional[str]:
         """Why kernel `name` cannot sample this model, or None. A family without a
         closed-form marginal names the only kernels that can (`Family.kernels`); random
-        hyperparameters are sampled beside the collapsed partition kernels only
-        (`HYPERPARAMETER_KERNELS`)."""
-        if self.hyperpriors and name not in HYPERPARAMETER_KERNELS:
+        hyperparameters are sampled beside the collapsed partition kernels
+        (`HYPERPARAMETER_KERNELS`) or as sites of the compiled model by `nuts`."""
+        if self.hyperpriors and name not in HYPERPARAMETER_KERNELS + ("nuts",):
             return (f"random hyperparameters ({', '.join(self.hyperpriors)}) are sampled beside the collapsed "
-                    f"partition kernels only; use one of {', '.join(HYPERPARAMETER_KERNELS)} or their hybrids")
+                    f"partition kernels or by nuts; use one of {', '.join(HYPERPARAMETER_KERNELS)}, their hybrids, "
+                    f"or nuts")
         only = self.component.kernels
         if only is not None and name not in only:
             return (f"{self.component.name} has no closed-form marginal likelihood; use one of "
@@ -246,15 +253,17 @@ class BoundModel:
     def nuts_model(self, truncation: int):
         """What `kernel="nuts"` runs: the compiled model in this target's frame (on `x`, with
         `family`) and the arguments `(x,)` that condition it on the data."""
-        return compile_numpyro(self.model, truncation, family=self.family), (jnp.asarray(self.x),)
+        return compile_numpyro(self.model, truncation, family=self.family, shift=self.shift), (jnp.asarray(self.x),)
 
     def lp_of_draw(self, labels, draw: dict, capacity: int):
         """`lp` of a draw of the compiled model: the collapsed log joint of its partition
         `labels` (each point's most probable component) at the draw's `alpha` when alpha has
-        a prior; the draw's component parameters integrate out (traceable)."""
+        a prior and at the draw's random hyperparameters (sites under their names), whose
+        priors' densities `lp` includes; the draw's component parameters integrate out (traceable)."""
         state = self.state_from_labels(None, labels, capacity)
         if "alpha" in draw:
             state = state._replace(alpha=draw["alpha"].astype(state.alpha.dtype))
+        state = state._replace(hyper={name: draw[name].astype(value.dtype) for name, value in state.hyper.items()})
         return self.lp(state)
 
     # ----- random hyperparameters of the base measure ------------------------------------
@@ -276,16 +285,10 @@ class BoundModel:
         (`evaluate_traced`, with `D` and `V` the data's columns), locations moved to the frame of
         `x` (minus `shift`), shaped as the resolved field (`with_hyperparameters`). Traceable;
         the target itself when the model has none."""
-        fields = self.model.random_fields()
-        if not fields:
+        if not self.model.hyperpriors:
             return self
-        dim = self.x.shape[1]
-        env = {"D": dim, "V": dim}
-        new = {name: evaluate_traced(expr, values, env) for name, expr in fields.items()}
-        for name in self.family.locations:
-            if name in new and self.shift is not None:
-                new[name] = new[name] - self.shift
-        return dataclasses.replace(self, family=with_hyperparameters(self.family, new))
+        return dataclasses.replace(self, family=family_at_hyperparameters(self.model, self.family, values,
+                                                                          self.x.shape[1], self.shift))
 
     def log_prior_hyperparameters(self, values: dict):
         """sum_j log p(h_j) of the random hyperparameters `values` under their priors (0 without)."""

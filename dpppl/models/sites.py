@@ -29,8 +29,9 @@ parameters from G_0 and each point from f(. | theta_{z_i}), which is how
 
 [`dp_mixture`][dpppl.models.sites.dp_mixture] writes the three sites of a dpppl model
 (`DPMixture`, `PitmanYorMixture`) inside a NumPyro model: `{name}_alpha` when alpha has a
-Gamma prior (a continuous site, moved by the inner kernel given the partition), `{name}_labels`
-and `name`.
+Gamma prior (a continuous site, moved by the inner kernel given the partition), `{name}_{h}` for
+each random hyperparameter h of the base measure (`m ~ Normal(0, 10)`, `mu0 = m`; a continuous
+site with its prior, the family at its value), `{name}_labels` and `name`.
 
 The family's hyperparameters must be numbers: a data-dependent default (`var(x) / 10`) would
 change as the values move, so it is refused with an error naming the field.
@@ -51,6 +52,7 @@ from numpyro.distributions import constraints
 from dpppl.core.expressions import depends_on_data
 from dpppl.errors import HyperparameterError, ModelError
 from dpppl.families.base import Family, cluster_log_marginals, segment_stats
+from dpppl.models.compile import family_at_hyperparameters
 from dpppl.priors.crp import PitmanYor
 
 LABELS_SUFFIX = "_labels"
@@ -154,12 +156,14 @@ def _dim_of(component: Family) -> Optional[int]:
 
 
 def resolved_family(component, num_points: int, dim: Optional[int] = None) -> tuple[Family, int, bool]:
-    """`(family, D, flat)`: `component` (a family, or a dpppl model holding one) resolved with
+    """`(family, D, flat)`: `component` (a family, or a dpppl model holding one, its random
+    hyperparameters at their initial values: `Model.initial_component`) resolved with
     its own hyperparameters for `num_points` points of D dimensions; `flat` when the values are
     (N,) rather than (N, D) (no `dim` given and every hyperparameter a scalar). Raises
     ModelError for a non-conjugate family, HyperparameterError naming a hyperparameter that
     defaults from the data."""
-    component = getattr(component, "component", component)
+    component = component.initial_component() if hasattr(component, "initial_component") else \
+        getattr(component, "component", component)
     if not isinstance(component, Family):
         raise ModelError(f"CollapsedMixture: component must be a dpppl component family "
                          f"(e.g. dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=4.0)), got {component!r}")
@@ -202,17 +206,31 @@ class CollapsedMixture(dist.Distribution):
         values when every hyperparameter is a scalar.
     num_trials : int, optional
         Total count of each simulated vector (DirichletMultinomial only, for `sample`).
+    hyperparameters : dict, optional
+        The values of the model's random hyperparameters of the base measure by name (traced
+        scalars; required when `component` is a model with some: sample them as sites, as
+        `dp_mixture` does); the family is the resolved one at those values.
     """
 
-    pytree_data_fields = ("labels",)
-    pytree_aux_fields = ("family", "dim", "flat", "num_trials")
+    pytree_data_fields = ("labels", "family")
+    pytree_aux_fields = ("dim", "flat", "num_trials", "random")
 
     def __init__(self, component, labels, *, dim: Optional[int] = None, num_trials: Optional[int] = None,
-                 validate_args=None):
+                 hyperparameters: Optional[dict] = None, validate_args=None):
         if jnp.ndim(labels) != 1:
             raise ModelError(f"CollapsedMixture: labels must be a vector (N,), got shape {jnp.shape(labels)}")
         n = int(jnp.shape(labels)[0])
+        priors = dict(getattr(component, "hyperpriors", {}))
+        missing = sorted(set(priors) - set(hyperparameters or {}))
+        if missing:
+            raise ModelError(f"CollapsedMixture: the model has random hyperparameters ({', '.join(priors)}); sample "
+                             f"them as sites and pass their values (hyperparameters={{'{missing[0]}': ...}}), or use "
+                             f"dpppl.dp_mixture, which does")
         self.family, self.dim, self.flat = resolved_family(component, n, dim)
+        if priors:
+            self.family = family_at_hyperparameters(component, self.family, hyperparameters, self.dim)
+        #: the names of the random hyperparameters the family is at (a partition kernel cannot follow them)
+        self.random = tuple(priors)
         self.labels = labels  # kept as given: PartitionGibbs links it to its Partition site by identity
         self.num_trials = num_trials
         super().__init__(batch_shape=(), event_shape=(n,) if self.flat else (n, self.dim),
@@ -263,8 +281,10 @@ def dp_mixture(name: str, model, obs=None, num_points: Optional[int] = None, *, 
 
     Sites: `{name}_alpha ~ Gamma(shape, rate)` when `model`'s alpha is a `dpppl.Gamma` (a
     continuous site: the inner kernel of `PartitionGibbs` moves it given the partition through
-    the EPPF), `{name}_labels ~ Partition(prior, N, alpha=...)` and
-    `name ~ CollapsedMixture(component, labels)`, observed when `obs` is given. With `obs=None`
+    the EPPF), `{name}_{h} ~` its prior for each random hyperparameter h of the base measure
+    (`model.hyperpriors`), `{name}_labels ~ Partition(prior, N, alpha=...)` and
+    `name ~ CollapsedMixture(model, labels, hyperparameters=...)` (the family at the drawn values),
+    observed when `obs` is given. With `obs=None`
     the values are a latent continuous site (e.g. DP random intercepts) that NUTS moves; under
     `numpyro.infer.Predictive` every site is simulated from the prior.
 
@@ -296,8 +316,9 @@ def dp_mixture(name: str, model, obs=None, num_points: Optional[int] = None, *, 
     alpha = None
     if prior.alpha_is_random:
         alpha = numpyro.sample(name + ALPHA_SUFFIX, dist.Gamma(prior.alpha.shape, prior.alpha.rate))
+    values = {h: numpyro.sample(f"{name}_{h}", p.numpyro()) for h, p in getattr(model, "hyperpriors", {}).items()}
     labels = numpyro.sample(name + LABELS_SUFFIX, Partition(prior, num_points, alpha=alpha))
-    return numpyro.sample(name, CollapsedMixture(component, labels, dim=dim), obs=obs)
+    return numpyro.sample(name, CollapsedMixture(model, labels, dim=dim, hyperparameters=values), obs=obs)
 
 
 class DPSite(NamedTuple):
@@ -336,6 +357,10 @@ def dp_sites(model_trace, names=None) -> tuple[DPSite, ...]:
             raise ModelError(f"partition site {p!r} needs exactly one CollapsedMixture site over its labels (pass "
                              f"the site's value itself as labels), found {linked or 'none'}")
         m = linked[0]
+        if model_trace[m]["fn"].random:
+            raise ModelError(f"partition site {p!r}: the family of {m!r} is at random hyperparameters "
+                             f"({', '.join(model_trace[m]['fn'].random)}), which PartitionGibbs does not follow yet "
+                             f"(its partition kernel runs at one family); fix them to numbers in the model")
         if model_trace[m]["fn"].num_points != model_trace[p]["fn"].num_points:
             raise ModelError(f"site {m!r} has {model_trace[m]['fn'].num_points} points but its partition {p!r} "
                              f"has {model_trace[p]['fn'].num_points}")

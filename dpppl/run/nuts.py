@@ -104,7 +104,9 @@ def conditioned_model(truncation: int):
 
 def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
                 num_chains: int, seed: int, thinning: int, progress_bar: bool, truncation: int, **_):
-    """Run NUTS; return (records, attrs, record_dims) as the partition backend does.
+    """Run NUTS; return (records, attrs, record_dims) as the partition backend does: each random
+    hyperparameter of the base measure (a site of the compiled model under its name) is recorded
+    under its name, in `posterior`, as the partition kernels' hyperparameter move records it.
 
     Thinning follows the rule of every backend: `num_samples` iterations after warmup, of
     which `num_samples // thinning` are kept (NumPyro's, every `thinning`-th)."""
@@ -129,7 +131,10 @@ def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, nu
     records = {"z": flat.reshape(chains, draws, n), "alpha": alpha.reshape(shape),
                "lp": np.asarray(lp).reshape(shape), "diverging": np.asarray(extra["diverging"]),
                "acceptance_rate": np.asarray(extra["accept_prob"])}
-    return records, dict(kernel="nuts", exact=0, truncation=truncation, interrupted=0, init="nuts"), None
+    hyper = target.model.hyperpriors
+    records.update({name: np.asarray(samples[name]) for name in hyper})
+    return (records, dict(kernel="nuts", exact=0, truncation=truncation, interrupted=0, init="nuts"),
+            {name: [] for name in hyper} or None)
 
 
 @functools.partial(jax.jit, static_argnums=3)

@@ -5,7 +5,10 @@ tests/statistical/test_hyperparameter_exactness.py."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
 import pytest
+from numpyro.distributions import constraints
+from numpyro.infer import Predictive
 from scipy import stats
 
 import dpppl
@@ -64,15 +67,78 @@ def test_the_slice_update_leaves_its_target_invariant_when_the_step_budget_binds
     assert stats.kstest(moved, "norm").pvalue > 1e-3
 
 
-def test_kernels_that_instantiate_parameters_and_nuts_refuse_random_hyperparameters():
+def test_kernels_that_instantiate_parameters_refuse_random_hyperparameters_and_nuts_takes_them():
     model = dpppl.parse(RANDOM)
-    for kernel in ("subcluster", "nuts"):
-        with pytest.raises(KernelError, match=f"kernel '{kernel}' does not apply to this model: random "
-                                              r"hyperparameters \(m, t, s\) are sampled beside the collapsed"):
-            dpppl.kernels.check_applies(kernel, model)
-    with pytest.raises(ModelError, match="the compiled NumPyro model does not take random hyperparameters of the "
-                                         r"base measure yet \(m, t, s\)"):
-        model.numpyro_model()
+    with pytest.raises(KernelError, match="kernel 'subcluster' does not apply to this model: random "
+                                          r"hyperparameters \(m, t, s\) are sampled beside the collapsed partition "
+                                          "kernels or by nuts"):
+        dpppl.kernels.check_applies("subcluster", model)
+    dpppl.kernels.check_applies("nuts", model)  # no error: they are sites of the compiled model
+
+
+FIELDS = ("mu0", "kappa0", "nu0", "psi0")
+
+
+def traced_compiled(fn, x):
+    """What the trace of a compiled model on `x` at the hyperparameters VALUES (other sites drawn) says,
+    traced once (not op by op): each hyperparameter site's support and log density at its value, and
+    the fields of the family the data site uses."""
+    sites = {}
+
+    def run(x):
+        conditioned = numpyro.handlers.substitute(numpyro.handlers.seed(fn, 0), data=VALUES)
+        tr = numpyro.handlers.trace(conditioned).get_trace(x)
+        sites.update({name: (tr[name]["type"], tr[name]["is_observed"], tr[name]["fn"].support) for name in VALUES})
+        family = tr["x"]["fn"].base_dist.family  # the point plate expands the mixture
+        return ({name: tr[name]["fn"].log_prob(tr[name]["value"]) for name in VALUES},
+                {field: getattr(family, field) for field in FIELDS})
+
+    log_probs, fields = jax.jit(run)(x)
+    return sites, log_probs, fields
+
+
+def test_each_random_hyperparameter_is_a_site_of_the_compiled_model_with_its_prior():
+    """A site under its name with its prior's support and density; the family the data site uses is
+    the fixed model's at those values, in the data's frame (`numpyro_model`) and in NUTS's translated
+    frame (`nuts_model`)."""
+    model = dpppl.parse(RANDOM)
+    random, fixed = model.bind(X), dpppl.parse(FIXED).bind(X)
+    sites, log_probs, fields = traced_compiled(random.numpyro_model(4), X)
+    supports = {"m": constraints.real, "t": constraints.positive, "s": constraints.positive}
+    for name, support in supports.items():
+        assert sites[name] == ("sample", False, support)
+        assert float(log_probs[name]) == pytest.approx(float(model.hyperpriors[name].log_prob(VALUES[name])),
+                                                       rel=1e-12)
+    compiled, args = random.nuts_model(4)
+    for got, want in ((fields, fixed.data_family), (traced_compiled(compiled, *args)[2], fixed.family)):
+        for field in FIELDS:
+            np.testing.assert_allclose(got[field], getattr(want, field), rtol=1e-12, atol=1e-12)
+
+
+def test_the_lp_of_a_nuts_draw_includes_the_hyperpriors():
+    """`lp_of_draw` (what `kernel="nuts"` records) at the draw's hyperparameters is the fixed model's
+    collapsed joint of the partition plus the priors' log densities."""
+    model = dpppl.parse(RANDOM)
+    random, fixed = model.bind(X), dpppl.parse(FIXED).bind(X)
+    labels = jnp.array([0, 0, 1, 1, 2])
+    priors = sum(float(prior.log_prob(VALUES[name])) for name, prior in model.hyperpriors.items())
+    expected = float(fixed.lp_of_draw(labels, {}, 6)) + priors
+    draw = {name: jnp.asarray(value) for name, value in VALUES.items()}
+    assert float(random.lp_of_draw(labels, draw, 6)) == pytest.approx(expected, rel=1e-12)
+
+
+def test_predictive_draws_the_hyperparameters_from_their_priors():
+    """The prior predictive: each hyperparameter's draws have its prior's mean within Monte Carlo error
+    (4 standard errors). (With data, tests/models/test_model_files.py draws them for the model files.)"""
+    text = ("data x : real[N]\nm ~ Normal(0, 10)\nt ~ Gamma(2, 4)\ns ~ InverseGamma(3, 2)\nz ~ CRP(1.0)\n"
+            "theta[k] ~ Normal(mu0 = m, tau2 = t)\nx[i] ~ Normal(theta[z[i]], sigma2 = s)\n")  # cheaper than NIW
+    fn = dpppl.parse(text).numpyro_model(2)
+    moments = {"m": stats.norm(0, 10), "t": stats.gamma(2, scale=1 / 4), "s": stats.invgamma(3, scale=2)}
+    num = 2000
+    draws = Predictive(fn, num_samples=num)(jax.random.key(7), None, num_points=3)
+    assert np.asarray(draws["x"]).shape == (num, 3, 1)
+    for name, law in moments.items():
+        assert abs(float(np.mean(draws[name])) - law.mean()) < 4 * law.std() / np.sqrt(num), name
 
 
 def test_a_model_with_random_hyperparameters_is_plain_data():
@@ -91,13 +157,24 @@ def test_an_unknown_distribution_or_wrong_parameters_of_a_hyperprior_raise():
         Hyperprior("Uniform", (2, 1))
 
 
-def test_models_with_random_hyperparameters_stay_hashable_and_sample_prior_refuses_their_data():
+def test_models_with_random_hyperparameters_stay_hashable():
     model = dpppl.parse(RANDOM)
     assert hash(model) == hash(dpppl.parse(RANDOM)) and model == dpppl.parse(RANDOM)
     assert model != dpppl.parse(RANDOM.replace("Normal(0, 10)", "Normal(0, 11)"))
-    with pytest.raises(ArgumentError, match=r"sample_prior does not simulate data under random hyperparameters of "
-                                            r"the base measure yet \(m, t, s\)"):
-        dpppl.sample_prior(model, 5, data=X)
+
+
+def test_sample_prior_draws_the_hyperparameters_and_the_data_at_them():
+    """Each draw's m is in `prior` (its prior's mean within Monte Carlo error) and its data are drawn at
+    it: with clusters' means within sqrt(0.01) of m and points within sqrt(0.01) of their mean, every
+    simulated point lies near its draw's m."""
+    text = ("data x : real[N, D]\nm ~ Normal(0, 10)\nz ~ CRP(1.0)\n"
+            "theta[k] ~ Normal(mu0 = m, tau2 = 0.01)\nx[i] ~ Normal(theta[z[i]], sigma2 = 0.01)\n")
+    num = 2000
+    idata = dpppl.sample_prior(dpppl.parse(text), 4, num_samples=num, dim=2)
+    m = np.asarray(group(idata, "prior")["m"])[0]
+    assert abs(float(np.mean(m))) < 4 * 10 / np.sqrt(num) and float(np.std(m)) > 5
+    x = np.asarray(group(idata, "prior_predictive")["x"])[0]
+    assert np.max(np.abs(x - m[:, None, None])) < 1.5
 
 
 def test_a_run_with_random_hyperparameters_resumes_from_its_checkpoint_as_if_never_stopped(tmp_path, monkeypatch):

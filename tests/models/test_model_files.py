@@ -34,17 +34,16 @@ UNBOUND = {
     "models/bernoulli.dp": {"dim": 3}, "models/gaussian_known.dp": {"dim": 2},
     "models/multinomial.dp": {"dim": 4, "num_trials": NUM_TRIALS}, "models/rankings.dp": {"dim": 4},
     "models/galaxies.dp": {},
-    "models/galaxies_full.dp": "random", "models/dpdensity.dp": "random",
+    "models/galaxies_full.dp": {}, "models/dpdensity.dp": {},
     "models/gaussian_diag.dp": "mu0, b0", "models/gaussian_lognormal.dp": "m0, s0, l0",
     "models/gaussian_niw.dp": "mu0, psi0", "models/pitman_yor.dp": "mu0, psi0",
     "models/pseudo_particles.dp": "mu0, psi0", "models/stick_breaking.dp": "mu0, psi0",
     "examples/ddp.dp": "mu0",
 }
 M, N = 3, 5  # prior draws, simulated points
-RANDOM = sorted(path for path, unbound in UNBOUND.items() if unbound == "random")
-"""The model files with random hyperparameters of the base measure, which the compiled NumPyro model
-does not take yet (`test_models_with_random_hyperparameters_build_their_kernels`)."""
-COMPILED = [path for path in FILES if path not in RANDOM]
+RANDOM = ["models/dpdensity.dp", "models/galaxies_full.dp"]
+"""The model files with random hyperparameters of the base measure."""
+COMPILED = FILES
 
 
 def data_of(path):
@@ -90,6 +89,8 @@ def test_predictive_simulates_data_from_the_prior(path):
             kwargs["num_trials"] = NUM_TRIALS
     draws = Predictive(fn, num_samples=M)(jax.random.key(1), *args, **kwargs)
     check_simulated(path, draws[name], bound.observed_x.shape[1])
+    for hyperparameter in bound.model.hyperpriors:  # a site each, drawn from its prior
+        assert np.asarray(draws[hyperparameter]).shape == (M,)
     assert np.asarray(draws["assignment"]).shape == (M, N) and int(np.max(draws["assignment"])) < 3
     # conditioned on the data, the data site holds them as given
     observed = (bound.observed_x, bound.t) if path == "examples/ddp.dp" else (bound.observed_x,)
@@ -140,15 +141,12 @@ def test_unbound_prior_simulation_errors_name_what_is_missing():
 def test_models_with_random_hyperparameters_build_their_kernels(path):
     """Bound to the data they name, their default kernel builds with the hyperparameter move and their
     log joint at the chains' start is finite (nothing compiled: `dpppl sample` runs galaxies_full.dp in
-    tests/test_cli.py); the compiled NumPyro model refuses them, naming the hyperparameters."""
+    tests/test_cli.py)."""
     target = bound_model(path)
     kernel = dpppl.kernels.build("gibbs+splitmerge", target)
     assert [part.name for part in kernel.parts][-1] == "hyperparameters" and kernel.exact
     state = target.state_from_labels(None, np.zeros(target.num_points, np.int32), 2)
     assert np.isfinite(float(target.lp(state)))
-    with pytest.raises(dpppl.ModelError, match="the compiled NumPyro model does not take random hyperparameters "
-                                               f"of the base measure yet \\({', '.join(target.model.hyperpriors)}\\)"):
-        target.numpyro_model(3)
 
 
 @pytest.mark.slow
@@ -164,4 +162,6 @@ def test_nuts_runs_on_every_model_with_continuous_parameters(path):
     idata = dpppl.sample(path, data, kernel="nuts", num_warmup=3, num_samples=3, truncation=3, progress_bar=False)
     posterior = group(idata, "posterior")
     assert np.asarray(posterior["num_clusters"]).shape == (1, 3)
+    for name in dpppl.load(path).hyperpriors:  # recorded as the partition kernels record them
+        assert np.asarray(posterior[name]).shape == (1, 3)
     assert np.all(np.isfinite(np.asarray(group(idata, "sample_stats")["lp"])))

@@ -8,12 +8,14 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
+from numpyro.distributions import constraints
 from numpyro.infer import Predictive
-from scipy import special
+from scipy import special, stats
 
 import dpppl
 from dpppl.errors import HyperparameterError, ModelError
 from dpppl.models.sites import dp_sites
+from dpppl.priors.hyperpriors import Hyperprior
 from dpppl.testing import set_partitions
 
 NKC = dpppl.NormalKnownCov(sigma2=0.5, mu0=0.0, tau2=4.0)
@@ -144,3 +146,38 @@ def test_a_partition_without_its_collapsed_mixture_is_refused():
     tr = numpyro.handlers.trace(numpyro.handlers.seed(model, 0)).get_trace()
     with pytest.raises(ModelError, match="exactly one CollapsedMixture"):
         dp_sites(tr)
+
+
+HYPER = dpppl.Model(dpppl.CRP(1.0), dpppl.NormalKnownCov(sigma2=0.5, mu0="m", tau2="t"),
+                    hyperpriors={"m": Hyperprior("Normal", (0.0, 3.0)), "t": Hyperprior("Gamma", (2.0, 1.0))})
+
+
+def test_random_hyperparameters_are_sites_and_the_mixture_is_at_their_values():
+    """`{name}_{h}` with h's prior (support and density); the collapsed density is the fixed family's at
+    the drawn values; a CollapsedMixture of such a model without their values, and PartitionGibbs (whose
+    partition kernel runs at one family), are refused."""
+    y = jnp.array([0.3, 0.5, 2.0, 2.2])
+
+    def model(y):
+        dpppl.dp_mixture("r", HYPER, obs=y)
+
+    values = {"r_m": 1.2, "r_t": 0.7, "r_labels": jnp.array([0, 0, 1, 1])}
+    fixed = dpppl.CollapsedMixture(dpppl.NormalKnownCov(sigma2=0.5, mu0=1.2, tau2=0.7), values["r_labels"])
+    found = {}
+
+    def densities(y):  # traced once, not op by op
+        tr = numpyro.handlers.trace(numpyro.handlers.substitute(numpyro.handlers.seed(model, 0), data=values)
+                                    ).get_trace(y)
+        found.update(trace=tr, supports=(tr["r_m"]["fn"].support, tr["r_t"]["fn"].support))
+        return tr["r_t"]["fn"].log_prob(0.7), tr["r"]["fn"].log_prob(y), fixed.log_prob(y)
+
+    log_t, log_y, log_fixed = jax.jit(densities)(y)
+    assert found["supports"] == (constraints.real, constraints.positive)
+    assert float(log_t) == pytest.approx(float(stats.gamma(2.0).logpdf(0.7)), rel=1e-12)
+    assert float(log_y) == pytest.approx(float(log_fixed), rel=1e-12)
+    with pytest.raises(ModelError, match=r"CollapsedMixture: the model has random hyperparameters \(m, t\); sample "
+                                         r"them as sites and pass their values \(hyperparameters=\{'m': \.\.\.\}\)"):
+        dpppl.CollapsedMixture(HYPER, values["r_labels"])
+    with pytest.raises(ModelError, match=r"partition site 'r_labels': the family of 'r' is at random "
+                                         r"hyperparameters \(m, t\), which PartitionGibbs does not follow yet"):
+        dp_sites(found["trace"])
