@@ -9,7 +9,10 @@ from dpppl.diagnostics.arviz_compat import group, partition_group
 from dpppl.testing import ExactCase, check_kernel_samples, exact_posterior, scale_concentration
 from tests.helpers.cases import CASES
 EXACT_KERNELS = [name for name in kernels.available() if name != "nuts" and kernels.entry(name).exact]
-HYBRIDS = [f"gibbs+{name}" for name in EXACT_KERNELS if name != "gibbs"]  # Gibbs with each other move
+ALIASES = {name: kernels.entry(name).alias for name in EXACT_KERNELS if kernels.entry(name).alias}  # "perm"
+# Gibbs with each other move; a hybrid an alias names ("gibbs+perm-move", which "perm" runs) runs under the alias
+HYBRIDS = [f"gibbs+{name}" for name in EXACT_KERNELS
+           if name != "gibbs" and name not in ALIASES and f"gibbs+{name}" not in ALIASES.values()]
 NUM_CHAINS, NUM_WARMUP, NUM_SAMPLES = 64, 100, 500
 # By default the baseline kernel runs on one overlapping case of every family (and the
 # Pitman-Yor case), the other exact kernels on the NIW and Pitman-Yor cases and the hybrids
@@ -34,7 +37,7 @@ def _matrix():
             if kernel == "gibbs":
                 slow = name.endswith("_separated")
             else:
-                slow = name not in (DEFAULT_HYBRID_CASES if kernel in HYBRIDS else DEFAULT_CASES)
+                slow = name not in (DEFAULT_HYBRID_CASES if kernel in HYBRIDS or kernel in ALIASES else DEFAULT_CASES)
             slow = slow or (kernel, name) in COVERED_ELSEWHERE
             yield pytest.param(kernel, name, marks=[pytest.mark.slow] if slow else [],
                                id=f"{kernel}-{name}")

@@ -61,7 +61,7 @@ def check(kernel: str, case: str, exact_post, sampled: dpppl.Model = None, seed:
     pytest.param("gibbs", "kappa0", marks=pytest.mark.slow),
     pytest.param("gibbs+splitmerge", "mean", marks=pytest.mark.slow),
     ("gibbs+splitmerge", "kappa0"),
-    pytest.param("gibbs+perm", "mean", marks=pytest.mark.slow),
+    pytest.param("perm", "mean", marks=pytest.mark.slow),
 ])
 def test_kernels_with_random_hyperparameters_match_enumeration(kernel, case, exact):
     result = check(kernel, case, exact(case))

@@ -1,4 +1,6 @@
-"""The permutation-augmented sampler (Liang, Jordan & Taskar 2007): `kernel="perm"`.
+"""The permutation-augmented sampler (Liang, Jordan & Taskar 2007): the permutation move
+`kernel="perm-move"`, and `kernel="perm"`, the paper's sampler: a collapsed Gibbs sweep and the
+permutation move each iteration (`"gibbs+perm-move"`, sec. 5: the move beside Gibbs sweeps).
 
 The clustering C is augmented with a permutation pi that keeps every cluster contiguous
 (`dpppl.kernels.perm.permutations`). One step is a blocked Gibbs sweep: pi ~ p(pi | C)
@@ -32,7 +34,7 @@ from jax.scipy.special import gammaln, logsumexp
 from dpppl.errors import KernelError
 from dpppl.families.base import segment_stats
 from dpppl.priors.crp import PitmanYor
-from dpppl.kernels.base import Kernel, register
+from dpppl.kernels.base import Kernel, register, register_alias
 from dpppl.kernels.perm.permutations import (EXACT_PERMUTATIONS, PERMUTATIONS, pairwise_log_predictive,
                                              sample_permutation, single_point_predictive)
 from dpppl.core.state import PartitionState, num_clusters
@@ -480,7 +482,7 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
 
     # padded points: dp="mh" without the Markov scan runs on the first `points` positions of pi; the
     # others (sums over every position, `forward_by_count`, `markov_segment_matrix`) run unpadded
-    return Kernel("perm", exact=exact, step=step, warmup_step=warmup_step,
+    return Kernel("perm-move", exact=exact, step=step, warmup_step=warmup_step,
                   info_type=PermMHInfo if dp == "mh" else PermInfo, init=init if dp == "mh" else None,
                   masked_points=dp == "mh" and "markov" not in (permutation, warmup_permutation))
 
@@ -491,9 +493,20 @@ def _applies(model) -> Optional[str]:
     return None
 
 
-register("perm", build_perm_kernel, exact=True, applies=_applies,
-         description="permutation-augmented sampler (Liang, Jordan & Taskar 2007): blocked pi | C, "
+register("perm-move", build_perm_kernel, exact=True, applies=_applies,
+         description="the permutation move alone (Liang, Jordan & Taskar 2007): blocked pi | C, "
                      "C | pi by dynamic programming, exact after warmup (warmup: random-projection "
                      "hill-climbing); default dp='mh', O(N^2) per step below 225 points and the beam "
                      "(O(N W), exact correction) from there; dp='exact' O(N^3); permutation='projection' "
                      "is inexact")
+
+PAPER_SAMPLER = "gibbs+perm-move"
+"""What `kernel="perm"` runs: the sampler of Liang et al. (2007, sec. 5), a collapsed Gibbs sweep
+and the permutation move each iteration. The move alone mixes K poorly on small data (galaxies:
+`benchmarks/results/perm_default.md`); the sweep moves single points between the clusterings the
+move draws."""
+
+register_alias("perm", PAPER_SAMPLER,
+               description="the permutation-augmented sampler as Liang, Jordan & Taskar (2007) run it: a "
+                           "collapsed Gibbs sweep and the permutation move each iteration (runs "
+                           "'gibbs+perm-move'; the move's options reach it)")
