@@ -123,8 +123,8 @@ def perm_move_seconds(n, reps=3, seed=0):
     k = int(labels.max()) + 1
     state = state_from_labels(bound.family, xj, np.asarray(labels), 2 * k + 8, 1.0)
     kernels = {"gibbs sweep": dpppl.kernels.build("gibbs", bound),
-               "perm O(N^2)": dpppl.kernels.build("perm", bound, beam_epsilon=None),
-               "perm beam": dpppl.kernels.build("perm", bound, **BEAM)}
+               "perm O(N^2)": dpppl.kernels.build("perm-move", bound, beam_epsilon=None),
+               "perm beam": dpppl.kernels.build("perm-move", bound, **BEAM)}
     out = {"n": n}
     for name, kern in kernels.items():
         state0 = kern.init(state, xj) if kern.init is not None else state

@@ -111,7 +111,7 @@ def main(argv=None) -> None:
                      label="splits" if c == 0 else None)
         axes[0].plot(np.cumsum(stats_sm["splitmerge_merge_accepted"].values[c]), color="tab:purple",
                      label="merges" if c == 0 else None)
-        axes[1].plot(stats_perm["perm_proposed_clusters"].values[c], color="tab:green", alpha=0.7,
+        axes[1].plot(stats_perm["perm-move_proposed_clusters"].values[c], color="tab:green", alpha=0.7,
                      drawstyle="steps-post", label="K of the proposed clustering" if c == 0 else None)
     axes[0].set_title("gibbs+splitmerge: accepted proposals (cumulative)")
     axes[1].set_title("gibbs+perm: clusterings drawn by the dynamic program")
@@ -123,7 +123,7 @@ def main(argv=None) -> None:
     accepted = stats_sm["splitmerge_split_accepted"].values
     print(f"gibbs+splitmerge: accepted splits per chain {accepted.sum(axis=1).tolist()}, "
           f"of which in the first 10 iterations {accepted[:, :10].sum(axis=1).tolist()}; "
-          f"perm moves accepted: {stats_perm['perm_accepted'].values.mean():.3f}")
+          f"perm moves accepted: {stats_perm['perm-move_accepted'].values.mean():.3f}")
     print(f"figures in {args.out}")
 
 
