@@ -25,6 +25,7 @@ import dpppl
 from dpppl import kernels
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.errors import KernelError
+from dpppl.kernels.auto import resolve
 from dpppl.kernels.base import parse_kernel_name
 from dpppl.kernels.perm import sampler as P
 from dpppl.models.mixture import state_from_labels
@@ -383,6 +384,8 @@ def test_perm_is_the_papers_sampler():
     assert kern.name == "gibbs+perm-move"  # alpha ~ Gamma here: the alpha move is appended
     assert [p.name for p in kern.parts] == ["gibbs", "perm-move", "alpha"]
     assert parse_kernel_name("gibbs+perm") == ["gibbs", "perm-move"]
+    # what dpppl.sample records in attrs["kernel"] (the requested "perm" in attrs["kernel_requested"])
+    assert resolve("perm", b.model, b.num_points, 2, {"beam_width": 3}) == ("gibbs+perm-move", {"beam_width": 3}, None)
     with pytest.raises(KernelError, match="perm: beam_width must be an integer >= 1, got 0"):
         kernels.build("perm", b, beam_width=0)
     with pytest.raises(KernelError, match=r"unknown option\(s\) \['beam_widht'\] for kernel 'perm' "
