@@ -1,5 +1,5 @@
-"""`kernel="perm"` (the paper's sampler, `gibbs+perm-move`) against `gibbs+splitmerge` and the bare
-move `perm-move` on galaxies (issue 32, item 4), and `gibbs+splitmerge+perm-move`.
+"""`kernel="perm"` (the paper's sampler, `gibbs+splitmerge+perm-move`) against `gibbs+splitmerge`, the
+bare move `perm-move` and `gibbs+perm-move` on galaxies (issue 32, item 4).
 
 Each kernel samples `models/galaxies.dp` with 2 chains x 1,000 draws after 500 warmup iterations
 (`dpppl.sample` defaults otherwise), side by side in one process: first a run on an empty
@@ -26,9 +26,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-KERNELS = ("perm", "gibbs+splitmerge", "perm-move", "gibbs+splitmerge+perm-move")
-"""The default `perm`, the project's default for galaxies, the bare move, and the paper's other hybrid
-(GIBBS+SPLITMERGE+PERM, sec. 5), the candidate `perm` could have been."""
+KERNELS = ("perm", "gibbs+splitmerge", "perm-move", "gibbs+perm-move")
+"""`perm` (`gibbs+splitmerge+perm-move`, the paper's GIBBS+SPLITMERGE+PERM), the project's default for
+galaxies, the bare move, and the paper's GIBBS+PERM (sec. 5), the other candidate for `perm`."""
 MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "galaxies.dp")
 
 

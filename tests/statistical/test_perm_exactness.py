@@ -1,5 +1,5 @@
 """Chains of the exact configurations of the permutation move (kernel="perm-move", and
-kernel="perm", the paper's sampler "gibbs+perm-move", with the move's options) match the
+kernel="perm", the paper's sampler "gibbs+splitmerge+perm-move", with the move's options) match the
 enumerated posterior (the default configurations of both names are covered by
 tests/statistical/test_exactness.py; long runs are marked slow), and the projection kernel's
 bias is detected."""

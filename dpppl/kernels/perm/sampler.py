@@ -1,6 +1,7 @@
 """The permutation-augmented sampler (Liang, Jordan & Taskar 2007): the permutation move
-`kernel="perm-move"`, and `kernel="perm"`, the paper's sampler: a collapsed Gibbs sweep and the
-permutation move each iteration (`"gibbs+perm-move"`, sec. 5: the move beside Gibbs sweeps).
+`kernel="perm-move"`, and `kernel="perm"`, the paper's sampler: a collapsed Gibbs sweep, split-merge
+and the permutation move each iteration (`"gibbs+splitmerge+perm-move"`, sec. 5: the move beside
+Gibbs sweeps and split-merge; `PAPER_SAMPLER` says why split-merge is in it).
 
 The clustering C is augmented with a permutation pi that keeps every cluster contiguous
 (`dpppl.kernels.perm.permutations`). One step is a blocked Gibbs sweep: pi ~ p(pi | C)
@@ -500,13 +501,15 @@ register("perm-move", build_perm_kernel, exact=True, applies=_applies,
                      "(O(N W), exact correction) from there; dp='exact' O(N^3); permutation='projection' "
                      "is inexact")
 
-PAPER_SAMPLER = "gibbs+perm-move"
-"""What `kernel="perm"` runs: the sampler of Liang et al. (2007, sec. 5), a collapsed Gibbs sweep
-and the permutation move each iteration. The move alone mixes K poorly on small data (galaxies:
-`benchmarks/results/perm_default.md`); the sweep moves single points between the clusterings the
-move draws."""
+PAPER_SAMPLER = "gibbs+splitmerge+perm-move"
+"""What `kernel="perm"` runs: GIBBS+SPLITMERGE+PERM of Liang et al. (2007, sec. 5), a collapsed
+Gibbs sweep, split-merge proposals and the permutation move each iteration. Split-merge is in it
+because it measured better: on galaxies (`benchmarks/bench_perm_default.py`,
+`benchmarks/results/perm_default.md`) its ESS of K per second was 2.6 times that of
+`gibbs+perm-move` (the paper's GIBBS+PERM) with the programs compiled and 8 times with the compile
+included, its ESS of K per draw 2-8 times; the move alone mixes K worst."""
 
 register_alias("perm", PAPER_SAMPLER,
-               description="the permutation-augmented sampler as Liang, Jordan & Taskar (2007) run it: a "
-                           "collapsed Gibbs sweep and the permutation move each iteration (runs "
-                           "'gibbs+perm-move'; the move's options reach it)")
+               description="the permutation-augmented sampler as Liang, Jordan & Taskar (2007, sec. 5) run "
+                           "it: a collapsed Gibbs sweep, split-merge and the permutation move each iteration "
+                           "(runs 'gibbs+splitmerge+perm-move'; the move's options reach it)")

@@ -1,5 +1,5 @@
 """The permutation-augmented sampler (Liang, Jordan & Taskar 2007): the move ``kernel="perm-move"``
-and the paper's sampler ``kernel="perm"`` (``"gibbs+perm-move"``).
+and the paper's sampler ``kernel="perm"`` (``"gibbs+splitmerge+perm-move"``).
 
 (a) The factorisation A(K) prod B(c) of eq. (4) equals the EPPF times the marginal
 likelihoods times p(pi | C), for the CRP and Pitman-Yor priors and both exact laws of pi.
@@ -369,27 +369,31 @@ def test_hybrids_and_cli(tmp_path, capsys):
     assert main(["sample", "models/gaussian_known.dp", "--data", str(data), "--kernel", "perm",
                  "--option", "dp=exact", "--option", "permutation=markov", "--warmup", "2", "--samples", "3",
                  "--no-progress"]) == 0
-    assert "gibbs+perm-move (exact)" in capsys.readouterr().out  # attrs["kernel"]: what "perm" ran
+    assert "gibbs+splitmerge+perm-move (exact)" in capsys.readouterr().out  # attrs["kernel"]: what "perm" ran
     assert main(["kernels"]) == 0
     listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
-    assert "runs 'gibbs+perm-move'" in listed["perm"] and "the permutation move alone" in listed["perm-move"]
+    assert "runs 'gibbs+splitmerge+perm-move'" in listed["perm"] and "the permutation move alone" in listed["perm-move"]
 
 
 def test_perm_is_the_papers_sampler():
-    """`kernel="perm"` is a collapsed Gibbs sweep and the permutation move each iteration
-    (`"gibbs+perm-move"`), the move's options reach the move, and an option no part takes
+    """`kernel="perm"` is a collapsed Gibbs sweep and the permutation move each iteration,
+    with split-merge (`"gibbs+splitmerge+perm-move"`), the move's options reach the move, and an
+    option no part takes
     names what the user asked for and what it runs."""
     b = bound("niw_2d_overlap")
     kern = kernels.build("perm", b, beam_epsilon=1e-8, beam_width=3)
-    assert kern.name == "gibbs+perm-move"  # alpha ~ Gamma here: the alpha move is appended
-    assert [p.name for p in kern.parts] == ["gibbs", "perm-move", "alpha"]
-    assert parse_kernel_name("gibbs+perm") == ["gibbs", "perm-move"]
+    assert kern.name == "gibbs+splitmerge+perm-move"  # alpha ~ Gamma here: the alpha move is appended
+    assert [p.name for p in kern.parts] == ["gibbs", "splitmerge", "perm-move", "alpha"]
+    assert parse_kernel_name("gibbs+perm") == ["gibbs", "splitmerge", "perm-move"]
+    assert parse_kernel_name("splitmerge+perm") == ["splitmerge", "gibbs", "perm-move"]
     # what dpppl.sample records in attrs["kernel"] (the requested "perm" in attrs["kernel_requested"])
-    assert resolve("perm", b.model, b.num_points, 2, {"beam_width": 3}) == ("gibbs+perm-move", {"beam_width": 3}, None)
+    assert resolve("perm", b.model, b.num_points, 2, {"beam_width": 3}) == ("gibbs+splitmerge+perm-move",
+                                                                          {"beam_width": 3}, None)
     with pytest.raises(KernelError, match="perm: beam_width must be an integer >= 1, got 0"):
         kernels.build("perm", b, beam_width=0)
-    with pytest.raises(KernelError, match=r"unknown option\(s\) \['beam_widht'\] for kernel 'perm' "
-                                          r"\(runs 'gibbs\+perm-move'\); 'beam_widht': did you mean 'beam_width'\?"):
+    with pytest.raises(KernelError, match=r"unknown option\(s\) \['beam_widht'\] for kernel 'perm' \(runs "
+                                          r"'gibbs\+splitmerge\+perm-move'\); 'beam_widht': did you mean "
+                                          r"'beam_width'\?"):
         kernels.build("perm", b, beam_widht=3)
 
 
