@@ -1,5 +1,5 @@
 """The permutation-augmented sampler (the move ``kernel="perm-move"``, and ``"perm"``, the paper's
-``gibbs+perm-move``) against the issue's targets.
+``gibbs+splitmerge+perm-move``) against the issue's targets.
 
 Three measurements, side by side in one process, each reported with a ratio:
 

@@ -201,10 +201,11 @@ def register(name: str, factory: Optional[Callable], *, exact: bool, description
 
 
 def register_alias(name: str, spec: str, *, description: str) -> None:
-    """Register `name` as another name of the hybrid `spec` (`"perm"` for `"gibbs+perm-move"`,
-    the sampler of Liang et al. 2007): [`parse_kernel_name`][dpppl.kernels.base.parse_kernel_name]
-    reads it as `spec`'s parts, so a run records the parts that ran (`attrs["kernel"]`) and the
-    parts' options reach them. It is exact when every part is."""
+    """Register `name` as another name of the hybrid `spec` (`"perm"` for
+    `"gibbs+splitmerge+perm-move"`, a sampler of Liang et al. 2007):
+    [`parse_kernel_name`][dpppl.kernels.base.parse_kernel_name] reads it as `spec`'s parts, so a
+    run records the parts that ran (`attrs["kernel"]`) and the parts' options reach them. It is
+    exact when every part is."""
     if "+" in name:
         raise KernelError(f"kernel names may not contain '+': {name!r}")
     exact = all(entry(n).exact for n in parse_kernel_name(spec))
@@ -240,7 +241,7 @@ def entry(name: str) -> KernelEntry:
 def parse_kernel_name(spec: str) -> list[str]:
     """`"gibbs+splitmerge"` -> `["gibbs", "splitmerge"]`, each checked to exist. A name
     registered by [`register_alias`][dpppl.kernels.base.register_alias] stands for its parts,
-    less those named before it (`"gibbs+perm"` -> `["gibbs", "perm-move"]`)."""
+    less those named before it (`"gibbs+perm"` -> `["gibbs", "splitmerge", "perm-move"]`)."""
     if not isinstance(spec, str) or not spec.strip():
         raise KernelError(f"kernel must be a non-empty string such as 'gibbs', got {spec!r}")
     names = []
@@ -257,7 +258,7 @@ def parse_kernel_name(spec: str) -> list[str]:
 
 def expand_aliases(spec: str) -> str:
     """`spec` with each name registered by `register_alias` replaced by its parts (`"perm"` ->
-    `"gibbs+perm-move"`): the kernel that runs; `spec` itself when it names no alias."""
+    `"gibbs+splitmerge+perm-move"`): the kernel that runs; `spec` itself when it names no alias."""
     if not any(entry(s.strip()).alias for s in spec.split("+")):
         return spec
     return "+".join(parse_kernel_name(spec))
