@@ -504,10 +504,10 @@ register("perm-move", build_perm_kernel, exact=True, applies=_applies,
 PAPER_SAMPLER = "gibbs+splitmerge+perm-move"
 """What `kernel="perm"` runs: GIBBS+SPLITMERGE+PERM of Liang et al. (2007, sec. 5), a collapsed
 Gibbs sweep, split-merge proposals and the permutation move each iteration. Split-merge is in it
-because it measured better: on galaxies (`benchmarks/bench_perm_default.py`,
-`benchmarks/results/perm_default.md`) its ESS of K per second was 2.6 times that of
-`gibbs+perm-move` (the paper's GIBBS+PERM) with the programs compiled and 8 times with the compile
-included, its ESS of K per draw 2-8 times; the move alone mixes K worst."""
+because it measured better: on galaxies (`benchmarks/bench_perm_default.py`, two runs in
+`benchmarks/results/perm_default.md`) its ESS of K per second was 2.0-2.6 times that of
+`gibbs+perm-move` (the paper's GIBBS+PERM) with the programs compiled and 2.4-8 times with the
+compile included, its ESS of K per draw 2-8 times; the move alone mixes K worst."""
 
 register_alias("perm", PAPER_SAMPLER,
                description="the permutation-augmented sampler as Liang, Jordan & Taskar (2007, sec. 5) run "
