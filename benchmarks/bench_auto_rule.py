@@ -21,7 +21,7 @@
    sec. 3.3 (`beam_epsilon=1e-32, beam_width=16`, O(N W)), beside one collapsed Gibbs sweep,
    on W1-shaped data (D = 10, true labels) at N = 64 .. 4000. perm uses the beam by default
    from the smallest N where the O(N^2) move costs more than a Gibbs sweep.
-4. **`gibbs+perm` with default options on W1, D = 40, N = 10,000 from one cluster** (issue 17's
+4. **`gibbs+perm-move` with default options on W1, D = 40, N = 10,000 from one cluster** (issue 17's
    done-when, a shorter check than the bench helper's): the hybrid's warmup step as
    `dpppl.sample` runs it (one Gibbs sweep then one perm move with random projections and the
    beam, its defaults at this N) until it reaches the true labels' log joint, then `gibbs` for
@@ -123,8 +123,8 @@ def perm_move_seconds(n, reps=3, seed=0):
     k = int(labels.max()) + 1
     state = state_from_labels(bound.family, xj, np.asarray(labels), 2 * k + 8, 1.0)
     kernels = {"gibbs sweep": dpppl.kernels.build("gibbs", bound),
-               "perm O(N^2)": dpppl.kernels.build("perm", bound, beam_epsilon=None),
-               "perm beam": dpppl.kernels.build("perm", bound, **BEAM)}
+               "perm O(N^2)": dpppl.kernels.build("perm-move", bound, beam_epsilon=None),
+               "perm beam": dpppl.kernels.build("perm-move", bound, **BEAM)}
     out = {"n": n}
     for name, kern in kernels.items():
         state0 = kern.init(state, xj) if kern.init is not None else state
@@ -146,17 +146,17 @@ def perm_move_seconds(n, reps=3, seed=0):
 
 
 def perm_default_race(n=10_000, dim=40, seed=0, budget=300.0):
-    """Section 4: seconds to the true labels' log joint of `gibbs+perm` (default options, its
+    """Section 4: seconds to the true labels' log joint of `gibbs+perm-move` (default options, its
     warmup step) and of `gibbs`, from one cluster."""
     import dataclasses
 
     x, labels = dpppl.datasets.load("w1", n=n, dim=dim, seed=seed)
     model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0))
     lp_true = dpppl.log_joint(model, x, labels)
-    hybrid = GibbsTrace(model, x, init="single", seed=seed, kernel="gibbs+perm")
+    hybrid = GibbsTrace(model, x, init="single", seed=seed, kernel="gibbs+perm-move")
     hybrid.kernel = dataclasses.replace(hybrid.kernel, step=hybrid.kernel.warmup)  # dpppl.sample's warmup
     t_hybrid = hybrid.run_until(lp_true, budget)
-    print(f"  gibbs+perm (defaults): {_s(t_hybrid)} ({hybrid.sweeps} iterations, K={hybrid.num_clusters()}, "
+    print(f"  gibbs+perm-move (defaults): {_s(t_hybrid)} ({hybrid.sweeps} iterations, K={hybrid.num_clusters()}, "
           f"compile {hybrid.compile_seconds:.1f} s)", flush=True)
     gibbs = GibbsTrace(model, x, init="single", seed=seed, kernel="gibbs")
     limit = 10 * (t_hybrid if t_hybrid is not None else hybrid.elapsed)
@@ -194,7 +194,7 @@ def main(argv=None):
         print("3. one perm move: the O(N^2) dynamic program against the beam, beside a Gibbs sweep (W1, D = 10)")
         payload["perm"] = [perm_move_seconds(n) for n in PERM_SIZES]
     if args.only == "perm-default":
-        print("4. gibbs+perm with default options against gibbs, W1 D = 40, N = 10,000, from one cluster")
+        print("4. gibbs+perm-move with default options against gibbs, W1 D = 40, N = 10,000, from one cluster")
         payload["perm_default"] = perm_default_race()
     name = ("auto_rule" + (f"-{args.only}" if args.only else "") + ("-sizes" if args.sizes else "")
             + (f"-d{args.dim}" if args.dim != 2 else "")

@@ -1,4 +1,5 @@
-"""The permutation-augmented sampler (``kernel="perm"``) against the issue's targets.
+"""The permutation-augmented sampler (the move ``kernel="perm-move"``, and ``"perm"``, the paper's
+``gibbs+splitmerge+perm-move``) against the issue's targets.
 
 Three measurements, side by side in one process, each reported with a ratio:
 
@@ -84,11 +85,11 @@ def move_timings(n, dim, reps, seed=0, with_full_dp=True):
     state = state_from_labels(bound.family, x, canonical_labels(labels), 128, 1.0)
     out = {}
     configs = {"gibbs sweep": ("gibbs", {}, "step"),
-               "perm beam+projection": ("perm", BURNIN_PERM, "warmup"),
-               "perm beam+projection W=8": ("perm", dict(BURNIN_PERM, beam_width=8), "warmup"),
-               "perm beam+uniform (exact)": ("perm", dict(beam_epsilon=1e-32, beam_width=16), "step")}
+               "perm beam+projection": ("perm-move", BURNIN_PERM, "warmup"),
+               "perm beam+projection W=8": ("perm-move", dict(BURNIN_PERM, beam_width=8), "warmup"),
+               "perm beam+uniform (exact)": ("perm-move", dict(beam_epsilon=1e-32, beam_width=16), "step")}
     if with_full_dp:
-        configs["perm sec3.2 dp (uniform, no beam)"] = ("perm", {}, "step")
+        configs["perm sec3.2 dp (uniform, no beam)"] = ("perm-move", {}, "step")
     for label, (name, options, phase) in configs.items():
         kern = build(name, bound, **options)
         s = kern.init(state, x) if kern.init else state
@@ -106,7 +107,7 @@ def exact_vs_mh(n, dim, reps):
     state = state_from_labels(bound.family, x, canonical_labels(labels), 32, 1.0)
     out = {}
     for dp in ("exact", "mh"):
-        kern = build("perm", bound, dp=dp)
+        kern = build("perm-move", bound, dp=dp)
         s = kern.init(state, x) if kern.init else state
         seconds, compile_s, info = time_step(kern.step, s, x, reps)
         out[dp] = {"seconds": seconds, "compile_seconds": compile_s, "info": info}
@@ -118,7 +119,7 @@ def exact_vs_mh(n, dim, reps):
 class MoveTrace:
     """Moves of dpppl kernels interleaved with even time shares, timed, with an lp trace.
 
-    ``moves`` maps a label to a kernel spec (``"gibbs"``, ``"splitmerge"``, ``"perm"``)
+    ``moves`` maps a label to a kernel spec (``"gibbs"``, ``"splitmerge"``, ``"perm-move"``)
     and its options. Kernels with a warmup form (perm) run it: this is burn-in. Each
     round runs the first move once and every other move as many times as fit in the
     first move's measured time (at least once), the even division of CPU time of Liang
@@ -224,9 +225,9 @@ class MoveTrace:
 SAMPLERS = {
     "gibbs": {"gibbs": ("gibbs", {})},
     "gibbs+splitmerge": {"gibbs": ("gibbs", {}), "splitmerge": ("splitmerge", {})},
-    "gibbs+perm": {"gibbs": ("gibbs", {}), "perm": ("perm", BURNIN_PERM)},
+    "gibbs+perm": {"gibbs": ("gibbs", {}), "perm": ("perm-move", BURNIN_PERM)},
     "gibbs+splitmerge+perm": {"gibbs": ("gibbs", {}), "splitmerge": ("splitmerge", {}),
-                              "perm": ("perm", BURNIN_PERM)},
+                              "perm": ("perm-move", BURNIN_PERM)},
 }
 
 

@@ -36,8 +36,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KERNELS = ("gibbs", "splitmerge", "perm", "subcluster")
-KERNEL_OPTIONS = {"perm": {"beam_epsilon": 1e-32, "beam_width": 16}}
+KERNELS = ("gibbs", "splitmerge", "perm-move", "subcluster")
+KERNEL_OPTIONS = {"perm-move": {"beam_epsilon": 1e-32, "beam_width": 16}}
 """perm's default dynamic program is O(N^2) per step (over 15 minutes at N = 10^5 here); the
 beam of sec. 3.3 is O(N W)."""
 

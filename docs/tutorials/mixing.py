@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 import dpppl  # noqa: E402
 
 FIGURES = Path(__file__).resolve().parent.parent / "figures"
-KERNELS = ("gibbs", "gibbs+splitmerge", "gibbs+perm")
+KERNELS = ("gibbs", "gibbs+splitmerge", "gibbs+perm-move")
 
 
 def save(fig, out: Path, name: str) -> None:
@@ -104,17 +104,17 @@ def main(argv=None) -> None:
 
     # What the big moves did: accepted splits and merges; what the perm move proposed.
     stats_sm = runs["gibbs+splitmerge"].sample_stats
-    stats_perm = runs["gibbs+perm"].sample_stats
+    stats_perm = runs["gibbs+perm-move"].sample_stats
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
     for c in range(chains):
         axes[0].plot(np.cumsum(stats_sm["splitmerge_split_accepted"].values[c]), color="tab:orange",
                      label="splits" if c == 0 else None)
         axes[0].plot(np.cumsum(stats_sm["splitmerge_merge_accepted"].values[c]), color="tab:purple",
                      label="merges" if c == 0 else None)
-        axes[1].plot(stats_perm["perm_proposed_clusters"].values[c], color="tab:green", alpha=0.7,
+        axes[1].plot(stats_perm["perm-move_proposed_clusters"].values[c], color="tab:green", alpha=0.7,
                      drawstyle="steps-post", label="K of the proposed clustering" if c == 0 else None)
     axes[0].set_title("gibbs+splitmerge: accepted proposals (cumulative)")
-    axes[1].set_title("gibbs+perm: clusterings drawn by the dynamic program")
+    axes[1].set_title("gibbs+perm-move: clusterings drawn by the dynamic program")
     axes[1].axhline(6, color="black", linestyle="--", linewidth=1, label="true K")
     for ax in axes:
         ax.set_xlabel("iteration")
@@ -123,7 +123,7 @@ def main(argv=None) -> None:
     accepted = stats_sm["splitmerge_split_accepted"].values
     print(f"gibbs+splitmerge: accepted splits per chain {accepted.sum(axis=1).tolist()}, "
           f"of which in the first 10 iterations {accepted[:, :10].sum(axis=1).tolist()}; "
-          f"perm moves accepted: {stats_perm['perm_accepted'].values.mean():.3f}")
+          f"perm moves accepted: {stats_perm['perm-move_accepted'].values.mean():.3f}")
     print(f"figures in {args.out}")
 
 

@@ -31,7 +31,7 @@ import difflib
 import numpy as np
 
 from dpppl.errors import KernelError
-from dpppl.kernels.base import applies_to, entry, parse_kernel_name, register_chooser
+from dpppl.kernels.base import applies_to, entry, expand_aliases, parse_kernel_name, register_chooser
 
 AUTO = "auto"
 """The kernel name that asks for the automatic choice."""
@@ -94,11 +94,12 @@ def choose(model, num_points: int, dim: int) -> Choice:
 
 def resolve(kernel: str, model, num_points: int, dim: int, options: dict) -> tuple[str, dict, Choice | None]:
     """`(spec, options, choice)`: for `kernel="auto"` the chosen spec, the choice's options
-    updated with `options`, and the choice; any other kernel is returned as it is, with None.
+    updated with `options`, and the choice; any other kernel is returned with its aliases
+    expanded (`"perm"` -> `"gibbs+splitmerge+perm-move"`, the kernel that runs), with None.
     An option that no part of the chosen kernel accepts raises
     [`KernelError`][dpppl.KernelError] naming the chosen kernel."""
     if kernel != AUTO:
-        return kernel, dict(options), None
+        return expand_aliases(kernel), dict(options), None
     choice = choose(model, num_points, dim)
     accepted = {o for name in parse_kernel_name(choice.spec) for o in entry(name).options}
     if entry(parse_kernel_name(choice.spec)[0]).backend == "partition":

@@ -156,6 +156,7 @@ class KernelEntry:
     description: str
     applies: Optional[Callable] = None  # model -> None or a reason it does not apply
     backend: str = "partition"
+    alias: Optional[str] = None  # the `+`-joined spec a name registered by `register_alias` stands for
 
     @property
     def options(self) -> tuple:
@@ -200,6 +201,18 @@ def register(name: str, factory: Optional[Callable], *, exact: bool, description
     _REGISTRY[name] = KernelEntry(name, factory, exact, description, applies, backend)
 
 
+def register_alias(name: str, spec: str, *, description: str) -> None:
+    """Register `name` as another name of the hybrid `spec` (`"perm"` for
+    `"gibbs+splitmerge+perm-move"`, a sampler of Liang et al. 2007):
+    [`parse_kernel_name`][dpppl.kernels.base.parse_kernel_name] reads it as `spec`'s parts, so a
+    run records the parts that ran (`attrs["kernel"]`) and the parts' options reach them. It is
+    exact when every part is."""
+    if "+" in name:
+        raise KernelError(f"kernel names may not contain '+': {name!r}")
+    exact = all(entry(n).exact for n in parse_kernel_name(spec))
+    _REGISTRY[name] = KernelEntry(name, None, exact, description, alias=spec)
+
+
 def register_prior_move(name: str, factory: Callable, options: tuple = ()) -> None:
     """Register a move a partition prior asks every kernel to append (its `moves`, e.g.
     `"alpha"`); `factory(bound_model, **given) -> Kernel`, `given` the kernel options of `options`
@@ -229,16 +242,29 @@ def entry(name: str) -> KernelEntry:
 
 
 def parse_kernel_name(spec: str) -> list[str]:
-    """`"gibbs+splitmerge"` -> `["gibbs", "splitmerge"]`, each checked to exist."""
+    """`"gibbs+splitmerge"` -> `["gibbs", "splitmerge"]`, each checked to exist. A name
+    registered by [`register_alias`][dpppl.kernels.base.register_alias] stands for its parts,
+    less those named before it (`"gibbs+perm"` -> `["gibbs", "splitmerge", "perm-move"]`)."""
     if not isinstance(spec, str) or not spec.strip():
         raise KernelError(f"kernel must be a non-empty string such as 'gibbs', got {spec!r}")
-    names = [s.strip() for s in spec.split("+")]
+    names = []
+    for given in (s.strip() for s in spec.split("+")):
+        alias = entry(given).alias
+        names += [given] if alias is None else [n for n in parse_kernel_name(alias) if n not in names]
     for n in names:
         e = entry(n)
         if e.backend != "partition" and len(names) > 1:
             raise KernelError(f"{n!r} is a sampler of its own ({e.description}) and cannot be "
                               "combined with partition moves")
     return names
+
+
+def expand_aliases(spec: str) -> str:
+    """`spec` with each name registered by `register_alias` replaced by its parts (`"perm"` ->
+    `"gibbs+splitmerge+perm-move"`): the kernel that runs; `spec` itself when it names no alias."""
+    if not any(entry(s.strip()).alias for s in spec.split("+")):
+        return spec
+    return "+".join(parse_kernel_name(spec))
 
 
 def backend_of(spec: str) -> str:
@@ -301,6 +327,7 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
     if spec in _CHOOSERS:
         spec, options = _CHOOSERS[spec](bound_model, options)
     names = parse_kernel_name(spec)
+    requested, spec = spec, expand_aliases(spec)
     check_applies(spec, bound_model.model)
     if backend_of(spec) != "partition":
         raise KernelError(f"kernel {spec!r} is run by its own backend: sample it with dpppl.sample")
@@ -333,7 +360,8 @@ def build(spec: str, bound_model, *, schedule: str = "sequence", weights=None, *
                           | {o for m in moves for o in _PRIOR_MOVE_OPTIONS[m]})
         hints = [f"{o!r}: did you mean {close[0]!r}?" for o in sorted(unknown)
                  for close in [difflib.get_close_matches(o, accepted, n=1)] if close]
-        raise KernelError(f"unknown option(s) {sorted(unknown)} for kernel {spec!r}; "
+        runs = f" (runs {spec!r})" if spec != requested else ""
+        raise KernelError(f"unknown option(s) {sorted(unknown)} for kernel {requested!r}{runs}; "
                           + (f"{' '.join(hints)} " if hints else "") + f"accepted: {accepted}")
     if schedule == "random" and len(names) == 1:
         _schedule_probabilities(weights, 1)  # validated, though one part leaves nothing to choose

@@ -33,9 +33,9 @@ def test_a_hybrid_types_its_parts_info_and_extras():
     Traced only (`jax.eval_shape`): nothing is compiled."""
     case = CASES["niw_2d_overlap"]  # alpha ~ Gamma: the alpha move is appended
     bound = case.model.bind(case.x)
-    kern = build("gibbs+perm", bound, beam_epsilon=None)
-    assert [p.name for p in kern.parts] == ["gibbs", "perm", "alpha"] and kern.info_type is HybridInfo
-    assert kern.info_names == tuple(f"perm_{f}" for f in PermMHInfo._fields)
+    kern = build("gibbs+perm-move", bound, beam_epsilon=None)
+    assert [p.name for p in kern.parts] == ["gibbs", "perm-move", "alpha"] and kern.info_type is HybridInfo
+    assert kern.info_names == tuple(f"perm-move_{f}" for f in PermMHInfo._fields)
     x = jnp.asarray(bound.x)
     start = jax.eval_shape(lambda: kern.init(bound.state_from_labels(None, jnp.zeros(5, jnp.int32), 6), x))
     assert [type(e) for e in start.extras.parts] == [NoExtras, PermExtras, NoExtras]

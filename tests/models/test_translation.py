@@ -36,8 +36,8 @@ from dpppl.diagnostics.arviz_compat import group, partition_group
 MODEL = dpppl.load(os.path.join(os.path.dirname(__file__), "..", "..", "models", "gaussian_niw.dp"))
 SHIFT = 1e6
 LP_TOL = 1e-3
-KERNELS = ("gibbs", "splitmerge", "perm", "subcluster")
-KERNEL_OPTIONS = {"perm": {"beam_epsilon": 1e-32, "beam_width": 16}}  # O(N W); the default DP is O(N^2)
+KERNELS = ("gibbs", "splitmerge", "perm-move", "subcluster")
+KERNEL_OPTIONS = {"perm-move": {"beam_epsilon": 1e-32, "beam_width": 16}}  # O(N W); the default DP is O(N^2)
 
 
 def four_clusters(n: int, seed: int = 0) -> np.ndarray:

@@ -9,7 +9,9 @@ from dpppl.diagnostics.arviz_compat import group, partition_group
 from dpppl.testing import ExactCase, check_kernel_samples, exact_posterior, scale_concentration
 from tests.helpers.cases import CASES
 EXACT_KERNELS = [name for name in kernels.available() if name != "nuts" and kernels.entry(name).exact]
-HYBRIDS = [f"gibbs+{name}" for name in EXACT_KERNELS if name != "gibbs"]  # Gibbs with each other move
+ALIASES = [name for name in EXACT_KERNELS if kernels.entry(name).alias]  # "perm": gibbs+splitmerge+perm-move
+# Gibbs with each other move
+HYBRIDS = [f"gibbs+{name}" for name in EXACT_KERNELS if name != "gibbs" and name not in ALIASES]
 NUM_CHAINS, NUM_WARMUP, NUM_SAMPLES = 64, 100, 500
 # By default the baseline kernel runs on one overlapping case of every family (and the
 # Pitman-Yor case), the other exact kernels on the NIW and Pitman-Yor cases and the hybrids
@@ -21,8 +23,9 @@ DEFAULT_HYBRID_CASES = {"pitman_yor_normal_known"}
 # for the 10-minute budget (docs/correctness.md lists what checks each by default):
 # splitmerge on niw_2d_overlap and gibbs+splitmerge are in test_splitmerge_exactness.py, and
 # gibbs on NormalKnownCov runs on normal_known_2d_overlap_n4 and pitman_yor_normal_known.
+# gibbs+perm-move: "perm" (gibbs+splitmerge+perm-move) runs on that case by default, and each move alone.
 COVERED_ELSEWHERE = {("splitmerge", "niw_2d_overlap"), ("gibbs+splitmerge", "pitman_yor_normal_known"),
-                     ("gibbs", "normal_known_1d_overlap")}
+                     ("gibbs", "normal_known_1d_overlap"), ("gibbs+perm-move", "pitman_yor_normal_known")}
 
 
 def _matrix():
@@ -34,7 +37,7 @@ def _matrix():
             if kernel == "gibbs":
                 slow = name.endswith("_separated")
             else:
-                slow = name not in (DEFAULT_HYBRID_CASES if kernel in HYBRIDS else DEFAULT_CASES)
+                slow = name not in (DEFAULT_HYBRID_CASES if kernel in HYBRIDS or kernel in ALIASES else DEFAULT_CASES)
             slow = slow or (kernel, name) in COVERED_ELSEWHERE
             yield pytest.param(kernel, name, marks=[pytest.mark.slow] if slow else [],
                                id=f"{kernel}-{name}")

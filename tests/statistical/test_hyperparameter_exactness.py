@@ -73,7 +73,7 @@ def check(kernel: str, case: str, exact_post, sampled: dpppl.Model = None, seed:
     pytest.param("gibbs+splitmerge", "mean", "conjugate", marks=pytest.mark.slow),
     ("gibbs+splitmerge", "kappa0", "conjugate"),
     pytest.param("gibbs+splitmerge", "kappa0", "slice", marks=pytest.mark.slow),
-    pytest.param("gibbs+perm", "mean", "conjugate", marks=pytest.mark.slow),
+    pytest.param("perm", "mean", "conjugate", marks=pytest.mark.slow),
     ("gibbs", "known", "conjugate"),
     pytest.param("gibbs", "known", "slice", marks=pytest.mark.slow),
 ])

@@ -1,6 +1,8 @@
-"""Chains of the exact configurations of kernel="perm" match the enumerated posterior
-(the default configuration is covered by tests/statistical/test_exactness.py; long runs
-are marked slow), and the projection kernel's bias is detected."""
+"""Chains of the exact configurations of the permutation move (kernel="perm-move", and
+kernel="perm", the paper's sampler "gibbs+splitmerge+perm-move", with the move's options) match the
+enumerated posterior (the default configurations of both names are covered by
+tests/statistical/test_exactness.py; long runs are marked slow), and the projection kernel's
+bias is detected."""
 
 
 import pytest
@@ -27,16 +29,16 @@ def run_check(kernel, name, seed, num_chains=64, burn=100, num_samples=500, **op
 
 
 EXACT_CONFIGS = [
-    pytest.param("perm", "niw_2d_overlap", dict(dp="exact"), id="exact-dp"),
-    pytest.param("perm", "normal_known_2d_overlap_n4", dict(permutation="markov", warmup_permutation=None),
+    pytest.param("perm-move", "niw_2d_overlap", dict(dp="exact"), id="exact-dp"),
+    pytest.param("perm-move", "normal_known_2d_overlap_n4", dict(permutation="markov", warmup_permutation=None),
                  id="markov-scan"),
-    pytest.param("perm", "normal_gamma_1d_overlap", dict(beam_epsilon=0.05, beam_width=2, warmup_permutation=None),
+    pytest.param("perm-move", "normal_gamma_1d_overlap", dict(beam_epsilon=0.05, beam_width=2, warmup_permutation=None),
                  id="narrow-beam"),
-    pytest.param("perm", "pitman_yor_normal_known", dict(dp="exact", permutation="markov"),
+    pytest.param("perm-move", "pitman_yor_normal_known", dict(dp="exact", permutation="markov"),
                  id="pitman-yor-exact-markov", marks=pytest.mark.slow),
-    pytest.param("gibbs+perm", "dirichlet_multinomial_overlap", dict(beam_epsilon=1e-3, beam_width=3),
-                 id="gibbs-perm-beam", marks=pytest.mark.slow),
-    pytest.param("perm", "beta_bernoulli_overlap", dict(), id="default-beta-bernoulli", marks=pytest.mark.slow),
+    pytest.param("perm", "dirichlet_multinomial_overlap", dict(beam_epsilon=1e-3, beam_width=3),
+                 id="perm-paper-beam", marks=pytest.mark.slow),
+    pytest.param("perm-move", "beta_bernoulli_overlap", dict(), id="default-beta-bernoulli", marks=pytest.mark.slow),
 ]
 
 
@@ -51,6 +53,6 @@ def test_projection_kernel_is_detectably_biased():
     """Random projections as the sampling-phase permutation law are hill-climbing, not
     a sampler: the check rejects them on overlapping data (power of the harness)."""
     with pytest.warns(UserWarning):
-        result = run_check("perm", "normal_known_1d_overlap", seed=4, permutation="projection")
+        result = run_check("perm-move", "normal_known_1d_overlap", seed=4, permutation="projection")
     assert not result.passed, result.report
 

@@ -1,4 +1,7 @@
-"""The permutation-augmented sampler (Liang, Jordan & Taskar 2007): `kernel="perm"`.
+"""The permutation-augmented sampler (Liang, Jordan & Taskar 2007): the permutation move
+`kernel="perm-move"`, and `kernel="perm"`, the paper's sampler: a collapsed Gibbs sweep, split-merge
+and the permutation move each iteration (`"gibbs+splitmerge+perm-move"`, sec. 5: the move beside
+Gibbs sweeps and split-merge; `PAPER_SAMPLER` says why split-merge is in it).
 
 The clustering C is augmented with a permutation pi that keeps every cluster contiguous
 (`dpppl.kernels.perm.permutations`). One step is a blocked Gibbs sweep: pi ~ p(pi | C)
@@ -32,7 +35,7 @@ from jax.scipy.special import gammaln, logsumexp
 from dpppl.errors import KernelError
 from dpppl.families.base import segment_stats
 from dpppl.priors.crp import PitmanYor
-from dpppl.kernels.base import Kernel, register
+from dpppl.kernels.base import Kernel, register, register_alias
 from dpppl.kernels.perm.permutations import (EXACT_PERMUTATIONS, PERMUTATIONS, pairwise_log_predictive,
                                              sample_permutation, single_point_predictive)
 from dpppl.core.state import PartitionState, num_clusters
@@ -480,7 +483,7 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
 
     # padded points: dp="mh" without the Markov scan runs on the first `points` positions of pi; the
     # others (sums over every position, `forward_by_count`, `markov_segment_matrix`) run unpadded
-    return Kernel("perm", exact=exact, step=step, warmup_step=warmup_step,
+    return Kernel("perm-move", exact=exact, step=step, warmup_step=warmup_step,
                   info_type=PermMHInfo if dp == "mh" else PermInfo, init=init if dp == "mh" else None,
                   masked_points=dp == "mh" and "markov" not in (permutation, warmup_permutation))
 
@@ -491,9 +494,22 @@ def _applies(model) -> Optional[str]:
     return None
 
 
-register("perm", build_perm_kernel, exact=True, applies=_applies,
-         description="permutation-augmented sampler (Liang, Jordan & Taskar 2007): blocked pi | C, "
+register("perm-move", build_perm_kernel, exact=True, applies=_applies,
+         description="the permutation move alone (Liang, Jordan & Taskar 2007): blocked pi | C, "
                      "C | pi by dynamic programming, exact after warmup (warmup: random-projection "
                      "hill-climbing); default dp='mh', O(N^2) per step below 225 points and the beam "
                      "(O(N W), exact correction) from there; dp='exact' O(N^3); permutation='projection' "
                      "is inexact")
+
+PAPER_SAMPLER = "gibbs+splitmerge+perm-move"
+"""What `kernel="perm"` runs: GIBBS+SPLITMERGE+PERM of Liang et al. (2007, sec. 5), a collapsed
+Gibbs sweep, split-merge proposals and the permutation move each iteration. Split-merge is in it
+because it measured better: on galaxies (`benchmarks/bench_perm_default.py`, two runs in
+`benchmarks/results/perm_default.md`) its ESS of K per second was 2.0-2.6 times that of
+`gibbs+perm-move` (the paper's GIBBS+PERM) with the programs compiled and 2.4-8 times with the
+compile included, its ESS of K per draw 2-8 times; the move alone mixes K worst."""
+
+register_alias("perm", PAPER_SAMPLER,
+               description="the permutation-augmented sampler as Liang, Jordan & Taskar (2007, sec. 5) run "
+                           "it: a collapsed Gibbs sweep, split-merge and the permutation move each iteration "
+                           "(runs 'gibbs+splitmerge+perm-move'; the move's options reach it)")

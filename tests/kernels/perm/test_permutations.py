@@ -1,5 +1,5 @@
-"""The permutation samplers of kernel="perm" (dpppl.kernels.perm.permutations): consistent
-with C and with the right law."""
+"""The permutation samplers of the permutation move (kernel="perm-move", and "perm", which runs
+it; dpppl.kernels.perm.permutations): consistent with C and with the right law."""
 
 import itertools
 import math

@@ -1,4 +1,5 @@
-"""The permutation-augmented sampler (``kernel="perm"``, Liang, Jordan & Taskar 2007).
+"""The permutation-augmented sampler (Liang, Jordan & Taskar 2007): the move ``kernel="perm-move"``
+and the paper's sampler ``kernel="perm"`` (``"gibbs+splitmerge+perm-move"``).
 
 (a) The factorisation A(K) prod B(c) of eq. (4) equals the EPPF times the marginal
 likelihoods times p(pi | C), for the CRP and Pitman-Yor priors and both exact laws of pi.
@@ -24,6 +25,8 @@ import dpppl
 from dpppl import kernels
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.errors import KernelError
+from dpppl.kernels.auto import resolve
+from dpppl.kernels.base import parse_kernel_name
 from dpppl.kernels.perm import sampler as P
 from dpppl.models.mixture import state_from_labels
 from tests.helpers.cases import CASES
@@ -290,20 +293,20 @@ def test_mh_ratio_matches_brute_force(name, k_ref):
 ])
 def test_bad_options_raise(options, message):
     with pytest.raises(KernelError, match=message):
-        kernels.build("perm", bound("niw_2d_overlap"), **options)
+        kernels.build("perm-move", bound("niw_2d_overlap"), **options)
 
 
 def test_exactness_flags():
     b = bound("niw_2d_overlap")
-    assert kernels.entry("perm").exact
+    assert kernels.entry("perm-move").exact and kernels.entry("perm").exact
     for options in ({}, dict(dp="exact"), dict(permutation="markov"), dict(beam_epsilon=1e-8),
                     dict(warmup_permutation=None), dict(warmup_permutation="uniform")):
-        assert kernels.build("perm", b, **options).exact, options
+        assert kernels.build("perm-move", b, **options).exact, options
     with pytest.warns(UserWarning, match="not an exact sampler"):
-        kern = kernels.build("perm", b, permutation="projection")
+        kern = kernels.build("perm-move", b, permutation="projection")
     assert not kern.exact
     with pytest.warns(UserWarning):
-        assert not kernels.build("gibbs+perm", b, permutation="projection").exact
+        assert not kernels.build("perm", b, permutation="projection").exact
 
 
 def test_k_ref_adapts_in_warmup_and_is_fixed_after(two_blobs):
@@ -311,14 +314,14 @@ def test_k_ref_adapts_in_warmup_and_is_fixed_after(two_blobs):
     chain: the mean K over the warmup."""
     x, _ = two_blobs
     model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=25.0))
-    idata = dpppl.sample(model, x, kernel="perm", num_warmup=30, num_samples=40, num_chains=2, seed=1,
+    idata = dpppl.sample(model, x, kernel="perm-move", num_warmup=30, num_samples=40, num_chains=2, seed=1,
                          init="single", progress_bar=False, warmup_permutation="uniform")
     stats = group(idata, "sample_stats")
     k_ref = stats["k_ref"].values
     assert np.all(k_ref == k_ref[:, :1]) and np.all((k_ref >= 1) & (k_ref <= 30))
     assert {"accept_prob", "accepted", "proposed_clusters", "in_beam"} <= set(stats.data_vars)
     b = model.bind(x)
-    kern = kernels.build("perm", b)
+    kern = kernels.build("perm-move", b)
     xb = jnp.asarray(b.x)  # the bound model's frame
     state = jax.jit(lambda xb: kern.init(state_from_labels(b.family, xb, jnp.zeros(30, jnp.int32), 31, 1.0), xb))(xb)
     assert isinstance(state.extras, P.PermExtras)
@@ -341,7 +344,7 @@ def test_statistics_and_overflow(two_blobs):
     x, _ = two_blobs
     model = dpppl.DPMixture(5.0, dpppl.NormalKnownCov(sigma2=0.05, mu0=0.0, tau2=25.0))
     b = model.bind(x)
-    kern = kernels.build("perm", b, dp="exact")
+    kern = kernels.build("perm-move", b, dp="exact")
     state = state_from_labels(b.family, jnp.asarray(x), np.zeros(30, int), 31, 5.0)
     new, info = jax.jit(kern.step)(jax.random.key(0), state, jnp.asarray(x))
     assert kern.info_type is P.PermInfo and kern.init is None and int(info.accepted) == 1
@@ -358,13 +361,40 @@ def test_hybrids_and_cli(tmp_path, capsys):
 
     case = CASES["normal_known_1d_separated"]
     hybrid = kernels.build("gibbs+splitmerge+perm", bound(case.name), beam_epsilon=1e-10, beam_width=4)
-    assert hybrid.exact and "perm_accept_prob" in hybrid.info_names and hybrid.init is not None
+    assert hybrid.name == "gibbs+splitmerge+perm-move" and [p.name for p in hybrid.parts] == [
+        "gibbs", "splitmerge", "perm-move"]
+    assert hybrid.exact and "perm-move_accept_prob" in hybrid.info_names and hybrid.init is not None
     data = tmp_path / "points.csv"
     np.savetxt(data, np.asarray(case.x), delimiter=",", header="a", comments="")
-    assert main(["sample", "models/gaussian_known.dp", "--data", str(data), "--kernel", "gibbs+perm",
+    assert main(["sample", "models/gaussian_known.dp", "--data", str(data), "--kernel", "perm",
                  "--option", "dp=exact", "--option", "permutation=markov", "--warmup", "2", "--samples", "3",
                  "--no-progress"]) == 0
-    assert "gibbs+perm (exact)" in capsys.readouterr().out
+    assert "gibbs+splitmerge+perm-move (exact)" in capsys.readouterr().out  # attrs["kernel"]: what "perm" ran
+    assert main(["kernels"]) == 0
+    listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "runs 'gibbs+splitmerge+perm-move'" in listed["perm"] and "the permutation move alone" in listed["perm-move"]
+
+
+def test_perm_is_the_papers_sampler():
+    """`kernel="perm"` is a collapsed Gibbs sweep and the permutation move each iteration,
+    with split-merge (`"gibbs+splitmerge+perm-move"`), the move's options reach the move, and an
+    option no part takes
+    names what the user asked for and what it runs."""
+    b = bound("niw_2d_overlap")
+    kern = kernels.build("perm", b, beam_epsilon=1e-8, beam_width=3)
+    assert kern.name == "gibbs+splitmerge+perm-move"  # alpha ~ Gamma here: the alpha move is appended
+    assert [p.name for p in kern.parts] == ["gibbs", "splitmerge", "perm-move", "alpha"]
+    assert parse_kernel_name("gibbs+perm") == ["gibbs", "splitmerge", "perm-move"]
+    assert parse_kernel_name("splitmerge+perm") == ["splitmerge", "gibbs", "perm-move"]
+    # what dpppl.sample records in attrs["kernel"] (the requested "perm" in attrs["kernel_requested"])
+    assert resolve("perm", b.model, b.num_points, 2, {"beam_width": 3}) == ("gibbs+splitmerge+perm-move",
+                                                                          {"beam_width": 3}, None)
+    with pytest.raises(KernelError, match="perm: beam_width must be an integer >= 1, got 0"):
+        kernels.build("perm", b, beam_width=0)
+    with pytest.raises(KernelError, match=r"unknown option\(s\) \['beam_widht'\] for kernel 'perm' \(runs "
+                                          r"'gibbs\+splitmerge\+perm-move'\); 'beam_widht': did you mean "
+                                          r"'beam_width'\?"):
+        kernels.build("perm", b, beam_widht=3)
 
 
 
@@ -385,7 +415,7 @@ def test_default_beam_from_its_threshold():
     state = state_from_labels(b.family, b.x, np.zeros(n, np.int32), 16, 1.0)
     draws = []
     for options in ({}, dict(beam_epsilon=1e-32, beam_width=16)):
-        kern = kernels.build("perm", b, **options)
+        kern = kernels.build("perm-move", b, **options)
         new, info = jax.jit(kern.warmup)(jax.random.key(3), kern.init(state, b.x), b.x)
         draws.append(np.asarray(new.z))
     np.testing.assert_array_equal(draws[0], draws[1])
@@ -403,7 +433,7 @@ def test_padded_points_change_no_draw(two_blobs, options):
     labels = np.r_[np.zeros(20, np.int32), np.ones(10, np.int32)]  # one group split in two
     runs = []
     for target, z in ((b, labels), (padded, np.r_[labels, np.full(10, -1, np.int32)])):
-        kern = kernels.build("perm", target, **options)
+        kern = kernels.build("perm-move", target, **options)
 
         @jax.jit
         def steps(target, z, kern=kern):

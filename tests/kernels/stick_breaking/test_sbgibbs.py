@@ -17,7 +17,7 @@ from tests.helpers.stick_breaking import FIG1_PRIOR, NKC, X4
 def test_kernels_refuse_the_wrong_prior():
     sb = dpppl.StickBreakingMixture(*FIG1_PRIOR, component=NKC)
     dp = dpppl.DPMixture(1.0, NKC)
-    for name in ("gibbs", "splitmerge", "perm", "gibbs+splitmerge"):
+    for name in ("gibbs", "splitmerge", "perm-move", "perm", "gibbs+splitmerge"):
         with pytest.raises(dpppl.KernelError, match="does not apply"):
             kernels.check_applies(name, sb)
     for name in ("sbgibbs", "labelswap", "labelpermute"):
