@@ -1,6 +1,7 @@
 """Shared fixtures: small data sets and models. JAX runs on the CPU in float64."""
 
 import os
+import signal
 import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -28,6 +29,17 @@ import numpy as np
 import pytest
 
 import dpppl
+
+
+@pytest.fixture(autouse=True)
+def _sigint_as_a_fresh_process_has_it():
+    """Every test starts with Python's own SIGINT handler and leaves it so: the Ctrl-C tests
+    (tests/test_cli.py) end commands through `_exit_interrupted`, which ignores SIGINT, and a
+    child process inherits an ignored SIGINT; one test leaving it ignored made the next Ctrl-C
+    tests of the same xdist worker fail (seen once in a full run, order-dependent)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
