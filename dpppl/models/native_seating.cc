@@ -385,6 +385,58 @@ T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* un
   return log_q;
 }
 
+// One chain's relabelling proposals of dpppl/kernels/stick_breaking/labelswap.py (labelswap,
+// labelpermute), the first `count` of a chunk, in order: proposal t maps slot s to moves[t, s] (a
+// permutation of the C slots), and is accepted when uniforms[t] < min(1, P(Z') / P(Z)) with
+//   log P(Z) = sum_k lgamma(a_k + N_k) + lgamma(b_k + M_k) - lgamma(a_k + b_k + N_k + M_k) + const,
+//   M_k = sum_{l>k} N_l      (StickBreaking.log_prob_labels; the last stick of a finite prior,
+//                             slot `last`, contributes 0 when M = 0 and -inf otherwise, the slots
+//                             past it 0),
+// never when past[t] (a label drawn past the slots). A permutation that moves only the slots
+// lo..hi leaves N_k and M_k unchanged outside them, so the ratio is summed over lo..hi. Updates
+// counts and slot_of (slot_of[s] = moves[t, slot_of[s]] on acceptance); returns the sum of the
+// acceptance probabilities (0 for a proposal past the slots) and adds the acceptances to `accepted`.
+template <typename T>
+T relabel_chain(int C, int count, const int32_t* moves, const bool* past, const T* uniforms, const T* a,
+                const T* b, int last, T* counts, int32_t* slot_of, int32_t* accepted) {
+  std::vector<T> proposed(C);
+  std::vector<int32_t> moved(C);
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  auto term = [&](int k, T n, T m) -> T {
+    if (last >= 0 && k > last) return T(0);
+    if (k == last) return m > T(0) ? neg_inf : T(0);
+    return T(log_gamma(double(a[k] + n)) + log_gamma(double(b[k] + m)) - log_gamma(double(a[k] + b[k] + n + m)));
+  };
+  T acc_sum = 0;
+  for (int t = 0; t < count; ++t) {
+    if (past[t]) continue;
+    const int32_t* mv = moves + size_t(t) * C;
+    int lo = C, hi = -1;
+    for (int s = 0; s < C; ++s)
+      if (mv[s] != s) lo = std::min(lo, s), hi = std::max(hi, s);
+    T log_ratio = 0;
+    if (hi >= 0) {
+      for (int s = lo; s <= hi; ++s) proposed[mv[s]] = counts[s];
+      T after = 0;  // M of slot hi: the points past the moved slots, the same on both sides
+      for (int s = hi + 1; s < C; ++s) after += counts[s];
+      T m_old = after, m_new = after;
+      for (int k = hi; k >= lo; --k) {
+        log_ratio += term(k, proposed[k], m_new) - term(k, counts[k], m_old);
+        m_old += counts[k];
+        m_new += proposed[k];
+      }
+    }
+    const T accept_prob = std::exp(std::min(log_ratio, T(0)));
+    acc_sum += accept_prob;
+    if (uniforms[t] < accept_prob) {
+      ++*accepted;
+      for (int s = lo; s <= hi; ++s) counts[s] = proposed[s];
+      for (int s = 0; s < C; ++s) slot_of[s] = mv[slot_of[s]];
+    }
+  }
+  return acc_sum;
+}
+
 // Product of the leading `rank - base` dimensions of a buffer: its batch size.
 int64_t batch_of(ffi::AnyBuffer::Dimensions dims, size_t base) {
   int64_t b = 1;
@@ -561,6 +613,47 @@ ffi::Error Allocate(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> order, ffi::Buffer<
   return ffi::Error::Success();
 }
 
+// The relabelling proposals of one chunk for every chain of the batch: see relabel_chain.
+template <ffi::DataType DT>
+ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi::Buffer<ffi::S32> moves,
+                   ffi::Buffer<ffi::PRED> past, ffi::Buffer<DT> uniforms, ffi::Buffer<ffi::S32> count,
+                   ffi::Buffer<DT> a, ffi::Buffer<DT> b, ffi::Buffer<ffi::S32> last,
+                   ffi::ResultBuffer<DT> counts_out, ffi::ResultBuffer<ffi::S32> slot_out,
+                   ffi::ResultBuffer<DT> acc_sum_out, ffi::ResultBuffer<ffi::S32> accepted_out) {
+  using T = ffi::NativeType<DT>;
+  const auto md = moves.dimensions();
+  if (md.size() < 2) return ffi::Error::InvalidArgument("native relabel: bad operand ranks");
+  const int P = int(md[md.size() - 2]), C = int(md[md.size() - 1]);
+  const int64_t B = batch_of(slot_out->dimensions(), 1);
+  const Operand oc(counts_in.dimensions(), 1, B), os(slot_in.dimensions(), 1, B), om(md, 2, B),
+                op(past.dimensions(), 1, B), ou(uniforms.dimensions(), 1, B), on(count.dimensions(), 0, B),
+                oa(a.dimensions(), 1, B), ob(b.dimensions(), 1, B), ol(last.dimensions(), 0, B);
+  // the moves and the slot map index the slots: checked before any is followed
+  for (int64_t c = 0; c < B; ++c) {
+    const int m = *on.at(count.typed_data(), c);
+    if (m < 0 || m > P) return ffi::Error::InvalidArgument("native relabel: count outside [0, proposals]");
+    const int32_t* mv = om.at(moves.typed_data(), c);
+    for (int64_t j = 0; j < int64_t(m) * C; ++j)
+      if (uint32_t(mv[j]) >= uint32_t(C)) return ffi::Error::InvalidArgument("native relabel: a move outside [0, C)");
+    const int32_t* so = os.at(slot_in.typed_data(), c);
+    for (int s = 0; s < C; ++s)
+      if (uint32_t(so[s]) >= uint32_t(C)) return ffi::Error::InvalidArgument("native relabel: a slot outside [0, C)");
+  }
+  for (int64_t c = 0; c < B; ++c) {
+    T* n = counts_out->typed_data() + c * C;
+    int32_t* slot_of = slot_out->typed_data() + c * C;
+    std::memcpy(n, oc.at(counts_in.typed_data(), c), sizeof(T) * C);
+    std::memcpy(slot_of, os.at(slot_in.typed_data(), c), sizeof(int32_t) * C);
+    int32_t* accepted = accepted_out->typed_data() + c;
+    *accepted = 0;
+    acc_sum_out->typed_data()[c] = relabel_chain<T>(
+        C, *on.at(count.typed_data(), c), om.at(moves.typed_data(), c), op.at(past.typed_data(), c),
+        ou.at(uniforms.typed_data(), c), oa.at(a.typed_data(), c), ob.at(b.typed_data(), c),
+        *ol.at(last.typed_data(), c), n, slot_of, accepted);
+  }
+  return ffi::Error::Success();
+}
+
 // The operands of Seat, in order (shapes of one chain; a leading batch under vmap).
 #define DPPPL_SEAT_BINDING(DT)                                                 \
   ffi::Ffi::Bind()                                                                 \
@@ -612,9 +705,28 @@ ffi::Error Allocate(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> order, ffi::Buffer<
       .Attr<int64_t>("reseat")                                                                   \
       .Attr<int64_t>("num_threads")
 
+// The operands of Relabel, in order (shapes of one chain; a leading batch under vmap).
+#define DPPPL_RELABEL_BINDING(DT)                                                      \
+  ffi::Ffi::Bind()                                                                         \
+      .Arg<ffi::Buffer<DT>>()         /* counts (C,) */                                    \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* slot_of (C,): each original slot's slot now */   \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* moves (P, C): proposal t maps slot s to moves[t, s] */ \
+      .Arg<ffi::Buffer<ffi::PRED>>()  /* past (P,): a label drawn past the slots */        \
+      .Arg<ffi::Buffer<DT>>()         /* uniforms (P,): the acceptance uniforms */        \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* count (): the proposals made, moves[:count] */   \
+      .Arg<ffi::Buffer<DT>>()         /* a (C,): the sticks' a_k */                       \
+      .Arg<ffi::Buffer<DT>>()         /* b (C,): the sticks' b_k */                       \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* last (): the last stick's slot, or -1 */         \
+      .Ret<ffi::Buffer<DT>>()         /* counts */                                         \
+      .Ret<ffi::Buffer<ffi::S32>>()   /* slot_of */                                        \
+      .Ret<ffi::Buffer<DT>>()         /* acc_sum () */                                     \
+      .Ret<ffi::Buffer<ffi::S32>>()   /* accepted () */
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF64, Seat<ffi::F64>, DPPPL_SEAT_BINDING(ffi::F64));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF32, Seat<ffi::F32>, DPPPL_SEAT_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplAllocateF64, Allocate<ffi::F64>, DPPPL_ALLOCATE_BINDING(ffi::F64));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplAllocateF32, Allocate<ffi::F32>, DPPPL_ALLOCATE_BINDING(ffi::F32));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplRelabelF64, Relabel<ffi::F64>, DPPPL_RELABEL_BINDING(ffi::F64));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplRelabelF32, Relabel<ffi::F32>, DPPPL_RELABEL_BINDING(ffi::F32));

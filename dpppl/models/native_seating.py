@@ -22,6 +22,11 @@ restricted Gibbs) places the points of its two clusters one at a time in the sam
 [`allocation_pass`][dpppl.kernels.splitmerge.allocation_pass] runs as one call of the same
 library ([`native_allocation_pass`][dpppl.models.native_seating.native_allocation_pass]) for the
 same families and priors, with the order, the uniforms and the sides taken from JAX.
+
+The label moves of stick-breaking priors ([`labelswap`, `labelpermute`][dpppl.kernels.stick_breaking.labelswap])
+accept or reject their proposals one after another; a chunk of proposals, drawn in JAX, is
+accepted in one call ([`native_relabel`][dpppl.models.native_seating.native_relabel]) for every
+stick-breaking prior and family (the ratio involves the labels' counts only).
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ from dpppl.priors.crp import PitmanYor
 
 SOURCE = Path(__file__).with_name("native_seating.cc")
 _TARGETS = {"dpppl_seat_f64": "DppplSeatF64", "dpppl_seat_f32": "DppplSeatF32",
-            "dpppl_allocate_f64": "DppplAllocateF64", "dpppl_allocate_f32": "DppplAllocateF32"}
+            "dpppl_allocate_f64": "DppplAllocateF64", "dpppl_allocate_f32": "DppplAllocateF32",
+            "dpppl_relabel_f64": "DppplRelabelF64", "dpppl_relabel_f32": "DppplRelabelF32"}
 FAMILIES = (NormalInverseWishart, NormalKnownCov)
 """The component families the native code covers (exactly these classes), in the order of the
 C++ code's `family` attribute."""
@@ -73,6 +79,13 @@ def use_native(family, prior, requested: bool | None, what: str = "sweep") -> bo
             raise KernelError(f"native=True: {reason}")
         return False
     return native.load(SOURCE, _TARGETS, required=bool(choice))
+
+
+def use_native_relabel() -> bool:
+    """Whether the label moves accept their proposals natively: `DPPPL_NATIVE` (they have no kernel
+    option) and the library built."""
+    choice = native.wanted(None)
+    return choice is not False and native.load(SOURCE, _TARGETS, required=bool(choice))
 
 
 def _family_operands(family, prior, dtype):
@@ -130,3 +143,23 @@ def native_allocation_pass(family, prior, x, stats2, side, order, count, uniform
         target.astype(jnp.int32), jnp.asarray(force, jnp.bool_), *(s.astype(dtype) for s in stats2), *hyper,
         family=family_index, reseat=np.int64(reseat), num_threads=threads)
     return type(stats2)(n, s1, s2), side, log_q
+
+
+def native_relabel(prior, counts, slot_of, moves, past, uniforms, count):
+    """The first `count` relabelling proposals of a chunk accepted or rejected in order in one FFI
+    call: `moves` (P, C), proposal t mapping slot s to `moves[t, s]`; `past` (P,), proposals that
+    drew a label past the slots (rejected); `uniforms` (P,), accepted when below min(1, P(Z') / P(Z))
+    (`prior.log_prob_labels`). Returns `(slot_of, counts, acc_sum, accepted)`: the map from each
+    original slot to its slot now, the counts, the sum of the acceptance probabilities and the
+    number accepted (int32)."""
+    dtype = counts.dtype
+    C = counts.shape[-1]
+    a, b = prior.sticks(C)
+    last = prior.num_sticks - 1 if prior.num_sticks is not None and prior.num_sticks <= C else -1
+    out = (jax.ShapeDtypeStruct(counts.shape, dtype), jax.ShapeDtypeStruct(slot_of.shape, jnp.int32),
+           jax.ShapeDtypeStruct((), dtype), jax.ShapeDtypeStruct((), jnp.int32))
+    call, _ = _call("dpppl_relabel", dtype, out, 0, C)
+    counts, slot_of, acc_sum, accepted = call(
+        counts, slot_of.astype(jnp.int32), moves.astype(jnp.int32), past, uniforms.astype(dtype),
+        jnp.asarray(count, jnp.int32), jnp.asarray(a, dtype), jnp.asarray(b, dtype), jnp.asarray(last, jnp.int32))
+    return slot_of, counts, acc_sum, accepted
