@@ -33,7 +33,7 @@ from jax.scipy.special import gammaln
 from dpppl.families.base import take
 from dpppl.kernels.base import Kernel, register
 from dpppl.kernels.stick_breaking.sbgibbs import stick_breaking_only
-from dpppl.models.native_seating import native_relabel, use_native_relabel
+from dpppl.models.native_seating import native_relabel, use_native_sticks
 from dpppl.core.numerics import sample_index
 from dpppl.errors import KernelError
 
@@ -99,7 +99,7 @@ def _relabel_kernel(name, bound_model, prob, propose):
     JAX loop: the same draws up to rounding.
     """
     prior, points = bound_model.prior, bound_model.points
-    accept = native_relabel if use_native_relabel() else _accept_in_jax
+    accept = native_relabel if use_native_sticks() else _accept_in_jax
 
     def step(rng_key, state, x):
         counts = state.stats.n

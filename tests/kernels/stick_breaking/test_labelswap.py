@@ -6,7 +6,8 @@ import pytest
 
 from dpppl.kernels.stick_breaking.labelswap import swap_log_ratio_pseudo_particles
 from dpppl.priors import StickBreaking
-from tests.helpers.stick_breaking import FIG1_PRIOR
+import dpppl
+from tests.helpers.stick_breaking import FIG1_PRIOR, native_and_jax_steps
 RNG = np.random.default_rng(0)
 
 
@@ -43,31 +44,13 @@ def test_native_and_jax_label_moves_make_the_same_draws(monkeypatch, name, prior
     """The chunks of proposals accepted natively (DPPPL_NATIVE=1) and by the JAX loop (0) from the
     same keys: the same labels, counts and acceptance statistics after each step (vmapped over
     chains), and the moves did relabel (the test could fail)."""
-    import jax
-
-    import dpppl
-    from dpppl.kernels import base
-    from dpppl.models.init import initial_states
-
     x, _ = dpppl.datasets.gaussian_mixture(90, 2, 4, mean_scale=4.0, seed=1)
-    bound = dpppl.StickBreakingMixture(prior.a, prior.b, component=dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0,
-                                                                                            tau2=9.0)).bind(x)
-    keys = jax.random.split(jax.random.key(2), 3)
-    states = initial_states(bound, "prior", keys, bound.prior.initial_capacity(90))
-    runs = {}
-    for flag in ("1", "0"):
-        monkeypatch.setenv("DPPPL_NATIVE", flag)
-        kernel = base.build(name, bound)
-        step = jax.jit(jax.vmap(lambda k, s: kernel.step(k, s, jax.numpy.asarray(bound.x))))
-        state, trace = states, []
-        for t in range(4):
-            state, info = step(jax.random.split(jax.random.key(10 + t), 3), state)
-            trace.append((np.asarray(state.z), np.asarray(state.stats.n), np.asarray(info.accepted),
-                          np.asarray(info.accept_prob)))
-        runs[flag] = trace
-    for native_step, jax_step in zip(runs["1"], runs["0"]):
-        for got, want in zip(native_step[:3], jax_step[:3]):
-            np.testing.assert_array_equal(got, want)
-        np.testing.assert_allclose(native_step[3], jax_step[3], rtol=1e-9)
-    assert sum(int(s[2].sum()) for s in runs["1"]) > 0
-    assert not np.array_equal(runs["1"][-1][0], np.asarray(states.z))
+    model = dpppl.StickBreakingMixture(prior.a, prior.b, component=dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=9.0))
+    runs, start = native_and_jax_steps(monkeypatch, name, model.bind(x))
+    for (z, n, info), (z_jax, n_jax, info_jax) in zip(runs["1"], runs["0"]):
+        np.testing.assert_array_equal(z, z_jax)
+        np.testing.assert_array_equal(n, n_jax)
+        np.testing.assert_array_equal(info.accepted, info_jax.accepted)
+        np.testing.assert_allclose(info.accept_prob, info_jax.accept_prob, rtol=1e-9)
+    assert sum(int(step[2].accepted.sum()) for step in runs["1"]) > 0
+    assert not np.array_equal(runs["1"][-1][0], start)
