@@ -1,6 +1,8 @@
 // The collapsed-Gibbs point loop of dpppl/models/seating.py (Seat) and split-merge's allocation
 // pass of dpppl/kernels/splitmerge.py (Allocate) as native functions, called from inside the
-// jitted step through XLA's FFI (dpppl/models/native_seating.py builds, loads and calls them,
+// jitted step through XLA's FFI, with sbgibbs's sweep over stick-breaking labels (SbSeat) and the
+// acceptance loop of the stick-breaking label moves (Relabel)
+// (dpppl/models/native_seating.py builds, loads and calls them,
 // sharing one copy of each family's mathematics). One Seat call seats every point once, one
 // Allocate call places the points of a split-merge proposal once; the uniforms that fix the
 // visiting order and draw each seat or side come from JAX keys, so a run is reproducible from its

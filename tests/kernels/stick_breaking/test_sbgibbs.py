@@ -51,8 +51,10 @@ def test_draws_do_not_depend_on_the_number_of_slots():
 
 
 @pytest.mark.parametrize("prior, component", [
-    ((0.75, "1 + i * 0.25"), dpppl.NormalInverseWishart(mu0=[0.0, 0.0], kappa0=0.1, nu0=4.0, psi0=[[1.0, 0.0], [0.0, 1.0]])),
-    (([1.0, 0.5, 2.0, 0.3, 0.2, 0.8], [3.8, 3.3, 1.3, 1.0, 0.8, 0.0]), dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=9.0))],
+    ((0.75, "1 + i * 0.25"),
+     dpppl.NormalInverseWishart(mu0=[0.0, 0.0], kappa0=0.1, nu0=4.0, psi0=[[1.0, 0.0], [0.0, 1.0]])),
+    (([1.0, 0.5, 2.0, 0.3, 0.2, 0.8], [3.8, 3.3, 1.3, 1.0, 0.8, 0.0]),
+     dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=9.0))],
     ids=["niw-pitman_yor", "normal_known-finite"])
 def test_native_and_jax_sweeps_make_the_same_draws(monkeypatch, prior, component):
     """The native sweep (DPPPL_NATIVE=1) and the JAX loop (0) from the same keys, vmapped over
