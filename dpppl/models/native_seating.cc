@@ -597,6 +597,33 @@ struct Hyper {
   }
 };
 
+// The state operands of a sweep (z (N,), n (C,), s1 (C, D), s2 (C, second)) and their results:
+// copy(b) copies chain b's state into its results and returns the pointers the sweep updates.
+template <ffi::DataType DT>
+struct SweepState {
+  using T = ffi::NativeType<DT>;
+  struct Chain { int32_t* z; T *n, *s1, *s2; };
+  ffi::Buffer<ffi::S32> z_in; ffi::Buffer<DT> n_in, s1_in, s2_in;
+  ffi::ResultBuffer<ffi::S32>& z_out; ffi::ResultBuffer<DT> &n_out, &s1_out, &s2_out;
+  int N, C, D; int64_t second;
+  Operand oz, on, o1, o2;
+  SweepState(ffi::Buffer<ffi::S32> z, ffi::Buffer<DT> n, ffi::Buffer<DT> s1, ffi::Buffer<DT> s2,
+             ffi::ResultBuffer<ffi::S32>& zo, ffi::ResultBuffer<DT>& no, ffi::ResultBuffer<DT>& s1o,
+             ffi::ResultBuffer<DT>& s2o, int N_, int C_, int D_, size_t full, int64_t B)
+      : z_in(z), n_in(n), s1_in(s1), s2_in(s2), z_out(zo), n_out(no), s1_out(s1o), s2_out(s2o), N(N_), C(C_), D(D_),
+        second(full ? int64_t(D_) * D_ : D_), oz(z.dimensions(), 1, B), on(n.dimensions(), 1, B),
+        o1(s1.dimensions(), 2, B), o2(s2.dimensions(), 2 + full, B) {}
+  Chain copy(int64_t b) const {
+    Chain c{z_out->typed_data() + b * N, n_out->typed_data() + b * C, s1_out->typed_data() + b * int64_t(C) * D,
+            s2_out->typed_data() + b * int64_t(C) * second};
+    std::memcpy(c.z, oz.at(z_in.typed_data(), b), sizeof(int32_t) * N);
+    std::memcpy(c.n, on.at(n_in.typed_data(), b), sizeof(T) * C);
+    std::memcpy(c.s1, o1.at(s1_in.typed_data(), b), sizeof(T) * C * D);
+    std::memcpy(c.s2, o2.at(s2_in.typed_data(), b), sizeof(T) * C * second);
+    return c;
+  }
+};
+
 template <ffi::DataType DT>
 ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> uniforms,
                 ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT> s2_in,
@@ -612,10 +639,9 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
   const int N = int(xd[xd.size() - 2]), D = int(xd[xd.size() - 1]), C = int(nd[nd.size() - 1]);
   const int64_t B = batch_of(z_out->dimensions(), 1);
   const size_t full = family == 0;  // NIW: s2 and h2 are D x D
-  const int64_t second = full ? int64_t(D) * D : D;
   const Operand ox(xd, 2, B), ov(shuffle.dimensions(), 1, B), ou(uniforms.dimensions(), 1, B),
-                oz(z_in.dimensions(), 1, B), on(n_in.dimensions(), 1, B), o1(s1_in.dimensions(), 2, B),
-                o2(s2_in.dimensions(), 2 + full, B), oa(alpha.dimensions(), 0, B);
+                oa(alpha.dimensions(), 0, B);
+  const SweepState<DT> state(z_in, n_in, s1_in, s2_in, z_out, n_out, s1_out, s2_out, N, C, D, full, B);
   const Hyper<DT> hyper(h1, h2, h3, scalars, full, B);
   // the real points: the first Nv of the N rows (the others pad the points to a shape class, label -1)
   const int Nv = *num_valid.typed_data();
@@ -630,20 +656,13 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
   }
 
   for_each_chain(B, num_threads, [&](int64_t b) {
-    int32_t* z = z_out->typed_data() + b * N;
-    T* n = n_out->typed_data() + b * C;
-    T* s1 = s1_out->typed_data() + b * int64_t(C) * D;
-    T* s2 = s2_out->typed_data() + b * int64_t(C) * second;
-    std::memcpy(z, oz.at(z_in.typed_data(), b), sizeof(int32_t) * N);
-    std::memcpy(n, on.at(n_in.typed_data(), b), sizeof(T) * C);
-    std::memcpy(s1, o1.at(s1_in.typed_data(), b), sizeof(T) * C * D);
-    std::memcpy(s2, o2.at(s2_in.typed_data(), b), sizeof(T) * C * second);
+    const auto st = state.copy(b);
     const T* xb = ox.at(x.typed_data(), b);
     const T* vb = ov.at(shuffle.typed_data(), b);
     const T* ub = ou.at(uniforms.typed_data(), b);
     const T ab = *oa.at(alpha.typed_data(), b);
     hyper.with_family(family, b, D, C, Nv, [&](auto& fam) {
-      overflow_out->typed_data()[b] = seat_chain(Nv, D, C, xb, vb, ub, z, n, s1, s2, ab, hyper.discount(b),
+      overflow_out->typed_data()[b] = seat_chain(Nv, D, C, xb, vb, ub, st.z, st.n, st.s1, st.s2, ab, hyper.discount(b),
                                                  remove_first != 0, fam);
     });
   });
@@ -668,11 +687,9 @@ ffi::Error SbSeat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> un
   const int N = int(xd[xd.size() - 2]), D = int(xd[xd.size() - 1]), C = int(nd[nd.size() - 1]);
   const int64_t B = batch_of(z_out->dimensions(), 1);
   const size_t full = family == 0;
-  const int64_t second = full ? int64_t(D) * D : D;
   const Operand ox(xd, 2, B), ov(shuffle.dimensions(), 1, B), ou(uniforms.dimensions(), 1, B),
-                oz(z_in.dimensions(), 1, B), on(n_in.dimensions(), 1, B), o1(s1_in.dimensions(), 2, B),
-                o2(s2_in.dimensions(), 2 + full, B), oa(a.dimensions(), 1, B), ob(b.dimensions(), 1, B),
-                ol(last.dimensions(), 0, B);
+                oa(a.dimensions(), 1, B), ob(b.dimensions(), 1, B), ol(last.dimensions(), 0, B);
+  const SweepState<DT> state(z_in, n_in, s1_in, s2_in, z_out, n_out, s1_out, s2_out, N, C, D, full, B);
   const Hyper<DT> hyper(h1, h2, h3, scalars, full, B);
   const int Nv = *num_valid.typed_data();
   if (Nv < 0 || Nv > N) return ffi::Error::InvalidArgument("native sbgibbs: num_valid outside [0, N]");
@@ -683,18 +700,11 @@ ffi::Error SbSeat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> un
       return ffi::Error::InvalidArgument("native sbgibbs: a label outside [0, capacity)");
 
   for_each_chain(B, num_threads, [&](int64_t c) {
-    int32_t* z = z_out->typed_data() + c * N;
-    T* n = n_out->typed_data() + c * C;
-    T* s1 = s1_out->typed_data() + c * int64_t(C) * D;
-    T* s2 = s2_out->typed_data() + c * int64_t(C) * second;
-    std::memcpy(z, oz.at(z_in.typed_data(), c), sizeof(int32_t) * N);
-    std::memcpy(n, on.at(n_in.typed_data(), c), sizeof(T) * C);
-    std::memcpy(s1, o1.at(s1_in.typed_data(), c), sizeof(T) * C * D);
-    std::memcpy(s2, o2.at(s2_in.typed_data(), c), sizeof(T) * C * second);
+    const auto st = state.copy(c);
     // C + 1 predictive slots: slot C holds the prior predictive (the empty labels and the tail)
     hyper.with_family(family, c, D, C + 1, Nv, [&](auto& fam) {
       overflow_out->typed_data()[c] = sb_chain(Nv, D, C, ox.at(x.typed_data(), c), ov.at(shuffle.typed_data(), c),
-                                               ou.at(uniforms.typed_data(), c), z, n, s1, s2, oa.at(a.typed_data(), c),
+                                               ou.at(uniforms.typed_data(), c), st.z, st.n, st.s1, st.s2, oa.at(a.typed_data(), c),
                                                ob.at(b.typed_data(), c), *ol.at(last.typed_data(), c), fam);
     });
   });
