@@ -1,6 +1,8 @@
 // The collapsed-Gibbs point loop of dpppl/models/seating.py (Seat) and split-merge's allocation
 // pass of dpppl/kernels/splitmerge.py (Allocate) as native functions, called from inside the
-// jitted step through XLA's FFI (dpppl/models/native_seating.py builds, loads and calls them,
+// jitted step through XLA's FFI, with sbgibbs's sweep over stick-breaking labels (SbSeat) and the
+// acceptance loop of the stick-breaking label moves (Relabel)
+// (dpppl/models/native_seating.py builds, loads and calls them,
 // sharing one copy of each family's mathematics). One Seat call seats every point once, one
 // Allocate call places the points of a split-merge proposal once; the uniforms that fix the
 // visiting order and draw each seat or side come from JAX keys, so a run is reproducible from its
@@ -261,18 +263,24 @@ void move_point(int k, const T* xi, T sign, int D, T* n, T* s1, T* s2, Family& f
   fam.refresh(k, n[k], a, b);
 }
 
-// One chain: seat every point in the shuffled order (each first leaves its slot when remove_first).
-template <typename T, typename Family>
-bool seat_chain(int N, int D, int C, const T* x, const T* shuffle, const T* uniforms, int32_t* z,
-                T* n, T* s1, T* s2, T alpha, T discount, bool remove_first, Family& fam) {
-  const int DD = fam.second_size();  // numbers of s2 per slot
-  // the visiting order: seating.visiting_order's Fisher-Yates shuffle, operation for operation
+// The visiting order of N points: seating.visiting_order's Fisher-Yates shuffle, operation for operation.
+template <typename T>
+std::vector<int32_t> visiting_order(int N, const T* shuffle) {
   std::vector<int32_t> order(N);
   for (int j = 0; j < N; ++j) order[j] = j;
   for (int j = N - 1; j >= 1; --j) {
     const int r = std::min(int(std::floor(shuffle[j] * T(j + 1))), j);
     std::swap(order[j], order[r]);
   }
+  return order;
+}
+
+// One chain: seat every point in the shuffled order (each first leaves its slot when remove_first).
+template <typename T, typename Family>
+bool seat_chain(int N, int D, int C, const T* x, const T* shuffle, const T* uniforms, int32_t* z,
+                T* n, T* s1, T* s2, T alpha, T discount, bool remove_first, Family& fam) {
+  const int DD = fam.second_size();  // numbers of s2 per slot
+  const std::vector<int32_t> order = visiting_order(N, shuffle);
   const int padded = (C + 3) / 4 * 4;  // whole vectors for log_all and exp_all
   // per offered slot (padded with harmless values to whole vectors): its logit
   std::vector<T> log_weight(C), logits(padded, T(0));
@@ -352,6 +360,91 @@ bool seat_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unif
   return overflow;
 }
 
+// One chain of sbgibbs (dpppl/kernels/stick_breaking/sbgibbs.py): every point in the shuffled order
+// leaves its slot and takes slot k (label k + 1) with
+//   P(k) ∝ E[pi_k | Z_-n] t_k(x),   log E[pi_k | Z_-n] = log a*_k - log(a*_k + b*_k) + sum_{j<k} log go_j,
+//   a*_k = a_k + N_k,  b*_k = b_k + M_k,  M_k = sum_{l>k} N_l,  log go_j = log b*_j - log(a*_j + b*_j)
+// (StickBreaking.log_expected_weights; empty slots have the prior predictive t_0), or the cell "past
+// the C slots", of log mass sum_{j<C} log go_j + log t_0(x); a draw there keeps the old slot and
+// sets the overflow (the chunk is re-run with more slots). M_k is the suffix sum of the counts, taken
+// down from the total as k rises; past the largest occupied slot K the counts are zero and the terms
+// are the prior's, computed once per call. The last stick of a finite prior (slot `last`, b = 0) has
+// log go = -inf, and the slots past it weight 0. The draw inverts the CDF over the C + 1 cells at the
+// point's uniform, as sample_index does.
+template <typename T, typename Family>
+bool sb_chain(int N, int D, int C, const T* x, const T* shuffle, const T* uniforms, int32_t* z, T* n, T* s1, T* s2,
+              const T* a, const T* b, int last, Family& fam) {
+  const int DD = fam.second_size();
+  const std::vector<int32_t> order = visiting_order(N, shuffle);
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  const T tiny = std::numeric_limits<T>::min();
+  // the prior's terms per slot (counts zero): log stop_k, log go_k
+  std::vector<T> stop0(C), go0(C);
+  for (int k = 0; k < C; ++k) {
+    const bool beyond = last >= 0 && k > last;
+    const T total = std::log(a[k] + b[k]);
+    stop0[k] = std::log(a[k]) - total;
+    go0[k] = beyond || !(b[k] > T(0)) ? neg_inf : std::log(b[k]) - total;
+  }
+  std::vector<T> zeros(size_t(D) + DD, T(0));
+  for (int c = 0; c < C; ++c) fam.refresh(c, n[c], s1 + size_t(c) * D, s2 + size_t(c) * DD);
+  fam.refresh(C, T(0), zeros.data(), zeros.data() + D);  // slot C: the prior predictive t_0
+  const int cells = C + 1, padded = (cells + 3) / 4 * 4;
+  std::vector<T> logits(padded, T(0)), pred(padded, T(0));
+  std::vector<int> active(cells);
+  bool overflow = false;
+  for (int t = 0; t < N; ++t) {
+    const int i = order[t];
+    const T* xi = x + size_t(i) * D;
+    const int old = z[i];
+    move_point(old, xi, T(-1), D, n, s1, s2, fam);
+    int m = 0, top_slot = -1;
+    T remaining = 0;
+    for (int c = 0; c < C; ++c)
+      if (n[c] > T(0)) active[m++] = c, top_slot = c, remaining += n[c];
+    active[m++] = C;
+    fam.log_predictive(active.data(), m, xi, pred.data());
+    const T empty = pred[m - 1];
+    T before = 0;
+    for (int k = 0, j = 0; k < C; ++k) {
+      T stop, go;
+      if (k <= top_slot && !(last >= 0 && k > last)) {
+        remaining -= n[k];
+        const T as = a[k] + n[k], bs = b[k] + remaining, total = std::log(as + bs);
+        stop = std::log(as) - total;
+        go = bs > T(0) ? std::log(bs) - total : neg_inf;
+      } else {
+        stop = stop0[k];
+        go = go0[k];
+      }
+      const bool beyond = last >= 0 && k > last;
+      const bool occupied = j < m - 1 && active[j] == k;
+      logits[k] = beyond ? neg_inf : stop + before + (occupied ? pred[j] : empty);
+      j += occupied;
+      before += go;
+    }
+    logits[C] = before + empty;
+    T top = neg_inf;
+    for (int k = 0; k < cells; ++k) top = std::max(top, logits[k]);
+    for (int k = 0; k < cells; ++k) logits[k] -= top;
+    for (int k = cells; k < padded; ++k) logits[k] = neg_inf;
+    exp_all(logits.data(), padded);
+    T total = 0;
+    for (int k = 0; k < cells; ++k) total += logits[k];
+    const T target = std::max(uniforms[t], tiny) * total;
+    T cdf = 0;
+    int k = C;
+    for (int c = 0; c < cells; ++c) {
+      cdf += logits[c];
+      if (!(cdf < target)) { k = c; break; }
+    }
+    if (k == C) overflow = true, k = old;
+    move_point(k, xi, T(1), D, n, s1, s2, fam);
+    z[i] = k;
+  }
+  return overflow;
+}
+
 // One chain of split-merge's allocation pass over two slots, 0 (c_i) and 1 (c_j)
 // (dpppl/kernels/splitmerge.py, allocation_pass): the points order[:count] in turn, each first
 // leaving its side side[k] when `reseat` (a restricted Gibbs scan), then placed on side c with
@@ -383,6 +476,58 @@ T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* un
     side[k] = s;
   }
   return log_q;
+}
+
+// One chain's relabelling proposals of dpppl/kernels/stick_breaking/labelswap.py (labelswap,
+// labelpermute), the first `count` of a chunk, in order: proposal t maps slot s to moves[t, s] (a
+// permutation of the C slots), and is accepted when uniforms[t] < min(1, P(Z') / P(Z)) with
+//   log P(Z) = sum_k lgamma(a_k + N_k) + lgamma(b_k + M_k) - lgamma(a_k + b_k + N_k + M_k) + const,
+//   M_k = sum_{l>k} N_l      (StickBreaking.log_prob_labels; the last stick of a finite prior,
+//                             slot `last`, contributes 0 when M = 0 and -inf otherwise, the slots
+//                             past it 0),
+// never when past[t] (a label drawn past the slots). A permutation that moves only the slots
+// lo..hi leaves N_k and M_k unchanged outside them, so the ratio is summed over lo..hi. Updates
+// counts and slot_of (slot_of[s] = moves[t, slot_of[s]] on acceptance); returns the sum of the
+// acceptance probabilities (0 for a proposal past the slots) and adds the acceptances to `accepted`.
+template <typename T>
+T relabel_chain(int C, int count, const int32_t* moves, const bool* past, const T* uniforms, const T* a,
+                const T* b, int last, T* counts, int32_t* slot_of, int32_t* accepted) {
+  std::vector<T> proposed(C);
+  std::vector<int32_t> moved(C);
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  auto term = [&](int k, T n, T m) -> T {
+    if (last >= 0 && k > last) return T(0);
+    if (k == last) return m > T(0) ? neg_inf : T(0);
+    return T(log_gamma(double(a[k] + n)) + log_gamma(double(b[k] + m)) - log_gamma(double(a[k] + b[k] + n + m)));
+  };
+  T acc_sum = 0;
+  for (int t = 0; t < count; ++t) {
+    if (past[t]) continue;
+    const int32_t* mv = moves + size_t(t) * C;
+    int lo = C, hi = -1;
+    for (int s = 0; s < C; ++s)
+      if (mv[s] != s) lo = std::min(lo, s), hi = std::max(hi, s);
+    T log_ratio = 0;
+    if (hi >= 0) {
+      for (int s = lo; s <= hi; ++s) proposed[mv[s]] = counts[s];
+      T after = 0;  // M of slot hi: the points past the moved slots, the same on both sides
+      for (int s = hi + 1; s < C; ++s) after += counts[s];
+      T m_old = after, m_new = after;
+      for (int k = hi; k >= lo; --k) {
+        log_ratio += term(k, proposed[k], m_new) - term(k, counts[k], m_old);
+        m_old += counts[k];
+        m_new += proposed[k];
+      }
+    }
+    const T accept_prob = std::exp(std::min(log_ratio, T(0)));
+    acc_sum += accept_prob;
+    if (uniforms[t] < accept_prob) {
+      ++*accepted;
+      for (int s = lo; s <= hi; ++s) counts[s] = proposed[s];
+      for (int s = 0; s < C; ++s) slot_of[s] = mv[slot_of[s]];
+    }
+  }
+  return acc_sum;
 }
 
 // Product of the leading `rank - base` dimensions of a buffer: its batch size.
@@ -452,6 +597,33 @@ struct Hyper {
   }
 };
 
+// The state operands of a sweep (z (N,), n (C,), s1 (C, D), s2 (C, second)) and their results:
+// copy(b) copies chain b's state into its results and returns the pointers the sweep updates.
+template <ffi::DataType DT>
+struct SweepState {
+  using T = ffi::NativeType<DT>;
+  struct Chain { int32_t* z; T *n, *s1, *s2; };
+  ffi::Buffer<ffi::S32> z_in; ffi::Buffer<DT> n_in, s1_in, s2_in;
+  ffi::ResultBuffer<ffi::S32>& z_out; ffi::ResultBuffer<DT> &n_out, &s1_out, &s2_out;
+  int N, C, D; int64_t second;
+  Operand oz, on, o1, o2;
+  SweepState(ffi::Buffer<ffi::S32> z, ffi::Buffer<DT> n, ffi::Buffer<DT> s1, ffi::Buffer<DT> s2,
+             ffi::ResultBuffer<ffi::S32>& zo, ffi::ResultBuffer<DT>& no, ffi::ResultBuffer<DT>& s1o,
+             ffi::ResultBuffer<DT>& s2o, int N_, int C_, int D_, size_t full, int64_t B)
+      : z_in(z), n_in(n), s1_in(s1), s2_in(s2), z_out(zo), n_out(no), s1_out(s1o), s2_out(s2o), N(N_), C(C_), D(D_),
+        second(full ? int64_t(D_) * D_ : D_), oz(z.dimensions(), 1, B), on(n.dimensions(), 1, B),
+        o1(s1.dimensions(), 2, B), o2(s2.dimensions(), 2 + full, B) {}
+  Chain copy(int64_t b) const {
+    Chain c{z_out->typed_data() + b * N, n_out->typed_data() + b * C, s1_out->typed_data() + b * int64_t(C) * D,
+            s2_out->typed_data() + b * int64_t(C) * second};
+    std::memcpy(c.z, oz.at(z_in.typed_data(), b), sizeof(int32_t) * N);
+    std::memcpy(c.n, on.at(n_in.typed_data(), b), sizeof(T) * C);
+    std::memcpy(c.s1, o1.at(s1_in.typed_data(), b), sizeof(T) * C * D);
+    std::memcpy(c.s2, o2.at(s2_in.typed_data(), b), sizeof(T) * C * second);
+    return c;
+  }
+};
+
 template <ffi::DataType DT>
 ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> uniforms,
                 ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT> s2_in,
@@ -467,10 +639,9 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
   const int N = int(xd[xd.size() - 2]), D = int(xd[xd.size() - 1]), C = int(nd[nd.size() - 1]);
   const int64_t B = batch_of(z_out->dimensions(), 1);
   const size_t full = family == 0;  // NIW: s2 and h2 are D x D
-  const int64_t second = full ? int64_t(D) * D : D;
   const Operand ox(xd, 2, B), ov(shuffle.dimensions(), 1, B), ou(uniforms.dimensions(), 1, B),
-                oz(z_in.dimensions(), 1, B), on(n_in.dimensions(), 1, B), o1(s1_in.dimensions(), 2, B),
-                o2(s2_in.dimensions(), 2 + full, B), oa(alpha.dimensions(), 0, B);
+                oa(alpha.dimensions(), 0, B);
+  const SweepState<DT> state(z_in, n_in, s1_in, s2_in, z_out, n_out, s1_out, s2_out, N, C, D, full, B);
   const Hyper<DT> hyper(h1, h2, h3, scalars, full, B);
   // the real points: the first Nv of the N rows (the others pad the points to a shape class, label -1)
   const int Nv = *num_valid.typed_data();
@@ -485,21 +656,56 @@ ffi::Error Seat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> unif
   }
 
   for_each_chain(B, num_threads, [&](int64_t b) {
-    int32_t* z = z_out->typed_data() + b * N;
-    T* n = n_out->typed_data() + b * C;
-    T* s1 = s1_out->typed_data() + b * int64_t(C) * D;
-    T* s2 = s2_out->typed_data() + b * int64_t(C) * second;
-    std::memcpy(z, oz.at(z_in.typed_data(), b), sizeof(int32_t) * N);
-    std::memcpy(n, on.at(n_in.typed_data(), b), sizeof(T) * C);
-    std::memcpy(s1, o1.at(s1_in.typed_data(), b), sizeof(T) * C * D);
-    std::memcpy(s2, o2.at(s2_in.typed_data(), b), sizeof(T) * C * second);
+    const auto st = state.copy(b);
     const T* xb = ox.at(x.typed_data(), b);
     const T* vb = ov.at(shuffle.typed_data(), b);
     const T* ub = ou.at(uniforms.typed_data(), b);
     const T ab = *oa.at(alpha.typed_data(), b);
     hyper.with_family(family, b, D, C, Nv, [&](auto& fam) {
-      overflow_out->typed_data()[b] = seat_chain(Nv, D, C, xb, vb, ub, z, n, s1, s2, ab, hyper.discount(b),
+      overflow_out->typed_data()[b] = seat_chain(Nv, D, C, xb, vb, ub, st.z, st.n, st.s1, st.s2, ab, hyper.discount(b),
                                                  remove_first != 0, fam);
+    });
+  });
+  return ffi::Error::Success();
+}
+
+// sbgibbs's sweep for every chain of the batch (see sb_chain): Seat's operands with the sticks
+// a, b (C,) and the last stick's slot (or -1) in place of alpha.
+template <ffi::DataType DT>
+ffi::Error SbSeat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> uniforms,
+                  ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT> s2_in,
+                  ffi::Buffer<DT> a, ffi::Buffer<DT> b, ffi::Buffer<ffi::S32> last, ffi::Buffer<DT> h1,
+                  ffi::Buffer<DT> h2, ffi::Buffer<DT> h3, ffi::Buffer<DT> scalars, ffi::Buffer<ffi::S32> num_valid,
+                  ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out, ffi::ResultBuffer<DT> s1_out,
+                  ffi::ResultBuffer<DT> s2_out, ffi::ResultBuffer<ffi::PRED> overflow_out, int64_t family,
+                  int64_t num_threads) {
+  using T = ffi::NativeType<DT>;
+  const auto xd = x.dimensions();
+  const auto nd = n_out->dimensions();
+  if (xd.size() < 2 || nd.size() < 1) return ffi::Error::InvalidArgument("native sbgibbs: bad operand ranks");
+  if (family != 0 && family != 1) return ffi::Error::InvalidArgument("native sbgibbs: unknown family");
+  const int N = int(xd[xd.size() - 2]), D = int(xd[xd.size() - 1]), C = int(nd[nd.size() - 1]);
+  const int64_t B = batch_of(z_out->dimensions(), 1);
+  const size_t full = family == 0;
+  const Operand ox(xd, 2, B), ov(shuffle.dimensions(), 1, B), ou(uniforms.dimensions(), 1, B),
+                oa(a.dimensions(), 1, B), ob(b.dimensions(), 1, B), ol(last.dimensions(), 0, B);
+  const SweepState<DT> state(z_in, n_in, s1_in, s2_in, z_out, n_out, s1_out, s2_out, N, C, D, full, B);
+  const Hyper<DT> hyper(h1, h2, h3, scalars, full, B);
+  const int Nv = *num_valid.typed_data();
+  if (Nv < 0 || Nv > N) return ffi::Error::InvalidArgument("native sbgibbs: num_valid outside [0, N]");
+  const int64_t labels = z_in.element_count();
+  const int32_t* zs = z_in.typed_data();
+  for (int64_t j = 0; j < labels; ++j)
+    if (j % N < Nv && (zs[j] < 0 || zs[j] >= C))
+      return ffi::Error::InvalidArgument("native sbgibbs: a label outside [0, capacity)");
+
+  for_each_chain(B, num_threads, [&](int64_t c) {
+    const auto st = state.copy(c);
+    // C + 1 predictive slots: slot C holds the prior predictive (the empty labels and the tail)
+    hyper.with_family(family, c, D, C + 1, Nv, [&](auto& fam) {
+      overflow_out->typed_data()[c] = sb_chain(Nv, D, C, ox.at(x.typed_data(), c), ov.at(shuffle.typed_data(), c),
+                                               ou.at(uniforms.typed_data(), c), st.z, st.n, st.s1, st.s2, oa.at(a.typed_data(), c),
+                                               ob.at(b.typed_data(), c), *ol.at(last.typed_data(), c), fam);
     });
   });
   return ffi::Error::Success();
@@ -561,6 +767,47 @@ ffi::Error Allocate(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> order, ffi::Buffer<
   return ffi::Error::Success();
 }
 
+// The relabelling proposals of one chunk for every chain of the batch: see relabel_chain.
+template <ffi::DataType DT>
+ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi::Buffer<ffi::S32> moves,
+                   ffi::Buffer<ffi::PRED> past, ffi::Buffer<DT> uniforms, ffi::Buffer<ffi::S32> count,
+                   ffi::Buffer<DT> a, ffi::Buffer<DT> b, ffi::Buffer<ffi::S32> last,
+                   ffi::ResultBuffer<DT> counts_out, ffi::ResultBuffer<ffi::S32> slot_out,
+                   ffi::ResultBuffer<DT> acc_sum_out, ffi::ResultBuffer<ffi::S32> accepted_out) {
+  using T = ffi::NativeType<DT>;
+  const auto md = moves.dimensions();
+  if (md.size() < 2) return ffi::Error::InvalidArgument("native relabel: bad operand ranks");
+  const int P = int(md[md.size() - 2]), C = int(md[md.size() - 1]);
+  const int64_t B = batch_of(slot_out->dimensions(), 1);
+  const Operand oc(counts_in.dimensions(), 1, B), os(slot_in.dimensions(), 1, B), om(md, 2, B),
+                op(past.dimensions(), 1, B), ou(uniforms.dimensions(), 1, B), on(count.dimensions(), 0, B),
+                oa(a.dimensions(), 1, B), ob(b.dimensions(), 1, B), ol(last.dimensions(), 0, B);
+  // the moves and the slot map index the slots: checked before any is followed
+  for (int64_t c = 0; c < B; ++c) {
+    const int m = *on.at(count.typed_data(), c);
+    if (m < 0 || m > P) return ffi::Error::InvalidArgument("native relabel: count outside [0, proposals]");
+    const int32_t* mv = om.at(moves.typed_data(), c);
+    for (int64_t j = 0; j < int64_t(m) * C; ++j)
+      if (uint32_t(mv[j]) >= uint32_t(C)) return ffi::Error::InvalidArgument("native relabel: a move outside [0, C)");
+    const int32_t* so = os.at(slot_in.typed_data(), c);
+    for (int s = 0; s < C; ++s)
+      if (uint32_t(so[s]) >= uint32_t(C)) return ffi::Error::InvalidArgument("native relabel: a slot outside [0, C)");
+  }
+  for (int64_t c = 0; c < B; ++c) {
+    T* n = counts_out->typed_data() + c * C;
+    int32_t* slot_of = slot_out->typed_data() + c * C;
+    std::memcpy(n, oc.at(counts_in.typed_data(), c), sizeof(T) * C);
+    std::memcpy(slot_of, os.at(slot_in.typed_data(), c), sizeof(int32_t) * C);
+    int32_t* accepted = accepted_out->typed_data() + c;
+    *accepted = 0;
+    acc_sum_out->typed_data()[c] = relabel_chain<T>(
+        C, *on.at(count.typed_data(), c), om.at(moves.typed_data(), c), op.at(past.typed_data(), c),
+        ou.at(uniforms.typed_data(), c), oa.at(a.typed_data(), c), ob.at(b.typed_data(), c),
+        *ol.at(last.typed_data(), c), n, slot_of, accepted);
+  }
+  return ffi::Error::Success();
+}
+
 // The operands of Seat, in order (shapes of one chain; a leading batch under vmap).
 #define DPPPL_SEAT_BINDING(DT)                                                 \
   ffi::Ffi::Bind()                                                                 \
@@ -612,9 +859,56 @@ ffi::Error Allocate(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> order, ffi::Buffer<
       .Attr<int64_t>("reseat")                                                                   \
       .Attr<int64_t>("num_threads")
 
+// The operands of SbSeat, in order (shapes of one chain; a leading batch under vmap).
+#define DPPPL_SB_SEAT_BINDING(DT)                                                \
+  ffi::Ffi::Bind()                                                                   \
+      .Arg<ffi::Buffer<DT>>()         /* x (N, D) */                                 \
+      .Arg<ffi::Buffer<DT>>()         /* shuffle (N,) */                             \
+      .Arg<ffi::Buffer<DT>>()         /* uniforms (N,) */                            \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* z (N,) */                                   \
+      .Arg<ffi::Buffer<DT>>()         /* n (C,) */                                   \
+      .Arg<ffi::Buffer<DT>>()         /* s1 (C, D) */                                \
+      .Arg<ffi::Buffer<DT>>()         /* s2 (C, D, D) or (C, D) */                   \
+      .Arg<ffi::Buffer<DT>>()         /* a (C,): the sticks' a_k */                  \
+      .Arg<ffi::Buffer<DT>>()         /* b (C,): the sticks' b_k */                  \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* last (): the last stick's slot, or -1 */    \
+      .Arg<ffi::Buffer<DT>>()         /* h1: hyperparameters (see Hyper) */          \
+      .Arg<ffi::Buffer<DT>>()         /* h2 */                                       \
+      .Arg<ffi::Buffer<DT>>()         /* h3 */                                       \
+      .Arg<ffi::Buffer<DT>>()         /* scalars (3,): kappa0, nu0, (discount) */    \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* num_valid () */                             \
+      .Ret<ffi::Buffer<ffi::S32>>()   /* z */                                        \
+      .Ret<ffi::Buffer<DT>>()         /* n */                                        \
+      .Ret<ffi::Buffer<DT>>()         /* s1 */                                       \
+      .Ret<ffi::Buffer<DT>>()         /* s2 */                                       \
+      .Ret<ffi::Buffer<ffi::PRED>>()  /* overflow: a draw past the C slots */        \
+      .Attr<int64_t>("family")                                                       \
+      .Attr<int64_t>("num_threads")
+
+// The operands of Relabel, in order (shapes of one chain; a leading batch under vmap).
+#define DPPPL_RELABEL_BINDING(DT)                                                      \
+  ffi::Ffi::Bind()                                                                         \
+      .Arg<ffi::Buffer<DT>>()         /* counts (C,) */                                    \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* slot_of (C,): each original slot's slot now */   \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* moves (P, C): proposal t maps slot s to moves[t, s] */ \
+      .Arg<ffi::Buffer<ffi::PRED>>()  /* past (P,): a label drawn past the slots */        \
+      .Arg<ffi::Buffer<DT>>()         /* uniforms (P,): the acceptance uniforms */        \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* count (): the proposals made, moves[:count] */   \
+      .Arg<ffi::Buffer<DT>>()         /* a (C,): the sticks' a_k */                       \
+      .Arg<ffi::Buffer<DT>>()         /* b (C,): the sticks' b_k */                       \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* last (): the last stick's slot, or -1 */         \
+      .Ret<ffi::Buffer<DT>>()         /* counts */                                         \
+      .Ret<ffi::Buffer<ffi::S32>>()   /* slot_of */                                        \
+      .Ret<ffi::Buffer<DT>>()         /* acc_sum () */                                     \
+      .Ret<ffi::Buffer<ffi::S32>>()   /* accepted () */
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF64, Seat<ffi::F64>, DPPPL_SEAT_BINDING(ffi::F64));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF32, Seat<ffi::F32>, DPPPL_SEAT_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplAllocateF64, Allocate<ffi::F64>, DPPPL_ALLOCATE_BINDING(ffi::F64));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplAllocateF32, Allocate<ffi::F32>, DPPPL_ALLOCATE_BINDING(ffi::F32));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplRelabelF64, Relabel<ffi::F64>, DPPPL_RELABEL_BINDING(ffi::F64));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplRelabelF32, Relabel<ffi::F32>, DPPPL_RELABEL_BINDING(ffi::F32));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSbSeatF64, SbSeat<ffi::F64>, DPPPL_SB_SEAT_BINDING(ffi::F64));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSbSeatF32, SbSeat<ffi::F32>, DPPPL_SB_SEAT_BINDING(ffi::F32));

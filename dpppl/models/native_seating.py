@@ -22,6 +22,13 @@ restricted Gibbs) places the points of its two clusters one at a time in the sam
 [`allocation_pass`][dpppl.kernels.splitmerge.allocation_pass] runs as one call of the same
 library ([`native_allocation_pass`][dpppl.models.native_seating.native_allocation_pass]) for the
 same families and priors, with the order, the uniforms and the sides taken from JAX.
+
+The label moves of stick-breaking priors ([`labelswap`, `labelpermute`][dpppl.kernels.stick_breaking.labelswap])
+accept or reject their proposals one after another; a chunk of proposals, drawn in JAX, is
+accepted in one call ([`native_relabel`][dpppl.models.native_seating.native_relabel]) for every
+stick-breaking prior and family (the ratio involves the labels' counts only). The `sbgibbs` sweep
+([`native_sb_sweep`][dpppl.models.native_seating.native_sb_sweep]) runs natively for the families
+above under every stick-breaking prior, with the same order and uniforms as its JAX loop.
 """
 
 from __future__ import annotations
@@ -41,7 +48,9 @@ from dpppl.priors.crp import PitmanYor
 
 SOURCE = Path(__file__).with_name("native_seating.cc")
 _TARGETS = {"dpppl_seat_f64": "DppplSeatF64", "dpppl_seat_f32": "DppplSeatF32",
-            "dpppl_allocate_f64": "DppplAllocateF64", "dpppl_allocate_f32": "DppplAllocateF32"}
+            "dpppl_allocate_f64": "DppplAllocateF64", "dpppl_allocate_f32": "DppplAllocateF32",
+            "dpppl_relabel_f64": "DppplRelabelF64", "dpppl_relabel_f32": "DppplRelabelF32",
+            "dpppl_sb_seat_f64": "DppplSbSeatF64", "dpppl_sb_seat_f32": "DppplSbSeatF32"}
 FAMILIES = (NormalInverseWishart, NormalKnownCov)
 """The component families the native code covers (exactly these classes), in the order of the
 C++ code's `family` attribute."""
@@ -75,16 +84,26 @@ def use_native(family, prior, requested: bool | None, what: str = "sweep") -> bo
     return native.load(SOURCE, _TARGETS, required=bool(choice))
 
 
+def use_native_sticks(family=None) -> bool:
+    """Whether a stick-breaking kernel runs natively (they have no kernel option): `DPPPL_NATIVE`,
+    `family` covered (the `sbgibbs` sweep; the label moves, which read counts only, pass None)
+    and the library built."""
+    choice = native.wanted(None)
+    if choice is False or (family is not None and type(family) not in FAMILIES):
+        return False
+    return native.load(SOURCE, _TARGETS, required=bool(choice))
+
+
 def _family_operands(family, prior, dtype):
     """The hyperparameter operands h1, h2, h3 and scalars (kappa0, nu0, discount) of the C++
-    code's `Hyper`, and the `family` attribute."""
+    code's `Hyper`, and the `family` attribute (`prior` None: discount 0, unused)."""
     if isinstance(family, NormalInverseWishart):
         hyper = (family.mu0, family.psi0, jnp.zeros(family.dim))
         kappa0, nu0 = family.kappa0, family.nu0
     else:
         hyper = (family.mu0, family.sigma2, family.tau2)
         kappa0, nu0 = 0.0, 0.0
-    scalars = jnp.stack([jnp.asarray(v, dtype) for v in (kappa0, nu0, prior.discount)])
+    scalars = jnp.stack([jnp.asarray(v, dtype) for v in (kappa0, nu0, 0.0 if prior is None else prior.discount)])
     return tuple(jnp.asarray(h, dtype) for h in hyper) + (scalars,), np.int64(FAMILIES.index(type(family)))
 
 
@@ -130,3 +149,46 @@ def native_allocation_pass(family, prior, x, stats2, side, order, count, uniform
         target.astype(jnp.int32), jnp.asarray(force, jnp.bool_), *(s.astype(dtype) for s in stats2), *hyper,
         family=family_index, reseat=np.int64(reseat), num_threads=threads)
     return type(stats2)(n, s1, s2), side, log_q
+
+
+def _sticks(prior, C, dtype):
+    """The operands a, b (C,) and `last` (the last stick's slot, or -1) of a stick-breaking prior."""
+    a, b = prior.sticks(C)
+    last = prior.num_sticks - 1 if prior.num_sticks is not None and prior.num_sticks <= C else -1
+    return jnp.asarray(a, dtype), jnp.asarray(b, dtype), jnp.asarray(last, jnp.int32)
+
+
+def native_sb_sweep(family, prior, x, shuffle, uniforms, state: PartitionState, num_valid=None):
+    """`sbgibbs`'s sweep ([`_sweep`][dpppl.kernels.stick_breaking.sbgibbs]) in one FFI call: every point
+    (the first `num_valid` when padded) leaves its label and takes one by eq. (9), in the order
+    `visiting_order(shuffle)`, point t with `uniforms[t]`."""
+    stats = state.stats
+    dtype = jnp.result_type(x)
+    n_points, C = x.shape[0], stats.n.shape[-1]
+    out = (jax.ShapeDtypeStruct(state.z.shape, jnp.int32),) + tuple(
+        jax.ShapeDtypeStruct(s.shape, dtype) for s in stats) + (jax.ShapeDtypeStruct((), jnp.bool_),)
+    call, threads = _call("dpppl_sb_seat", dtype, out, n_points, C)
+    hyper, family_index = _family_operands(family, None, dtype)
+    z, n, s1, s2, overflow = call(
+        x, shuffle.astype(dtype), uniforms.astype(dtype), state.z, *(s.astype(dtype) for s in stats),
+        *_sticks(prior, C, dtype), *hyper, jnp.asarray(n_points if num_valid is None else num_valid, jnp.int32),
+        family=family_index, num_threads=threads)
+    return state._replace(z=z, stats=type(stats)(n, s1, s2), overflow=state.overflow | overflow)
+
+
+def native_relabel(prior, counts, slot_of, moves, past, uniforms, count):
+    """The first `count` relabelling proposals of a chunk accepted or rejected in order in one FFI
+    call: `moves` (P, C), proposal t mapping slot s to `moves[t, s]`; `past` (P,), proposals that
+    drew a label past the slots (rejected); `uniforms` (P,), accepted when below min(1, P(Z') / P(Z))
+    (`prior.log_prob_labels`). Returns `(slot_of, counts, acc_sum, accepted)`: the map from each
+    original slot to its slot now, the counts, the sum of the acceptance probabilities and the
+    number accepted (int32)."""
+    dtype = counts.dtype
+    C = counts.shape[-1]
+    out = (jax.ShapeDtypeStruct(counts.shape, dtype), jax.ShapeDtypeStruct(slot_of.shape, jnp.int32),
+           jax.ShapeDtypeStruct((), dtype), jax.ShapeDtypeStruct((), jnp.int32))
+    call, _ = _call("dpppl_relabel", dtype, out, 0, C)
+    counts, slot_of, acc_sum, accepted = call(
+        counts, slot_of.astype(jnp.int32), moves.astype(jnp.int32), past, uniforms.astype(dtype),
+        jnp.asarray(count, jnp.int32), *_sticks(prior, C, dtype))
+    return slot_of, counts, acc_sum, accepted

@@ -33,6 +33,7 @@ from jax.scipy.special import gammaln
 from dpppl.families.base import take
 from dpppl.kernels.base import Kernel, register
 from dpppl.kernels.stick_breaking.sbgibbs import stick_breaking_only
+from dpppl.models.native_seating import native_relabel, use_native_sticks
 from dpppl.core.numerics import sample_index
 from dpppl.errors import KernelError
 
@@ -63,15 +64,42 @@ def _check_prob(name, value):
     return float(value)
 
 
+CHUNK = 64
+"""Proposals drawn together (vectorised) and then accepted or rejected in order, per chunk."""
+
+
+def _accept_in_jax(prior, counts, slot_of, moves, past, uniforms, count):
+    """[`native_relabel`][dpppl.models.native_seating.native_relabel] as a JAX loop: the first
+    `count` proposals of a chunk accepted or rejected in order by the ratio of labelled laws."""
+
+    def body(t, carry):
+        slot_of, counts, log_p, acc_sum, accepted = carry
+        move = moves[t]
+        new_counts = jnp.zeros_like(counts).at[move].set(counts)
+        new_log_p = prior.log_prob_labels(new_counts)
+        accept_prob = jnp.where(past[t], 0.0, jnp.exp(jnp.minimum(new_log_p - log_p, 0.0)))
+        ok = (uniforms[t] < accept_prob) & ~past[t]
+        return (jnp.where(ok, move[slot_of], slot_of), jnp.where(ok, new_counts, counts),
+                jnp.where(ok, new_log_p, log_p), acc_sum + accept_prob, accepted + ok.astype(jnp.int32))
+
+    init = (slot_of, counts, prior.log_prob_labels(counts), jnp.zeros((), counts.dtype), jnp.zeros((), jnp.int32))
+    slot_of, counts, _, acc_sum, accepted = jax.lax.fori_loop(0, count, body, init)
+    return slot_of, counts, acc_sum, accepted
+
+
 def _relabel_kernel(name, bound_model, prob, propose):
     """A kernel making Binomial(N, prob) MH proposals of relabellings (N the real points: on
     points padded to a shape class, `num_valid`; the padded points keep the label -1).
 
     `propose(key, log_prior_w, log_prior_rest) -> (slot_map, past)`: a map from
     each slot to its new slot (a permutation of the C slots) and whether a drawn label
-    was past the C slots.
+    was past the C slots. Proposal t is drawn from `fold_in(key, t)`, `CHUNK` at a time
+    (vmapped); each chunk is then accepted or rejected in order, on CPU in one native call
+    ([`native_relabel`][dpppl.models.native_seating.native_relabel]; `DPPPL_NATIVE`), else in a
+    JAX loop: the same draws up to rounding.
     """
     prior, points = bound_model.prior, bound_model.points
+    accept = native_relabel if use_native_sticks() else _accept_in_jax
 
     def step(rng_key, state, x):
         counts = state.stats.n
@@ -80,24 +108,24 @@ def _relabel_kernel(name, bound_model, prob, propose):
         k_num, k_props = jax.random.split(rng_key)
         num = jax.random.binomial(k_num, points, prob).astype(jnp.int32)  # the real points' N
 
-        def body(carry):
-            t, slot_of, counts, log_p, overflow, acc_sum, accepted = carry
+        def draw(t):
             k_prop, k_acc = jax.random.split(jax.random.fold_in(k_props, t))
             move, past = propose(k_prop, log_pw, log_prest)
-            new_counts = jnp.zeros_like(counts).at[move].set(counts)
-            new_log_p = prior.log_prob_labels(new_counts)
-            log_ratio = new_log_p - log_p
-            accept_prob = jnp.where(past, 0.0, jnp.exp(jnp.minimum(log_ratio, 0.0)))
-            ok = (jax.random.uniform(k_acc, dtype=log_p.dtype) < accept_prob) & ~past
-            return (t + 1, jnp.where(ok, move[slot_of], slot_of), jnp.where(ok, new_counts, counts),
-                    jnp.where(ok, new_log_p, log_p), overflow | past, acc_sum + accept_prob,
-                    accepted + ok.astype(jnp.int32))
+            return move, past, jax.random.uniform(k_acc, dtype=counts.dtype)
 
-        init = (jnp.zeros((), jnp.int32), jnp.arange(C), counts, prior.log_prob_labels(counts),
-                state.overflow, jnp.zeros((), counts.dtype), jnp.zeros((), jnp.int32))
-        _, slot_of, _, _, overflow, acc_sum, accepted = jax.lax.while_loop(
-            lambda c: c[0] < num, body, init)
-        source = jnp.zeros_like(slot_of).at[slot_of].set(jnp.arange(C))  # new slot -> old slot
+        def chunk(carry):
+            start, slot_of, counts, overflow, acc_sum, accepted = carry
+            moves, past, uniforms = jax.vmap(draw)(start + jnp.arange(CHUNK))
+            count = jnp.minimum(num - start, CHUNK)
+            slot_of, counts, chunk_sum, chunk_accepted = accept(prior, counts, slot_of, moves.astype(jnp.int32), past,
+                                                                uniforms, count)
+            overflow = overflow | jnp.any(past & (jnp.arange(CHUNK) < count))
+            return start + CHUNK, slot_of, counts, overflow, acc_sum + chunk_sum, accepted + chunk_accepted
+
+        init = (jnp.zeros((), jnp.int32), jnp.arange(C, dtype=jnp.int32), counts, state.overflow,
+                jnp.zeros((), counts.dtype), jnp.zeros((), jnp.int32))
+        _, slot_of, _, overflow, acc_sum, accepted = jax.lax.while_loop(lambda c: c[0] < num, chunk, init)
+        source = jnp.zeros_like(slot_of).at[slot_of].set(jnp.arange(C, dtype=slot_of.dtype))  # new slot -> old
         # padded points (label -1, `BoundModel.padded`) keep it
         state = state._replace(z=jnp.where(state.z >= 0, slot_of[state.z], -1).astype(state.z.dtype),
                                stats=take(state.stats, source), overflow=overflow)
@@ -139,9 +167,9 @@ def build_labelpermute_kernel(bound_model, *, permute_prob: float = 1.0) -> Kern
         m, past = _draw_label(k_m, log_pw, log_prest)   # permute labels 1..m+1 (slots 0..m)
         C = log_pw.shape[0]
         slots = jnp.arange(C)
-        u = jax.vmap(lambda s: jax.random.uniform(jax.random.fold_in(k_perm, s), dtype=log_pw.dtype))(slots)
-        keys = jnp.where(slots <= m, u, 2.0 + slots)   # slots past m keep their place
-        move = jnp.argsort(jnp.argsort(keys))          # slot s -> its rank: uniform on slots 0..m
+        keys = jnp.where(slots <= m, jax.random.uniform(k_perm, (C,), dtype=log_pw.dtype), 2.0 + slots)
+        # slot s -> its rank among the keys (slots past m keep their place): uniform on slots 0..m
+        move = jnp.zeros_like(slots).at[jnp.argsort(keys)].set(slots)
         return move, past
 
     return _relabel_kernel("labelpermute", bound_model, prob, propose)

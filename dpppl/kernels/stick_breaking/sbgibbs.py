@@ -36,6 +36,7 @@ import jax.numpy as jnp
 from dpppl.families.base import add_point
 from dpppl.priors.stick_breaking import StickBreaking
 from dpppl.kernels.base import Kernel, NoInfo, register
+from dpppl.models.native_seating import native_sb_sweep, use_native_sticks
 from dpppl.models.seating import refresh, sweep_draws, visit_points, visiting_order
 from dpppl.core.numerics import sample_index
 
@@ -80,11 +81,17 @@ def _sweep(family, prior: StickBreaking, x, order, uniforms, state, num_valid=No
 def build_sbgibbs_kernel(bound_model) -> Kernel:
     """One collapsed-Gibbs sweep over all labels, in a random order, per step (eq. 9). On points
     padded to a shape class it visits the first `num_valid` (the real points) only, with the
-    draws of the unpadded sweep (`sweep_draws`, `visiting_order`)."""
+    draws of the unpadded sweep (`sweep_draws`, `visiting_order`). On CPU, for the families the
+    native sweep covers, the sweep is one native call
+    ([`native_sb_sweep`][dpppl.models.native_seating.native_sb_sweep]; `DPPPL_NATIVE`) making the
+    JAX loop's draws up to rounding."""
     family, prior, num_valid = bound_model.family, bound_model.prior, bound_model.num_valid
+    on_cpu = use_native_sticks(family)
 
     def step(rng_key, state, x):
         shuffle, uniforms = sweep_draws(rng_key, x)
+        if on_cpu:
+            return native_sb_sweep(family, prior, x, shuffle, uniforms, state, num_valid), NoInfo()
         return _sweep(family, prior, x, visiting_order(shuffle, num_valid), uniforms, state, num_valid), NoInfo()
 
     return Kernel("sbgibbs", exact=True, step=step, masked_points=True)

@@ -6,7 +6,8 @@ import pytest
 
 from dpppl.kernels.stick_breaking.labelswap import swap_log_ratio_pseudo_particles
 from dpppl.priors import StickBreaking
-from tests.helpers.stick_breaking import FIG1_PRIOR
+import dpppl
+from tests.helpers.stick_breaking import FIG1_PRIOR, native_and_jax_steps
 RNG = np.random.default_rng(0)
 
 
@@ -33,3 +34,23 @@ def test_label_swap_ratio_closed_form_holds_for_eq_7_only():
         wrong.append(abs(closed_general - exact_general) > 1e-3)
     assert sum(wrong) >= 10
 
+
+
+@pytest.mark.parametrize("name, prior", [
+    ("labelswap", StickBreaking.pitman_yor(0.25, 1.0)),
+    ("labelpermute", StickBreaking.pseudo_particles([1.0, 0.5, 2.0, 0.3, 0.2, 0.8]))], ids=["swap-pitman_yor",
+                                                                                          "permute-finite"])
+def test_native_and_jax_label_moves_make_the_same_draws(monkeypatch, name, prior):
+    """The chunks of proposals accepted natively (DPPPL_NATIVE=1) and by the JAX loop (0) from the
+    same keys: the same labels, counts and acceptance statistics after each step (vmapped over
+    chains), and the moves did relabel (the test could fail)."""
+    x, _ = dpppl.datasets.gaussian_mixture(90, 2, 4, mean_scale=4.0, seed=1)
+    model = dpppl.StickBreakingMixture(prior.a, prior.b, component=dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=9.0))
+    runs, start = native_and_jax_steps(monkeypatch, name, model.bind(x))
+    for (z, n, info), (z_jax, n_jax, info_jax) in zip(runs["1"], runs["0"]):
+        np.testing.assert_array_equal(z, z_jax)
+        np.testing.assert_array_equal(n, n_jax)
+        np.testing.assert_array_equal(info.accepted, info_jax.accepted)
+        np.testing.assert_allclose(info.accept_prob, info_jax.accept_prob, rtol=1e-9)
+    assert sum(int(step[2].accepted.sum()) for step in runs["1"]) > 0
+    assert not np.array_equal(runs["1"][-1][0], start)
