@@ -83,7 +83,7 @@ def build_sbgibbs_kernel(bound_model) -> Kernel:
     padded to a shape class it visits the first `num_valid` (the real points) only, with the
     draws of the unpadded sweep (`sweep_draws`, `visiting_order`). On CPU, for the families the
     native sweep covers, the sweep is one native call
-    ([`native_sb_sweep`][dpppl.models.native_seating.native_sb_sweep]; `DPPPL_NATIVE`) making the
+    (`dpppl.models.native_seating.native_sb_sweep`; `DPPPL_NATIVE`) making the
     JAX loop's draws up to rounding."""
     family, prior, num_valid = bound_model.family, bound_model.prior, bound_model.num_valid
     on_cpu = use_native_sticks(family)
