@@ -139,8 +139,13 @@ class PitmanYor:
             new_terms = (K - 1) * jnp.log(alpha)
         else:
             new_terms = ((K - 1) * jnp.log(d) + gammaln(alpha / d + K) - gammaln(alpha / d + 1))
-        sizes = jnp.where(occupied, gammaln(jnp.where(occupied, counts, 1.0) - d) - gammaln(1.0 - d), 0.0)
-        return new_terms + jnp.sum(sizes) - (gammaln(alpha + N) - gammaln(alpha + 1))
+        return new_terms + self._log_size_terms(counts) - (gammaln(alpha + N) - gammaln(alpha + 1))
+
+    def _log_size_terms(self, counts):
+        """sum over occupied slots of log (1 - d)_{n_c - 1} = gammaln(n_c - d) - gammaln(1 - d)."""
+        d = self.discount
+        occupied = counts > 0
+        return jnp.sum(jnp.where(occupied, gammaln(jnp.where(occupied, counts, 1.0) - d) - gammaln(1.0 - d), 0.0))
 
     def log_eppf_change(self, old_rows, new_rows, counts, alpha):
         """log_eppf(new) - log_eppf(old) for a move that changes only some slots' sizes,
@@ -155,11 +160,7 @@ class PitmanYor:
             new_terms = (k_new - k_old) * jnp.log(alpha)
         else:
             new_terms = (k_new - k_old) * jnp.log(d) + gammaln(alpha / d + k_new) - gammaln(alpha / d + k_old)
-
-        def sizes(rows):
-            occupied = rows > 0
-            return jnp.sum(jnp.where(occupied, gammaln(jnp.where(occupied, rows, 1.0) - d) - gammaln(1.0 - d), 0.0))
-        return new_terms + sizes(new_rows) - sizes(old_rows)
+        return new_terms + self._log_size_terms(new_rows) - self._log_size_terms(old_rows)
 
     def log_seat_weights(self, counts, alpha):
         """Sequential (Gibbs) weights: log(|c| - d) for occupied slots (-inf for empty
