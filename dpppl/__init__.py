@@ -4,42 +4,90 @@
     model = dpppl.load("models/gaussian_niw.dp")
     idata = dpppl.sample(model, x, kernel="gibbs", num_chains=4)
 
+The top level holds what a first session uses (`__all__`; docs/api/index.md says why each
+name is there). The rest lives in namespaces: `dpppl.families` (components), `dpppl.priors`
+(partition priors, `Gamma`), `dpppl.analysis`, `dpppl.metrics`, `dpppl.plots`,
+`dpppl.diagnostics`, `dpppl.datasets`, `dpppl.kernels`, `dpppl.errors`. A name that moved off
+the top level still resolves here, with a DeprecationWarning naming its new path (`MOVED`).
 See the README and `docs/` for the model language, the kernels and the papers.
 """
 
+import importlib
+import importlib.util
+import warnings
+from typing import TYPE_CHECKING
+
 from dpppl import config  # noqa: F401  (JAX settings changed on import: docs/configuration.md)
-from dpppl import datasets, kernels
-from dpppl.analysis import (association_variance, coclustering, metrics, plot_cluster_sizes, plot_clusters,
-                            plot_coclustering, plot_log_joint, plot_num_clusters, plots, point_estimate,
-                            posterior_predictive, predict)
+from dpppl import analysis, datasets, diagnostics, families, kernels, metrics, plots, priors  # noqa: F401
+from dpppl.analysis import point_estimate, posterior_predictive, predict
 from dpppl.dsl import load, parse
 from dpppl.errors import ArgumentError, DataError, DPPPLError, HyperparameterError, KernelError, ModelError
-from dpppl.estimators import DPGaussianMixture
-from dpppl.families import (BetaBernoulli, CoupledGaussian, DirichletMultinomial, GeneralizedMallows, NormalGamma,
-                            NormalInverseWishart, NormalKnownCov, NormalLogNormal)
-from dpppl.models.ddp import DDPMixture, DDPModel
-from dpppl.models.mixture import (BoundModel, DataDecl, DPMixture, Model, PitmanYorMixture, PseudoParticleMixture,
-                                  StickBreakingMixture)
-from dpppl.models.rankings import Rankings, rankings
-from dpppl.models.sites import CollapsedMixture, Partition, dp_mixture
-from dpppl.priors import CRP, DDP, Gamma, PitmanYor, StickBreaking
+from dpppl.models.ddp import DDPMixture
+from dpppl.models.mixture import DPMixture, PitmanYorMixture, PseudoParticleMixture, StickBreakingMixture
+from dpppl.models.rankings import rankings
+from dpppl.models.sites import dp_mixture
 from dpppl.run.driver import log_joint, resume, sample
 from dpppl.run.partition_gibbs import PartitionGibbs
-from dpppl.search import SearchResult, map_search
+from dpppl.search import map_search
 from dpppl.simulate import sample_prior
 from dpppl.version import __version__  # noqa: F401  (dpppl.__version__)
 
+if TYPE_CHECKING:  # the moved names, for type checkers and the API pages' links; at run time see __getattr__
+    from dpppl.families import NormalGamma, NormalInverseWishart, NormalLogNormal  # noqa: F401
+    from dpppl.models.mixture import BoundModel  # noqa: F401
+    from dpppl.priors import StickBreaking  # noqa: F401
+
+LAZY = {"from_numpyro": "dpppl.diagnostics.numpyro"}
+"""Top-level names imported from their module on first use: name -> module."""
+
+MOVED = {
+    **dict.fromkeys(("BetaBernoulli", "CoupledGaussian", "DirichletMultinomial", "GeneralizedMallows", "NormalGamma",
+                     "NormalInverseWishart", "NormalKnownCov", "NormalLogNormal"), "dpppl.families"),
+    **dict.fromkeys(("CRP", "DDP", "Gamma", "PitmanYor", "StickBreaking"), "dpppl.priors"),
+    **dict.fromkeys(("BoundModel", "DataDecl", "Model"), "dpppl.models.mixture"),
+    "DDPModel": "dpppl.models.ddp",
+    "Rankings": "dpppl.models.rankings",
+    **dict.fromkeys(("CollapsedMixture", "Partition"), "dpppl.models.sites"),
+    "SearchResult": "dpppl.search",
+    "DPGaussianMixture": "dpppl.estimators",
+    **dict.fromkeys(("association_variance", "coclustering"), "dpppl.analysis"),
+    **dict.fromkeys(("plot_cluster_sizes", "plot_clusters", "plot_coclustering", "plot_log_joint",
+                     "plot_num_clusters"), "dpppl.plots"),
+}
+"""Names that were on the top level and now live in a namespace: name -> module.
+`dpppl.NAME` still returns the object, with a DeprecationWarning naming `MODULE.NAME`."""
+
+
+def __getattr__(name: str):
+    if name in LAZY:
+        try:
+            module = importlib.import_module(LAZY[name])
+        except ModuleNotFoundError as e:
+            raise AttributeError(f"dpppl.{name} needs {LAZY[name]}, which this installation lacks ({e})") from None
+        return getattr(module, name)
+    if name in MOVED:
+        warnings.warn(f"dpppl.{name} moved to {MOVED[name]}.{name}: import it from there "
+                      f"(`from {MOVED[name]} import {name}`); the top-level name will be removed",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(MOVED[name]), name)
+    raise AttributeError(f"module 'dpppl' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
 __all__ = [
-    "ArgumentError", "BetaBernoulli", "BoundModel", "CRP", "DataDecl", "DataError", "DirichletMultinomial",
-    "DPMixture", "DPPPLError", "HyperparameterError", "Gamma", "KernelError", "Model", "ModelError", "NormalGamma",
-    "NormalInverseWishart", "NormalKnownCov", "NormalLogNormal", "PitmanYor", "PitmanYorMixture", "datasets",
-    "kernels", "load", "log_joint", "parse", "resume", "sample",
-    "DPGaussianMixture", "coclustering", "metrics", "plot_cluster_sizes", "plot_clusters",
-    "plot_coclustering", "plot_log_joint", "plot_num_clusters", "plots", "point_estimate",
-    "posterior_predictive", "predict", "sample_prior",
-    "SearchResult", "map_search",
-    "PseudoParticleMixture", "StickBreaking", "StickBreakingMixture",
-    "DDP", "DDPMixture", "DDPModel", "CoupledGaussian", "association_variance",
-    "GeneralizedMallows", "Rankings", "rankings",
-    "CollapsedMixture", "Partition", "PartitionGibbs", "dp_mixture",
-]
+    # load or write a model, sample it, continue a run
+    "load", "parse", "sample", "resume", "log_joint",
+    # the model constructors from Python
+    "DPMixture", "PitmanYorMixture", "StickBreakingMixture", "PseudoParticleMixture", "DDPMixture", "rankings",
+    # DP mixtures inside a NumPyro model
+    "dp_mixture", "PartitionGibbs",
+    # after sampling
+    "point_estimate", "posterior_predictive", "predict", "map_search", "sample_prior",
+    # the errors a user catches
+    "DPPPLError", "ModelError", "DataError", "ArgumentError", "KernelError", "HyperparameterError",
+    # namespaces used in the first hour: dpppl.datasets.load, dpppl.kernels.available
+    "datasets", "kernels",
+] + [name for name, module in LAZY.items() if importlib.util.find_spec(module) is not None]

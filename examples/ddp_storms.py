@@ -232,7 +232,7 @@ def main(argv=None):
             z, lp, accept, seconds = run(x, kernel, iterations, runs, seed=args.seed,
                                          num_swaps=args.num_swaps or int(x.shape[0]), pairs=args.pairs,
                                          intervals=args.intervals, slice_covariances=args.slice_covariances)
-            variance = dpppl.association_variance([chain[keep:] for chain in z])
+            variance = dpppl.analysis.association_variance([chain[keep:] for chain in z])
             t = x[:, -1]
             upper = np.triu(np.ones(variance.shape, bool), 1)
             same, across = upper & (t[:, None] == t[None, :]), upper & (t[:, None] != t[None, :])

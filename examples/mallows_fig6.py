@@ -43,8 +43,8 @@ from dpppl.core.state import grow
 SAMPLERS = {"Beta-Gibbs": "mallows-beta", "Slice-Gibbs": "mallows-slice"}
 
 
-def model_for(n_items: int) -> dpppl.Model:
-    return dpppl.DPMixture(1.0, dpppl.GeneralizedMallows(n_items))
+def model_for(n_items: int) -> dpppl.models.mixture.Model:
+    return dpppl.DPMixture(1.0, dpppl.families.GeneralizedMallows(n_items))
 
 
 def trace(kernel: str, bound, truth, iterations: int, seed: int, compiled=None, **options):

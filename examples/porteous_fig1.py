@@ -48,9 +48,9 @@ def symmetric_data(per_side: int = 25, seed: int = 0):
 
 COMPONENTS = {
     # the paper's normal-Wishart prior centred at zero
-    "niw": dpppl.NormalInverseWishart(mu0=[0.0, 0.0], kappa0=0.05, nu0=5.0, psi0=[[1.0, 0.0], [0.0, 1.0]]),
+    "niw": dpppl.families.NormalInverseWishart(mu0=[0.0, 0.0], kappa0=0.05, nu0=5.0, psi0=[[1.0, 0.0], [0.0, 1.0]]),
     # a known isotropic covariance (cheaper; the tests use it): the same symmetry
-    "known": dpppl.NormalKnownCov(sigma2=0.5, mu0=0.0, tau2=4.0),
+    "known": dpppl.families.NormalKnownCov(sigma2=0.5, mu0=0.0, tau2=4.0),
 }
 
 

@@ -125,7 +125,7 @@ def run_panels(x, panels, seconds, truth=None, variants=VARIANTS, sklearn=True, 
     results, caches, sk = {}, {}, {}
     truth_lp = None
     for k, alpha in panels:
-        model = dpppl.DPMixture(alpha, dpppl.NormalInverseWishart())
+        model = dpppl.DPMixture(alpha, dpppl.families.NormalInverseWishart())
         init = random_labels(x.shape[0], k, seed)
         title = f"K={k}, alpha={alpha:g}"
         panel = results[title] = {}

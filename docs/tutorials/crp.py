@@ -116,7 +116,7 @@ def figure_crp_vs_sticks(n, alpha, num_draws, rng, out):
     ax.hist(k_crp, bins=bins, density=True, alpha=0.5, label=f"CRP seating (mean {k_crp.mean():.2f})")
     ax.hist(k_sticks, bins=bins, density=True, histtype="step", linewidth=2,
             label=f"i.i.d. from sticks (mean {k_sticks.mean():.2f})")
-    ax.axvline(expected_num_clusters(dpppl.CRP(alpha), n), color="black", linestyle="--", label="E[K] exact")
+    ax.axvline(expected_num_clusters(dpppl.priors.CRP(alpha), n), color="black", linestyle="--", label="E[K] exact")
     ax.set_xlabel(f"number of clusters among n = {n} points")
     ax.set_ylabel("probability")
     ax.legend()
@@ -127,13 +127,13 @@ def figure_crp_vs_sticks(n, alpha, num_draws, rng, out):
 
 
 def figure_prior_sizes(n, num_samples, out):
-    dp = dpppl.DPMixture(alpha=1.0, component=dpppl.NormalInverseWishart())
-    py = dpppl.PitmanYorMixture(discount=0.5, alpha=1.0, component=dpppl.NormalInverseWishart())
+    dp = dpppl.DPMixture(alpha=1.0, component=dpppl.families.NormalInverseWishart())
+    py = dpppl.PitmanYorMixture(discount=0.5, alpha=1.0, component=dpppl.families.NormalInverseWishart())
     fig, axes = plt.subplots(2, 2, figsize=(10, 7))
     means = {}
     for row, (name, model) in zip(axes, (("DP(1)", dp), ("PY(0.5, 1)", py))):
         prior = dpppl.sample_prior(model, n, num_samples=num_samples, seed=0)  # partitions only
-        dpppl.plot_cluster_sizes(prior, axes=row)
+        dpppl.plots.plot_cluster_sizes(prior, axes=row)
         row[0].set_title(f"{name}: sorted cluster sizes, n = {n}")
         row[1].set_title(f"{name}: number of clusters")
         means[name] = float(prior.prior["num_clusters"].mean())
@@ -162,12 +162,12 @@ def main(argv=None) -> None:
     figure_sticks((0.5, 2.0, 10.0), rng, args.out)
     k_crp, k_sticks = figure_crp_vs_sticks(50, 2.0, draws, rng, args.out)
     print(f"mean K for 50 points, alpha = 2: CRP {k_crp:.2f}, sticks {k_sticks:.2f}, "
-          f"exact {expected_num_clusters(dpppl.CRP(2.0), 50):.2f}")
+          f"exact {expected_num_clusters(dpppl.priors.CRP(2.0), 50):.2f}")
     means = figure_prior_sizes(n, prior_draws, args.out)
     for name, value in means.items():
         print(f"{name}: mean K over {prior_draws} prior draws of {n} points = {value:.2f}")
-    print(f"exact: DP(1) {expected_num_clusters(dpppl.CRP(1.0), n):.2f}, "
-          f"PY(0.5, 1) {expected_num_clusters(dpppl.PitmanYor(0.5, 1.0), n):.2f}")
+    print(f"exact: DP(1) {expected_num_clusters(dpppl.priors.CRP(1.0), n):.2f}, "
+          f"PY(0.5, 1) {expected_num_clusters(dpppl.priors.PitmanYor(0.5, 1.0), n):.2f}")
     print(f"figures in {args.out}")
 
 

@@ -112,13 +112,13 @@ def main(argv=None) -> None:
           f"of the size of its cluster: {float(az.rhat(label)['own_cluster_size']):.2f}")
 
     # 5. the posterior of K, co-clustering and a point estimate
-    ax = dpppl.plot_num_clusters(idata)
+    ax = dpppl.plots.plot_num_clusters(idata)
     ax.set_title("posterior of the number of clusters")
     save(ax.figure, args.out, "galaxies_k.png")
     labels = dpppl.point_estimate(idata, "vi")
-    ax = dpppl.plot_coclustering(idata, estimate=labels)
+    ax = dpppl.plots.plot_coclustering(idata, estimate=labels)
     save(ax.figure, args.out, "galaxies_coclustering.png")
-    ax = dpppl.plot_clusters(idata, estimate=labels)
+    ax = dpppl.plots.plot_clusters(idata, estimate=labels)
     save(ax.figure, args.out, "galaxies_clusters.png")
     sizes = np.bincount(labels)
     print(f"VI point estimate: {sizes.size} clusters of sizes {sorted(sizes.tolist(), reverse=True)}")

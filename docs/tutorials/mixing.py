@@ -62,7 +62,7 @@ def main(argv=None) -> None:
     x, truth = dpppl.datasets.gaussian_mixture(120, 10, 6, mean_scale=4.0, seed=1)
     # A known-covariance model whose prior on the means is broad (tau2 = 100): a new
     # cluster's predictive density for a point is low, so Gibbs rarely opens one.
-    model = dpppl.DPMixture(alpha=1.0, component=dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0))
+    model = dpppl.DPMixture(alpha=1.0, component=dpppl.families.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0))
     true_lp = dpppl.log_joint(model, x, truth)
 
     fig, ax = plt.subplots(figsize=(4.5, 4))
@@ -84,7 +84,7 @@ def main(argv=None) -> None:
         print(f"{kernel:<18} {time.perf_counter() - tic:6.1f} s (compilation included); "
               f"first iteration within 1 nat of the true clustering's log joint, per chain: {reached}")
 
-    ax = dpppl.plot_log_joint(runs)
+    ax = dpppl.plots.plot_log_joint(runs)
     ax.axhline(true_lp, color="black", linestyle="--", linewidth=1, label="true clustering")
     ax.set_xlabel("iteration (from one cluster)")
     ax.legend()

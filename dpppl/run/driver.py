@@ -136,9 +136,9 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
     Returns
     -------
     arviz.InferenceData
-        `posterior`: `z` (chain, draw, point), the label-invariant summaries
-        `num_clusters`, `largest_cluster`, `cluster_sizes` (sorted, padded) and
+        `posterior`: the label-invariant summaries `num_clusters`, `largest_cluster` and
         `entropy` (`dpppl.diagnostics.summaries`), and `alpha` when resampled;
+        `posterior_partition`: `z` (chain, draw, point) and `cluster_sizes` (sorted, padded);
         `sample_stats`: `lp` (the collapsed log joint) and each move's statistics;
         `observed_data`: `x`; attrs: `kernel` (the spec that ran), `kernel_requested`
         (`"auto"` or the kernel asked for), `kernel_reason` (with `"auto"`), `exact`
@@ -293,7 +293,7 @@ def log_joint(model, data, z) -> float:
     those its model file names.
 
     Component parameters are integrated out (numerically for a non-conjugate component,
-    [`dpppl.NormalLogNormal.log_marginal_numerical`][dpppl.NormalLogNormal.log_marginal_numerical]); the partition prior
+    [`log_marginal_numerical`][dpppl.families.NormalLogNormal.log_marginal_numerical]); the partition prior
     is the
     CRP/Pitman-Yor EPPF at alpha (its Gamma prior mean when alpha is random, without the
     Gamma density). Random hyperparameters of the base measure (`m ~ Normal(0, 10)` in a model
@@ -301,7 +301,7 @@ def log_joint(model, data, z) -> float:
     values and includes them (docs/hyperpriors.md).
     For a stick-breaking prior labels are explicit: label k >= 0 is stick k + 1 and the
     prior term is the probability of the labelled assignment with the sticks integrated
-    out ([`dpppl.StickBreaking.log_prob_labels`][dpppl.StickBreaking.log_prob_labels]). A DDP model's parameters are
+    out ([`log_prob_labels`][dpppl.priors.StickBreaking.log_prob_labels]). A DDP model's parameters are
     instantiated: its states come from kernels, and it has no log joint of labels alone.
     """
     _, target = bind_data(model, data)

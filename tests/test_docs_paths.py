@@ -1,0 +1,108 @@
+"""The documentation stays true without building it: every repository path the pages and the
+README name exists, every `from dpppl... import ...` they show imports, and the top level holds
+what docs/api/index.md says (names moved off it still resolve, with a warning naming the new path)."""
+
+from __future__ import annotations
+
+import glob
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+
+import dpppl
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted(ROOT.glob("docs/**/*.md")) + [ROOT / "README.md"]
+CODE = re.compile(r"```.*?```|`[^`\n]+`", re.S)
+"""Inline code and fenced blocks of a page."""
+REPO_PATH = re.compile(r"(?<![\w./-])((?:dpppl|tests|models|benchmarks|examples|docs)/[\w./*-]*[\w*/])")
+"""A path from the repository's root, as the pages write one in code (`dpppl/kernels/gibbs.py`)."""
+LINK = re.compile(r"\]\(([^)\s#]+)")
+"""The target of a Markdown link, relative to its page (to the root in the README)."""
+NOT_IN_THE_REPOSITORY = {
+    "benchmarks/results/harness_power.json": "benchmarks/bench_harness_power.py",  # written by the benchmark
+    "docs/kernels/mine.md": "docs/kernels/index.md",  # the page a user adds for a kernel of their own
+}
+"""Paths the pages name that are not committed: path -> the file that says why (it names the path)."""
+
+
+def named_paths(text: str, base: Path) -> list[tuple[str, str]]:
+    """(what the page writes, the path from the root it means) for each repository path named in
+    `text`, a page whose links are relative to the folder `base`."""
+    found = [(path, path) for code in CODE.findall(text) for path in REPO_PATH.findall(code)]
+    for target in LINK.findall(CODE.sub("", text)):
+        if "://" not in target and not target.startswith("mailto:"):
+            found.append((target, str((base / target).resolve().relative_to(ROOT))))
+    return found
+
+
+def test_every_repository_path_the_docs_name_exists():
+    missing = []
+    for page in PAGES:
+        for written, path in named_paths(page.read_text(encoding="utf-8"), page.parent):
+            if path in NOT_IN_THE_REPOSITORY:
+                assert path in (ROOT / NOT_IN_THE_REPOSITORY[path]).read_text(encoding="utf-8")
+            elif not glob.glob(str(ROOT / path)):
+                missing.append(f"{page.relative_to(ROOT)}: {written}")
+    assert not missing, "paths named in the docs that do not exist:\n" + "\n".join(missing)
+
+
+def test_the_path_check_sees_code_links_and_globs():
+    """The check above could fail: it reads backticked paths (a test's name after `::` left out),
+    fenced blocks and links relative to the page."""
+    text = ("See `tests/no_such_test.py::test_x` and [a page](../no-such-page.md).\n"
+            "```bash\npython benchmarks/no_such_bench.py\n```\n`tests/kernels/test_*.py`\n")
+    paths = [path for _, path in named_paths(text, ROOT / "docs" / "kernels")]
+    assert paths == ["tests/no_such_test.py", "benchmarks/no_such_bench.py", "tests/kernels/test_*.py",
+                     "docs/no-such-page.md"]
+    assert glob.glob(str(ROOT / "tests/kernels/test_*.py"))
+
+
+IMPORT = re.compile(r"^\s*from (dpppl[\w.]*) import ([\w, ]+)$", re.M)
+
+
+def test_every_import_the_docs_show_works():
+    shown = sorted({(module, name.strip()) for page in PAGES for code in CODE.findall(page.read_text("utf-8"))
+                    for module, names in IMPORT.findall(code.strip("`")) for name in names.split(",")})
+    assert ("dpppl.metrics", "adjusted_rand_index") in shown
+    failed = []
+    for module, name in shown:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            try:
+                exec(f"from {module} import {name}", {})
+            except (ImportError, DeprecationWarning) as e:
+                failed.append(f"from {module} import {name}: {e}")
+    assert not failed, "\n".join(failed)
+
+
+def test_the_top_level_is_the_documented_front_door():
+    documented = re.findall(r"^\| ((?:`\w+`(?:, )?)+) \|", (ROOT / "docs/api/index.md").read_text("utf-8"), re.M)
+    listed = {name for row in documented for name in re.findall(r"`(\w+)`", row)}
+    assert set(dpppl.__all__) - {"from_numpyro"} <= listed
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for name in dpppl.__all__:
+            getattr(dpppl, name)
+        from dpppl.metrics import adjusted_rand_index
+        from dpppl.plots import plot_coclustering
+    assert adjusted_rand_index is dpppl.analysis.metrics.adjusted_rand_index
+    assert plot_coclustering is dpppl.analysis.plots.plot_coclustering
+
+
+@pytest.mark.parametrize("name", sorted(dpppl.MOVED))
+def test_a_name_moved_off_the_top_level_resolves_with_a_warning_naming_its_path(name):
+    with pytest.warns(DeprecationWarning) as caught:
+        value = getattr(dpppl, name)
+    module = dpppl.MOVED[name]
+    assert str(caught[0].message).startswith(f"dpppl.{name} moved to {module}.{name}: import it from there "
+                                              f"(`from {module} import {name}`)")
+    assert value is getattr(__import__(module, fromlist=[name]), name)
+    assert name not in dpppl.__all__
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="module 'dpppl' has no attribute 'NormalInverseWishartt'"):
+        dpppl.NormalInverseWishartt
