@@ -106,3 +106,59 @@ def test_a_name_moved_off_the_top_level_resolves_with_a_warning_naming_its_path(
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="module 'dpppl' has no attribute 'NormalInverseWishartt'"):
         dpppl.NormalInverseWishartt
+
+
+def test_the_site_loads_nothing_from_another_host():
+    """MathJax and its fonts are served by the site (docs/javascripts/mathjax/), and the theme
+    asks no font service, so a site built and read offline shows its maths."""
+    import yaml  # noqa: PLC0415  (a dependency of mkdocs and of ArviZ's)
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=Loader)
+    assets = config.get("extra_javascript", []) + config.get("extra_css", [])
+    remote = [a for a in assets if "://" in a or a.startswith("//")]
+    assert not remote, f"mkdocs.yml loads {remote} from another host"
+    assert "javascripts/mathjax/tex-chtml-full.js" in assets
+    assert [a for a in assets if not (ROOT / "docs" / a).is_file()] == []
+    assert config["theme"].get("font") is False, "theme.font must be false (Material asks Google Fonts otherwise)"
+    fonts = ROOT / "docs/javascripts/mathjax/output/chtml/fonts/woff-v2"
+    assert {"MathJax_Main-Regular.woff", "MathJax_Math-Italic.woff", "MathJax_Size1-Regular.woff"} <= {
+        p.name for p in fonts.glob("*.woff")}
+
+
+def rendered_docstrings():
+    """(object path, docstring) of every object the API pages render (`::: path`) and of its public members."""
+    import importlib  # noqa: PLC0415
+    import inspect  # noqa: PLC0415
+
+    for page in sorted((ROOT / "docs" / "api").glob("*.md")):
+        for path in re.findall(r"^::: ([\w.]+)", page.read_text("utf-8"), re.M):
+            module, _, attribute = path.rpartition(".")
+            try:
+                obj = importlib.import_module(path)
+            except ImportError:
+                obj = getattr(importlib.import_module(module), attribute)
+            yield path, inspect.getdoc(obj) or ""
+            for name, member in vars(obj).items() if inspect.isclass(obj) else ():
+                if not name.startswith("_") and callable(member):
+                    yield f"{path}.{name}", inspect.getdoc(member) or ""
+
+
+POWER = re.compile(r"\w\*\*\w")
+"""`2**63`: Markdown reads its `**` as the start or end of bold text, unless it is in backticks."""
+
+
+def powers_outside_code(text: str) -> list[str]:
+    """The lines of `text` with a power (`2**63`) outside backticks."""
+    return [line.strip() for line in re.sub(r"`[^`]*`", "", text).splitlines() if POWER.search(line)]
+
+
+def test_api_docstrings_have_no_power_outside_code():
+    """A power written `2**63 - 1` outside backticks rendered as bold text on the API pages."""
+    found = [f"{path}: {line}" for path, doc in rendered_docstrings() for line in powers_outside_code(doc)]
+    assert not found, "write powers in backticks (`2**63 - 1`):\n" + "\n".join(found)
+    assert powers_outside_code("an integer in [0, 2**63 - 1]") == ["an integer in [0, 2**63 - 1]"]
+    assert powers_outside_code("in `[0, 2**63 - 1]`, **z** labels") == []

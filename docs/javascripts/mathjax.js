@@ -1,5 +1,9 @@
-// MathJax configuration for pymdownx.arithmatex (generic mode), as the Material for MkDocs
-// documentation sets it up; MathJax itself is loaded from a CDN when a page is viewed.
+// MathJax configuration for pymdownx.arithmatex (generic mode). MathJax itself (3.2.2,
+// tex-chtml-full: every TeX extension, so nothing is loaded on demand) and its fonts are in
+// javascripts/mathjax/, served by the site: the maths renders offline, with no CDN.
+// No re-typeset on Material's `document$`: the site does not use instant navigation, and with
+// MathJax loaded from the site (before `document$` first emits) clearing MathJax's cache there
+// left every formula blank (checked in headless Chromium).
 window.MathJax = {
   tex: {
     inlineMath: [["\\(", "\\)"]],
@@ -12,15 +16,3 @@ window.MathJax = {
     processHtmlClass: "arithmatex"
   }
 };
-
-// re-typeset after instant navigation (navigation.instant); harmless without it
-if (typeof document$ !== "undefined") {
-  document$.subscribe(() => {
-    if (window.MathJax && MathJax.startup && MathJax.typesetPromise) {
-      MathJax.startup.output.clearCache();
-      MathJax.typesetClear();
-      MathJax.texReset();
-      MathJax.typesetPromise();
-    }
-  });
-}

@@ -98,8 +98,8 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
     num_chains : int
         Independent chains, run vectorised.
     seed : int
-        The same seed gives the same draws. A Python or NumPy integer in [0, 2**63 - 1]
-        ([0, 2**32 - 1] with JAX's 64-bit mode off); anything else (a float, None, a bool,
+        The same seed gives the same draws. A Python or NumPy integer in `[0, 2**63 - 1]`
+        (`[0, 2**32 - 1]` with JAX's 64-bit mode off); anything else (a float, None, a bool,
         a negative or larger integer) raises [`dpppl.ArgumentError`][dpppl.ArgumentError].
     init : {"sequential", "single", "prior", "search"}, a callable or an array of labels
         `"sequential"`: sequential prediction (Liang et al. 2007, sec. 5.1; one cluster
