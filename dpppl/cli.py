@@ -1,7 +1,7 @@
 """The `dpppl` command line.
 
     dpppl sample MODEL [--data FILE|NAME] [--kernel auto] [--warmup 500] [--samples 1000]
-                 [--chains 1] [--seed 0] [--init sequential] [--option NAME=VALUE ...] --out run.nc
+                 [--chains 4] [--seed 0] [--init sequential] [--option NAME=VALUE ...] --out run.nc
                  [--checkpoint run.ckpt [--checkpoint-every 60]]
     dpppl resume run.ckpt [--samples N] --out run.nc    # continue a run saved with --checkpoint
     dpppl summary run.nc
@@ -48,7 +48,7 @@ from dpppl.analysis.plots import plot_command
 from dpppl.datasets.bundled import available as available_datasets
 from dpppl.datasets.bundled import requirements as dataset_requirements
 from dpppl.diagnostics.arviz_compat import arviz, group, has_group, partition_group
-from dpppl.diagnostics.convergence import summary_table
+from dpppl.diagnostics.convergence import INTERVAL, explain, hdi, summary_table
 from dpppl.diagnostics.summaries import LABEL_INVARIANT
 from dpppl.dsl.parser import missing_data
 from dpppl.errors import ArgumentError, DataError, DPPPLError
@@ -58,8 +58,8 @@ from dpppl.run.checkpoint import DEFAULT_EVERY, Interrupted, check_output_path, 
 from dpppl.run.interrupts import Completed, held
 from dpppl.run.output import run_groups_only
 
-SUMMARY_RANKS = 4  # cluster_sizes shown by `dpppl summary`: the largest few clusters
-HEADLINE_INTERVAL = 0.9  # `dpppl summary`'s K and alpha lines: the central 90% interval
+SUMMARY_RANKS = 4  # cluster_sizes shown by `dpppl summary`: the largest few clusters (the largest is largest_cluster)
+DEFAULT_CHAINS = 4  # `dpppl sample --chains`: R-hat needs two or more; docs/cli.md gives the timings
 RHAT_LIMIT = 1.01  # `dpppl summary` names the quantities whose R-hat is above it
 REDELIVERY_SECONDS = 0.05  # a Ctrl-C Python dropped is sent again after this long
 
@@ -119,7 +119,8 @@ def _parser() -> argparse.ArgumentParser:
                    "default auto: chosen by the model and the number of points (the summary says which and why)")
     s.add_argument("--warmup", type=int, default=500, help="warmup iterations (default 500)")
     s.add_argument("--samples", type=int, default=1000, help="kept iterations (default 1000)")
-    s.add_argument("--chains", type=int, default=1, help="independent chains (default 1)")
+    s.add_argument("--chains", type=int, default=DEFAULT_CHAINS,
+                   help=f"independent chains, run side by side (default {DEFAULT_CHAINS}; R-hat needs 2 or more)")
     s.add_argument("--thinning", type=int, default=1,
                    help="keep every n-th of the --samples iterations (default 1: all; "
                    "--samples 1000 --thinning 5 keeps 200 draws)")
@@ -200,8 +201,11 @@ def _checkpoint_every(parser) -> None:
 def summary_text(idata) -> str:
     """A short summary of a run: model, kernel, draws, and label-invariant statistics.
 
-    One table: the label-invariant summaries, the largest few cluster sizes and `lp`, with
-    R-hat to three decimals (1.014 is not 1.0) and ESS as whole draws."""
+    One table: the label-invariant summaries, the sizes of the next few clusters after the
+    largest (`cluster_sizes[1]`, ...; the largest is `largest_cluster`) and `lp`, with R-hat to
+    three decimals (1.014 is not 1.0) and ESS as whole draws, then a line per column saying what
+    it is. Every interval holds `INTERVAL` (90%) of the draws. R-hat is shown for two or more
+    chains; a quantity equal in every draw has no ESS or R-hat, shown as `-` and said."""
     post = group(idata, "posterior")
     part = partition_group(idata)
     attrs = dict(post.attrs)
@@ -216,14 +220,24 @@ def summary_text(idata) -> str:
         lines.append("note:   the run was interrupted; these are the draws it kept")
     lines += _headline(post)
     shown = post[[v for v in LABEL_INVARIANT if v in post] + _other_scalars(post)]
-    if "cluster_sizes" in part:
-        shown = shown.assign(cluster_sizes=part["cluster_sizes"].isel(cluster=slice(0, SUMMARY_RANKS)))
+    if "cluster_sizes" in part and part.sizes.get("cluster", 0) > 1:
+        shown = shown.assign(cluster_sizes=part["cluster_sizes"].isel(cluster=slice(1, SUMMARY_RANKS)))
     shown = shown.assign(lp=post["lp"] if "lp" in post else group(idata, "sample_stats")["lp"])
     table = summary_table(shown.astype(float))
+    if chains < 2:
+        table = table.drop(columns="r_hat")
     lines += ["", _diagnostics_table(table), ""]
-    r_hat = table["r_hat"] if "r_hat" in table else None
-    high = [] if r_hat is None else [str(name) for name, value in r_hat.items() if value > RHAT_LIMIT]
-    if chains > 1 and high:
+    lines += explain()[:len(explain()) - (chains < 2)]
+    if "cluster_sizes" in shown:
+        lines.append("cluster_sizes[r]: the size of the (r+1)-th largest cluster ([0], the largest: largest_cluster)")
+    lines.append("lp: the log joint of each draw (docs/inference-data.md)")
+    if chains < 2:
+        lines.append("r_hat: not shown for one chain (it compares chains): run 2 or more (--chains, default "
+                     f"{DEFAULT_CHAINS})")
+    lines += _undefined(table)
+    lines.append("")
+    high = [str(name) for name, value in table["r_hat"].items() if value > RHAT_LIMIT] if "r_hat" in table else []
+    if high:
         lines.append(f"R-hat above {RHAT_LIMIT}: {', '.join(high)}: the chains disagree; run longer or more chains")
     k = np.asarray(post["num_clusters"]).ravel()
     values, counts = np.unique(k, return_counts=True)
@@ -231,6 +245,21 @@ def summary_text(idata) -> str:
     lines.append("posterior of the number of clusters: " + ", ".join(
         f"P(K={values[i]})={counts[i] / k.size:.3f}" for i in sorted(order, key=lambda i: values[i])))
     return "\n".join(lines)
+
+
+def _undefined(table) -> list[str]:
+    """The lines that say why a cell of the summary table is `-` (not a number): a quantity equal in
+    every draw has no between- or within-chain variance to compare (R-hat), and fewer than 4 draws
+    per chain give no diagnostics at all (ArviZ's minimum)."""
+    constant = [str(name) for name, sd in table["sd"].items() if sd == 0]
+    other = [str(name) for name, row in table.iterrows()
+             if str(name) not in constant and not np.isfinite(row.to_numpy(dtype=float)).all()]
+    lines = []
+    if constant:
+        lines.append(f"-: {', '.join(constant)} took one value in every draw: no variance for R-hat to compare")
+    if other:
+        lines.append(f"-: {', '.join(other)}: too few draws per chain for ESS and R-hat (4 at least)")
+    return lines
 
 
 def _other_scalars(post) -> list[str]:
@@ -242,16 +271,16 @@ def _other_scalars(post) -> list[str]:
 
 def _headline(post) -> list[str]:
     """The number of clusters K, the concentration alpha and each random hyperparameter: posterior
-    mean and central `HEADLINE_INTERVAL` interval (alpha only when it was sampled)."""
-    low, high = (1 - HEADLINE_INTERVAL) / 2, (1 + HEADLINE_INTERVAL) / 2
+    mean and the narrowest interval holding `INTERVAL` of the draws, the table's HDI (alpha only
+    when it was sampled)."""
     lines = []
     rows = (("num_clusters", "K:      ", ".0f"), ("alpha", "alpha:  ", ".3g"),
             *((name, f"{name + ':':<8}", ".3g") for name in _other_scalars(post)))
     for name, label, fmt in rows:
         if name in post:
             draws = np.asarray(post[name], dtype=float).ravel()
-            a, b = np.quantile(draws, [low, high], method="inverted_cdf" if name == "num_clusters" else "linear")
-            lines.append(f"{label}posterior mean {draws.mean():.3g}, {HEADLINE_INTERVAL:.0%} interval "
+            a, b = hdi(draws, INTERVAL)
+            lines.append(f"{label}posterior mean {draws.mean():.3g}, {INTERVAL:.0%} interval "
                          f"[{a:{fmt}}, {b:{fmt}}]")
     return lines
 
@@ -262,7 +291,7 @@ def _diagnostics_table(table) -> str:
     not print as 1.01 or 1.0)."""
     def fmt(column, value):
         if not np.isfinite(value):
-            return "nan"
+            return "-"  # said in a line under the table (`_undefined`)
         if column.startswith("ess"):
             return f"{value:.0f}"
         return f"{value:.3f}"

@@ -53,17 +53,24 @@ def test_sample_from_csv_with_kernel_options(tmp_path, capsys):
     np.savetxt(data, rng.normal(size=(20, 2)), delimiter=",", header="a,b", comments="")
     assert main(["sample", str(MODELS / "gaussian_known.dp"), "--data", str(data), "--kernel",
                  "gibbs+splitmerge", "--option", "num_proposals=3", "--warmup", "2", "--samples", "5",
-                 "--no-progress"]) == 0
+                 "--chains", "1", "--no-progress"]) == 0
     assert "gibbs+splitmerge" in capsys.readouterr().out
 
 
 def test_a_model_that_names_its_data_runs_without_data_and_data_given_win(tmp_path, capsys):
-    """The README's main job: `dpppl sample models/galaxies.dp` with no --data; the summary says K, alpha and
-    the kernel; --data wins; a model that names no data, run without --data, is one line saying how."""
-    base = ["sample", str(MODELS / "galaxies.dp"), "--warmup", "3", "--samples", "10", "--no-progress", "--seed", "2"]
+    """The README's main job: `dpppl sample models/galaxies.dp --chains 2` with no --data; the summary says K,
+    alpha and the kernel, with an R-hat (a number) for every quantity; --data wins; a model that names no data,
+    run without --data, is one line saying how."""
+    base = ["sample", str(MODELS / "galaxies.dp"), "--chains", "2", "--warmup", "3", "--samples", "10",
+            "--no-progress", "--seed", "2"]
     assert main(base) == 0
     text = capsys.readouterr().out
-    assert "kernel: gibbs+splitmerge (exact), 1 chain(s) x 10 draws, 82 points" in text
+    assert "kernel: gibbs+splitmerge (exact), 2 chain(s) x 10 draws, 82 points" in text
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["mean", "sd"])
+    rows = [line.split() for line in lines[start + 1:lines.index("", start)]]
+    assert lines[start].split()[-1] == "r_hat" and len(rows) >= 4 and "nan" not in text.lower(), text
+    assert all(re.fullmatch(r"\d+\.\d{3}", row[-1]) for row in rows), text  # R-hat a finite number in every row
     assert "chosen by kernel=auto: " in text
     assert re.search(r"^K: +posterior mean [\d.]+, 90% interval \[\d+, \d+\]$", text, re.M), text
     assert re.search(r"^alpha: +posterior mean [\d.]+, 90% interval \[[\d.]+, [\d.]+\]$", text, re.M), text
@@ -85,7 +92,7 @@ def test_escobar_and_wests_full_model_runs_with_no_options(tmp_path, capsys):
     way: tests/models/test_model_files.py)."""
     out = tmp_path / "full.nc"
     assert main(["sample", str(MODELS / "galaxies_full.dp"), "--warmup", "3", "--samples", "10", "--no-progress",
-                 "--out", str(out)]) == 0
+                 "--chains", "1", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "itau ~ Gamma(0.5, 50)" in text and "82 points" in text
     for name in ("m", "itau"):  # a headline line and a row of the table each
@@ -180,7 +187,8 @@ def test_cli_samples_the_stick_breaking_model_file(tmp_path, capsys):
     np.savetxt(data, pts, delimiter=",")
     model = Path(__file__).resolve().parents[1] / "models" / "stick_breaking.dp"
     assert main(["sample", str(model), "--data", str(data), "--kernel", "sbgibbs+labelswap+labelpermute",
-                 "--option", "permute_prob=0.5", "--warmup", "0", "--samples", "4", "--no-progress"]) == 0
+                 "--option", "permute_prob=0.5", "--warmup", "0", "--samples", "4", "--chains", "1",
+                 "--no-progress"]) == 0
     assert "sbgibbs+labelswap+labelpermute (exact)" in capsys.readouterr().out
 
 

@@ -162,3 +162,20 @@ def test_api_docstrings_have_no_power_outside_code():
     assert not found, "write powers in backticks (`2**63 - 1`):\n" + "\n".join(found)
     assert powers_outside_code("an integer in [0, 2**63 - 1]") == ["an integer in [0, 2**63 - 1]"]
     assert powers_outside_code("in `[0, 2**63 - 1]`, **z** labels") == []
+
+
+def test_install_page_runs_the_readmes_main_job():
+    command = re.compile(r"^python3 -m venv \.venv && \.venv/bin/pip install -q -e \. && (.+)$", re.M)
+    readme = command.findall((ROOT / "README.md").read_text("utf-8"))
+    install = command.findall((ROOT / "docs/install.md").read_text("utf-8"))
+    assert readme and install == readme[:1], (install, readme)
+
+
+@pytest.mark.parametrize("name", ["crp", "galaxies", "mixing"])
+def test_tutorial_numbers_are_included_from_what_the_script_wrote(name):
+    """The numbers a tutorial page shows are its script's output file, included (pymdownx.snippets), not typed."""
+    page = (ROOT / "docs/tutorials" / f"{name}.md").read_text("utf-8")
+    script = (ROOT / "docs/tutorials" / f"{name}.py").read_text("utf-8")
+    assert f'--8<-- "docs/figures/{name}.txt"' in page
+    assert f'(args.out / "{name}.txt").write_text(' in script  # --docs: args.out is docs/figures
+    assert (ROOT / "docs/figures" / f"{name}.txt").stat().st_size > 0

@@ -8,7 +8,9 @@ Draws the figures of docs/tutorials/crp.md:
                            and V_k ~ Beta(1 - d, alpha + k d) (Pitman-Yor);
 * crp_vs_sticks.png      - the law of K for n points seated by the CRP and for n points drawn
                            i.i.d. from stick-breaking weights: the same law;
-* prior_cluster_sizes.png - dpppl.sample_prior on a DP and a Pitman-Yor model.
+* prior_cluster_sizes.png - dpppl.sample_prior on a DP and a Pitman-Yor model;
+
+and writes what it prints to crp.txt beside them (the page includes docs/figures/crp.txt).
 
 Run:  python docs/tutorials/crp.py [--quick] [--out DIR | --docs]
 
@@ -161,14 +163,16 @@ def main(argv=None) -> None:
     figure_tables(n, (0.5, 2.0, 10.0), runs, rng, args.out)
     figure_sticks((0.5, 2.0, 10.0), rng, args.out)
     k_crp, k_sticks = figure_crp_vs_sticks(50, 2.0, draws, rng, args.out)
-    print(f"mean K for 50 points, alpha = 2: CRP {k_crp:.2f}, sticks {k_sticks:.2f}, "
-          f"exact {expected_num_clusters(dpppl.priors.CRP(2.0), 50):.2f}")
+    printed = [f"mean K for 50 points, alpha = 2, over {draws} simulations: CRP {k_crp:.2f}, "
+               f"sticks {k_sticks:.2f}, exact {expected_num_clusters(dpppl.priors.CRP(2.0), 50):.2f}"]
     means = figure_prior_sizes(n, prior_draws, args.out)
-    for name, value in means.items():
-        print(f"{name}: mean K over {prior_draws} prior draws of {n} points = {value:.2f}")
-    print(f"exact: DP(1) {expected_num_clusters(dpppl.priors.CRP(1.0), n):.2f}, "
-          f"PY(0.5, 1) {expected_num_clusters(dpppl.priors.PitmanYor(0.5, 1.0), n):.2f}")
-    print(f"figures in {args.out}")
+    printed += [f"{name}: mean K over {prior_draws} prior draws of {n} points = {value:.2f}"
+                for name, value in means.items()]
+    printed.append(f"exact: DP(1) {expected_num_clusters(dpppl.priors.CRP(1.0), n):.2f}, "
+                   f"PY(0.5, 1) {expected_num_clusters(dpppl.priors.PitmanYor(0.5, 1.0), n):.2f}")
+    print("\n".join(printed))
+    (args.out / "crp.txt").write_text("\n".join(printed) + "\n", encoding="utf-8")
+    print(f"figures and crp.txt in {args.out}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ Draws the figures of docs/tutorials/galaxies.md:
 * galaxies_label_switching.png - the label of one galaxy against the size of its cluster;
 * galaxies_k.png              - the posterior of the number of clusters;
 * galaxies_coclustering.png   - the co-clustering matrix ordered by the VI point estimate;
-* galaxies_clusters.png       - the data coloured by the VI point estimate.
+* galaxies_clusters.png       - the data coloured by the VI point estimate;
+
+and writes what it prints to galaxies.txt beside them (the page includes docs/figures/galaxies.txt).
 
 Run:  python docs/tutorials/galaxies.py [--quick] [--out DIR | --docs]
 
@@ -36,6 +38,7 @@ import numpy as np  # noqa: E402
 
 import dpppl  # noqa: E402
 from dpppl.diagnostics.arviz_compat import az, partition_group  # noqa: E402  (ArviZ 0.x or 1.x)
+from dpppl.diagnostics.convergence import INTERVAL  # noqa: E402  (0.9: dpppl's one interval level)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "docs" / "figures"
@@ -82,8 +85,8 @@ def main(argv=None) -> None:
                          num_chains=chains, seed=1, progress_bar=False)
 
     # 3. diagnostics on label-invariant quantities
-    summary = az.summary(idata, var_names=LABEL_INVARIANT)
-    print(summary.to_string())
+    summary = az.summary(idata, var_names=LABEL_INVARIANT, hdi_prob=INTERVAL, round_to=3)
+    printed = [f"{chains} chains x {samples} draws (seed 1)", summary.to_string()]
     post = idata.posterior
     az.plot_trace(post[LABEL_INVARIANT].astype(float).isel(draw=slice(0, None, 4)))  # every 4th draw
     save(plt.gcf(), args.out, "galaxies_trace.png")
@@ -108,8 +111,8 @@ def main(argv=None) -> None:
 
     label = xr.Dataset({"label": (("chain", "draw"), z[..., point].astype(float)),
                         "own_cluster_size": (("chain", "draw"), own.astype(float))})
-    print(f"R-hat of the label of galaxy {point}: {float(az.rhat(label)['label']):.2f}; "
-          f"of the size of its cluster: {float(az.rhat(label)['own_cluster_size']):.2f}")
+    printed.append(f"R-hat of the label of galaxy {point}: {float(az.rhat(label)['label']):.2f}; "
+                   f"of the size of its cluster: {float(az.rhat(label)['own_cluster_size']):.2f}")
 
     # 5. the posterior of K, co-clustering and a point estimate
     ax = dpppl.plots.plot_num_clusters(idata)
@@ -121,8 +124,10 @@ def main(argv=None) -> None:
     ax = dpppl.plots.plot_clusters(idata, estimate=labels)
     save(ax.figure, args.out, "galaxies_clusters.png")
     sizes = np.bincount(labels)
-    print(f"VI point estimate: {sizes.size} clusters of sizes {sorted(sizes.tolist(), reverse=True)}")
-    print(f"figures in {args.out}")
+    printed.append(f"VI point estimate: {sizes.size} clusters of sizes {sorted(sizes.tolist(), reverse=True)}")
+    print("\n".join(printed))
+    (args.out / "galaxies.txt").write_text("\n".join(printed) + "\n", encoding="utf-8")
+    print(f"figures and galaxies.txt in {args.out}")
 
 
 if __name__ == "__main__":

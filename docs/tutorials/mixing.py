@@ -5,7 +5,9 @@ Draws the figures of docs/tutorials/mixing.md:
 * mixing_data.png     - the first two of ten coordinates of six well-separated clusters;
 * mixing_lp.png       - log joint against iteration from a one-cluster start, per kernel;
 * mixing_k.png        - number of clusters against iteration, per kernel;
-* mixing_moves.png   - accepted splits and merges; the K of the clusterings the perm move draws.
+* mixing_moves.png   - accepted splits and merges; the K of the clusterings the perm move draws;
+
+and writes what it prints to mixing.txt beside them (the page includes docs/figures/mixing.txt).
 
 Run:  python docs/tutorials/mixing.py [--quick] [--out DIR | --docs]
 
@@ -72,7 +74,7 @@ def main(argv=None) -> None:
     ax.set_title("6 clusters (2 of 10 coordinates)")
     save(fig, args.out, "mixing_data.png")
 
-    runs = {}
+    runs, printed = {}, [f"{chains} chains x {iterations} iterations from one cluster (seed 0)"]
     for kernel in KERNELS:
         tic = time.perf_counter()
         # num_warmup=0 keeps the burn-in in the record: we want to watch it.
@@ -81,8 +83,10 @@ def main(argv=None) -> None:
         lp = runs[kernel].sample_stats["lp"].values
         reached = [int(np.argmax(chain >= true_lp - 1.0)) if np.any(chain >= true_lp - 1.0) else None
                    for chain in lp]
-        print(f"{kernel:<18} {time.perf_counter() - tic:6.1f} s (compilation included); "
-              f"first iteration within 1 nat of the true clustering's log joint, per chain: {reached}")
+        print(f"{kernel:<18} {time.perf_counter() - tic:6.1f} s (compilation included)")
+        final_k = runs[kernel].posterior["num_clusters"].values[:, -1].tolist()
+        printed.append(f"{kernel:<18} first iteration within 1 nat of the true clustering's log joint, per chain: "
+                       f"{', '.join('never' if r is None else str(r) for r in reached)}; K at the end: {final_k}")
 
     ax = dpppl.plots.plot_log_joint(runs)
     ax.axhline(true_lp, color="black", linestyle="--", linewidth=1, label="true clustering")
@@ -121,10 +125,12 @@ def main(argv=None) -> None:
         ax.legend()
     save(fig, args.out, "mixing_moves.png")
     accepted = stats_sm["splitmerge_split_accepted"].values
-    print(f"gibbs+splitmerge: accepted splits per chain {accepted.sum(axis=1).tolist()}, "
-          f"of which in the first 10 iterations {accepted[:, :10].sum(axis=1).tolist()}; "
-          f"perm moves accepted: {stats_perm['perm-move_accepted'].values.mean():.3f}")
-    print(f"figures in {args.out}")
+    printed.append(f"gibbs+splitmerge: accepted splits per chain {accepted.sum(axis=1).tolist()}, "
+                   f"of which in the first 10 iterations {accepted[:, :10].sum(axis=1).tolist()}; "
+                   f"perm moves accepted: {stats_perm['perm-move_accepted'].values.mean():.3f}")
+    print("\n".join(printed))
+    (args.out / "mixing.txt").write_text("\n".join(printed) + "\n", encoding="utf-8")
+    print(f"figures and mixing.txt in {args.out}")
 
 
 if __name__ == "__main__":

@@ -26,12 +26,18 @@ import numpy as np
 
 from dpppl.analysis.ppc import posterior_predictive
 from dpppl.diagnostics.arviz_compat import arviz, group, has_group, labels, partition_group
+from dpppl.diagnostics.convergence import autocorrelation
 from dpppl.errors import ArgumentError, DataError
 from dpppl.analysis.partitions import (is_inference_data, run_variable, coclustering, point_estimate,
                                        posterior_draws)
 from dpppl.diagnostics.summaries import LABEL_INVARIANT, label_summaries
 
 KINDS = ("trace", "autocorr", "coclustering", "clusters", "k", "lp", "ppc")
+SCREEN_WIDTH, PANEL_HEIGHT = 11.0, 2.4
+"""Inches of the trace and autocorrelation figures: the width of a laptop screen at 100 dpi, and
+the height of one row of panels (four variables fit a screen)."""
+MAX_LAG = 100
+"""The largest lag `plot_trace(kind="autocorr")` draws."""
 PPC_DRAWS = 100
 """Draws per chain replicated by `plot_ppc` for a run with no posterior predictive yet."""
 
@@ -205,13 +211,16 @@ def plot_cluster_sizes(source, axes=None):
 
 
 def plot_trace(idata, var_names=None, kind="trace"):
-    """ArviZ's `plot_trace` (`kind="trace"`) or `plot_autocorr` (`"autocorr"`, chains
-    combined) of posterior variables, by default the label-invariant ones present.
+    """ArviZ's `plot_trace` (`kind="trace"`) or the autocorrelation of each chain (`"autocorr"`)
+    of posterior variables, by default the label-invariant ones present, sized for a screen
+    (`SCREEN_WIDTH` inches wide, `PANEL_HEIGHT` per row of panels).
 
     Integer variables stay integers, so the trace plot draws their marginals as histograms
-    with one bar per value (as [`plot_num_clusters`][dpppl.analysis.plots.plot_num_clusters] does), not as a smooth
-    density;
-    the autocorrelation treats every variable as a number. Returns ArviZ's axes.
+    with one bar per value (as [`plot_num_clusters`][dpppl.analysis.plots.plot_num_clusters] does),
+    not as a smooth density; its legend names the chains, and each trace panel's title says
+    which chains it draws. The autocorrelation draws one panel per variable, one line per chain
+    up to lag `MAX_LAG`, the chains named in the title and the legend. Returns the axes (ArviZ's
+    for the trace: a (variables, 2) array; (rows, 2) or (1, 1) for the autocorrelation).
     """
     if kind not in ("trace", "autocorr"):
         raise ArgumentError(f"kind must be 'trace' or 'autocorr', got {kind!r}")
@@ -224,13 +233,45 @@ def plot_trace(idata, var_names=None, kind="trace"):
         available = sorted(set(post.data_vars) | set(partition.data_vars) - {"z"})
         raise DataError(f"no variable(s) {missing} in the run; available: {available}")
     post = post.assign({v: partition[v] for v in names if v not in post})
-    az = arviz()
+    ids = [str(c) for c in post["chain"].values]
+    chains = ("chain " if len(ids) == 1 else "chains ") + ", ".join(ids)
     if kind == "autocorr":
-        return az.plot_autocorr(post[names].astype(float), combined=True)
+        return _plot_autocorr(post[names].astype(float), chains)
     shown = post[names]
     # ArviZ draws a histogram for a signed-integer variable and a density for anything else
     shown = shown.assign({v: shown[v].astype(np.int64) for v in names if shown[v].dtype.kind in "bu"})
-    return az.plot_trace(shown)
+    axes = arviz().plot_trace(shown, figsize=(SCREEN_WIDTH, PANEL_HEIGHT * len(names)), legend=True,
+                              chain_prop="color")
+    for ax in axes[:, 1]:
+        ax.set_title(f"{ax.get_title()}: {chains}")
+    axes[0, 0].figure.tight_layout()  # titles clear of the tick labels above them
+    return axes
+
+
+def _plot_autocorr(post, chains: str):
+    """One panel per variable of `post`, two panels a row: each chain's autocorrelation against lag;
+    `chains` names the chains in the titles ("chains 0, 1")."""
+    import matplotlib.pyplot as plt
+
+    names = list(post.data_vars)
+    cols = min(2, len(names))
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(SCREEN_WIDTH, PANEL_HEIGHT * rows), squeeze=False, sharex=True)
+    lags = np.arange(min(MAX_LAG, post.sizes["draw"] - 1) + 1)
+    for ax, name in zip(axes.flat, names):
+        rho = autocorrelation(post[name].transpose("chain", "draw").values)
+        for chain, line in zip(post["chain"].values, rho):
+            ax.plot(lags, line[lags], linewidth=1, label=f"chain {chain}")
+        ax.axhline(0.0, color="grey", linewidth=0.6)
+        ax.set_title(f"{name}: {chains}")
+        ax.set_ylabel("autocorrelation")
+        ax.legend(fontsize=7, ncol=min(4, len(rho)), loc="upper right")
+    for ax in axes[-1]:
+        ax.set_xlabel("lag")
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    return axes
 
 
 def plot_ppc(idata, num_pp_samples: int = 50, seed: int = 0):

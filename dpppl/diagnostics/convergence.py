@@ -1,8 +1,9 @@
 """The summary statistics and convergence diagnostics of ArviZ's `summary(kind="all")`, without ArviZ.
 
 `dpppl summary` and the summary `dpppl sample` prints show, per quantity, the columns of ArviZ 0.x's
-`az.summary(data, kind="all", round_to="none")`: `mean`, `sd` (ddof 1), the highest-density interval
-`hdi_3%` / `hdi_97%` (94%, the narrowest interval holding that share of the draws), `mcse_mean`,
+`az.summary(data, kind="all", hdi_prob=INTERVAL, round_to="none")`: `mean`, `sd` (ddof 1), the
+highest-density interval `hdi_5%` / `hdi_95%` (the narrowest interval holding `INTERVAL`, 90%, of the
+draws: the one interval level of dpppl's summaries; `hdi_prob=` gives another), `mcse_mean`,
 `mcse_sd`, `ess_bulk`, `ess_tail` and `r_hat` (the rank-normalized split R-hat, the larger of bulk and
 tail: Vehtari, Gelman, Simpson, Carpenter and Buerkner 2021, "Rank-normalization, folding, and
 localization: an improved R-hat for assessing convergence of MCMC"). The arithmetic is ArviZ's, step for
@@ -16,15 +17,37 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtri
 
-HDI_PROB = 0.94
-"""The share of the draws in the interval of columns `hdi_3%` and `hdi_97%` (ArviZ's default)."""
-COLUMNS = ("mean", "sd", "hdi_3%", "hdi_97%", "mcse_mean", "mcse_sd", "ess_bulk", "ess_tail", "r_hat")
+INTERVAL = 0.9
+"""The share of the draws in every interval dpppl's summaries show: the table's HDI columns and the
+headline intervals of `dpppl summary` (K, alpha, hyperparameters)."""
 
 
-def summary_table(dataset):
+def columns(hdi_prob: float = INTERVAL) -> tuple[str, ...]:
+    """The columns of `summary_table(..., hdi_prob)`, named as ArviZ names them (`hdi_5%`, `hdi_95%` at 0.9)."""
+    alpha = 1 - hdi_prob
+    return ("mean", "sd", f"hdi_{100 * alpha / 2:g}%", f"hdi_{100 * (1 - alpha / 2):g}%", "mcse_mean", "mcse_sd",
+            "ess_bulk", "ess_tail", "r_hat")
+
+
+COLUMNS = columns()
+"""The columns of the summary table at `INTERVAL`."""
+
+
+def explain(hdi_prob: float = INTERVAL) -> list[str]:
+    """One line per column of the summary table, saying what it is (printed under the table)."""
+    _, _, low, high, *_ = columns(hdi_prob)
+    return ["mean, sd: posterior mean and standard deviation (the draws of all chains)",
+            f"{low}, {high}: the narrowest interval holding {hdi_prob:.0%} of the draws",
+            "mcse_mean, mcse_sd: Monte Carlo standard error of the mean and of the sd",
+            "ess_bulk, ess_tail: effective sample size, the independent draws the chains are worth (centre; tails)",
+            "r_hat: between- against within-chain variance: 1.00 when the chains agree, above 1.01 when not"]
+
+
+def summary_table(dataset, hdi_prob: float = INTERVAL):
     """One row per scalar quantity of `dataset` (an `xarray.Dataset` of (chain, draw, ...) variables;
     `name[i]` for element i of a variable with one more axis, by its coordinate), with the columns
-    `COLUMNS`, as ArviZ 0.x's `summary(dataset, kind="all", round_to="none")`: a `pandas.DataFrame`."""
+    `columns(hdi_prob)`, as ArviZ 0.x's `summary(dataset, kind="all", hdi_prob=hdi_prob, round_to="none")`:
+    a `pandas.DataFrame`."""
     import pandas as pd  # noqa: PLC0415  (xarray's dependency, imported with the first summary)
 
     rows, index = [], []
@@ -33,23 +56,23 @@ def summary_table(dataset):
         values = np.asarray(var.values, dtype=float)
         extra = [d for d in var.dims if d not in ("chain", "draw")]
         if not extra:
-            rows.append(_statistics(values))
+            rows.append(_statistics(values, hdi_prob))
             index.append(str(name))
             continue
         labels = np.asarray(var[extra[0]].values)
         for i in range(values.shape[2]):
-            rows.append(_statistics(values[:, :, i]))
+            rows.append(_statistics(values[:, :, i], hdi_prob))
             index.append(f"{name}[{labels[i]}]")
-    return pd.DataFrame(rows, index=index, columns=list(COLUMNS))
+    return pd.DataFrame(rows, index=index, columns=list(columns(hdi_prob)))
 
 
-def _statistics(ary: np.ndarray) -> list:
+def _statistics(ary: np.ndarray, hdi_prob: float) -> list:
     """The row of one quantity's draws `ary` (chain, draw)."""
-    lower, upper = _hdi(ary, HDI_PROB)
+    lower, upper = hdi(ary, hdi_prob)
     return [ary.mean(), ary.std(ddof=1), lower, upper, *_multichain_statistics(ary)]
 
 
-def _hdi(ary: np.ndarray, prob: float) -> tuple[float, float]:
+def hdi(ary: np.ndarray, prob: float = INTERVAL) -> tuple[float, float]:
     """The narrowest interval holding `prob` of the draws (ArviZ's `_hdi`, unimodal)."""
     ary = np.sort(ary.ravel())
     n = len(ary)
@@ -87,7 +110,8 @@ def _multichain_statistics(ary: np.ndarray) -> list:
     mcse_mean = np.sqrt(sims_c2_sum / (sims_c2.size - 1) / ess_mean)
     evar = sims_c2_sum / sims_c2.size
     varvar = ((sims_c2 ** 2).mean() - evar ** 2) / _ess(_split_chains(sims_c2))
-    mcse_sd = np.sqrt(varvar / evar / 4)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a constant quantity: NaN, said by the caller
+        mcse_sd = np.sqrt(varvar / evar / 4)
     return [mcse_mean, mcse_sd, _ess(z_split), ess_tail, r_hat]
 
 
@@ -134,6 +158,14 @@ def _autocov(ary: np.ndarray) -> np.ndarray:
     spectrum = np.fft.rfft(centred, n=m, axis=1)
     spectrum *= np.conjugate(spectrum)
     return np.fft.irfft(spectrum, n=m, axis=1)[:, :n] / n
+
+
+def autocorrelation(ary: np.ndarray) -> np.ndarray:
+    """The autocorrelation of each chain (row) of `ary` at lags 0..n-1 (1 at lag 0; NaN for a
+    chain whose draws are all equal)."""
+    acov = _autocov(np.asarray(ary, dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return acov / acov[:, :1]
 
 
 def _next_fast_len(target: int) -> int:
@@ -194,4 +226,4 @@ def _ess(ary: np.ndarray) -> float:
     return np.nan if np.isnan(rho_hat_t).any() else ess / tau_hat
 
 
-__all__ = ["COLUMNS", "HDI_PROB", "summary_table"]
+__all__ = ["COLUMNS", "INTERVAL", "autocorrelation", "columns", "explain", "hdi", "summary_table"]

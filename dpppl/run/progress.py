@@ -17,6 +17,11 @@ import threading
 import time
 from typing import Iterator
 
+import numpy as np
+
+SHOWN_CHAINS = 4
+"""Chains whose values the bar shows (the first few of a run with more)."""
+
 _RAN: set = set()
 """Keys of the compiled functions this process has run (one that has run compiles no more)."""
 
@@ -67,4 +72,16 @@ class RunProgress:
             self.bar.close()
 
 
-__all__ = ["RunProgress"]
+def chain_status(num_clusters, lp, warmup: bool) -> str:
+    """The bar's status of the last iteration: K and lp of each chain, comma-separated in chain
+    order, `K=5,6 lp=-818.8,-797.4` for two chains (one value per chain, not a fraction), the first
+    `SHOWN_CHAINS` of more chains followed by `,...`, and then how many there are."""
+    k, lp = np.atleast_1d(num_clusters), np.atleast_1d(lp)
+    more = ",..." if k.size > SHOWN_CHAINS else ""
+    shown = slice(0, SHOWN_CHAINS)
+    return (f"K={','.join(str(int(v)) for v in k[shown])}{more} "
+            f"lp={','.join(f'{float(v):.1f}' for v in lp[shown])}{more}"
+            + (f" ({k.size} chains)" if more else "") + (" (warmup)" if warmup else ""))
+
+
+__all__ = ["RunProgress", "chain_status"]

@@ -38,7 +38,7 @@ from dpppl.errors import ArgumentError, KernelError
 from dpppl.kernels.base import Kernel, build
 from dpppl.models.init import grown_slots, initial_states
 from dpppl.run.checkpoint import CheckpointFile, Interrupted, Progress
-from dpppl.run.progress import RunProgress
+from dpppl.run.progress import RunProgress, chain_status
 from dpppl.run.interrupts import hold
 
 PADDED_FROM = 64
@@ -273,8 +273,7 @@ def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinn
                 chunk = (jax.tree.map(lambda h: h[:, keep], host),)
             # one assignment: a Ctrl-C leaves either the progress before this chunk or after it
             progress = Progress(t + n_iter, new_states, chain_keys, progress.kept + chunk)
-            display.update(n_iter, f"K={_fmt(host['num_clusters'][:, -1])} lp={_fmt(host['lp'][:, -1], '.1f')}"
-                           + (" (warmup)" if warmup else ""))
+            display.update(n_iter, chain_status(host["num_clusters"][:, -1], host["lp"][:, -1], warmup))
             if checkpoint is not None and (progress.t in (num_warmup, total)
                                            or time.monotonic() - saved_at >= checkpoint.every):
                 progress = _squashed(progress)
@@ -355,12 +354,6 @@ def _check_label_limit(target, limit):
     raise KernelError(f"a move drew a label past {limit}, the most slots dpppl gives a "
                       f"{target.prior.describe()} prior on {target.num_points} points; its tail is too heavy to "
                       f"sample on explicit labels: use a finite sequence of sticks (ending with b_L = 0)")
-
-
-def _fmt(values, spec="d"):
-    values = np.atleast_1d(values)
-    return "/".join(format(v.item() if spec == "d" else float(v), spec) for v in values[:4]) + (
-        "/..." if values.size > 4 else "")
 
 
 __all__ = ["CHUNK_LENGTH", "PADDED_FROM", "built_kernel", "check_states", "chunk_length", "continue_partition",

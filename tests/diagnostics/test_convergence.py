@@ -5,7 +5,7 @@ import pytest
 import xarray as xr
 
 from dpppl.diagnostics.arviz_compat import arviz
-from dpppl.diagnostics.convergence import COLUMNS, summary_table
+from dpppl.diagnostics.convergence import COLUMNS, INTERVAL, columns, summary_table
 
 
 def _draws(shape, seed=0):
@@ -19,12 +19,15 @@ def _draws(shape, seed=0):
     }, coords={"cluster": [0, 1, 2]})
 
 
+@pytest.mark.parametrize("hdi_prob", [INTERVAL, 0.94])
 @pytest.mark.parametrize("shape", [(2, 1000), (4, 101), (1, 60), (3, 3)])
-def test_the_summary_table_is_arviz_summary(shape):
+def test_the_summary_table_is_arviz_summary(shape, hdi_prob):
     data = _draws(shape)
-    expected = arviz().summary(data, kind="all", round_to="none")
-    got = summary_table(data)
-    assert list(got.columns) == list(COLUMNS) == list(expected.columns)
+    expected = arviz().summary(data, kind="all", hdi_prob=hdi_prob, round_to="none")
+    got = summary_table(data, hdi_prob=hdi_prob)
+    assert list(got.columns) == list(columns(hdi_prob)) == list(expected.columns)
+    assert list(summary_table(data).columns) == list(COLUMNS) == list(columns(INTERVAL))
+    assert COLUMNS[2:4] == ("hdi_5%", "hdi_95%") and columns(0.94)[2:4] == ("hdi_3%", "hdi_97%")
     assert list(got.index) == list(expected.index) == ["walk", "count", "constant", "sizes[0]", "sizes[1]",
                                                        "sizes[2]"]
     np.testing.assert_allclose(got.to_numpy(), expected.to_numpy(), rtol=1e-10, equal_nan=True)

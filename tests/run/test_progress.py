@@ -32,3 +32,15 @@ def test_no_bar_shows_nothing_and_still_remembers_what_ran(capsys, monkeypatch):
     display.update(3, "K=1")
     display.close()
     assert capsys.readouterr().err == "" and "other" in progress._RAN
+
+
+def test_the_status_shows_one_value_per_chain_separated_by_commas_not_a_fraction():
+    import numpy as np
+
+    from dpppl.run.progress import chain_status
+
+    assert chain_status(np.array([5, 6]), np.array([-818.84, -797.41]), False) == "K=5,6 lp=-818.8,-797.4"
+    assert chain_status(np.array([5]), np.array([-818.84]), True) == "K=5 lp=-818.8 (warmup)"
+    assert chain_status(np.arange(1, 9), np.full(8, -1.0), False) == \
+        "K=1,2,3,4,... lp=-1.0,-1.0,-1.0,-1.0,... (8 chains)"
+    assert "/" not in chain_status(np.array([5, 6]), np.array([-1.0, -2.0]), False)
