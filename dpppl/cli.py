@@ -382,7 +382,7 @@ def _report(idata, late: bool, args) -> int:
     if not late:
         try:
             print(summary_text(idata))
-            if written == args.out:
+            if written is not None and written == args.out:  # not "wrote None" for a run with no --out
                 print(f"\nwrote {args.out}")
         except KeyboardInterrupt:
             late = True

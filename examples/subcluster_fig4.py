@@ -28,9 +28,8 @@ compare curves within a panel.
     python examples/subcluster_fig4.py                  # the figure (about 15 minutes on 2 cores)
     python examples/subcluster_fig4.py --quick          # 10^4 points, 10 s caps
 
-writes ``benchmarks/results/subcluster_fig4[-quick].json`` and
-``subcluster_fig4[_quick].png`` under ``--out`` (default ``./dpppl-figures``; ``--docs``:
-``docs/figures``, the committed one).
+writes ``subcluster_fig4[-quick].json`` (the curves) and ``subcluster_fig4[_quick].png`` under ``--out``
+(default ``./dpppl-figures``; ``--docs``: ``docs/figures``, the committed ones), nowhere else.
 """
 
 from __future__ import annotations
@@ -202,7 +201,7 @@ def main():
     x, y = dpppl.datasets.load("w2", n=n)
     results = run_panels(x, PANELS, seconds, truth=y)
     suffix = "-quick" if args.quick else ""
-    path = harness.write_json("subcluster_fig4" + suffix, {
+    path = harness.write_json("subcluster_fig4" + suffix, directory=args.out, payload={
         "n": n, "seconds_cap": seconds, "panels": results,
         "y": "collapsed log joint per point, log p(x, z) / N (dpppl.log_joint)"})
     png = args.out / f"subcluster_fig4{suffix.replace('-', '_')}.png"

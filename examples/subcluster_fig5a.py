@@ -13,9 +13,8 @@ labels is reported and printed in the legend.
     python examples/subcluster_fig5a.py                 # about 6 minutes on 2 cores
     python examples/subcluster_fig5a.py --quick         # 10 s caps
 
-writes ``benchmarks/results/subcluster_fig5a[-quick].json`` and
-``subcluster_fig5a[_quick].png`` under ``--out`` (default ``./dpppl-figures``; ``--docs``:
-``docs/figures``, the committed one).
+writes ``subcluster_fig5a[-quick].json`` (the curves) and ``subcluster_fig5a[_quick].png`` under ``--out``
+(default ``./dpppl-figures``; ``--docs``: ``docs/figures``, the committed ones), nowhere else.
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ def main():
             out = panel.pop(name)
             panel[f"{name} (NMI {out['nmi']:.2f})"] = out
     suffix = "-quick" if args.quick else ""
-    path = harness.write_json("subcluster_fig5a" + suffix, {
+    path = harness.write_json("subcluster_fig5a" + suffix, directory=args.out, payload={
         "data": f"sklearn digits, PCA to {args.pca}", "n": int(x.shape[0]), "seconds_cap": seconds,
         "panels": results, "y": "collapsed log joint per point, log p(x, z) / N (dpppl.log_joint)"})
     png = args.out / f"subcluster_fig5a{suffix.replace('-', '_')}.png"

@@ -66,6 +66,7 @@ def test_a_model_that_names_its_data_runs_without_data_and_data_given_win(tmp_pa
     assert main(base) == 0
     text = capsys.readouterr().out
     assert "kernel: gibbs+splitmerge (exact), 2 chain(s) x 10 draws, 82 points" in text
+    assert "wrote" not in text  # no --out: nothing written, and no "wrote None"
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["mean", "sd"])
     rows = [line.split() for line in lines[start + 1:lines.index("", start)]]
