@@ -179,3 +179,14 @@ def test_tutorial_numbers_are_included_from_what_the_script_wrote(name):
     assert f'--8<-- "docs/figures/{name}.txt"' in page
     assert f'(args.out / "{name}.txt").write_text(' in script  # --docs: args.out is docs/figures
     assert (ROOT / "docs/figures" / f"{name}.txt").stat().st_size > 0
+
+
+def test_a_missing_component_names_the_family_by_its_namespace():
+    """The messages suggest `dpppl.families.NormalInverseWishart()`, a path that warns of nothing."""
+    with pytest.raises(dpppl.ModelError) as caught:
+        dpppl.DPMixture(alpha=1.0, component="x")
+    assert str(caught.value) == ("component must be a dpppl component family (e.g. "
+                                 "dpppl.families.NormalInverseWishart()), got 'x'")
+    with pytest.raises(dpppl.ModelError, match=r"^a mixture needs a component family, e\.g\. "
+                                               r"component=dpppl\.families\.NormalInverseWishart\(\)$"):
+        dpppl.DPMixture(alpha=1.0)

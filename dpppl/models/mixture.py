@@ -84,7 +84,7 @@ class Model:
     def __post_init__(self):
         if not isinstance(self.component, Family):
             raise ModelError(
-                f"component must be a dpppl component family (e.g. dpppl.NormalInverseWishart()), "
+                f"component must be a dpppl component family (e.g. dpppl.families.NormalInverseWishart()), "
                 f"got {self.component!r}")
         if self.data.kind != self.component.data_kind:
             raise ModelError(
@@ -383,7 +383,7 @@ def PseudoParticleMixture(gamma, component: Family = None, *, num_sticks=None,
 
 def _mixture(prior, component, data):
     if component is None:
-        raise ModelError("a mixture needs a component family, e.g. component=dpppl.NormalInverseWishart()")
+        raise ModelError("a mixture needs a component family, e.g. component=dpppl.families.NormalInverseWishart()")
     if data is None:
         data = DataDecl(kind=component.data_kind if isinstance(component, Family) else "real")
     return Model(prior=prior, component=component, data=data)
