@@ -3,8 +3,9 @@
 Draws the figures of docs/tutorials/galaxies.md:
 
 * galaxies_data.png           - the 82 velocities;
-* galaxies_trace.png          - az.plot_trace of the label-invariant summaries;
-* galaxies_autocorr.png       - az.plot_autocorr of the same;
+* galaxies_trace.png          - the trace of the label-invariant summaries, chain by chain
+                                (dpppl.plots.plot_trace: ArviZ's, integers as bars);
+* galaxies_autocorr.png       - the autocorrelation of the same, one line per chain;
 * galaxies_label_switching.png - the label of one galaxy against the size of its cluster;
 * galaxies_k.png              - the posterior of the number of clusters;
 * galaxies_coclustering.png   - the co-clustering matrix ordered by the VI point estimate;
@@ -87,11 +88,10 @@ def main(argv=None) -> None:
     # 3. diagnostics on label-invariant quantities
     summary = az.summary(idata, var_names=LABEL_INVARIANT, hdi_prob=INTERVAL, round_to=3)
     printed = [f"{chains} chains x {samples} draws (seed 1)", summary.to_string()]
-    post = idata.posterior
-    az.plot_trace(post[LABEL_INVARIANT].astype(float).isel(draw=slice(0, None, 4)))  # every 4th draw
-    save(plt.gcf(), args.out, "galaxies_trace.png")
-    az.plot_autocorr(post[LABEL_INVARIANT].astype(float), combined=True, max_lag=50)
-    save(plt.gcf(), args.out, "galaxies_autocorr.png")
+    axes = dpppl.plots.plot_trace(idata.isel(draw=slice(0, None, 4)))  # every 4th draw
+    save(axes[0, 0].figure, args.out, "galaxies_trace.png")
+    axes = dpppl.plots.plot_trace(idata, kind="autocorr")
+    save(axes[0, 0].figure, args.out, "galaxies_autocorr.png")
 
     # 4. why not diagnose labels: the label of one galaxy switches, its cluster does not
     z = partition_group(idata)["z"].values  # (chain, draw, point): the labels are not in posterior
