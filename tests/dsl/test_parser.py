@@ -31,7 +31,8 @@ NIW_FILE = NormalInverseWishart(mu0="mean(x)", kappa0=0.1, nu0="D + 2", psi0="co
 # each shipped model file and the same model built in Python
 EQUIVALENTS = {
     "gaussian_niw.dp": DPMixture(Gamma(1.0, 1.0), NIW_FILE),
-    "galaxies.dp": DPMixture(Gamma(2.0, 4.0), NormalInverseWishart(mu0=20_000.0, kappa0=0.01, nu0=4.0, psi0=2e6)),
+    "galaxies_fixed.dp": DPMixture(Gamma(2.0, 4.0), NormalInverseWishart(mu0=20_000.0, kappa0=0.01, nu0=4.0,
+                                                                        psi0=2e6)),
     "gaussian_known.dp": DPMixture(1.0, NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0)),
     "gaussian_diag.dp": DPMixture(
         Gamma(1.0, 1.0), NormalGamma(mu0="mean(x)", kappa0=0.1, a0=2.0, b0="var(x) / 10")),
@@ -43,9 +44,9 @@ EQUIVALENTS = {
     "rankings.dp": DPMixture(Gamma(1.0, 1.0), GeneralizedMallows(nu=1.0, r=1.0)),
     "gaussian_lognormal.dp": DPMixture(Gamma(1.0, 1.0), NormalLogNormal(
         m0="mean(x)", s0="sqrt(var(x))", l0="log(var(x)) / 2 - log(3)", t0=1.0)),
-    "galaxies_full.dp": Model(CRP(Gamma(2.0, 4.0)), NormalInverseWishart(mu0="m", kappa0="itau", nu0=4.0, psi0=2e6),
-                              hyperpriors={"m": Hyperprior("Normal", (0.0, math.sqrt(1000) * 1000)),
-                                           "itau": Hyperprior("Gamma", (0.5, 50.0))}),
+    "galaxies.dp": Model(CRP(Gamma(2.0, 4.0)), NormalInverseWishart(mu0="m", kappa0="1 / tau", nu0=4.0, psi0=2e6),
+                         hyperpriors={"m": Hyperprior("Normal", (0.0, math.sqrt(1000) * 1000)),
+                                      "tau": Hyperprior("InverseGamma", (0.5, 50.0))}),
     "dpdensity.dp": Model(CRP(Gamma(2.0, 1.0)), NormalInverseWishart(mu0="m1", kappa0="k0", nu0=4.0, psi0="s"),
                           hyperpriors={"m1": Hyperprior("Normal", (0.0, math.sqrt(100000))),
                                        "k0": Hyperprior("Gamma", (0.5, 50.0)), "s": Hyperprior("Gamma", (2.0, 1.0))}),
