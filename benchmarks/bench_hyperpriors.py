@@ -25,7 +25,8 @@ Run from the repository root: `python benchmarks/bench_hyperpriors.py`; results 
 
 `--moves` compares instead the two hyperparameter moves on `models/galaxies.dp` with tau written
 as `itau ~ Gamma(0.5, 50)`, `kappa0 = itau` (the same model; the conjugate route needs kappa0 to be a
-bare name with a Gamma prior) (`hyper_move="conjugate"`, Escobar & West's route, and `"slice"`), side by side in one process: for
+bare name with a Gamma prior) (`hyper_move="conjugate"`, Escobar & West's route, and `"slice"`),
+side by side in one process: for
 each, one chain of `gibbs+splitmerge`, 500 warmup sweeps and `--sweeps` draws, timed twice with the
 same seed (the first call compiles its programs, the second reuses them), and the effective sample
 size (ArviZ's bulk ESS) of m, itau and K with ESS per second, compile included and excluded. A short
@@ -50,7 +51,8 @@ from harness import write_json
 
 REPO = Path(__file__).resolve().parents[1]
 FULL = (REPO / "models" / "galaxies.dp").read_text()
-FULL_ITAU = FULL.replace("tau ~ InverseGamma(0.5, 50)", "itau ~ Gamma(0.5, 50)").replace("kappa0 = 1 / tau", "kappa0 = itau")
+FULL_ITAU = (FULL.replace("tau ~ InverseGamma(0.5, 50)", "itau ~ Gamma(0.5, 50)")
+             .replace("kappa0 = 1 / tau", "kappa0 = itau"))
 """The full model with 1/tau declared (`--moves`: the conjugate route applies to kappa0 = itau)."""
 MODELS = {
     "fixed": (REPO / "models" / "galaxies_fixed.dp").read_text(),

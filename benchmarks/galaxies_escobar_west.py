@@ -149,7 +149,8 @@ def main():
               + ", ".join(f"P(K={k})={p:.3f}" for k, p in r["P(K)"].items() if p >= 0.01))
         for h in ("m", "tau"):
             if f"{h}_quantiles_10_50_90" in r:
-                print(f"{name:>9}: {h} 10/50/90% quantiles " + " / ".join(f"{q:.3g}" for q in r[f"{h}_quantiles_10_50_90"]))
+                q = r[f"{h}_quantiles_10_50_90"]
+                print(f"{name:>9}: {h} 10/50/90% quantiles " + " / ".join(f"{v:.3g}" for v in q))
     print(f"wrote {write_json('galaxies_escobar_west' + ('_fixed' if args.fixed else ''), results)}")
 
 
