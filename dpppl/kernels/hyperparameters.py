@@ -178,7 +178,8 @@ def conjugate_update(rng_key, bound_model, state, hyper: dict, fields: dict) -> 
 
 def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Kernel:
     """The move of the random hyperparameters (module docstring), appended to every kernel of a
-    model with some (`BoundModel.moves`); it records each one in `posterior` under its name.
+    model with some (`BoundModel.moves`); it records each one in `posterior` under its name (a random
+    Pitman-Yor discount too, which `dpppl.kernels.discount` moves).
     `hyper_move` (a kernel option of `dpppl.sample`, `HYPER_MOVES`): `"conjugate"` updates the
     hyperparameters of `conjugate_fields` by Escobar & West's route and the others by the slice
     update, `"slice"` all of them by the slice update."""
@@ -186,7 +187,9 @@ def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Ke
         raise ArgumentError(f"option hyper_move (the move of the random hyperparameters) must be one of "
                             f"{', '.join(map(repr, HYPER_MOVES))}, got {hyper_move!r}")
     fields = conjugate_fields(bound_model.model) if hyper_move == "conjugate" else {}
-    priors = {name: prior for name, prior in bound_model.model.hyperpriors.items() if name not in fields}
+    discount = getattr(bound_model.model.prior, "random_discount", None)  # the discount move's (kernels.discount)
+    priors = {name: prior for name, prior in bound_model.model.hyperpriors.items()
+              if name not in fields and name != discount}
 
     def step(rng_key, state, x):
         hyper = dict(state.hyper)

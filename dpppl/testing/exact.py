@@ -261,26 +261,35 @@ _HYPER_GRID_POINTS = 4001
 _HYPER_TAIL = 1e-12
 
 
+def _quadrature(prior):
+    """A grid of a random hyperparameter h with prior `prior` for integrating it out by quadrature:
+    uniform in u = T^-1(h), the unconstrained value the slice moves work on
+    (`Hyperprior.to_unconstrained`), between the prior's 1e-12 and 1 - 1e-12 quantiles; each point's
+    log weight is log p(u) (the prior's density with the Jacobian) plus the trapezoid rule's log
+    step. The prior's tails beyond lose at most 2e-12 of its mass, and the trapezoid rule on a smooth
+    integrand that vanishes at both ends converges geometrically.
+
+    Returns
+    -------
+    values (G,), log_weight (G,)
+    """
+    ends = prior.scipy().ppf([_HYPER_TAIL, 1 - _HYPER_TAIL])
+    u = np.linspace(*np.asarray(prior.to_unconstrained(jnp.asarray(ends))), _HYPER_GRID_POINTS)
+    log_weight = np.asarray(jax.vmap(prior.log_prob_unconstrained)(jnp.asarray(u))) + np.log(u[1] - u[0])
+    log_weight[[0, -1]] -= np.log(2.0)
+    return np.asarray(prior.to_value(jnp.asarray(u))), log_weight
+
+
 def _hyper_grid(bound, subset_stats):
     """The log marginal likelihood of every subset on a grid of the model's one random
-    hyperparameter h, for integrating h out by quadrature.
-
-    The grid is uniform in u = T^-1(h), the unconstrained value the slice move works on
-    (`Hyperprior.to_unconstrained`), between the prior's 1e-12 and 1 - 1e-12 quantiles;
-    each point's log weight is log p(u) (the prior's density with the Jacobian) plus the trapezoid
-    rule's log step. The prior's tails beyond lose at most 2e-12 of its mass, and the trapezoid
-    rule on a smooth integrand that vanishes at both ends converges geometrically.
+    hyperparameter h of the base measure (`_quadrature`), for integrating h out.
 
     Returns
     -------
     name, values (G,), log_weight (G,), log_ml (G, 2^n - 1)
     """
     (name, prior), = bound.model.hyperpriors.items()
-    ends = prior.scipy().ppf([_HYPER_TAIL, 1 - _HYPER_TAIL])
-    u = np.linspace(*np.asarray(prior.to_unconstrained(jnp.asarray(ends))), _HYPER_GRID_POINTS)
-    log_weight = np.asarray(jax.vmap(prior.log_prob_unconstrained)(jnp.asarray(u))) + np.log(u[1] - u[0])
-    log_weight[[0, -1]] -= np.log(2.0)
-    values = np.asarray(prior.to_value(jnp.asarray(u)))
+    values, log_weight = _quadrature(prior)
 
     @jax.jit
     def log_ml(value):
@@ -297,7 +306,8 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     model : Model
         A DP or Pitman-Yor mixture of a conjugate family, or of a non-conjugate one with a
         numerical marginal; alpha fixed or Gamma; at most one random hyperparameter of the base
-        measure, integrated out by quadrature (`_hyper_grid`).
+        measure, integrated out by quadrature (`_hyper_grid`), or instead a random Pitman-Yor
+        discount at a fixed alpha, integrated out of the EPPF on its grid (`_quadrature`).
     x : array_like
         Data with at most 10 points (the family's layout, as for `model.bind`).
     partition_log_prior : callable, optional
@@ -335,9 +345,12 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     member = parts[:, None, :] == np.arange(n)[None, :, None]                 # (B, cluster, point)
     codes = member @ bits                                                     # subset of each cluster
     hyper = len(model.hyperpriors)
+    discount = getattr(model.prior, "random_discount", None)
     if hyper > 1:
         raise ValueError(f"exact_posterior: integrates one random hyperparameter, the model has {hyper}")
-    if hyper:  # log p(x | C, h) on h's grid (B, G), summed over h below with its prior
+    if discount is not None and prior.alpha_is_random:
+        raise ValueError("exact_posterior: integrates a random discount at a fixed alpha")
+    if hyper and discount is None:  # log p(x | C, h) on h's grid (B, G), summed over h below with its prior
         name, values, log_weight, log_ml = _hyper_grid(bound, subset_stats)
         log_lik = np.zeros((parts.shape[0], values.size))
         for cluster in range(n):
@@ -360,6 +373,11 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
         alpha = float(prior.alpha)
     if partition_log_prior is not None:
         log_prior = np.asarray(partition_log_prior(np.asarray(counts)), dtype=float)
+    elif discount is not None:  # log p(C | d) on d's grid (B, G), summed over d with its prior
+        name, (values, log_weight) = discount, _quadrature(model.hyperpriors[discount])
+        eppf = jax.jit(jax.vmap(lambda d: jax.vmap(lambda c: prior.at_discount(d).log_eppf(c, alpha))(counts)))
+        log_prior_h = np.asarray(eppf(jnp.asarray(values)), dtype=float).T + log_weight
+        log_prior = special.logsumexp(log_prior_h, axis=1)
     else:
         log_prior = np.asarray(jax.jit(jax.vmap(lambda c: prior.log_eppf(c, alpha)))(counts))
     if prior.alpha_is_random:
@@ -379,7 +397,8 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
         alpha_sd = float(np.sqrt(max(pk @ second_k - alpha_mean**2, 0.0)))
     hyper_mean = hyper_sd = None
     if hyper:  # p(h | x) on the grid: sum over partitions of p(C, h | x)
-        joint_h = log_lik_h + (log_prior - special.logsumexp(log_joint))[:, None]
+        joint_h = (log_prior_h + (log_lik - special.logsumexp(log_joint))[:, None] if discount is not None
+                   else log_lik_h + (log_prior - special.logsumexp(log_joint))[:, None])
         p_h = np.exp(special.logsumexp(joint_h, axis=0))
         mean = float(p_h @ values)
         hyper_mean, hyper_sd = {name: mean}, {name: float(np.sqrt(max(p_h @ values**2 - mean**2, 0.0)))}

@@ -320,7 +320,7 @@ O = "x[i] ~ Normal(theta[z[i]])\n"
     ("data x : real[N, D]\nalpha ~ Gamma(1, 1)\nz ~ CRP(2 * alpha)\n", 3, 13,
      "the concentration must be a fixed number, but 'alpha' is a random variable"),
     ("data x : real[N, D]\nalpha ~ Gamma(1, 1)\nz ~ PitmanYor(alpha, alpha)\n", 3, 15,
-     "discount must be a fixed number"),
+     "the discount of PitmanYor must be in [0, 1), but 'alpha' may not be: it has a Gamma prior"),
     ("data x : real[N, D]\nz ~ CRP([1, 2])\n", 2, 9,
      "the concentration must be a number, got shape (2,)"),
     ("data x : real[N, D]\nz ~ PitmanYor(1.5, 1)\n", 2, 5,
@@ -359,6 +359,21 @@ O = "x[i] ~ Normal(theta[z[i]])\n"
      "'lp' is taken there; rename it"),
     (R + "m ~ Normal(0)\n", 3, 5, "Normal(loc, scale) needs scale"),
     (R + "m ~ HalfNormal(-1)\n", 3, 5, "HalfNormal: scale must be a positive number, got -1.0"),
+    # a random Pitman-Yor discount (issue 31): its prior must lie in [0, 1)
+    ("data x : real[N]\nd ~ Normal(0, 1)\nz ~ PitmanYor(discount = d, alpha = 1)\n", 3, 26,
+     "the discount of PitmanYor must be in [0, 1), but 'd' may not be: it has a Normal prior, whose support is "
+     "the real line; give it a Beta prior, or Uniform(low, high) with 0 <= low < high <= 1"),
+    ("data x : real[N]\nd ~ Uniform(0, 2)\nz ~ PitmanYor(d, 1)\n", 3, 15,
+     "the discount of PitmanYor must be in [0, 1), but 'd' may not be: it has a Uniform prior, whose support is "
+     "(0, 2)"),
+    ("data x : real[N]\nd ~ Gamma(1, 1)\nz ~ PitmanYor(d, 1)\n", 3, 15,
+     "'d' may not be: it has a Gamma prior, whose support is the positive reals"),
+    ("data x : real[N]\nd ~ Beta(1, 1)\nz ~ PitmanYor(d, 0)\n", 3, 5,
+     "PitmanYor: alpha must be positive or Gamma(shape, rate) when the discount is random ('d': alpha > -discount "
+     "for every discount in [0, 1)), got 0.0"),
+    ("data x : real[N]\nd ~ Beta(1, 1)\nz ~ PitmanYor(d, 1)\ntheta[k] ~ NormalInverseWishart(kappa0 = d)\n", 4, 42,
+     "'d' is the discount (line 3); a random variable is either the discount or a hyperparameter, not both"),
+    ("data x : real[N]\nz ~ PitmanYor(d, 1)\nd ~ Beta(1, 1)\n", 2, 15, "'d' is used before it is defined (line 3)"),
 ])
 def test_errors_name_line_column_and_what_was_expected(text, line, column, message):
     with pytest.raises(ModelError) as info:

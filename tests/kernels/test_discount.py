@@ -1,0 +1,74 @@
+"""A random Pitman-Yor discount (issue 31): the EPPF at a traced discount, the collapsed `lp` at the
+state's d, the moves a kernel appends, and the kernels that refuse it. Enumeration checks are in
+tests/statistical/test_discount_exactness.py."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+import dpppl
+from dpppl.errors import KernelError
+from dpppl.priors import PitmanYor
+
+X = np.array([[0.3, 1.0], [0.5, 1.4], [2.0, -1.0], [2.2, -0.7], [4.0, 0.1]])
+RANDOM = """data x : real[N, D]
+d ~ Beta(2, 3)
+alpha ~ Gamma(1, 1)
+z ~ PitmanYor(discount = d, alpha = alpha)
+theta[k] ~ NormalInverseWishart(mu0 = 0, kappa0 = 0.3, nu0 = 4, psi0 = 1)
+x[i] ~ Normal(theta[z[i]])
+"""
+
+
+@pytest.mark.parametrize("d", [0.0, 0.3, 0.9])
+def test_the_eppf_at_a_traced_discount_is_the_eppf_at_that_number(d):
+    """The term-by-term product of (alpha + j d) used at a traced discount equals the closed form of a
+    fixed one (gammaln(alpha / d + K)), and `log_eppf_change` equals the difference of two EPPFs."""
+    counts = jnp.array([3.0, 0.0, 1.0, 2.0, 0.0, 1.0])
+    new = jnp.array([3.0, 0.0, 1.0, 0.0, 2.0, 1.0])  # one cluster moved: K the same
+    merged = jnp.array([4.0, 0.0, 0.0, 2.0, 0.0, 1.0])  # two merged: K - 1
+    random = PitmanYor(discount="d", alpha=1.5)
+    traced = jax.jit(lambda v, c: random.at_discount(v).log_eppf(c, 1.5))
+    fixed = PitmanYor(discount=d, alpha=1.5)
+    assert random.at_discount(d).random_discount == "d"
+    np.testing.assert_allclose(traced(jnp.asarray(d), counts), fixed.log_eppf(counts, 1.5), rtol=1e-12)
+    for rows in (new, merged):
+        change = jax.jit(lambda v: random.at_discount(v).log_eppf_change(counts, rows, counts, 1.5))(jnp.asarray(d))
+        np.testing.assert_allclose(change, fixed.log_eppf(rows, 1.5) - fixed.log_eppf(counts, 1.5), atol=1e-12)
+
+
+def test_the_eppf_at_a_tiny_traced_discount_keeps_its_digits():
+    """At d = 1e-12 the EPPF is the DP's to within 1e-10 (it differs by O(d)); the closed form
+    gammaln(alpha / d + K) - gammaln(alpha / d + 1) of a fixed d loses those digits (the slice move
+    visits such values under a Beta prior, so the traced form sums the logs)."""
+    counts = jnp.array([3.0, 0.0, 1.0, 2.0, 0.0, 1.0])
+    tiny = PitmanYor(discount="d", alpha=1.5).at_discount(jnp.asarray(1e-12)).log_eppf(counts, 1.5)
+    np.testing.assert_allclose(tiny, PitmanYor(discount=0.0, alpha=1.5).log_eppf(counts, 1.5), atol=1e-10)
+
+
+def test_lp_at_a_discount_is_the_fixed_models_lp_plus_the_prior_density():
+    """`lp` of a state whose d is 0.4 is the model with discount 0.4 fixed plus log Beta(0.4; 2, 3); the
+    kernel appends alpha's move, then d's, then the hyperparameter move that records d."""
+    model = dpppl.parse(RANDOM)
+    assert model.prior.random_discount == "d" and list(model.hyperpriors) == ["d"]
+    bound = model.bind(X)
+    assert float(bound.prior.discount) == pytest.approx(stats.beta(2, 3).median())  # the chains' start
+    fixed = dpppl.parse(RANDOM.replace("discount = d", "discount = 0.4").replace("d ~ Beta(2, 3)\n", "")).bind(X)
+    labels = np.array([0, 0, 1, 1, 2])
+    state = bound.state_from_labels(None, labels, 6)
+    state = state._replace(hyper={"d": jnp.asarray(0.4)}, alpha=jnp.asarray(0.7))
+    expected = fixed.lp(fixed.state_from_labels(None, labels, 6)._replace(alpha=jnp.asarray(0.7)))
+    np.testing.assert_allclose(bound.lp(state), expected + stats.beta(2, 3).logpdf(0.4), rtol=1e-12)
+    kernel = dpppl.kernels.build("gibbs+splitmerge", bound)
+    assert [part.name for part in kernel.parts][-3:] == ["alpha", "discount", "hyperparameters"]
+
+
+@pytest.mark.parametrize("kernel, part", [("perm", "perm-move"), ("gibbs+perm-move", "perm-move"),
+                                          ("subcluster", "subcluster")])
+def test_kernels_that_run_at_a_fixed_discount_refuse_a_random_one(kernel, part):
+    with pytest.raises(KernelError, match=f"kernel '{part}' does not apply to this model: the random discount 'd' is "
+                                          r"sampled beside gibbs and splitmerge \(their hybrids too\) or by nuts; "
+                                          f"{part} runs at a fixed discount"):
+        dpppl.kernels.build(kernel, dpppl.parse(RANDOM).bind(X))
