@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from numpyro.infer import Predictive
+
 import dpppl
 from dpppl.errors import KernelError
 from dpppl.priors import PitmanYor
+from dpppl.run.portable import Reader, Writer
 
 X = np.array([[0.3, 1.0], [0.5, 1.4], [2.0, -1.0], [2.2, -0.7], [4.0, 0.1]])
 RANDOM = """data x : real[N, D]
@@ -72,3 +75,21 @@ def test_kernels_that_run_at_a_fixed_discount_refuse_a_random_one(kernel, part):
                                           r"sampled beside gibbs and splitmerge \(their hybrids too\) or by nuts; "
                                           f"{part} runs at a fixed discount"):
         dpppl.kernels.build(kernel, dpppl.parse(RANDOM).bind(X))
+
+
+def test_the_compiled_model_draws_the_discount_and_the_sticks_at_it():
+    """`Predictive` of the compiled model draws d from its prior and the sticks v_k ~ Beta(1 - d, alpha + k d)
+    at the drawn d: E[v_1] = (1 - E[d]) / (1 + alpha) within 4 standard errors, and v_1 falls as d grows
+    (cov(d, v_1) = -var(d) / (1 + alpha)); a checkpoint's plain data
+    give the model back with its random discount."""
+    model = dpppl.parse(RANDOM.replace("alpha = alpha", "alpha = 1.5").replace("alpha ~ Gamma(1, 1)\n", ""))
+    num = 2000
+    draws = Predictive(model.numpyro_model(3), num_samples=num)(jax.random.key(3), None, num_points=2, dim=2)
+    d, v1 = np.asarray(draws["d"]), np.asarray(draws["v"])[:, 0]
+    law = stats.beta(2, 3)
+    assert abs(d.mean() - law.mean()) < 4 * law.std() / np.sqrt(num)
+    assert abs(v1.mean() - (1 - law.mean()) / 2.5) < 4 * v1.std() / np.sqrt(num)
+    assert np.corrcoef(d, v1)[0, 1] < -0.15  # about -0.32 at the drawn d; 0 (+- 0.02) at a fixed one
+    writer = Writer()
+    back = Reader(writer.arrays).value(writer.describe(model))
+    assert back.prior.random_discount == "d" and back.hyperpriors == model.hyperpriors
