@@ -11,6 +11,7 @@ from scipy import stats
 from numpyro.infer import Predictive
 
 import dpppl
+from dpppl.diagnostics.arviz_compat import group
 from dpppl.errors import KernelError
 from dpppl.priors import PitmanYor
 from dpppl.run.portable import Reader, Writer
@@ -93,3 +94,15 @@ def test_the_compiled_model_draws_the_discount_and_the_sticks_at_it():
     writer = Writer()
     back = Reader(writer.arrays).value(writer.describe(model))
     assert back.prior.random_discount == "d" and back.hyperpriors == model.hyperpriors
+
+
+def test_sample_prior_draws_the_discount_and_the_partition_at_it():
+    """`dpppl.sample_prior` records d under its name, drawn from its prior (mean within 4 standard errors),
+    and draws each partition at its own d: K grows with d (a correlation near 0.6 at these sizes; near 0,
+    +- 0.03, were the partitions drawn at one d)."""
+    num = 1000
+    prior = group(dpppl.sample_prior(dpppl.parse(RANDOM), 30, num_samples=num, dim=2), "prior")
+    d, k = prior["d"].values.ravel(), prior["num_clusters"].values.ravel()
+    law = stats.beta(2, 3)
+    assert abs(d.mean() - law.mean()) < 4 * law.std() / np.sqrt(num)
+    assert np.corrcoef(d, k)[0, 1] > 0.3

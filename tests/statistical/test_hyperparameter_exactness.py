@@ -1,7 +1,8 @@
 """Random hyperparameters of the base measure against enumeration (issue 31, DESIGN.md section 6).
 
-On five points the joint posterior of the partition and one random hyperparameter is known: every
-set partition is enumerated and the hyperparameter integrated out by quadrature
+On five points the joint posterior of the partition and one or two random hyperparameters is known:
+every set partition is enumerated and the hyperparameters integrated out by quadrature (a product grid
+for two)
 (`dpppl.testing.exact_posterior`). The kernels that sample such models (`HYPERPARAMETER_KERNELS`,
 with the move of `dpppl.kernels.hyperparameters` appended: the slice update, the default, or
 Escobar & West's conjugate route, `hyper_move="conjugate"`) must match P(K = k), the co-clustering, the
@@ -36,8 +37,10 @@ CASES = {  # a random prior mean (real line) under a fixed alpha; a random kappa
     "kappa0": dict(priors="t ~ Gamma(2, 2)\nalpha ~ Gamma(1, 1)", alpha="alpha", mu0="3", kappa0="t"),
     # NormalKnownCov's mean (its Normal conditional given the clusters' means)
     "known": dict(priors="m ~ Normal(0, 1)\nalpha ~ Gamma(1, 1)", alpha="alpha", mu0="m"),
+    # two at once: the prior mean and kappa0, integrated on a 201 x 201 grid
+    "two": dict(priors="m ~ Normal(0, 1)\nt ~ Gamma(2, 2)", alpha="1.0", mu0="m", kappa0="t"),
 }
-NAMES = {"mean": "m", "kappa0": "t", "known": "m"}
+NAMES = {"mean": ("m",), "kappa0": ("t",), "known": ("m",), "two": ("m", "t")}
 
 
 def model(case: str, **change) -> dpppl.Model:
@@ -59,10 +62,9 @@ def check(kernel: str, case: str, exact_post, sampled: dpppl.Model = None, seed:
     idata = dpppl.sample(sampled or model(case), X, kernel=kernel, num_warmup=0, num_samples=NUM_WARMUP + NUM_SAMPLES,
                          num_chains=NUM_CHAINS, seed=seed, init="prior", progress_bar=False, hyper_move=hyper_move)
     post = group(idata, "posterior")
-    name = NAMES[case]
     alpha = post["alpha"].values[:, NUM_WARMUP:] if "alpha" in post else None
     return check_kernel_samples(exact_post, partition_group(idata)["z"].values[:, NUM_WARMUP:], alpha=alpha,
-                                hyper={name: post[name].values[:, NUM_WARMUP:]})
+                                hyper={name: post[name].values[:, NUM_WARMUP:] for name in NAMES[case]})
 
 
 @pytest.mark.parametrize("kernel, case, hyper_move", [
@@ -76,6 +78,9 @@ def check(kernel: str, case: str, exact_post, sampled: dpppl.Model = None, seed:
     pytest.param("perm", "mean", "conjugate", marks=pytest.mark.slow),
     ("gibbs", "known", "conjugate"),
     pytest.param("gibbs", "known", "slice", marks=pytest.mark.slow),
+    pytest.param("gibbs", "two", "slice", marks=pytest.mark.slow),
+    pytest.param("gibbs", "two", "conjugate", marks=pytest.mark.slow),
+    pytest.param("gibbs+splitmerge", "two", "slice", marks=pytest.mark.slow),
 ])
 def test_kernels_with_random_hyperparameters_match_enumeration(kernel, case, hyper_move, exact):
     """The conjugate route (m's Normal, kappa0's Gamma and NormalKnownCov's mean's Normal conditional)
@@ -127,7 +132,16 @@ def test_geweke_joint_distribution_of_the_hyperparameter_move(wrong, hyper_move)
         assert failed & {"positive_share", "tanh_mean"}, result.report
 
 
-def test_enumeration_integrates_one_random_hyperparameter():
-    two = model("mean", priors="m ~ Normal(0, 1)\nt ~ Gamma(2, 2)", kappa0="t")
-    with pytest.raises(ValueError, match="exact_posterior: integrates one random hyperparameter, the model has 2"):
-        exact_posterior(two, X)
+def test_enumeration_integrates_one_or_two_random_hyperparameters():
+    """On the product grid, a second hyperparameter whose prior is a near point mass (t ~ Gamma(10^4, 2 10^4):
+    mean 0.5, sd 0.005) gives the posterior of the model with t fixed at 0.5 (the "mean" case, one grid):
+    P(K) and E[m] within what t's spread moves them, and E[t] its prior's mean. Three are refused."""
+    near = exact_posterior(model("two", priors="m ~ Normal(0, 1)\nt ~ Gamma(10000, 20000)"), X)
+    one = exact_posterior(model("mean"), X)
+    np.testing.assert_allclose(near.p_num_clusters, one.p_num_clusters, atol=1e-4)
+    assert near.hyper_mean["m"] == pytest.approx(one.hyper_mean["m"], abs=1e-3)
+    assert near.hyper_mean["t"] == pytest.approx(0.5, abs=1e-3) and near.hyper_sd["t"] < 0.01
+    three = model("two", priors="m ~ Normal(0, 1)\nt ~ Gamma(2, 2)\ns ~ Gamma(2, 2)", kappa0="t * s")
+    with pytest.raises(ValueError, match="exact_posterior: integrates one or two random hyperparameters, the model "
+                                         "has 3"):
+        exact_posterior(three, X)
