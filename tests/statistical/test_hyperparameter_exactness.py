@@ -101,6 +101,31 @@ def test_a_run_that_ignores_the_hyperprior_is_rejected(hyper_move, exact):
     assert "E[m]" in failed, result.report
 
 
+VECTOR = """data x : real[N, 2]
+m1 ~ Normal(0, 2)
+m2 ~ Normal(1, 3)
+z ~ CRP(1.0)
+theta[k] ~ NormalInverseWishart(mu0 = [m1, m2], kappa0 = 0.5, nu0 = 4, psi0 = 1)
+x[i] ~ Normal(theta[z[i]])
+"""
+X2 = np.array([[0.3, 1.0], [0.5, 1.4], [2.0, -1.0], [2.2, -0.7], [4.0, 0.1]])
+
+
+@pytest.mark.parametrize("hyper_move", ["conjugate", pytest.param("slice", marks=pytest.mark.slow)])
+def test_a_vector_mean_matches_enumeration_on_two_dimensional_data(hyper_move):
+    """A vector prior mean `mu0 = [m1, m2]` of per-dimension Normal hyperparameters on five 2-D points:
+    Escobar & West's route draws (m1, m2) jointly from their bivariate Normal conditional given the
+    clusters' means, the slice update moves each in turn; both match P(K), the partition law and
+    E[m1], E[m2] of the enumeration (the two integrated on a 201 x 201 grid)."""
+    model_2d = dpppl.parse(VECTOR)
+    idata = dpppl.sample(model_2d, X2, kernel="gibbs", num_warmup=0, num_samples=NUM_WARMUP + NUM_SAMPLES,
+                         num_chains=NUM_CHAINS, seed=0, init="prior", progress_bar=False, hyper_move=hyper_move)
+    post = group(idata, "posterior")
+    result = check_kernel_samples(exact_posterior(model_2d, X2), partition_group(idata)["z"].values[:, NUM_WARMUP:],
+                                  hyper={name: post[name].values[:, NUM_WARMUP:] for name in ("m1", "m2")})
+    assert result.passed, result.report
+
+
 GEWEKE = """data x : real[N]
 m ~ Normal(0, 1)
 t ~ Gamma(2, 2)
