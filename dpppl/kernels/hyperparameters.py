@@ -31,8 +31,8 @@ Escobar & West's (1995) conjugate route (`hyper_move="conjugate"`; the default i
 gave more effective draws per second of m and itau on the galaxies, docs/hyperpriors.md) replaces the
 slice update of a hyperparameter whose conditional given the clusters' parameters is closed-form
 (`Family.conjugate_hyperparameters`): a location `mu0 = m` with m ~ Normal(m0, s0^2), and, for the
-Normal-Inverse-Wishart family, `kappa0 = t` with t ~ Gamma(a, b) (shape, rate). The field must be
-the bare name, and the name used by no other hyperparameter. Given the partition C, one update
+Normal-Inverse-Wishart family, `kappa0 = t` and `psi0 = s` with t, s ~ Gamma(a, b) (shape, rate). The
+field must be the bare name, and the name used by no other hyperparameter. Given the partition C, one update
 
 1. draws every occupied cluster's parameters from their posterior given its points at the current
    hyperparameters (`Family.posterior_draw`): for the Normal-Inverse-Wishart family
@@ -50,7 +50,13 @@ the bare name, and the name used by no other hyperparameter. Given the partition
        p(t | mu, Sigma)  ∝  t^(a-1) e^(-b t) prod_c t^(D/2) exp(-t (mu_c - mu0)^T Sigma_c^-1 (mu_c - mu0) / 2)
                          =  Gamma(t; a + K D / 2, b + sum_c (mu_c - mu0)^T Sigma_c^-1 (mu_c - mu0) / 2),
 
-   the Inverse-Wishart factor of Sigma_c being free of m and t. A vector location of bare names,
+   the Inverse-Wishart factor of Sigma_c being free of m and t. A scale `psi0 = s` (the matrix s I)
+   with s ~ Gamma(a, b) enters only that factor, IW(Sigma_c; s I, nu0) ∝ s^(D nu0 / 2)
+   exp(-s tr(Sigma_c^-1) / 2), so
+
+       p(s | Sigma)  =  Gamma(s; a + K D nu0 / 2, b + sum_c tr(Sigma_c^-1) / 2)
+
+   (the one-dimensional case of the Wishart update of a scale matrix). A vector location of bare names,
    `mu0 = [m1, ..., mD]` with m_j ~ Normal(a_j, b_j^2) each used once, is drawn jointly at its first
    entry's turn, with B = diag(b_j^2):
 
@@ -188,11 +194,15 @@ def conjugate_update(rng_key, bound_model, state, hyper: dict, fields: dict) -> 
             total = 1.0 / b**2 + jnp.sum(row_sums)
             weighted = a / b**2 + jnp.sum(row_sums * (mu + shift))
             value = weighted / total + jax.random.normal(key, (), mu.dtype) / jnp.sqrt(total)
-        else:  # kappa0 = t ~ Gamma(a, b): P_c / t = Sigma_c^-1
+        elif field == "kappa0":  # kappa0 = t ~ Gamma(a, b): P_c / t = Sigma_c^-1
             deviation = mu - family.mu0
             quadratic = jnp.einsum("ci,cij,cj->", deviation, precision, deviation) / current
             shape = a + 0.5 * dim * jnp.sum(occupied)
             value = gamma_draw(key, shape, (), mu.dtype) / (b + 0.5 * quadratic)
+        else:  # psi0 = s ~ Gamma(a, b), the scale s I of Sigma_c ~ IW(s I, nu0): P_c / kappa0 = Sigma_c^-1
+            trace = jnp.sum(jnp.trace(precision, axis1=-2, axis2=-1)) / family.kappa0
+            shape = a + 0.5 * dim * family.nu0 * jnp.sum(occupied)
+            value = gamma_draw(key, shape, (), mu.dtype) / (b + 0.5 * trace)
         hyper[name] = jnp.asarray(value, current.dtype)
     return hyper
 

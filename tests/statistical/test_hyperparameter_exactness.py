@@ -23,7 +23,7 @@ X = np.array([2.1, 2.5, 3.0, 4.4, 4.9])
 TEMPLATE = """data x : real[N]
 {priors}
 z ~ CRP({alpha})
-theta[k] ~ NormalInverseWishart(mu0 = {mu0}, kappa0 = {kappa0}, nu0 = 3, psi0 = 1)
+theta[k] ~ NormalInverseWishart(mu0 = {mu0}, kappa0 = {kappa0}, nu0 = 3, psi0 = {psi0})
 x[i] ~ Normal(theta[z[i]])
 """
 KNOWN = """data x : real[N]
@@ -39,12 +39,14 @@ CASES = {  # a random prior mean (real line) under a fixed alpha; a random kappa
     "known": dict(priors="m ~ Normal(0, 1)\nalpha ~ Gamma(1, 1)", alpha="alpha", mu0="m"),
     # two at once: the prior mean and kappa0, integrated on a 201 x 201 grid
     "two": dict(priors="m ~ Normal(0, 1)\nt ~ Gamma(2, 2)", alpha="1.0", mu0="m", kappa0="t"),
+    # the scale psi0 = s (the matrix s I) with a Gamma prior: its Gamma conditional given the Sigma_c
+    "scale": dict(priors="s ~ Gamma(2, 2)", alpha="1.0", mu0="3", kappa0="0.5", psi0="s"),
 }
-NAMES = {"mean": ("m",), "kappa0": ("t",), "known": ("m",), "two": ("m", "t")}
+NAMES = {"mean": ("m",), "kappa0": ("t",), "known": ("m",), "two": ("m", "t"), "scale": ("s",)}
 
 
 def model(case: str, **change) -> dpppl.Model:
-    return dpppl.parse((KNOWN if case == "known" else TEMPLATE).format(**{**CASES[case], **change}))
+    return dpppl.parse((KNOWN if case == "known" else TEMPLATE).format(**{"psi0": "1", **CASES[case], **change}))
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +80,15 @@ def check(kernel: str, case: str, exact_post, sampled: dpppl.Model = None, seed:
     pytest.param("perm", "mean", "conjugate", marks=pytest.mark.slow),
     ("gibbs", "known", "conjugate"),
     pytest.param("gibbs", "known", "slice", marks=pytest.mark.slow),
+    ("gibbs", "scale", "conjugate"),
+    pytest.param("gibbs", "scale", "slice", marks=pytest.mark.slow),
     pytest.param("gibbs", "two", "slice", marks=pytest.mark.slow),
     pytest.param("gibbs", "two", "conjugate", marks=pytest.mark.slow),
     pytest.param("gibbs+splitmerge", "two", "slice", marks=pytest.mark.slow),
 ])
 def test_kernels_with_random_hyperparameters_match_enumeration(kernel, case, hyper_move, exact):
-    """The conjugate route (m's Normal, kappa0's Gamma and NormalKnownCov's mean's Normal conditional)
-    and the slice update both match the enumerated posterior."""
+    """The conjugate route (m's Normal, kappa0's and psi0's Gamma and NormalKnownCov's mean's Normal
+    conditional) and the slice update both match the enumerated posterior."""
     result = check(kernel, case, exact(case), hyper_move=hyper_move)
     assert result.passed, result.report
 
