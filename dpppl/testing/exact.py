@@ -212,7 +212,7 @@ def _representative_counts(n: int) -> np.ndarray:
     return counts
 
 
-def _alpha_integrals(prior, n: int):
+def _alpha_integrals(prior, n: int, discounts=None):
     """Integrate the EPPF's alpha-dependent factor against the Gamma prior, per K.
 
     log p(C | alpha) = log p(C | 1) + f_K(alpha), where f_K depends on the partition C
@@ -226,11 +226,12 @@ def _alpha_integrals(prior, n: int):
     cutting the integrals to the prior's central 1 - 2e-30 (lower end at least
     alpha = e^-700) loses nothing visible; they are done by the trapezoid rule on a
     uniform grid in u = log alpha (d alpha = alpha du), which converges geometrically for
-    a smooth integrand that vanishes at both ends.
+    a smooth integrand that vanishes at both ends. With `discounts` (a random discount's grid,
+    G values) they are done at each d (`prior.at_discount`), one d at a time.
 
     Returns
     -------
-    log_integral, alpha_mean, alpha_second_moment : ndarrays (n,), entry K - 1
+    log_integral, alpha_mean, alpha_second_moment : ndarrays (n,), entry K - 1 ((G, n) with `discounts`)
         log I_K, E[alpha | K, x], E[alpha^2 | K, x].
     """
     gamma_prior: Gamma = prior.alpha
@@ -240,19 +241,22 @@ def _alpha_integrals(prior, n: int):
     u = np.linspace(max(np.log(lo) if lo > 0 else -700.0, -700.0), np.log(hi), _ALPHA_GRID_POINTS)
     counts = jnp.asarray(_representative_counts(n))
 
-    @jax.jit
-    def log_integrand(u):
+    def log_integrand(p, u):
         alpha = jnp.exp(u)
-        log_f = jax.vmap(lambda c: jax.vmap(lambda a: prior.log_eppf(c, a))(alpha)
-                         - prior.log_eppf(c, 1.0))(counts)                       # (n, G)
-        return log_f + prior.log_prior_alpha(alpha) + u                          # d alpha = alpha du
+        log_f = jax.vmap(lambda c: jax.vmap(lambda a: p.log_eppf(c, a))(alpha)
+                         - p.log_eppf(c, 1.0))(counts)                           # (n, G)
+        return log_f + p.log_prior_alpha(alpha) + u                              # d alpha = alpha du
 
-    log_w = np.asarray(log_integrand(jnp.asarray(u)))
+    if discounts is None:
+        log_w = np.asarray(jax.jit(functools.partial(log_integrand, prior))(jnp.asarray(u)))
+    else:
+        log_w = np.asarray(jax.jit(lambda ds: jax.lax.map(lambda d: log_integrand(prior.at_discount(d), jnp.asarray(u)),
+                                                          ds))(jnp.asarray(discounts)))
     trapezoid = np.full(u.size, np.log(u[1] - u[0]))
     trapezoid[[0, -1]] -= np.log(2.0)
     log_w = log_w + trapezoid
-    log_integral = special.logsumexp(log_w, axis=1)
-    weights = np.exp(log_w - log_integral[:, None])
+    log_integral = special.logsumexp(log_w, axis=-1)
+    weights = np.exp(log_w - log_integral[..., None])
     alpha = np.exp(u)
     return log_integral, weights @ alpha, weights @ alpha**2
 
@@ -281,16 +285,17 @@ def _quadrature(prior, points: int):
     return np.asarray(prior.to_value(jnp.asarray(u))), log_weight
 
 
-def _product_grid(hyperpriors: dict):
-    """The product of the random hyperparameters' grids (`_quadrature`, `_HYPER_GRID_POINTS` each):
-    the trapezoid rule in each unconstrained coordinate, whose log weights add.
+def _product_grid(hyperpriors: dict, dims: int):
+    """The product of the random hyperparameters' grids (`_quadrature`, `_HYPER_GRID_POINTS[dims]`
+    each, `dims` the number of integrals, alpha's beside a random discount included): the trapezoid
+    rule in each unconstrained coordinate, whose log weights add.
 
     Returns
     -------
     values : dict of ndarray (G,), by name
     log_weight : ndarray (G,)
     """
-    points = _HYPER_GRID_POINTS[len(hyperpriors)]
+    points = _HYPER_GRID_POINTS[dims]
     axes = [_quadrature(prior, points) for prior in hyperpriors.values()]
     values = np.meshgrid(*(v for v, _ in axes), indexing="ij")
     weights = np.meshgrid(*(w for _, w in axes), indexing="ij")
@@ -305,8 +310,9 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     model : Model
         A DP or Pitman-Yor mixture of a conjugate family, or of a non-conjugate one with a
         numerical marginal; alpha fixed or Gamma; one or two random hyperparameters (of the base
-        measure, or a random Pitman-Yor discount at a fixed alpha), integrated out by quadrature on
-        their product grid (`_product_grid`: 4001 points for one, 201 x 201 for two).
+        measure, or a random Pitman-Yor discount), integrated out by quadrature on their product
+        grid (`_product_grid`: 4001 points for one, 201 x 201 for two); a random discount beside a
+        Gamma alpha is a two-dimensional integral too (alpha's per-K integrals at each d of 201).
     x : array_like
         Data with at most 10 points (the family's layout, as for `model.bind`).
     partition_log_prior : callable, optional
@@ -347,10 +353,12 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     discount = getattr(model.prior, "random_discount", None)
     if hyper > 2:
         raise ValueError(f"exact_posterior: integrates one or two random hyperparameters, the model has {hyper}")
-    if discount is not None and prior.alpha_is_random:
-        raise ValueError("exact_posterior: integrates a random discount at a fixed alpha")
+    joint_alpha = discount is not None and prior.alpha_is_random  # alpha's integrals at each d
+    if joint_alpha and hyper > 1:
+        raise ValueError("exact_posterior: integrates a random discount beside a random alpha only when the "
+                         "discount is the model's one random hyperparameter")
     if hyper:  # the hyperparameters' product grid (G points), summed over below with their priors
-        grid, log_weight = _product_grid(model.hyperpriors)
+        grid, log_weight = _product_grid(model.hyperpriors, hyper + joint_alpha)
     if hyper > (discount is not None):  # log p(x | C, h) on the grid (B, G)
         log_ml = np.asarray(jax.jit(jax.vmap(lambda values: cluster_log_marginals(
             bound.at_hyperparameters(values).family, subset_stats)))({k: jnp.asarray(v) for k, v in grid.items()}),
@@ -368,8 +376,8 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     num_clusters = parts.max(axis=1) + 1
 
     alpha_mean = alpha_sd = None
-    if prior.alpha_is_random:
-        log_integral, mean_k, second_k = _alpha_integrals(prior, n)
+    if prior.alpha_is_random:  # (n,), or (G, n) at each d of the grid
+        log_integral, mean_k, second_k = _alpha_integrals(prior, n, grid[discount] if joint_alpha else None)
         alpha = 1.0
     elif partition_log_prior is None:
         alpha = float(prior.alpha)
@@ -381,7 +389,7 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     else:
         log_prior = np.asarray(jax.jit(jax.vmap(lambda c: prior.log_eppf(c, alpha)))(counts))
     if prior.alpha_is_random:
-        log_prior = log_prior + log_integral[num_clusters - 1]
+        log_prior = log_prior + (log_integral[:, num_clusters - 1].T if joint_alpha else log_integral[num_clusters - 1])
     if hyper:  # log p(C, h | x) + log Z on the grid (B, G), and its sum over h
         log_prior = log_prior if discount is not None else log_prior[:, None]
         joint_h = log_prior + log_lik + log_weight
@@ -395,7 +403,12 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     p_num_clusters = np.bincount(num_clusters, weights=prob, minlength=n + 1)
     same = parts[:, :, None] == parts[:, None, :]
     coclustering = np.einsum("b,bij->ij", prob, same)
-    if prior.alpha_is_random:
+    if joint_alpha:  # E[alpha^j | x] = sum over (C, d) of p(C, d | x) E[alpha^j | K, d]
+        p_joint = np.exp(joint_h - special.logsumexp(log_joint))
+        alpha_mean = float(np.sum(p_joint * mean_k[:, num_clusters - 1].T))
+        second = float(np.sum(p_joint * second_k[:, num_clusters - 1].T))
+        alpha_sd = float(np.sqrt(max(second - alpha_mean**2, 0.0)))
+    elif prior.alpha_is_random:
         pk = p_num_clusters[1:]
         alpha_mean = float(pk @ mean_k)
         alpha_sd = float(np.sqrt(max(pk @ second_k - alpha_mean**2, 0.0)))

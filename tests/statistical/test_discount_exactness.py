@@ -57,9 +57,38 @@ def test_a_run_that_ignores_the_discount_prior_is_rejected(exact):
     assert "E[d]" in {c.name for c in result.checks if not c.passed}, result.report
 
 
-def test_enumeration_integrates_a_random_discount_at_a_fixed_alpha():
-    """A random alpha beside a random discount (a two-dimensional integral) is refused by name."""
-    both = dpppl.parse(MODEL.format(prior=PRIOR).replace("alpha = 0.5", "alpha = a").replace(
-        "z ~", "a ~ Gamma(1, 1)\nz ~"))
-    with pytest.raises(ValueError, match="exact_posterior: integrates a random discount at a fixed alpha"):
-        exact_posterior(both, X)
+JOINT = MODEL.replace("z ~", "alpha ~ Gamma(2, 4)\nz ~").replace("alpha = 0.5", "alpha = alpha")
+"""The model with alpha random beside d: alpha's slice update conditions on the state's d."""
+
+
+@pytest.mark.slow  # the enumeration integrates alpha at each of 201 values of d (about 30 s), then 64 chains
+def test_a_random_discount_beside_a_random_alpha_matches_enumeration():
+    """gibbs with alpha's move (the slice update on log alpha at the state's d) and d's move matches P(K),
+    the partition law, E[alpha] and E[d] of the enumeration, where alpha is integrated per K at each d."""
+    model = dpppl.parse(JOINT.format(prior=PRIOR))
+    idata = dpppl.sample(model, X, kernel="gibbs", num_warmup=0, num_samples=NUM_WARMUP + NUM_SAMPLES,
+                         num_chains=NUM_CHAINS, seed=0, init="prior", progress_bar=False)
+    post = group(idata, "posterior")
+    result = check_kernel_samples(exact_posterior(model, X), partition_group(idata)["z"].values[:, NUM_WARMUP:],
+                                  alpha=post["alpha"].values[:, NUM_WARMUP:],
+                                  hyper={"d": post["d"].values[:, NUM_WARMUP:]})
+    assert result.passed, result.report
+
+
+@pytest.mark.slow  # about a minute: alpha's integrals at each d, twice
+def test_the_joint_integral_of_alpha_and_d_reduces_to_the_fixed_alpha_one():
+    """With alpha's prior a near point mass at 0.5 (Gamma(4 10^4, 8 10^4)), the enumeration that integrates
+    alpha at each d gives the posterior of the model with alpha = 0.5: P(K) and E[d] within what alpha's
+    spread moves them, and E[alpha] = 0.5."""
+    near = exact_posterior(dpppl.parse(JOINT.format(prior=PRIOR).replace("Gamma(2, 4)", "Gamma(40000, 80000)")), X)
+    fixed = exact_posterior(dpppl.parse(MODEL.format(prior=PRIOR)), X)
+    np.testing.assert_allclose(near.p_num_clusters, fixed.p_num_clusters, atol=1e-4)
+    assert near.hyper_mean["d"] == pytest.approx(fixed.hyper_mean["d"], abs=1e-4)
+    assert near.alpha_mean == pytest.approx(0.5, abs=1e-3)
+
+
+def test_enumeration_refuses_a_random_discount_beside_a_random_alpha_and_another_hyperparameter():
+    three = dpppl.parse(JOINT.format(prior=PRIOR).replace("mu0 = 3", "mu0 = m").replace("z ~", "m ~ Normal(3, 1)\nz ~"))
+    with pytest.raises(ValueError, match="exact_posterior: integrates a random discount beside a random alpha only "
+                                         "when the discount is the model's one random hyperparameter"):
+        exact_posterior(three, X)
