@@ -33,6 +33,7 @@ import numpy as np
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
 from dpppl.diagnostics.summaries import label_summaries
 from dpppl.dsl.parser import as_model, bind_data
+from dpppl.errors import ArgumentError
 from dpppl.families.base import stored_data
 from dpppl.models.compile import family_at_hyperparameters, prior_family
 from dpppl.models.mixture import BoundModel
@@ -157,9 +158,15 @@ def expected_num_clusters(prior, n: int, alpha: float | None = None) -> float:
     """E[K] for `n` points under a CRP / Pitman-Yor prior (module docstring).
 
     `alpha` overrides the prior's concentration; with a Gamma prior and no override,
-    the expectation is integrated over alpha numerically.
+    the expectation is integrated over alpha numerically. A random discount (a model's
+    `PitmanYor(discount="d")`) is an [`ArgumentError`][dpppl.errors.ArgumentError]: give the prior at
+    a value of d (`prior.at_discount(0.3)`).
     """
     from scipy import integrate, stats
+
+    if isinstance(prior.discount, str):
+        raise ArgumentError(f"expected_num_clusters: the discount '{prior.discount}' of {prior.describe()} is random; "
+                            f"give the prior at a value of it, prior.at_discount(d)")
 
     def given(a):
         k = 1.0

@@ -12,9 +12,10 @@ from numpyro.infer import Predictive
 
 import dpppl
 from dpppl.diagnostics.arviz_compat import group
-from dpppl.errors import KernelError
+from dpppl.errors import ArgumentError, KernelError
 from dpppl.priors import PitmanYor
 from dpppl.run.portable import Reader, Writer
+from dpppl.simulate import expected_num_clusters
 
 X = np.array([[0.3, 1.0], [0.5, 1.4], [2.0, -1.0], [2.2, -0.7], [4.0, 0.1]])
 RANDOM = """data x : real[N, D]
@@ -106,3 +107,13 @@ def test_sample_prior_draws_the_discount_and_the_partition_at_it():
     law = stats.beta(2, 3)
     assert abs(d.mean() - law.mean()) < 4 * law.std() / np.sqrt(num)
     assert np.corrcoef(d, k)[0, 1] > 0.3
+
+
+def test_the_expected_number_of_clusters_needs_a_value_of_a_random_discount():
+    prior = dpppl.parse(RANDOM).prior
+    with pytest.raises(ArgumentError, match=r"expected_num_clusters: the discount 'd' of PitmanYor\(discount=d, "
+                                            r"alpha=Gamma\(shape=1.0, rate=1.0\)\) is random; give the prior at a "
+                                            r"value of it, prior.at_discount\(d\)"):
+        expected_num_clusters(prior, 10)
+    assert expected_num_clusters(prior.at_discount(0.0), 10) == pytest.approx(
+        expected_num_clusters(PitmanYor(discount=0.0, alpha=prior.alpha), 10))
