@@ -135,6 +135,14 @@ PARTITION_PRIORS: dict[str, PartitionRule] = {
 }
 """Partition priors by name."""
 
+MATRIX_HYPERPRIORS = {
+    "MultivariateNormal": "give each entry of a vector mean its own prior, m1 ~ Normal(0, 10), m2 ~ Normal(0, 10), "
+                          "and write mu0 = [m1, m2]",
+    "Wishart": "give a scalar scale of a fixed matrix a prior, s ~ Gamma(2, 1), and write psi0 = s * cov0",
+    "InverseWishart": "give a scalar scale of a fixed matrix a prior, s ~ Gamma(2, 1), and write psi0 = s * cov0",
+}
+"""Priors of vector or matrix hyperparameters that a model may not use yet, with what to write instead."""
+
 CONCENTRATION_PRIORS: dict[str, type] = {"Gamma": Gamma}
 """Priors of a random concentration (`alpha ~ Gamma(1, 1)`) by name."""
 
@@ -768,6 +776,9 @@ class _ModelBuilder:
             prior = _construct(s.dist, Hyperprior, {"distribution": func,
                                                     "params": tuple(values[p] for p in params)}, args)
             self._define(s.name, "random", prior)
+        elif func in MATRIX_HYPERPRIORS:
+            raise s.dist.error(f"{func} priors on a vector or a matrix hyperparameter are not supported; "
+                               f"{MATRIX_HYPERPRIORS[func]}")
         else:
             raise _unknown(s.dist, "partition prior, concentration prior or hyperprior",
                            [*PARTITION_PRIORS, *CONCENTRATION_PRIORS,

@@ -359,6 +359,10 @@ O = "x[i] ~ Normal(theta[z[i]])\n"
      "'lp' is taken there; rename it"),
     (R + "m ~ Normal(0)\n", 3, 5, "Normal(loc, scale) needs scale"),
     (R + "m ~ HalfNormal(-1)\n", 3, 5, "HalfNormal: scale must be a positive number, got -1.0"),
+    (R + "psi ~ Wishart(4, 1)\n", 3, 7, "Wishart priors on a vector or a matrix hyperparameter are not supported; "
+     "give a scalar scale of a fixed matrix a prior, s ~ Gamma(2, 1), and write psi0 = s * cov0"),
+    (R + "m ~ MultivariateNormal([0, 0], 1)\n", 3, 5, "MultivariateNormal priors on a vector or a matrix "
+     "hyperparameter are not supported; give each entry of a vector mean its own prior"),
     # a random Pitman-Yor discount (issue 31): its prior must lie in [0, 1)
     ("data x : real[N]\nd ~ Normal(0, 1)\nz ~ PitmanYor(discount = d, alpha = 1)\n", 3, 26,
      "the discount of PitmanYor must be in [0, 1), but 'd' may not be: it has a Normal prior, whose support is "
