@@ -3,12 +3,13 @@
 Three models of the bundled galaxy velocities run side by side in one process, with the same kernel
 (`gibbs+splitmerge`, what `kernel="auto"` picks for 82 points), one chain, the same seed:
 
-1. `fixed`: `models/galaxies.dp` (Escobar & West's model with m = 20 and tau = 100 fixed);
+1. `fixed`: `models/galaxies_fixed.dp` (Escobar & West's model with m = 20 and tau = 100 fixed);
 2. `tau`: the same with 1/tau ~ Gamma(1/2, 50) random and m = 20 fixed: the model of the NumPy
    reference sampler of `benchmarks/galaxies_escobar_west.py` (an independent implementation: collapsed
-   Gibbs, griddy Gibbs on tau), whose stored results (`results/galaxies_escobar_west.json`) it is
-   compared with;
-3. `full`: `models/galaxies_full.dp` (m and 1/tau random);
+   Gibbs, griddy Gibbs on tau; stored in an earlier `results/hyperpriors.json`);
+3. `full`: `models/galaxies.dp`, the main job (m and tau random), compared with the stored results
+   (`results/galaxies_escobar_west.json`) of the independent NumPy sampler of the same model in
+   `benchmarks/galaxies_escobar_west.py`;
 
 and `fixed` again with tau = 10, 30, 300, 1000 (`TAUS`): how much K depends on a fixed tau.
 
@@ -16,18 +17,20 @@ Each model runs once briefly to compile, then `--sweeps` (default 5000) sweeps a
 are timed `--repeats` times (`time.perf_counter` around `dpppl.sample`, compilation excluded; the
 shortest counts, since a shared machine only ever adds time). Reported: seconds and the ratio to
 `fixed` (the issue asks the full model to stay within 1.5x), the posterior of K, E[alpha], and the
-quantiles of tau = 1 / itau and of m.
+quantiles of tau and of m.
 
 Run from the repository root: `python benchmarks/bench_hyperpriors.py`; results in
 `benchmarks/results/hyperpriors.json`, the figure of docs/hyperpriors.md in
 `docs/figures/hyperpriors_k_vs_tau.png` (`--figure-only` redraws it from the stored results).
 
-`--moves` compares instead the two hyperparameter moves on `models/galaxies_full.dp`
-(`hyper_move="conjugate"`, Escobar & West's route, and `"slice"`), side by side in one process: for
+`--moves` compares instead the two hyperparameter moves on `models/galaxies.dp` with tau written
+as `itau ~ Gamma(0.5, 50)`, `kappa0 = itau` (the same model; the conjugate route needs kappa0 to be a
+bare name with a Gamma prior) (`hyper_move="conjugate"`, Escobar & West's route, and `"slice"`),
+side by side in one process: for
 each, one chain of `gibbs+splitmerge`, 500 warmup sweeps and `--sweeps` draws, timed twice with the
 same seed (the first call compiles its programs, the second reuses them), and the effective sample
 size (ArviZ's bulk ESS) of m, itau and K with ESS per second, compile included and excluded. A short
-run of `galaxies.dp` first compiles the programs both moves share (seating, key splits), so neither
+run of `galaxies_fixed.dp` first compiles the programs both moves share (seating, key splits), so neither
 move's first call pays for them. Results in `benchmarks/results/hyperprior_moves.json`; run with
 `DPPPL_COMPILATION_CACHE=off` so that the first call compiles.
 Nothing here asserts.
@@ -47,16 +50,19 @@ from dpppl.diagnostics.arviz_compat import group
 from harness import write_json
 
 REPO = Path(__file__).resolve().parents[1]
-FULL = (REPO / "models" / "galaxies_full.dp").read_text()
+FULL = (REPO / "models" / "galaxies.dp").read_text()
+FULL_ITAU = (FULL.replace("tau ~ InverseGamma(0.5, 50)", "itau ~ Gamma(0.5, 50)")
+             .replace("kappa0 = 1 / tau", "kappa0 = itau"))
+"""The full model with 1/tau declared (`--moves`: the conjugate route applies to kappa0 = itau)."""
 MODELS = {
-    "fixed": (REPO / "models" / "galaxies.dp").read_text(),
+    "fixed": (REPO / "models" / "galaxies_fixed.dp").read_text(),
     "tau": FULL.replace("mu0 = m,", "mu0 = 20 * kms,").replace("m ~ Normal(0, sqrt(1000) * kms)", ""),
     "full": FULL,
 }
 
 
 TAUS = (10.0, 30.0, 300.0, 1000.0)
-"""Fixed values of tau beside galaxies.dp's 100, for the sensitivity of K to tau."""
+"""Fixed values of tau beside galaxies_fixed.dp's 100, for the sensitivity of K to tau."""
 
 
 def timed(model, sweeps: int, seed: int):
@@ -83,8 +89,8 @@ def run(text: str, sweeps: int, seed: int, repeats: int):
     out = {"seconds": seconds, "all_seconds": times, "mean_K": float(k.mean()),
            "P(K)": {int(v): float(np.mean(k == v)) for v in np.unique(k)},
            "mean_alpha": float(np.asarray(post["alpha"]).mean())}
-    if "itau" in post:
-        out["tau_quantiles_10_50_90"] = list(np.quantile(1 / np.asarray(post["itau"]).ravel(), [0.1, 0.5, 0.9]))
+    if "tau" in post:
+        out["tau_quantiles_10_50_90"] = list(np.quantile(np.asarray(post["tau"]).ravel(), [0.1, 0.5, 0.9]))
     if "m" in post:  # in km/s
         out["m_quantiles_10_50_90"] = list(np.quantile(np.asarray(post["m"]).ravel(), [0.1, 0.5, 0.9]))
     return out
@@ -95,13 +101,13 @@ MOVES = ("conjugate", "slice")
 
 
 def compare_moves(sweeps: int, seed: int, order=MOVES) -> dict:
-    """ESS per second of m, itau and K on galaxies_full.dp under each hyperparameter move of `order`,
+    """ESS per second of m, itau and K on `FULL_ITAU` under each hyperparameter move of `order`,
     in that order (module docstring)."""
     import arviz as az
 
     dpppl.sample(dpppl.parse(MODELS["fixed"]), num_warmup=5, num_samples=5, kernel="gibbs+splitmerge", seed=seed,
                  progress_bar=False)  # the programs both moves share
-    model = dpppl.parse(FULL)
+    model = dpppl.parse(FULL_ITAU)
     out = {}
     for move in order:
         seconds = []
@@ -135,7 +141,7 @@ def main():
     args = parser.parse_args()
     if args.moves:
         write_json("hyperprior_moves", {"sweeps": args.sweeps, "seed": args.seed, "kernel": "gibbs+splitmerge",
-                                        "model": "models/galaxies_full.dp",
+                                        "model": "models/galaxies.dp with itau ~ Gamma(0.5, 50)",
                                         "order": args.move_order,
                                         "results": compare_moves(args.sweeps, args.seed,
                                                                  args.move_order.split(","))})
@@ -152,7 +158,7 @@ def main():
                                               args.seed, 1)
     stored = REPO / "benchmarks" / "results" / "galaxies_escobar_west.json"
     if stored.exists():
-        results["numpy_reference_tau_random"] = json.loads(stored.read_text())["reference"]
+        results["numpy_reference_full"] = json.loads(stored.read_text())["reference"]
     for name, r in results.items():
         print(name, {k: v for k, v in r.items() if k != "P(K)"})
     write_json("hyperpriors", {"sweeps": args.sweeps, "seed": args.seed, "repeats": args.repeats,
@@ -171,7 +177,7 @@ def figure(results: dict, path: Path):
                    if name.startswith("fixed tau = ")) + [(100.0, results["fixed"]["mean_K"])]
     fixed.sort()
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.plot(*zip(*fixed), "o-", label="tau fixed (galaxies.dp with tau changed)")
+    ax.plot(*zip(*fixed), "o-", label="tau fixed (galaxies_fixed.dp with tau changed)")
     low, median, high = results["tau"]["tau_quantiles_10_50_90"]
     ax.axvspan(low, high, color="C1", alpha=0.2, label="posterior of tau, 10-90% (1/tau ~ Gamma(1/2, 50))")
     ax.plot([median], [results["tau"]["mean_K"]], "s", color="C1", label="E[K] with tau random")

@@ -1,7 +1,7 @@
 """`kernel="perm"` (the paper's sampler, `gibbs+splitmerge+perm-move`) against `gibbs+splitmerge`, the
 bare move `perm-move` and `gibbs+perm-move` on galaxies (issue 32, item 4).
 
-Each kernel samples `models/galaxies.dp` with 2 chains x 1,000 draws after 500 warmup iterations
+Each kernel samples `models/galaxies_fixed.dp` with 2 chains x 1,000 draws after 500 warmup iterations
 (`dpppl.sample` defaults otherwise), side by side in one process: first a run on an empty
 compilation cache (`DPPPL_COMPILATION_CACHE` = a new temporary directory, so its wall time includes
 compiling the kernel's programs), then `--repeats` runs with further seeds, which compile nothing
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 KERNELS = ("perm", "gibbs+splitmerge", "perm-move", "gibbs+perm-move")
 """`perm` (`gibbs+splitmerge+perm-move`, the paper's GIBBS+SPLITMERGE+PERM), the project's default for
 galaxies, the bare move, and the paper's GIBBS+PERM (sec. 5), the other candidate for `perm`."""
-MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "galaxies.dp")
+MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "galaxies_fixed.dp")
 
 
 def one_run(dpppl, az, kernel: str, seed: int) -> dict:
@@ -86,7 +86,7 @@ def main() -> None:
                          / statistics.median(r["ess_per_s"] for r in runs["gibbs+splitmerge"][1:]))
     info = machine_info()
     doc = ["# `kernel=\"perm\"` on galaxies: ESS of K per second", "",
-           "`python benchmarks/bench_perm_default.py --repeats " f"{args.repeats}`: `models/galaxies.dp`, 2 chains x "
+           "`python benchmarks/bench_perm_default.py --repeats " f"{args.repeats}`: `models/galaxies_fixed.dp`, 2 chains x "
            "1,000 draws after 500 warmup, each kernel with its default options, side by side in one process "
            "(cold: an empty compilation cache; warm: further seeds, nothing compiled).", "", *lines, "",
            "perm / gibbs+splitmerge, ESS/s of K: " + ", ".join(f"{k} {v:.2f}" for k, v in ratio.items())

@@ -3,7 +3,7 @@
 Issue 35 measured the default `gibbs+splitmerge` on Old Faithful at 4.27 s for 218 points
 against 0.19 s for scikit-learn's fit, and asked for the native path the Gibbs sweep has. Two
 data sets, the ones of the issue's jobs: Old Faithful (`models/gaussian_niw.dp --data faithful`,
-272 x 2) and galaxies (`models/galaxies.dp`, 82 velocities). Three parts, one run, this machine:
+272 x 2) and galaxies (`models/galaxies_fixed.dp`, 82 velocities). Three parts, one run, this machine:
 
 1. **profile**: where an iteration of the default kernel goes. In a new process per data set and
    split-merge path, the chains (2) start as `dpppl.sample` starts them (the points padded to
@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import RESULTS_DIR, load_average, write_json  # noqa: E402
 
-DATA = {"faithful": ("models/gaussian_niw.dp", ["--data", "faithful"]), "galaxies": ("models/galaxies.dp", [])}
+DATA = {"faithful": ("models/gaussian_niw.dp", ["--data", "faithful"]), "galaxies": ("models/galaxies_fixed.dp", [])}
 """Model file and command-line data option per data set (the data set of that name)."""
 PATHS = ("native", "jax")
 JAX_SPLITMERGE = "import dpppl.kernels.splitmerge as sm; sm.use_native = lambda *args, **kwargs: False; "

@@ -8,7 +8,8 @@ data does the whole model generate? One draw is
    probability (|c| - d) / (alpha + i) and opens a new one with probability
    (alpha + K d) / (alpha + i) (`prior.log_seat_weights`; Pitman 2006, sec. 3.2). The
    partitions are exact draws of the exchangeable partition law, not of a truncation;
-3. h_j ~ p(h_j) for each random hyperparameter of the base measure (`m ~ Normal(0, 10)`), and
+3. h_j ~ p(h_j) for each random hyperparameter of the base measure (`m ~ Normal(0, 10)`; a random
+   Pitman-Yor discount is drawn first and the partition drawn at it), and
    G_0 the base measure at those values (`dpppl.models.compile.family_at_hyperparameters`);
 4. theta_k ~ G_0 for every cluster (`family.posterior_draw` of empty statistics) and
    x_i ~ F(theta_{z_i}) (`family.sample_points`), the same generative model the
@@ -32,6 +33,7 @@ import numpy as np
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
 from dpppl.diagnostics.summaries import label_summaries
 from dpppl.dsl.parser import as_model, bind_data
+from dpppl.errors import ArgumentError
 from dpppl.families.base import stored_data
 from dpppl.models.compile import family_at_hyperparameters, prior_family
 from dpppl.models.mixture import BoundModel
@@ -122,14 +124,17 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
     dtype = jnp.zeros(()).dtype
     keys = jax.random.split(jax.random.key(seed), num_samples)
 
-    def partition(key):
+    hyper = jax.jit(jax.vmap(lambda key: draw_hyperparameters(spec, jax.random.fold_in(key, 2), dtype)))(keys)
+    discount = getattr(prior, "random_discount", None)
+
+    def partition(key, values):  # at the draw's discount when it is random
         k_alpha, k_z = jax.random.split(jax.random.fold_in(key, 0))
         alpha = draw_alpha(prior, k_alpha, dtype)
-        return alpha, prior.draw_labels(k_z, n, n, alpha)
+        at = prior if discount is None else prior.at_discount(values[discount])
+        return alpha, at.draw_labels(k_z, n, n, alpha)
 
-    alpha, z = jax.jit(jax.vmap(partition))(keys)
+    alpha, z = jax.jit(jax.vmap(partition))(keys, hyper)
     z = np.asarray(z)
-    hyper = jax.jit(jax.vmap(lambda key: draw_hyperparameters(spec, jax.random.fold_in(key, 2), dtype)))(keys)
     summaries = {k: v[None] for k, v in label_summaries(z).items()}
     partition = {"z": z[None], "cluster_sizes": summaries.pop("cluster_sizes")}
     groups = {"prior": summaries, PARTITION_GROUPS["prior"]: partition}
@@ -153,9 +158,15 @@ def expected_num_clusters(prior, n: int, alpha: float | None = None) -> float:
     """E[K] for `n` points under a CRP / Pitman-Yor prior (module docstring).
 
     `alpha` overrides the prior's concentration; with a Gamma prior and no override,
-    the expectation is integrated over alpha numerically.
+    the expectation is integrated over alpha numerically. A random discount (a model's
+    `PitmanYor(discount="d")`) is an [`ArgumentError`][dpppl.errors.ArgumentError]: give the prior at
+    a value of d (`prior.at_discount(0.3)`).
     """
     from scipy import integrate, stats
+
+    if isinstance(prior.discount, str):
+        raise ArgumentError(f"expected_num_clusters: the discount '{prior.discount}' of {prior.describe()} is random; "
+                            f"give the prior at a value of it, prior.at_discount(d)")
 
     def given(a):
         k = 1.0

@@ -135,6 +135,14 @@ PARTITION_PRIORS: dict[str, PartitionRule] = {
 }
 """Partition priors by name."""
 
+MATRIX_HYPERPRIORS = {
+    "MultivariateNormal": "give each entry of a vector mean its own prior, m1 ~ Normal(0, 10), m2 ~ Normal(0, 10), "
+                          "and write mu0 = [m1, m2]",
+    "Wishart": "give a scalar scale of a fixed matrix a prior, s ~ Gamma(2, 1), and write psi0 = s * cov0",
+    "InverseWishart": "give a scalar scale of a fixed matrix a prior, s ~ Gamma(2, 1), and write psi0 = s * cov0",
+}
+"""Priors of vector or matrix hyperparameters that a model may not use yet, with what to write instead."""
+
 CONCENTRATION_PRIORS: dict[str, type] = {"Gamma": Gamma}
 """Priors of a random concentration (`alpha ~ Gamma(1, 1)`) by name."""
 
@@ -410,6 +418,7 @@ class _ModelBuilder:
         self.gamma_spans: dict[str, dict[tuple[str, str], Span]] = {}  # by the random concentration's name
         self.hyperpriors: dict[str, Hyperprior] = {}  # the random hyperparameters the component uses, by name
         self.concentrations: dict[str, Name] = {}  # the random names used as a concentration, where
+        self.discount: Optional[Name] = None  # the random variable used as the Pitman-Yor discount, where
 
     # ----- the whole model ------------------------------------------------------------
     def build(self) -> Model:
@@ -592,6 +601,9 @@ class _ModelBuilder:
                               f"hyperparameter may use numbers, constants, other random variables and D")
         check_traced(expr, frozenset(random))
         for name in sorted(random):
+            if self.discount is not None and name == self.discount.name:
+                raise first.error(f"'{name}' is the discount (line {self.discount.span.line}); a random variable is "
+                                  f"either the discount or a hyperparameter, not both")
             if name in self.concentrations:
                 raise first.error(f"'{name}' is the concentration (line {self.concentrations[name].span.line}); "
                                   f"a random variable is either the concentration or a hyperparameter, not both")
@@ -738,7 +750,8 @@ class _ModelBuilder:
             rule = PARTITION_PRIORS[func]
             args = self._bind(s.dist, rule.params or _init_fields(rule.prior))
             values = {p: (self._concentration(e) if p in rule.random else
-                          self._stick_parameter(e, p) if p in rule.indexed else self._number(e, p))
+                          self._stick_parameter(e, p) if p in rule.indexed else
+                          self._discount(e, func) if p == "discount" else self._number(e, p))
                       for p, e in args.items()}
             self.prior = _construct(s.dist, rule.prior, values, args)
             self.spans.update(self._spans(self.prior.name, args))
@@ -763,6 +776,9 @@ class _ModelBuilder:
             prior = _construct(s.dist, Hyperprior, {"distribution": func,
                                                     "params": tuple(values[p] for p in params)}, args)
             self._define(s.name, "random", prior)
+        elif func in MATRIX_HYPERPRIORS:
+            raise s.dist.error(f"{func} priors on a vector or a matrix hyperparameter are not supported; "
+                               f"{MATRIX_HYPERPRIORS[func]}")
         else:
             raise _unknown(s.dist, "partition prior, concentration prior or hyperprior",
                            [*PARTITION_PRIORS, *CONCENTRATION_PRIORS,
@@ -811,6 +827,31 @@ class _ModelBuilder:
                 self.concentrations[expr.name] = expr
                 return d.value
         return self._number(expr, "the concentration")
+
+    def _discount(self, expr: Expr, func: str):
+        """A Pitman-Yor discount: a fixed number, or the name of a random variable whose prior lies in
+        [0, 1) (a Beta, or a Uniform(low, high) with 0 <= low < high <= 1), recorded as a random
+        hyperparameter and returned as its name (`PitmanYor.random_discount`)."""
+        if not (isinstance(expr, Name) and expr.name not in BUILTINS and self._lookup(expr).kind == "random"):
+            return self._number(expr, "discount")
+        prior = self._lookup(expr).value
+        if isinstance(prior, Gamma):
+            prior = Hyperprior("Gamma", (prior.shape, prior.rate))
+        low, high = prior.interval
+        if low < 0 or high > 1:
+            support = f"({low:g}, {high:g})" if prior.support == "interval" else SUPPORTS[prior.support]
+            raise expr.error(f"the discount of {func} must be in [0, 1), but '{expr.name}' may not be: it has a "
+                             f"{prior.distribution} prior, whose support is {support}; give it a Beta prior, or "
+                             f"Uniform(low, high) with 0 <= low < high <= 1")
+        if expr.name in self.hyperpriors:
+            raise expr.error(f"'{expr.name}' is a hyperparameter of the components; a random variable is either the "
+                             f"discount or a hyperparameter, not both")
+        if expr.name in RESERVED:
+            raise expr.error(f"a random discount is recorded in the posterior under its name, and '{expr.name}' is "
+                             f"taken there; rename it")
+        self.hyperpriors[expr.name] = prior
+        self.discount = expr
+        return expr.name
 
     def _component(self, s: Sampling):
         """`theta[k] ~ PRIOR(...)`."""

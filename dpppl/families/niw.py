@@ -64,7 +64,7 @@ class NormalInverseWishart(Family):
     #: the random hyperparameters with a closed-form conditional given the clusters' parameters, and
     #: the prior that makes it conjugate (`dpppl.kernels.hyperparameters`): mu_c ~ N(mu0, Sigma_c / kappa0)
     #: is a Normal likelihood of mu0 and a Gamma one of kappa0
-    conjugate_hyperparameters = {"mu0": "Normal", "kappa0": "Gamma"}
+    conjugate_hyperparameters = {"mu0": "Normal", "kappa0": "Gamma", "psi0": "Gamma"}
     defaults = {"mu0": "mean(x)", "kappa0": 0.1, "nu0": "D + 2", "psi0": "cov(x) / 10"}
 
     def resolve(self, x: np.ndarray) -> "NormalInverseWishart":

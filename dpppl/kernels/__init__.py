@@ -6,7 +6,7 @@
 package registers the built-in kernels, one module per move, grouped by paper.
 """
 
-from dpppl.kernels import alpha, gibbs, hyperparameters, splitmerge  # noqa: F401  (registers the built-in kernels)
+from dpppl.kernels import alpha, discount, gibbs, hyperparameters, splitmerge  # noqa: F401  (registers the built-in kernels)
 from dpppl.kernels.ddp import gibbs as ddp_gibbs, swap as ddp_swap  # noqa: F401
 from dpppl.kernels.mallows import sampler as mallows_sampler  # noqa: F401
 from dpppl.kernels.perm import sampler as perm_sampler  # noqa: F401

@@ -10,7 +10,9 @@ two-component mixture
 which leaves p(alpha | K, N) ∝ Gamma(alpha; a, b) alpha^K Gamma(alpha) / Gamma(alpha + N)
 invariant. For a Pitman-Yor prior (discount d > 0) the EPPF's dependence on alpha,
 prod_{j<K}(alpha + j d) / (alpha + 1)_{N-1}, has no such augmentation here, so alpha is
-updated by slice sampling on log alpha (Neal 2003, stepping out and shrinkage).
+updated by slice sampling on log alpha (Neal 2003, stepping out and shrinkage). A random
+discount (`dpppl.kernels.discount`) is a Pitman-Yor prior too: alpha's slice update then
+conditions on the state's d (the EPPF at `BoundModel.at_hyperparameters(state.hyper).prior`).
 
 Both moves draw log alpha, never alpha itself: with a small Gamma shape a (Gamma(1e-3, 1e3),
 or the common Gamma(1e-3, 1e-3)) the conditional puts mass near alpha^(a - 1) around 0, so
@@ -66,7 +68,7 @@ def build_alpha_kernel(bound_model) -> Kernel:
     gamma = prior.alpha
     n = bound_model.points  # traced when the points are padded (Kernel.masked_points)
 
-    if prior.discount == 0:
+    if prior.random_discount is None and prior.discount == 0:
         def step(rng_key, state, x):
             k = num_clusters(state)
             alpha = escobar_west(rng_key, state.alpha, k, n, gamma.shape, gamma.rate)
@@ -74,9 +76,10 @@ def build_alpha_kernel(bound_model) -> Kernel:
     else:
         def step(rng_key, state, x):
             counts = state.stats.n
+            eppf = bound_model.at_hyperparameters(state.hyper).prior.log_eppf  # at the state's discount
 
             def target(u):
-                return prior.log_eppf(counts, jnp.exp(u)) + gamma.log_prob_of_log(u)
+                return eppf(counts, jnp.exp(u)) + gamma.log_prob_of_log(u)
             alpha = _normal(slice_log(rng_key, jnp.log(state.alpha), target))
             return state._replace(alpha=alpha.astype(state.alpha.dtype)), NoInfo()
 

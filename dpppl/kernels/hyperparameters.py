@@ -31,8 +31,8 @@ Escobar & West's (1995) conjugate route (`hyper_move="conjugate"`; the default i
 gave more effective draws per second of m and itau on the galaxies, docs/hyperpriors.md) replaces the
 slice update of a hyperparameter whose conditional given the clusters' parameters is closed-form
 (`Family.conjugate_hyperparameters`): a location `mu0 = m` with m ~ Normal(m0, s0^2), and, for the
-Normal-Inverse-Wishart family, `kappa0 = t` with t ~ Gamma(a, b) (shape, rate). The field must be
-the bare name, and the name used by no other hyperparameter. Given the partition C, one update
+Normal-Inverse-Wishart family, `kappa0 = t` and `psi0 = s` with t, s ~ Gamma(a, b) (shape, rate). The
+field must be the bare name, and the name used by no other hyperparameter. Given the partition C, one update
 
 1. draws every occupied cluster's parameters from their posterior given its points at the current
    hyperparameters (`Family.posterior_draw`): for the Normal-Inverse-Wishart family
@@ -50,7 +50,18 @@ the bare name, and the name used by no other hyperparameter. Given the partition
        p(t | mu, Sigma)  ∝  t^(a-1) e^(-b t) prod_c t^(D/2) exp(-t (mu_c - mu0)^T Sigma_c^-1 (mu_c - mu0) / 2)
                          =  Gamma(t; a + K D / 2, b + sum_c (mu_c - mu0)^T Sigma_c^-1 (mu_c - mu0) / 2),
 
-   the Inverse-Wishart factor of Sigma_c being free of m and t;
+   the Inverse-Wishart factor of Sigma_c being free of m and t. A scale `psi0 = s` (the matrix s I)
+   with s ~ Gamma(a, b) enters only that factor, IW(Sigma_c; s I, nu0) ∝ s^(D nu0 / 2)
+   exp(-s tr(Sigma_c^-1) / 2), so
+
+       p(s | Sigma)  =  Gamma(s; a + K D nu0 / 2, b + sum_c tr(Sigma_c^-1) / 2)
+
+   (the one-dimensional case of the Wishart update of a scale matrix). A vector location of bare names,
+   `mu0 = [m1, ..., mD]` with m_j ~ Normal(a_j, b_j^2) each used once, is drawn jointly at its first
+   entry's turn, with B = diag(b_j^2):
+
+       p(m | mu, Sigma)  ∝  N(m; a, B) prod_c N(mu_c; m, P_c^-1)  =  N(m; S^-1 M, S^-1),
+       S = B^-1 + sum_c P_c,    M = B^-1 a + sum_c P_c mu_c;
 3. discards the parameters: the state keeps the partition's sufficient statistics only.
 
 Steps 1 and 2 are Gibbs updates of p(C, theta, h | x) with C fixed, so the pair leaves its marginal
@@ -68,7 +79,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from dpppl.core.expressions import Name
+from dpppl.core.expressions import Name, Vector
 from dpppl.errors import ArgumentError
 from dpppl.families.base import cluster_log_marginals
 from dpppl.families.gaussian import gamma_draw
@@ -133,23 +144,33 @@ def collapsed_log_likelihood(bound_model, state, values: dict):
 def conjugate_fields(model) -> dict[str, str]:
     """The random hyperparameters of `model` that Escobar & West's route updates, each with the field
     it is: those written as the bare name in a field of `Family.conjugate_hyperparameters`, with the
-    prior that field names, and used in no other field (module docstring)."""
+    prior that field names, and used in no other field (module docstring); and the entries of a vector
+    location of bare names (`mu0 = [m1, m2]`), each with that field's prior and used once, which the
+    route draws jointly."""
     fields = model.random_fields()
     conjugate = model.component.conjugate_hyperparameters
+
+    def once(name):
+        prior = model.hyperpriors.get(name)
+        return (prior is not None and conjugate.get(field) == prior.distribution
+                and sum(name in other.names() for other in fields.values()) == 1)
+
     out = {}
     for field, expr in fields.items():
-        name = expr.name if isinstance(expr, Name) else None
-        prior = model.hyperpriors.get(name)
-        if (prior is not None and conjugate.get(field) == prior.distribution
-                and sum(name in other.names() for other in fields.values()) == 1):
-            out[name] = field
+        if isinstance(expr, Name) and once(expr.name):
+            out[expr.name] = field
+        names = [item.name for item in expr.items if isinstance(item, Name)] if isinstance(expr, Vector) else []
+        if (field in model.component.locations and names and len(names) == len(expr.items) == len(set(names))
+                and all(map(once, names))):
+            out.update(dict.fromkeys(names, field))
     return out
 
 
 def conjugate_update(rng_key, bound_model, state, hyper: dict, fields: dict) -> dict:
     """The hyperparameters `hyper` with those of `fields` (`conjugate_fields`) redrawn by Escobar &
     West's route (module docstring): the occupied clusters' parameters drawn given their points,
-    then each hyperparameter from its Normal or Gamma conditional given them, in turn."""
+    then each hyperparameter from its Normal or Gamma conditional given them, in turn (the entries of
+    a vector location jointly, `_vector_location`)."""
     k_params, *keys = jax.random.split(rng_key, 1 + len(fields))
     params = bound_model.at_hyperparameters(hyper).family.posterior_draw(k_params, state.stats)
     mu = params["mu"]
@@ -157,28 +178,54 @@ def conjugate_update(rng_key, bound_model, state, hyper: dict, fields: dict) -> 
     dim = mu.shape[-1]
     shift = 0.0 if bound_model.shift is None else jnp.asarray(bound_model.shift, mu.dtype)
     hyper = dict(hyper)
+    expressions = bound_model.model.random_fields()
     for key, (name, field) in zip(keys, fields.items()):
         family = bound_model.at_hyperparameters(hyper).family
         precision = jnp.where(occupied[:, None, None], family.mean_precision(params), 0.0)
         a, b = bound_model.model.hyperpriors[name].params
         current = hyper[name]
+        if isinstance(expressions[field], Vector):  # mu0 = [m1, ..., mD]: all entries at the first one's turn
+            if name == expressions[field].items[0].name:
+                drawn = _vector_location(key, bound_model, expressions[field], precision, mu + shift)
+                hyper.update({n: jnp.asarray(v, hyper[n].dtype) for n, v in drawn.items()})
+            continue
         if field == "mu0":  # m ~ Normal(a, b^2); the means in the data's frame (mu0 = m 1 there)
             row_sums = jnp.sum(precision, axis=-1)  # P_c 1 (P_c symmetric)
             total = 1.0 / b**2 + jnp.sum(row_sums)
             weighted = a / b**2 + jnp.sum(row_sums * (mu + shift))
             value = weighted / total + jax.random.normal(key, (), mu.dtype) / jnp.sqrt(total)
-        else:  # kappa0 = t ~ Gamma(a, b): P_c / t = Sigma_c^-1
+        elif field == "kappa0":  # kappa0 = t ~ Gamma(a, b): P_c / t = Sigma_c^-1
             deviation = mu - family.mu0
             quadratic = jnp.einsum("ci,cij,cj->", deviation, precision, deviation) / current
             shape = a + 0.5 * dim * jnp.sum(occupied)
             value = gamma_draw(key, shape, (), mu.dtype) / (b + 0.5 * quadratic)
+        else:  # psi0 = s ~ Gamma(a, b), the scale s I of Sigma_c ~ IW(s I, nu0): P_c / kappa0 = Sigma_c^-1
+            trace = jnp.sum(jnp.trace(precision, axis1=-2, axis2=-1)) / family.kappa0
+            shape = a + 0.5 * dim * family.nu0 * jnp.sum(occupied)
+            value = gamma_draw(key, shape, (), mu.dtype) / (b + 0.5 * trace)
         hyper[name] = jnp.asarray(value, current.dtype)
     return hyper
 
 
+def _vector_location(key, bound_model, expr: Vector, precision, mu) -> dict:
+    """The entries m_j of a vector location `mu0 = [m1, ..., mD]` with independent priors
+    m_j ~ Normal(a_j, b_j^2), drawn jointly from their conditional given the clusters' means `mu`
+    (in the data's frame) with precisions `precision` P_c (zero for empty slots; module docstring):
+    N(S^-1 M, S^-1), S = diag(1 / b^2) + sum_c P_c, M = a / b^2 + sum_c P_c mu_c."""
+    a, b = (jnp.asarray([bound_model.model.hyperpriors[item.name].params[i] for item in expr.items], mu.dtype)
+            for i in (0, 1))
+    total = jnp.diag(1.0 / b**2) + jnp.sum(precision, axis=0)
+    weighted = a / b**2 + jnp.einsum("cij,cj->i", precision, mu)
+    lower = jnp.linalg.cholesky(total)  # S = L L^T: S^-1 M + L^-T z has covariance S^-1
+    mean = jax.scipy.linalg.cho_solve((lower, True), weighted)
+    noise = jax.scipy.linalg.solve_triangular(lower.T, jax.random.normal(key, mean.shape, mu.dtype), lower=False)
+    return {item.name: (mean + noise)[j] for j, item in enumerate(expr.items)}
+
+
 def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Kernel:
     """The move of the random hyperparameters (module docstring), appended to every kernel of a
-    model with some (`BoundModel.moves`); it records each one in `posterior` under its name.
+    model with some (`BoundModel.moves`); it records each one in `posterior` under its name (a random
+    Pitman-Yor discount too, which `dpppl.kernels.discount` moves).
     `hyper_move` (a kernel option of `dpppl.sample`, `HYPER_MOVES`): `"conjugate"` updates the
     hyperparameters of `conjugate_fields` by Escobar & West's route and the others by the slice
     update, `"slice"` all of them by the slice update."""
@@ -186,7 +233,9 @@ def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Ke
         raise ArgumentError(f"option hyper_move (the move of the random hyperparameters) must be one of "
                             f"{', '.join(map(repr, HYPER_MOVES))}, got {hyper_move!r}")
     fields = conjugate_fields(bound_model.model) if hyper_move == "conjugate" else {}
-    priors = {name: prior for name, prior in bound_model.model.hyperpriors.items() if name not in fields}
+    discount = getattr(bound_model.model.prior, "random_discount", None)  # the discount move's (kernels.discount)
+    priors = {name: prior for name, prior in bound_model.model.hyperpriors.items()
+              if name not in fields and name != discount}
 
     def step(rng_key, state, x):
         hyper = dict(state.hyper)

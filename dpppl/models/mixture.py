@@ -32,6 +32,8 @@ from dpppl.priors.stick_breaking import StickBreaking
 
 DATA_KINDS = ("real", "count", "binary", "ranking")
 HYPERPARAMETER_KERNELS = ("gibbs", "splitmerge", "perm-move", "perm")
+DISCOUNT_KERNELS = ("gibbs", "splitmerge")
+"""The partition kernels that run at a random Pitman-Yor discount (a traced value of the state)."""
 """The kernels that sample a model with random hyperparameters: collapsed moves whose state holds
 no instantiated parameters, run at the state's hyperparameters beside the hyperparameter move."""
 
@@ -91,7 +93,8 @@ class Model:
                 f"{self.component.name} observes {self.component.data_kind} data but the data "
                 f"are declared {self.data.kind}", source=self.path, line=self.data.line,
                 column=self.data.column, text=self.source)
-        used = set().union(*(expr.names() for expr in self.random_fields().values()))
+        used = set().union(*(expr.names() for expr in self.random_fields().values()),
+                           {getattr(self.prior, "random_discount", None)})
         unused = [name for name in self.hyperpriors if name not in used]
         if unused:
             raise ModelError(f"random hyperparameter '{unused[0]}' is used by no hyperparameter of the "
@@ -153,6 +156,10 @@ class Model:
         closed-form marginal names the only kernels that can (`Family.kernels`); random
         hyperparameters are sampled beside the collapsed partition kernels
         (`HYPERPARAMETER_KERNELS`) or as sites of the compiled model by `nuts`."""
+        discount = getattr(self.prior, "random_discount", None)
+        if discount is not None and name not in DISCOUNT_KERNELS + ("nuts",):
+            return (f"the random discount '{discount}' is sampled beside {' and '.join(DISCOUNT_KERNELS)} (their "
+                    f"hybrids too) or by nuts; {name} runs at a fixed discount")
         if self.hyperpriors and name not in HYPERPARAMETER_KERNELS + ("nuts",):
             return (f"random hyperparameters ({', '.join(self.hyperpriors)}) are sampled beside the collapsed "
                     f"partition kernels or by nuts; use one of {', '.join(HYPERPARAMETER_KERNELS)}, their hybrids, "
@@ -210,10 +217,19 @@ class BoundModel:
     observed_x: Optional[np.ndarray]
     #: with `padded`: the number of real points (an int32 array, a leaf), the first rows of `x`
     num_valid: Any = None
+    #: with `at_hyperparameters`: the value of a random Pitman-Yor discount (a leaf)
+    discount: Any = None
 
     @property
     def prior(self) -> PitmanYor:
-        return self.model.prior
+        """The model's partition prior; a random discount at `discount`, else at its initial value (its
+        prior's median), as `family` is (`PitmanYor.at_discount`)."""
+        prior = self.model.prior
+        name = getattr(prior, "random_discount", None)
+        if name is None:
+            return prior
+        return prior.at_discount(self.model.hyperpriors[name].initial_value if self.discount is None
+                                 else self.discount)
 
     @property
     def points(self):
@@ -283,12 +299,14 @@ class BoundModel:
         """This target with its family at the random hyperparameters `values` (a dict of traced
         scalars, such as `state.hyper`): each field of `Model.random_fields` evaluated at them
         (`evaluate_traced`, with `D` and `V` the data's columns), locations moved to the frame of
-        `x` (minus `shift`), shaped as the resolved field (`with_hyperparameters`). Traceable;
-        the target itself when the model has none."""
+        `x` (minus `shift`), shaped as the resolved field (`with_hyperparameters`), and a random
+        Pitman-Yor discount at its value (`prior`). Traceable; the target itself when the model has none."""
         if not self.model.hyperpriors:
             return self
+        name = getattr(self.model.prior, "random_discount", None)
         return dataclasses.replace(self, family=family_at_hyperparameters(self.model, self.family, values,
-                                                                          self.x.shape[1], self.shift))
+                                                                          self.x.shape[1], self.shift),
+                                   discount=None if name is None else values[name])
 
     def log_prior_hyperparameters(self, values: dict):
         """sum_j log p(h_j) of the random hyperparameters `values` under their priors (0 without)."""
@@ -322,7 +340,7 @@ class BoundModel:
         """The collapsed log joint (`log_joint`) at the state's random hyperparameters, plus their
         priors' log densities."""
         at = self.at_hyperparameters(state.hyper)
-        return log_joint(at.family, self.prior, state) + self.log_prior_hyperparameters(state.hyper)
+        return log_joint(at.family, at.prior, state) + self.log_prior_hyperparameters(state.hyper)
 
     # ----- the target protocol (host) -----------------------------------------------
     def log_joint_of_labels(self, labels) -> jax.Array:

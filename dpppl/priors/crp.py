@@ -10,10 +10,18 @@ Dirichlet process DP(alpha): p(C) = alpha^K Gamma(alpha) / Gamma(alpha + N)
 prod_c Gamma(|c|). Sequentially, point N+1 joins cluster c with weight |c| - d and a new
 cluster with weight alpha + K d; these are the weights of collapsed Gibbs (Neal 2000,
 algorithm 3).
+
+The discount may be random (`d ~ Beta(1, 1)` and `z ~ PitmanYor(alpha, d)` in a model file): the
+model's prior then holds the name of d (`PitmanYor(discount="d")`, `random_discount`), and a bound
+model holds the prior resolved at a value of d (`at_discount`: its median when chains start, the
+state's value inside a move), whose `discount` may be a traced scalar. At a traced discount the
+EPPF's factor prod_{j=1}^{K-1} (alpha + j d) is summed term by term over the slots (`_log_new_terms`)
+rather than written with gammaln(alpha / d + K), whose difference loses every digit as d -> 0.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Union
 
@@ -76,8 +84,11 @@ class PitmanYor:
 
     Parameters
     ----------
-    discount : float in [0, 1), default 0
+    discount : float in [0, 1), or str, default 0
+        A number, or the name of a random hyperparameter whose prior lies in [0, 1) (the model's
+        `hyperpriors` hold it; the discount move, `dpppl.kernels.discount`, resamples it).
     alpha : float > -discount, or [`Gamma`][dpppl.priors.crp.Gamma] (then resampled), default 1
+        A number must be positive when the discount is random (alpha > -d for every d in [0, 1)).
     """
 
     discount: float = 0.0
@@ -89,6 +100,14 @@ class PitmanYor:
 
     def __post_init__(self):
         d = self.discount
+        if isinstance(d, str):
+            if not d.isidentifier():
+                raise ModelError(f"{self.name}: a random discount is the name of a random hyperparameter, got {d!r}")
+            a = self.alpha
+            if not isinstance(a, Gamma) and not (isinstance(a, (int, float)) and not isinstance(a, bool) and a > 0):
+                raise ModelError(f"{self.name}: alpha must be positive or Gamma(shape, rate) when the discount is "
+                                 f"random ('{d}': alpha > -discount for every discount in [0, 1)), got {a!r}")
+            return
         if not (isinstance(d, (int, float)) and 0 <= d < 1):
             raise ModelError(f"{self.name}: discount must be in [0, 1), got {d!r}")
         a = self.alpha
@@ -104,6 +123,20 @@ class PitmanYor:
         return isinstance(self.alpha, Gamma)
 
     @property
+    def random_discount(self) -> str | None:
+        """The name of the random discount (module docstring), None for a fixed one."""
+        return self.__dict__.get("_discount_name", self.discount if isinstance(self.discount, str) else None)
+
+    def at_discount(self, value) -> "PitmanYor":
+        """This prior with its random discount at `value` (a number or a traced scalar), keeping
+        `random_discount`; not validated again (`value` may be traced)."""
+        name = self.random_discount
+        out = copy.copy(self)
+        object.__setattr__(out, "discount", value)
+        object.__setattr__(out, "_discount_name", name)
+        return out
+
+    @property
     def initial_alpha(self) -> float:
         return self.alpha.mean if self.alpha_is_random else float(self.alpha)
 
@@ -115,6 +148,10 @@ class PitmanYor:
         (gammaln(alpha + N) - gammaln(alpha + 1) and gammaln(alpha / d + K) lose the counts);
         a Gamma prior is checked by [`Gamma.check_hyperparameters`][dpppl.priors.crp.Gamma.check_hyperparameters]."""
         d = self.discount
+        if self.random_discount is not None:  # alpha > 0 (`__post_init__`) and d's prior in [0, 1) (the parser)
+            if self.alpha_is_random:
+                self.alpha.check_hyperparameters()
+            return
         if d > 0:
             check_hyper(self.name, "discount", d, positive=True)
         if self.alpha_is_random:
@@ -131,15 +168,24 @@ class PitmanYor:
 
     def log_eppf(self, counts, alpha):
         """log p(partition) from cluster sizes `counts` (zeros are empty slots)."""
-        d = self.discount
         occupied = counts > 0
         K = jnp.sum(occupied)
         N = jnp.sum(counts)
-        if d == 0:
-            new_terms = (K - 1) * jnp.log(alpha)
-        else:
-            new_terms = ((K - 1) * jnp.log(d) + gammaln(alpha / d + K) - gammaln(alpha / d + 1))
-        return new_terms + self._log_size_terms(counts) - (gammaln(alpha + N) - gammaln(alpha + 1))
+        return (self._log_new_terms(K, alpha, counts.shape[-1]) + self._log_size_terms(counts)
+                - (gammaln(alpha + N) - gammaln(alpha + 1)))
+
+    def _log_new_terms(self, k, alpha, slots: int):
+        """log prod_{j=1}^{K-1} (alpha + j d) for K = `k` clusters: (K - 1) log alpha for a DP;
+        (K - 1) log d + gammaln(alpha / d + K) - gammaln(alpha / d + 1) for a fixed d > 0; at a traced
+        discount (a random one) the sum of log(alpha + j d) over j < K <= `slots` (module docstring)."""
+        d = self.discount
+        if isinstance(d, (int, float)) and d == 0:
+            return (k - 1) * jnp.log(alpha)
+        if isinstance(d, (int, float)):
+            return (k - 1) * jnp.log(d) + gammaln(alpha / d + k) - gammaln(alpha / d + 1)
+        j = jnp.arange(1, slots + 1, dtype=jnp.result_type(d, float))
+        terms = jnp.log(jnp.asarray(alpha)[..., None] + j * jnp.asarray(d)[..., None])
+        return jnp.sum(jnp.where(j < jnp.asarray(k)[..., None], terms, 0.0), axis=-1)
 
     def _log_size_terms(self, counts):
         """sum over occupied slots of log (1 - d)_{n_c - 1} = gammaln(n_c - d) - gammaln(1 - d)."""
@@ -153,13 +199,16 @@ class PitmanYor:
         old sizes of every slot (their number of clusters K). The normaliser
         (alpha + 1)_{N-1} cancels and only the changed slots' size terms and the change of K
         enter: O(R) special functions instead of O(slots) twice (split-merge's prior ratio)."""
-        d = self.discount
         k_old = jnp.sum(counts > 0)
         k_new = k_old + jnp.sum(new_rows > 0) - jnp.sum(old_rows > 0)
-        if d == 0:
+        d = self.discount
+        if isinstance(d, (int, float)) and d == 0:
             new_terms = (k_new - k_old) * jnp.log(alpha)
-        else:
+        elif isinstance(d, (int, float)):
             new_terms = (k_new - k_old) * jnp.log(d) + gammaln(alpha / d + k_new) - gammaln(alpha / d + k_old)
+        else:
+            slots = counts.shape[-1]
+            new_terms = self._log_new_terms(k_new, alpha, slots) - self._log_new_terms(k_old, alpha, slots)
         return new_terms + self._log_size_terms(new_rows) - self._log_size_terms(old_rows)
 
     def log_seat_weights(self, counts, alpha):
@@ -175,8 +224,9 @@ class PitmanYor:
 
     @property
     def moves(self) -> tuple[str, ...]:
-        """The alpha move (Escobar & West 1995) when alpha has a Gamma prior."""
-        return ("alpha",) if self.alpha_is_random else ()
+        """The alpha move (Escobar & West 1995) when alpha has a Gamma prior, then the discount move
+        (`dpppl.kernels.discount`) when the discount is random."""
+        return ("alpha",) * self.alpha_is_random + ("discount",) * (self.random_discount is not None)
 
     def canonical(self, labels) -> np.ndarray:
         """Any integer labels renumbered 0..K-1 by first appearance (the partition is what matters)."""

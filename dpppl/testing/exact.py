@@ -178,8 +178,8 @@ class ExactPosterior:
         Posterior mean and standard deviation of the concentration when it has a Gamma
         prior; `None` when it is fixed.
     hyper_mean, hyper_sd : dict or None
-        Posterior mean and standard deviation of the model's random hyperparameter (one), by its
-        name; `None` when it has none.
+        Posterior mean and standard deviation of each of the model's random hyperparameters (one or
+        two), by name; `None` when it has none.
     """
 
     partitions: np.ndarray
@@ -212,7 +212,7 @@ def _representative_counts(n: int) -> np.ndarray:
     return counts
 
 
-def _alpha_integrals(prior, n: int):
+def _alpha_integrals(prior, n: int, discounts=None):
     """Integrate the EPPF's alpha-dependent factor against the Gamma prior, per K.
 
     log p(C | alpha) = log p(C | 1) + f_K(alpha), where f_K depends on the partition C
@@ -226,11 +226,12 @@ def _alpha_integrals(prior, n: int):
     cutting the integrals to the prior's central 1 - 2e-30 (lower end at least
     alpha = e^-700) loses nothing visible; they are done by the trapezoid rule on a
     uniform grid in u = log alpha (d alpha = alpha du), which converges geometrically for
-    a smooth integrand that vanishes at both ends.
+    a smooth integrand that vanishes at both ends. With `discounts` (a random discount's grid,
+    G values) they are done at each d (`prior.at_discount`), one d at a time.
 
     Returns
     -------
-    log_integral, alpha_mean, alpha_second_moment : ndarrays (n,), entry K - 1
+    log_integral, alpha_mean, alpha_second_moment : ndarrays (n,), entry K - 1 ((G, n) with `discounts`)
         log I_K, E[alpha | K, x], E[alpha^2 | K, x].
     """
     gamma_prior: Gamma = prior.alpha
@@ -240,53 +241,65 @@ def _alpha_integrals(prior, n: int):
     u = np.linspace(max(np.log(lo) if lo > 0 else -700.0, -700.0), np.log(hi), _ALPHA_GRID_POINTS)
     counts = jnp.asarray(_representative_counts(n))
 
-    @jax.jit
-    def log_integrand(u):
+    def log_integrand(p, u):
         alpha = jnp.exp(u)
-        log_f = jax.vmap(lambda c: jax.vmap(lambda a: prior.log_eppf(c, a))(alpha)
-                         - prior.log_eppf(c, 1.0))(counts)                       # (n, G)
-        return log_f + prior.log_prior_alpha(alpha) + u                          # d alpha = alpha du
+        log_f = jax.vmap(lambda c: jax.vmap(lambda a: p.log_eppf(c, a))(alpha)
+                         - p.log_eppf(c, 1.0))(counts)                           # (n, G)
+        return log_f + p.log_prior_alpha(alpha) + u                              # d alpha = alpha du
 
-    log_w = np.asarray(log_integrand(jnp.asarray(u)))
+    if discounts is None:
+        log_w = np.asarray(jax.jit(functools.partial(log_integrand, prior))(jnp.asarray(u)))
+    else:
+        log_w = np.asarray(jax.jit(lambda ds: jax.lax.map(lambda d: log_integrand(prior.at_discount(d), jnp.asarray(u)),
+                                                          ds))(jnp.asarray(discounts)))
     trapezoid = np.full(u.size, np.log(u[1] - u[0]))
     trapezoid[[0, -1]] -= np.log(2.0)
     log_w = log_w + trapezoid
-    log_integral = special.logsumexp(log_w, axis=1)
-    weights = np.exp(log_w - log_integral[:, None])
+    log_integral = special.logsumexp(log_w, axis=-1)
+    weights = np.exp(log_w - log_integral[..., None])
     alpha = np.exp(u)
     return log_integral, weights @ alpha, weights @ alpha**2
 
 
-_HYPER_GRID_POINTS = 4001
+_HYPER_GRID_POINTS = {1: 4001, 2: 201}
+"""Grid points per random hyperparameter when the model has one or two (a product grid of two)."""
 _HYPER_TAIL = 1e-12
 
 
-def _hyper_grid(bound, subset_stats):
-    """The log marginal likelihood of every subset on a grid of the model's one random
-    hyperparameter h, for integrating h out by quadrature.
-
-    The grid is uniform in u = T^-1(h), the unconstrained value the slice move works on
-    (`Hyperprior.to_unconstrained`), between the prior's 1e-12 and 1 - 1e-12 quantiles;
-    each point's log weight is log p(u) (the prior's density with the Jacobian) plus the trapezoid
-    rule's log step. The prior's tails beyond lose at most 2e-12 of its mass, and the trapezoid
-    rule on a smooth integrand that vanishes at both ends converges geometrically.
+def _quadrature(prior, points: int):
+    """A grid of `points` values of a random hyperparameter h with prior `prior`, for integrating it
+    out by quadrature: uniform in u = T^-1(h), the unconstrained value the slice moves work on
+    (`Hyperprior.to_unconstrained`), between the prior's 1e-12 and 1 - 1e-12 quantiles; each point's
+    log weight is log p(u) (the prior's density with the Jacobian) plus the trapezoid rule's log
+    step. The prior's tails beyond lose at most 2e-12 of its mass, and the trapezoid rule on a smooth
+    integrand that vanishes at both ends converges geometrically.
 
     Returns
     -------
-    name, values (G,), log_weight (G,), log_ml (G, 2^n - 1)
+    values (G,), log_weight (G,)
     """
-    (name, prior), = bound.model.hyperpriors.items()
     ends = prior.scipy().ppf([_HYPER_TAIL, 1 - _HYPER_TAIL])
-    u = np.linspace(*np.asarray(prior.to_unconstrained(jnp.asarray(ends))), _HYPER_GRID_POINTS)
+    u = np.linspace(*np.asarray(prior.to_unconstrained(jnp.asarray(ends))), points)
     log_weight = np.asarray(jax.vmap(prior.log_prob_unconstrained)(jnp.asarray(u))) + np.log(u[1] - u[0])
     log_weight[[0, -1]] -= np.log(2.0)
-    values = np.asarray(prior.to_value(jnp.asarray(u)))
+    return np.asarray(prior.to_value(jnp.asarray(u))), log_weight
 
-    @jax.jit
-    def log_ml(value):
-        return cluster_log_marginals(bound.at_hyperparameters({name: value}).family, subset_stats)
 
-    return name, values, log_weight, np.asarray(jax.lax.map(log_ml, jnp.asarray(values)), dtype=float)
+def _product_grid(hyperpriors: dict, dims: int):
+    """The product of the random hyperparameters' grids (`_quadrature`, `_HYPER_GRID_POINTS[dims]`
+    each, `dims` the number of integrals, alpha's beside a random discount included): the trapezoid
+    rule in each unconstrained coordinate, whose log weights add.
+
+    Returns
+    -------
+    values : dict of ndarray (G,), by name
+    log_weight : ndarray (G,)
+    """
+    points = _HYPER_GRID_POINTS[dims]
+    axes = [_quadrature(prior, points) for prior in hyperpriors.values()]
+    values = np.meshgrid(*(v for v, _ in axes), indexing="ij")
+    weights = np.meshgrid(*(w for _, w in axes), indexing="ij")
+    return {name: v.ravel() for name, v in zip(hyperpriors, values)}, sum(w.ravel() for w in weights)
 
 
 def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] = None) -> ExactPosterior:
@@ -296,8 +309,10 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     ----------
     model : Model
         A DP or Pitman-Yor mixture of a conjugate family, or of a non-conjugate one with a
-        numerical marginal; alpha fixed or Gamma; at most one random hyperparameter of the base
-        measure, integrated out by quadrature (`_hyper_grid`).
+        numerical marginal; alpha fixed or Gamma; one or two random hyperparameters (of the base
+        measure, or a random Pitman-Yor discount), integrated out by quadrature on their product
+        grid (`_product_grid`: 4001 points for one, 201 x 201 for two); a random discount beside a
+        Gamma alpha is a two-dimensional integral too (alpha's per-K integrals at each d of 201).
     x : array_like
         Data with at most 10 points (the family's layout, as for `model.bind`).
     partition_log_prior : callable, optional
@@ -335,35 +350,50 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     member = parts[:, None, :] == np.arange(n)[None, :, None]                 # (B, cluster, point)
     codes = member @ bits                                                     # subset of each cluster
     hyper = len(model.hyperpriors)
-    if hyper > 1:
-        raise ValueError(f"exact_posterior: integrates one random hyperparameter, the model has {hyper}")
-    if hyper:  # log p(x | C, h) on h's grid (B, G), summed over h below with its prior
-        name, values, log_weight, log_ml = _hyper_grid(bound, subset_stats)
-        log_lik = np.zeros((parts.shape[0], values.size))
+    discount = getattr(model.prior, "random_discount", None)
+    if hyper > 2:
+        raise ValueError(f"exact_posterior: integrates one or two random hyperparameters, the model has {hyper}")
+    joint_alpha = discount is not None and prior.alpha_is_random  # alpha's integrals at each d
+    if joint_alpha and hyper > 1:
+        raise ValueError("exact_posterior: integrates a random discount beside a random alpha only when the "
+                         "discount is the model's one random hyperparameter")
+    if hyper:  # the hyperparameters' product grid (G points), summed over below with their priors
+        grid, log_weight = _product_grid(model.hyperpriors, hyper + joint_alpha)
+    if hyper > (discount is not None):  # log p(x | C, h) on the grid (B, G)
+        log_ml = np.asarray(jax.jit(jax.vmap(lambda values: cluster_log_marginals(
+            bound.at_hyperparameters(values).family, subset_stats)))({k: jnp.asarray(v) for k, v in grid.items()}),
+            dtype=float)  # (G, 2^n - 1)
+        log_lik = np.zeros((parts.shape[0], log_weight.size))
         for cluster in range(n):
             c = codes[:, cluster]
             log_lik += np.where(c[:, None] > 0, log_ml[:, np.maximum(c, 1) - 1].T, 0.0)
-        log_lik = log_lik + log_weight
-        log_lik_h, log_lik = log_lik, special.logsumexp(log_lik, axis=1)
     else:
         log_ml = np.asarray(jax.jit(functools.partial(cluster_log_marginals, family))(subset_stats),
                             dtype=float)  # (2^n - 1,)
         log_lik = np.where(codes > 0, log_ml[np.maximum(codes, 1) - 1], 0.0).sum(axis=1)
+        log_lik = log_lik[:, None] if hyper else log_lik
     counts = jnp.asarray(member.sum(axis=2), dtype=float)
     num_clusters = parts.max(axis=1) + 1
 
     alpha_mean = alpha_sd = None
-    if prior.alpha_is_random:
-        log_integral, mean_k, second_k = _alpha_integrals(prior, n)
+    if prior.alpha_is_random:  # (n,), or (G, n) at each d of the grid
+        log_integral, mean_k, second_k = _alpha_integrals(prior, n, grid[discount] if joint_alpha else None)
         alpha = 1.0
     elif partition_log_prior is None:
         alpha = float(prior.alpha)
     if partition_log_prior is not None:
         log_prior = np.asarray(partition_log_prior(np.asarray(counts)), dtype=float)
+    elif discount is not None:  # log p(C | d) on the grid (B, G)
+        eppf = jax.jit(jax.vmap(lambda d: jax.vmap(lambda c: prior.at_discount(d).log_eppf(c, alpha))(counts)))
+        log_prior = np.asarray(eppf(jnp.asarray(grid[discount])), dtype=float).T
     else:
         log_prior = np.asarray(jax.jit(jax.vmap(lambda c: prior.log_eppf(c, alpha)))(counts))
     if prior.alpha_is_random:
-        log_prior = log_prior + log_integral[num_clusters - 1]
+        log_prior = log_prior + (log_integral[:, num_clusters - 1].T if joint_alpha else log_integral[num_clusters - 1])
+    if hyper:  # log p(C, h | x) + log Z on the grid (B, G), and its sum over h
+        log_prior = log_prior if discount is not None else log_prior[:, None]
+        joint_h = log_prior + log_lik + log_weight
+        log_prior, log_lik = special.logsumexp(joint_h, axis=1), 0.0
 
     log_joint = log_prior + log_lik
     if not np.any(np.isfinite(log_joint)):
@@ -373,16 +403,21 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     p_num_clusters = np.bincount(num_clusters, weights=prob, minlength=n + 1)
     same = parts[:, :, None] == parts[:, None, :]
     coclustering = np.einsum("b,bij->ij", prob, same)
-    if prior.alpha_is_random:
+    if joint_alpha:  # E[alpha^j | x] = sum over (C, d) of p(C, d | x) E[alpha^j | K, d]
+        p_joint = np.exp(joint_h - special.logsumexp(log_joint))
+        alpha_mean = float(np.sum(p_joint * mean_k[:, num_clusters - 1].T))
+        second = float(np.sum(p_joint * second_k[:, num_clusters - 1].T))
+        alpha_sd = float(np.sqrt(max(second - alpha_mean**2, 0.0)))
+    elif prior.alpha_is_random:
         pk = p_num_clusters[1:]
         alpha_mean = float(pk @ mean_k)
         alpha_sd = float(np.sqrt(max(pk @ second_k - alpha_mean**2, 0.0)))
     hyper_mean = hyper_sd = None
     if hyper:  # p(h | x) on the grid: sum over partitions of p(C, h | x)
-        joint_h = log_lik_h + (log_prior - special.logsumexp(log_joint))[:, None]
-        p_h = np.exp(special.logsumexp(joint_h, axis=0))
-        mean = float(p_h @ values)
-        hyper_mean, hyper_sd = {name: mean}, {name: float(np.sqrt(max(p_h @ values**2 - mean**2, 0.0)))}
+        p_h = np.exp(special.logsumexp(joint_h - special.logsumexp(log_joint), axis=0))
+        hyper_mean = {name: float(p_h @ values) for name, values in grid.items()}
+        hyper_sd = {name: float(np.sqrt(max(p_h @ values**2 - hyper_mean[name] ** 2, 0.0)))
+                    for name, values in grid.items()}
     for a in (parts, log_prob, num_clusters, p_num_clusters, coclustering):
         a.setflags(write=False)
     return ExactPosterior(parts, log_prob, num_clusters, p_num_clusters, coclustering,

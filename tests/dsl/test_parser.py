@@ -31,7 +31,8 @@ NIW_FILE = NormalInverseWishart(mu0="mean(x)", kappa0=0.1, nu0="D + 2", psi0="co
 # each shipped model file and the same model built in Python
 EQUIVALENTS = {
     "gaussian_niw.dp": DPMixture(Gamma(1.0, 1.0), NIW_FILE),
-    "galaxies.dp": DPMixture(Gamma(2.0, 4.0), NormalInverseWishart(mu0=20_000.0, kappa0=0.01, nu0=4.0, psi0=2e6)),
+    "galaxies_fixed.dp": DPMixture(Gamma(2.0, 4.0), NormalInverseWishart(mu0=20_000.0, kappa0=0.01, nu0=4.0,
+                                                                        psi0=2e6)),
     "gaussian_known.dp": DPMixture(1.0, NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0)),
     "gaussian_diag.dp": DPMixture(
         Gamma(1.0, 1.0), NormalGamma(mu0="mean(x)", kappa0=0.1, a0=2.0, b0="var(x) / 10")),
@@ -43,9 +44,9 @@ EQUIVALENTS = {
     "rankings.dp": DPMixture(Gamma(1.0, 1.0), GeneralizedMallows(nu=1.0, r=1.0)),
     "gaussian_lognormal.dp": DPMixture(Gamma(1.0, 1.0), NormalLogNormal(
         m0="mean(x)", s0="sqrt(var(x))", l0="log(var(x)) / 2 - log(3)", t0=1.0)),
-    "galaxies_full.dp": Model(CRP(Gamma(2.0, 4.0)), NormalInverseWishart(mu0="m", kappa0="itau", nu0=4.0, psi0=2e6),
-                              hyperpriors={"m": Hyperprior("Normal", (0.0, math.sqrt(1000) * 1000)),
-                                           "itau": Hyperprior("Gamma", (0.5, 50.0))}),
+    "galaxies.dp": Model(CRP(Gamma(2.0, 4.0)), NormalInverseWishart(mu0="m", kappa0="1 / tau", nu0=4.0, psi0=2e6),
+                         hyperpriors={"m": Hyperprior("Normal", (0.0, math.sqrt(1000) * 1000)),
+                                      "tau": Hyperprior("InverseGamma", (0.5, 50.0))}),
     "dpdensity.dp": Model(CRP(Gamma(2.0, 1.0)), NormalInverseWishart(mu0="m1", kappa0="k0", nu0=4.0, psi0="s"),
                           hyperpriors={"m1": Hyperprior("Normal", (0.0, math.sqrt(100000))),
                                        "k0": Hyperprior("Gamma", (0.5, 50.0)), "s": Hyperprior("Gamma", (2.0, 1.0))}),
@@ -319,7 +320,7 @@ O = "x[i] ~ Normal(theta[z[i]])\n"
     ("data x : real[N, D]\nalpha ~ Gamma(1, 1)\nz ~ CRP(2 * alpha)\n", 3, 13,
      "the concentration must be a fixed number, but 'alpha' is a random variable"),
     ("data x : real[N, D]\nalpha ~ Gamma(1, 1)\nz ~ PitmanYor(alpha, alpha)\n", 3, 15,
-     "discount must be a fixed number"),
+     "the discount of PitmanYor must be in [0, 1), but 'alpha' may not be: it has a Gamma prior"),
     ("data x : real[N, D]\nz ~ CRP([1, 2])\n", 2, 9,
      "the concentration must be a number, got shape (2,)"),
     ("data x : real[N, D]\nz ~ PitmanYor(1.5, 1)\n", 2, 5,
@@ -358,6 +359,25 @@ O = "x[i] ~ Normal(theta[z[i]])\n"
      "'lp' is taken there; rename it"),
     (R + "m ~ Normal(0)\n", 3, 5, "Normal(loc, scale) needs scale"),
     (R + "m ~ HalfNormal(-1)\n", 3, 5, "HalfNormal: scale must be a positive number, got -1.0"),
+    (R + "psi ~ Wishart(4, 1)\n", 3, 7, "Wishart priors on a vector or a matrix hyperparameter are not supported; "
+     "give a scalar scale of a fixed matrix a prior, s ~ Gamma(2, 1), and write psi0 = s * cov0"),
+    (R + "m ~ MultivariateNormal([0, 0], 1)\n", 3, 5, "MultivariateNormal priors on a vector or a matrix "
+     "hyperparameter are not supported; give each entry of a vector mean its own prior"),
+    # a random Pitman-Yor discount (issue 31): its prior must lie in [0, 1)
+    ("data x : real[N]\nd ~ Normal(0, 1)\nz ~ PitmanYor(discount = d, alpha = 1)\n", 3, 26,
+     "the discount of PitmanYor must be in [0, 1), but 'd' may not be: it has a Normal prior, whose support is "
+     "the real line; give it a Beta prior, or Uniform(low, high) with 0 <= low < high <= 1"),
+    ("data x : real[N]\nd ~ Uniform(0, 2)\nz ~ PitmanYor(d, 1)\n", 3, 15,
+     "the discount of PitmanYor must be in [0, 1), but 'd' may not be: it has a Uniform prior, whose support is "
+     "(0, 2)"),
+    ("data x : real[N]\nd ~ Gamma(1, 1)\nz ~ PitmanYor(d, 1)\n", 3, 15,
+     "'d' may not be: it has a Gamma prior, whose support is the positive reals"),
+    ("data x : real[N]\nd ~ Beta(1, 1)\nz ~ PitmanYor(d, 0)\n", 3, 5,
+     "PitmanYor: alpha must be positive or Gamma(shape, rate) when the discount is random ('d': alpha > -discount "
+     "for every discount in [0, 1)), got 0.0"),
+    ("data x : real[N]\nd ~ Beta(1, 1)\nz ~ PitmanYor(d, 1)\ntheta[k] ~ NormalInverseWishart(kappa0 = d)\n", 4, 42,
+     "'d' is the discount (line 3); a random variable is either the discount or a hyperparameter, not both"),
+    ("data x : real[N]\nz ~ PitmanYor(d, 1)\nd ~ Beta(1, 1)\n", 2, 15, "'d' is used before it is defined (line 3)"),
 ])
 def test_errors_name_line_column_and_what_was_expected(text, line, column, message):
     with pytest.raises(ModelError) as info:

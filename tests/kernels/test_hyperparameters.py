@@ -246,19 +246,29 @@ def test_the_move_is_appended_after_a_random_scan_hybrid():
 
 
 def test_the_conjugate_route_takes_the_bare_names_with_conjugate_priors_used_once():
-    """Escobar & West's route updates `mu0 = m` (Normal prior) and `kappa0 = t` (Gamma prior) of the
-    Normal-Inverse-Wishart family and NormalKnownCov's `mu0 = m`; an expression, a prior that is not
-    conjugate, a name used in a second field, or a family without closed-form conditionals keeps the
+    """Escobar & West's route updates `mu0 = m` (Normal prior), `kappa0 = t` and `psi0 = s` (Gamma priors) of
+    the Normal-Inverse-Wishart family and NormalKnownCov's `mu0 = m`, and the entries of `mu0 = [m, u]`
+    together; an expression, a prior that is not conjugate, a name used in a second field (or twice in
+    the vector), a vector with a number in it, or a family without closed-form conditionals keeps the
     slice update."""
     assert conjugate_fields(dpppl.parse(RANDOM)) == {"m": "mu0", "t": "kappa0"}
     assert conjugate_fields(dpppl.parse(RANDOM.replace("mu0 = m,", "mu0 = m + 1,"))) == {"t": "kappa0"}
     assert conjugate_fields(dpppl.parse(RANDOM.replace("t ~ Gamma(2, 4)", "t ~ LogNormal(0, 1)"))) == {"m": "mu0"}
     assert conjugate_fields(dpppl.parse(RANDOM.replace("psi0 = 2 * s", "psi0 = 2 * s * t"))) == {"m": "mu0"}
+    assert conjugate_fields(dpppl.parse(RANDOM.replace("s ~ InverseGamma(3, 2)", "s ~ Gamma(3, 2)").replace(
+        "psi0 = 2 * s", "psi0 = s"))) == {"m": "mu0", "t": "kappa0", "s": "psi0"}  # the scale s I: Gamma
     head = "data x : real[N, D]\nz ~ CRP(1.0)\nm ~ Normal(0, 3)\nt ~ Gamma(2, 1)\n"
     known = head + "theta[k] ~ Normal(mu0 = m, tau2 = t)\nx[i] ~ Normal(theta[z[i]], sigma2 = 1)\n"
     assert conjugate_fields(dpppl.parse(known)) == {"m": "mu0"}
     diagonal = head + "theta[k] ~ NormalGamma(mu0 = m, kappa0 = t)\nx[i] ~ Normal(theta[z[i]])\n"
     assert conjugate_fields(dpppl.parse(diagonal)) == {}
+    # a vector location of bare names with Normal priors, each used once: drawn jointly
+    vector = head.replace("t ~ Gamma(2, 1)", "u ~ Normal(1, 2)") + (
+        "theta[k] ~ NormalInverseWishart(mu0 = [m, u], nu0 = 4)\nx[i] ~ Normal(theta[z[i]])\n")
+    assert conjugate_fields(dpppl.parse(vector)) == {"m": "mu0", "u": "mu0"}
+    for other in ("[m, 2 * u]", "[m, 0]", "[m, m]"):
+        assert conjugate_fields(dpppl.parse(vector.replace("[m, u]", other).replace(
+            "u ~ Normal(1, 2)\n", "u ~ Normal(1, 2)\n" if "u" in other else ""))) == {}
 
 
 def test_the_hyperparameter_move_option_is_checked_before_sampling():

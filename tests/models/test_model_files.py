@@ -21,7 +21,7 @@ RANKINGS = dpppl.rankings([[0, 1, 2], [1, 0], [2], [0, 2, 1], [1, 2, 0], [0, 1],
 DATA = {  # small data of each file's kind; None: the data the file names
     "models/bernoulli.dp": RNG.integers(0, 2, (8, 3)),
     "models/galaxies.dp": None,
-    "models/galaxies_full.dp": None,
+    "models/galaxies_fixed.dp": None,
     "models/dpdensity.dp": None,
     "models/multinomial.dp": RNG.integers(0, 5, (8, 4)),
     "models/rankings.dp": RANKINGS,
@@ -34,14 +34,14 @@ UNBOUND = {
     "models/bernoulli.dp": {"dim": 3}, "models/gaussian_known.dp": {"dim": 2},
     "models/multinomial.dp": {"dim": 4, "num_trials": NUM_TRIALS}, "models/rankings.dp": {"dim": 4},
     "models/galaxies.dp": {},
-    "models/galaxies_full.dp": {}, "models/dpdensity.dp": {},
+    "models/galaxies_fixed.dp": {}, "models/dpdensity.dp": {},
     "models/gaussian_diag.dp": "mu0, b0", "models/gaussian_lognormal.dp": "m0, s0, l0",
     "models/gaussian_niw.dp": "mu0, psi0", "models/pitman_yor.dp": "mu0, psi0",
     "models/pseudo_particles.dp": "mu0, psi0", "models/stick_breaking.dp": "mu0, psi0",
     "examples/ddp.dp": "mu0",
 }
 M, N = 3, 5  # prior draws, simulated points
-RANDOM = ["models/dpdensity.dp", "models/galaxies_full.dp"]
+RANDOM = ["models/dpdensity.dp", "models/galaxies.dp"]
 """The model files with random hyperparameters of the base measure."""
 COMPILED = FILES
 
@@ -105,7 +105,7 @@ def test_predictive_simulates_data_from_the_prior(path):
 
 @pytest.mark.parametrize("path", COMPILED)
 def test_unbound_models_simulate_by_the_documented_rule(path):
-    """The file's own data (galaxies.dp), else numeric hyperparameters and a dimension; a
+    """The file's own data (galaxies.dp, galaxies_fixed.dp), else numeric hyperparameters and a dimension; a
     hyperparameter that depends on the data is a ModelError naming it."""
     model = dpppl.load(path)
     fn = model.numpyro_model(3)
@@ -119,7 +119,7 @@ def test_unbound_models_simulate_by_the_documented_rule(path):
     draws = Predictive(fn, num_samples=M)(jax.random.key(0), *args, **kwargs, **expected)
     dim = expected.get("dim", 1)
     check_simulated(path, draws[model.data.name], dim)
-    if path == "models/galaxies.dp":  # hyperparameters from the carried velocities (km/s): draws of that size
+    if path == "models/galaxies_fixed.dp":  # hyperparameters from the carried velocities (km/s): draws of that size
         assert 1e3 < np.median(np.abs(draws["x"])) < 1e5
 
 
@@ -140,7 +140,7 @@ def test_unbound_prior_simulation_errors_name_what_is_missing():
 @pytest.mark.parametrize("path", RANDOM)
 def test_models_with_random_hyperparameters_build_their_kernels(path):
     """Bound to the data they name, their default kernel builds with the hyperparameter move and their
-    log joint at the chains' start is finite (nothing compiled: `dpppl sample` runs galaxies_full.dp in
+    log joint at the chains' start is finite (nothing compiled: `dpppl sample` runs galaxies.dp in
     tests/test_cli.py)."""
     target = bound_model(path)
     kernel = dpppl.kernels.build("gibbs+splitmerge", target)
