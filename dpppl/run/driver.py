@@ -132,7 +132,7 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         Whether the run has a pointwise `log_likelihood` group (chain, draw, point) under the data's
         name, for `az.loo` and `az.compare`: the conditional predictive log p(x_i | x_-i, z_-i, alpha)
         of each point at each draw (docs/analysis.md says why this quantity). `"auto"`: when it has a
-        closed form (conjugate components; not DDP, rankings or NormalLogNormal) and chains x kept
+        closed form (conjugate components; not DDP, rankings, NormalLogNormal or `kernel="nuts"`) and chains x kept
         draws x points is at most 2^25 (256 MB in float64; `dpppl.run.output.LOG_LIKELIHOOD_BUDGET`),
         otherwise left out with one warning; True: always, an
         [`ArgumentError`][dpppl.ArgumentError] where there is no closed form.
@@ -183,7 +183,7 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         partition = [name for name in available() if entry(name).backend == "partition"]
         raise ArgumentError(f"kernel {kernel!r} cannot save a checkpoint: the partition kernels "
                             f"({', '.join(partition)}) and their hybrids can")
-    pointwise = check_log_likelihood(log_likelihood, log_likelihood_refusal(target),
+    pointwise = check_log_likelihood(log_likelihood, log_likelihood_refusal(target, backend),
                                      num_chains * (num_samples // thinning) * target.num_points)
     spec = RunSpec(model, data, kernel, kernel_options, seed, init_name, num_warmup, num_samples, num_chains,
                    thinning, requested, None if choice is None else choice.reason)

@@ -19,13 +19,12 @@ import numpyro
 
 from dpppl.core.compiled import on_target
 from dpppl.core.protocols import Target
-from dpppl.diagnostics.arviz_compat import (PARTITION_GROUPS, to_arviz, to_run_groups, with_groups,
-                                           writes_without_arviz)
+from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz, to_run_groups, writes_without_arviz
 from dpppl.diagnostics.summaries import compact_labels, label_summaries
 from dpppl.errors import ArgumentError
 from dpppl.families.base import segment_stats
 from dpppl.models.mixture import BoundModel
-from dpppl.run.runner import kept_records
+from dpppl.run.runner import kept_records, point_class
 from dpppl.version import __version__
 
 
@@ -52,9 +51,13 @@ POINTWISE_BATCH = 2**23
 computing the pointwise log likelihood."""
 
 
-def log_likelihood_refusal(target) -> str | None:
-    """Why the pointwise log likelihood of `target`'s runs is not computed (None when it is): it needs a
-    mixture with collapsed, conjugate components (a BoundModel whose family has a posterior predictive)."""
+def log_likelihood_refusal(target, backend: str = "partition") -> str | None:
+    """Why the pointwise log likelihood of `target`'s runs by `backend` is not computed (None when it
+    is): it needs a mixture with collapsed, conjugate components (a BoundModel whose family has a
+    posterior predictive) and draws of the labels (not `kernel="nuts"`'s most probable components)."""
+    if backend == "nuts":
+        return ("kernel='nuts' records each point's most probable component, not a draw of the partition, so "
+                "the conditional predictive given the other points' labels is not a posterior quantity")
     if not isinstance(target, BoundModel):
         return (f"{type(target).__name__} runs instantiate their atoms (DDP) or have no conjugate predictive "
                 "(rankings), so the collapsed conditional predictive log p(x_i | x_-i, z_-i) has no closed form")
@@ -120,14 +123,19 @@ def conditional_log_predictive(family, prior, x, z, alpha, capacity: int):
     return jax.nn.logsumexp(joint, axis=1) - jax.nn.logsumexp(total, axis=1)
 
 
+MIN_SLOTS = 32
+"""Fewest cluster slots of the pointwise program: runs of up to 31 clusters share one program."""
+
+
 def slot_labels(prior, z: np.ndarray) -> tuple[np.ndarray, int]:
     """`(labels, capacity)` on which `conditional_log_predictive` runs: the labels of an exchangeable
     prior renumbered 0..K-1 (`compact_labels`), those of a prior on explicit labels as they are; the
-    capacity the next power of two above the largest label (a few shape classes, a few programs)."""
+    capacity at least `MIN_SLOTS`, a power of two above the largest label (a few shape classes, a few
+    programs)."""
     if not prior.labelled:
         z, _ = compact_labels(z)
     top = int(np.max(z)) + 2 if z.size else 2
-    return np.asarray(z, np.int32), 1 << (top - 1).bit_length()
+    return np.asarray(z, np.int32), max(MIN_SLOTS, 1 << (top - 1).bit_length())
 
 
 def _pointwise_draws(target, z, alpha, hyper, *, capacity, batch):
@@ -143,17 +151,21 @@ def pointwise_log_likelihood(target: BoundModel, z: np.ndarray, alpha: np.ndarra
     """`conditional_log_predictive` of every draw (chain, draw, point) of a run of `target`: labels `z`
     (chain, draw, N), `alpha` (chain, draw) and the random hyperparameters of the base measure
     `hyper` ({name: (chain, draw)}; the family at each draw's values). One compiled program per shape
-    class (`on_target`: the data are an argument), `batch` draws vectorised at a time."""
-    lead = z.shape[:-1]
-    labels, capacity = slot_labels(target.prior, z.reshape(-1, z.shape[-1]))
-    dtype = jnp.asarray(target.x).dtype
-    per_draw = target.num_points * (capacity + target.x.shape[1] ** 2 + 2)
+    class (`on_target`: the data are an argument, padded to `point_class` rows, and the cluster slots
+    `slot_labels` says), `batch` draws vectorised at a time."""
+    lead, n = z.shape[:-1], target.num_points
+    labels, capacity = slot_labels(target.prior, z.reshape(-1, n))
+    size = point_class(n)  # points padded to their class, labelled `capacity` (in no cluster): one program
+    padded = target.padded(size) if size > n else target
+    labels = np.pad(labels, [(0, 0), (0, size - n)], constant_values=capacity)
+    dtype = jax.dtypes.canonicalize_dtype(target.x.dtype)  # no transfer of x: that is a program of its shape
+    per_draw = size * (capacity + target.x.shape[1] ** 2 + 2)
     batch = int(max(1, min(labels.shape[0], POINTWISE_BATCH // per_draw)))
-    fn = on_target("pointwise_log_predictive", target,
+    fn = on_target("pointwise_log_predictive", padded,
                    functools.partial(_pointwise_draws, capacity=capacity, batch=batch), capacity, batch)
     out = fn(jnp.asarray(labels), jnp.asarray(np.reshape(alpha, -1), dtype),
              {k: jnp.asarray(np.reshape(v, -1), dtype) for k, v in hyper.items()})
-    return np.asarray(out, np.float64).reshape(lead + (target.num_points,))
+    return np.asarray(out, np.float64)[:, :n].reshape(lead + (n,))
 
 
 def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: dict | None = None,
@@ -191,18 +203,12 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
               "observed_data": observed}
     dims = {"z": ["point"], "cluster_sizes": ["cluster"], name: ["point", "dim"], **record_dims,
             **{other: ["point"] for other in observed if other != name}}
-    coords = {"point": np.arange(target.num_points), "dim": np.arange(target.x.shape[1])}
-    run_groups = _RUN_GROUPS.get() and writes_without_arviz()
-    out = (to_run_groups if run_groups else to_arviz)(groups, coords=coords, dims=dims, attrs=all_attrs)
-    if not log_likelihood:
-        return out
-    # its own conversion: under the data's name, but by point only (the data are (point, dim))
-    hyper = {k: posterior[k] for k in model.hyperpriors}
-    pointwise = {"log_likelihood": {name: pointwise_log_likelihood(target, z, alpha, hyper)}}
-    if run_groups:
-        out.datasets.update(to_run_groups(pointwise, coords=coords, dims={name: ["point"]}).datasets)
-        return out
-    return with_groups(out, pointwise, coords=coords, dims={name: ["point"]}, attrs=all_attrs)
+    if log_likelihood:  # by point only: ArviZ and `to_run_groups` drop the data's `dim` for it
+        hyper = {k: posterior[k] for k in model.hyperpriors}
+        groups["log_likelihood"] = {name: pointwise_log_likelihood(target, z, alpha, hyper)}
+    convert = to_run_groups if _RUN_GROUPS.get() and writes_without_arviz() else to_arviz
+    return convert(groups, coords={"point": np.arange(target.num_points), "dim": np.arange(target.x.shape[1])},
+                   dims=dims, attrs=all_attrs)
 
 
 @contextlib.contextmanager
@@ -216,7 +222,6 @@ def run_groups_only():
         _RUN_GROUPS.reset(token)
 
 
-__all__ = ["LOG_LIKELIHOOD_BUDGET", "SUMMARY_BLOCK", "blocked_label_summaries", "check_log_likelihood",
-           "check_log_likelihood_option",
-           "conditional_log_predictive", "log_likelihood_refusal", "pointwise_log_likelihood", "run_groups_only",
-           "slot_labels", "to_inference_data"]
+__all__ = ["LOG_LIKELIHOOD_BUDGET", "MIN_SLOTS", "POINTWISE_BATCH", "SUMMARY_BLOCK", "blocked_label_summaries",
+           "check_log_likelihood", "check_log_likelihood_option", "conditional_log_predictive",
+           "log_likelihood_refusal", "pointwise_log_likelihood", "run_groups_only", "slot_labels", "to_inference_data"]

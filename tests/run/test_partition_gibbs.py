@@ -9,7 +9,7 @@ import pytest
 from numpyro.infer import NUTS
 
 import dpppl
-from dpppl.diagnostics.arviz_compat import group, labels
+from dpppl.diagnostics.arviz_compat import arviz, group, labels
 from dpppl.errors import ArgumentError, KernelError
 
 MIXTURE = dpppl.DPMixture(dpppl.Gamma(2.0, 2.0), dpppl.NormalKnownCov(sigma2=0.25, mu0=0.0, tau2=4.0))
@@ -37,7 +37,15 @@ def test_sample_of_a_numpyro_model_function():
     np.testing.assert_allclose(post["twice_beta"], 2 * post["beta"])
     stats = group(idata, "sample_stats")
     assert {"lp", "diverging", "acceptance_rate", "overflow"} <= set(stats)
-    assert "resid" in group(idata, "observed_data")
+    np.testing.assert_array_equal(group(idata, "observed_data")["resid"], Y)  # the data, not y - x beta
+    const = group(idata, "constant_data")
+    np.testing.assert_array_equal(const["x"], X)
+    np.testing.assert_array_equal(const["y"], Y)
+    assert idata.posterior.attrs["observed_arguments"] == '{"resid": "y"}'
+    assert idata.posterior.attrs["model_function"] == f"{__name__}:regression"
+    ll = group(idata, "log_likelihood")["resid"]
+    assert ll.shape == (1, 20, 12) and np.all(np.isfinite(ll.values))
+    assert arviz().loo(idata).n_data_points == 12
     assert idata.posterior.attrs["kernel"] == "resid_labels: gibbs"
     assert idata.posterior.attrs["exact"] == 1 and idata.posterior.attrs["sweeps"] == 2
     assert dpppl.point_estimate(idata).shape == (12,)
@@ -56,6 +64,8 @@ def test_inputs_are_checked_before_sampling():
         dpppl.sample(regression, model_args=(X, Y), inner_kernel=NUTS(lambda x, y: None))
     with pytest.raises(ArgumentError, match="sweeps"):
         dpppl.PartitionGibbs(NUTS(regression), sweeps=0)
+    with pytest.raises(ArgumentError, match="log_likelihood must be True, False or 'auto', got 1"):
+        dpppl.sample(regression, model_args=(X, Y), log_likelihood=1)
 
 
 def test_nuts_first_state_in_one_program_is_numpyros():
