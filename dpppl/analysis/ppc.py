@@ -236,8 +236,12 @@ def site_predictive(model, samples: dict, model_args: tuple = (), model_kwargs: 
     if new_args is not None or new_kwargs is not None:
         new_args, new_kwargs = tuple(new_args or ()), dict(new_kwargs or {})
         new = (new_args, new_kwargs, model_arguments(model, new_args, new_kwargs))
-    flat = {k: jnp.asarray(v) for k, v in samples.items()}
     tr = trace(seeded(model, jax.random.key(0))).get_trace(*train[0], **train[1])
+    latent = [k for k, site in tr.items() if site["type"] == "sample" and not site["is_observed"]]
+    missing = [k for k in latent if k not in samples]
+    if missing:
+        raise DataError(f"site_predictive: samples lack the model's latent sites {missing}")
+    flat = {k: jnp.asarray(samples[k]) for k in latent}  # not deterministic sites: their shapes follow the data
     found = dp_sites(tr)
     observed = [f.values for f in found if tr[f.values]["is_observed"]]
     if not observed:
@@ -252,9 +256,6 @@ def site_predictive(model, samples: dict, model_args: tuple = (), model_kwargs: 
                 raise ArgumentError(f"posterior predictive: {where} give {shifted[site]}="
                                     f"{call[2].get(shifted[site])!r}; site {site!r} observes it: pass an array of "
                                     "the points' shape (with new covariates its values are not used)")
-    for f in found:
-        if f.labels not in flat:
-            raise DataError(f"site_predictive: samples lack the labels of partition site {f.labels!r}")
     s = len(next(iter(flat.values())))
     n = max(np.shape(train[2][shifted[site]])[0] for site in observed)
     batch = int(max(1, min(s, BATCH_BUDGET // max(n * n, 1))))
@@ -311,20 +312,13 @@ def _site_run_predictive(idata, model, model_args, model_kwargs, num_draws, seed
     if model_args is not None or model_kwargs is not None:
         new_args, new_kwargs = tuple(model_args or ()), dict(model_kwargs or {})
     post, part = group(idata, "posterior"), group(idata, PARTITION_GROUPS["posterior"])
-    tr = trace(seeded(fn, jax.random.key(0))).get_trace(*args, **kwargs)
-    found = dp_sites(tr)
+    found = dp_sites(trace(seeded(fn, jax.random.key(0))).get_trace(*args, **kwargs))
     z_name = {f.labels: "z" if len(found) == 1 else f"{f.values}_z" for f in found}
-    latent = [k for k, site in tr.items() if site["type"] == "sample" and not site["is_observed"]]
-    missing = [k for k in latent if k not in z_name and k not in post]
-    if missing:
-        raise DataError(f"posterior_predictive: the run's posterior lacks the model's latent sites {missing}")
     chains, draws = post.sizes["chain"], post.sizes["draw"]
     n = int(np.prod(np.shape(part[next(iter(z_name.values()))])[2:]))
     kept = _kept_draws(num_draws, chains, draws, n)
-    samples = {}
-    for k in latent:
-        v = np.asarray(part[z_name[k]]) if k in z_name else np.asarray(post[k])
-        samples[k] = v[:, kept].reshape((chains * len(kept),) + v.shape[2:])
+    drawn = {k: np.asarray(post[k]) for k in post.data_vars} | {k: np.asarray(part[z]) for k, z in z_name.items()}
+    samples = {k: v[:, kept].reshape((chains * len(kept),) + v.shape[2:]) for k, v in drawn.items()}
     shifted = json.loads(post.attrs.get("observed_arguments", "{}"))
     reps = site_predictive(fn, samples, args, kwargs, new_args=new_args, new_kwargs=new_kwargs, seed=seed,
                            shifted=shifted)

@@ -58,7 +58,6 @@ from numpyro.infer.hmc import HMC
 from numpyro.infer.hmc_gibbs import HMCGibbsState
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.infer.util import log_density
-from numpyro.infer.util import log_likelihood as numpyro_log_likelihood
 
 from dpppl.core.state import PartitionState
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
@@ -350,7 +349,7 @@ def sample_model(fn, model_args: tuple = (), model_kwargs: dict | None = None, k
     - `log_likelihood` (`log_likelihood`: as [`dpppl.sample`][dpppl.sample] says): for each observed
       collapsed-mixture site, the conditional predictive log p(y_i | y_-i, z_-i, alpha) of its values at
       the draw (`dpppl.run.output.conditional_log_predictive`), for each other observed site its
-      pointwise log density given the draw (`numpyro.infer.util.log_likelihood`), (chain, draw, point);
+      pointwise log density given the draw (as `numpyro.infer.util.log_likelihood`), (chain, draw, point);
     - `observed_data`: each observed site's data (`observed_data`: the model argument a site observes
       shifted by the parameters, such as y of `obs=y - X @ beta`, else the site's value);
       `constant_data`: the model's array arguments by parameter name; attrs: `kernel` (the partition
@@ -500,7 +499,8 @@ def site_log_likelihood(fn, model_args, model_kwargs, flat: dict, labels: tuple)
     """The pointwise log likelihood of every observed site at the draws `flat` ({site: (S, ...)}):
     for a collapsed-mixture site the conditional predictive of its values at the draw
     (`conditional_log_predictive`, the draw's labels and alpha), for another observed site its
-    log density given the draw (`numpyro.infer.util.log_likelihood`); (S, N) each. `labels` names
+    log density given the draw (`site["fn"].log_prob`, as `numpyro.infer.util.log_likelihood`, when
+    it is per point); (S, N) each, one compiled program. `labels` names
     the partition sites (canonical labels: cluster slots up to the next power of two above the
     largest label)."""
     def one(params):
@@ -512,17 +512,18 @@ def site_log_likelihood(fn, model_args, model_kwargs, flat: dict, labels: tuple)
                 x = jnp.asarray(f.mixture.points(f.value), jnp.result_type(float))
                 out[f.values] = conditional_log_predictive(f.mixture.family, f.partition.prior, x, z,
                                                            f.partition.alpha, capacities[f.labels])
+        for name, site in tr.items():  # the other observed sites: their log density given the draw
+            if site["type"] == "sample" and site["is_observed"] and name not in out:
+                value = site["fn"].log_prob(site["value"])
+                if jnp.ndim(value) >= 1:
+                    out[name] = value
         return out
 
     capacities = {name: 1 << (int(np.max(flat[name])) + 1).bit_length() for name in labels}
     size = max([flat[k].shape[-1] * (capacities[k] + 2) for k in labels] or [1])
     batch = int(max(1, min(len(next(iter(flat.values()))), POINTWISE_BATCH // size)))
-    dp = jax.jit(lambda p: jax.lax.map(one, p, batch_size=batch))(flat)
-    out = {k: np.asarray(v, np.float64) for k, v in dp.items()}
-    rest = {k: np.asarray(v) for k, v in numpyro_log_likelihood(fn, flat, *model_args, **model_kwargs).items()
-            if k not in out}
-    out.update({k: v for k, v in rest.items() if v.ndim >= 2})
-    return out
+    out = jax.jit(lambda p: jax.lax.map(one, p, batch_size=batch))(flat)
+    return {k: np.asarray(v, np.float64) for k, v in out.items()}
 
 
 __all__ = ["DEFAULT_MAX_CAPACITY", "PartitionBlock", "PartitionBlockState", "PartitionGibbs", "call_arguments",
