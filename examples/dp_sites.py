@@ -81,21 +81,21 @@ def held_out_split(n: int, seed: int, fraction: float = 0.2) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).permutation(n)[:int(round(fraction * n))])
 
 
-def pointwise(kernel, args, draws: dict):
+def pointwise(model, kernel, args, draws: dict):
     """InferenceData of a fit for `az.loo`: its pointwise log likelihood per draw (one chain) and,
     for ArviZ's effective sample size, its continuous draws."""
     samples = {k: jax.numpy.asarray(v) for k, v in draws.items()}
     if isinstance(kernel, dpppl.PartitionGibbs):
         labels = tuple(k for k in draws if k.endswith("_labels"))
-        ll = site_log_likelihood(kernel.inner_kernel.model, args, {}, samples, labels)
+        ll = site_log_likelihood(model, args, {}, samples, labels)
     else:
-        ll = {k: np.asarray(v) for k, v in numpyro.infer.util.log_likelihood(kernel.model, samples, *args).items()}
+        ll = {k: np.asarray(v) for k, v in numpyro.infer.util.log_likelihood(model, samples, *args).items()}
     continuous = {k: v[None] for k, v in draws.items() if not k.endswith("_labels") and v.ndim == 1}
     return arviz().from_dict(posterior=continuous, log_likelihood={k: v[None] for k, v in ll.items()})
 
 
 def compare(fits, seed: int, warmup: int, samples: int) -> dict:
-    """Run each `(name, kernel, args, heldout)`: MCMC draws of `kernel` on `args`, then
+    """Run each `(name, kernel, args, heldout)`: MCMC draws of `kernel` (NUTS or PartitionGibbs of NUTS of a model) on `args`, then
     `heldout(draws)`, the held-out log predictive density per held-out unit, and PSIS-LOO on the
     training data (`az.compare`); print and return the sums, per-unit values, LOO and times."""
     out, runs = {}, {}
@@ -105,7 +105,8 @@ def compare(fits, seed: int, warmup: int, samples: int) -> dict:
         mcmc.run(jax.random.key(seed), *args)
         draws = {k: np.asarray(v) for k, v in mcmc.get_samples().items()}
         lpd = heldout(draws)
-        runs[name] = pointwise(kernel, args, draws)
+        model = (kernel.inner_kernel if isinstance(kernel, dpppl.PartitionGibbs) else kernel).model
+        runs[name] = pointwise(model, kernel, args, draws)
         out[name] = {"heldout_lpd": float(lpd.sum()), "heldout_lpd_per_unit": lpd.round(3).tolist(),
                      "seconds": round(time.perf_counter() - start, 1)}
         labels = [k for k in draws if k.endswith("_labels")]
