@@ -95,9 +95,10 @@ def pointwise(model, kernel, args, draws: dict):
 
 
 def compare(fits, seed: int, warmup: int, samples: int) -> dict:
-    """Run each `(name, kernel, args, heldout)`: MCMC draws of `kernel` (NUTS or PartitionGibbs of NUTS of a model) on `args`, then
-    `heldout(draws)`, the held-out log predictive density per held-out unit, and PSIS-LOO on the
-    training data (`az.compare`); print and return the sums, per-unit values, LOO and times."""
+    """Run each `(name, kernel, args, heldout)`: MCMC draws of `kernel` (NUTS of a model, or
+    PartitionGibbs of one) on `args`, then `heldout(draws)`, the held-out log predictive density per
+    held-out unit, and PSIS-LOO on the training data (`az.compare`); print and return the sums,
+    per-unit values, LOO and times."""
     out, runs = {}, {}
     for name, kernel, args, heldout in fits:
         start = time.perf_counter()

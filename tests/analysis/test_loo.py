@@ -63,9 +63,9 @@ def _exact_posterior_draws(bound, num, rng):
 def test_psis_loo_of_each_point_is_the_exact_leave_one_out_predictive(name, model, x):
     """Draws of z from the exact posterior (enumerated), the run's pointwise log likelihood of
     each, then ArviZ's PSIS-LOO: each point's elpd_loo_i matches log p(x_i | x_-i) = log p(x) -
-    log p(x_-i), both by enumeration (of partitions, or of labelled assignments to the sticks). Threshold: 4 Monte Carlo standard errors of the
-    importance-sampling estimate (delta method on the mean of the ratios 1 / p(x_i | x_-i, z_-i)),
-    plus 0.01 for Pareto smoothing."""
+    log p(x_-i), both by enumeration (of partitions, or of labelled assignments to the sticks).
+    Threshold: 4 Monte Carlo standard errors of the importance-sampling estimate (delta method on
+    the mean of the ratios 1 / p(x_i | x_-i, z_-i)), plus 0.01 for Pareto smoothing."""
     bound = model.bind(np.asarray(x, float))
     n, s = bound.num_points, 4000
     z = _exact_posterior_draws(bound, s, np.random.default_rng(1))[None]
