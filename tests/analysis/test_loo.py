@@ -103,6 +103,9 @@ def test_the_option_is_checked_before_sampling(monkeypatch):
     with pytest.raises(dpppl.ArgumentError, match="log_likelihood=True: NormalLogNormal has no closed-form "
                                                   "posterior predictive"):
         dpppl.sample("models/gaussian_lognormal.dp", np.arange(4.0)[:, None], log_likelihood=True)
+    with pytest.raises(dpppl.ArgumentError, match="log_likelihood=True: kernel='nuts' records each point's most "
+                                                  "probable component"):
+        dpppl.sample("models/gaussian_known.dp", x, kernel="nuts", log_likelihood=True)
     monkeypatch.setattr(output, "LOG_LIKELIHOOD_BUDGET", 10)
     with pytest.warns(RuntimeWarning, match="no log_likelihood group: chains x draws x points = 16 values"):
         assert not output.check_log_likelihood("auto", None, 16)
