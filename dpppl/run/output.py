@@ -47,8 +47,8 @@ LOG_LIKELIHOOD_BUDGET = 2**25
 """Pointwise log-likelihood values (chains x draws x points) that `log_likelihood="auto"` computes: 256 MB
 in float64. A larger run has no `log_likelihood` group unless asked for (`log_likelihood=True`)."""
 POINTWISE_BATCH = 2**23
-"""Numbers formed at once (points x cluster slots per draw, times the draws vectorised together) while
-computing the pointwise log likelihood."""
+"""Numbers formed at once (about points x cluster slots per draw, times the draws vectorised together)
+while computing the pointwise log likelihood."""
 
 
 def log_likelihood_refusal(target, backend: str = "partition") -> str | None:
@@ -138,34 +138,40 @@ def slot_labels(prior, z: np.ndarray) -> tuple[np.ndarray, int]:
     return np.asarray(z, np.int32), max(MIN_SLOTS, 1 << (top - 1).bit_length())
 
 
-def _pointwise_draws(target, z, alpha, hyper, *, capacity, batch):
-    def one(args):
-        labels, a, h = args
+def _pointwise_draws(target, z, alpha, hyper, *, capacity):
+    def one(labels, a, h):
         bound = target.at_hyperparameters(h)
         return conditional_log_predictive(bound.family, bound.prior, jnp.asarray(bound.x), labels, a, capacity)
 
-    return jax.lax.map(one, (z, alpha, hyper), batch_size=batch)
+    return jax.vmap(one)(z, alpha, hyper)
 
 
 def pointwise_log_likelihood(target: BoundModel, z: np.ndarray, alpha: np.ndarray, hyper: dict) -> np.ndarray:
     """`conditional_log_predictive` of every draw (chain, draw, point) of a run of `target`: labels `z`
     (chain, draw, N), `alpha` (chain, draw) and the random hyperparameters of the base measure
     `hyper` ({name: (chain, draw)}; the family at each draw's values). One compiled program per shape
-    class (`on_target`: the data are an argument, padded to `point_class` rows, and the cluster slots
-    `slot_labels` says), `batch` draws vectorised at a time."""
+    class (`on_target`: the data are an argument, padded to `point_class` rows, the cluster slots
+    `slot_labels` says), run on blocks of draws (at most 256, and at most `POINTWISE_BATCH` numbers;
+    the last block padded with copies of the first draw), so the number of draws is not part of it."""
     lead, n = z.shape[:-1], target.num_points
     labels, capacity = slot_labels(target.prior, z.reshape(-1, n))
     size = point_class(n)  # points padded to their class, labelled `capacity` (in no cluster): one program
     padded = target.padded(size) if size > n else target
     labels = np.pad(labels, [(0, 0), (0, size - n)], constant_values=capacity)
     dtype = jax.dtypes.canonicalize_dtype(target.x.dtype)  # no transfer of x: that is a program of its shape
+    draws = labels.shape[0]
     per_draw = size * (capacity + target.x.shape[1] ** 2 + 2)
-    batch = int(max(1, min(labels.shape[0], POINTWISE_BATCH // per_draw)))
-    fn = on_target("pointwise_log_predictive", padded,
-                   functools.partial(_pointwise_draws, capacity=capacity, batch=batch), capacity, batch)
-    out = fn(jnp.asarray(labels), jnp.asarray(np.reshape(alpha, -1), dtype),
-             {k: jnp.asarray(np.reshape(v, -1), dtype) for k, v in hyper.items()})
-    return np.asarray(out, np.float64)[:, :n].reshape(lead + (n,))
+    block = max(1, min(256, 1 << (draws - 1).bit_length(), POINTWISE_BATCH // per_draw))
+    rows = -(-draws // block) * block
+    inputs = [labels, np.reshape(alpha, -1)] + [np.reshape(v, -1) for v in hyper.values()]
+    inputs = [np.concatenate([v, np.broadcast_to(v[:1], (rows - draws,) + v.shape[1:])]) for v in inputs]
+    fn = on_target("pointwise_log_predictive", padded, functools.partial(_pointwise_draws, capacity=capacity),
+                   capacity, block)
+    out = np.empty((rows, size))
+    for i in range(0, rows, block):
+        part = [jnp.asarray(v[i:i + block], dtype) for v in inputs[1:]]
+        out[i:i + block] = np.asarray(fn(jnp.asarray(inputs[0][i:i + block]), part[0], dict(zip(hyper, part[1:]))))
+    return out[:draws, :n].reshape(lead + (n,))
 
 
 def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: dict | None = None,
