@@ -89,3 +89,24 @@ def test_nuts_first_state_in_one_program_is_numpyros():
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
     with pytest.raises(RuntimeError, match="Cannot find valid initial parameters"):
         _NUTS(model).init(key, 10, None, (jnp.asarray([np.inf]),), {})
+
+
+def test_observed_data_are_the_argument_a_site_observes_shifted():
+    """Without sampling: a site observing y - x beta records y (the argument it observes shifted by
+    the parameters); a site observing y / scale (not a shift, and it moves with the draw) is left
+    out of observed_data, and posterior predictive replicates of it are refused with the reason."""
+    from dpppl.analysis.ppc import site_predictive
+    from dpppl.run.partition_gibbs import observed_data
+
+    def scaled(x, y):
+        scale = numpyro.sample("scale", dist.HalfNormal(1.0))
+        dpppl.dp_mixture("resid", MIXTURE, obs=y / scale)
+
+    observed, shifted = observed_data(regression, (X, Y), {})
+    assert shifted == {"resid": "y"}
+    np.testing.assert_array_equal(observed["resid"], Y)
+    assert observed_data(scaled, (X, Y), {}) == ({}, {})
+    samples = {"scale": np.ones(2), "resid_alpha": np.ones(2), "resid_labels": np.zeros((2, 12), np.int32)}
+    with pytest.raises(dpppl.DataError, match="the observed site 'resid' is not a model argument shifted by the "
+                                              "parameters"):
+        site_predictive(scaled, samples, (X, Y))
