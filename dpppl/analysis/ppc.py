@@ -24,6 +24,21 @@ independent of it.
 
 Rankings (Generalized Mallows) and DDP models are refused (see `posterior_predictive`).
 
+**DP sites inside a NumPyro model** (`dpppl.dp_mixture`, runs of `dpppl.sample` on a model function,
+or a NumPyro `MCMC` run of `dpppl.PartitionGibbs` through `site_predictive`): for each kept draw
+(continuous sites, labels z, alpha), the model is traced at the draw, giving the values v of each
+observed collapsed-mixture site (for `obs=y - X @ beta`, the residuals at the draw's beta); then
+
+    theta_k ~ p(theta | v_{z = k})                      every occupied cluster,
+    v_rep_i ~ f(v | theta_{z_i})                        in-sample,
+
+and the replicated data are y_rep = y + (v_rep - v): the site observes y shifted by the parameters
+(the run records which argument, `attrs["observed_arguments"]`), so y_rep = X beta + v_rep. For new
+covariates (`model_args=`) the model is traced with them at the draw (v* = y* - X* beta; the
+values given for y* are not used) and the new points are seated one after the other by the prior's
+predictive rule, an existing cluster with weight n_k - d, a new one with weight alpha + K d (its
+parameters from the base measure), counts updated as each is seated; then y*_rep = X* beta + v*_rep.
+
 Cost and memory: one jitted map over the kept draws, `batch` draws vectorised at a time
 (`jax.lax.map(..., batch_size=)`, sized so that a batch's replicated data and parameters
 stay within `BATCH_BUDGET` numbers). The result holds chains x draws x N x D numbers;
@@ -33,13 +48,19 @@ thinned to at most `OUTPUT_BUDGET` numbers.
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpyro.handlers import seed as seeded
+from numpyro.handlers import substitute, trace
 
 from dpppl.analysis.partitions import is_inference_data
 from dpppl.analysis.predict import bind_to_run
-from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, group, with_groups
+from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, group, has_group, with_groups
 from dpppl.diagnostics.summaries import compact_labels
 from dpppl.dsl import parse
 from dpppl.dsl.parser import as_model
@@ -47,6 +68,8 @@ from dpppl.errors import ArgumentError, DataError, ModelError
 from dpppl.families.base import segment_stats, stored_data, translated_params
 from dpppl.models.ddp import DDPModel
 from dpppl.models.mixture import BoundModel, Model
+from dpppl.models.sites import dp_sites
+from dpppl.run.partition_gibbs import call_arguments, dp_draw_trace, model_arguments, observed_data
 
 OUTPUT_BUDGET = 2**25
 """Numbers of replicated data kept by default (256 MB in float64): more draws are thinned."""
@@ -128,21 +151,207 @@ def _sampler(bound: BoundModel, capacity: int, recorded: bool):
     return one
 
 
-def posterior_predictive(idata, model=None, *, num_draws: int | None = None, seed: int = 0):
+def _seat_new(key, prior, counts, alpha, m: int):
+    """Labels of `m` new points seated one after the other by the prior's predictive rule given the
+    slot `counts` (capacity >= occupied + m): an occupied slot with weight n_k - d, the first empty
+    slot with weight alpha + K d; counts updated after each."""
+    def seat(c, k):
+        existing, new = prior.log_seat_weights(c, alpha)
+        first_empty = jnp.argmax(c == 0)
+        logits = existing.at[first_empty].set(new)
+        slot = jax.random.categorical(k, logits)
+        return c.at[slot].add(1.0), slot
+
+    return jax.lax.scan(seat, counts, jax.random.split(key, m))[1].astype(jnp.int32)
+
+
+def _site_draws(fn, train: tuple, new: tuple | None, shifted: dict):
+    """One draw's replicated data of every observed collapsed-mixture site: `(key, params) -> {site:
+    data shaped as the site's}` (module docstring); `train`, `new`: `(args, kwargs, arguments)`."""
+    def one(key, params):
+        tr, found = dp_draw_trace(fn, train[0], train[1], params)
+        labels = {f.labels for f in found}
+        if new is not None:
+            continuous = {k: v for k, v in params.items() if k not in labels}
+            tr_new = trace(substitute(seeded(fn, jax.random.key(0)), data=continuous)).get_trace(*new[0], **new[1])
+        out = {}
+        for j, f in enumerate(found):
+            if not tr[f.values]["is_observed"]:
+                continue
+            family, mixture = f.mixture.family, f.mixture
+            k_theta, k_seat, k_x = jax.random.split(jax.random.fold_in(key, j), 3)
+            x = jnp.asarray(mixture.points(f.value), jnp.result_type(float))
+            z = jnp.asarray(params[f.labels], jnp.int32)
+            if new is None:
+                stats = segment_stats(family, x, z, x.shape[0])
+                seats, values, data = z, x, train[2][shifted[f.values]]
+            else:
+                values = jnp.asarray(mixture.points(tr_new[f.values]["value"]), x.dtype)
+                stats = segment_stats(family, x, z, x.shape[0] + values.shape[0])
+                seats = _seat_new(k_seat, f.partition.prior, stats.n, f.partition.alpha, values.shape[0])
+                data = new[2][shifted[f.values]]
+            theta = family.posterior_draw(k_theta, stats)  # empty slots: the base measure
+            extra = {"num_trials": jnp.sum(values, axis=1)} if family.data_kind == "count" else {}
+            rep = family.sample_points(k_x, theta, seats, **extra)
+            data = jnp.asarray(data, x.dtype)
+            out[f.values] = data + (rep - values).reshape(data.shape)
+        return out
+
+    return one
+
+
+def site_predictive(model, samples: dict, model_args: tuple = (), model_kwargs: dict | None = None, *,
+                    new_args: tuple | None = None, new_kwargs: dict | None = None, seed: int = 0,
+                    shifted: dict | None = None) -> dict:
+    """Replicated data of the observed DP sites of a NumPyro model, from posterior draws (module
+    docstring): what `posterior_predictive` does for a run of `dpppl.sample`, for a NumPyro `MCMC`
+    run of [`dpppl.PartitionGibbs`][dpppl.PartitionGibbs] (`samples = mcmc.get_samples()`).
+
+    Parameters
+    ----------
+    model : callable
+        The NumPyro model function.
+    samples : dict
+        `{site: (S, ...)}`: every latent site's draws (the partition sites' labels included).
+    model_args, model_kwargs
+        The arguments the model was conditioned on (the training data).
+    new_args, new_kwargs : optional
+        Arguments with new covariates: the new points are seated by the prior's predictive rule;
+        the observed argument (y of `obs=y - X @ beta`) must be given with the new points' shape
+        (its values are not used). Default: in-sample replicates.
+    seed : int
+    shifted : dict, optional
+        `{site: argument}` the sites observe (default: found by `dpppl.run.partition_gibbs.observed_data`).
+
+    Returns
+    -------
+    dict
+        `{site: (S, N or M, ...)}` for each observed collapsed-mixture site, shaped as its data.
+    """
+    model_kwargs = dict(model_kwargs or {})
+    if shifted is None:
+        shifted = observed_data(model, model_args, model_kwargs)[1]
+    train = (tuple(model_args), model_kwargs, model_arguments(model, model_args, model_kwargs))
+    new = None
+    if new_args is not None or new_kwargs is not None:
+        new_args, new_kwargs = tuple(new_args or ()), dict(new_kwargs or {})
+        new = (new_args, new_kwargs, model_arguments(model, new_args, new_kwargs))
+    tr = trace(seeded(model, jax.random.key(0))).get_trace(*train[0], **train[1])
+    latent = [k for k, site in tr.items() if site["type"] == "sample" and not site["is_observed"]]
+    missing = [k for k in latent if k not in samples]
+    if missing:
+        raise DataError(f"site_predictive: samples lack the model's latent sites {missing}")
+    flat = {k: jnp.asarray(samples[k]) for k in latent}  # not deterministic sites: their shapes follow the data
+    found = dp_sites(tr)
+    observed = [f.values for f in found if tr[f.values]["is_observed"]]
+    if not observed:
+        raise ModelError("site_predictive: the model has no observed dpppl.dp_mixture site (a latent DP site's "
+                         "values are a posterior site: numpyro.infer.Predictive replicates the data given them)")
+    for site in observed:
+        if site not in shifted:
+            raise DataError(f"site_predictive: the observed site {site!r} is not a model argument shifted by the "
+                            "parameters (obs=y - X @ beta observes y), so replicated data of it cannot be formed")
+        for where, call in (("the training arguments", train), ("the new arguments", new)):
+            if call is not None and not _is_data(call[2].get(shifted[site])):
+                raise ArgumentError(f"posterior predictive: {where} give {shifted[site]}="
+                                    f"{call[2].get(shifted[site])!r}; site {site!r} observes it: pass an array of "
+                                    "the points' shape (with new covariates its values are not used)")
+    s = len(next(iter(flat.values())))
+    n = max(np.shape(train[2][shifted[site]])[0] for site in observed)
+    batch = int(max(1, min(s, BATCH_BUDGET // max(n * n, 1))))
+    one = _site_draws(model, train, new, shifted)
+    keys = jax.random.split(jax.random.key(seed), s)
+    out = jax.jit(lambda k, p: jax.lax.map(lambda a: one(*a), (k, p), batch_size=batch))(keys, flat)
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def _is_data(value) -> bool:
+    return value is not None and np.asarray(value).dtype.kind in "biuf"
+
+
+def _model_function(idata, model):
+    """The model function of a NumPyro-model run: `model`, or the function the run recorded
+    (`attrs["model_function"]`, `module:qualname`), imported."""
+    if callable(model):
+        return model
+    where = group(idata, "posterior").attrs.get("model_function", "")
+    module, _, qualname = where.partition(":")
+    try:
+        if "<locals>" in qualname:
+            raise AttributeError(qualname)
+        fn = importlib.import_module(module)
+        for part in qualname.split("."):
+            fn = getattr(fn, part)
+    except (ImportError, AttributeError, ValueError):
+        raise ArgumentError(f"posterior_predictive: the run's model function {where!r} cannot be imported here "
+                            "(defined inside a function, or in another process's script); pass model=the "
+                            "function") from None
+    return fn
+
+
+def _recorded_call(idata, fn) -> tuple[tuple, dict]:
+    """The call the run was conditioned on: the model's arguments from `constant_data` and
+    `attrs["model_arguments"]`."""
+    arguments = json.loads(group(idata, "posterior").attrs.get("model_arguments", "{}"))
+    if has_group(idata, "constant_data"):
+        const = group(idata, "constant_data")
+        arguments.update({k: np.asarray(const[k]) for k in const.data_vars})
+    try:
+        return call_arguments(fn, dict(inspect.signature(fn).bind(**arguments).arguments))
+    except TypeError as e:
+        raise ArgumentError(f"posterior_predictive: the run recorded the model's arguments "
+                            f"{', '.join(arguments) or 'none'}, which do not make a call ({e}); pass model_args= "
+                            "(and model_kwargs=)") from None
+
+
+def _site_run_predictive(idata, model, model_args, model_kwargs, num_draws, seed):
+    """`posterior_predictive` of a run of a NumPyro model function (`dpppl.sample(fn, model_args=...)`)."""
+    fn = _model_function(idata, model)
+    args, kwargs = _recorded_call(idata, fn)
+    new_args = new_kwargs = None
+    if model_args is not None or model_kwargs is not None:
+        new_args, new_kwargs = tuple(model_args or ()), dict(model_kwargs or {})
+    post, part = group(idata, "posterior"), group(idata, PARTITION_GROUPS["posterior"])
+    found = dp_sites(trace(seeded(fn, jax.random.key(0))).get_trace(*args, **kwargs))
+    z_name = {f.labels: "z" if len(found) == 1 else f"{f.values}_z" for f in found}
+    chains, draws = post.sizes["chain"], post.sizes["draw"]
+    n = int(np.prod(np.shape(part[next(iter(z_name.values()))])[2:]))
+    kept = _kept_draws(num_draws, chains, draws, n)
+    drawn = {k: np.asarray(post[k]) for k in post.data_vars} | {k: np.asarray(part[z]) for k, z in z_name.items()}
+    samples = {k: v[:, kept].reshape((chains * len(kept),) + v.shape[2:]) for k, v in drawn.items()}
+    shifted = json.loads(post.attrs.get("observed_arguments", "{}"))
+    reps = site_predictive(fn, samples, args, kwargs, new_args=new_args, new_kwargs=new_kwargs, seed=seed,
+                           shifted=shifted)
+    suffix = "" if new_args is None else "_new"
+    values = {k: v.reshape((chains, len(kept)) + v.shape[1:]) for k, v in reps.items()}
+    dims = {k: [f"{k}{suffix}_dim_{i}" for i in range(v.ndim - 2)] for k, v in values.items()}
+    return with_groups(idata, {"posterior_predictive": values}, coords={"draw": kept}, dims=dims,
+                       attrs={"seed": seed, "new_points": int(new_args is not None)})
+
+
+def posterior_predictive(idata, model=None, *, num_draws: int | None = None, seed: int = 0,
+                         model_args: tuple | None = None, model_kwargs: dict | None = None):
     """Replicated data for the kept draws of a run, in a `posterior_predictive` group.
 
     Parameters
     ----------
     idata : InferenceData
         A run of [`dpppl.sample`][dpppl.sample] (its labels `z`, its observed data and, for a
-        non-conjugate family, its recorded `theta_*`).
-    model : Model, BoundModel or str, optional
+        non-conjugate family, its recorded `theta_*`), or of a NumPyro model function with
+        `dpppl.dp_mixture` sites (its continuous draws, labels, `constant_data` and the model
+        function it records).
+    model : Model, BoundModel, str or callable, optional
         The model the run sampled; by default the model-file text the run recorded
-        (`attrs["model_source"]`), which a model built in Python does not have.
+        (`attrs["model_source"]`), which a model built in Python does not have, or for a run of a
+        NumPyro model function the function it records (`attrs["model_function"]`, imported).
     num_draws : int, optional
         Draws kept per chain, evenly spaced (default: all, thinned to at most
         `OUTPUT_BUDGET` = 2^25 numbers of replicated data in all).
     seed : int
+    model_args, model_kwargs : optional
+        A NumPyro model function's arguments with new covariates (the observed argument, such as y
+        of `obs=y - X @ beta`, of the new points' shape; its values are not used): replicated data
+        of new points, seated by the prior's predictive rule (module docstring). Default: in-sample.
 
     Returns
     -------
@@ -154,6 +363,11 @@ def posterior_predictive(idata, model=None, *, num_draws: int | None = None, see
     """
     if not is_inference_data(idata):
         raise DataError("posterior_predictive needs the InferenceData returned by dpppl.sample")
+    if callable(model) or "inner_kernel" in group(idata, "posterior").attrs:  # a NumPyro model function's run
+        return _site_run_predictive(idata, model, model_args, model_kwargs, num_draws, seed)
+    if model_args is not None or model_kwargs is not None:
+        raise ArgumentError("posterior_predictive: model_args and model_kwargs are a NumPyro model function's "
+                            "arguments; this run sampled a dpppl model")
     model = _model_of(idata, model)
     spec = as_model(model)
     _refuse(spec)
@@ -188,4 +402,4 @@ def posterior_predictive(idata, model=None, *, num_draws: int | None = None, see
                        dims={name: ["point", "dim"]}, attrs=attrs)
 
 
-__all__ = ["posterior_predictive"]
+__all__ = ["posterior_predictive", "site_predictive"]

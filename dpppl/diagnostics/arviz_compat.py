@@ -71,7 +71,7 @@ def to_arviz(groups: dict, *, coords: dict | None = None, dims: dict | None = No
 
 
 #: the groups of ArviZ 0.x's scheme dpppl writes, in the order `InferenceData` keeps them
-ARVIZ_GROUPS = ("posterior", "sample_stats", "observed_data")
+ARVIZ_GROUPS = ("posterior", "log_likelihood", "sample_stats", "observed_data")
 
 
 class RunGroups:

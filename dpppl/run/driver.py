@@ -28,7 +28,7 @@ from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, RunSpec, read_ch
 from dpppl.run.interrupts import Completed, finishing, hold
 from dpppl.run.memory import check_memory, run_bytes
 from dpppl.run.nuts import sample_nuts
-from dpppl.run.output import to_inference_data
+from dpppl.run.output import check_log_likelihood, log_likelihood_refusal, to_inference_data
 from dpppl.run.partition_gibbs import sample_model
 from dpppl.run.runner import check_states, continue_partition, sample_partition
 from dpppl.version import __version__
@@ -55,7 +55,7 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
            num_chains: int = 1, seed: int = 0, init: Any = "sequential", progress_bar: bool = True,
            thinning: int = 1, capacity: int | None = None, truncation: int = 20, checkpoint=None,
            checkpoint_every: float = DEFAULT_EVERY, model_args: tuple = (), model_kwargs: dict | None = None,
-           **kernel_options):
+           log_likelihood="auto", **kernel_options):
     """Sample the posterior of a DP mixture model; return ArviZ InferenceData.
 
     Parameters
@@ -128,6 +128,14 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         Seconds between two checkpoints.
     model_args, model_kwargs : tuple, dict
         Arguments of a NumPyro model function (`model` callable only; `data` must then be None).
+    log_likelihood : {"auto", True, False}
+        Whether the run has a pointwise `log_likelihood` group (chain, draw, point) under the data's
+        name, for `az.loo` and `az.compare`: the conditional predictive log p(x_i | x_-i, z_-i, alpha)
+        of each point at each draw (docs/analysis.md says why this quantity). `"auto"`: when it has a
+        closed form (conjugate components; not DDP, rankings, NormalLogNormal or `kernel="nuts"`) and chains x kept
+        draws x points is at most 2^25 (256 MB in float64; `dpppl.run.output.LOG_LIKELIHOOD_BUDGET`),
+        otherwise left out with one warning; True: always, an
+        [`ArgumentError`][dpppl.ArgumentError] where there is no closed form.
     **kernel_options
         Options of the kernel's moves (see `dpppl.kernels`); with `kernel="auto"`, options
         of the chosen kernel (an option none of its parts takes raises
@@ -140,7 +148,8 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         `entropy` (`dpppl.diagnostics.summaries`), and `alpha` when resampled;
         `posterior_partition`: `z` (chain, draw, point) and `cluster_sizes` (sorted, padded);
         `sample_stats`: `lp` (the collapsed log joint) and each move's statistics;
-        `observed_data`: `x`; attrs: `kernel` (the spec that ran), `kernel_requested`
+        `observed_data`: `x`; `log_likelihood`: `x` (chain, draw, point), see `log_likelihood`;
+        attrs: `kernel` (the spec that ran), `kernel_requested`
         (`"auto"` or the kernel asked for), `kernel_reason` (with `"auto"`), `exact`
         (whether the kept draws leave the posterior invariant), model, versions.
     """
@@ -158,7 +167,7 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         return _sample_numpyro_model(model, data, kernel, model_args, model_kwargs, num_warmup=num_warmup,
                                      num_samples=num_samples, num_chains=num_chains, seed=seed, thinning=thinning,
                                      progress_bar=progress_bar, capacity=capacity, checkpoint=checkpoint,
-                                     **kernel_options)
+                                     log_likelihood=log_likelihood, **kernel_options)
     if model_args or model_kwargs:
         raise ArgumentError("model_args and model_kwargs are the arguments of a NumPyro model function; a dpppl "
                             "model takes its data through data=")
@@ -174,6 +183,8 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         partition = [name for name in available() if entry(name).backend == "partition"]
         raise ArgumentError(f"kernel {kernel!r} cannot save a checkpoint: the partition kernels "
                             f"({', '.join(partition)}) and their hybrids can")
+    pointwise = check_log_likelihood(log_likelihood, log_likelihood_refusal(target, backend),
+                                     num_chains * (num_samples // thinning) * target.num_points)
     spec = RunSpec(model, data, kernel, kernel_options, seed, init_name, num_warmup, num_samples, num_chains,
                    thinning, requested, None if choice is None else choice.reason)
     saving = contextlib.nullcontext() if checkpoint is None else CheckpointFile(checkpoint, spec, checkpoint_every)
@@ -185,12 +196,12 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
             seed=seed, init=init, capacity=capacity, thinning=thinning, truncation=truncation,
             progress_bar=_shows_bar(progress_bar), checkpoint=saved)
         hold()
-        idata = _inference_data(target, spec, records, attrs, record_dims)
+        idata = _inference_data(target, spec, records, attrs, record_dims, pointwise)
     return _completed(idata, late)
 
 
 def _sample_numpyro_model(fn, data, kernel, model_args, model_kwargs, *, num_warmup, num_samples, num_chains, seed,
-                          thinning, progress_bar, capacity, checkpoint, **kernel_options):
+                          thinning, progress_bar, capacity, checkpoint, log_likelihood, **kernel_options):
     """`sample` of a NumPyro model function: its own checks, then `dpppl.run.partition_gibbs.sample_model`."""
     if data is not None:
         raise ArgumentError("a NumPyro model function takes its data through model_args / model_kwargs, not data=")
@@ -201,7 +212,8 @@ def _sample_numpyro_model(fn, data, kernel, model_args, model_kwargs, *, num_war
     with finishing() as late:
         idata = sample_model(fn, model_args, model_kwargs, kernel, num_warmup=num_warmup, num_samples=num_samples,
                              num_chains=num_chains, seed=seed, thinning=thinning,
-                             progress_bar=_shows_bar(progress_bar), capacity=capacity, **kernel_options)
+                             progress_bar=_shows_bar(progress_bar), capacity=capacity, log_likelihood=log_likelihood,
+                             **kernel_options)
     return _completed(idata, late)
 
 
@@ -257,7 +269,9 @@ def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
             target, spec.kernel, spec.options, progress, num_warmup=spec.num_warmup, num_samples=num_samples,
             thinning=spec.thinning, progress_bar=_shows_bar(progress_bar), checkpoint=saved)
         hold()
-        idata = _inference_data(target, spec, records, attrs, record_dims)
+        pointwise = check_log_likelihood("auto", log_likelihood_refusal(target),
+                                         num_samples // spec.thinning * spec.num_chains * target.num_points)
+        idata = _inference_data(target, spec, records, attrs, record_dims, pointwise)
     return _completed(idata, late)
 
 
@@ -278,12 +292,12 @@ def _shows_bar(progress_bar: bool) -> bool:
     return progress_bar and not os.environ.get("CI")
 
 
-def _inference_data(target, spec: RunSpec, records: dict, attrs: dict, record_dims):
+def _inference_data(target, spec: RunSpec, records: dict, attrs: dict, record_dims, log_likelihood: bool):
     chosen = {"kernel_requested": spec.kernel_requested or spec.kernel,
               **({"kernel_reason": spec.kernel_reason} if spec.kernel_reason else {})}
     attrs = dict(dict(init=spec.init, seed=spec.seed, num_warmup=spec.num_warmup, thinning=spec.thinning), **attrs,
                  **chosen)
-    return to_inference_data(target, records, attrs, record_dims)
+    return to_inference_data(target, records, attrs, record_dims, log_likelihood)
 
 
 def log_joint(model, data, z) -> float:

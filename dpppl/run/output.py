@@ -8,16 +8,23 @@ written to the same netCDF file, without importing ArviZ.
 from __future__ import annotations
 
 import contextlib
+import functools
 import contextvars
+import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import numpyro
 
+from dpppl.core.compiled import on_target
 from dpppl.core.protocols import Target
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz, to_run_groups, writes_without_arviz
-from dpppl.diagnostics.summaries import label_summaries
-from dpppl.run.runner import kept_records
+from dpppl.diagnostics.summaries import compact_labels, label_summaries
+from dpppl.errors import ArgumentError
+from dpppl.families.base import segment_stats
+from dpppl.models.mixture import BoundModel
+from dpppl.run.runner import kept_records, point_class
 from dpppl.version import __version__
 
 
@@ -36,12 +43,146 @@ def blocked_label_summaries(z: np.ndarray) -> dict:
     return kept_records(tuple(label_summaries(z[:, i:i + step]) for i in range(0, z.shape[1], step)))
 
 
-def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: dict | None = None):
+LOG_LIKELIHOOD_BUDGET = 2**25
+"""Pointwise log-likelihood values (chains x draws x points) that `log_likelihood="auto"` computes: 256 MB
+in float64. A larger run has no `log_likelihood` group unless asked for (`log_likelihood=True`)."""
+POINTWISE_BATCH = 2**23
+"""Numbers formed at once (about points x cluster slots per draw, times the draws vectorised together)
+while computing the pointwise log likelihood."""
+
+
+def log_likelihood_refusal(target, backend: str = "partition") -> str | None:
+    """Why the pointwise log likelihood of `target`'s runs by `backend` is not computed (None when it
+    is): it needs a mixture with collapsed, conjugate components (a BoundModel whose family has a
+    posterior predictive) and draws of the labels (not `kernel="nuts"`'s most probable components)."""
+    if backend == "nuts":
+        return ("kernel='nuts' records each point's most probable component, not a draw of the partition, so "
+                "the conditional predictive given the other points' labels is not a posterior quantity")
+    if not isinstance(target, BoundModel):
+        return (f"{type(target).__name__} runs instantiate their atoms (DDP) or have no conjugate predictive "
+                "(rankings), so the collapsed conditional predictive log p(x_i | x_-i, z_-i) has no closed form")
+    if not target.family.conjugate:
+        return (f"{target.family.name} has no closed-form posterior predictive, so the conditional predictive "
+                "log p(x_i | x_-i, z_-i) has no closed form")
+    return None
+
+
+def check_log_likelihood_option(option) -> None:
+    """Raise ArgumentError unless `option` is True, False or "auto" (the `log_likelihood` of `dpppl.sample`)."""
+    if not (isinstance(option, bool) or (isinstance(option, str) and option == "auto")):
+        raise ArgumentError(f"log_likelihood must be True, False or 'auto', got {option!r}")
+
+
+def check_log_likelihood(option, why: str | None, num_values: int) -> bool:
+    """Whether a run keeping `num_values` = chains x kept draws x points records the pointwise log
+    likelihood, for `log_likelihood` = True, False or "auto" (the default: when it has a closed form,
+    `why` None, and `num_values` <= `LOG_LIKELIHOOD_BUDGET`; otherwise one warning says why not).
+    Raises ArgumentError for another value, or for True where there is no closed form (`why` says
+    why: `log_likelihood_refusal`)."""
+    check_log_likelihood_option(option)
+    if option is False:
+        return False
+    if why is not None:
+        if option is True:
+            raise ArgumentError(f"log_likelihood=True: {why}; sample with log_likelihood='auto' or False")
+        return False
+    if option == "auto" and num_values > LOG_LIKELIHOOD_BUDGET:
+        warnings.warn(f"the run has no log_likelihood group: chains x draws x points = {num_values:,} values "
+                      f"({num_values * 8 / 2**20:,.0f} MB in float64) exceed the default budget of "
+                      f"{LOG_LIKELIHOOD_BUDGET:,} ({LOG_LIKELIHOOD_BUDGET * 8 // 2**20} MB); pass "
+                      "log_likelihood=True to compute it, or thin the run", RuntimeWarning, stacklevel=3)
+        return False
+    return True
+
+
+def conditional_log_predictive(family, prior, x, z, alpha, capacity: int):
+    """log p(x_i | x_-i, z_-i, alpha, h) of every point i (N,) given one draw's labels `z` (N,) of the
+    points `x` (N, D): point i taken out of its cluster's statistics, then seated by the prior's rule,
+
+        log[sum_k w_k(z_-i) p(x_i | x_{k,-i}) + w_new(z_-i) p(x_i)] - log[sum_k w_k(z_-i) + w_new(z_-i)],
+
+    with w the prior's seat weights (`log_seat_weights`: n_k^-i - d and alpha + K^-i d for CRP /
+    Pitman-Yor, whose total is N - 1 + alpha; E[pi_k | z_-i] and the mass of every empty stick for a
+    stick-breaking prior on explicit labels) and p(x_i | x_c) the family's posterior predictive. The
+    own cluster's term is log p(x_c) - log p(x_c minus x_i) (`log_marginal`), the others'
+    `log_predictive` of the draw's statistics: O(N C) predictive evaluations. Labels lie in
+    [0, capacity); `family` resolved and conjugate. Traceable (docs/analysis.md)."""
+    n = x.shape[0]
+    stats = segment_stats(family, x, z, capacity)
+    without = jax.tree.map(lambda s, p: s[z] - p, stats, family.point_stats(x))
+    own = family.log_marginal(stats)[z] - family.log_marginal(without)
+    params = family.predictive_params(stats)
+    log_pred = jax.vmap(lambda xi: family.log_predictive(params, xi))(x).at[jnp.arange(n), z].set(own)
+    empty = family.predictive_params(family.empty_stats(()))
+    log_prior_pred = jax.vmap(lambda xi: family.log_predictive(empty, xi))(x)
+    counts = stats.n[None, :] - jax.nn.one_hot(z, capacity, dtype=stats.n.dtype)
+    existing, new = jax.vmap(lambda c: prior.log_seat_weights(c, alpha))(counts)
+    seated = jnp.where(jnp.isfinite(existing), existing + log_pred, -jnp.inf)
+    joint = jnp.concatenate([seated, (new + log_prior_pred)[:, None]], axis=1)
+    total = jnp.concatenate([existing, new[:, None]], axis=1)
+    return jax.nn.logsumexp(joint, axis=1) - jax.nn.logsumexp(total, axis=1)
+
+
+MIN_SLOTS = 32
+"""Fewest cluster slots of the pointwise program: runs of up to 31 clusters share one program."""
+
+
+def slot_labels(prior, z: np.ndarray) -> tuple[np.ndarray, int]:
+    """`(labels, capacity)` on which `conditional_log_predictive` runs: the labels of an exchangeable
+    prior renumbered 0..K-1 (`compact_labels`), those of a prior on explicit labels as they are; the
+    capacity at least `MIN_SLOTS`, a power of two above the largest label (a few shape classes, a few
+    programs)."""
+    if not prior.labelled:
+        z, _ = compact_labels(z)
+    top = int(np.max(z)) + 2 if z.size else 2
+    return np.asarray(z, np.int32), max(MIN_SLOTS, 1 << (top - 1).bit_length())
+
+
+def _pointwise_draws(target, z, alpha, hyper, *, capacity):
+    def one(labels, a, h):
+        bound = target.at_hyperparameters(h)
+        return conditional_log_predictive(bound.family, bound.prior, jnp.asarray(bound.x), labels, a, capacity)
+
+    return jax.vmap(one)(z, alpha, hyper)
+
+
+def pointwise_log_likelihood(target: BoundModel, z: np.ndarray, alpha: np.ndarray, hyper: dict) -> np.ndarray:
+    """`conditional_log_predictive` of every draw (chain, draw, point) of a run of `target`: labels `z`
+    (chain, draw, N), `alpha` (chain, draw) and the random hyperparameters of the base measure
+    `hyper` ({name: (chain, draw)}; the family at each draw's values). One compiled program per shape
+    class (`on_target`: the data are an argument, padded to `point_class` rows, the cluster slots
+    `slot_labels` says), run on blocks of draws (at most 256, and at most `POINTWISE_BATCH` numbers;
+    the last block padded with copies of the first draw), so the number of draws is not part of it."""
+    lead, n = z.shape[:-1], target.num_points
+    labels, capacity = slot_labels(target.prior, z.reshape(-1, n))
+    size = point_class(n)  # points padded to their class, labelled `capacity` (in no cluster): one program
+    padded = target.padded(size) if size > n else target
+    labels = np.pad(labels, [(0, 0), (0, size - n)], constant_values=capacity)
+    dtype = jax.dtypes.canonicalize_dtype(target.x.dtype)  # no transfer of x: that is a program of its shape
+    draws = labels.shape[0]
+    per_draw = size * (capacity + target.x.shape[1] ** 2 + 2)
+    block = max(1, min(256, 1 << (draws - 1).bit_length(), POINTWISE_BATCH // per_draw))
+    rows = -(-draws // block) * block
+    inputs = [labels, np.reshape(alpha, -1)] + [np.reshape(v, -1) for v in hyper.values()]
+    inputs = [np.concatenate([v, np.broadcast_to(v[:1], (rows - draws,) + v.shape[1:])]) for v in inputs]
+    fn = on_target("pointwise_log_predictive", padded, functools.partial(_pointwise_draws, capacity=capacity),
+                   capacity, block)
+    out = np.empty((rows, size))
+    for i in range(0, rows, block):
+        part = [jnp.asarray(v[i:i + block], dtype) for v in inputs[1:]]
+        out[i:i + block] = np.asarray(fn(jnp.asarray(inputs[0][i:i + block]), part[0], dict(zip(hyper, part[1:]))))
+    return out[:draws, :n].reshape(lead + (n,))
+
+
+def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: dict | None = None,
+                      log_likelihood: bool = False):
     """`posterior`: the label-invariant summaries of `z` (scalars per draw), `alpha`
     when it has a prior, a copy of `lp` and the kernel's label-invariant continuous records;
     `posterior_partition`: `z`, `cluster_sizes` and the records indexed by label slot
     or integer-valued (what ArviZ should not see by default); `sample_stats`: `lp` and
-    each move's statistics; `observed_data`: the target's observed variables."""
+    each move's statistics; `observed_data`: the target's observed variables; with
+    `log_likelihood` (`check_log_likelihood` decides), `log_likelihood`: the pointwise conditional
+    predictive (`pointwise_log_likelihood`) under the data's name, dims (chain, draw, point)."""
     records = dict(records)
     z = records.pop("z").astype(np.int32, copy=False)
     records.pop("num_clusters", None)  # the runner's, for its progress bar; recomputed from z below
@@ -64,14 +205,16 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
     all_attrs = dict(attrs, model=model.describe(), model_source=model.source or repr(model),
                      dpppl_version=__version__, jax_version=jax.__version__,
                      numpyro_version=numpyro.__version__)
+    groups = {"posterior": posterior, PARTITION_GROUPS["posterior"]: partition, "sample_stats": sample_stats,
+              "observed_data": observed}
+    dims = {"z": ["point"], "cluster_sizes": ["cluster"], name: ["point", "dim"], **record_dims,
+            **{other: ["point"] for other in observed if other != name}}
+    if log_likelihood:  # by point only: ArviZ and `to_run_groups` drop the data's `dim` for it
+        hyper = {k: posterior[k] for k in model.hyperpriors}
+        groups["log_likelihood"] = {name: pointwise_log_likelihood(target, z, alpha, hyper)}
     convert = to_run_groups if _RUN_GROUPS.get() and writes_without_arviz() else to_arviz
-    return convert(
-        {"posterior": posterior, PARTITION_GROUPS["posterior"]: partition, "sample_stats": sample_stats,
-         "observed_data": observed},
-        coords={"point": np.arange(target.num_points), "dim": np.arange(target.x.shape[1])},
-        dims={"z": ["point"], "cluster_sizes": ["cluster"], name: ["point", "dim"], **record_dims,
-              **{other: ["point"] for other in observed if other != name}},
-        attrs=all_attrs)
+    return convert(groups, coords={"point": np.arange(target.num_points), "dim": np.arange(target.x.shape[1])},
+                   dims=dims, attrs=all_attrs)
 
 
 @contextlib.contextmanager
@@ -85,4 +228,6 @@ def run_groups_only():
         _RUN_GROUPS.reset(token)
 
 
-__all__ = ["SUMMARY_BLOCK", "blocked_label_summaries", "run_groups_only", "to_inference_data"]
+__all__ = ["LOG_LIKELIHOOD_BUDGET", "MIN_SLOTS", "POINTWISE_BATCH", "SUMMARY_BLOCK", "blocked_label_summaries",
+           "check_log_likelihood", "check_log_likelihood_option", "conditional_log_predictive",
+           "log_likelihood_refusal", "pointwise_log_likelihood", "run_groups_only", "slot_labels", "to_inference_data"]

@@ -43,6 +43,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import json
 import warnings
 from typing import NamedTuple
 
@@ -50,7 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
-from numpyro.handlers import seed, trace
+from numpyro.handlers import seed, substitute, trace
 from numpyro.infer import MCMC, NUTS
 from numpyro.infer.gibbs import Gibbs, with_conditioning
 from numpyro.infer.hmc import HMC
@@ -69,6 +70,8 @@ from dpppl.models.mixture import BoundModel, DataDecl, Model
 from dpppl.models.sites import canonical_in_jit, dp_sites, partition_site_names
 from dpppl.run.interrupts import hold
 from dpppl.run.nuts import init_in_one_program, one_program_init
+from dpppl.run.output import (POINTWISE_BATCH, check_log_likelihood, check_log_likelihood_option,
+                              conditional_log_predictive)
 from dpppl.version import __version__
 
 DEFAULT_MAX_CAPACITY = 128
@@ -326,18 +329,10 @@ def _hmc_state(state: HMCGibbsState):
     return state.hmc_state
 
 
-def _observed(fn, model_args, model_kwargs) -> dict:
-    """The observed sites of the model (the InferenceData's `observed_data`)."""
-    def observed():  # one program, which computes only what the observed values need
-        tr = trace(seed(fn, jax.random.key(0))).get_trace(*model_args, **model_kwargs)
-        return {name: site["value"] for name, site in tr.items() if site["type"] == "sample" and site["is_observed"]}
-
-    return {name: np.asarray(value) for name, value in jax.jit(observed)().items()}
-
-
 def sample_model(fn, model_args: tuple = (), model_kwargs: dict | None = None, kernel: str = AUTO, *,
                  num_warmup: int, num_samples: int, num_chains: int, seed: int, thinning: int, progress_bar: bool,
-                 inner_kernel=None, sweeps: int = 1, capacity: int | None = None, **partition_options):
+                 inner_kernel=None, sweeps: int = 1, capacity: int | None = None, log_likelihood="auto",
+                 **partition_options):
     """[`dpppl.sample`][dpppl.sample] of a NumPyro model function `fn` holding partition sites:
     [`PartitionGibbs`][dpppl.run.partition_gibbs.PartitionGibbs] of `inner_kernel` (default
     `NUTS(fn)`) and the partition kernel `kernel`, run by NumPyro's MCMC (chains one after the
@@ -351,9 +346,18 @@ def sample_model(fn, model_args: tuple = (), model_kwargs: dict | None = None, k
       likewise);
     - `sample_stats`: `lp`, the inner kernel's `diverging` and `acceptance_rate` (NUTS, HMC),
       and `overflow` (a partition move found no free cluster slot: see `PartitionBlock`);
-    - `observed_data`: the observed sites; attrs: `kernel` (the partition kernel of each site),
-      `inner_kernel`, `sweeps`, `exact`, versions.
+    - `log_likelihood` (`log_likelihood`: as [`dpppl.sample`][dpppl.sample] says): for each observed
+      collapsed-mixture site, the conditional predictive log p(y_i | y_-i, z_-i, alpha) of its values at
+      the draw (`dpppl.run.output.conditional_log_predictive`), for each other observed site its
+      pointwise log density given the draw (as `numpyro.infer.util.log_likelihood`), (chain, draw, point);
+    - `observed_data`: each observed site's data (`observed_data`: the model argument a site observes
+      shifted by the parameters, such as y of `obs=y - X @ beta`, else the site's value);
+      `constant_data`: the model's array arguments by parameter name; attrs: `kernel` (the partition
+      kernel of each site), `inner_kernel`, `sweeps`, `exact`, `model_function` (`module:qualname`),
+      `model_arguments` (the other arguments, JSON), `observed_arguments` (site: argument), versions.
+      [`dpppl.posterior_predictive`][dpppl.posterior_predictive] rebuilds the call from them.
     """
+    check_log_likelihood_option(log_likelihood)
     model_kwargs = dict(model_kwargs or {})
     inner = NUTS(fn) if inner_kernel is None else inner_kernel
     if not isinstance(inner, MCMCKernel) or inner.model is not fn:
@@ -392,13 +396,135 @@ def sample_model(fn, model_args: tuple = (), model_kwargs: dict | None = None, k
         warnings.warn(f"a partition move found every one of its cluster slots occupied in "
                       f"{int(sample_stats['overflow'][:, -1].sum())} chain(s): the draws are biased; give "
                       "capacity=N + 1", RuntimeWarning, stacklevel=3)
+    observed, shifted = observed_data(fn, model_args, model_kwargs)
+    constant, scalars = model_inputs(fn, model_args, model_kwargs)
     attrs = dict(kernel="; ".join(f"{labels}: {spec}" for labels, _, spec, _ in sites), kernel_requested=kernel,
                  inner_kernel=type(inner).__name__, sweeps=sweeps, exact=composed.exact, seed=seed,
                  num_warmup=num_warmup, thinning=thinning,
                  model=fn.__qualname__ if inspect.isfunction(fn) else repr(fn),
+                 model_function=f"{getattr(fn, '__module__', None)}:{getattr(fn, '__qualname__', None)}",
+                 model_arguments=json.dumps(scalars), observed_arguments=json.dumps(shifted),
                  dpppl_version=__version__, jax_version=jax.__version__, numpyro_version=numpyro.__version__)
-    return to_arviz({"posterior": posterior, PARTITION_GROUPS["posterior"]: partition, "sample_stats": sample_stats,
-                     "observed_data": _observed(fn, model_args, model_kwargs)}, dims=dims, attrs=attrs)
+    groups = {"posterior": posterior, PARTITION_GROUPS["posterior"]: partition, "sample_stats": sample_stats,
+              "observed_data": observed, "constant_data": constant}
+    n_values = chains * draws * sum(samples[labels].shape[-1] for labels, _, _, _ in sites)
+    if check_log_likelihood(log_likelihood, None, n_values):
+        groups["log_likelihood"] = {k: v.reshape((chains, draws) + v.shape[1:])
+                                    for k, v in site_log_likelihood(fn, model_args, model_kwargs, flat,
+                                                                    tuple(label_sites)).items()}
+    return to_arviz(groups, dims=dims, attrs=attrs)
 
 
-__all__ = ["DEFAULT_MAX_CAPACITY", "PartitionBlock", "PartitionBlockState", "PartitionGibbs", "sample_model"]
+def model_arguments(fn, model_args, model_kwargs) -> dict:
+    """The model's arguments by parameter name (`inspect.signature(fn).bind`); {} when it cannot
+    be bound."""
+    try:
+        return dict(inspect.signature(fn).bind(*model_args, **model_kwargs).arguments)
+    except (TypeError, ValueError):
+        return {}
+
+
+def call_arguments(fn, arguments: dict) -> tuple[tuple, dict]:
+    """`(args, kwargs)` calling `fn` with `arguments` by parameter name."""
+    bound = inspect.BoundArguments(inspect.signature(fn), dict(arguments))
+    return bound.args, bound.kwargs
+
+
+def _is_array(value) -> bool:
+    return isinstance(value, (np.ndarray, jax.Array)) and np.asarray(value).dtype.kind in "biuf"
+
+
+def model_inputs(fn, model_args, model_kwargs) -> tuple[dict, dict]:
+    """`(arrays, others)`: the model's array arguments (the `constant_data` group) and its other
+    arguments that JSON writes (numbers, strings, None; the `model_arguments` attribute), by name."""
+    arrays, others = {}, {}
+    for name, value in model_arguments(fn, model_args, model_kwargs).items():
+        if _is_array(value):
+            arrays[name] = np.asarray(value)
+        elif value is None or isinstance(value, (bool, int, float, str, np.integer, np.floating)):
+            others[name] = value.item() if isinstance(value, (np.integer, np.floating)) else value
+    return arrays, others
+
+
+def _observed_values(fn, model_args, model_kwargs, key) -> dict:
+    tr = trace(seed(fn, key)).get_trace(*model_args, **model_kwargs)
+    return {name: site["value"] for name, site in tr.items() if site["type"] == "sample" and site["is_observed"]}
+
+
+def observed_data(fn, model_args, model_kwargs) -> tuple[dict, dict]:
+    """`(observed_data, shifted)`: each observed site's data, and `{site: argument}` for the sites
+    that observe a model argument shifted by the parameters (the site's value changes by exactly
+    delta when that argument does: `obs=y - X @ beta` observes y), whose data are that argument.
+    Another observed site holds its value when it does not depend on the latent sites (two seeds
+    give the same value), and is left out otherwise (its data are not any one argument)."""
+    arguments = model_arguments(fn, model_args, model_kwargs)
+    base = jax.jit(lambda: _observed_values(fn, model_args, model_kwargs, jax.random.key(0)))()
+    shapes = {np.shape(v) for v in base.values()}
+    candidates = [name for name, value in arguments.items() if _is_array(value) and np.shape(value) in shapes
+                  and np.asarray(value).dtype.kind == "f"]
+
+    def moved():  # one program: the values with each candidate moved by delta, and at another seed
+        out = []
+        for name in candidates:
+            value = jnp.asarray(arguments[name])
+            delta = 0.5 + 0.25 * jnp.cos(jnp.arange(value.size, dtype=value.dtype)).reshape(value.shape)
+            args, kwargs = call_arguments(fn, dict(arguments, **{name: value + delta}))
+            out.append((delta, _observed_values(fn, args, kwargs, jax.random.key(0))))
+        return out, _observed_values(fn, model_args, model_kwargs, jax.random.key(1))
+
+    trials, reseeded = jax.jit(moved)()
+    observed, shifted = {}, {}
+    for site, value in base.items():
+        value = np.asarray(value)
+        for name, (delta, after) in zip(candidates, trials):
+            change = np.asarray(after[site], float) - value
+            if change.shape == np.shape(delta) and np.allclose(change, delta, rtol=1e-6, atol=1e-9 * (
+                    1.0 + np.max(np.abs(value)))):
+                observed[site], shifted[site] = np.asarray(arguments[name]), name
+                break
+        else:
+            if np.array_equal(np.asarray(reseeded[site]), value):
+                observed[site] = value
+    return observed, shifted
+
+
+def dp_draw_trace(fn, model_args, model_kwargs, params):
+    """The model traced at one draw's values `params` (continuous sites and labels, substituted):
+    `(trace, dp_sites)`, traceable."""
+    tr = trace(substitute(seed(fn, jax.random.key(0)), data=params)).get_trace(*model_args, **model_kwargs)
+    return tr, dp_sites(tr)
+
+
+def site_log_likelihood(fn, model_args, model_kwargs, flat: dict, labels: tuple) -> dict:
+    """The pointwise log likelihood of every observed site at the draws `flat` ({site: (S, ...)}):
+    for a collapsed-mixture site the conditional predictive of its values at the draw
+    (`conditional_log_predictive`, the draw's labels and alpha), for another observed site its
+    log density given the draw (`site["fn"].log_prob`, as `numpyro.infer.util.log_likelihood`, when
+    it is per point); (S, N) each, one compiled program. `labels` names
+    the partition sites (canonical labels: cluster slots up to the next power of two above the
+    largest label)."""
+    def one(params):
+        tr, found = dp_draw_trace(fn, model_args, model_kwargs, params)
+        out = {}
+        for f in found:
+            if tr[f.values]["is_observed"]:
+                z = jnp.asarray(params[f.labels], jnp.int32)
+                x = jnp.asarray(f.mixture.points(f.value), jnp.result_type(float))
+                out[f.values] = conditional_log_predictive(f.mixture.family, f.partition.prior, x, z,
+                                                           f.partition.alpha, capacities[f.labels])
+        for name, site in tr.items():  # the other observed sites: their log density given the draw
+            if site["type"] == "sample" and site["is_observed"] and name not in out:
+                value = site["fn"].log_prob(site["value"])
+                if jnp.ndim(value) >= 1:
+                    out[name] = value
+        return out
+
+    capacities = {name: 1 << (int(np.max(flat[name])) + 1).bit_length() for name in labels}
+    size = max([flat[k].shape[-1] * (capacities[k] + 2) for k in labels] or [1])
+    batch = int(max(1, min(len(next(iter(flat.values()))), POINTWISE_BATCH // size)))
+    out = jax.jit(lambda p: jax.lax.map(one, p, batch_size=batch))(flat)
+    return {k: np.asarray(v, np.float64) for k, v in out.items()}
+
+
+__all__ = ["DEFAULT_MAX_CAPACITY", "PartitionBlock", "PartitionBlockState", "PartitionGibbs", "call_arguments",
+           "dp_draw_trace", "model_arguments", "model_inputs", "observed_data", "sample_model", "site_log_likelihood"]

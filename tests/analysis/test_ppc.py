@@ -104,3 +104,35 @@ def test_arviz_plot_ppc_draws_a_sampled_run():
     assert len(ax.lines) >= 11
     again = dpppl.posterior_predictive(idata, num_draws=5)
     assert group(again, "posterior_predictive").sizes["draw"] == 5
+
+
+def test_dp_errors_replicate_the_bimodal_residuals_of_the_data():
+    """A regression whose errors are a DP mixture (two modes at -2 and +2): replicated y of each
+    draw minus the draw's x beta (the replicated errors) against y minus x beta (the realised
+    errors); the posterior predictive p-values of their 10/25/50/75/90% quantiles all lie in
+    (0.05, 0.95). The prior's predictive (the base measure's N(0, 4.25) errors) puts the 25% and
+    75% quantiles at -/+1.4 against -/+2: p-values near 1 and 0."""
+    from tests.run.test_partition_gibbs import X, Y, regression
+
+    idata = dpppl.sample(regression, model_args=(X, Y), kernel="gibbs", num_warmup=30, num_samples=40,
+                         thinning=2, seed=3, progress_bar=False, sweeps=2)
+    out = dpppl.posterior_predictive(idata)  # the model function and its arguments from the run
+    rep = np.asarray(group(out, "posterior_predictive")["resid"])[0]
+    beta = np.asarray(group(idata, "posterior")["beta"])[0][:, None]
+    x, y = np.asarray(X), np.asarray(Y)
+    q = [0.1, 0.25, 0.5, 0.75, 0.9]
+    p = np.mean(np.quantile(rep - beta * x, q, axis=1) >= np.quantile(y - beta * x, q, axis=1), axis=1)
+    assert np.all((p > 0.05) & (p < 0.95)), p
+    new_x = np.linspace(-1.0, 1.0, 30)  # new covariates, another number of points
+    new = dpppl.posterior_predictive(idata, model_args=(new_x, np.zeros(30)), num_draws=10)
+    values = np.asarray(group(new, "posterior_predictive")["resid"])
+    assert values.shape == (1, 10, 30) and np.all(np.isfinite(values))
+    with pytest.raises(dpppl.ArgumentError, match="the new arguments give y=None; site .resid. observes it"):
+        dpppl.posterior_predictive(idata, model_args=(new_x, None))
+
+
+def test_a_model_function_that_cannot_be_imported_must_be_given():
+    run = _run(np.zeros((1, 2, 4)), np.zeros((4, 1)))
+    group(run, "posterior").attrs.update(inner_kernel="NUTS", model_function="tests:<locals>.model")
+    with pytest.raises(dpppl.ArgumentError, match="model function 'tests:<locals>.model' cannot be imported"):
+        dpppl.posterior_predictive(run)

@@ -69,7 +69,7 @@ def test_new_group_likelihood_by_quadrature_matches_the_normal_closed_form(examp
 @pytest.mark.slow   # two NUTS and two PartitionGibbs compilations, about a minute of CPU
 def test_quick_run_reports_both_comparisons(example, tmp_path):
     """`--quick` end to end: finite held-out densities for the four models, the DP runs' partitions
-    found (a mean number of clusters), and the JSON written."""
+    found (a mean number of clusters), each pair's PSIS-LOO comparison, and the JSON written."""
     out = example.main(["--quick", "--out", str(tmp_path)])
     for name, normal, dp in [("regression", "normal errors", "DP-mixture errors"),
                              ("intercepts", "normal intercepts", "DP intercepts")]:
@@ -77,4 +77,7 @@ def test_quick_run_reports_both_comparisons(example, tmp_path):
         assert np.isfinite(result[normal]["heldout_lpd"]) and np.isfinite(result[dp]["heldout_lpd"])
         assert result[dp]["num_clusters_mean"] >= 1 and "num_clusters_mean" not in result[normal]
         assert result["dp_minus_normal"] == pytest.approx(result[dp]["heldout_lpd"] - result[normal]["heldout_lpd"])
+        loo = result["loo"]  # az.compare of the two fits' PSIS-LOO on the training data
+        assert set(loo) == {normal, dp} and all(np.isfinite(loo[m]["elpd_loo"]) for m in loo)
+        assert min(loo[m]["elpd_diff"] for m in loo) == 0.0
     assert (tmp_path / "dp_sites.json").exists()

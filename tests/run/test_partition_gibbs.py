@@ -9,7 +9,7 @@ import pytest
 from numpyro.infer import NUTS
 
 import dpppl
-from dpppl.diagnostics.arviz_compat import group, labels
+from dpppl.diagnostics.arviz_compat import arviz, group, labels
 from dpppl.errors import ArgumentError, KernelError
 
 MIXTURE = dpppl.DPMixture(dpppl.Gamma(2.0, 2.0), dpppl.NormalKnownCov(sigma2=0.25, mu0=0.0, tau2=4.0))
@@ -37,7 +37,15 @@ def test_sample_of_a_numpyro_model_function():
     np.testing.assert_allclose(post["twice_beta"], 2 * post["beta"])
     stats = group(idata, "sample_stats")
     assert {"lp", "diverging", "acceptance_rate", "overflow"} <= set(stats)
-    assert "resid" in group(idata, "observed_data")
+    np.testing.assert_array_equal(group(idata, "observed_data")["resid"], Y)  # the data, not y - x beta
+    const = group(idata, "constant_data")
+    np.testing.assert_array_equal(const["x"], X)
+    np.testing.assert_array_equal(const["y"], Y)
+    assert idata.posterior.attrs["observed_arguments"] == '{"resid": "y"}'
+    assert idata.posterior.attrs["model_function"] == f"{__name__}:regression"
+    ll = group(idata, "log_likelihood")["resid"]
+    assert ll.shape == (1, 20, 12) and np.all(np.isfinite(ll.values))
+    assert arviz().loo(idata).n_data_points == 12
     assert idata.posterior.attrs["kernel"] == "resid_labels: gibbs"
     assert idata.posterior.attrs["exact"] == 1 and idata.posterior.attrs["sweeps"] == 2
     assert dpppl.point_estimate(idata).shape == (12,)
@@ -56,6 +64,8 @@ def test_inputs_are_checked_before_sampling():
         dpppl.sample(regression, model_args=(X, Y), inner_kernel=NUTS(lambda x, y: None))
     with pytest.raises(ArgumentError, match="sweeps"):
         dpppl.PartitionGibbs(NUTS(regression), sweeps=0)
+    with pytest.raises(ArgumentError, match="log_likelihood must be True, False or 'auto', got 1"):
+        dpppl.sample(regression, model_args=(X, Y), log_likelihood=1)
 
 
 def test_nuts_first_state_in_one_program_is_numpyros():
@@ -79,3 +89,24 @@ def test_nuts_first_state_in_one_program_is_numpyros():
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
     with pytest.raises(RuntimeError, match="Cannot find valid initial parameters"):
         _NUTS(model).init(key, 10, None, (jnp.asarray([np.inf]),), {})
+
+
+def test_observed_data_are_the_argument_a_site_observes_shifted():
+    """Without sampling: a site observing y - x beta records y (the argument it observes shifted by
+    the parameters); a site observing y / scale (not a shift, and it moves with the draw) is left
+    out of observed_data, and posterior predictive replicates of it are refused with the reason."""
+    from dpppl.analysis.ppc import site_predictive
+    from dpppl.run.partition_gibbs import observed_data
+
+    def scaled(x, y):
+        scale = numpyro.sample("scale", dist.HalfNormal(1.0))
+        dpppl.dp_mixture("resid", MIXTURE, obs=y / scale)
+
+    observed, shifted = observed_data(regression, (X, Y), {})
+    assert shifted == {"resid": "y"}
+    np.testing.assert_array_equal(observed["resid"], Y)
+    assert observed_data(scaled, (X, Y), {}) == ({}, {})
+    samples = {"scale": np.ones(2), "resid_alpha": np.ones(2), "resid_labels": np.zeros((2, 12), np.int32)}
+    with pytest.raises(dpppl.DataError, match="the observed site 'resid' is not a model argument shifted by the "
+                                              "parameters"):
+        site_predictive(scaled, samples, (X, Y))

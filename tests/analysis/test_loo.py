@@ -1,0 +1,112 @@
+"""The pointwise log_likelihood group (dpppl.run.output): the conditional predictive
+log p(x_i | x_-i, z_-i, alpha) per draw, so that PSIS-LOO targets p(x_i | x_-i)."""
+
+import dataclasses
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dpppl
+from dpppl.diagnostics.arviz_compat import arviz, group, to_arviz
+from dpppl.families.base import segment_stats
+from dpppl.run import output
+from dpppl.testing.exact import set_partitions
+
+NKC = dpppl.NormalKnownCov(sigma2=0.25, mu0=0.0, tau2=4.0)
+CASES = [
+    ("DP, two groups", dpppl.DPMixture(1.0, NKC), [[-2.1], [-1.9], [-2.0], [2.0], [1.8], [2.2]]),
+    ("Pitman-Yor, spread", dpppl.PitmanYorMixture(0.3, 0.5, NKC), [[-1.0], [-0.4], [0.1], [0.6], [1.5], [3.0]]),
+    # three sticks (b_3 = 0): labelled assignments, 3^5 of them
+    ("stick-breaking, 3 sticks", dpppl.StickBreakingMixture((1.0, 2.0, 1.0), (1.0, 1.0, 0.0), NKC),
+     [[-2.0], [-1.7], [0.2], [2.1], [2.4]]),
+]
+
+
+def _assignments(prior, n: int) -> np.ndarray:
+    """Every labelling to enumerate: the set partitions of n points (exchangeable prior), or every
+    assignment of n points to the sticks of a finite stick-breaking prior (labels matter)."""
+    if prior.labelled:
+        return np.array(list(itertools.product(range(prior.num_sticks), repeat=n)))
+    return set_partitions(n)
+
+
+@jax.jit
+def _log_joints(bound, parts):
+    """log p(x, z) of every labelling `parts` (B, n) of the points `bound.x` (n, D): the prior's
+    probability of it (the EPPF at the fixed alpha, or the labelled law) times the collapsed
+    marginals of the clusters."""
+    def one(z):
+        stats = segment_stats(bound.family, jnp.asarray(bound.x), z, z.shape[0])
+        marg = jnp.where(stats.n > 0, bound.family.log_marginal(stats), 0.0)
+        return bound.prior.log_eppf(stats.n, bound.prior.initial_alpha) + jnp.sum(marg)
+
+    return jax.vmap(one)(parts)
+
+
+def _log_evidence(bound, rows) -> float:
+    """log p(x_rows) by enumerating every partition of the rows."""
+    sub = dataclasses.replace(bound, x=bound.x[rows], observed_x=None)
+    return float(jax.nn.logsumexp(_log_joints(sub, jnp.asarray(_assignments(bound.prior, len(rows)), jnp.int32))))
+
+
+def _exact_posterior_draws(bound, num, rng):
+    parts = _assignments(bound.prior, bound.num_points)
+    logp = np.asarray(_log_joints(bound, jnp.asarray(parts, jnp.int32)))
+    prob = np.exp(logp - logp.max())
+    return parts[rng.choice(len(parts), size=num, p=prob / prob.sum())]
+
+
+@pytest.mark.parametrize("name, model, x", CASES, ids=[c[0] for c in CASES])
+def test_psis_loo_of_each_point_is_the_exact_leave_one_out_predictive(name, model, x):
+    """Draws of z from the exact posterior (enumerated), the run's pointwise log likelihood of
+    each, then ArviZ's PSIS-LOO: each point's elpd_loo_i matches log p(x_i | x_-i) = log p(x) -
+    log p(x_-i), both by enumeration (of partitions, or of labelled assignments to the sticks).
+    Threshold: 4 Monte Carlo standard errors of the importance-sampling estimate (delta method on
+    the mean of the ratios 1 / p(x_i | x_-i, z_-i)), plus 0.01 for Pareto smoothing."""
+    bound = model.bind(np.asarray(x, float))
+    n, s = bound.num_points, 4000
+    z = _exact_posterior_draws(bound, s, np.random.default_rng(1))[None]
+    ll = output.pointwise_log_likelihood(bound, z, np.full((1, s), bound.prior.initial_alpha), {})
+    assert ll.shape == (1, s, n)
+    idata = to_arviz({"posterior": {"num_clusters": z.max(-1) + 1.0}, "log_likelihood": {"x": ll}},
+                     dims={"x": ["point"]})
+    loo = arviz().loo(idata, pointwise=True)
+    assert loo.n_data_points == n
+    full = _log_evidence(bound, np.arange(n))
+    for i in range(n):
+        exact = full - _log_evidence(bound, np.delete(np.arange(n), i))
+        ratios = np.exp(-(ll[0, :, i] - ll[0, :, i].max()))
+        se = ratios.std() / (ratios.mean() * np.sqrt(s))
+        assert abs(float(loo.loo_i[i]) - exact) < 4 * se + 0.01, (i, float(loo.loo_i[i]), exact, se)
+
+
+def test_a_model_file_run_has_a_pointwise_group_az_loo_counts():
+    x = np.concatenate([np.linspace(-3, -2, 10), np.linspace(2, 3, 10)])[:, None]
+    idata = dpppl.sample("models/gaussian_known.dp", x, kernel="gibbs", num_samples=20, num_warmup=10,
+                         num_chains=1, progress_bar=False)
+    ll = group(idata, "log_likelihood")["x"]
+    assert ll.dims == ("chain", "draw", "point") and ll.shape == (1, 20, 20)
+    assert np.all(np.isfinite(ll.values))
+    assert arviz().loo(idata).n_data_points == 20
+    off = dpppl.sample("models/gaussian_known.dp", x, kernel="gibbs", num_samples=20, num_warmup=10,
+                       num_chains=1, progress_bar=False, log_likelihood=False)
+    assert "log_likelihood" not in off.groups()
+
+
+def test_the_option_is_checked_before_sampling(monkeypatch):
+    x = np.zeros((4, 1))
+    with pytest.raises(dpppl.ArgumentError, match="log_likelihood must be True, False or 'auto', got 'yes'"):
+        dpppl.sample("models/gaussian_known.dp", x, log_likelihood="yes")
+    with pytest.raises(dpppl.ArgumentError, match="log_likelihood=True: NormalLogNormal has no closed-form "
+                                                  "posterior predictive"):
+        dpppl.sample("models/gaussian_lognormal.dp", np.arange(4.0)[:, None], log_likelihood=True)
+    with pytest.raises(dpppl.ArgumentError, match="log_likelihood=True: kernel='nuts' records each point's most "
+                                                  "probable component"):
+        dpppl.sample("models/gaussian_known.dp", x, kernel="nuts", log_likelihood=True)
+    monkeypatch.setattr(output, "LOG_LIKELIHOOD_BUDGET", 10)
+    with pytest.warns(RuntimeWarning, match="no log_likelihood group: chains x draws x points = 16 values"):
+        assert not output.check_log_likelihood("auto", None, 16)
+    assert output.check_log_likelihood(True, None, 16)
