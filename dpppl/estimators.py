@@ -236,7 +236,7 @@ class DPGaussianMixture:
         bound = model.bind(x)
         idata = sample(model, x, kernel=self.kernel, num_warmup=self.num_warmup,
                        num_samples=self.num_samples, num_chains=self.num_chains, seed=self.seed,
-                       progress_bar=False)
+                       progress_bar=False, log_likelihood=False)  # a fit needs no LOO: one program fewer
         labels = np.asarray(point_estimate(idata, self.estimate, seed=self.seed), dtype=np.int64)
         self.model_, self.idata_, self.labels_ = model, idata, labels
         self.n_clusters_ = int(labels.max()) + 1
