@@ -11,7 +11,7 @@ from scipy import special
 import dpppl
 import dpppl.run.driver
 from dpppl import kernels
-from dpppl.diagnostics.arviz_compat import az, group, partition_group
+from dpppl.diagnostics.arviz_compat import az, group, labels, partition_group
 from dpppl.core.state import canonical_labels
 from tests.helpers.stick_breaking import FIG1_PRIOR, NKC, X4
 
@@ -293,12 +293,21 @@ def test_numpyro_adapter_matches_across_chain_methods(niw_model, two_blobs):
         mcmc = MCMC(kernels.make("gibbs", niw_model, x), num_warmup=5, num_samples=10, num_chains=2,
                     chain_method=method, progress_bar=False)
         mcmc.run(jax.random.key(0), x, extra_fields=("potential_energy", "overflow"))
-        draws.append(mcmc.get_samples(group_by_chain=True))
+        draws.append(mcmc.get_extra_fields(group_by_chain=True)["labels"])  # the labels: a field of the state
         assert not np.any(mcmc.get_extra_fields()["overflow"])
-    assert np.array_equal(draws[0]["z"], draws[1]["z"])
+    assert np.array_equal(draws[0], draws[1])
+    assert set(mcmc.get_samples()) == {"num_clusters", "largest_cluster", "alpha"}  # no per-point labels
     idata = az.from_numpyro(mcmc)
     assert "lp" in group(idata, "sample_stats")
     assert group(idata, "posterior")["num_clusters"].shape == (2, 10)
+    # dpppl's layout: labels in posterior_partition, the data in observed_data
+    from dpppl.run.numpyro_output import from_numpyro
+
+    ours = from_numpyro(mcmc)
+    assert set(group(ours, "posterior")) == {"num_clusters", "largest_cluster", "entropy", "alpha", "lp"}
+    assert labels(ours).shape == (2, 10, 30)
+    np.testing.assert_array_equal(group(ours, "posterior")["num_clusters"], labels(ours).max(axis=-1) + 1)
+    np.testing.assert_allclose(group(ours, "observed_data")["x"], x)
 
 
 def test_log_joint_function(niw_model, two_blobs):
