@@ -26,11 +26,13 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
 from dpppl.core.state import PartitionState, largest_cluster, num_clusters
 from dpppl.dsl.parser import bind_data
+from dpppl.errors import DataError
 from dpppl.kernels.base import build
 from dpppl.models.init import check_labels, initial_slots, resolve_init
 
@@ -116,8 +118,19 @@ class PartitionKernel(MCMCKernel):
 
     def _data(self, model_args):
         """The points of `mcmc.run(key, x)` in the bound model's frame (`BoundModel.translate`),
-        or the bound data."""
-        return jnp.asarray(self._bound.translate(model_args[0])) if model_args else jnp.asarray(self._bound.x)
+        or the bound data. `x` must have the bound data's shape (N, D), or (N,) when D is 1: the
+        kernel's state is sized for them (DataError naming both shapes otherwise)."""
+        if not model_args:
+            return jnp.asarray(self._bound.x)
+        x, bound = model_args[0], tuple(np.shape(self._bound.x))
+        shape = tuple(jnp.shape(x))
+        if shape == bound[:1] and bound[1:] == (1,):
+            x = jnp.reshape(x, bound)
+        elif shape != bound:
+            raise DataError(f"data of mcmc.run have shape {shape}, but the kernel was made for data of shape {bound}"
+                            f"{' (or (N,))' if bound[1:] == (1,) else ''}; make the kernel on these data: "
+                            f"dpppl.kernels.make(kernel, model, x)")
+        return jnp.asarray(self._bound.translate(x))
 
     def _wrap(self, i, partition, rng_key):
         draw = {"num_clusters": num_clusters(partition),
@@ -136,6 +149,7 @@ class PartitionKernel(MCMCKernel):
         return jax.tree.map(lambda a: a[0], states) if single else states
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        self._data(model_args)  # data of another shape: an error before anything runs
         self._num_warmup = num_warmup
         single = is_prng_key(rng_key)
         bound = self._bound

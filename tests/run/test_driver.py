@@ -285,7 +285,7 @@ def test_complex_and_masked_data_are_refused_before_sampling(niw_model, two_blob
 
 
 def test_numpyro_adapter_matches_across_chain_methods(niw_model, two_blobs):
-    from numpyro.infer import MCMC
+    from numpyro.infer import MCMC, Predictive
 
     x, _ = two_blobs
     draws = []
@@ -308,6 +308,12 @@ def test_numpyro_adapter_matches_across_chain_methods(niw_model, two_blobs):
     assert labels(ours).shape == (2, 10, 30)
     np.testing.assert_array_equal(group(ours, "posterior")["num_clusters"], labels(ours).max(axis=-1) + 1)
     np.testing.assert_allclose(group(ours, "observed_data")["x"], x)
+    # NumPyro's Predictive takes the adapter's samples (alpha, the one site of the compiled model among them)
+    replicated = Predictive(niw_model.bind(x).numpyro_model(3), mcmc.get_samples())(jax.random.key(1), x)["x"]
+    assert replicated.shape == (20,) + x.shape
+    with pytest.raises(dpppl.DataError, match=r"data of mcmc.run have shape \(12, 2\), but the kernel was made for "
+                                              r"data of shape \(30, 2\); make the kernel on these data"):
+        mcmc.run(jax.random.key(0), x[:12])
 
 
 def test_log_joint_function(niw_model, two_blobs):
