@@ -1,18 +1,26 @@
-"""JAX settings dpppl changes on import, each with its opt-out; see docs/configuration.md.
+"""JAX settings dpppl changes on import, each with its opt-out, and the float64 context of its
+own programs; see docs/configuration.md.
 
 A setting the user already made (in the environment or in `jax.config`) is left as it was.
 What was changed is logged once (logger `"dpppl"`, level INFO) and `describe`
 lists every setting, its value, where the value came from and how to opt out.
+
+64-bit mode is not changed for the process: dpppl's entry points (`dpppl.sample`, `resume`,
+`log_joint`, `map_search`, `sample_prior`, `kernels.make`/`build`, the estimator) trace and run
+their programs inside [`x64`][dpppl.config.x64] (`jax.enable_x64`), and the user's other code keeps
+the precision it had.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import importlib.util
 import logging
 import os
 
-__all__ = ["X64", "Setting", "describe", "float_dtype", "settings"]
+__all__ = ["X64", "Setting", "describe", "float_dtype", "in_x64", "settings", "x64"]
 
 _OFF = ("0", "false", "False", "FALSE", "no", "off", "")
 _EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
@@ -132,22 +140,43 @@ def _cache_settings() -> list[Setting]:
 
 
 def _x64_setting() -> Setting:
+    """64-bit mode of dpppl's own programs (the `x64` context); the process's setting is not changed."""
     name, opt = "jax_enable_x64", "DPPPL_X64=0"
-    why = "float64: collapsed log joints sum thousands of log-gamma/log-det terms (float_dtype())"
+    why = ("float64: collapsed log joints sum thousands of log-gamma/log-det terms; dpppl's entry points run "
+           "inside dpppl.config.x64(), the process's jax_enable_x64 is left as it was")
     value = jax.config.values["jax_enable_x64"]
+    if os.environ.get("DPPPL_X64", "1").strip() in _OFF:  # dpppl's own setting wins for dpppl's programs
+        return Setting(name, False, False, f"opt-out: DPPPL_X64={os.environ['DPPPL_X64']}", opt, why)
     if "JAX_ENABLE_X64" in os.environ or value:
         src = "user: JAX_ENABLE_X64" if "JAX_ENABLE_X64" in os.environ else "user: jax.config"
-        return Setting(name, value, False, src, opt, why)
-    if os.environ.get("DPPPL_X64", "1").strip() in _OFF:
-        return Setting(name, value, False, f"opt-out: DPPPL_X64={os.environ['DPPPL_X64']}", opt, why)
-    jax.config.update("jax_enable_x64", True)
-    return Setting(name, True, True, "dpppl default", opt, why)
+        return Setting(name, bool(value), False, src, opt, why)
+    return Setting(name, True, False, "dpppl default (a context around dpppl's programs)", opt, why)
 
 
 _SETTINGS += [_eigen_setting(), _async_setting(), *_cache_settings(), _x64_setting()]
 
-#: True when dpppl's kernels compute in float64 (JAX's 64-bit mode is on at import).
-X64 = bool(jax.config.values["jax_enable_x64"])
+#: True when dpppl's programs compute in float64: unless `DPPPL_X64=0`, or (without `DPPPL_X64`) the
+#: user turned JAX's 64-bit mode off in the environment (`JAX_ENABLE_X64=0`) before importing dpppl.
+X64 = bool(_SETTINGS[-1].value)
+
+
+@contextlib.contextmanager
+def x64():
+    """Within it, JAX traces and runs in dpppl's precision (`jax.enable_x64(X64)`: 64-bit unless
+    `DPPPL_X64=0`), whatever the process's `jax_enable_x64`; it is restored on exit. Arrays made
+    outside keep their dtype (a float32 array stays float32 inside)."""
+    with jax.enable_x64(X64):
+        yield
+
+
+def in_x64(fn):
+    """`fn` run inside [`x64`][dpppl.config.x64] (dpppl's entry points)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with x64():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def settings() -> list[Setting]:
@@ -166,7 +195,9 @@ def describe() -> str:
 
 
 def float_dtype():
-    """The floating dtype every dpppl kernel computes in."""
+    """The floating dtype JAX computes in here: float64 inside [`x64`][dpppl.config.x64] (dpppl's
+    programs, unless `DPPPL_X64=0`) or where the process is in 64-bit mode, else float32 (the
+    user's precision, e.g. `PartitionGibbs` in a user's float32 NumPyro run)."""
     import jax.numpy as jnp
 
     return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
