@@ -129,14 +129,32 @@ def _cache_settings() -> list[Setting]:
         jax.config.update("jax_compilation_cache_max_size", _CACHE_MAX_BYTES)
         out.append(Setting("jax_compilation_cache_max_size", _CACHE_MAX_BYTES, True, "dpppl default", opt, why_size))
     name, why_min = "jax_persistent_cache_min_compile_time_secs", (
-        "every compiled program of a run goes to the cache, the small ones too (key splits, seating), "
-        "so a new process compiles nothing")
+        "every compiled program of a dpppl run goes to the cache, the small ones too (key splits, seating), "
+        "so a new process compiles nothing; the user's programs keep JAX's threshold")
     if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" in os.environ or jax.config.values[name] != 1.0:
         out.append(Setting(name, jax.config.values[name], False, "user", opt, why_min))
-    else:
+    elif _min_compile_time_state() is None:  # JAX moved its config states: the process-wide setting
         jax.config.update(name, 0.0)
         out.append(Setting(name, 0.0, True, "dpppl default", opt, why_min))
+    else:
+        _SCOPED["min_compile_time"] = 0.0
+        out.append(Setting(name, 0.0, False, "dpppl default, inside dpppl's programs only (dpppl.config.x64)",
+                           opt, why_min))
     return out
+
+
+_SCOPED: dict = {}
+"""Settings dpppl applies only inside `x64` (its own programs), by name."""
+
+
+def _min_compile_time_state():
+    """JAX's `persistent_cache_min_compile_time_secs` state (a context manager of the thread,
+    read when a program is compiled), or None where JAX's private config module has moved."""
+    try:
+        from jax._src import config as jax_config
+        return jax_config.persistent_cache_min_compile_time_secs
+    except (ImportError, AttributeError):
+        return None
 
 
 def _x64_setting() -> Setting:
@@ -163,9 +181,14 @@ X64 = bool(_SETTINGS[-1].value)
 @contextlib.contextmanager
 def x64():
     """Within it, JAX traces and runs in dpppl's precision (`jax.enable_x64(X64)`: 64-bit unless
-    `DPPPL_X64=0`), whatever the process's `jax_enable_x64`; it is restored on exit. Arrays made
-    outside keep their dtype (a float32 array stays float32 inside)."""
-    with jax.enable_x64(X64):
+    `DPPPL_X64=0`), whatever the process's `jax_enable_x64`, and programs compiled go to the
+    persistent cache however fast they compiled (`jax_persistent_cache_min_compile_time_secs` 0,
+    unless the user set it); both are restored on exit. Arrays made outside keep their dtype (a
+    float32 array stays float32 inside)."""
+    with contextlib.ExitStack() as scoped:
+        scoped.enter_context(jax.enable_x64(X64))
+        if "min_compile_time" in _SCOPED:
+            scoped.enter_context(_min_compile_time_state()(_SCOPED["min_compile_time"]))
         yield
 
 

@@ -33,6 +33,8 @@ print(json.dumps({
     "x64": jax.config.values["jax_enable_x64"],
     "dtype": str(dpppl.config.float_dtype().__name__),
     "dpppl_dtype": str(dpppl.config.in_x64(dpppl.config.float_dtype)().__name__),
+    "min_compile": [jax.config.values["jax_persistent_cache_min_compile_time_secs"],
+                    dpppl.config.in_x64(lambda: jax.config.values["jax_persistent_cache_min_compile_time_secs"])()],
     "cache_dir": jax.config.values["jax_compilation_cache_dir"],
     "cache_max": jax.config.values["jax_compilation_cache_max_size"],
     "settings": {s.name: [s.value, s.changed, s.source, s.opt_out] for s in dpppl.config.settings()},
@@ -74,8 +76,9 @@ def test_defaults_change_each_setting_say_so_once_and_print_nothing(defaults):
     assert r["cache_dir"] == os.path.join(str(tmp_path), ".cache", "dpppl", "xla")
     assert r["cache_max"] == 2 * 2**30
     changed = {n for n, (_, c, source, _) in r["settings"].items() if c and source == "dpppl default"}
-    assert changed == {"jax_compilation_cache_dir", "jax_compilation_cache_max_size",
-                       "jax_persistent_cache_min_compile_time_secs", "jax_cpu_enable_async_dispatch"}
+    assert changed == {"jax_compilation_cache_dir", "jax_compilation_cache_max_size", "jax_cpu_enable_async_dispatch"}
+    # every program of dpppl's goes to the cache, the process's others by JAX's threshold (1 s)
+    assert r["min_compile"] == [1.0, 0.0]
     assert len(r["records"]) == 1  # one INFO record names every change
     for name in changed:
         assert name in r["records"][0]

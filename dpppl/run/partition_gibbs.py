@@ -33,7 +33,9 @@ adaptation of NUTS in warmup runs on its conditional given the current labels; a
 both are fixed.
 
 Use it from NumPyro (`numpyro.infer.MCMC(dpppl.PartitionGibbs(NUTS(model)), ...)`, any
-`chain_method`; `dpppl.run.numpyro_output.from_numpyro` makes the run InferenceData) or from
+`chain_method`; `dpppl.run.numpyro_output.from_numpyro` makes the run InferenceData; it runs in
+the precision of the NumPyro run, float32 unless the process is in 64-bit mode or the run is inside
+`dpppl.config.x64()`) or from
 [`dpppl.sample`][dpppl.sample] with the model function, which returns InferenceData
 ([`sample_model`][dpppl.run.partition_gibbs.sample_model]).
 """
