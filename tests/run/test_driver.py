@@ -443,3 +443,16 @@ def test_a_w3_sized_run_with_default_settings_is_accepted(niw_model, monkeypatch
     with pytest.raises(dpppl.ArgumentError, match="DPPPL_MEMORY_LIMIT='lots' is not a size: give bytes or a number "
                                                   "with a unit, e.g. 16G or 500M"):
         check_memory(parts)
+
+
+def test_numpyro_adapter_takes_n_data_of_a_one_dimensional_model():
+    """What `mcmc.run(key, x)` hands the adapter's steps: (N,) and (N, 1) data alike for 1-D points;
+    other shapes a DataError naming both (checked in `init`, before anything runs)."""
+    model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=0.25, mu0=0.0, tau2=4.0))
+    x = np.linspace(-1.0, 1.0, 8)
+    kernel = kernels.make("gibbs", model, x)
+    np.testing.assert_array_equal(kernel._data((x,)), kernel._data((x[:, None],)))
+    assert kernel._data((x,)).shape == (8, 1)
+    with pytest.raises(dpppl.DataError, match=r"data of mcmc.run have shape \(8, 2\), but the kernel was made for "
+                                              r"data of shape \(8, 1\) \(or \(N,\)\)"):
+        kernel.init(jax.random.key(0), 0, None, (np.zeros((8, 2)),), {})
