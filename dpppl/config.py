@@ -7,7 +7,7 @@ lists every setting, its value, where the value came from and how to opt out.
 
 64-bit mode is not changed for the process: dpppl's entry points (`dpppl.sample`, `resume`,
 `log_joint`, `map_search`, `sample_prior`, `kernels.make`/`build`, the estimator) trace and run
-their programs inside [`x64`][dpppl.config.x64] (`jax.enable_x64`), and the user's other code keeps
+their programs inside `x64` (`jax.enable_x64`), and the user's other code keeps
 the precision it had.
 """
 
@@ -193,7 +193,7 @@ def x64():
 
 
 def in_x64(fn):
-    """`fn` run inside [`x64`][dpppl.config.x64] (dpppl's entry points)."""
+    """`fn` run inside `x64` (dpppl's entry points)."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         with x64():
@@ -218,7 +218,7 @@ def describe() -> str:
 
 
 def float_dtype():
-    """The floating dtype JAX computes in here: float64 inside [`x64`][dpppl.config.x64] (dpppl's
+    """The floating dtype JAX computes in here: float64 inside `x64` (dpppl's
     programs, unless `DPPPL_X64=0`) or where the process is in 64-bit mode, else float32 (the
     user's precision, e.g. `PartitionGibbs` in a user's float32 NumPyro run)."""
     import jax.numpy as jnp
