@@ -93,6 +93,9 @@ def _async_setting() -> Setting:
         return Setting(name, value, False, "user: jax.config", opt, why)
     if not _safe_cpu:
         return Setting(name, value, False, "opt-out: DPPPL_CPU_THREADING=default", opt, why)
+    platforms = jax.config.values.get("jax_platforms") or ""
+    if platforms and "cpu" not in [p.strip() for p in platforms.split(",")]:  # no CPU client: no wedge
+        return Setting(name, value, False, f"JAX default: no CPU backend (jax_platforms={platforms!r})", opt, why)
     if _started:
         return Setting(name, value, False,
                        "JAX default: JAX had run before dpppl was imported, too late to change", opt, why)

@@ -221,3 +221,12 @@ def test_dpppl_runs_in_float64_and_leaves_the_users_precision(tmp_path):
     assert user32["log_joint"] == pytest.approx(user64["log_joint"], rel=1e-14)
     assert (user32["model_lp"], user32["partition_gibbs"]) == ("float32", ["float32"])
     assert (user64["model_lp"], user64["partition_gibbs"]) == ("float64", ["float64"])
+
+
+def test_async_dispatch_is_left_alone_without_a_cpu_backend(tmp_path):
+    """The wedge async dispatch guards against is XLA's CPU thread pool: a process whose JAX has no
+    CPU backend keeps JAX's default (the GPU's own dispatch is not touched either way)."""
+    r, _ = _run(tmp_path, "import jax\njax.config.update('jax_platforms', 'cuda')\n")
+    assert r["async"] is True
+    assert r["settings"]["jax_cpu_enable_async_dispatch"][1:3] == [False, "JAX default: no CPU backend "
+                                                                          "(jax_platforms='cuda')"]
