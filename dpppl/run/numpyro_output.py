@@ -13,6 +13,7 @@ labels are an extra field of the kernel's state (`mcmc.get_extra_fields()["label
 from __future__ import annotations
 
 import numpy as np
+from numpyro.infer import MCMC
 
 from dpppl.errors import ArgumentError
 from dpppl.kernels.adapter import PartitionKernel
@@ -21,12 +22,13 @@ from dpppl.run.partition_gibbs import PartitionGibbs, inference_data
 
 
 def _finished(mcmc, what: str):
-    sampler = getattr(mcmc, "sampler", None)
+    """The sampler of `mcmc`, a finished MCMC run of a dpppl kernel (ArgumentError otherwise)."""
+    sampler = mcmc.sampler if isinstance(mcmc, MCMC) else None
     if not isinstance(sampler, (PartitionGibbs, PartitionKernel)):
         got = f"an MCMC of {type(sampler).__name__}" if sampler is not None else repr(mcmc)
         raise ArgumentError(f"{what} takes a numpyro.infer.MCMC of dpppl.PartitionGibbs or of a kernel from "
                             f"dpppl.kernels.make, got {got} (use arviz.from_numpyro for other kernels)")
-    if getattr(mcmc, "_states", None) is None:
+    if mcmc._states is None:  # NumPyro's record of the draws (its get_samples asserts on it)
         raise ArgumentError(f"{what}: the MCMC has not run yet; call mcmc.run(key, ...) first")
     return sampler
 
