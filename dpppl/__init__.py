@@ -13,7 +13,6 @@ See the README and `docs/` for the model language, the kernels and the papers.
 """
 
 import importlib
-import importlib.util
 import warnings
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,7 @@ from dpppl.models.mixture import DPMixture, PitmanYorMixture, PseudoParticleMixt
 from dpppl.models.rankings import rankings
 from dpppl.models.sites import dp_mixture
 from dpppl.run.driver import log_joint, resume, sample
+from dpppl.run.numpyro_output import from_numpyro
 from dpppl.run.partition_gibbs import PartitionGibbs
 from dpppl.search import map_search
 from dpppl.simulate import sample_prior
@@ -36,9 +36,6 @@ if TYPE_CHECKING:  # the moved names, for type checkers and the API pages' links
     from dpppl.families import NormalGamma, NormalInverseWishart, NormalLogNormal  # noqa: F401
     from dpppl.models.mixture import BoundModel  # noqa: F401
     from dpppl.priors import StickBreaking  # noqa: F401
-
-LAZY = {"from_numpyro": "dpppl.diagnostics.numpyro"}
-"""Top-level names imported from their module on first use: name -> module."""
 
 MOVED = {
     **dict.fromkeys(("BetaBernoulli", "CoupledGaussian", "DirichletMultinomial", "GeneralizedMallows", "NormalGamma",
@@ -59,12 +56,6 @@ MOVED = {
 
 
 def __getattr__(name: str):
-    if name in LAZY:
-        try:
-            module = importlib.import_module(LAZY[name])
-        except ModuleNotFoundError as e:
-            raise AttributeError(f"dpppl.{name} needs {LAZY[name]}, which this installation lacks ({e})") from None
-        return getattr(module, name)
     if name in MOVED:
         warnings.warn(f"dpppl.{name} moved to {MOVED[name]}.{name}: import it from there "
                       f"(`from {MOVED[name]} import {name}`); the top-level name will be removed",
@@ -83,11 +74,11 @@ __all__ = [
     # the model constructors from Python
     "DPMixture", "PitmanYorMixture", "StickBreakingMixture", "PseudoParticleMixture", "DDPMixture", "rankings",
     # DP mixtures inside a NumPyro model
-    "dp_mixture", "PartitionGibbs",
+    "dp_mixture", "PartitionGibbs", "from_numpyro",
     # after sampling
     "point_estimate", "posterior_predictive", "predict", "map_search", "sample_prior",
     # the errors a user catches
     "DPPPLError", "ModelError", "DataError", "ArgumentError", "KernelError", "HyperparameterError",
     # namespaces used in the first hour: dpppl.datasets.load, dpppl.kernels.available
     "datasets", "kernels",
-] + [name for name, module in LAZY.items() if importlib.util.find_spec(module) is not None]
+]

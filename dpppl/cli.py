@@ -44,6 +44,7 @@ import warnings
 import numpy as np
 
 import dpppl
+from dpppl.config import x64
 from dpppl.analysis.plots import plot_command
 from dpppl.datasets.bundled import available as available_datasets
 from dpppl.datasets.bundled import requirements as dataset_requirements
@@ -304,7 +305,8 @@ def main(argv=None) -> int:
     sys.unraisablehook = functools.partial(_redeliver_interrupt, hook)
     try:
         args = _parser().parse_args(argv)
-        return _run(args)
+        with x64():  # dpppl's precision for the whole command (docs/configuration.md)
+            return _run(args)
     except (DPPPLError, OSError, ValueError) as e:
         print(f"dpppl: error: {e}", file=sys.stderr)
         return 2

@@ -1,18 +1,26 @@
-"""JAX settings dpppl changes on import, each with its opt-out; see docs/configuration.md.
+"""JAX settings dpppl changes on import, each with its opt-out, and the float64 context of its
+own programs; see docs/configuration.md.
 
 A setting the user already made (in the environment or in `jax.config`) is left as it was.
 What was changed is logged once (logger `"dpppl"`, level INFO) and `describe`
 lists every setting, its value, where the value came from and how to opt out.
+
+64-bit mode is not changed for the process: dpppl's entry points (`dpppl.sample`, `resume`,
+`log_joint`, `map_search`, `sample_prior`, `kernels.make`/`build`, the estimator) trace and run
+their programs inside `x64` (`jax.enable_x64`), and the user's other code keeps
+the precision it had.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import importlib.util
 import logging
 import os
 
-__all__ = ["X64", "Setting", "describe", "float_dtype", "settings"]
+__all__ = ["X64", "Setting", "describe", "float_dtype", "in_x64", "settings", "x64"]
 
 _OFF = ("0", "false", "False", "FALSE", "no", "off", "")
 _EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
@@ -85,6 +93,9 @@ def _async_setting() -> Setting:
         return Setting(name, value, False, "user: jax.config", opt, why)
     if not _safe_cpu:
         return Setting(name, value, False, "opt-out: DPPPL_CPU_THREADING=default", opt, why)
+    platforms = jax.config.values.get("jax_platforms") or ""
+    if platforms and "cpu" not in [p.strip() for p in platforms.split(",")]:  # no CPU client: no wedge
+        return Setting(name, value, False, f"JAX default: no CPU backend (jax_platforms={platforms!r})", opt, why)
     if _started:
         return Setting(name, value, False,
                        "JAX default: JAX had run before dpppl was imported, too late to change", opt, why)
@@ -121,33 +132,77 @@ def _cache_settings() -> list[Setting]:
         jax.config.update("jax_compilation_cache_max_size", _CACHE_MAX_BYTES)
         out.append(Setting("jax_compilation_cache_max_size", _CACHE_MAX_BYTES, True, "dpppl default", opt, why_size))
     name, why_min = "jax_persistent_cache_min_compile_time_secs", (
-        "every compiled program of a run goes to the cache, the small ones too (key splits, seating), "
-        "so a new process compiles nothing")
+        "every compiled program of a dpppl run goes to the cache, the small ones too (key splits, seating), "
+        "so a new process compiles nothing; the user's programs keep JAX's threshold")
     if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" in os.environ or jax.config.values[name] != 1.0:
         out.append(Setting(name, jax.config.values[name], False, "user", opt, why_min))
-    else:
+    elif _min_compile_time_state() is None:  # JAX moved its config states: the process-wide setting
         jax.config.update(name, 0.0)
         out.append(Setting(name, 0.0, True, "dpppl default", opt, why_min))
+    else:
+        _SCOPED["min_compile_time"] = 0.0
+        out.append(Setting(name, 0.0, False, "dpppl default, inside dpppl's programs only (dpppl.config.x64)",
+                           opt, why_min))
     return out
 
 
+_SCOPED: dict = {}
+"""Settings dpppl applies only inside `x64` (its own programs), by name."""
+
+
+def _min_compile_time_state():
+    """JAX's `persistent_cache_min_compile_time_secs` state (a context manager of the thread,
+    read when a program is compiled), or None where JAX's private config module has moved."""
+    try:
+        from jax._src import config as jax_config
+        return jax_config.persistent_cache_min_compile_time_secs
+    except (ImportError, AttributeError):
+        return None
+
+
 def _x64_setting() -> Setting:
+    """64-bit mode of dpppl's own programs (the `x64` context); the process's setting is not changed."""
     name, opt = "jax_enable_x64", "DPPPL_X64=0"
-    why = "float64: collapsed log joints sum thousands of log-gamma/log-det terms (float_dtype())"
+    why = ("float64: collapsed log joints sum thousands of log-gamma/log-det terms; dpppl's entry points run "
+           "inside dpppl.config.x64(), the process's jax_enable_x64 is left as it was")
     value = jax.config.values["jax_enable_x64"]
+    if os.environ.get("DPPPL_X64", "1").strip() in _OFF:  # dpppl's own setting wins for dpppl's programs
+        return Setting(name, False, False, f"opt-out: DPPPL_X64={os.environ['DPPPL_X64']}", opt, why)
     if "JAX_ENABLE_X64" in os.environ or value:
         src = "user: JAX_ENABLE_X64" if "JAX_ENABLE_X64" in os.environ else "user: jax.config"
-        return Setting(name, value, False, src, opt, why)
-    if os.environ.get("DPPPL_X64", "1").strip() in _OFF:
-        return Setting(name, value, False, f"opt-out: DPPPL_X64={os.environ['DPPPL_X64']}", opt, why)
-    jax.config.update("jax_enable_x64", True)
-    return Setting(name, True, True, "dpppl default", opt, why)
+        return Setting(name, bool(value), False, src, opt, why)
+    return Setting(name, True, False, "dpppl default (a context around dpppl's programs)", opt, why)
 
 
 _SETTINGS += [_eigen_setting(), _async_setting(), *_cache_settings(), _x64_setting()]
 
-#: True when dpppl's kernels compute in float64 (JAX's 64-bit mode is on at import).
-X64 = bool(jax.config.values["jax_enable_x64"])
+#: True when dpppl's programs compute in float64: unless `DPPPL_X64=0`, or (without `DPPPL_X64`) the
+#: user turned JAX's 64-bit mode off in the environment (`JAX_ENABLE_X64=0`) before importing dpppl.
+X64 = bool(_SETTINGS[-1].value)
+
+
+@contextlib.contextmanager
+def x64():
+    """Within it, JAX traces and runs in dpppl's precision (`jax.enable_x64(X64)`: 64-bit unless
+    `DPPPL_X64=0`), whatever the process's `jax_enable_x64`, and programs compiled go to the
+    persistent cache however fast they compiled (`jax_persistent_cache_min_compile_time_secs` 0,
+    unless the user set it); both are restored on exit. Arrays made outside keep their dtype (a
+    float32 array stays float32 inside)."""
+    with contextlib.ExitStack() as scoped:
+        scoped.enter_context(jax.enable_x64(X64))
+        if "min_compile_time" in _SCOPED:
+            scoped.enter_context(_min_compile_time_state()(_SCOPED["min_compile_time"]))
+        yield
+
+
+def in_x64(fn):
+    """`fn` run inside `x64` (dpppl's entry points)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with x64():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def settings() -> list[Setting]:
@@ -166,7 +221,9 @@ def describe() -> str:
 
 
 def float_dtype():
-    """The floating dtype every dpppl kernel computes in."""
+    """The floating dtype JAX computes in here: float64 inside `x64` (dpppl's
+    programs, unless `DPPPL_X64=0`) or where the process is in 64-bit mode, else float32 (the
+    user's precision, e.g. `PartitionGibbs` in a user's float32 NumPyro run)."""
     import jax.numpy as jnp
 
     return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32

@@ -21,6 +21,7 @@ import numpy as np
 
 from dpppl.analysis.partitions import point_estimate, posterior_draws
 from dpppl.analysis.predict import Predictor, alpha_draws
+from dpppl.config import in_x64
 from dpppl.errors import ArgumentError, DataError, DPPPLError
 from dpppl.families import NormalGamma, NormalInverseWishart
 from dpppl.models.mixture import DPMixture
@@ -229,6 +230,7 @@ class DPGaussianMixture:
         alpha = Gamma(1.0, 1.0) if self.alpha is None else self.alpha
         return DPMixture(alpha, component)
 
+    @in_x64
     def fit(self, X, y=None):
         """Sample the posterior of the clustering of `X` (N, D); `y` is ignored."""
         model = self._model()
@@ -244,6 +246,7 @@ class DPGaussianMixture:
         self._predictor = Predictor(bound, posterior_draws(idata), alpha_draws(idata, bound), labels)
         return self
 
+    @in_x64
     def _predict(self, X):
         if not self.__sklearn_is_fitted__():
             raise _not_fitted_error(f"This {type(self).__name__} instance is not fitted yet: call fit(X) "

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpppl.config import in_x64
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
 from dpppl.diagnostics.summaries import label_summaries
 from dpppl.dsl.parser import as_model, bind_data
@@ -80,6 +81,7 @@ def _family_for_data(model, data, dim):
     return prior_family(model, dim)
 
 
+@in_x64
 def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=None,
                  dim: int | None = None, num_trials=None):
     """Draw partitions (and data) of `n` points from a model's prior.

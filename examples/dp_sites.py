@@ -104,7 +104,9 @@ def compare(fits, seed: int, warmup: int, samples: int) -> dict:
         start = time.perf_counter()
         mcmc = MCMC(kernel, num_warmup=warmup, num_samples=samples, progress_bar=False)
         mcmc.run(jax.random.key(seed), *args)
-        draws = {k: np.asarray(v) for k, v in mcmc.get_samples().items()}
+        # the labels of PartitionGibbs are a field of its state, not a sample site
+        draws = {**mcmc.get_samples(), **mcmc.get_extra_fields().get("labels", {})}
+        draws = {k: np.asarray(v) for k, v in draws.items()}
         lpd = heldout(draws)
         model = (kernel.inner_kernel if isinstance(kernel, dpppl.PartitionGibbs) else kernel).model
         runs[name] = pointwise(model, kernel, args, draws)

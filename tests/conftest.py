@@ -1,10 +1,15 @@
-"""Shared fixtures: small data sets and models. JAX runs on the CPU in float64."""
+"""Shared fixtures: small data sets and models. JAX runs on the CPU in float64: the whole suite."""
 
 import os
 import signal
 import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# 64-bit mode for the whole suite, set here explicitly: importing dpppl leaves the process's mode as it
+# was (dpppl's entry points run in float64 inside dpppl.config.x64), but the unit tests of internals
+# (families, kernels, states built directly) compare float64 results. The subprocesses of the suite
+# inherit it; tests/test_config.py clears it to check what importing dpppl does.
+os.environ.setdefault("JAX_ENABLE_X64", "1")
 # the full guard against the XLA CPU thread-pool wedge (docs/configuration.md#cpu-threading): the
 # suite runs many vmapped kernels in parallel workers, where the last CI runs that hung saw it
 os.environ.setdefault("DPPPL_CPU_THREADING", "strict")

@@ -58,6 +58,7 @@ import numpy as np
 from numpyro.handlers import seed as seeded
 from numpyro.handlers import substitute, trace
 
+from dpppl.config import in_x64
 from dpppl.analysis.partitions import is_inference_data
 from dpppl.analysis.predict import bind_to_run
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, group, has_group, with_groups
@@ -200,6 +201,7 @@ def _site_draws(fn, train: tuple, new: tuple | None, shifted: dict):
     return one
 
 
+@in_x64
 def site_predictive(model, samples: dict, model_args: tuple = (), model_kwargs: dict | None = None, *,
                     new_args: tuple | None = None, new_kwargs: dict | None = None, seed: int = 0,
                     shifted: dict | None = None) -> dict:
@@ -329,6 +331,7 @@ def _site_run_predictive(idata, model, model_args, model_kwargs, num_draws, seed
                        attrs={"seed": seed, "new_points": int(new_args is not None)})
 
 
+@in_x64
 def posterior_predictive(idata, model=None, *, num_draws: int | None = None, seed: int = 0,
                          model_args: tuple | None = None, model_kwargs: dict | None = None):
     """Replicated data for the kept draws of a run, in a `posterior_predictive` group.

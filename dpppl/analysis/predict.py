@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpppl.config import in_x64
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.dsl.parser import as_model
 from dpppl.models.mixture import BoundModel, validate_data
@@ -165,6 +166,7 @@ def _summary_labels(clustering, n) -> np.ndarray:
     return canonical_labels(c)
 
 
+@in_x64
 def seat_log_joint(family, prior, x, z, alpha, x_new, capacity: int):
     """log p(x*_m, z* = c | z, x) for new points `x_new` (M, D) given the labels `z` (N,) of
     points `x` (N, D): one column per slot c < `capacity` (weights (|c| - d) / (alpha + N)
@@ -181,6 +183,7 @@ def seat_log_joint(family, prior, x, z, alpha, x_new, capacity: int):
     return joint - jnp.log(alpha + x.shape[0]), stats
 
 
+@in_x64
 def draw_log_predictive(model, values, labels, alpha, new_values) -> np.ndarray:
     """log p(v*_m | z_s, v_s) per draw s: the predictive density of new values of a DP site
     given each draw's values and partition (module docstring, summed over seats).
@@ -280,6 +283,7 @@ def _build(bound: BoundModel, capacity: int, summary_onehot):
     return run
 
 
+@in_x64
 def predict(idata, model, new_data, *, clustering="vi", seed: int = 0) -> Prediction:
     """Cluster membership probabilities and posterior predictive density of new points.
 

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpppl.config import in_x64
 from dpppl.errors import DataError
 from dpppl.families.generalized_mallows import GeneralizedMallows
 from dpppl.families.mallows_draws import sigma_adjacent_swaps, sigma_mh
@@ -146,6 +147,7 @@ FIG6_DATASETS = {1: (20, 10, "constant"), 2: (20, 19, "constant"), 3: (20, 10, "
 1.5 - (i - 1) 0.1 for t = 10, 1.5 - (i - 1) 0.05 for t = 19 (decreasing)."""
 
 
+@in_x64
 def mallows_mixture(dataset: int = 1, *, num_clusters: int = 10, per_cluster: int = 500,
                     center_theta: float = 0.7, center_sample: int = 100, seed: int = 0):
     """Top-t rankings from a mixture of Generalized Mallows models: the synthetic data of

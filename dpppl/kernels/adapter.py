@@ -2,7 +2,9 @@
 
     mcmc = numpyro.infer.MCMC(dpppl.kernels.make("gibbs", model, x), num_warmup=200, num_samples=500)
     mcmc.run(jax.random.key(0), x)
-    mcmc.get_samples()["num_clusters"]
+    mcmc.get_samples()["num_clusters"]          # label-invariant values; mcmc.print_summary() shows them
+    mcmc.get_extra_fields()["labels"]           # (draws, N) labels
+    dpppl.run.numpyro_output.from_numpyro(mcmc)  # InferenceData as dpppl.sample returns
 
 NumPyro's MCMC runs the whole chain inside one jitted loop, so the cluster capacity
 cannot grow on the host as in [`dpppl.sample`][dpppl.sample]. Chains start as in [`dpppl.sample`][dpppl.sample]
@@ -24,11 +26,13 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
 from dpppl.core.state import PartitionState, largest_cluster, num_clusters
 from dpppl.dsl.parser import bind_data
+from dpppl.errors import DataError
 from dpppl.kernels.base import build
 from dpppl.models.init import check_labels, initial_slots, resolve_init
 
@@ -37,11 +41,15 @@ class AdapterState(NamedTuple):
     """State seen by NumPyro's MCMC.
 
     - **i** - iteration counter (warmup while `i < num_warmup`).
-    - **z** - dict of the draw: `z` labels, `num_clusters`, `largest_cluster`, `alpha`.
+    - **z** - dict of the draw's label-invariant values: `num_clusters`, `largest_cluster`,
+      `alpha` (what `mcmc.get_samples()` and `mcmc.print_summary()` show).
     - **partition** - the dpppl [`PartitionState`][dpppl.core.state.PartitionState].
     - **potential_energy** - minus the collapsed log joint (ArviZ shows `lp`).
     - **overflow** - True once a move found no empty slot (see the module docstring).
     - **rng_key** - key for the next step.
+
+    `labels` (a property: the partition's slot labels (N,)) is collected by default:
+    `mcmc.get_extra_fields()["labels"]`.
     """
 
     i: jax.Array
@@ -50,6 +58,10 @@ class AdapterState(NamedTuple):
     potential_energy: jax.Array
     overflow: jax.Array
     rng_key: jax.Array
+
+    @property
+    def labels(self) -> jax.Array:
+        return self.partition.z
 
 
 class PartitionKernel(MCMCKernel):
@@ -91,16 +103,37 @@ class PartitionKernel(MCMCKernel):
         return self._kernel.exact
 
     @property
+    def target(self):
+        """The model bound to its data (a dpppl Target) the kernel runs on."""
+        return self._bound
+
+    @property
+    def kernel(self):
+        """The dpppl kernel (`dpppl.kernels.base.Kernel`) it runs."""
+        return self._kernel
+
+    @property
     def default_fields(self):
-        return ("z", "potential_energy")
+        return ("z", "labels", "potential_energy")
 
     def _data(self, model_args):
         """The points of `mcmc.run(key, x)` in the bound model's frame (`BoundModel.translate`),
-        or the bound data."""
-        return jnp.asarray(self._bound.translate(model_args[0])) if model_args else jnp.asarray(self._bound.x)
+        or the bound data. `x` must have the bound data's shape (N, D), or (N,) when D is 1: the
+        kernel's state is sized for them (DataError naming both shapes otherwise)."""
+        if not model_args:
+            return jnp.asarray(self._bound.x)
+        x, bound = model_args[0], tuple(np.shape(self._bound.x))
+        shape = tuple(jnp.shape(x))
+        if shape == bound[:1] and bound[1:] == (1,):
+            x = jnp.reshape(x, bound)
+        elif shape != bound:
+            raise DataError(f"data of mcmc.run have shape {shape}, but the kernel was made for data of shape {bound}"
+                            f"{' (or (N,))' if bound[1:] == (1,) else ''}; make the kernel on these data: "
+                            f"dpppl.kernels.make(kernel, model, x)")
+        return jnp.asarray(self._bound.translate(x))
 
     def _wrap(self, i, partition, rng_key):
-        draw = {"z": partition.z, "num_clusters": num_clusters(partition),
+        draw = {"num_clusters": num_clusters(partition),
                 "largest_cluster": largest_cluster(partition), "alpha": partition.alpha}
         return AdapterState(i, draw, partition, -self._kernel.log_joint(partition), partition.overflow, rng_key)
 
@@ -116,6 +149,7 @@ class PartitionKernel(MCMCKernel):
         return jax.tree.map(lambda a: a[0], states) if single else states
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        self._data(model_args)  # data of another shape: an error before anything runs
         self._num_warmup = num_warmup
         single = is_prng_key(rng_key)
         bound = self._bound

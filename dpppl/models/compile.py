@@ -87,17 +87,23 @@ class FamilyMixture(dist.Distribution):
     each point's own (batch shape (N,)); `family` is anything with `dim`,
     `log_likelihood(params, x)` -> (N, T) and `sample_points(key, params, labels)`.
     `num_trials` (the total of each count vector) is passed to `sample_points` when given.
+    `scalar=True` (a one-dimensional family only) makes each point a scalar (event shape ())
+    instead of a vector of one (event shape (1,)): the `real[N]` data given as an (N,) array.
     """
 
-    support = constraints.real_vector
-
-    def __init__(self, weights, params, family, *, num_trials=None, validate_args=None):
+    def __init__(self, weights, params, family, *, num_trials=None, scalar: bool = False, validate_args=None):
         self.weights, self.params, self.family, self.num_trials = weights, params, family, num_trials
-        super().__init__(batch_shape=jnp.shape(weights)[:-1], event_shape=(family.dim,),
+        self.scalar = scalar
+        super().__init__(batch_shape=jnp.shape(weights)[:-1], event_shape=() if scalar else (family.dim,),
                          validate_args=validate_args)
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.real if self.scalar else constraints.real_vector
 
     def component_log_prob(self, value):
         """log w_k + log f(x_i | theta_k), shape (N, T)."""
+        value = value[..., None] if self.scalar else value
         flat = jnp.reshape(value, (-1, self.family.dim))
         out = jnp.log(self.weights) + self.family.log_likelihood(self.params, flat)
         return jnp.reshape(out, jnp.shape(value)[:-1] + (self.weights.shape[-1],))
@@ -110,8 +116,10 @@ class FamilyMixture(dist.Distribution):
         k_z, k_x = jax.random.split(key)
         z = jax.random.categorical(k_z, jnp.log(self.weights), shape=shape)
         if self.num_trials is None:
-            return self.family.sample_points(k_x, self.params, z)
-        return self.family.sample_points(k_x, self.params, z, num_trials=self.num_trials)
+            points = self.family.sample_points(k_x, self.params, z)
+        else:
+            points = self.family.sample_points(k_x, self.params, z, num_trials=self.num_trials)
+        return points[..., 0] if self.scalar else points
 
 
 def truncated(truncation: int, prior) -> int:
@@ -167,6 +175,19 @@ def data_dependent(component) -> list[str]:
         if depends_on_data(value):
             free.append(field.name)
     return free
+
+
+def check_data_shape(name: str, x, dim: int) -> bool:
+    """Whether the data `x` of the site `name` are (N,) scalars (True) or (N, D) rows (False) for a
+    family of `dim` dimensions; DataError naming the site and both shapes when they fit neither."""
+    shape = tuple(jnp.shape(x))
+    if len(shape) == 2 and shape[1] == dim:
+        return False
+    if len(shape) == 1 and dim == 1:
+        return True
+    expected = "(N,) or (N, 1)" if dim == 1 else f"(N, {dim})"
+    raise DataError(f"site '{name}': the data have shape {shape}, the model's points are {dim}-dimensional: "
+                    f"expected shape {expected}")
 
 
 def declared_dim(decl):
@@ -262,7 +283,10 @@ def compile_numpyro(model, truncation: int, family=None, shift=None):
     when None the model's family is resolved against the `x` it is called with (which
     must then be concrete, not traced), in that data's frame, and without `x` by the rule
     of `prior_family` (`dim` is the dimension there). `f(None, num_points=N)` simulates N
-    points; `num_trials` is the total of each simulated count vector (count data only).
+    points; `num_trials` is the total of each simulated count vector (count data only). One-
+    dimensional data (`real[N]`) may be given as (N,) or (N, 1), and the site's values have the
+    shape given; data of another shape are a DataError naming the site and the shapes
+    (`check_data_shape`).
 
     Each random hyperparameter of the base measure (`model.hyperpriors`) is a sample site under
     its name with its prior (`Hyperprior.numpyro`), drawn before the sticks, and the family is
@@ -282,8 +306,10 @@ def compile_numpyro(model, truncation: int, family=None, shift=None):
                 raise DataError("this model's hyperparameters depend on the data: call "
                                 "model.bind(x).numpyro_model(truncation) to fix them first")
             fam = model.bind(np.asarray(x)).data_family
+        scalar = False
         if x is not None:
             x = jnp.asarray(x)
+            scalar = check_data_shape(name, x, fam.dim)
             num_points = x.shape[0]
             num_trials = None
         elif num_points is None:
@@ -300,7 +326,7 @@ def compile_numpyro(model, truncation: int, family=None, shift=None):
         elif not prior.labelled:
             alpha = prior.alpha
         w = sample_weights(partition, truncation, alpha)
-        mixture = FamilyMixture(w, fam.numpyro_sample_params(truncation), fam, num_trials=num_trials)
+        mixture = FamilyMixture(w, fam.numpyro_sample_params(truncation), fam, num_trials=num_trials, scalar=scalar)
         observe_mixture(name, mixture, x, num_points)
 
     dp_mixture.truncation = truncation

@@ -50,7 +50,7 @@ import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
 from dpppl.core.expressions import depends_on_data
-from dpppl.errors import HyperparameterError, ModelError
+from dpppl.errors import DataError, HyperparameterError, ModelError
 from dpppl.families.base import Family, cluster_log_marginals, segment_stats
 from dpppl.models.compile import family_at_hyperparameters
 from dpppl.priors.crp import PitmanYor
@@ -306,6 +306,8 @@ def dp_mixture(name: str, model, obs=None, num_points: Optional[int] = None, *, 
         raise ModelError(f"dp_mixture: model must be built by dpppl.DPMixture or dpppl.PitmanYorMixture, got {model!r}")
     if obs is not None:
         obs = jnp.asarray(obs)
+        if obs.ndim not in (1, 2):
+            raise DataError(f"dp_mixture {name!r}: the values must be (N,) or (N, D), got shape {tuple(obs.shape)}")
         if num_points is not None and num_points != obs.shape[0]:
             raise ModelError(f"dp_mixture: num_points={num_points} but obs has {obs.shape[0]} points")
         num_points = int(obs.shape[0])
@@ -318,7 +320,16 @@ def dp_mixture(name: str, model, obs=None, num_points: Optional[int] = None, *, 
         alpha = numpyro.sample(name + ALPHA_SUFFIX, dist.Gamma(prior.alpha.shape, prior.alpha.rate))
     values = {h: numpyro.sample(f"{name}_{h}", p.numpyro()) for h, p in getattr(model, "hyperpriors", {}).items()}
     labels = numpyro.sample(name + LABELS_SUFFIX, Partition(prior, num_points, alpha=alpha))
-    return numpyro.sample(name, CollapsedMixture(model, labels, dim=dim, hyperparameters=values), obs=obs)
+    try:
+        mixture = CollapsedMixture(model, labels, dim=dim, hyperparameters=values)
+    except HyperparameterError as e:
+        if obs is None:
+            raise
+        raise DataError(f"dp_mixture {name!r}: the values have shape {tuple(obs.shape)}: {e}") from None
+    if obs is not None and tuple(obs.shape) != mixture.event_shape:
+        raise DataError(f"dp_mixture {name!r}: the values have shape {tuple(obs.shape)}, but {mixture.family.name}'s "
+                        f"hyperparameters are {mixture.dim}-dimensional: expected shape {mixture.event_shape}")
+    return numpyro.sample(name, mixture, obs=obs)
 
 
 class DPSite(NamedTuple):

@@ -19,6 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from dpppl.config import in_x64
 from dpppl.dsl.parser import as_model, bind_data
 from dpppl.errors import ArgumentError, DataError, check_bool, check_positive_int
 from dpppl.kernels.auto import AUTO, dim_of, resolve
@@ -51,6 +52,7 @@ def check_seed(seed, name: str = "seed") -> None:
         raise ArgumentError(f"{name} must be an integer in [0, {top}]{mode}, got {int(seed)}")
 
 
+@in_x64
 def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_samples: int = 1000,
            num_chains: int = 1, seed: int = 0, init: Any = "sequential", progress_bar: bool = True,
            thinning: int = 1, capacity: int | None = None, truncation: int = 20, checkpoint=None,
@@ -217,6 +219,7 @@ def _sample_numpyro_model(fn, data, kernel, model_args, model_kwargs, *, num_war
     return _completed(idata, late)
 
 
+@in_x64
 def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
            checkpoint_every: float = DEFAULT_EVERY):
     """Continue a run saved by `dpppl.sample(..., checkpoint=path)`; return its InferenceData.
@@ -300,6 +303,7 @@ def _inference_data(target, spec: RunSpec, records: dict, attrs: dict, record_di
     return to_inference_data(target, records, attrs, record_dims, log_likelihood)
 
 
+@in_x64
 def log_joint(model, data, z) -> float:
     """The log p(x, z) a run records as `lp`, of labels `z` under `model`.
 

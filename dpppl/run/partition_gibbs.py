@@ -32,8 +32,10 @@ collapsed-mixture sites (the partition kernel sees no other term). The step-size
 adaptation of NUTS in warmup runs on its conditional given the current labels; after warmup
 both are fixed.
 
-Use it from NumPyro (`numpyro.infer.MCMC(dpppl.PartitionGibbs(NUTS(model)), ...)`; one chain per
-`init`: `chain_method="sequential"` or `jax.vmap` for several) or from
+Use it from NumPyro (`numpyro.infer.MCMC(dpppl.PartitionGibbs(NUTS(model)), ...)`, any
+`chain_method`; `dpppl.run.numpyro_output.from_numpyro` makes the run InferenceData; it runs in
+the precision of the NumPyro run, float32 unless the process is in 64-bit mode or the run is inside
+`dpppl.config.x64()`) or from
 [`dpppl.sample`][dpppl.sample] with the model function, which returns InferenceData
 ([`sample_model`][dpppl.run.partition_gibbs.sample_model]).
 """
@@ -58,6 +60,7 @@ from numpyro.infer.hmc import HMC
 from numpyro.infer.hmc_gibbs import HMCGibbsState
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.infer.util import log_density
+from numpyro.util import is_prng_key
 
 from dpppl.core.state import PartitionState
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
@@ -73,6 +76,9 @@ from dpppl.run.nuts import init_in_one_program, one_program_init
 from dpppl.run.output import (POINTWISE_BATCH, check_log_likelihood, check_log_likelihood_option,
                               conditional_log_predictive)
 from dpppl.version import __version__
+
+NUM_CLUSTERS, LARGEST_CLUSTER, ENTROPY = "_num_clusters", "_largest_cluster", "_entropy"
+"""Suffixes of the label-invariant summaries `PartitionGibbs` shows NumPyro (`{values site}_num_clusters`, ...)."""
 
 DEFAULT_MAX_CAPACITY = 128
 """Cluster slots of a partition site of N points when `capacity` is not given: min(N + 1, this).
@@ -95,6 +101,28 @@ class PartitionBlockState(NamedTuple):
     i: jax.Array
     overflow: jax.Array
     rng_key: jax.Array
+
+
+class PartitionGibbsState(HMCGibbsState):
+    """State of [`PartitionGibbs`][dpppl.run.partition_gibbs.PartitionGibbs]: NumPyro's
+    `HMCGibbsState` (`z`, `block_states`, `rng_key`, `hmc_state`) whose `z` also holds each
+    partition site's label-invariant summaries (`{values site}_num_clusters`,
+    `_largest_cluster`, `_entropy`), with two fields NumPyro's `extra_fields` can name:
+
+    - **labels** - `{labels site: canonical labels (N,)}`, the partition block's sites
+      (collected by default: `mcmc.get_extra_fields()["labels"]`);
+    - **overflow** - True once a partition move found no free cluster slot (collected by default).
+    """
+
+    __slots__ = ()
+
+    @property
+    def labels(self) -> dict:
+        return self.block_states[0].z
+
+    @property
+    def overflow(self) -> jax.Array:
+        return self.block_states[0].overflow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,6 +184,15 @@ class PartitionBlock(MCMCKernel):
     @property
     def model(self):
         return self._model
+
+    @property
+    def requested(self) -> str:
+        """The partition kernel as requested (`"auto"` or a name)."""
+        return self._spec
+
+    @property
+    def sweeps(self) -> int:
+        return self._sweeps
 
     @property
     def sites(self) -> tuple:
@@ -242,6 +279,27 @@ class PartitionBlock(MCMCKernel):
             z[site.labels] = canonical_in_jit(partition.z, site.capacity)
         return PartitionBlockState(z, tuple(partitions), state.i + 1, overflow, rng_key)
 
+    def summaries(self, state: PartitionBlockState) -> dict:
+        """The label-invariant summaries of each site's current partition (traceable):
+        `{values site}_num_clusters`, `_largest_cluster` (int32) and `_entropy` (of the cluster
+        shares, in nats), the names `summary_names` lists."""
+        out = {}
+        for site in self._sites:
+            labels = state.z[site.labels]
+            counts = jax.ops.segment_sum(jnp.ones(labels.shape, jnp.int32), labels, num_segments=site.num_points)
+            share = counts.astype(jnp.result_type(float)) / site.num_points
+            out[site.values + NUM_CLUSTERS] = jnp.sum(counts > 0).astype(jnp.int32)
+            out[site.values + LARGEST_CLUSTER] = jnp.max(counts).astype(jnp.int32)
+            out[site.values + ENTROPY] = -jnp.sum(jnp.where(counts > 0, share * jnp.log(jnp.where(counts > 0, share,
+                                                                                                    1.0)), 0.0))
+        return out
+
+    @property
+    def summary_names(self) -> tuple[str, ...]:
+        """The names of `summaries` (after `init`)."""
+        return tuple(site.values + suffix for site in self._sites
+                     for suffix in (NUM_CLUSTERS, LARGEST_CLUSTER, ENTROPY))
+
     def refresh(self, state, model_args, model_kwargs):
         """Identity: `sample` reads the siblings' current values itself."""
         return state
@@ -277,12 +335,19 @@ class PartitionGibbs(Gibbs):
 
     Notes
     -----
-    The state is NumPyro's `HMCGibbsState`: `z` holds every site (labels as canonical
-    integer vectors), `block_states[0]` the partition block's state (`overflow`),
-    `hmc_state` the inner kernel's (`extra_fields=("hmc_state.diverging",)`).
+    The state is a [`PartitionGibbsState`][dpppl.run.partition_gibbs.PartitionGibbsState]:
+    NumPyro's `HMCGibbsState` whose `z` holds every site (labels as canonical integer vectors)
+    and each partition site's summaries. What NumPyro shows (`mcmc.get_samples()`,
+    `mcmc.print_summary()`) is every continuous and deterministic site and the summaries
+    `{values site}_num_clusters`, `_largest_cluster`, `_entropy`; the labels are the state's
+    `labels` field, collected by default with `overflow` (and, for HMC or NUTS,
+    `hmc_state.diverging` and `hmc_state.accept_prob`): `mcmc.get_extra_fields()["labels"]`
+    (`{labels site: (draws, N)}`), or the InferenceData of
+    [`from_numpyro`][dpppl.run.numpyro_output.from_numpyro]. `chain_method="vectorized"`
+    runs the chains' steps vmapped in one program.
     """
 
-    _state_cls = HMCGibbsState
+    _state_cls = PartitionGibbsState
 
     def __init__(self, inner_kernel, partition_kernel: str = AUTO, *, sweeps: int = 1, capacity: int | None = None,
                  **partition_options):
@@ -303,15 +368,45 @@ class PartitionGibbs(Gibbs):
         """NumPyro's `Gibbs.init`; traced into one compiled program when the inner kernel is
         HMC or NUTS (`dpppl.run.nuts.init_in_one_program`): eagerly, tracing the model, building
         the partition states and NumPyro's search for initial parameters run one operation at a time."""
+        if not is_prng_key(rng_key):  # chain_method="vectorized": one key per chain
+            return jax.vmap(lambda key, params: self.init(key, num_warmup, params, model_args, model_kwargs))(
+                rng_key, init_params)
         if not one_program_init(self.inner_kernel):
-            return super().init(rng_key, num_warmup, init_params, model_args, model_kwargs)
-        return init_in_one_program(super().init, _hmc_state, rng_key, num_warmup, init_params, model_args,
+            return self._with_summaries(super().init(rng_key, num_warmup, init_params, model_args, model_kwargs))
+        return init_in_one_program(self._gibbs_init, _hmc_state, rng_key, num_warmup, init_params, model_args,
                                    model_kwargs)
 
+    def _gibbs_init(self, *args):
+        return self._with_summaries(super().init(*args))
+
+    def _with_summaries(self, state: PartitionGibbsState) -> PartitionGibbsState:
+        return state._replace(z={**state.z, **self.partition_block.summaries(state.block_states[0])})
+
+    def sample(self, state, model_args, model_kwargs):
+        """One step of each block (NumPyro's `Gibbs.sample`), vmapped over the chains of
+        `chain_method="vectorized"`."""
+        if not is_prng_key(state.rng_key):
+            return jax.vmap(lambda s: self.sample(s, model_args, model_kwargs))(state)
+        return self._with_summaries(super().sample(state, model_args, model_kwargs))
+
+    @property
+    def default_fields(self) -> tuple[str, ...]:
+        hmc = ("hmc_state.diverging", "hmc_state.accept_prob") if isinstance(self.inner_kernel, HMC) else ()
+        return ("z", "labels", "overflow") + hmc
+
     def postprocess_fn(self, model_args, model_kwargs):
-        """NumPyro's, one jitted program: NumPyro's sampling loop runs it eagerly on the first
-        state to shape its buffers (the model replayed for its deterministic sites)."""
-        return jax.jit(super().postprocess_fn(model_args, model_kwargs))
+        """NumPyro's (each site constrained, the model replayed for its deterministic sites)
+        without the partition sites' labels and with their summaries, one jitted program:
+        NumPyro's sampling loop runs it eagerly on the first state to shape its buffers."""
+        gibbs = super().postprocess_fn(model_args, model_kwargs)
+        labels = {s[0] for s in self.partition_block.sites}
+        summaries = self.partition_block.summary_names
+
+        def postprocess(z):
+            return {**{k: v for k, v in gibbs(z).items() if k not in labels}, **{k: z[k] for k in summaries}}
+
+        return jax.jit(postprocess)
+
 
     def refresh(self, state, model_args, model_kwargs):
         """Every block re-evaluated against the current values (e.g. after the data in
@@ -364,14 +459,36 @@ def sample_model(fn, model_args: tuple = (), model_kwargs: dict | None = None, k
         raise ArgumentError(f"inner_kernel must be a NumPyro kernel built on the model function itself, such as "
                             f"NUTS(fn) or HMC(fn, ...), got {inner!r}")
     composed = PartitionGibbs(inner, kernel, sweeps=sweeps, capacity=capacity, **partition_options)
-    hmc = isinstance(inner, HMC)
-    extra = ("block_states.0.overflow",) + (("hmc_state.diverging", "hmc_state.accept_prob") if hmc else ())
     mcmc = MCMC(composed, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains, thinning=thinning,
                 chain_method="sequential", progress_bar=progress_bar)
-    mcmc.run(jax.random.key(seed), *model_args, extra_fields=extra, **model_kwargs)
+    mcmc.run(jax.random.key(seed), *model_args, **model_kwargs)
     hold()  # the last iteration is done (dpppl.run.interrupts)
-    samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
-    fields = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+    return inference_data(mcmc, seed=seed, log_likelihood=log_likelihood)
+
+
+def draws_with_labels(mcmc) -> tuple[dict, dict]:
+    """`(samples, fields)` of a NumPyro MCMC run of `PartitionGibbs`, by chain as numpy arrays:
+    `samples` every latent and deterministic site, the labels included (the state's `labels`
+    field) and the summaries NumPyro is shown left out; `fields` the other extra fields."""
+    composed = mcmc.sampler
+    fields = mcmc.get_extra_fields(group_by_chain=True)
+    summaries = set(composed.partition_block.summary_names)
+    samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items() if k not in summaries}
+    samples.update({k: np.asarray(v) for k, v in fields["labels"].items()})
+    return samples, {k: np.asarray(v) for k, v in fields.items() if k != "labels"}
+
+
+def inference_data(mcmc, *, seed: int | None = None, log_likelihood="auto"):
+    """The InferenceData of [`sample_model`][dpppl.run.partition_gibbs.sample_model] (see there)
+    from a finished NumPyro MCMC run of `PartitionGibbs`: its model replayed at its arguments
+    (`mcmc.run`'s) for `lp`, the observed sites and the pointwise `log_likelihood` (`log_likelihood`
+    as [`dpppl.sample`][dpppl.sample] takes it); `seed` is recorded when given."""
+    composed, fn = mcmc.sampler, mcmc.sampler.model
+    model_args, model_kwargs = mcmc._args, dict(mcmc._kwargs)  # what mcmc.run was given (ArviZ reads them too)
+    inner, kernel, hmc = composed.inner_kernel, composed.partition_block.requested, isinstance(composed.inner_kernel,
+                                                                                                 HMC)
+    sweeps, num_warmup, thinning = composed.partition_block.sweeps, mcmc.num_warmup, mcmc.thinning
+    samples, fields = draws_with_labels(mcmc)
     sites = composed.partition_block.sites
     chains, draws = next(iter(samples.values())).shape[:2]
     flat = {k: jnp.asarray(v.reshape((chains * draws,) + v.shape[2:])) for k, v in samples.items()}
@@ -389,7 +506,7 @@ def sample_model(fn, model_args: tuple = (), model_kwargs: dict | None = None, k
         dims[prefix + "z"] = [prefix + "point"]
         dims[prefix + "cluster_sizes"] = [prefix + "cluster"]
     posterior["lp"] = lp
-    sample_stats = {"lp": lp, "overflow": fields["block_states.0.overflow"]}
+    sample_stats = {"lp": lp, "overflow": fields["overflow"]}
     if hmc:
         sample_stats.update(diverging=fields["hmc_state.diverging"], acceptance_rate=fields["hmc_state.accept_prob"])
     if sample_stats["overflow"].any():
@@ -405,6 +522,7 @@ def sample_model(fn, model_args: tuple = (), model_kwargs: dict | None = None, k
                  model_function=f"{getattr(fn, '__module__', None)}:{getattr(fn, '__qualname__', None)}",
                  model_arguments=json.dumps(scalars), observed_arguments=json.dumps(shifted),
                  dpppl_version=__version__, jax_version=jax.__version__, numpyro_version=numpyro.__version__)
+    attrs = {k: v for k, v in attrs.items() if v is not None}
     groups = {"posterior": posterior, PARTITION_GROUPS["posterior"]: partition, "sample_stats": sample_stats,
               "observed_data": observed, "constant_data": constant}
     n_values = chains * draws * sum(samples[labels].shape[-1] for labels, _, _, _ in sites)
@@ -526,5 +644,6 @@ def site_log_likelihood(fn, model_args, model_kwargs, flat: dict, labels: tuple)
     return {k: np.asarray(v, np.float64) for k, v in out.items()}
 
 
-__all__ = ["DEFAULT_MAX_CAPACITY", "PartitionBlock", "PartitionBlockState", "PartitionGibbs", "call_arguments",
-           "dp_draw_trace", "model_arguments", "model_inputs", "observed_data", "sample_model", "site_log_likelihood"]
+__all__ = ["DEFAULT_MAX_CAPACITY", "PartitionBlock", "PartitionBlockState", "PartitionGibbs", "PartitionGibbsState",
+           "call_arguments", "dp_draw_trace", "draws_with_labels", "inference_data", "model_arguments", "model_inputs",
+           "observed_data", "sample_model", "site_log_likelihood"]

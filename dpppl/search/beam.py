@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
+from dpppl.config import in_x64
 from dpppl.dsl.parser import bind_data
 from dpppl.errors import DataError, KernelError
 from dpppl.families import (BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart,
@@ -88,6 +89,7 @@ class SearchResult:
     stopped_early: bool
 
 
+@in_x64
 def map_search(model, data=None, heuristic: str = "inadmissible", beam: Optional[int] = 100,
                order="marginal", seed: int = 0, *, greedy_start: bool = True,
                max_states: Optional[int] = None) -> SearchResult:

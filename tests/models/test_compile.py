@@ -26,3 +26,29 @@ def test_compiled_numpyro_model_has_beta_a_i_b_i_sticks():
     finite = dpppl.PseudoParticleMixture([1.0, 0.5, 2.0], NKC).bind(X4).numpyro_model(20)
     assert finite.truncation == 3  # V_3 = 1: three sticks are the exact model
 
+
+
+def test_real_n_models_take_n_or_n_by_1_data_and_name_the_site_of_other_shapes():
+    """`real[N]` data as (N,) or (N, 1): the same density and gradient (what NUTS runs on), the site
+    holding the shape given, and `Predictive` at draws on (N,) data; other shapes a DataError."""
+    from numpyro.infer import Predictive
+    from numpyro.infer.util import log_density
+
+    model = dpppl.load("models/galaxies.dp")
+    x = np.asarray(dpppl.datasets.load("galaxies")[0], float)[:12]
+    fn = model.bind(x).numpyro_model(4)
+    draws = Predictive(fn, num_samples=2)(jax.random.key(0), x[:, 0])
+    assert draws["x"].shape == (2, 12)
+    params = {k: v[0] for k, v in draws.items() if k in ("alpha", "v", "theta_mu", "theta_cov")}
+
+    @jax.jit
+    def density_and_gradient(data, params):
+        return jax.value_and_grad(lambda p: log_density(fn, (data,), {}, p)[0])(params)
+
+    flat, column = density_and_gradient(x[:, 0], params), density_and_gradient(x, params)
+    assert np.isfinite(float(flat[0])) and float(flat[0]) == pytest.approx(float(column[0]), rel=1e-12)
+    for a, b in zip(jax.tree.leaves(flat[1]), jax.tree.leaves(column[1])):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+    with pytest.raises(dpppl.DataError, match=r"site 'x': the data have shape \(12, 2\), the model's points are "
+                                              r"1-dimensional: expected shape \(N,\) or \(N, 1\)"):
+        numpyro.handlers.seed(fn, 0)(np.zeros((12, 2)))

@@ -181,3 +181,16 @@ def test_random_hyperparameters_are_sites_and_the_mixture_is_at_their_values():
     with pytest.raises(ModelError, match=r"partition site 'r_labels': the family of 'r' is at random "
                                          r"hyperparameters \(m, t\), which PartitionGibbs does not follow yet"):
         dp_sites(found["trace"])
+
+
+@pytest.mark.parametrize("obs, message", [
+    (np.zeros(5), r"dp_mixture 'r': the values have shape \(5,\), but NormalInverseWishart's hyperparameters are "
+                  r"2-dimensional: expected shape \(5, 2\)"),
+    (np.zeros((5, 3)), r"dp_mixture 'r': the values have shape \(5, 3\): NormalInverseWishart: hyperparameter mu0 "
+                       r"has shape \(2,\)"),
+    (np.zeros((5, 2, 1)), r"dp_mixture 'r': the values must be \(N,\) or \(N, D\), got shape \(5, 2, 1\)"),
+])
+def test_values_of_the_wrong_shape_are_a_data_error_naming_the_site(obs, message):
+    mixture = dpppl.DPMixture(1.0, FAMILIES["niw"][0])
+    with pytest.raises(dpppl.DataError, match=message):
+        numpyro.handlers.seed(lambda: dpppl.dp_mixture("r", mixture, obs=obs), 0)()

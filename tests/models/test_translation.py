@@ -129,7 +129,8 @@ import numpy as np
 import dpppl
 from dpppl.diagnostics.arviz_compat import group, partition_group
 model, x, z, options = dpppl.load(sys.argv[1]), np.load(sys.argv[2]), np.load(sys.argv[3]), json.loads(sys.argv[4])
-out = {"dtype": str(jnp.zeros(()).dtype), "log_joint": dpppl.log_joint(model, x, z)}
+with dpppl.config.x64():  # dpppl's programs' precision (DPPPL_X64=0: float32, whatever the process's mode)
+    out = {"dtype": str(jnp.zeros(()).dtype), "log_joint": dpppl.log_joint(model, x, z)}
 for kernel, kernel_options in options.items():
     idata = dpppl.sample(model, x, kernel=kernel, num_warmup=0, num_samples=3, seed=0, progress_bar=False,
                          **kernel_options)

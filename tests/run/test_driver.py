@@ -11,7 +11,7 @@ from scipy import special
 import dpppl
 import dpppl.run.driver
 from dpppl import kernels
-from dpppl.diagnostics.arviz_compat import az, group, partition_group
+from dpppl.diagnostics.arviz_compat import az, group, labels, partition_group
 from dpppl.core.state import canonical_labels
 from tests.helpers.stick_breaking import FIG1_PRIOR, NKC, X4
 
@@ -285,7 +285,7 @@ def test_complex_and_masked_data_are_refused_before_sampling(niw_model, two_blob
 
 
 def test_numpyro_adapter_matches_across_chain_methods(niw_model, two_blobs):
-    from numpyro.infer import MCMC
+    from numpyro.infer import MCMC, Predictive
 
     x, _ = two_blobs
     draws = []
@@ -293,12 +293,27 @@ def test_numpyro_adapter_matches_across_chain_methods(niw_model, two_blobs):
         mcmc = MCMC(kernels.make("gibbs", niw_model, x), num_warmup=5, num_samples=10, num_chains=2,
                     chain_method=method, progress_bar=False)
         mcmc.run(jax.random.key(0), x, extra_fields=("potential_energy", "overflow"))
-        draws.append(mcmc.get_samples(group_by_chain=True))
+        draws.append(mcmc.get_extra_fields(group_by_chain=True)["labels"])  # the labels: a field of the state
         assert not np.any(mcmc.get_extra_fields()["overflow"])
-    assert np.array_equal(draws[0]["z"], draws[1]["z"])
+    assert np.array_equal(draws[0], draws[1])
+    assert set(mcmc.get_samples()) == {"num_clusters", "largest_cluster", "alpha"}  # no per-point labels
     idata = az.from_numpyro(mcmc)
     assert "lp" in group(idata, "sample_stats")
     assert group(idata, "posterior")["num_clusters"].shape == (2, 10)
+    # dpppl's layout: labels in posterior_partition, the data in observed_data
+    from dpppl.run.numpyro_output import from_numpyro
+
+    ours = from_numpyro(mcmc)
+    assert set(group(ours, "posterior")) == {"num_clusters", "largest_cluster", "entropy", "alpha", "lp"}
+    assert labels(ours).shape == (2, 10, 30)
+    np.testing.assert_array_equal(group(ours, "posterior")["num_clusters"], labels(ours).max(axis=-1) + 1)
+    np.testing.assert_allclose(group(ours, "observed_data")["x"], x)
+    # NumPyro's Predictive takes the adapter's samples (alpha, the one site of the compiled model among them)
+    replicated = Predictive(niw_model.bind(x).numpyro_model(3), mcmc.get_samples())(jax.random.key(1), x)["x"]
+    assert replicated.shape == (20,) + x.shape
+    with pytest.raises(dpppl.DataError, match=r"data of mcmc.run have shape \(12, 2\), but the kernel was made for "
+                                              r"data of shape \(30, 2\); make the kernel on these data"):
+        mcmc.run(jax.random.key(0), x[:12])
 
 
 def test_log_joint_function(niw_model, two_blobs):
@@ -428,3 +443,16 @@ def test_a_w3_sized_run_with_default_settings_is_accepted(niw_model, monkeypatch
     with pytest.raises(dpppl.ArgumentError, match="DPPPL_MEMORY_LIMIT='lots' is not a size: give bytes or a number "
                                                   "with a unit, e.g. 16G or 500M"):
         check_memory(parts)
+
+
+def test_numpyro_adapter_takes_n_data_of_a_one_dimensional_model():
+    """What `mcmc.run(key, x)` hands the adapter's steps: (N,) and (N, 1) data alike for 1-D points;
+    other shapes a DataError naming both (checked in `init`, before anything runs)."""
+    model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=0.25, mu0=0.0, tau2=4.0))
+    x = np.linspace(-1.0, 1.0, 8)
+    kernel = kernels.make("gibbs", model, x)
+    np.testing.assert_array_equal(kernel._data((x,)), kernel._data((x[:, None],)))
+    assert kernel._data((x,)).shape == (8, 1)
+    with pytest.raises(dpppl.DataError, match=r"data of mcmc.run have shape \(8, 2\), but the kernel was made for "
+                                              r"data of shape \(8, 1\) \(or \(N,\)\)"):
+        kernel.init(jax.random.key(0), 0, None, (np.zeros((8, 2)),), {})

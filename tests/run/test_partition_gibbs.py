@@ -1,6 +1,7 @@
 """dpppl.sample of a NumPyro model function (dpppl.run.partition_gibbs.sample_model): what the
 InferenceData holds, and the errors given before anything is sampled."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
@@ -72,8 +73,6 @@ def test_nuts_first_state_in_one_program_is_numpyros():
     """`init_in_one_program` (dpppl's NUTS and PartitionGibbs) gives NumPyro's own eager init state
     (the same draws; floats to the last bits, which fused operations may change: here the
     gradient's), and NumPyro's error when no valid initial parameters exist."""
-    import jax
-
     from dpppl.run.nuts import _NUTS
 
     def model(y):
@@ -110,3 +109,48 @@ def test_observed_data_are_the_argument_a_site_observes_shifted():
     with pytest.raises(dpppl.DataError, match="the observed site 'resid' is not a model argument shifted by the "
                                               "parameters"):
         site_predictive(scaled, samples, (X, Y))
+def test_numpyro_shows_summaries_not_labels_and_from_numpyro_builds_dpppl_sample_layout(capsys):
+    """In NumPyro's own outputs the labels are a field of the state, not sites: print_summary and
+    get_samples show the label-invariant summaries; from_numpyro gives dpppl.sample's layout.
+    Two chains vectorized (a vmapped outer step)."""
+    from numpyro.infer import MCMC
+
+    from dpppl.diagnostics.summaries import label_summaries
+    from dpppl.run.numpyro_output import from_numpyro, labels_of
+
+    mcmc = MCMC(dpppl.PartitionGibbs(NUTS(regression), "gibbs"), num_warmup=10, num_samples=12, num_chains=2,
+                chain_method="vectorized", progress_bar=False)
+    with pytest.raises(ArgumentError, match="from_numpyro: the MCMC has not run yet"):
+        from_numpyro(mcmc)
+    mcmc.run(jax.random.key(1), X, Y)
+    mcmc.print_summary()
+    shown = capsys.readouterr().out
+    assert "resid_labels" not in shown
+    for name in ("beta", "resid_alpha", "resid_num_clusters", "resid_largest_cluster", "resid_entropy"):
+        assert name in shown, name
+    samples = mcmc.get_samples(group_by_chain=True)
+    assert "resid_labels" not in samples
+    z = labels_of(mcmc, group_by_chain=True)["resid_labels"]
+    assert z.shape == (2, 12, 12)
+    expected = label_summaries(np.asarray(z))
+    for name in ("num_clusters", "largest_cluster"):
+        np.testing.assert_array_equal(samples["resid_" + name], expected[name])
+    np.testing.assert_allclose(samples["resid_entropy"], expected["entropy"], rtol=1e-10)
+    idata = from_numpyro(mcmc)
+    post = group(idata, "posterior")
+    assert set(post) == {"beta", "twice_beta", "resid_alpha", "num_clusters", "largest_cluster", "entropy", "lp"}
+    np.testing.assert_array_equal(labels(idata), z)
+    np.testing.assert_array_equal(post["num_clusters"], expected["num_clusters"])
+    assert {"lp", "overflow", "diverging", "acceptance_rate"} <= set(group(idata, "sample_stats"))
+    assert idata.posterior.attrs["kernel"] == "resid_labels: gibbs"
+
+
+def test_from_numpyro_refuses_other_kernels():
+    from numpyro.infer import MCMC
+
+    from dpppl.run.numpyro_output import from_numpyro
+
+    with pytest.raises(ArgumentError, match=r"from_numpyro takes a numpyro.infer.MCMC of dpppl.PartitionGibbs or "
+                                            r"of a kernel from dpppl.kernels.make, got an MCMC of NUTS \(use "
+                                            r"arviz.from_numpyro"):
+        from_numpyro(MCMC(NUTS(regression), num_warmup=1, num_samples=1))

@@ -57,8 +57,8 @@ def _draws(case, kernel, *, num_chains, num_warmup, num_samples, seed=0, **optio
     mcmc = MCMC(composed, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                 chain_method=jax.vmap, progress_bar=False)
     mcmc.run(jax.random.key(seed), jnp.asarray(x), jnp.asarray(y))
-    samples = mcmc.get_samples(group_by_chain=True)
-    return np.asarray(samples["resid_labels"]), np.asarray(samples["beta"])
+    labels = mcmc.get_extra_fields(group_by_chain=True)["labels"]  # the labels: a field of the state
+    return np.asarray(labels["resid_labels"]), np.asarray(mcmc.get_samples(group_by_chain=True)["beta"])
 
 
 # the default run: 24 chains x 400 draws give ESS about 2,000 for beta's checks and 8,000 for the
