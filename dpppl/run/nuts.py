@@ -50,20 +50,27 @@ def init_in_one_program(init, hmc_state, rng_key, num_warmup, init_params=None, 
     draw, redrawn up to 100 times while the potential energy or its gradient is not finite)
     runs as its `while_loop`, the branch NumPyro takes for a traced key, whose first iteration
     is the eager path's draw (floats may differ from the eager path's in the last bits, as XLA
-    fuses operations). The model's arguments are constants of the program, as in
-    NumPyro's sampling loop (`jit_model_args=False`): a later chain on the same arguments
-    compiles the same program (the persistent compilation cache's hit). The error NumPyro
+    fuses operations). The model's array arguments are arguments of the program, so new data of
+    the same shapes reuse it; its other arguments (Python numbers, strings, None: a number of
+    groups, a flag) are constants, as the model may use them in Python control flow or as
+    shapes. The error NumPyro
     gives when no valid parameters are found is raised from the program's validity flag. Only
     for kernels `one_program_init` accepts.
     """
     model_kwargs = {} if model_kwargs is None else model_kwargs
 
-    def program(rng_key, init_params, model_args, model_kwargs):
-        state = init(rng_key, num_warmup, init_params, model_args, model_kwargs)
+    leaves, tree = jax.tree.flatten((model_args, model_kwargs))
+    is_array = [isinstance(leaf, (np.ndarray, jax.Array)) for leaf in leaves]
+
+    def program(rng_key, init_params, arrays):
+        filled = iter(arrays)
+        args, kwargs = jax.tree.unflatten(tree, [next(filled) if a else leaf for leaf, a in zip(leaves, is_array)])
+        state = init(rng_key, num_warmup, init_params, args, kwargs)
         hmc = hmc_state(state)
         return state, jnp.isfinite(hmc.potential_energy) & jnp.all(jnp.isfinite(ravel_pytree(hmc.z_grad)[0]))
 
-    state, valid = jax.jit(program)(rng_key, init_params, model_args, model_kwargs)
+    arrays = [leaf for leaf, a in zip(leaves, is_array) if a]
+    state, valid = jax.jit(program)(rng_key, init_params, arrays)
     if not_jax_tracer(valid) and not bool(valid):
         raise RuntimeError("Cannot find valid initial parameters. Please check your model again.")
     return state
