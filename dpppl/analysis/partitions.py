@@ -57,11 +57,14 @@ from dpppl.diagnostics.arviz_compat import labels
 from dpppl.errors import ArgumentError, DataError
 from dpppl.core.state import canonical_labels
 from dpppl.diagnostics.summaries import as_label_array, compact_labels
-from dpppl.analysis.salso import search, size_class
+from dpppl.analysis.salso_search import search, size_class
 
 METHODS = ("vi", "dahl", "best")
 LOSSES = ("vi", "vi_lb")
 _BLOCK_ENTRIES = 2**24  # pairs (i, j) per block of draws in co-clustering and Dahl
+#: The most points whose N x N co-clustering matrix dpppl forms (float64: 0.2 GiB at 5,000,
+#: with as much again while counting); the exact-VI search never forms it.
+MAX_COCLUSTERING_POINTS = 5000
 
 
 # ------------------------------------------------------------------------- draws ---
@@ -116,10 +119,17 @@ def coclustering(source) -> np.ndarray:
     -------
     ndarray (N, N)
         Symmetric, unit diagonal: the share of draws in which points i and j share a
-        cluster. Cost O(S N^2), in blocks of draws.
+        cluster. Cost O(S N^2), in blocks of draws; a DataError above
+        `MAX_COCLUSTERING_POINTS` points.
     """
     draws = posterior_draws(source)
     n = draws.shape[1]
+    if n > MAX_COCLUSTERING_POINTS:
+        raise DataError(f"the co-clustering matrix of {n} points would hold {n}^2 = {n * n:,} entries "
+                        f"({n * n * 8 / 2**30:.1f} GiB); dpppl forms it for at most MAX_COCLUSTERING_POINTS = "
+                        f"{MAX_COCLUSTERING_POINTS} points (it is needed by method='dahl', loss='vi_lb' and "
+                        "plot_coclustering); point_estimate(..., method='vi') with loss='vi', the default, needs "
+                        "no such matrix")
     together = np.zeros((n, n), np.int64)
     for same in _same_cluster_blocks(draws):
         together += same.sum(axis=0)
@@ -146,7 +156,8 @@ def expected_vi(estimate, draws) -> float:
     s, n = labels.shape
     k, kd = int(c.max()) + 1, counts.shape[1]
     codes = np.arange(s, dtype=np.int64)[:, None] * (k * kd) + c[None, :] * kd + labels
-    cells = np.unique(codes, return_counts=True)[1]          # the non-empty n_kl of every draw
+    # the n_kl of every draw: counted in a dense array where it is small, else by sorting
+    cells = np.bincount(codes.ravel()) if s * k * kd <= 2**26 else np.unique(codes, return_counts=True)[1]
     joint = _xlogx(cells).sum() / s
     return float((_xlogx(np.bincount(c)).sum() + _xlogx(counts).sum() / s - 2 * joint) / n)
 

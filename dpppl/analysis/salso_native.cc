@@ -1,8 +1,8 @@
-// One placement pass of the SALSO search for the exact expected VI (dpppl/analysis/salso.py,
+// One placement pass of the SALSO search for the exact expected VI (dpppl/analysis/salso_search.py,
 // `_visit` with the "vi" loss) as a native function called through XLA's FFI; the JAX loop
 // there is the same pass and runs where this library cannot be built.
 //
-// Table (salso.py's `_VI`): counts[r, k] = |C_{s,l} ∩ c_k| for the row r = s K_draws + l of
+// Table (salso_search.py's `_VI`): counts[r, k] = |C_{s,l} ∩ c_k| for the row r = s K_draws + l of
 // draw s's cluster l. Point i joining cluster k changes N E[VI] (up to a constant) by
 //     cost_k = g(|c_k|) - 2 sum_s w_s g(counts[rows[i, s], k]),   g(m) = f(m + 1) - f(m),
 // f(m) = m log m, read from the table g; a placement reads one row of K counts per draw and a
@@ -10,7 +10,7 @@
 // counts alone halve the memory a placement reads, which bounds its speed.)
 // The order of the points, the tie rule (stay put unless another cluster is better by more
 // than `tol`; otherwise the first cluster of least cost) and the free slot that stands for a
-// new cluster (the point's own if it fell empty, else the first empty one) are salso.py's.
+// new cluster (the point's own if it fell empty, else the first empty one) are salso_search.py's.
 
 #include <algorithm>
 #include <cstdint>
