@@ -27,16 +27,22 @@ the posterior expected loss E[L(c, C) | x], estimated by the average over draws.
   VI_LB itself need not (the constant is swapped too, which does not move the minimiser
   of the bound).
 
-The search (Dahl et al. 2022, sec. 4): each of `num_runs` runs (1) *allocates* the
-points one at a time in a random order, each to the existing or a new cluster that
-minimises the expected loss of the points allocated so far; (2) *sweetens*: visits the
-points in random orders, moving each to the cluster (or a new one) that minimises the
-expected loss, until a sweep changes nothing; (3) makes *zealous updates*: in random
-order, dissolves each cluster, reallocates its points sequentially, sweetens, and keeps
-the result only if the expected loss fell. The best partition over runs is returned.
-Each placement needs the change of the loss when one point joins each cluster, which
-both losses give in closed form from running tables (O(S K) per point for the exact VI
-with S draws and K clusters; O(N) for the lower bound).
+The search (Dahl et al. 2022, sec. 4; `dpppl.analysis.salso_search`): each of
+`num_runs` runs (1) *allocates* the points one at a time in a random order, each to the
+existing or a new cluster that minimises the expected loss of the points allocated so
+far; (2) *sweetens*: visits the points in random orders, moving each to the cluster (or a
+new one) that minimises the expected loss, until a sweep changes nothing; (3) makes
+*zealous updates*: in random order, dissolves up to `max_zealous` clusters, reallocates
+each one's points sequentially and keeps the result only if the expected loss fell
+(sweetening again after). The best partition over runs is returned. Each placement needs
+the change of the loss when one point joins each cluster, which both losses give in
+closed form from running tables: for the exact VI the per-draw contingency counts n_kl
+(S x K_draws x K integers, O(S K) per placement, O(S) per move; the N x N similarity
+matrix is never formed), for the lower bound sums of the similarity matrix (O(N)).
+
+The similarity matrix itself is formed for at most `MAX_COCLUSTERING_POINTS` points
+(5,000: 0.2 GiB); `coclustering`, `"dahl"` and `loss="vi_lb"` refuse more with a
+DataError, while `method="vi"` with the exact loss works at any N.
 
 References
 ----------
@@ -228,7 +234,7 @@ def salso(draws=None, *, psm=None, loss="vi", num_runs=16, max_sweeps=50, max_ze
     """A partition minimising a posterior expected loss by the SALSO greedy search.
 
     Sequential allocation, sweetening and zealous updates (Dahl, Johnson & Müller 2022;
-    the module docstring and `dpppl.analysis.salso`), compiled once per size class.
+    the module docstring and `dpppl.analysis.salso_search`), compiled once per size class.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""The SALSO search (Dahl, Johnson & Müller 2022) as one compiled JAX program.
+"""The SALSO search (Dahl, Johnson & Müller 2022): compiled passes over the points.
 
 A *loss* here is N times a posterior expected loss of a partition c, up to a constant
 that does not depend on c, kept in running tables so that the change when one point
@@ -9,8 +9,9 @@ joins each cluster costs one vectorised step:
   f(m) = m log m, N E[VI] = sum_k f(|c_k|) - 2 sum_s w_s sum_{l,k} f(n_{s,l,k}) + const.
   Point i joining cluster k changes it by g(|c_k|) - 2 sum_s w_s g(n_{s,l_si,k}), with
   g(m) = f(m + 1) - f(m) and l_si the cluster of i in draw s: one row of each draw's
-  table, O(S K) per point for all K clusters, and a move updates S entries. The tables
-  are (S, K_draws, K) counts; the N x N co-clustering matrix is never formed.
+  table, O(S K) per point for all K clusters, and a move updates S entries. The table
+  holds (S, K_draws, K) counts (the JAX pass keeps g of them as a second table); the
+  N x N co-clustering matrix is never formed.
 * `"vi_lb"`, Wade & Ghahramani's (2018) lower bound from the similarity matrix p:
   N VI_LB = sum_k f(|c_k|) - 2 sum_i log W_{i,c_i} + const with W_{ik} = sum_{j in c_k}
   p_ij, kept as an (N, K) table; O(N) per point.
@@ -19,19 +20,25 @@ The search (Dahl et al. 2022, sec. 4), one run per initialisation: (1) *sequenti
 allocation* of the points in a random order, each to the existing or a new cluster that
 minimises the loss of the points allocated so far; (2) *sweetening*: sweeps over the
 points in random orders, each point moved to the cluster (or a new one) that minimises
-the loss, staying put unless another cluster is strictly better, until a sweep moves no
-point (or `max_sweeps`); (3) *zealous updates*: the occupied clusters in a random order,
-at most `max_zealous` of them, each dissolved, its points reallocated sequentially in a
-random order, then sweetened; the result is kept only where the loss fell. Every step
-lowers the loss or keeps it, so a run ends no worse than where its sweetening began.
+the loss, staying put unless another cluster is better by more than 1e-9, until a sweep
+moves no point (or `max_sweeps`); (3) *zealous updates*: the occupied clusters in a random
+order, at most `max_zealous` of them (R's salso: 10), each dissolved and its points
+reallocated sequentially in a random order; the result is kept only where the loss fell,
+and a run that kept one is sweetened again. (An attempt is judged before sweetening, so
+that it costs its cluster's points, not a sweep over all N.) Every step lowers the loss or
+keeps it, so a run ends no worse than its first sweetening.
 
-Shapes are padded to size classes (at most 1/8 padding: 8..15 times a power of two) so
+A pass over the points is one compiled call (`_visit`): for the exact VI a C++ loop
+(`salso_native.cc`, through XLA's FFI; `DPPPL_NATIVE` and `dpppl.core.native` decide and
+build it), else a JAX `fori_loop`, the same arithmetic summed in another order. Python
+drives the passes; the `num_runs` runs, each with its own random orders (seeded by the
+seed and the run's index, so results do not depend on scheduling), run on two threads.
+Shapes are padded to size classes (at most 1/8 padding: 8..16 times a power of two) so
 that one compiled program serves nearby sizes; padded points are never visited, padded
 draws weigh 0. The cluster capacity K starts above the draws' largest number of
-clusters; a run that finds no free slot for a new cluster is repeated with twice the
-capacity, so the capacity never constrains the result. Runs execute one after another
-inside the program (`lax.map`); it computes in float64 whatever the process's JAX
-precision (`jax.enable_x64` around tracing and calls).
+clusters; when a placement finds no free slot for a new cluster, the search is repeated
+with twice the capacity, so the capacity never constrains the result. The passes compute
+in float64 whatever the process's JAX precision (`jax.enable_x64` around tracing and calls).
 """
 
 from __future__ import annotations
