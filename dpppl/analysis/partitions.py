@@ -209,7 +209,7 @@ def _vi_problem(labels, counts):
     rows[:, :] = np.arange(s_pad, dtype=np.int32) * kd
     rows[:n, :s] += labels.T.astype(np.int32)
     weights = np.where(np.arange(s_pad) < s, 1.0 / s, 0.0)
-    capacity = size_class(counts.shape[1] + 1)
+    capacity = size_class(min(counts.shape[1] + 1, 16))  # the search doubles it when it runs out
     tables = (np.zeros((s_pad * kd, capacity), np.int32), np.zeros((s_pad * kd, capacity)))
     return (rows, weights, _gains(n_pad)), tables, _xlogx(counts).sum() / s
 
@@ -221,7 +221,7 @@ def _vi_lb_problem(psm):
     n_pad = size_class(n)
     padded = np.zeros((n_pad, n_pad))
     padded[:n, :n] = psm
-    return (padded, _gains(n_pad)), (np.zeros((n_pad, 16)),), float(np.log(psm.sum(axis=1)).sum())
+    return (padded, _gains(n_pad)), (np.zeros((n_pad, size_class(min(n, 16)))),), float(np.log(psm.sum(axis=1)).sum())
 
 
 def _gains(n):

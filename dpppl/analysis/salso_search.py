@@ -35,9 +35,10 @@ drives the passes; the `num_runs` runs, each with its own random orders (seeded 
 seed and the run's index, so results do not depend on scheduling), run on two threads.
 Shapes are padded to size classes (at most 1/8 padding: 8..16 times a power of two) so
 that one compiled program serves nearby sizes; padded points are never visited, padded
-draws weigh 0. The cluster capacity K starts above the draws' largest number of
-clusters; when a placement finds no free slot for a new cluster, the search is repeated
-with twice the capacity, so the capacity never constrains the result. The passes compute
+draws weigh 0. The cluster capacity K starts small (at most 16 slots: the cost of a
+placement grows with it) and a run doubles it after any pass in which a placement found no
+free slot for a new cluster, then sweeps again; sweetening ends only with a sweep that
+moved nothing and had room, so the capacity never constrains the result. The passes compute
 in float64 whatever the process's JAX precision (`jax.enable_x64` around tracing and calls).
 """
 
@@ -226,25 +227,42 @@ def _order(rng, points, length):
     return jnp.asarray(order), points.size
 
 
+def _roomy(state):
+    """`state` with twice the cluster capacity where a placement found no free slot (empty
+    columns appended; `full` cleared), else `state`."""
+    capacity = state.size.shape[0]
+    if not bool(state.full) or capacity >= state.label.shape[0]:
+        return state
+    return _State(state.label, jnp.pad(state.size, (0, capacity)),
+                  tuple(jnp.pad(t, ((0, 0), (0, capacity))) for t in state.tables), jnp.array(False))
+
+
+def _pass(problem, state, rng, points):
+    """One `_visit` of `points` in a random order, then more capacity if it ran out;
+    (state, how many points moved, whether the capacity grew)."""
+    state, moved = _visit(problem.kind, problem.data, state, *_order(rng, points, state.label.shape[0]),
+                          problem.native)
+    grown = _roomy(state)
+    return grown, int(moved), grown is not state
+
+
 def _sweeten(problem, state, rng):
-    points = np.arange(problem.n)
+    """Sweeps until one moves no point with a free slot at hand (or `max_sweeps`)."""
     for _ in range(problem.max_sweeps):
-        state, moved = _visit(problem.kind, problem.data, state, *_order(rng, points, state.label.shape[0]),
-                              problem.native)
-        if int(moved) == 0:
+        state, moved, grew = _pass(problem, state, rng, np.arange(problem.n))
+        if moved == 0 and not grew:
             break
     return state
 
 
 def _run(problem, seed):
-    """One SALSO run (module docstring): labels (padded length), N times the loss up to
-    the loss's constant, and whether a placement found no free slot."""
+    """One SALSO run (module docstring): labels (padded length) and N times the loss up
+    to the loss's constant."""
     rng = np.random.default_rng(seed)
     n_pad = problem.data[0].shape[0]
     state = _State(jnp.full(n_pad, -1, jnp.int32), jnp.zeros(problem.tables[0].shape[1], jnp.int32),
                    tuple(jnp.asarray(t) for t in problem.tables), jnp.array(False))
-    state, _ = _visit(problem.kind, problem.data, state, *_order(rng, np.arange(problem.n), n_pad), problem.native)
-    state = _sweeten(problem, state, rng)
+    state = _sweeten(problem, _pass(problem, state, rng, np.arange(problem.n))[0], rng)
     value, improved = float(_total(problem.kind, problem.data, state)), False
     occupied = np.nonzero(np.asarray(state.size))[0]
     for k in rng.permutation(occupied)[:problem.max_zealous]:
@@ -252,40 +270,32 @@ def _run(problem, seed):
         if not np.any(label == k):
             continue
         saved = jax.tree.map(jnp.copy, state)
-        trial = _dissolve(state, int(k))
-        trial, _ = _visit(problem.kind, problem.data, trial, *_order(rng, np.nonzero(label == k)[0], n_pad),
-                          problem.native)
+        trial, _, grew = _pass(problem, _dissolve(state, int(k)), rng, np.nonzero(label == k)[0])
         trial_value = float(_total(problem.kind, problem.data, trial))
         if trial_value < value - _TOL:
             state, value, improved = trial, trial_value, True
-        else:
-            state = saved._replace(full=saved.full | trial.full)
+        else:  # the state before the attempt, with the room the attempt needed
+            state = _roomy(saved._replace(full=jnp.array(True))) if grew else saved
     if improved:
         state = _sweeten(problem, state, rng)
         value = float(_total(problem.kind, problem.data, state))
-    return np.asarray(state.label), value, bool(state.full)
+    return np.asarray(state.label), value
 
 
 def search(kind, data, tables, n, *, num_runs, max_sweeps, max_zealous, seed, threads=2, native=None):
     """Run SALSO `num_runs` times, on up to `threads` threads; the best run's labels
-    (padded length) and N times its loss up to the loss's constant. The capacity (the
-    tables' last axis) doubles while a run found it full.
+    (padded length) and N times its loss up to the loss's constant.
 
     `data` and `tables` are the loss's (see `_VI`, `_VILowerBound`) as NumPy arrays,
-    `tables` empty at the initial capacity; `n` the number of real points.
+    `tables` empty at the initial capacity (a run doubles it whenever a placement finds no
+    free slot, and sweetens again); `n` the number of real points.
     """
     with jax.enable_x64(True):
         data = tuple(jnp.asarray(a) for a in data)
-        while True:
-            cpp = use_native(kind) if native is None else native
-            if cpp:  # counts only, in 16 bits where they fit: the memory a placement reads bounds its speed
-                tables = (tables[0].astype(np.int16 if data[0].shape[0] < 2**15 else np.int32),)
-            problem = _Problem(kind, cpp, data, tables, n, max_sweeps, max_zealous)
-            with ThreadPoolExecutor(max(1, min(threads, num_runs))) as pool:
-                results = list(pool.map(lambda r: _run(problem, (seed, r)), range(num_runs)))
-            capacity = tables[0].shape[1]
-            if not any(full for _, _, full in results) or capacity >= data[0].shape[0]:
-                break
-            tables = tuple(np.zeros((t.shape[0], 2 * capacity), t.dtype) for t in tables)
-    labels, value, _ = min(results, key=lambda r: r[1])
-    return labels, value
+        cpp = use_native(kind) if native is None else native
+        if cpp:  # counts only, in 16 bits where they fit: the memory a placement reads bounds its speed
+            tables = (tables[0].astype(np.int16 if data[0].shape[0] < 2**15 else np.int32),)
+        problem = _Problem(kind, cpp, data, tables, n, max_sweeps, max_zealous)
+        with ThreadPoolExecutor(max(1, min(threads, num_runs))) as pool:
+            results = list(pool.map(lambda r: _run(problem, (seed, r)), range(num_runs)))
+    return min(results, key=lambda r: r[1])

@@ -110,8 +110,8 @@ def _pairs_of_four():
 
 
 def test_salso_grows_a_capacity_that_would_constrain_it():
-    # two cluster slots cannot hold the optimum's four singletons: the search finds them full
-    # and repeats with twice, then four times the capacity
+    # two cluster slots cannot hold the optimum's four singletons: a run that finds them full
+    # doubles its tables and sweeps again
     from dpppl.analysis.partitions import _vi_problem
     from dpppl.analysis.salso_search import search
     from dpppl.diagnostics.summaries import compact_labels
