@@ -58,8 +58,6 @@ from dpppl.core import native as native_code
 NATIVE_SOURCE = Path(__file__).with_name("salso_native.cc")
 _TARGETS = {"dpppl_salso_visit_s16": "DppplSalsoVisitS16", "dpppl_salso_visit_s32": "DppplSalsoVisitS32"}
 _TOL = 1e-9  # a move must lower N times the loss by more than this
-# a point's rows s K_draws + l_si increase with s: sorted, unique, in bounds
-_ROWS = dict(indices_are_sorted=True, unique_indices=True, mode="promise_in_bounds")
 
 
 def size_class(n: int, minimum: int = 8) -> int:
@@ -92,14 +90,14 @@ class _VI:
     @staticmethod
     def costs(data, tables, label, size, i):
         rows, w, g = data
-        return g[size] - 2.0 * (w @ tables[1].at[rows[i]].get(**_ROWS))
+        return g[size] - 2.0 * (w @ tables[1][rows[i]])
 
     @staticmethod
     def move(data, tables, i, k, sign):
         rows, _, g = data
         counts, gains = tables
-        new = counts.at[rows[i], k].get(**_ROWS) + sign
-        return counts.at[rows[i], k].set(new, **_ROWS), gains.at[rows[i], k].set(g[new], **_ROWS)
+        new = counts[rows[i], k] + sign
+        return counts.at[rows[i], k].set(new), gains.at[rows[i], k].set(g[new])
 
     @staticmethod
     def total(data, tables, label, size):
@@ -149,7 +147,7 @@ def _place(loss, data, state, i, prefer):
     new_slot = jnp.where(stay & empty[old], old, jnp.argmax(empty))
     costs = jnp.where(~empty | (slots == new_slot), costs, jnp.inf)
     best = jnp.argmin(costs)
-    k = jnp.where(stay & (costs[old] <= costs[best] + _TOL), old, best)
+    k = jnp.where(stay & (costs[old] <= costs[best] + _TOL), old, best).astype(jnp.int32)
     return _State(state.label.at[i].set(k), state.size.at[k].add(1), loss.move(data, state.tables, i, k, 1),
                   state.full | ~empty.any())
 
@@ -157,7 +155,7 @@ def _place(loss, data, state, i, prefer):
 def _leave(loss, data, state, i):
     """Take point i out of its cluster (nothing if it is unallocated)."""
     old = state.label[i]
-    k, sign = jnp.maximum(old, 0), jnp.where(old >= 0, -1, 0)
+    k, sign = jnp.maximum(old, 0), jnp.where(old >= 0, -1, 0).astype(jnp.int32)
     return _State(state.label.at[i].set(-1), state.size.at[k].add(sign), loss.move(data, state.tables, i, k, sign),
                   state.full)
 
