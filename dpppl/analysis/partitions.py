@@ -201,7 +201,7 @@ def _check_points(c, draws):
 
 # ------------------------------------------------------------------------ search ---
 def _vi_problem(labels, counts):
-    """The exact expected VI's data and empty tables for `salso.search` (padded to size
+    """The exact expected VI's data and empty tables for `salso_search.search` (padded to size
     classes), and N E[VI] minus the search's value: the draws' own entropy terms."""
     s, n = labels.shape
     n_pad, s_pad, kd = size_class(n), size_class(s), size_class(counts.shape[1], 1)
@@ -215,7 +215,7 @@ def _vi_problem(labels, counts):
 
 
 def _vi_lb_problem(psm):
-    """The lower bound's data and empty tables for `salso.search`, and N VI_LB minus the
+    """The lower bound's data and empty tables for `salso_search.search`, and N VI_LB minus the
     search's value: sum_i log sum_j p_ij."""
     n = psm.shape[0]
     n_pad = size_class(n)
@@ -247,7 +247,8 @@ def salso(draws=None, *, psm=None, loss="vi", num_runs=16, max_sweeps=50, max_ze
         Exact expected VI over the draws (from per-draw contingency tables, O(S N) memory,
         no N x N matrix), or Wade & Ghahramani's lower bound.
     num_runs : int
-        Runs from independent random orders; the best is kept (R's salso: 16).
+        Runs from independent random orders, on two threads; the best is kept (R's
+        salso: 16).
     max_sweeps : int
         Cap on sweetening sweeps per pass.
     max_zealous : int
