@@ -280,6 +280,12 @@ def _run(problem, seed):
     return np.asarray(state.label), value
 
 
+def _run_x64(problem, seed):
+    """`_run` in float64 on a worker thread (JAX's precision setting is per thread)."""
+    with jax.enable_x64(True):
+        return _run(problem, seed)
+
+
 def search(kind, data, tables, n, *, num_runs, max_sweeps, max_zealous, seed, threads=2, native=None):
     """Run SALSO `num_runs` times, on up to `threads` threads; the best run's labels
     (padded length) and N times its loss up to the loss's constant.
@@ -295,5 +301,5 @@ def search(kind, data, tables, n, *, num_runs, max_sweeps, max_zealous, seed, th
             tables = (tables[0].astype(np.int16 if data[0].shape[0] < 2**15 else np.int32),)
         problem = _Problem(kind, cpp, data, tables, n, max_sweeps, max_zealous)
         with ThreadPoolExecutor(max(1, min(threads, num_runs))) as pool:
-            results = list(pool.map(lambda r: _run(problem, (seed, r)), range(num_runs)))
+            results = list(pool.map(lambda r: _run_x64(problem, (seed, r)), range(num_runs)))
     return min(results, key=lambda r: r[1])

@@ -124,6 +124,20 @@ def test_salso_grows_a_capacity_that_would_constrain_it():
     assert (value + constant) / 4 == pytest.approx(0.5 * np.log(2))
 
 
+def test_salso_computes_in_float64_whatever_the_precision_setting():
+    # the runs' threads enter float64 themselves: JAX's precision setting is per thread
+    import jax
+
+    setting = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", False)
+    try:
+        labels, loss = salso(_pairs_of_four(), num_runs=4)
+    finally:
+        jax.config.update("jax_enable_x64", setting)
+    np.testing.assert_array_equal(labels, [0, 1, 2, 3])
+    assert loss == pytest.approx(0.5 * np.log(2), rel=1e-14)
+
+
 def test_salso_and_coclustering_refuse_what_they_cannot_do(monkeypatch):
     draws = _pairs_of_four()
     for name, value in (("num_runs", 0), ("max_sweeps", 2.5), ("max_zealous", -1)):
