@@ -27,16 +27,22 @@ the posterior expected loss E[L(c, C) | x], estimated by the average over draws.
   VI_LB itself need not (the constant is swapped too, which does not move the minimiser
   of the bound).
 
-The search (Dahl et al. 2022, sec. 4): each of `num_runs` runs (1) *allocates* the
-points one at a time in a random order, each to the existing or a new cluster that
-minimises the expected loss of the points allocated so far; (2) *sweetens*: visits the
-points in random orders, moving each to the cluster (or a new one) that minimises the
-expected loss, until a sweep changes nothing; (3) makes *zealous updates*: in random
-order, dissolves each cluster, reallocates its points sequentially, sweetens, and keeps
-the result only if the expected loss fell. The best partition over runs is returned.
-Each placement needs the change of the loss when one point joins each cluster, which
-both losses give in closed form from running tables (O(S K) per point for the exact VI
-with S draws and K clusters; O(N) for the lower bound).
+The search (Dahl et al. 2022, sec. 4; `dpppl.analysis.salso_search`): each of
+`num_runs` runs (1) *allocates* the points one at a time in a random order, each to the
+existing or a new cluster that minimises the expected loss of the points allocated so
+far; (2) *sweetens*: visits the points in random orders, moving each to the cluster (or a
+new one) that minimises the expected loss, until a sweep changes nothing; (3) makes
+*zealous updates*: in random order, dissolves up to `max_zealous` clusters, reallocates
+each one's points sequentially and keeps the result only if the expected loss fell
+(sweetening again after). The best partition over runs is returned. Each placement needs
+the change of the loss when one point joins each cluster, which both losses give in
+closed form from running tables: for the exact VI the per-draw contingency counts n_kl
+(S x K_draws x K integers, O(S K) per placement, O(S) per move; the N x N similarity
+matrix is never formed), for the lower bound sums of the similarity matrix (O(N)).
+
+The similarity matrix itself is formed for at most `MAX_COCLUSTERING_POINTS` points
+(5,000: 0.2 GiB); `coclustering`, `"dahl"` and `loss="vi_lb"` refuse more with a
+DataError, while `method="vi"` with the exact loss works at any N.
 
 References
 ----------
@@ -57,10 +63,14 @@ from dpppl.diagnostics.arviz_compat import labels
 from dpppl.errors import ArgumentError, DataError
 from dpppl.core.state import canonical_labels
 from dpppl.diagnostics.summaries import as_label_array, compact_labels
+from dpppl.analysis.salso_search import search, size_class
 
 METHODS = ("vi", "dahl", "best")
 LOSSES = ("vi", "vi_lb")
 _BLOCK_ENTRIES = 2**24  # pairs (i, j) per block of draws in co-clustering and Dahl
+#: The most points whose N x N co-clustering matrix dpppl forms (float64: 0.2 GiB at 5,000,
+#: with as much again while counting); the exact-VI search never forms it.
+MAX_COCLUSTERING_POINTS = 5000
 
 
 # ------------------------------------------------------------------------- draws ---
@@ -115,10 +125,17 @@ def coclustering(source) -> np.ndarray:
     -------
     ndarray (N, N)
         Symmetric, unit diagonal: the share of draws in which points i and j share a
-        cluster. Cost O(S N^2), in blocks of draws.
+        cluster. Cost O(S N^2), in blocks of draws; a DataError above
+        `MAX_COCLUSTERING_POINTS` points.
     """
     draws = posterior_draws(source)
     n = draws.shape[1]
+    if n > MAX_COCLUSTERING_POINTS:
+        raise DataError(f"the co-clustering matrix of {n} points would hold {n}^2 = {n * n:,} entries "
+                        f"({n * n * 8 / 2**30:.1f} GiB); dpppl forms it for at most MAX_COCLUSTERING_POINTS = "
+                        f"{MAX_COCLUSTERING_POINTS} points (it is needed by method='dahl', loss='vi_lb' and "
+                        "plot_coclustering); point_estimate(..., method='vi') with loss='vi', the default, needs "
+                        "no such matrix")
     together = np.zeros((n, n), np.int64)
     for same in _same_cluster_blocks(draws):
         together += same.sum(axis=0)
@@ -145,7 +162,8 @@ def expected_vi(estimate, draws) -> float:
     s, n = labels.shape
     k, kd = int(c.max()) + 1, counts.shape[1]
     codes = np.arange(s, dtype=np.int64)[:, None] * (k * kd) + c[None, :] * kd + labels
-    cells = np.unique(codes, return_counts=True)[1]          # the non-empty n_kl of every draw
+    # the n_kl of every draw: counted in a dense array where it is small, else by sorting
+    cells = np.bincount(codes.ravel()) if s * k * kd <= 2**26 else np.unique(codes, return_counts=True)[1]
     joint = _xlogx(cells).sum() / s
     return float((_xlogx(np.bincount(c)).sum() + _xlogx(counts).sum() / s - 2 * joint) / n)
 
@@ -181,175 +199,60 @@ def _check_points(c, draws):
         raise DataError(f"the clustering has {c.size} points but the draws have {draws.shape[1]}")
 
 
-# ------------------------------------------------------------------ search state ---
-class _ExpectedVI:
-    """Running tables for the exact expected VI of a (partial) partition.
-
-    `size[k]` counts the allocated points of cluster k; `table[s, l, k]` those of
-    cluster k that are in cluster l of draw s. Adding point i to cluster k changes
-    N * E[VI] by g(size_k) - 2 mean_s g(table[s, z_si, k]) with g(m) = f(m + 1) - f(m),
-    f(m) = m log m; the draws' own entropies do not depend on c.
-    """
-
-    def __init__(self, labels, counts):
-        self.draws = labels                                   # (S, N) compact
-        s, n = labels.shape
-        self.rows_of_point = (np.arange(s)[:, None] * counts.shape[1] + labels).T.copy()  # (N, S)
-        self.num_draw_rows = s * counts.shape[1]
-        self.g = _xlogx(np.arange(1, n + 2)) - _xlogx(np.arange(n + 1))
-
-    def reset(self, capacity):
-        self.size = np.zeros(capacity, np.int64)
-        self.table = np.zeros((self.num_draw_rows, capacity), np.int64)
-        self.g_table = np.zeros((self.num_draw_rows, capacity))   # g(table), kept in step
-
-    def grow(self, capacity):
-        pad = capacity - self.size.size
-        self.size = np.pad(self.size, (0, pad))
-        self.table = np.pad(self.table, ((0, 0), (0, pad)))
-        self.g_table = np.pad(self.g_table, ((0, 0), (0, pad)))
-
-    def join_costs(self, i):
-        return self.g[self.size] - 2 * self.g_table[self.rows_of_point[i]].mean(axis=0)
-
-    def move(self, i, k, sign):
-        rows = self.rows_of_point[i]
-        self.size[k] += sign
-        self.table[rows, k] += sign
-        self.g_table[rows, k] = self.g[self.table[rows, k]]
-
-    def loss(self, c):
-        return expected_vi(c, self.draws)
+# ------------------------------------------------------------------------ search ---
+def _vi_problem(labels, counts):
+    """The exact expected VI's data and empty tables for `salso_search.search` (padded to size
+    classes), and N E[VI] minus the search's value: the draws' own entropy terms."""
+    s, n = labels.shape
+    n_pad, s_pad, kd = size_class(n), size_class(s), size_class(counts.shape[1], 1)
+    rows = np.zeros((n_pad, s_pad), np.int32)
+    rows[:, :] = np.arange(s_pad, dtype=np.int32) * kd
+    rows[:n, :s] += labels.T.astype(np.int32)
+    weights = np.where(np.arange(s_pad) < s, 1.0 / s, 0.0)
+    capacity = size_class(min(counts.shape[1] + 1, 16))  # the search doubles it when it runs out
+    tables = (np.zeros((s_pad * kd, capacity), np.int32), np.zeros((s_pad * kd, capacity)))
+    return (rows, weights, _gains(n_pad)), tables, _xlogx(counts).sum() / s
 
 
-class _VILowerBound:
-    """Running tables for Wade & Ghahramani's lower bound of a (partial) partition.
-
-    `within[j, k]` = sum of p_jl over the allocated points l of cluster k. Adding point
-    i to cluster k changes N * VI_LB by g(size_k) - 2 [log(within[i, k] + p_ii)
-    + sum_{j in k} (log(within[j, k] + p_ji) - log within[j, k])]; the term
-    sum_j log sum_l p_jl does not depend on c.
-    """
-
-    def __init__(self, psm):
-        self.psm = psm
-        n = psm.shape[0]
-        self.g = _xlogx(np.arange(1, n + 2)) - _xlogx(np.arange(n + 1))
-
-    def reset(self, capacity):
-        n = self.psm.shape[0]
-        self.size = np.zeros(capacity, np.int64)
-        self.within = np.zeros((n, capacity))
-        self.label = np.full(n, -1)
-
-    def grow(self, capacity):
-        pad = capacity - self.size.size
-        self.size = np.pad(self.size, (0, pad))
-        self.within = np.pad(self.within, ((0, 0), (0, pad)))
-
-    def join_costs(self, i):
-        members = np.nonzero(self.label >= 0)[0]
-        own = self.label[members]
-        current = self.within[members, own]
-        gain = np.log(current + self.psm[members, i]) - np.log(current)
-        shared = np.bincount(own, weights=gain, minlength=self.size.size)
-        return self.g[self.size] - 2 * (np.log(self.within[i] + self.psm[i, i]) + shared)
-
-    def move(self, i, k, sign):
-        self.size[k] += sign
-        self.within[:, k] += sign * self.psm[:, i]
-        self.label[i] = k if sign > 0 else -1
-
-    def loss(self, c):
-        return vi_lower_bound(c, self.psm)
+def _vi_lb_problem(psm):
+    """The lower bound's data and empty tables for `salso_search.search`, and N VI_LB minus the
+    search's value: sum_i log sum_j p_ij."""
+    n = psm.shape[0]
+    n_pad = size_class(n)
+    padded = np.zeros((n_pad, n_pad))
+    padded[:n, :n] = psm
+    return (padded, _gains(n_pad)), (np.zeros((n_pad, size_class(min(n, 16)))),), float(np.log(psm.sum(axis=1)).sum())
 
 
-class _Search:
-    """SALSO: sequential allocation, sweetening and zealous updates (module docstring)."""
-
-    def __init__(self, tables, n, rng, max_sweeps):
-        self.tables, self.n, self.rng, self.max_sweeps = tables, n, rng, max_sweeps
-
-    def _start(self, labels=None):
-        self.label = np.full(self.n, -1)
-        self.tables.reset(8)
-        if labels is not None:
-            for i, k in enumerate(labels):
-                self._join(i, int(k))
-
-    def _join(self, i, k):
-        if k >= self.tables.size.size - 1:   # keep an empty slot for a new cluster
-            self.tables.grow(2 * (k + 1))
-        self.tables.move(i, k, +1)
-        self.label[i] = k
-
-    def _leave(self, i):
-        self.tables.move(i, self.label[i], -1)
-        self.label[i] = -1
-
-    def _best_cluster(self, i, prefer=-1):
-        costs = self.tables.join_costs(i)
-        empty = self.tables.size == 0
-        # one empty slot stands for "a new cluster": the point's own slot if it was alone
-        new_slot = prefer if prefer >= 0 and empty[prefer] else int(np.argmax(empty))
-        costs = np.where(empty & (np.arange(costs.size) != new_slot), np.inf, costs)
-        if prefer >= 0 and costs[prefer] <= costs.min() + 1e-10:
-            return prefer                      # stay put unless strictly better elsewhere
-        return int(np.argmin(costs))
-
-    def _allocate(self, points):
-        for i in points:
-            self._join(i, self._best_cluster(i))
-
-    def _sweeten(self):
-        for _ in range(self.max_sweeps):
-            changed = False
-            for i in self.rng.permutation(self.n):
-                old = self.label[i]
-                self._leave(i)
-                new = self._best_cluster(i, prefer=old)
-                self._join(i, new)
-                changed |= bool(new != old)
-            if not changed:
-                return
-
-    def run(self):
-        self._start()
-        self._allocate(self.rng.permutation(self.n))
-        self._sweeten()
-        best = self.tables.loss(self.label)
-        for k in self.rng.permutation(np.unique(self.label)):
-            saved = self.label.copy()
-            members = np.nonzero(saved == k)[0]
-            if members.size == 0:
-                continue
-            for i in members:
-                self._leave(i)
-            self._allocate(self.rng.permutation(members))
-            self._sweeten()
-            loss = self.tables.loss(self.label)
-            if loss < best - 1e-12:
-                best = loss
-            else:
-                self._start(saved)
-        return self.label.copy(), best
+def _gains(n):
+    """g(m) = f(m + 1) - f(m), f(m) = m log m, for m = 0..n + 1."""
+    return _xlogx(np.arange(1, n + 3)) - _xlogx(np.arange(n + 2))
 
 
-def salso(draws=None, *, psm=None, loss="vi", num_runs=16, max_sweeps=50, max_draws=1000, seed=0):
+def salso(draws=None, *, psm=None, loss="vi", num_runs=16, max_sweeps=50, max_zealous=10, max_draws=1000,
+          seed=0):
     """A partition minimising a posterior expected loss by the SALSO greedy search.
+
+    Sequential allocation, sweetening and zealous updates (Dahl, Johnson & Müller 2022;
+    the module docstring and `dpppl.analysis.salso_search`), compiled once per size class.
 
     Parameters
     ----------
     draws : InferenceData or labels (S, N) / (chains, draws, N), optional
         Posterior draws; needed for `loss="vi"`.
     psm : ndarray (N, N), optional
-        The similarity matrix for `loss="vi_lb"` (computed from `draws` if omitted).
+        The similarity matrix for `loss="vi_lb"` (computed from `draws` if omitted, up
+        to `MAX_COCLUSTERING_POINTS` points).
     loss : {"vi", "vi_lb"}
-        Exact expected VI over the draws, or Wade & Ghahramani's lower bound.
+        Exact expected VI over the draws (from per-draw contingency tables, O(S N) memory,
+        no N x N matrix), or Wade & Ghahramani's lower bound.
     num_runs : int
-        Independent runs from random orders; the best is kept.
+        Runs from independent random orders, on two threads; the best is kept (R's
+        salso: 16).
     max_sweeps : int
         Cap on sweetening sweeps per pass.
+    max_zealous : int
+        Most zealous updates (clusters dissolved and reallocated) per run (R's salso: 10).
     max_draws : int or None
         For `loss="vi"`: at most this many draws, evenly spaced, enter the search and
         the reported loss (the cost is O(S K) per placement); None uses all.
@@ -364,27 +267,28 @@ def salso(draws=None, *, psm=None, loss="vi", num_runs=16, max_sweeps=50, max_dr
     """
     if loss not in LOSSES:
         raise ArgumentError(f"loss must be one of {LOSSES}, got {loss!r}")
+    for name, value in (("num_runs", num_runs), ("max_sweeps", max_sweeps)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ArgumentError(f"salso: {name} must be a positive integer, got {value!r}")
+    if isinstance(max_zealous, bool) or not isinstance(max_zealous, (int, np.integer)) or max_zealous < 0:
+        raise ArgumentError(f"salso: max_zealous must be a non-negative integer, got {max_zealous!r}")
     if loss == "vi":
         if draws is None:
             raise ArgumentError("loss='vi' needs the posterior draws")
         labels = posterior_draws(draws)
         if max_draws is not None and labels.shape[0] > max_draws:
             labels = labels[np.linspace(0, labels.shape[0] - 1, max_draws).round().astype(int)]
-        labels, counts = compact_labels(labels)
-        tables, n = _ExpectedVI(labels, counts), labels.shape[1]
+        data, tables, constant = _vi_problem(*compact_labels(labels))
+        n = labels.shape[1]
     else:
         psm = coclustering(draws) if psm is None else np.asarray(psm, dtype=float)
         if psm.ndim != 2 or psm.shape[0] != psm.shape[1]:
             raise DataError(f"psm must be a square matrix, got shape {psm.shape}")
-        tables, n = _VILowerBound(psm), psm.shape[0]
-    rng = np.random.default_rng(seed)
-    search = _Search(tables, n, rng, max_sweeps)
-    best_labels, best_loss = None, np.inf
-    for _ in range(num_runs):
-        labels, value = search.run()
-        if value < best_loss - 1e-12:
-            best_labels, best_loss = labels, value
-    return canonical_labels(best_labels), float(best_loss)
+        data, tables, constant = _vi_lb_problem(psm)
+        n = psm.shape[0]
+    best, value = search(loss, data, tables, n, num_runs=int(num_runs),
+                         max_sweeps=int(max_sweeps), max_zealous=int(max_zealous), seed=seed)
+    return canonical_labels(best[:n]), float((value + constant) / n)
 
 
 # ---------------------------------------------------------------- point estimate ---

@@ -1,6 +1,7 @@
 """Co-clustering, expected losses and point estimates (dpppl.analysis.partitions)."""
 
 import itertools
+import sys
 
 import matplotlib
 
@@ -58,7 +59,7 @@ def _cases():
 
 
 @pytest.mark.parametrize("case", range(3))
-def test_point_estimates_reach_the_brute_force_optimum(case):
+def test_point_estimates_reach_the_brute_force_optimum(case, monkeypatch):
     model, x = list(_cases())[case]
     exact = exact_posterior(model, x)
     draws = sample_exact(exact, case, 400)
@@ -71,12 +72,17 @@ def test_point_estimates_reach_the_brute_force_optimum(case):
     assert score == pytest.approx(losses.min()) and least_squares_loss(best_draw, psm) == pytest.approx(losses.min())
     np.testing.assert_array_equal(point_estimate(draws, "dahl"), canonical(best_draw))
 
-    # SALSO search over all partitions: the global minimum of each loss
+    # SALSO search over all partitions: the global minimum of each loss, no worse than the best draw's
     exact_vi = np.array([expected_vi(p, draws) for p in parts])
     labels, loss = salso(draws, loss="vi", seed=case)
     assert loss == pytest.approx(exact_vi.min(), abs=1e-10)
     assert expected_vi(labels, draws) == pytest.approx(exact_vi.min(), abs=1e-10)
+    assert loss <= min(expected_vi(d, draws) for d in np.unique(draws, axis=0)) + 1e-12
     np.testing.assert_array_equal(point_estimate(draws, "vi", seed=case), labels)
+    # the JAX pass (where the C++ one cannot be built) reaches the same minimum
+    monkeypatch.setenv("DPPPL_NATIVE", "0")
+    assert salso(draws, loss="vi", seed=case)[1] == pytest.approx(exact_vi.min(), abs=1e-10)
+    monkeypatch.delenv("DPPPL_NATIVE")
     bound = np.array([vi_lower_bound(p, psm) for p in parts])
     labels_lb, loss_lb = salso(draws, loss="vi_lb", seed=case)
     assert loss_lb == pytest.approx(bound.min(), abs=1e-10)
@@ -84,19 +90,69 @@ def test_point_estimates_reach_the_brute_force_optimum(case):
 
 
 def test_vi_search_finds_a_partition_that_no_draw_is():
-    # every draw merges one pair of 4 points; the expected-VI optimum is all singletons,
-    # which no draw is: VI(singletons, draw) = log 4 - H(2, 1, 1) = (1/2) log 2
-    draws = []
-    for i, j in itertools.combinations(range(4), 2):
-        d = np.arange(4)
-        d[j] = i
-        draws.append(d)
-    draws = np.array(draws)
+    draws = _pairs_of_four()
     values = np.array([expected_vi(p, draws) for p in set_partitions(4)])
     labels, loss = salso(draws, num_runs=4)
     np.testing.assert_array_equal(labels, [0, 1, 2, 3])
     assert loss == pytest.approx(0.5 * np.log(2)) and loss == pytest.approx(values.min())
     assert loss < min(expected_vi(d, draws) for d in draws) - 0.1
+
+
+def _pairs_of_four():
+    """The 6 draws of 4 points that each merge one pair: the expected-VI optimum is all
+    singletons, which no draw is: VI(singletons, draw) = log 4 - H(2, 1, 1) = (1/2) log 2."""
+    draws = []
+    for i, j in itertools.combinations(range(4), 2):
+        d = np.arange(4)
+        d[j] = i
+        draws.append(d)
+    return np.array(draws)
+
+
+def test_salso_grows_a_capacity_that_would_constrain_it():
+    # two cluster slots cannot hold the optimum's four singletons: a run that finds them full
+    # doubles its tables and sweeps again
+    from dpppl.analysis.partitions import _vi_problem
+    from dpppl.analysis.salso_search import search
+    from dpppl.diagnostics.summaries import compact_labels
+
+    draws = _pairs_of_four()
+    data, tables, constant = _vi_problem(*compact_labels(draws))
+    labels, value = search("vi", data, tuple(t[:, :2] for t in tables), 4, num_runs=4, max_sweeps=50,
+                           max_zealous=10, seed=0)
+    np.testing.assert_array_equal(canonical(labels[:4]), [0, 1, 2, 3])
+    assert (value + constant) / 4 == pytest.approx(0.5 * np.log(2))
+
+
+def test_salso_computes_in_float64_whatever_the_precision_setting():
+    # the runs' threads enter float64 themselves: JAX's precision setting is per thread
+    import jax
+
+    setting = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", False)
+    try:
+        labels, loss = salso(_pairs_of_four(), num_runs=4)
+    finally:
+        jax.config.update("jax_enable_x64", setting)
+    np.testing.assert_array_equal(labels, [0, 1, 2, 3])
+    assert loss == pytest.approx(0.5 * np.log(2), rel=1e-14)
+
+
+def test_salso_and_coclustering_refuse_what_they_cannot_do(monkeypatch):
+    draws = _pairs_of_four()
+    for name, value in (("num_runs", 0), ("max_sweeps", 2.5), ("max_zealous", -1)):
+        with pytest.raises(dpppl.ArgumentError, match=f"^salso: {name} must be a (non-negative|positive) integer, "
+                                                      f"got {value}$"):
+            salso(draws, **{name: value})
+    monkeypatch.setattr(sys.modules["dpppl.analysis.partitions"], "MAX_COCLUSTERING_POINTS", 3)
+    message = (r"^the co-clustering matrix of 4 points would hold 4\^2 = 16 entries \(0.0 GiB\); dpppl forms it for "
+               r"at most MAX_COCLUSTERING_POINTS = 3 points .*method='vi'\) with loss='vi', the default, needs no "
+               r"such matrix$")
+    for call in (lambda: coclustering(draws), lambda: point_estimate(draws, "dahl"),
+                 lambda: salso(draws, loss="vi_lb")):
+        with pytest.raises(dpppl.DataError, match=message):
+            call()
+    assert salso(draws, num_runs=4)[1] == pytest.approx(0.5 * np.log(2))  # the exact VI forms no such matrix
 
 
 def test_best_is_the_draw_of_highest_log_joint(run):
