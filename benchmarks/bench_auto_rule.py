@@ -53,7 +53,7 @@ METHODS = {"gibbs+splitmerge": ("gibbs+splitmerge", {}),
 
 
 def w2_model():
-    return dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    return dpppl.DPMixture(1.0, dpppl.families.NormalInverseWishart())
 
 
 def time_to_truth(n, seed, budget, dim=2):
@@ -117,7 +117,7 @@ def perm_move_seconds(n, reps=3, seed=0):
     from dpppl.models.mixture import state_from_labels
 
     x, labels = dpppl.datasets.load("w1", n=n, dim=10, seed=seed)
-    model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0))
+    model = dpppl.DPMixture(1.0, dpppl.families.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0))
     bound = model.bind(x)
     xj = jax.numpy.asarray(bound.x)
     k = int(labels.max()) + 1
@@ -151,7 +151,7 @@ def perm_default_race(n=10_000, dim=40, seed=0, budget=300.0):
     import dataclasses
 
     x, labels = dpppl.datasets.load("w1", n=n, dim=dim, seed=seed)
-    model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0))
+    model = dpppl.DPMixture(1.0, dpppl.families.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0))
     lp_true = dpppl.log_joint(model, x, labels)
     hybrid = GibbsTrace(model, x, init="single", seed=seed, kernel="gibbs+perm-move")
     hybrid.kernel = dataclasses.replace(hybrid.kernel, step=hybrid.kernel.warmup)  # dpppl.sample's warmup

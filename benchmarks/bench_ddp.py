@@ -87,7 +87,7 @@ def main(argv=None):
             rows[f"{name}, covariances {covariances}"] = {
                 "median_s": statistics.median(times), "best_s": min(times), "compile_s": compile_s,
                 "cpu_median_s": statistics.median(cpu), "times_s": times}
-    niw = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    niw = dpppl.DPMixture(1.0, dpppl.families.NormalInverseWishart())
     nbound = niw.bind(np.asarray(bound.x))
     gstate = jax.tree.map(lambda a: a[0], initial_states(
         nbound, "sequential", jax.random.split(jax.random.key(0), 1)))

@@ -61,7 +61,7 @@ TARGET_FRACTION = 0.005  # "within 0.5 % of the true labels' log joint"
 
 def make_model():
     """DP(1) mixture of full-covariance Gaussians, NIW prior with dpppl's defaults."""
-    return dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    return dpppl.DPMixture(1.0, dpppl.families.NormalInverseWishart())
 
 
 # ---------------------------------------------------------------------------- methods ---

@@ -63,7 +63,7 @@ def workloads(quick: bool):
     galaxies, _ = dpppl.datasets.load("galaxies")
     niw_model = dpppl.load(str(ROOT / "models" / "gaussian_niw.dp"))
     x2, labels2 = dpppl.datasets.gaussian_mixture(10_000, 2, 10, mean_scale=25.0, covariance="random", seed=0)
-    w2_model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    w2_model = dpppl.DPMixture(1.0, dpppl.families.NormalInverseWishart())
     return [("galaxies", niw_model, galaxies, "sequential", 1000 if quick else 5000),
             ("w2-10k", w2_model, x2, labels2, 4 if quick else 20)]
 

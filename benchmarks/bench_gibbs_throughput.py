@@ -44,9 +44,9 @@ TARGETS = {"NIW D=2": 200_000, "NIW D=10": 50_000}  # updates/s, issue 2 item 10
 
 def configurations():
     """(name, family, dim, covariance of the simulated clusters)."""
-    known = dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=MEAN_SCALE)
-    return [("NIW D=2", dpppl.NormalInverseWishart(), 2, "random"),
-            ("NIW D=10", dpppl.NormalInverseWishart(), 10, "random"),
+    known = dpppl.families.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=MEAN_SCALE)
+    return [("NIW D=2", dpppl.families.NormalInverseWishart(), 2, "random"),
+            ("NIW D=10", dpppl.families.NormalInverseWishart(), 10, "random"),
             ("KnownCov D=10", known, 10, "identity"),
             ("KnownCov D=40", known, 40, "identity")]
 

@@ -52,7 +52,7 @@ def enumeration_power(cases, factors, repeats, stickiness, num_chains, num_draws
 def geweke_power(factors, repeats, num_chains, num_steps):
     from dpppl import families as fam
 
-    model = dpppl.DPMixture(dpppl.Gamma(2.0, 2.0), fam.NormalInverseWishart(
+    model = dpppl.DPMixture(dpppl.priors.Gamma(2.0, 2.0), fam.NormalInverseWishart(
         mu0=[0.0, 0.0], kappa0=0.1, nu0=8.0, psi0=[[2.0, 0.0], [0.0, 2.0]]))
     fixed = dpppl.DPMixture(1.0, fam.NormalKnownCov(sigma2=0.25, mu0=0.0, tau2=4.0))
     out = []

@@ -76,7 +76,7 @@ def beta_error(num_chains, num_samples):
     from dpppl.testing import check_kernel_samples, exact_posterior
 
     x = [[0, 1, 2], [0, 1], [2, 1, 0], [2, 1], [1, 0]]
-    model = dpppl.DPMixture(1.0, dpppl.GeneralizedMallows(3))
+    model = dpppl.DPMixture(1.0, dpppl.families.GeneralizedMallows(3))
     exact = exact_posterior(model, x)
     out = {}
     for kernel in ("mallows-slice", "mallows-beta"):

@@ -29,7 +29,7 @@ from numpyro.infer import MCMC, NUTS
 
 import dpppl
 
-MIXTURE = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=0.1, mu0=0.0, tau2=4.0))
+MIXTURE = dpppl.DPMixture(1.0, dpppl.families.NormalKnownCov(sigma2=0.1, mu0=0.0, tau2=4.0))
 NUM_WARMUP, NUM_SAMPLES = 200, 300
 
 

@@ -52,7 +52,7 @@ BURNIN_PERM = dict(warmup_permutation="projection", beam_epsilon=1e-32, beam_wid
 
 
 def w1_model():
-    return dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0))
+    return dpppl.DPMixture(1.0, dpppl.families.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0))
 
 
 def build(name, bound, **options):

@@ -86,8 +86,8 @@ def main() -> None:
                          / statistics.median(r["ess_per_s"] for r in runs["gibbs+splitmerge"][1:]))
     info = machine_info()
     doc = ["# `kernel=\"perm\"` on galaxies: ESS of K per second", "",
-           "`python benchmarks/bench_perm_default.py --repeats " f"{args.repeats}`: `models/galaxies_fixed.dp`, 2 chains x "
-           "1,000 draws after 500 warmup, each kernel with its default options, side by side in one process "
+           "`python benchmarks/bench_perm_default.py --repeats " f"{args.repeats}`: `models/galaxies_fixed.dp`, "
+           "2 chains x 1,000 draws after 500 warmup, each kernel with its default options, side by side in one process "
            "(cold: an empty compilation cache; warm: further seeds, nothing compiled).", "", *lines, "",
            "perm / gibbs+splitmerge, ESS/s of K: " + ", ".join(f"{k} {v:.2f}" for k, v in ratio.items())
            + " (target: at least 0.5)", "",

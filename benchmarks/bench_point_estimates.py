@@ -53,7 +53,7 @@ def main(argv=None):
         args.chains, args.draws, args.repeats = 2, 200, 1
     load_start = load_average()
     x, _ = dpppl.datasets.load(args.data)
-    model = dpppl.DPMixture(dpppl.Gamma(1.0, 1.0), dpppl.NormalInverseWishart())
+    model = dpppl.DPMixture(dpppl.priors.Gamma(1.0, 1.0), dpppl.families.NormalInverseWishart())
     idata = dpppl.sample(model, x, num_warmup=500, num_samples=args.draws, num_chains=args.chains,
                          seed=0, progress_bar=False)
     draws = dpppl.analysis.partitions.posterior_draws(idata)

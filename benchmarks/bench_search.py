@@ -99,7 +99,7 @@ def sampler_best(model, x, kernel, sweeps, seed, cache):
 
 
 def fig2(sizes, datasets, sweeps, max_states, seed, greedy_start=True, save=None):
-    model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=10.0))
+    model = dpppl.DPMixture(1.0, dpppl.families.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=10.0))
     rng = np.random.default_rng(seed)
     rows = []
     result = {"model": "DP(1) mixture, NormalKnownCov(sigma2=1, mu0=0, tau2=10), D=2", "datasets": datasets,
@@ -188,11 +188,11 @@ def large(n, dim, clusters, gibbs_sweeps, seed, data):
         x, truth = fashion_mnist(n, dim)
         # whitened data (unit variance); the paper's "prior variance of 0.1" read as that of the means
         # (sigma2 = var/10 = 0.1 instead splits 5000 images into ~2300 clusters)
-        model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=0.1))
+        model = dpppl.DPMixture(1.0, dpppl.families.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=0.1))
         what = f"Fashion-MNIST, first {n} training images, PCA to {dim} (whitened)"
     else:
         x, truth = dpppl.datasets.gaussian_mixture(n, dim, clusters, mean_scale=4.0, seed=seed)
-        model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=4.0))
+        model = dpppl.DPMixture(1.0, dpppl.families.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=4.0))
         what = f"synthetic mixture of {clusters} Gaussians, means ~ N(0, 4 I), covariance I"
     out = {"n": n, "dim": dim, "data": what, "model": model.describe(),
            "lp_true_labels": dpppl.log_joint(model, x, truth), "load_start": load_average()}

@@ -104,7 +104,7 @@ def part_w3(args):
 
     n = 100_000 if args.quick else 1_000_000
     x, y = dpppl.datasets.load("w3", n=n)
-    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    model = dpppl.DPMixture(1.0, dpppl.families.NormalInverseWishart())
     start = y if args.w3_start == "truth" else None
     out = run_chain(model, x, args.iterations, truth=y, init_labels=start, **args.kernel_options)
     steady = out["seconds"][-10:]
@@ -118,7 +118,7 @@ def part_six(args):
 
     n = 100_000 if args.quick else 1_000_000
     x, y = dpppl.datasets.gaussian_mixture(n, 2, 6, mean_scale=25.0, covariance="random", seed=3)
-    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    model = dpppl.DPMixture(1.0, dpppl.families.NormalInverseWishart())
     out = run_chain(model, x, 100, truth=y, **args.kernel_options)
     print(f"{n} x 2, 6 clusters, 100 iterations: {out['total_seconds']:.1f} s "
           f"(C++ peer: 41 s on 2 cores at 10^6), K {out['k'][-1]}, NMI {out['nmi'][-1]:.3f}")
@@ -145,7 +145,7 @@ def part_w2(args):
 
     n = 20_000 if args.quick else 100_000
     x, y = dpppl.datasets.load("w2", n=n)
-    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    model = dpppl.DPMixture(1.0, dpppl.families.NormalInverseWishart())
     oracle = oracle_nmi(x, y)
     target = 0.95 * oracle
     sub = run_chain(model, x, args.iterations, truth=y, nmi_target=target, **args.kernel_options)
@@ -178,7 +178,7 @@ def part_d128(args):
 
     n = 20_000 if args.quick else 200_000
     x, y = dpppl.datasets.gaussian_mixture(n, 128, 20, mean_scale=25.0, seed=4)
-    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    model = dpppl.DPMixture(1.0, dpppl.families.NormalInverseWishart())
     out = run_chain(model, x, 10, truth=y, init_labels=y, **{"record_parameters": False, **args.kernel_options})
     per_iteration = float(np.median(out["seconds"][2:]))
     # whitened quadratic forms: N D^2 multiply-adds per occupied cluster (the label pass forms
@@ -211,11 +211,11 @@ def part_nonconjugate(args):
     n = 2_000 if args.quick else 10_000
     x, y = dpppl.datasets.gaussian_mixture(n, 2, 6, mean_scale=25.0, covariance="identity", seed=5)
     runs = {
-        "subcluster NormalLogNormal, MH": (dpppl.NormalLogNormal(), "subcluster", {"init": "single"}),
-        "subcluster NormalLogNormal, NUTS moves": (dpppl.NormalLogNormal(), "subcluster",
+        "subcluster NormalLogNormal, MH": (dpppl.families.NormalLogNormal(), "subcluster", {"init": "single"}),
+        "subcluster NormalLogNormal, NUTS moves": (dpppl.families.NormalLogNormal(), "subcluster",
                                                    {"init": "single", "param_update": "nuts"}),
-        "NUTS, truncated NormalLogNormal (T = 20)": (dpppl.NormalLogNormal(), "nuts", {"truncation": 20}),
-        "subcluster NormalGamma (conjugate)": (dpppl.NormalGamma(), "subcluster", {"init": "single"}),
+        "NUTS, truncated NormalLogNormal (T = 20)": (dpppl.families.NormalLogNormal(), "nuts", {"truncation": 20}),
+        "subcluster NormalGamma (conjugate)": (dpppl.families.NormalGamma(), "subcluster", {"init": "single"}),
     }
     out = {}
     for name, (component, kernel, options) in runs.items():

@@ -277,7 +277,7 @@ class GibbsTrace:
 
     Parameters
     ----------
-    model : dpppl.Model
+    model : dpppl.models.mixture.Model
     x : array (N, D)
     init : {"single", "sequential"} or array of labels
         ``"sequential"`` runs sequential prediction (``dpppl.sample``'s default); its run

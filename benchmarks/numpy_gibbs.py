@@ -132,7 +132,7 @@ class NumpyGibbs:
 
     Parameters
     ----------
-    bound : dpppl.BoundModel
+    bound : dpppl.models.mixture.BoundModel
         A model bound to its data; its resolved family (``NormalInverseWishart`` or
         ``NormalKnownCov``) gives the hyperparameters, so the target is dpppl's.
     labels : array of int (N,)

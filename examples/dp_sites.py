@@ -68,9 +68,10 @@ from dpppl.analysis import draw_log_predictive, log_mean_exp
 from dpppl.diagnostics.arviz_compat import arviz
 from dpppl.run.partition_gibbs import site_log_likelihood
 
-ERRORS = dpppl.DPMixture(dpppl.Gamma(1.0, 1.0), dpppl.NormalGamma(mu0=0.0, kappa0=0.1, a0=2.0, b0=0.1))
+ERRORS = dpppl.DPMixture(dpppl.priors.Gamma(1.0, 1.0), dpppl.families.NormalGamma(mu0=0.0, kappa0=0.1, a0=2.0, b0=0.1))
 """The DP mixture of the regression's residuals (hyperparameters numbers: the residuals move with beta)."""
-INTERCEPTS = dpppl.DPMixture(dpppl.Gamma(1.0, 1.0), dpppl.NormalGamma(mu0=0.0, kappa0=0.1, a0=2.0, b0=0.05))
+INTERCEPTS = dpppl.DPMixture(dpppl.priors.Gamma(1.0, 1.0),
+                             dpppl.families.NormalGamma(mu0=0.0, kappa0=0.1, a0=2.0, b0=0.05))
 """The DP mixture of the rats' intercepts (a latent site)."""
 COVARIATES = ("lstat", "rm")
 QUADRATURE_NODES = 64
