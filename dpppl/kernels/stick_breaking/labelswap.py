@@ -18,8 +18,12 @@ proposed symmetrically is accepted with
   labels 1..m (probability p_m / m! both ways).
 
 Each is proposed between assignment updates with probability `swap_prob` / `permute_prob`
-(the paper's M_i): one step makes Binomial(N, prob) proposals. The batching of the relabelling,
-the cost and the capacity handling are in `docs/kernels/labelswap.md`.
+(the paper's M_i): one step makes Binomial(N, prob) proposals. A proposal whose highest label r
+is past the horizon H = 2 L + 1 (L the largest occupied slot) of the state it leaves or of the one
+it proposes is rejected: the acceptance is min(1, P(Z') / P(Z)) 1[r <= H(Z)] 1[r <= H(Z')], in
+detailed balance because a proposal and its reverse have the same r and probability, so a label
+past the slots is never needed unless H(Z) reaches them (`horizon`). The derivation, the batching
+of the relabelling, the cost and the capacity handling are in `docs/kernels/labelswap.md`.
 """
 
 from __future__ import annotations
@@ -203,8 +207,10 @@ def build_labelpermute_kernel(bound_model, *, permute_prob: float = 1.0) -> Kern
 register("labelswap", build_labelswap_kernel, exact=True, applies=stick_breaking_only,
          description="label-swap Metropolis-Hastings for stick-breaking priors (Porteous et al. "
                      "2006, sec. 3.3): two labels drawn by prior weight, accepted by the ratio of "
-                     "labelled laws; Binomial(N, swap_prob) proposals of O(C) per step")
+                     "labelled laws; Binomial(N, swap_prob) proposals of O(C) per step; labels up to twice "
+                     "the largest occupied one")
 register("labelpermute", build_labelpermute_kernel, exact=True, applies=stick_breaking_only,
          description="label-permute Metropolis-Hastings for stick-breaking priors (sec. 3.3): a "
                      "uniform permutation of labels 1..m, m drawn by prior weight; "
-                     "Binomial(N, permute_prob) proposals of O(C log C) per step")
+                     "Binomial(N, permute_prob) proposals of O(C + m log m) per step; labels up to twice the "
+                     "largest occupied one")
