@@ -482,3 +482,14 @@ def test_padded_points_change_no_draw(two_blobs, options):
     np.testing.assert_array_equal(z_padded[30:], -1)
     np.testing.assert_array_equal(n_padded, n)
     assert info_padded == info
+
+
+def test_perm_samples_models_with_random_hyperparameters():
+    """`perm` runs its move on a schedule (`perm-every`), which like `perm-move` is a collapsed move
+    run at the state's hyperparameters: a model with random hyperparameters takes it."""
+    from tests.kernels.test_hyperparameters import RANDOM, X
+
+    model = dpppl.parse(RANDOM)
+    dpppl.kernels.check_applies("perm", model)
+    kern = kernels.build("perm", model.bind(X))
+    assert kern.name == "gibbs+splitmerge+perm-every" and kern.exact
