@@ -1,4 +1,4 @@
-"""`kernel="perm"` (the paper's sampler, `gibbs+splitmerge+perm-every`: the move every 8th iteration) against
+"""`kernel="perm"` (the paper's sampler, `gibbs+splitmerge+perm-every`: the move every 16th iteration) against
 `gibbs+splitmerge` and `gibbs+splitmerge+perm-move` (the move each iteration) on galaxies (issue 32, item 4).
 
 Each kernel samples `models/galaxies.dp` with 2 chains x 1,000 draws after 500 warmup iterations

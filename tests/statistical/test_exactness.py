@@ -24,7 +24,7 @@ DEFAULT_HYBRID_CASES = {"pitman_yor_normal_known"}
 # splitmerge on niw_2d_overlap and gibbs+splitmerge are in test_splitmerge_exactness.py, and
 # gibbs on NormalKnownCov runs on normal_known_2d_overlap_n4 and pitman_yor_normal_known.
 # gibbs+perm-move: "perm" (gibbs+splitmerge+perm-every) runs on that case by default, and each move alone.
-# perm-every alone (the move every 8th step: 75 moves in these 600 steps) runs with every=2 in
+# perm-every alone (the move every 16th step: 38 moves in these 600 steps) runs with every=2 in
 # test_perm_exactness.py; gibbs+perm-every is in "perm" (gibbs+splitmerge+perm-every).
 COVERED_ELSEWHERE = {("splitmerge", "niw_2d_overlap"), ("gibbs+splitmerge", "pitman_yor_normal_known"),
                      ("gibbs", "normal_known_1d_overlap"), ("gibbs+perm-move", "pitman_yor_normal_known"),

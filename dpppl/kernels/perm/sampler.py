@@ -1,8 +1,8 @@
 """The permutation-augmented sampler (Liang, Jordan & Taskar 2007): the permutation move
 `kernel="perm-move"`, the move at every `every`-th step `kernel="perm-every"`, and `kernel="perm"`,
 the paper's sampler: a collapsed Gibbs sweep and split-merge each iteration, the permutation move
-every 8th (`"gibbs+splitmerge+perm-every"`, sec. 5: the move beside Gibbs sweeps and split-merge;
-`PAPER_SAMPLER` says why split-merge is in it and `PERM_EVERY` why every 8th).
+every 16th (`"gibbs+splitmerge+perm-every"`, sec. 5: the move beside Gibbs sweeps and split-merge;
+`PAPER_SAMPLER` says why split-merge is in it and `PERM_EVERY` why every 16th).
 
 The clustering C is augmented with a permutation pi that keeps every cluster contiguous
 (`dpppl.kernels.perm.permutations`). One step is a blocked Gibbs sweep: pi ~ p(pi | C)
@@ -511,12 +511,14 @@ register("perm-move", build_perm_kernel, exact=True, applies=_applies,
                      "(O(N W), exact correction) from there; dp='exact' O(N^3); permutation='projection' "
                      "is inexact")
 
-PERM_EVERY = 8
-"""The default `every` of `perm-every`: the move runs at steps 0, 8, 16, ... On galaxies one move
-costs about four iterations of `gibbs+splitmerge` (2 chains, compiled), so every iteration it made
-`kernel="perm"` 4.9 times slower than `gibbs+splitmerge` for 1.3 times its ESS of K per draw
-(0.28 times its ESS of K per second); every 8th it adds about half an iteration's time
-(`benchmarks/bench_perm_default.py`, `benchmarks/results/perm_default.md`)."""
+PERM_EVERY = 16
+"""The default `every` of `perm-every`: the move runs at steps 0, 16, 32, ... On galaxies one move
+costs about four iterations of `gibbs+splitmerge` (2 chains, compiled: its dynamic program evaluates
+the marginal likelihood of all N (N + 1) / 2 segments of pi), and its gain in ESS of K per draw is
+within the run-to-run spread of `gibbs+splitmerge`'s. Each iteration, `kernel="perm"` had 0.28 of
+`gibbs+splitmerge`'s ESS of K per second, every 8th 0.38 (0.50 with the compile included); every
+16th the move adds about a quarter of an iteration's time (`benchmarks/bench_perm_default.py`,
+`benchmarks/results/perm_default.md`)."""
 
 
 def _check_every(every):
@@ -587,7 +589,7 @@ Gibbs sweep and split-merge proposals each iteration and the permutation move ev
 (`perm-every`; `every=1`: each iteration, as the paper). Split-merge is in it because it measured
 better: on galaxies (`benchmarks/bench_perm_default.py`) its ESS of K per second was 2.0-2.6 times
 that of `gibbs+perm-move` (the paper's GIBBS+PERM) with the programs compiled, its ESS of K per
-draw 2-8 times; the move alone mixes K worst. The move runs every 8th iteration because each
+draw 2-8 times; the move alone mixes K worst. The move runs every 16th iteration because each
 iteration it cost more ESS per second than it gave (`PERM_EVERY`)."""
 
 register_alias("perm", PAPER_SAMPLER,

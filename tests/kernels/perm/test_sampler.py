@@ -375,12 +375,12 @@ def test_hybrids_and_cli(tmp_path, capsys):
     listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
     assert "runs 'gibbs+splitmerge+perm-every'" in listed["perm"]
     assert "the permutation move alone" in listed["perm-move"]
-    assert "every `every`-th step (default 8)" in listed["perm-every"]
+    assert "every `every`-th step (default 16)" in listed["perm-every"]
 
 
 def test_perm_is_the_papers_sampler():
     """`kernel="perm"` is a collapsed Gibbs sweep and split-merge each iteration and the permutation
-    move every 8th (`"gibbs+splitmerge+perm-every"`), the move's options and `every` reach the move,
+    move every 16th (`"gibbs+splitmerge+perm-every"`), the move's options and `every` reach the move,
     and an option no part takes names what the user asked for and what it runs."""
     b = bound("niw_2d_overlap")
     kern = kernels.build("perm", b, beam_epsilon=1e-8, beam_width=3)
