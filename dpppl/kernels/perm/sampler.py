@@ -516,9 +516,9 @@ PERM_EVERY = 16
 costs about four iterations of `gibbs+splitmerge` (2 chains, compiled: its dynamic program evaluates
 the marginal likelihood of all N (N + 1) / 2 segments of pi), and its gain in ESS of K per draw is
 within the run-to-run spread of `gibbs+splitmerge`'s. Each iteration, `kernel="perm"` had 0.28 of
-`gibbs+splitmerge`'s ESS of K per second, every 8th 0.38 (0.50 with the compile included); every
-16th the move adds about a quarter of an iteration's time (`benchmarks/bench_perm_default.py`,
-`benchmarks/results/perm_default.md`)."""
+`gibbs+splitmerge`'s ESS of K per second, every 8th 0.38 (0.50 with the compile included), every
+16th 0.80 (0.23 with the compile included), side by side on the shared machine
+(`benchmarks/bench_perm_default.py`, `benchmarks/results/perm_default.md`)."""
 
 
 def _check_every(every):
