@@ -1,5 +1,5 @@
-"""`kernel="perm"` (the paper's sampler, `gibbs+splitmerge+perm-move`) against `gibbs+splitmerge`, the
-bare move `perm-move` and `gibbs+perm-move` on galaxies (issue 32, item 4).
+"""`kernel="perm"` (the paper's sampler, `gibbs+splitmerge+perm-every`: the move every 16th iteration) against
+`gibbs+splitmerge` and `gibbs+splitmerge+perm-move` (the move each iteration) on galaxies (issue 32, item 4).
 
 Each kernel samples `models/galaxies_fixed.dp` with 2 chains x 1,000 draws after 500 warmup iterations
 (`dpppl.sample` defaults otherwise), side by side in one process: first a run on an empty
@@ -8,11 +8,13 @@ compiling the kernel's programs), then `--repeats` runs with further seeds, whic
 (same shapes). The kernels alternate within each round so that the machine's load falls on all of
 them alike. For each run: the ESS of K (`arviz.ess` of `posterior.num_clusters`), the wall seconds
 of the `dpppl.sample` call, and ESS per second; the table gives the cold run's ESS/s (compile
-included) and the median over the warm runs (compile excluded), and the ratio of `perm`'s to
-`gibbs+splitmerge`'s (the issue's target: at least 0.5).
+included), the median over the warm runs (compile excluded) and the compile seconds (cold wall less
+the warm median), and the ratios of `perm`'s to `gibbs+splitmerge`'s, warm and cold (the issue's
+target: at least 0.5).
 
-    PYTHONPATH=. python benchmarks/bench_perm_default.py     # writes benchmarks/results/perm_default.md
+    PYTHONPATH=. python benchmarks/bench_perm_default.py     # writes benchmarks/results/perm_default.md and .json
     PYTHONPATH=. python benchmarks/bench_perm_default.py --repeats 1   # quicker
+    PYTHONPATH=. python benchmarks/bench_perm_default.py --every 4 --out /tmp/every4.md   # another every
 """
 
 from __future__ import annotations
@@ -26,18 +28,18 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-KERNELS = ("perm", "gibbs+splitmerge", "perm-move", "gibbs+perm-move")
-"""`perm` (`gibbs+splitmerge+perm-move`, the paper's GIBBS+SPLITMERGE+PERM), the project's default for
-galaxies, the bare move, and the paper's GIBBS+PERM (sec. 5), the other candidate for `perm`."""
+KERNELS = ("perm", "gibbs+splitmerge", "gibbs+splitmerge+perm-move")
+"""`perm` (`gibbs+splitmerge+perm-every`), the project's default for galaxies, and the paper's
+GIBBS+SPLITMERGE+PERM with the move each iteration (`perm` before the move was scheduled)."""
 MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "galaxies_fixed.dp")
 
 
-def one_run(dpppl, az, kernel: str, seed: int) -> dict:
+def one_run(dpppl, az, kernel: str, seed: int, options: dict) -> dict:
     """One `dpppl.sample` of galaxies: the kernel that ran, wall seconds, ESS of K, mean K."""
     model = dpppl.load(MODEL)
     start = time.perf_counter()
     idata = dpppl.sample(model, kernel=kernel, num_warmup=500, num_samples=1000, num_chains=2, seed=seed,
-                         progress_bar=False)
+                         progress_bar=False, **options)
     wall = time.perf_counter() - start
     k = idata.posterior["num_clusters"]
     ess = float(az.ess(k.astype(float)).to_array().values.squeeze())
@@ -47,20 +49,21 @@ def one_run(dpppl, az, kernel: str, seed: int) -> dict:
 
 def table(runs: dict) -> list[str]:
     lines = ["| kernel | ran (`attrs[\"kernel\"]`) | mean K | ESS of K (cold) | wall s (cold, compile included) "
-             "| ESS/s cold | ESS of K (warm, median) | wall s (warm, median) | ESS/s warm (median) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| ESS/s cold | ESS of K (warm, median) | wall s (warm, median) | ESS/s warm (median) | compile s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for kernel, rs in runs.items():
         cold, warm = rs[0], rs[1:]
         med = (lambda key: statistics.median(r[key] for r in warm)) if warm else (lambda key: float("nan"))
         lines.append(f"| `{kernel}` | `{cold['ran']}` | {cold['mean_k']:.2f} | {cold['ess_k']:.0f} | "
                      f"{cold['wall_s']:.1f} | {cold['ess_per_s']:.1f} | {med('ess_k'):.0f} | {med('wall_s'):.1f} | "
-                     f"{med('ess_per_s'):.1f} |")
+                     f"{med('ess_per_s'):.1f} | {cold['wall_s'] - med('wall_s'):.1f} |")
     return lines
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=2, help="warm runs per kernel after the cold one")
+    p.add_argument("--repeats", type=int, default=4, help="warm runs per kernel after the cold one")
+    p.add_argument("--every", type=int, default=None, help="perm's option every (default: perm's default)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                  "perm_default.md"))
     args = p.parse_args()
@@ -68,12 +71,12 @@ def main() -> None:
     import arviz as az
 
     import dpppl
-    from harness import load_average, machine_info
+    from harness import load_average, machine_info, write_json
 
     runs = {k: [] for k in KERNELS}
     for round_ in range(1 + args.repeats):
         for kernel in KERNELS:
-            r = one_run(dpppl, az, kernel, seed=round_)
+            r = one_run(dpppl, az, kernel, round_, {"every": args.every} if kernel == "perm" and args.every else {})
             runs[kernel].append(r)
             print(f"round {round_} {kernel:<17} ran {r['ran']:<17} wall {r['wall_s']:6.1f} s  ESS(K) "
                   f"{r['ess_k']:6.0f}  ESS/s {r['ess_per_s']:6.1f}  K {r['mean_k']:.2f}  R-hat {r['rhat_k']:.3f}",
@@ -86,8 +89,9 @@ def main() -> None:
                          / statistics.median(r["ess_per_s"] for r in runs["gibbs+splitmerge"][1:]))
     info = machine_info()
     doc = ["# `kernel=\"perm\"` on galaxies: ESS of K per second", "",
-           "`python benchmarks/bench_perm_default.py --repeats " f"{args.repeats}`: `models/galaxies_fixed.dp`, "
-           "2 chains x 1,000 draws after 500 warmup, each kernel with its default options, side by side in one process "
+           "`python benchmarks/bench_perm_default.py --repeats " f"{args.repeats}"
+           + (f" --every {args.every}" if args.every else "") + "`: `models/galaxies_fixed.dp`, 2 chains x "
+           "1,000 draws after 500 warmup, each kernel with its default options, side by side in one process "
            "(cold: an empty compilation cache; warm: further seeds, nothing compiled).", "", *lines, "",
            "perm / gibbs+splitmerge, ESS/s of K: " + ", ".join(f"{k} {v:.2f}" for k, v in ratio.items())
            + " (target: at least 0.5)", "",
@@ -100,6 +104,7 @@ def main() -> None:
             f"| {r['rhat_k']:.3f} |" for k, rs in runs.items() for r in rs]
     with open(args.out, "w") as f:
         f.write("\n".join(doc) + "\n")
+    write_json(os.path.splitext(os.path.basename(args.out))[0], {"every": args.every, "runs": runs, "ratio": ratio})
     print("\n".join(lines))
     print(f"ratio perm / gibbs+splitmerge: {ratio}; written {args.out}")
 

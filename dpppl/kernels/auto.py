@@ -95,7 +95,7 @@ def choose(model, num_points: int, dim: int) -> Choice:
 def resolve(kernel: str, model, num_points: int, dim: int, options: dict) -> tuple[str, dict, Choice | None]:
     """`(spec, options, choice)`: for `kernel="auto"` the chosen spec, the choice's options
     updated with `options`, and the choice; any other kernel is returned with its aliases
-    expanded (`"perm"` -> `"gibbs+splitmerge+perm-move"`, the kernel that runs), with None.
+    expanded (`"perm"` -> `"gibbs+splitmerge+perm-every"`, the kernel that runs), with None.
     An option that no part of the chosen kernel accepts raises
     [`KernelError`][dpppl.KernelError] naming the chosen kernel."""
     if kernel != AUTO:

@@ -203,7 +203,7 @@ def register(name: str, factory: Optional[Callable], *, exact: bool, description
 
 def register_alias(name: str, spec: str, *, description: str) -> None:
     """Register `name` as another name of the hybrid `spec` (`"perm"` for
-    `"gibbs+splitmerge+perm-move"`, a sampler of Liang et al. 2007):
+    `"gibbs+splitmerge+perm-every"`, a sampler of Liang et al. 2007):
     [`parse_kernel_name`][dpppl.kernels.base.parse_kernel_name] reads it as `spec`'s parts, so a
     run records the parts that ran (`attrs["kernel"]`) and the parts' options reach them. It is
     exact when every part is."""
@@ -261,7 +261,7 @@ def parse_kernel_name(spec: str) -> list[str]:
 
 def expand_aliases(spec: str) -> str:
     """`spec` with each name registered by `register_alias` replaced by its parts (`"perm"` ->
-    `"gibbs+splitmerge+perm-move"`): the kernel that runs; `spec` itself when it names no alias."""
+    `"gibbs+splitmerge+perm-every"`): the kernel that runs; `spec` itself when it names no alias."""
     if not any(entry(s.strip()).alias for s in spec.split("+")):
         return spec
     return "+".join(parse_kernel_name(spec))

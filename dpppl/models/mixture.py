@@ -31,11 +31,11 @@ from dpppl.priors.hyperpriors import Hyperprior
 from dpppl.priors.stick_breaking import StickBreaking
 
 DATA_KINDS = ("real", "count", "binary", "ranking")
-HYPERPARAMETER_KERNELS = ("gibbs", "splitmerge", "perm-move", "perm")
-DISCOUNT_KERNELS = ("gibbs", "splitmerge")
-"""The partition kernels that run at a random Pitman-Yor discount (a traced value of the state)."""
+HYPERPARAMETER_KERNELS = ("gibbs", "splitmerge", "perm-move", "perm-every", "perm")
 """The kernels that sample a model with random hyperparameters: collapsed moves whose state holds
 no instantiated parameters, run at the state's hyperparameters beside the hyperparameter move."""
+DISCOUNT_KERNELS = ("gibbs", "splitmerge")
+"""The partition kernels that run at a random Pitman-Yor discount (a traced value of the state)."""
 
 
 @dataclasses.dataclass(frozen=True)

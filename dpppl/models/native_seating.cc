@@ -479,53 +479,88 @@ T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* un
 }
 
 // One chain's relabelling proposals of dpppl/kernels/stick_breaking/labelswap.py (labelswap,
-// labelpermute), the first `count` of a chunk, in order: proposal t maps slot s to moves[t, s] (a
-// permutation of the C slots), and is accepted when uniforms[t] < min(1, P(Z') / P(Z)) with
+// labelpermute), the first `count` of a chunk, in order (labelswap.proposed_move): proposal t is
+// the swap of slots labels[t, 0] and labels[t, 1], or (`permute`) the permutation of slots
+// 0..m = labels[t, 0] sending slot s to the rank of keys[t, s] among keys[t, 0..m]; it reaches the
+// label r = max(labels[t]) (C: past the slots) and is accepted when
+// uniforms[t] < min(1, P(Z') / P(Z)) 1[r <= H(Z)] 1[r <= H(Z')], with
 //   log P(Z) = sum_k lgamma(a_k + N_k) + lgamma(b_k + M_k) - lgamma(a_k + b_k + N_k + M_k) + const,
 //   M_k = sum_{l>k} N_l      (StickBreaking.log_prob_labels; the last stick of a finite prior,
 //                             slot `last`, contributes 0 when M = 0 and -inf otherwise, the slots
 //                             past it 0),
-// never when past[t] (a label drawn past the slots). A permutation that moves only the slots
-// lo..hi leaves N_k and M_k unchanged outside them, so the ratio is summed over lo..hi. Updates
-// counts and slot_of (slot_of[s] = moves[t, slot_of[s]] on acceptance); returns the sum of the
-// acceptance probabilities (0 for a proposal past the slots) and adds the acceptances to `accepted`.
+//   H(Z) = 2 L + 1, L the largest occupied slot (labelswap.horizon).
+// A proposal past the slots is rejected when it is past H(Z) (whatever label it drew), else it sets
+// *overflow (the chunk is re-run with more slots). A proposal that moves only the slots lo..hi
+// leaves N_k and M_k unchanged outside them, so the ratio is summed over lo..hi. Updates counts and
+// slot_of (slot_of[s] = move[slot_of[s]] on acceptance); returns the sum of the acceptance
+// probabilities and adds the acceptances to `accepted`.
 template <typename T>
-T relabel_chain(int C, int count, const int32_t* moves, const bool* past, const T* uniforms, const T* a,
-                const T* b, int last, T* counts, int32_t* slot_of, int32_t* accepted) {
+T relabel_chain(int C, int W, bool permute, int count, const int32_t* labels, const T* keys, const T* uniforms,
+                const T* a, const T* b, int last, T* counts, int32_t* slot_of, int32_t* accepted, bool* overflow) {
   std::vector<T> proposed(C);
-  std::vector<int32_t> moved(C);
+  std::vector<int32_t> mv(C), order(C);
+  for (int s = 0; s < C; ++s) mv[s] = s;
   const T neg_inf = -std::numeric_limits<T>::infinity();
   auto term = [&](int k, T n, T m) -> T {
     if (last >= 0 && k > last) return T(0);
     if (k == last) return m > T(0) ? neg_inf : T(0);
     return T(log_gamma(double(a[k] + n)) + log_gamma(double(b[k] + m)) - log_gamma(double(a[k] + b[k] + n + m)));
   };
+  auto horizon = [&](const T* n) {
+    int top = C - 1;
+    while (top >= 0 && !(n[top] > T(0))) --top;
+    return 2 * top + 1;
+  };
+  int h = horizon(counts);
   T acc_sum = 0;
   for (int t = 0; t < count; ++t) {
-    if (past[t]) continue;
-    const int32_t* mv = moves + size_t(t) * C;
+    const int32_t* lab = labels + size_t(t) * 2;
+    const int reach = std::max(lab[0], lab[1]);
+    if (reach > h) continue;
+    if (reach >= C) {
+      *overflow = true;
+      continue;
+    }
+    // the move on slots 0..reach (mv is the identity elsewhere, and everywhere between proposals)
+    if (permute) {
+      const T* key = keys + size_t(t) * W;
+      for (int s = 0; s <= reach; ++s) order[s] = s;
+      std::stable_sort(order.begin(), order.begin() + reach + 1, [&](int32_t u, int32_t v) { return key[u] < key[v]; });
+      for (int r = 0; r <= reach; ++r) mv[order[r]] = r;
+    } else {
+      mv[lab[0]] = lab[1];
+      mv[lab[1]] = lab[0];
+    }
     int lo = C, hi = -1;
-    for (int s = 0; s < C; ++s)
+    for (int s = 0; s <= reach; ++s)
       if (mv[s] != s) lo = std::min(lo, s), hi = std::max(hi, s);
     T log_ratio = 0;
+    bool within = true;
     if (hi >= 0) {
       for (int s = lo; s <= hi; ++s) proposed[mv[s]] = counts[s];
+      int top = C - 1;  // the largest occupied slot of Z'
+      while (top > hi && !(counts[top] > T(0))) --top;
+      while (top >= lo && top <= hi && !(proposed[top] > T(0))) --top;
+      while (top >= 0 && top < lo && !(counts[top] > T(0))) --top;
+      within = reach <= 2 * top + 1;
       T after = 0;  // M of slot hi: the points past the moved slots, the same on both sides
       for (int s = hi + 1; s < C; ++s) after += counts[s];
       T m_old = after, m_new = after;
-      for (int k = hi; k >= lo; --k) {
+      for (int k = hi; within && k >= lo; --k) {
         log_ratio += term(k, proposed[k], m_new) - term(k, counts[k], m_old);
         m_old += counts[k];
         m_new += proposed[k];
       }
     }
-    const T accept_prob = std::exp(std::min(log_ratio, T(0)));
+    const T accept_prob = within ? std::exp(std::min(log_ratio, T(0))) : T(0);
     acc_sum += accept_prob;
     if (uniforms[t] < accept_prob) {
       ++*accepted;
       for (int s = lo; s <= hi; ++s) counts[s] = proposed[s];
       for (int s = 0; s < C; ++s) slot_of[s] = mv[slot_of[s]];
+      h = horizon(counts);
     }
+    for (int s = 0; s <= reach; ++s) mv[s] = s;
   }
   return acc_sum;
 }
@@ -769,26 +804,29 @@ ffi::Error Allocate(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> order, ffi::Buffer<
 
 // The relabelling proposals of one chunk for every chain of the batch: see relabel_chain.
 template <ffi::DataType DT>
-ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi::Buffer<ffi::S32> moves,
-                   ffi::Buffer<ffi::PRED> past, ffi::Buffer<DT> uniforms, ffi::Buffer<ffi::S32> count,
+ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi::Buffer<ffi::S32> labels,
+                   ffi::Buffer<DT> keys, ffi::Buffer<DT> uniforms, ffi::Buffer<ffi::S32> count,
                    ffi::Buffer<DT> a, ffi::Buffer<DT> b, ffi::Buffer<ffi::S32> last,
                    ffi::ResultBuffer<DT> counts_out, ffi::ResultBuffer<ffi::S32> slot_out,
-                   ffi::ResultBuffer<DT> acc_sum_out, ffi::ResultBuffer<ffi::S32> accepted_out) {
+                   ffi::ResultBuffer<DT> acc_sum_out, ffi::ResultBuffer<ffi::S32> accepted_out,
+                   ffi::ResultBuffer<ffi::PRED> overflow_out, int64_t permute) {
   using T = ffi::NativeType<DT>;
-  const auto md = moves.dimensions();
-  if (md.size() < 2) return ffi::Error::InvalidArgument("native relabel: bad operand ranks");
-  const int P = int(md[md.size() - 2]), C = int(md[md.size() - 1]);
+  const auto ld = labels.dimensions(), kd = keys.dimensions();
+  if (ld.size() < 2 || ld[ld.size() - 1] != 2 || kd.size() < 2) return ffi::Error::InvalidArgument("native relabel: bad operand ranks");
+  const int P = int(ld[ld.size() - 2]), W = int(kd[kd.size() - 1]);
   const int64_t B = batch_of(slot_out->dimensions(), 1);
-  const Operand oc(counts_in.dimensions(), 1, B), os(slot_in.dimensions(), 1, B), om(md, 2, B),
-                op(past.dimensions(), 1, B), ou(uniforms.dimensions(), 1, B), on(count.dimensions(), 0, B),
+  const int C = int(slot_out->dimensions()[slot_out->dimensions().size() - 1]);
+  if (permute && W != C) return ffi::Error::InvalidArgument("native relabel: a permutation needs one key per slot");
+  const Operand oc(counts_in.dimensions(), 1, B), os(slot_in.dimensions(), 1, B), ol2(ld, 2, B), ok(kd, 2, B),
+                ou(uniforms.dimensions(), 1, B), on(count.dimensions(), 0, B),
                 oa(a.dimensions(), 1, B), ob(b.dimensions(), 1, B), ol(last.dimensions(), 0, B);
-  // the moves and the slot map index the slots: checked before any is followed
+  // the labels and the slot map index the slots: checked before any is followed
   for (int64_t c = 0; c < B; ++c) {
     const int m = *on.at(count.typed_data(), c);
     if (m < 0 || m > P) return ffi::Error::InvalidArgument("native relabel: count outside [0, proposals]");
-    const int32_t* mv = om.at(moves.typed_data(), c);
-    for (int64_t j = 0; j < int64_t(m) * C; ++j)
-      if (uint32_t(mv[j]) >= uint32_t(C)) return ffi::Error::InvalidArgument("native relabel: a move outside [0, C)");
+    const int32_t* lab = ol2.at(labels.typed_data(), c);
+    for (int64_t j = 0; j < int64_t(m) * 2; ++j)
+      if (uint32_t(lab[j]) > uint32_t(C)) return ffi::Error::InvalidArgument("native relabel: a label outside [0, C]");
     const int32_t* so = os.at(slot_in.typed_data(), c);
     for (int s = 0; s < C; ++s)
       if (uint32_t(so[s]) >= uint32_t(C)) return ffi::Error::InvalidArgument("native relabel: a slot outside [0, C)");
@@ -800,10 +838,12 @@ ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi
     std::memcpy(slot_of, os.at(slot_in.typed_data(), c), sizeof(int32_t) * C);
     int32_t* accepted = accepted_out->typed_data() + c;
     *accepted = 0;
+    bool* overflow = overflow_out->typed_data() + c;
+    *overflow = false;
     acc_sum_out->typed_data()[c] = relabel_chain<T>(
-        C, *on.at(count.typed_data(), c), om.at(moves.typed_data(), c), op.at(past.typed_data(), c),
+        C, W, permute != 0, *on.at(count.typed_data(), c), ol2.at(labels.typed_data(), c), ok.at(keys.typed_data(), c),
         ou.at(uniforms.typed_data(), c), oa.at(a.typed_data(), c), ob.at(b.typed_data(), c),
-        *ol.at(last.typed_data(), c), n, slot_of, accepted);
+        *ol.at(last.typed_data(), c), n, slot_of, accepted, overflow);
   }
   return ffi::Error::Success();
 }
@@ -890,17 +930,19 @@ ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi
   ffi::Ffi::Bind()                                                                         \
       .Arg<ffi::Buffer<DT>>()         /* counts (C,) */                                    \
       .Arg<ffi::Buffer<ffi::S32>>()   /* slot_of (C,): each original slot's slot now */   \
-      .Arg<ffi::Buffer<ffi::S32>>()   /* moves (P, C): proposal t maps slot s to moves[t, s] */ \
-      .Arg<ffi::Buffer<ffi::PRED>>()  /* past (P,): a label drawn past the slots */        \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* labels (P, 2): a swap's (i, j), a permutation's (m, m); C: past */ \
+      .Arg<ffi::Buffer<DT>>()         /* keys (P, W): a permutation's keys (W = C), else unused */ \
       .Arg<ffi::Buffer<DT>>()         /* uniforms (P,): the acceptance uniforms */        \
-      .Arg<ffi::Buffer<ffi::S32>>()   /* count (): the proposals made, moves[:count] */   \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* count (): the proposals made, labels[:count] */  \
       .Arg<ffi::Buffer<DT>>()         /* a (C,): the sticks' a_k */                       \
       .Arg<ffi::Buffer<DT>>()         /* b (C,): the sticks' b_k */                       \
       .Arg<ffi::Buffer<ffi::S32>>()   /* last (): the last stick's slot, or -1 */         \
       .Ret<ffi::Buffer<DT>>()         /* counts */                                         \
       .Ret<ffi::Buffer<ffi::S32>>()   /* slot_of */                                        \
       .Ret<ffi::Buffer<DT>>()         /* acc_sum () */                                     \
-      .Ret<ffi::Buffer<ffi::S32>>()   /* accepted () */
+      .Ret<ffi::Buffer<ffi::S32>>()   /* accepted () */                                    \
+      .Ret<ffi::Buffer<ffi::PRED>>()  /* overflow (): a proposal past the slots within the horizon */ \
+      .Attr<int64_t>("permute")
 
 }  // namespace
 

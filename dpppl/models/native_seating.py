@@ -176,19 +176,22 @@ def native_sb_sweep(family, prior, x, shuffle, uniforms, state: PartitionState, 
     return state._replace(z=z, stats=type(stats)(n, s1, s2), overflow=state.overflow | overflow)
 
 
-def native_relabel(prior, counts, slot_of, moves, past, uniforms, count):
+def native_relabel(prior, counts, slot_of, labels, keys, uniforms, count, *, permute: bool):
     """The first `count` relabelling proposals of a chunk accepted or rejected in order in one FFI
-    call: `moves` (P, C), proposal t mapping slot s to `moves[t, s]`; `past` (P,), proposals that
-    drew a label past the slots (rejected); `uniforms` (P,), accepted when below min(1, P(Z') / P(Z))
-    (`prior.log_prob_labels`). Returns `(slot_of, counts, acc_sum, accepted)`: the map from each
-    original slot to its slot now, the counts, the sum of the acceptance probabilities and the
-    number accepted (int32)."""
+    call: `labels` (P, 2), `keys` (P, W), proposal t the move
+    [`proposed_move`][dpppl.kernels.stick_breaking.labelswap.proposed_move]`(labels[t], keys[t], C, permute)`
+    reaching label `max(labels[t])` (C: past the slots); `uniforms` (P,), accepted when below
+    min(1, P(Z') / P(Z)) (`prior.log_prob_labels`), rejected when the reach is past the horizon of Z or
+    of Z' ([`horizon`][dpppl.kernels.stick_breaking.labelswap.horizon]). Returns `(slot_of, counts,
+    acc_sum, accepted, overflow)`: the map from each original slot to its slot now, the counts, the
+    sum of the acceptance probabilities, the number accepted (int32), and whether a proposal past
+    the slots was within the horizon (the chunk must be re-run with more slots)."""
     dtype = counts.dtype
     C = counts.shape[-1]
     out = (jax.ShapeDtypeStruct(counts.shape, dtype), jax.ShapeDtypeStruct(slot_of.shape, jnp.int32),
-           jax.ShapeDtypeStruct((), dtype), jax.ShapeDtypeStruct((), jnp.int32))
+           jax.ShapeDtypeStruct((), dtype), jax.ShapeDtypeStruct((), jnp.int32), jax.ShapeDtypeStruct((), jnp.bool_))
     call, _ = _call("dpppl_relabel", dtype, out, 0, C)
-    counts, slot_of, acc_sum, accepted = call(
-        counts, slot_of.astype(jnp.int32), moves.astype(jnp.int32), past, uniforms.astype(dtype),
-        jnp.asarray(count, jnp.int32), *_sticks(prior, C, dtype))
-    return slot_of, counts, acc_sum, accepted
+    counts, slot_of, acc_sum, accepted, overflow = call(
+        counts, slot_of.astype(jnp.int32), labels.astype(jnp.int32), keys.astype(dtype), uniforms.astype(dtype),
+        jnp.asarray(count, jnp.int32), *_sticks(prior, C, dtype), permute=np.int64(permute))
+    return slot_of, counts, acc_sum, accepted, overflow

@@ -9,7 +9,7 @@ from dpppl.diagnostics.arviz_compat import group, partition_group
 from dpppl.testing import ExactCase, check_kernel_samples, exact_posterior, scale_concentration
 from tests.helpers.cases import CASES
 EXACT_KERNELS = [name for name in kernels.available() if name != "nuts" and kernels.entry(name).exact]
-ALIASES = [name for name in EXACT_KERNELS if kernels.entry(name).alias]  # "perm": gibbs+splitmerge+perm-move
+ALIASES = [name for name in EXACT_KERNELS if kernels.entry(name).alias]  # "perm": gibbs+splitmerge+perm-every
 # Gibbs with each other move
 HYBRIDS = [f"gibbs+{name}" for name in EXACT_KERNELS if name != "gibbs" and name not in ALIASES]
 NUM_CHAINS, NUM_WARMUP, NUM_SAMPLES = 64, 100, 500
@@ -23,16 +23,20 @@ DEFAULT_HYBRID_CASES = {"pitman_yor_normal_known"}
 # for the 10-minute budget (docs/correctness.md lists what checks each by default):
 # splitmerge on niw_2d_overlap and gibbs+splitmerge are in test_splitmerge_exactness.py, and
 # gibbs on NormalKnownCov runs on normal_known_2d_overlap_n4 and pitman_yor_normal_known.
-# gibbs+perm-move: "perm" (gibbs+splitmerge+perm-move) runs on that case by default, and each move alone.
+# gibbs+perm-move: "perm" (gibbs+splitmerge+perm-every) runs on that case by default, and each move alone.
+# perm-every alone (the move every 16th step: 38 moves in these 600 steps) runs with every=2 in
+# test_perm_exactness.py; gibbs+perm-every is in "perm" (gibbs+splitmerge+perm-every).
 COVERED_ELSEWHERE = {("splitmerge", "niw_2d_overlap"), ("gibbs+splitmerge", "pitman_yor_normal_known"),
-                     ("gibbs", "normal_known_1d_overlap"), ("gibbs+perm-move", "pitman_yor_normal_known")}
+                     ("gibbs", "normal_known_1d_overlap"), ("gibbs+perm-move", "pitman_yor_normal_known"),
+                     ("gibbs+perm-every", "pitman_yor_normal_known")}
+SCHEDULED = {"perm-every"}
 
 
 def _matrix():
     for kernel in EXACT_KERNELS + HYBRIDS:
         for name in sorted(CASES):
             # e.g. stick-breaking, Mallows kernels: their own test files
-            if not kernels.applies_to(kernel, CASES[name].model):
+            if not kernels.applies_to(kernel, CASES[name].model) or kernel in SCHEDULED:
                 continue
             if kernel == "gibbs":
                 slow = name.endswith("_separated")

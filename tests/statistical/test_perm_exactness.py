@@ -1,5 +1,6 @@
-"""Chains of the exact configurations of the permutation move (kernel="perm-move", and
-kernel="perm", the paper's sampler "gibbs+splitmerge+perm-move", with the move's options) match the
+"""Chains of the exact configurations of the permutation move (kernel="perm-move", the move on a
+schedule "perm-every", and kernel="perm", the paper's sampler "gibbs+splitmerge+perm-every", with the
+move's options) match the
 enumerated posterior (the default configurations of both names are covered by
 tests/statistical/test_exactness.py; long runs are marked slow), and the projection kernel's
 bias is detected."""
@@ -39,6 +40,7 @@ EXACT_CONFIGS = [
     pytest.param("perm", "dirichlet_multinomial_overlap", dict(beam_epsilon=1e-3, beam_width=3),
                  id="perm-paper-beam", marks=pytest.mark.slow),
     pytest.param("perm-move", "beta_bernoulli_overlap", dict(), id="default-beta-bernoulli", marks=pytest.mark.slow),
+    pytest.param("perm-every", "niw_2d_overlap", dict(every=2), id="every-2"),
 ]
 
 

@@ -1,7 +1,8 @@
 """The permutation-augmented sampler (Liang, Jordan & Taskar 2007): the permutation move
-`kernel="perm-move"`, and `kernel="perm"`, the paper's sampler: a collapsed Gibbs sweep, split-merge
-and the permutation move each iteration (`"gibbs+splitmerge+perm-move"`, sec. 5: the move beside
-Gibbs sweeps and split-merge; `PAPER_SAMPLER` says why split-merge is in it).
+`kernel="perm-move"`, the move at every `every`-th step `kernel="perm-every"`, and `kernel="perm"`,
+the paper's sampler: a collapsed Gibbs sweep and split-merge each iteration, the permutation move
+every 16th (`"gibbs+splitmerge+perm-every"`, sec. 5: the move beside Gibbs sweeps and split-merge;
+`PAPER_SAMPLER` says why split-merge is in it and `PERM_EVERY` why every 16th).
 
 The clustering C is augmented with a permutation pi that keeps every cluster contiguous
 (`dpppl.kernels.perm.permutations`). One step is a blocked Gibbs sweep: pi ~ p(pi | C)
@@ -24,9 +25,10 @@ each configuration are in `docs/kernels/perm.md` ("Design notes").
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import warnings
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -35,10 +37,10 @@ from jax.scipy.special import gammaln, logsumexp
 from dpppl.errors import KernelError
 from dpppl.families.base import segment_stats
 from dpppl.priors.crp import PitmanYor
-from dpppl.kernels.base import Kernel, register, register_alias
+from dpppl.kernels.base import Kernel, info_type, register, register_alias
 from dpppl.kernels.perm.permutations import (EXACT_PERMUTATIONS, PERMUTATIONS, pairwise_log_predictive,
                                              sample_permutation, single_point_predictive)
-from dpppl.core.state import PartitionState, num_clusters
+from dpppl.core.state import NoExtras, PartitionState, num_clusters
 from dpppl.core.numerics import sample_index
 
 
@@ -48,6 +50,14 @@ class PermExtras(NamedTuple):
 
     k_sum: jax.Array
     k_count: jax.Array
+
+
+class ScheduleExtras(NamedTuple):
+    """What `perm-every` carries: `steps`, the number of steps it has taken (warmup included,
+    int32), and `move`, the permutation move's own extras (`PermExtras` or `NoExtras`)."""
+
+    steps: jax.Array
+    move: Any
 
 
 class PermInfo(NamedTuple):
@@ -501,15 +511,89 @@ register("perm-move", build_perm_kernel, exact=True, applies=_applies,
                      "(O(N W), exact correction) from there; dp='exact' O(N^3); permutation='projection' "
                      "is inexact")
 
-PAPER_SAMPLER = "gibbs+splitmerge+perm-move"
+PERM_EVERY = 16
+"""The default `every` of `perm-every`: the move runs at steps 0, 16, 32, ... On galaxies one move
+costs about four iterations of `gibbs+splitmerge` (2 chains, compiled: its dynamic program evaluates
+the marginal likelihood of all N (N + 1) / 2 segments of pi), and its gain in ESS of K per draw is
+within the run-to-run spread of `gibbs+splitmerge`'s. Each iteration, `kernel="perm"` had 0.28 of
+`gibbs+splitmerge`'s ESS of K per second, every 8th 0.38 (0.50 with the compile included), every
+16th 0.80 (0.23 with the compile included), side by side on the shared machine
+(`benchmarks/bench_perm_default.py`, `benchmarks/results/perm_default.md`)."""
+
+
+def _check_every(every):
+    if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
+        raise KernelError(f"perm-every: every must be an integer >= 1 (the move runs at steps 0, every, "
+                          f"2 every, ...), got {every!r}")
+    return int(every)
+
+
+def every_kernel(move: Kernel, every: int) -> Kernel:
+    """`move` at steps 0, `every`, 2 `every`, ... of the chain, the state unchanged at the others.
+
+    The step count is carried in `state.extras` (`ScheduleExtras`), the same in every chain,
+    so the fixed schedule is a sequence of kernels each leaving the posterior invariant (the
+    move, or the identity): the chain is exact (Tierney 1994). The move sits in a
+    `while_loop` that runs its body when the move is due: under `vmap` (several chains) a
+    loop runs while any chain's condition holds, so, unlike a `cond` (which `vmap` turns into
+    both branches and a select), the steps at which the move is not due cost nothing.
+    `info` is the move's with `ran` (int32, 1 when the move ran); its statistics are zero at
+    the other steps."""
+    Info = info_type("PermEveryInfo", move.info_type._fields + ("ran",))
+
+    def scheduled(move_step):
+        def step(rng_key, state, x):
+            extras = state.extras
+            inner = state._replace(extras=extras.move)
+            due = extras.steps % every == 0
+            zeros = jax.tree.map(lambda v: jnp.zeros(v.shape, v.dtype),
+                                 jax.eval_shape(move_step, rng_key, inner, x)[1])
+
+            def body(carry):
+                _, moved, _ = carry
+                moved, info = move_step(rng_key, moved, x)
+                return jnp.zeros((), bool), moved, info
+
+            _, inner, info = jax.lax.while_loop(lambda c: c[0], body, (due, inner, zeros))
+            state = inner._replace(extras=ScheduleExtras(extras.steps + 1, inner.extras))
+            return state, Info(*info, ran=due.astype(jnp.int32))
+        return step
+
+    def init(state, x):
+        state = move.init(state, x) if move.init is not None else state._replace(extras=NoExtras())
+        return state._replace(extras=ScheduleExtras(jnp.zeros((), jnp.int32), state.extras))
+
+    return Kernel("perm-every", exact=move.exact, step=scheduled(move.step),
+                  warmup_step=scheduled(move.warmup) if move.warmup_step is not None else None,
+                  info_type=Info, init=init, masked_points=move.masked_points)
+
+
+def build_perm_every_kernel(bound_model, *, every: int = PERM_EVERY, **move_options) -> Kernel:
+    """The permutation move (`build_perm_kernel`, whose options it takes) at every `every`-th step
+    (`every_kernel`): the move of `kernel="perm"`, beside a Gibbs sweep and split-merge each step."""
+    return every_kernel(build_perm_kernel(bound_model, **move_options), _check_every(every))
+
+
+build_perm_every_kernel.__signature__ = inspect.signature(build_perm_every_kernel).replace(parameters=[
+    *list(inspect.signature(build_perm_every_kernel).parameters.values())[:2],
+    *list(inspect.signature(build_perm_kernel).parameters.values())[1:]])  # the registry reads the options here
+
+register("perm-every", build_perm_every_kernel, exact=True, applies=_applies,
+         description=f"the permutation move at every `every`-th step (default {PERM_EVERY}), the state "
+                     "unchanged at the others: a fixed schedule of invariant kernels, exact; the move's "
+                     "options reach it")
+
+PAPER_SAMPLER = "gibbs+splitmerge+perm-every"
 """What `kernel="perm"` runs: GIBBS+SPLITMERGE+PERM of Liang et al. (2007, sec. 5), a collapsed
-Gibbs sweep, split-merge proposals and the permutation move each iteration. Split-merge is in it
-because it measured better: on galaxies (`benchmarks/bench_perm_default.py`, two runs in
-`benchmarks/results/perm_default.md`) its ESS of K per second was 2.0-2.6 times that of
-`gibbs+perm-move` (the paper's GIBBS+PERM) with the programs compiled and 2.4-8 times with the
-compile included, its ESS of K per draw 2-8 times; the move alone mixes K worst."""
+Gibbs sweep and split-merge proposals each iteration and the permutation move every `PERM_EVERY`-th
+(`perm-every`; `every=1`: each iteration, as the paper). Split-merge is in it because it measured
+better: on galaxies (`benchmarks/bench_perm_default.py`) its ESS of K per second was 2.0-2.6 times
+that of `gibbs+perm-move` (the paper's GIBBS+PERM) with the programs compiled, its ESS of K per
+draw 2-8 times; the move alone mixes K worst. The move runs every 16th iteration because each
+iteration it cost more ESS per second than it gave (`PERM_EVERY`)."""
 
 register_alias("perm", PAPER_SAMPLER,
                description="the permutation-augmented sampler as Liang, Jordan & Taskar (2007, sec. 5) run "
-                           "it: a collapsed Gibbs sweep, split-merge and the permutation move each iteration "
-                           "(runs 'gibbs+splitmerge+perm-move'; the move's options reach it)")
+                           f"it: a collapsed Gibbs sweep and split-merge each iteration, the permutation move "
+                           f"every {PERM_EVERY}th (runs 'gibbs+splitmerge+perm-every'; option every=1: each "
+                           "iteration; the move's options reach it)")

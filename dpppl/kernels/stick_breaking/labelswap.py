@@ -18,12 +18,17 @@ proposed symmetrically is accepted with
   labels 1..m (probability p_m / m! both ways).
 
 Each is proposed between assignment updates with probability `swap_prob` / `permute_prob`
-(the paper's M_i): one step makes Binomial(N, prob) proposals. The batching of the relabelling,
-the cost and the capacity handling are in `docs/kernels/labelswap.md`.
+(the paper's M_i): one step makes Binomial(N, prob) proposals. A proposal whose highest label r
+is past the horizon H = 2 L + 1 (L the largest occupied slot) of the state it leaves or of the one
+it proposes is rejected: the acceptance is min(1, P(Z') / P(Z)) 1[r <= H(Z)] 1[r <= H(Z')], in
+detailed balance because a proposal and its reverse have the same r and probability, so a label
+past the slots is never needed unless H(Z) reaches them (`horizon`). The derivation, the batching
+of the relabelling, the cost and the capacity handling are in `docs/kernels/labelswap.md`.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -34,7 +39,6 @@ from dpppl.families.base import take
 from dpppl.kernels.base import Kernel, register
 from dpppl.kernels.stick_breaking.sbgibbs import stick_breaking_only
 from dpppl.models.native_seating import native_relabel, use_native_sticks
-from dpppl.core.numerics import sample_index
 from dpppl.errors import KernelError
 
 
@@ -68,59 +72,92 @@ CHUNK = 64
 """Proposals drawn together (vectorised) and then accepted or rejected in order, per chunk."""
 
 
-def _accept_in_jax(prior, counts, slot_of, moves, past, uniforms, count):
+def horizon(counts):
+    """The highest slot a relabelling proposal may reach from the labels with these counts: 2 L + 1,
+    L the largest occupied slot (-1 when none), that is labels up to twice the largest occupied one
+    (`docs/kernels/labelswap.md`, "The horizon")."""
+    slots = jnp.arange(counts.shape[-1])
+    return 2 * jnp.max(jnp.where(counts > 0, slots, -1), axis=-1) + 1
+
+
+def proposed_move(labels, keys, C: int, permute: bool):
+    """The map from each of the C slots to its slot under a proposal: `labels` (2,) the two labels
+    of a swap (i, j), or (m, m) for the permutation of slots 0..m, each slot s <= m going to the
+    rank of `keys[s]` among `keys[:m + 1]` (the keys past m are larger than every uniform, so those
+    slots keep their places). A label past the slots (C) is clipped: such a proposal is never
+    applied (`_accept_in_jax`)."""
+    slots = jnp.arange(C, dtype=jnp.int32)
+    if permute:
+        return jnp.zeros_like(slots).at[jnp.argsort(keys)].set(slots)
+    i, j = labels[0], labels[1]
+    return jnp.minimum(jnp.where(slots == i, j, jnp.where(slots == j, i, slots)), C - 1)
+
+
+def _accept_in_jax(prior, counts, slot_of, labels, keys, uniforms, count, *, permute: bool):
     """[`native_relabel`][dpppl.models.native_seating.native_relabel] as a JAX loop: the first
-    `count` proposals of a chunk accepted or rejected in order by the ratio of labelled laws."""
+    `count` proposals of a chunk (`proposed_move`) accepted or rejected in order, proposal t with
+    probability min(1, P(Z') / P(Z)) 1[reach_t <= horizon(Z)] 1[reach_t <= horizon(Z')], reach_t
+    its highest label; a proposal that reaches past the C slots but not past the horizon sets
+    the overflow flag (returned last)."""
+    C = counts.shape[-1]
 
     def body(t, carry):
-        slot_of, counts, log_p, acc_sum, accepted = carry
-        move = moves[t]
+        slot_of, counts, log_p, acc_sum, accepted, overflow = carry
+        move, r = proposed_move(labels[t], keys[t], C, permute), jnp.max(labels[t])
+        reachable = r <= horizon(counts)
         new_counts = jnp.zeros_like(counts).at[move].set(counts)
         new_log_p = prior.log_prob_labels(new_counts)
-        accept_prob = jnp.where(past[t], 0.0, jnp.exp(jnp.minimum(new_log_p - log_p, 0.0)))
-        ok = (uniforms[t] < accept_prob) & ~past[t]
+        ok_here = reachable & (r < C) & (r <= horizon(new_counts))
+        accept_prob = jnp.where(ok_here, jnp.exp(jnp.minimum(new_log_p - log_p, 0.0)), 0.0)
+        ok = uniforms[t] < accept_prob
         return (jnp.where(ok, move[slot_of], slot_of), jnp.where(ok, new_counts, counts),
-                jnp.where(ok, new_log_p, log_p), acc_sum + accept_prob, accepted + ok.astype(jnp.int32))
+                jnp.where(ok, new_log_p, log_p), acc_sum + accept_prob, accepted + ok.astype(jnp.int32),
+                overflow | (reachable & (r >= C)))
 
-    init = (slot_of, counts, prior.log_prob_labels(counts), jnp.zeros((), counts.dtype), jnp.zeros((), jnp.int32))
-    slot_of, counts, _, acc_sum, accepted = jax.lax.fori_loop(0, count, body, init)
-    return slot_of, counts, acc_sum, accepted
+    init = (slot_of, counts, prior.log_prob_labels(counts), jnp.zeros((), counts.dtype), jnp.zeros((), jnp.int32),
+            jnp.zeros((), bool))
+    slot_of, counts, _, acc_sum, accepted, overflow = jax.lax.fori_loop(0, count, body, init)
+    return slot_of, counts, acc_sum, accepted, overflow
 
 
-def _relabel_kernel(name, bound_model, prob, propose):
+def _relabel_kernel(name, bound_model, prob, propose, permute: bool):
     """A kernel making Binomial(N, prob) MH proposals of relabellings (N the real points: on
     points padded to a shape class, `num_valid`; the padded points keep the label -1).
 
-    `propose(key, log_prior_w, log_prior_rest) -> (slot_map, past)`: a map from
-    each slot to its new slot (a permutation of the C slots) and whether a drawn label
-    was past the C slots. Proposal t is drawn from `fold_in(key, t)`, `CHUNK` at a time
-    (vmapped); each chunk is then accepted or rejected in order, on CPU in one native call
-    ([`native_relabel`][dpppl.models.native_seating.native_relabel]; `DPPPL_NATIVE`), else in a
-    JAX loop: the same draws up to rounding.
+    `propose(key, cdf) -> (labels, keys)`: the proposal's labels (2,) and keys (of a permutation;
+    see `proposed_move`), labels drawn from the prior weights' CDF `cdf` over the C slots and past
+    them (`_draw_label`; C: a label past the slots, not drawn further). Proposal t is drawn from
+    `fold_in(key, t)`, `CHUNK` at a time (vmapped); each chunk is then accepted or rejected in
+    order, on CPU in one native call ([`native_relabel`][dpppl.models.native_seating.native_relabel];
+    `DPPPL_NATIVE`), else in a JAX loop: the same draws up to rounding. A proposal reaching past the
+    horizon (`horizon`) of its state or of the state it proposes is rejected; one past the slots but
+    within the horizon sets `overflow` (the driver re-runs the chunk with more slots).
     """
     prior, points = bound_model.prior, bound_model.points
-    accept = native_relabel if use_native_sticks() else _accept_in_jax
+    accept = functools.partial(native_relabel if use_native_sticks() else _accept_in_jax, permute=permute)
 
     def step(rng_key, state, x):
         counts = state.stats.n
         C = counts.shape[-1]
-        log_pw, log_prest = prior.log_prior_weights(C, counts.dtype)
+        log_pw, log_rest = prior.log_prior_weights(C, counts.dtype)
+        logits = jnp.concatenate([log_pw, log_rest[None]])
+        cdf = jnp.cumsum(jnp.exp(logits - jnp.max(logits)))       # `sample_index`'s, once per step
         k_num, k_props = jax.random.split(rng_key)
         num = jax.random.binomial(k_num, points, prob).astype(jnp.int32)  # the real points' N
 
         def draw(t):
             k_prop, k_acc = jax.random.split(jax.random.fold_in(k_props, t))
-            move, past = propose(k_prop, log_pw, log_prest)
-            return move, past, jax.random.uniform(k_acc, dtype=counts.dtype)
+            labels, keys = propose(k_prop, cdf)
+            return labels, keys, jax.random.uniform(k_acc, dtype=counts.dtype)
 
         def chunk(carry):
             start, slot_of, counts, overflow, acc_sum, accepted = carry
-            moves, past, uniforms = jax.vmap(draw)(start + jnp.arange(CHUNK))
+            labels, keys, uniforms = jax.vmap(draw)(start + jnp.arange(CHUNK))
             count = jnp.minimum(num - start, CHUNK)
-            slot_of, counts, chunk_sum, chunk_accepted = accept(prior, counts, slot_of, moves.astype(jnp.int32), past,
-                                                                uniforms, count)
-            overflow = overflow | jnp.any(past & (jnp.arange(CHUNK) < count))
-            return start + CHUNK, slot_of, counts, overflow, acc_sum + chunk_sum, accepted + chunk_accepted
+            slot_of, counts, chunk_sum, chunk_accepted, chunk_overflow = accept(
+                prior, counts, slot_of, labels, keys, uniforms, count)
+            return (start + CHUNK, slot_of, counts, overflow | chunk_overflow, acc_sum + chunk_sum,
+                    accepted + chunk_accepted)
 
         init = (jnp.zeros((), jnp.int32), jnp.arange(C, dtype=jnp.int32), counts, state.overflow,
                 jnp.zeros((), counts.dtype), jnp.zeros((), jnp.int32))
@@ -135,51 +172,45 @@ def _relabel_kernel(name, bound_model, prob, propose):
     return Kernel(name, exact=True, step=step, info_type=RelabelInfo, masked_points=True)
 
 
-def _draw_label(key, log_pw, log_prest):
-    """A label drawn from the prior weights p_i (index C: past the slots)."""
-    k = sample_index(jnp.concatenate([log_pw, log_prest[None]]), jax.random.uniform(key, dtype=log_pw.dtype))
-    return k, k == log_pw.shape[0]
+def _draw_label(key, cdf):
+    """A label drawn from the prior weights p_i (index C: past the slots): `sample_index` of their
+    logits, inverted at the CDF `cdf` computed once per step."""
+    u = jax.random.uniform(key, dtype=cdf.dtype)
+    return jnp.sum(cdf < jnp.maximum(u, jnp.finfo(cdf.dtype).tiny) * cdf[-1]).astype(jnp.int32)
 
 
 def build_labelswap_kernel(bound_model, *, swap_prob: float = 1.0) -> Kernel:
     """Label-swap proposals (sec. 3.3), each with probability `swap_prob` per point."""
     prob = _check_prob("swap_prob", swap_prob)
 
-    def propose(key, log_pw, log_prest):
+    def propose(key, cdf):
         k_i, k_j = jax.random.split(key)
-        i, past_i = _draw_label(k_i, log_pw, log_prest)
-        j, past_j = _draw_label(k_j, log_pw, log_prest)
-        C = log_pw.shape[0]
-        i, j = jnp.minimum(i, C - 1), jnp.minimum(j, C - 1)
-        slots = jnp.arange(C)
-        move = jnp.where(slots == i, j, jnp.where(slots == j, i, slots))
-        return move, past_i | past_j
+        return jnp.stack([_draw_label(k_i, cdf), _draw_label(k_j, cdf)]), jnp.zeros((1,), cdf.dtype)
 
-    return _relabel_kernel("labelswap", bound_model, prob, propose)
+    return _relabel_kernel("labelswap", bound_model, prob, propose, permute=False)
 
 
 def build_labelpermute_kernel(bound_model, *, permute_prob: float = 1.0) -> Kernel:
     """Label-permute proposals (sec. 3.3), each with probability `permute_prob` per point."""
     prob = _check_prob("permute_prob", permute_prob)
 
-    def propose(key, log_pw, log_prest):
+    def propose(key, cdf):
         k_m, k_perm = jax.random.split(key)
-        m, past = _draw_label(k_m, log_pw, log_prest)   # permute labels 1..m+1 (slots 0..m)
-        C = log_pw.shape[0]
-        slots = jnp.arange(C)
-        keys = jnp.where(slots <= m, jax.random.uniform(k_perm, (C,), dtype=log_pw.dtype), 2.0 + slots)
-        # slot s -> its rank among the keys (slots past m keep their place): uniform on slots 0..m
-        move = jnp.zeros_like(slots).at[jnp.argsort(keys)].set(slots)
-        return move, past
+        m = _draw_label(k_m, cdf)   # permute labels 1..m+1 (slots 0..m)
+        slots = jnp.arange(cdf.shape[0] - 1)
+        keys = jnp.where(slots <= m, jax.random.uniform(k_perm, slots.shape, dtype=cdf.dtype), 2.0 + slots)
+        return jnp.stack([m, m]), keys
 
-    return _relabel_kernel("labelpermute", bound_model, prob, propose)
+    return _relabel_kernel("labelpermute", bound_model, prob, propose, permute=True)
 
 
 register("labelswap", build_labelswap_kernel, exact=True, applies=stick_breaking_only,
          description="label-swap Metropolis-Hastings for stick-breaking priors (Porteous et al. "
                      "2006, sec. 3.3): two labels drawn by prior weight, accepted by the ratio of "
-                     "labelled laws; Binomial(N, swap_prob) proposals of O(C) per step")
+                     "labelled laws; Binomial(N, swap_prob) proposals of O(C) per step; labels up to twice "
+                     "the largest occupied one")
 register("labelpermute", build_labelpermute_kernel, exact=True, applies=stick_breaking_only,
          description="label-permute Metropolis-Hastings for stick-breaking priors (sec. 3.3): a "
                      "uniform permutation of labels 1..m, m drawn by prior weight; "
-                     "Binomial(N, permute_prob) proposals of O(C log C) per step")
+                     "Binomial(N, permute_prob) proposals of O(C + m log m) per step; labels up to twice the "
+                     "largest occupied one")

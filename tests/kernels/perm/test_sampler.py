@@ -361,41 +361,72 @@ def test_hybrids_and_cli(tmp_path, capsys):
 
     case = CASES["normal_known_1d_separated"]
     hybrid = kernels.build("gibbs+splitmerge+perm", bound(case.name), beam_epsilon=1e-10, beam_width=4)
-    assert hybrid.name == "gibbs+splitmerge+perm-move" and [p.name for p in hybrid.parts] == [
-        "gibbs", "splitmerge", "perm-move"]
-    assert hybrid.exact and "perm-move_accept_prob" in hybrid.info_names and hybrid.init is not None
+    assert hybrid.name == "gibbs+splitmerge+perm-every" and [p.name for p in hybrid.parts] == [
+        "gibbs", "splitmerge", "perm-every"]
+    assert hybrid.exact and "perm-every_accept_prob" in hybrid.info_names and hybrid.init is not None
+    assert "perm-every_ran" in hybrid.info_names
     data = tmp_path / "points.csv"
     np.savetxt(data, np.asarray(case.x), delimiter=",", header="a", comments="")
     assert main(["sample", "models/gaussian_known.dp", "--data", str(data), "--kernel", "perm",
                  "--option", "dp=exact", "--option", "permutation=markov", "--warmup", "2", "--samples", "3",
                  "--no-progress"]) == 0
-    assert "gibbs+splitmerge+perm-move (exact)" in capsys.readouterr().out  # attrs["kernel"]: what "perm" ran
+    assert "gibbs+splitmerge+perm-every (exact)" in capsys.readouterr().out  # attrs["kernel"]: what "perm" ran
     assert main(["kernels"]) == 0
     listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
-    assert "runs 'gibbs+splitmerge+perm-move'" in listed["perm"] and "the permutation move alone" in listed["perm-move"]
+    assert "runs 'gibbs+splitmerge+perm-every'" in listed["perm"]
+    assert "the permutation move alone" in listed["perm-move"]
+    assert "every `every`-th step (default 16)" in listed["perm-every"]
 
 
 def test_perm_is_the_papers_sampler():
-    """`kernel="perm"` is a collapsed Gibbs sweep and the permutation move each iteration,
-    with split-merge (`"gibbs+splitmerge+perm-move"`), the move's options reach the move, and an
-    option no part takes
-    names what the user asked for and what it runs."""
+    """`kernel="perm"` is a collapsed Gibbs sweep and split-merge each iteration and the permutation
+    move every 16th (`"gibbs+splitmerge+perm-every"`), the move's options and `every` reach the move,
+    and an option no part takes names what the user asked for and what it runs."""
     b = bound("niw_2d_overlap")
     kern = kernels.build("perm", b, beam_epsilon=1e-8, beam_width=3)
-    assert kern.name == "gibbs+splitmerge+perm-move"  # alpha ~ Gamma here: the alpha move is appended
-    assert [p.name for p in kern.parts] == ["gibbs", "splitmerge", "perm-move", "alpha"]
-    assert parse_kernel_name("gibbs+perm") == ["gibbs", "splitmerge", "perm-move"]
-    assert parse_kernel_name("splitmerge+perm") == ["splitmerge", "gibbs", "perm-move"]
+    assert kern.name == "gibbs+splitmerge+perm-every"  # alpha ~ Gamma here: the alpha move is appended
+    assert [p.name for p in kern.parts] == ["gibbs", "splitmerge", "perm-every", "alpha"]
+    assert parse_kernel_name("gibbs+perm") == ["gibbs", "splitmerge", "perm-every"]
+    assert parse_kernel_name("splitmerge+perm") == ["splitmerge", "gibbs", "perm-every"]
     # what dpppl.sample records in attrs["kernel"] (the requested "perm" in attrs["kernel_requested"])
-    assert resolve("perm", b.model, b.num_points, 2, {"beam_width": 3}) == ("gibbs+splitmerge+perm-move",
+    assert resolve("perm", b.model, b.num_points, 2, {"beam_width": 3}) == ("gibbs+splitmerge+perm-every",
                                                                           {"beam_width": 3}, None)
     with pytest.raises(KernelError, match="perm: beam_width must be an integer >= 1, got 0"):
         kernels.build("perm", b, beam_width=0)
     with pytest.raises(KernelError, match=r"unknown option\(s\) \['beam_widht'\] for kernel 'perm' \(runs "
-                                          r"'gibbs\+splitmerge\+perm-move'\); 'beam_widht': did you mean "
+                                          r"'gibbs\+splitmerge\+perm-every'\); 'beam_widht': did you mean "
                                           r"'beam_width'\?"):
         kernels.build("perm", b, beam_widht=3)
 
+    with pytest.raises(KernelError, match=r"perm-every: every must be an integer >= 1 \(the move runs at steps 0, "
+                                          r"every, 2 every, ...\), got 0"):
+        kernels.build("perm", b, every=0)
+
+
+def test_perm_every_runs_the_move_on_its_schedule(two_blobs):
+    """`perm-every` runs the move at steps 0, every, 2 every, ... of each chain (`ran`, counted in
+    its extras, warmup included) and leaves the state as it is at the others, under `vmap` over
+    chains as the runner steps them; `every=1` is the move each step."""
+    x, _ = two_blobs
+    b = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=25.0)).bind(x)
+    kern = kernels.build("perm-every", b, every=3, dp="exact")
+    assert kern.name == "perm-every" and kern.exact and kern.info_names[-1] == "ran"
+    xb = jnp.asarray(b.x)
+    start = state_from_labels(b.family, xb, jnp.zeros(30, jnp.int32), 31, 1.0)
+    states = jax.tree.map(lambda a: jnp.stack([a, a]), kern.init(start, xb))
+    step = jax.jit(jax.vmap(kern.step, in_axes=(0, 0, None)))
+    ran = []
+    for t in range(7):
+        new, info = step(jax.random.split(jax.random.key(t), 2), states, xb)
+        ran.append(np.asarray(info.ran).tolist())
+        if t % 3:
+            np.testing.assert_array_equal(np.asarray(new.z), np.asarray(states.z))
+            assert np.all(np.asarray(info.accepted) == 0)
+        states = new
+    assert ran == [[1, 1], [0, 0], [0, 0], [1, 1], [0, 0], [0, 0], [1, 1]]
+    assert np.asarray(states.extras.steps).tolist() == [7, 7]
+    assert len(np.unique(np.asarray(states.z))) > 1  # the move ran: it split the single cluster
+    assert kernels.entry("perm-every").options[0] == "every" and "beam_width" in kernels.entry("perm-every").options
 
 
 def test_default_beam_from_its_threshold():
@@ -451,3 +482,14 @@ def test_padded_points_change_no_draw(two_blobs, options):
     np.testing.assert_array_equal(z_padded[30:], -1)
     np.testing.assert_array_equal(n_padded, n)
     assert info_padded == info
+
+
+def test_perm_samples_models_with_random_hyperparameters():
+    """`perm` runs its move on a schedule (`perm-every`), which like `perm-move` is a collapsed move
+    run at the state's hyperparameters: a model with random hyperparameters takes it."""
+    from tests.kernels.test_hyperparameters import RANDOM, X
+
+    model = dpppl.parse(RANDOM)
+    dpppl.kernels.check_applies("perm", model)
+    kern = kernels.build("perm", model.bind(X))
+    assert kern.name == "gibbs+splitmerge+perm-every" and kern.exact

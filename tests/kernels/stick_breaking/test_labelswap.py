@@ -54,3 +54,37 @@ def test_native_and_jax_label_moves_make_the_same_draws(monkeypatch, name, prior
         np.testing.assert_allclose(info.accept_prob, info_jax.accept_prob, rtol=1e-9)
     assert sum(int(step[2].accepted.sum()) for step in runs["1"]) > 0
     assert not np.array_equal(runs["1"][-1][0], start)
+
+
+@pytest.mark.parametrize("path", ["native", "jax"])
+def test_proposals_past_the_horizon_are_rejected_and_within_it_past_the_slots_overflow(path):
+    """A relabelling proposal may reach labels up to the horizon 2 L + 1 (L the largest occupied
+    slot) of the state it leaves and of the state it proposes: past either it is rejected (the
+    reverse move could not be proposed), whatever label past the slots it drew; within the
+    horizon but past the slots it asks for more slots (overflow). Natively and in JAX."""
+    from dpppl.kernels.stick_breaking.labelswap import _accept_in_jax, horizon
+    from dpppl.models.native_seating import native_relabel, use_native_sticks
+
+    if path == "native" and not use_native_sticks():
+        pytest.skip("the native library is not built here")
+    accept = native_relabel if path == "native" else _accept_in_jax
+    prior = StickBreaking.pitman_yor(0.25, 1.0)
+    C = 8
+
+    def run(counts, labels):
+        counts = jnp.asarray(counts, jnp.float64)
+        out = accept(prior, counts, jnp.arange(C, dtype=jnp.int32), jnp.asarray(labels, jnp.int32),
+                     jnp.zeros((len(labels), 1)), jnp.zeros(len(labels)), len(labels), permute=False)
+        slot_of, new_counts, acc_sum, accepted, overflow = (np.asarray(v) for v in out)
+        return new_counts.tolist(), float(acc_sum), int(accepted), bool(overflow)
+
+    assert int(horizon(jnp.asarray([3.0, 0, 2, 0, 0, 0, 0, 0]))) == 5
+    # uniform 0: accepted whenever the acceptance probability is positive
+    assert run([3, 0, 2, 0, 0, 0, 0, 0], [[0, 6]]) == ([3, 0, 2, 0, 0, 0, 0, 0], 0.0, 0, False)  # past H(Z) = 5
+    new, acc, accepted, overflow = run([3, 0, 2, 0, 0, 0, 0, 0], [[0, 5]])   # within both horizons
+    assert accepted == 1 and 0 < acc and new == [0, 0, 2, 0, 0, 3, 0, 0] and not overflow
+    # Z' = label 1 only: H(Z') = 1 < 3, so the swap back could not be proposed: rejected
+    assert run([0, 0, 0, 2, 0, 0, 0, 0], [[3, 0]]) == ([0, 0, 0, 2, 0, 0, 0, 0], 0.0, 0, False)
+    # a label past the 8 slots: rejected when H(Z) < 8, else more slots are needed
+    assert run([3, 0, 2, 0, 0, 0, 0, 0], [[0, C]]) == ([3, 0, 2, 0, 0, 0, 0, 0], 0.0, 0, False)
+    assert run([3, 0, 2, 0, 0, 1, 0, 0], [[0, C]])[3]
