@@ -679,12 +679,14 @@ def _restricted_split_merge(setup, alpha, rng_key, clusters, x, overflow):
                    for a in ((x_i + x_j) / 2, x_j - x_i))
     launch = (jnp.sum((x_blocks - mid) * normal, axis=-1) > 0).astype(jnp.int32)
     launch = jnp.where(forced >= 0, forced, launch)
+    rows_pass = setup.per_shard(functools.partial(_segment_rows, setup, num_segments=2 * num_pairs),
+                                in_specs=(P("points"), P("points")), out_specs=P())
 
     def side_log_probs(key, side):
         """log P(side 0), log P(side 1) per point, from parameters drawn given the sides."""
         k_draw, k_points = jax.random.split(key)
         segments = jnp.where(in_move, 2 * pair + side, 2 * num_pairs)
-        stats = _segment_rows(setup, x_blocks, segments, 2 * num_pairs)[0]
+        stats = rows_pass(x_blocks, segments)[0]
         params = jax.vmap(family.posterior_draw)(jax.random.split(k_draw, 2 * num_pairs), stats)
         n = stats.n.reshape(num_pairs, 2) + 1.0
         log_w = jnp.log(n) - jnp.log(jnp.sum(n, axis=1, keepdims=True))
@@ -701,8 +703,7 @@ def _restricted_split_merge(setup, alpha, rng_key, clusters, x, overflow):
     log_q_point = jnp.where(in_move & (forced < 0), jnp.where(chosen == 1, log_p[..., 1], log_p[..., 0]), 0.0)
     log_q = jax.ops.segment_sum(log_q_point.reshape(-1).astype(x.dtype), pair.reshape(-1),
                                 num_segments=num_pairs + 1)[:num_pairs]
-    halves = _segment_rows(setup, x_blocks, jnp.where(in_move & split_point, 2 * pair + proposed, 2 * num_pairs),
-                           2 * num_pairs)
+    halves = rows_pass(x_blocks, jnp.where(in_move & split_point, 2 * pair + proposed, 2 * num_pairs))
     halves = jax.tree.map(lambda a: a.reshape((num_pairs, 2) + a.shape[1:]), halves)
     split_left, split_right = take(halves, (slice(None), 0)), take(halves, (slice(None), 1))
     first, second = take(rows, moves.ci), take(rows, moves.cj)
@@ -956,7 +957,8 @@ def _info_type(pair_merges: bool, super_clusters: bool, conjugate: bool) -> type
 def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_variant: Optional[str] = "paper",
                             split_delay: int = SPLIT_DELAY, split_merge_pairs: int = SPLIT_MERGE_PAIRS,
                             launch_scans: int = LAUNCH_SCANS, merge_concentration: float = 1.0,
-                            likelihood_dtype: str = "float32", block_size: int | None = None, record_parameters: bool = True,
+                            likelihood_dtype: str = "float32", block_size: int | None = None,
+                            record_parameters: bool = True,
                             devices=None, super_clusters: bool = False, pair_merges: bool = False,
                             param_update: str = "mh", param_steps: int | None = None, proposal=None,
                             nuts_step_size: float = 0.7) -> Kernel:
