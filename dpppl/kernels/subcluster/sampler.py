@@ -665,7 +665,7 @@ def _restricted_split_merge(setup, alpha, rng_key, clusters, x, overflow):
     family, num_pairs = setup.family, setup.num_pairs
     z, zbar, rows, sub, age, u_c, u_sub = clusters
     capacity = age.shape[0]
-    k_pairs, k_launch, k_final, k_accept = jax.random.split(rng_key, 4)
+    k_pairs, k_launch, k_accept = jax.random.split(rng_key, 3)
     moves = _claim_pairs(setup, k_pairs, z, capacity, num_pairs)
     pair = moves.pair
     in_move = pair < num_pairs
@@ -694,9 +694,11 @@ def _restricted_split_merge(setup, alpha, rng_key, clusters, x, overflow):
         drawn = (setup.point_uniforms(k_points) < jnp.exp(log_p[..., 1])).astype(jnp.int32)
         return log_p, jnp.where(forced >= 0, forced, drawn)
 
-    launch = jax.lax.fori_loop(0, setup.launch_scans,
-                               lambda t, side: side_log_probs(jax.random.fold_in(k_launch, t), side)[1], launch)
-    log_p, proposed = side_log_probs(k_final, launch)
+    # the launch scans, then the final one (one traced copy of the scan): its log probabilities
+    # are those of the sides it drew, `proposed`
+    log_p, proposed = jax.lax.fori_loop(
+        0, setup.launch_scans + 1, lambda t, carry: side_log_probs(jax.random.fold_in(k_launch, t), carry[1]),
+        (jnp.zeros(launch.shape + (2,), setup.ll_dtype), launch))
     is_split = moves.ci == moves.cj
     split_point = jnp.append(is_split, False)[pair]
     chosen = jnp.where(split_point, proposed, moves.side)
