@@ -81,5 +81,7 @@ def test_anchor_pair_moves_with_the_published_ratio_are_rejected(monkeypatch):
         return jnp.where(is_split, gain, -gain)
 
     monkeypatch.setattr(sampler, "_split_merge_log_ratio", published)
-    result = _harness("niw_2d_overlap", variant="exact", num_chains=64, num_samples=500, seed=3)
+    # launch_scans=2: options of their own, so that the program is traced again with the patched
+    # ratio rather than taken from the run of the same options earlier in the session
+    result = _harness("niw_2d_overlap", variant="exact", num_chains=64, num_samples=500, seed=3, launch_scans=2)
     assert not result.passed, result.report
