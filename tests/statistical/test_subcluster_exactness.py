@@ -65,3 +65,23 @@ def test_published_variant_is_biased():
         result = _harness("niw_2d_overlap", variant="paper", num_chains=32, num_samples=300, seed=4)
     assert not result.passed, result.report
 
+
+
+@pytest.mark.slow
+def test_anchor_pair_moves_with_the_published_ratio_are_rejected(monkeypatch):
+    """Power check of the exact variant's restricted-Gibbs splits and merges: accepted with the
+    published ratio (eq. 21's H for a split and 1 / H for a merge, without the final scan's
+    probability q), the draws must fail the harness that the exact ratio passes
+    (`test_exact_variant_matches_enumeration`)."""
+    import jax.numpy as jnp
+
+    from dpppl.kernels.subcluster import sampler
+
+    def published(gain, log_q, is_split):
+        return jnp.where(is_split, gain, -gain)
+
+    monkeypatch.setattr(sampler, "_split_merge_log_ratio", published)
+    # launch_scans=2: options of their own, so that the program is traced again with the patched
+    # ratio rather than taken from the run of the same options earlier in the session
+    result = _harness("niw_2d_overlap", variant="exact", num_chains=64, num_samples=500, seed=3, launch_scans=2)
+    assert not result.passed, result.report

@@ -13,13 +13,19 @@ is a vector operation over points or over clusters. One step:
    `H = alpha Gamma(N_l) f(x_l) Gamma(N_r) f(x_r) / (Gamma(N_c) f(x_c))`, f the marginal likelihood.
 4. **Random split / merge** (sec. 5.5): a Beta(a, a) random split of a uniform cluster or the
    merge of a uniform pair, with its exact Metropolis-Hastings ratio.
+5. **Restricted-Gibbs split-merge of anchor pairs** (exact variant, conjugate families; Jain &
+   Neal 2004): random pairs of points propose the split of their cluster or the merge of their
+   two, from two-part sub-clusters built inside the move by parallel restricted scans, accepted
+   with the exact ratio (the final scan's probability as q); the pairs whose clusters no earlier
+   pair claimed move at once (`_restricted_split_merge`).
 
 Non-conjugate families move parameters by a Markov kernel on p(theta | x_k)
 ([`dpppl.kernels.subcluster.parameter_moves`][dpppl.kernels.subcluster.parameter_moves]) and use the first expression of
 eq. (21).
 Options: super-clusters (Algorithm 1, `dpppl.kernels.subcluster.superclusters`) and pair
-merges. The published sampler is approximate; the exact variant (steps 1 and 4, a sweep that
-would empty a cluster rejected) is exact. By default warmup runs the published sampler, which
+merges. The published sampler is approximate; the exact variant (steps 1, 4 and 5, the labels
+of step 1 updated with one anchor point per cluster held and a Metropolis-Hastings correction,
+`_anchored`) is exact. By default warmup runs the published sampler, which
 finds clusters fast, and the kept draws the exact variant (`variant="exact"`,
 `warmup_variant="paper"`), as perm keeps its projections to warmup. The acceptance ratios of step 4, the seeding of new
 sub-clusters, the exactness measurements and the blocked, sharded layout of the passes are in
@@ -48,6 +54,8 @@ from dpppl.kernels.subcluster.parameter_moves import build_parameter_update
 from dpppl.kernels.subcluster.superclusters import has_j_divergence, j_divergence, sample_super_clusters
 
 SPLIT_DELAY = 3
+SPLIT_MERGE_PAIRS = 32  # anchor pairs of the restricted-Gibbs split-merge moves per iteration
+LAUNCH_SCANS = 3  # parallel restricted scans from the launch state before the final one
 ROW_CHUNK = 8  # cluster slots whose likelihoods one step of the label pass forms together
 SORTED_BLOCK = 1024  # points per block product when statistics are summed by sorting (D > SMALL_DIM)
 VARIANTS = ("paper", "exact")
@@ -143,6 +151,8 @@ class _Setup:
     pad: int
     mesh: object
     num_valid: object
+    num_pairs: int = 0
+    launch_scans: int = LAUNCH_SCANS
 
     def cast_params(self, params):
         """Parameters in the likelihood dtype."""
@@ -415,16 +425,24 @@ def _sum_statistics(setup, capacity, u, valid, x_blocks, z, zbar, c, p_right):
     Above `SMALL_DIM` dimensions the per-point
     statistics (D x D outer products) are not formed: the points are sorted by segment
     and summed as block matrix products (`segment_sums_by_sorting`)."""
-    family, dim = setup.family, setup.dim
     in_half = (z == c) & (u < p_right) & valid
     segments = jnp.where(valid, jnp.where(in_half, 2 * capacity, 2 * z) + zbar, 2 * capacity + 2)
+    return _segment_rows(setup, x_blocks, segments, 2 * capacity + 2), in_half
+
+
+def _segment_rows(setup, x_blocks, segments, num_segments):
+    """(family statistics, sums of x) of the points of `x_blocks` by `segments` (labels from
+    `num_segments` on are dropped), summed across devices. Above `SMALL_DIM` dimensions the
+    per-point D x D outer products are not formed: the points are sorted by segment and
+    summed as block matrix products (`segment_sums_by_sorting`)."""
+    family, dim = setup.family, setup.dim
     points, labels = x_blocks.reshape(-1, dim), segments.reshape(-1)
     if dim > SMALL_DIM:
         rows = segment_sums_by_sorting(lambda xb, w: (family.weighted_stats(xb, w), w @ xb), points, labels,
-                                       2 * capacity + 2, SORTED_BLOCK)
+                                       num_segments, SORTED_BLOCK)
     else:
-        rows = segment_sums(lambda p: (family.point_stats(p), p), points, labels, 2 * capacity + 2, setup.block)
-    return setup.across_devices(rows), in_half
+        rows = segment_sums(lambda p: (family.point_stats(p), p), points, labels, num_segments, setup.block)
+    return setup.across_devices(rows)
 
 
 def _restricted_sweep(setup, draw_parameters, label_pass, keys, state, x):
@@ -446,10 +464,39 @@ def _restricted_sweep(setup, draw_parameters, label_pass, keys, state, x):
                                    occupied_before) if setup.super_clusters else jnp.arange(capacity))
     z_new, zbar, counts = label_pass(setup.point_uniforms(k_lab, (2,)), setup.real_points(), setup.prepare_points(x),
                                      setup.as_blocks(state.z), group, log_pi, log_pibar, params, seed)
-    emptied = jnp.any((state.stats.n > 0) & (counts == 0)) & (not setup.use_sub)
-    z = jnp.where(emptied, setup.as_blocks(state.z), z_new)
-    counts = jnp.where(emptied, state.stats.n.astype(counts.dtype), counts)
-    return _Sweep(log_pi, params, p_right, u_rows, param_accept, occupied_before, group, z, zbar, counts, emptied)
+    if setup.use_sub:
+        return _Sweep(log_pi, params, p_right, u_rows, param_accept, occupied_before, group, z_new, zbar, counts,
+                      jnp.zeros((), bool))
+    z, counts, rejected = _anchored(setup, jax.random.fold_in(k_lab, 1), state, z_new)
+    return _Sweep(log_pi, params, p_right, u_rows, param_accept, occupied_before, group, z, zbar, counts, rejected)
+
+
+def _anchored(setup, rng_key, state, z_new):
+    """The exact variant's label update (design notes, "The anchored sweep"): in every
+    occupied cluster one uniformly chosen point, its anchor, keeps its label, the others take
+    their draws `z_new` (a Gibbs update given the anchors, which cannot empty a cluster), and
+    the whole is accepted with the Metropolis-Hastings ratio prod_k N_k / N'_k of the anchors'
+    selection probabilities (1 / N_k forward, 1 / N'_k back). Returns the labels, the counts and
+    whether the update was rejected."""
+    k_anchor, k_accept = jax.random.split(rng_key)
+    capacity = state.stats.n.shape[0]
+    real = setup.real_points().reshape(-1)
+    z_old = setup.as_blocks(state.z)
+    segment = jnp.where(real, z_old.reshape(-1), capacity)
+    u = jnp.where(real, setup.point_uniforms(k_anchor).reshape(-1), -1.0)
+    top = jax.ops.segment_max(u, segment, num_segments=capacity + 1)
+    index = jnp.arange(u.size)
+    first = jax.ops.segment_min(jnp.where(u == top[segment], index, u.size), segment, num_segments=capacity + 1)
+    anchor = (index == first[segment]) & real
+    z_prop = jnp.where(anchor, z_old.reshape(-1), z_new.reshape(-1))
+    counts = jax.ops.segment_sum(real.astype(jnp.int32), jnp.where(real, z_prop, capacity),
+                                 num_segments=capacity + 1)[:capacity]
+    before = state.stats.n
+    log_ratio = jnp.sum(jnp.where(before > 0, jnp.log(jnp.maximum(before, 1.0)) -
+                                  jnp.log(jnp.maximum(counts, 1).astype(before.dtype)), 0.0))
+    accept = jnp.log(jax.random.uniform(k_accept, dtype=before.dtype)) < log_ratio
+    z = jnp.where(accept, z_prop.reshape(z_old.shape), z_old)
+    return z, jnp.where(accept, counts, before.astype(counts.dtype)), ~accept
 
 
 def _pick_random_move(k_type, k_pick, counts):
@@ -528,6 +575,173 @@ def _random_split_merge(setup, alpha, keys, move, clusters, half_right, in_half,
         u_c = jnp.where(do_split, u_c.at[c].set(u_halves[0]).at[new_slot].set(u_halves[1]),
                         jnp.where(do_merge, u_c.at[m].set(u_merged), u_c))
     return _Clusters(z, zbar, rows, sub, age, u_c, u_sub), do_split, do_merge, overflow
+
+
+class _PairMoves(NamedTuple):
+    """The anchor pairs of one iteration's restricted-Gibbs split-merge moves: the points
+    `i` and `j` of each pair, their clusters `ci` and `cj` (a split proposal when equal, else a
+    merge), whether the pair moves (`active`: no earlier active pair claimed either cluster),
+    and per point (in blocks) the pair whose move covers its cluster (`pair`; the number of
+    pairs for none) and its side in the current partition (`side`: 1 in cj of a merge pair)."""
+
+    i: jax.Array
+    j: jax.Array
+    ci: jax.Array
+    cj: jax.Array
+    active: jax.Array
+    pair: jax.Array
+    side: jax.Array
+
+
+def _claim_pairs(setup, rng_key, z, capacity, num_pairs):
+    """`num_pairs` ordered pairs of distinct real points, uniform (a law that does not depend
+    on the state); in that order a pair is active if neither of its clusters was claimed by an
+    earlier active pair, and then claims them (design notes, "Several moves at once")."""
+    u = jax.random.uniform(rng_key, (num_pairs, 2))
+    count = jnp.asarray(setup.num_valid, jnp.int32)
+    i = jnp.minimum(jnp.floor(u[:, 0] * count).astype(jnp.int32), count - 1)
+    j = jnp.minimum(jnp.floor(u[:, 1] * (count - 1)).astype(jnp.int32), count - 2)
+    j = j + (j >= i)
+    z_flat = z.reshape(-1)
+    ci, cj = z_flat[i], z_flat[j]
+
+    def claim(b, carry):
+        claimed, active = carry
+        ok = ~claimed[ci[b]] & ~claimed[cj[b]] & (count > 1)
+        return claimed.at[ci[b]].set(claimed[ci[b]] | ok).at[cj[b]].set(claimed[cj[b]] | ok), active.at[b].set(ok)
+
+    _, active = jax.lax.fori_loop(0, num_pairs, claim, (jnp.zeros(capacity, bool), jnp.zeros(num_pairs, bool)))
+    owner = jnp.full(capacity + 1, num_pairs, jnp.int32)  # row `capacity`: the label -1 of padded points
+    pairs = jnp.arange(num_pairs, dtype=jnp.int32)
+    owner = owner.at[jnp.where(active, ci, capacity + 1)].set(pairs, mode="drop")
+    owner = owner.at[jnp.where(active, cj, capacity + 1)].set(pairs, mode="drop")
+    pair = jnp.where(setup.real_points(), owner[z], num_pairs)
+    ci_of, cj_of = jnp.append(ci, -2)[pair], jnp.append(cj, -2)[pair]
+    side = ((z == cj_of) & (ci_of != cj_of)).astype(jnp.int32)
+    return _PairMoves(i, j, ci, cj, active, pair, side)
+
+
+def _pair_side_logits(setup, params, log_w, x_ll, pair, num_pairs):
+    """log w_bs + log f(x; theta_bs) for each point and the two sides s of its pair b
+    (blocks, block, 2); points of no pair get finite dummy values."""
+    family = setup.family
+    params = setup.cast_params(params)
+    log_w = jnp.concatenate([log_w, jnp.zeros((1, 2), log_w.dtype)]).astype(setup.ll_dtype)
+    if setup.whitened:
+        rows = jax.tree.map(lambda a: jnp.concatenate([a, a[:2]]).reshape((num_pairs + 1, 2) + a.shape[1:]),
+                            family.whitening(params))
+
+    def one_block(args):
+        xb, pb = args
+        if setup.whitened:
+            ll = whitened_log_likelihood_pairs(jax.tree.map(lambda a: a[pb], rows), xb)
+        else:
+            ll = family.log_likelihood(params, xb).reshape(xb.shape[0], num_pairs, 2)
+            ll = jnp.take_along_axis(ll, jnp.minimum(pb, num_pairs - 1)[:, None, None], axis=1)[:, 0]
+        return log_w[pb] + ll
+
+    return jax.lax.map(one_block, (x_ll, pair))
+
+
+def _split_merge_log_ratio(gain, log_q, is_split):
+    """log of the Metropolis-Hastings ratio of an anchor pair's move: H / q(split) for a
+    split, q(current split) / H for a merge, `gain` = log H of splitting (`log_split_gain`)
+    and `log_q` the final scan's log probability of the split."""
+    return jnp.where(is_split, gain - log_q, log_q - gain)
+
+
+def _restricted_split_merge(setup, alpha, rng_key, clusters, x, overflow):
+    """Jain & Neal's restricted-Gibbs split-merge, several pairs at once and every scan
+    parallel over points (design notes, "Exact splits and merges"). For each active anchor
+    pair (i, j) (`_claim_pairs`) with U the union of their clusters: a launch state of U split
+    by the perpendicular bisector of x_i and x_j, `launch_scans` parallel restricted scans
+    (two parameter sets drawn from their posteriors given the two sides, side weights
+    (n_s + 1) / (n + 2), every point's side drawn given them; i and j stay on sides 0 and 1),
+    then the final scan's parameters. With q the product of the final scan's per-point side
+    probabilities: if i and j share a cluster its split drawn by the final scan is accepted
+    with H = p(C') / p(C) / q(split); otherwise their merge, with H = p(C') / p(C) q(current
+    split). Returns the clusters, the numbers of splits and merges accepted, and the overflow
+    flag (a split that found no free slot is refused and sets it)."""
+    family, num_pairs = setup.family, setup.num_pairs
+    z, zbar, rows, sub, age, u_c, u_sub = clusters
+    capacity = age.shape[0]
+    k_pairs, k_launch, k_accept = jax.random.split(rng_key, 3)
+    moves = _claim_pairs(setup, k_pairs, z, capacity, num_pairs)
+    pair = moves.pair
+    in_move = pair < num_pairs
+    x_blocks, x_ll = setup.as_blocks(x), setup.prepare_points(x)
+    index = jnp.arange(setup.num_blocks * setup.block).reshape(pair.shape)
+    forced = jnp.where(index == jnp.append(moves.i, -1)[pair], 0,
+                       jnp.where(index == jnp.append(moves.j, -1)[pair], 1, -1))
+    x_flat = x_blocks.reshape(-1, setup.dim)
+    x_i, x_j = x_flat[moves.i], x_flat[moves.j]
+    mid, normal = (jnp.concatenate([a, jnp.zeros((1, setup.dim), a.dtype)])[pair]
+                   for a in ((x_i + x_j) / 2, x_j - x_i))
+    launch = (jnp.sum((x_blocks - mid) * normal, axis=-1) > 0).astype(jnp.int32)
+    launch = jnp.where(forced >= 0, forced, launch)
+    rows_pass = setup.per_shard(functools.partial(_segment_rows, setup, num_segments=2 * num_pairs),
+                                in_specs=(P("points"), P("points")), out_specs=P())
+
+    def side_log_probs(key, side):
+        """log P(side 0), log P(side 1) per point, from parameters drawn given the sides."""
+        k_draw, k_points = jax.random.split(key)
+        segments = jnp.where(in_move, 2 * pair + side, 2 * num_pairs)
+        stats = rows_pass(x_blocks, segments)[0]
+        params = jax.vmap(family.posterior_draw)(jax.random.split(k_draw, 2 * num_pairs), stats)
+        n = stats.n.reshape(num_pairs, 2) + 1.0
+        log_w = jnp.log(n) - jnp.log(jnp.sum(n, axis=1, keepdims=True))
+        log_p = jax.nn.log_softmax(_pair_side_logits(setup, params, log_w, x_ll, pair, num_pairs), axis=-1)
+        drawn = (setup.point_uniforms(k_points) < jnp.exp(log_p[..., 1])).astype(jnp.int32)
+        return log_p, jnp.where(forced >= 0, forced, drawn)
+
+    # the launch scans, then the final one (one traced copy of the scan): its log probabilities
+    # are those of the sides it drew, `proposed`
+    log_p, proposed = jax.lax.fori_loop(
+        0, setup.launch_scans + 1, lambda t, carry: side_log_probs(jax.random.fold_in(k_launch, t), carry[1]),
+        (jnp.zeros(launch.shape + (2,), setup.ll_dtype), launch))
+    is_split = moves.ci == moves.cj
+    split_point = jnp.append(is_split, False)[pair]
+    chosen = jnp.where(split_point, proposed, moves.side)
+    log_q_point = jnp.where(in_move & (forced < 0), jnp.where(chosen == 1, log_p[..., 1], log_p[..., 0]), 0.0)
+    log_q = jax.ops.segment_sum(log_q_point.reshape(-1).astype(x.dtype), pair.reshape(-1),
+                                num_segments=num_pairs + 1)[:num_pairs]
+    halves = rows_pass(x_blocks, jnp.where(in_move & split_point, 2 * pair + proposed, 2 * num_pairs))
+    halves = jax.tree.map(lambda a: a.reshape((num_pairs, 2) + a.shape[1:]), halves)
+    split_left, split_right = take(halves, (slice(None), 0)), take(halves, (slice(None), 1))
+    first, second = take(rows, moves.ci), take(rows, moves.cj)
+    merged = jax.tree.map(jnp.add, first, second)
+
+    def by_kind(if_split, if_merge):
+        return jax.tree.map(lambda a, b: jnp.where(_expand(is_split, a), a, b), if_split, if_merge)
+
+    # a split pair splits its cluster into the two halves; a merge pair is the split of the merged
+    # cluster into the two current ones, reversed
+    gain = log_split_gain(family, alpha, by_kind(split_left, first)[0], by_kind(split_right, second)[0],
+                          by_kind(first, merged)[0])
+    log_h = _split_merge_log_ratio(gain, log_q, is_split)
+    accept = moves.active & (jnp.log(jax.random.uniform(k_accept, (num_pairs,), dtype=log_h.dtype)) < log_h)
+    splits, merges = accept & is_split, accept & ~is_split
+    free = rows[0].n == 0
+    free_rank = jnp.where(free, jnp.cumsum(free) - 1, capacity)
+    matches = free_rank[None, :] == jnp.where(splits, jnp.cumsum(splits) - 1, -1)[:, None]
+    found = jnp.any(matches, axis=1)
+    overflow = overflow | jnp.any(splits & ~found)
+    splits = splits & found
+    target = jnp.argmax(matches, axis=1)
+    z = jnp.where(jnp.append(splits, False)[pair] & (proposed == 1), jnp.append(target, 0)[pair], z)
+    z = jnp.where(jnp.append(merges, False)[pair] & (moves.side == 1), jnp.append(moves.ci, 0)[pair], z)
+
+    def at(cond, slots):
+        return jnp.where(cond, slots, capacity)  # dropped where cond is False
+
+    rows = jax.tree.map(lambda s, lo, hi, m: s.at[at(splits, moves.ci)].set(lo, mode="drop")
+                        .at[at(splits, target)].set(hi, mode="drop").at[at(merges, moves.ci)].set(m, mode="drop")
+                        .at[at(merges, moves.cj)].set(0, mode="drop"), rows, split_left, split_right, merged)
+    touched = jnp.zeros(capacity, bool).at[at(accept, moves.ci)].set(True, mode="drop")
+    touched = touched.at[at(merges, moves.cj)].set(True, mode="drop").at[at(splits, target)].set(True, mode="drop")
+    age = jnp.where(touched, 0, age)
+    counts = jnp.sum(splits).astype(jnp.int32), jnp.sum(merges).astype(jnp.int32)
+    return _Clusters(z, zbar, rows, sub, age, u_c, u_sub), counts, overflow
 
 
 def _merge_pairs(family, rng_key, clusters, alpha):
@@ -672,6 +886,10 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
     clusters = _Clusters(sweep.z, sweep.zbar, rows, sub, age, u_c, u_sub)
     clusters, do_split, do_merge, overflow = _random_split_merge(
         setup, state.alpha, (k_acc, k_q_half, k_q_merge), move, clusters, half_right, in_half, state.overflow)
+    restricted = jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)
+    if setup.num_pairs and conjugate and not use_sub:  # exact splits and merges of anchor pairs
+        clusters, restricted, overflow = _restricted_split_merge(
+            setup, state.alpha, jax.random.fold_in(k_pairs, 1), clusters, x, overflow)
     if pair_merges and use_sub:
         clusters, num_pair_merges = _merge_pairs(family, k_pairs, clusters, state.alpha)
     elif pair_merges:  # the exact step of a kernel that merges pairs in its published warmup
@@ -687,6 +905,7 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
     group, occupied_before = sweep.group, sweep.occupied_before
     statistics = {"num_splits": jnp.sum(accept).astype(jnp.int32), "sweep_rejected": sweep.emptied,
                   "random_split_accept": do_split, "random_merge_accept": do_merge,
+                  "restricted_splits": restricted[0], "restricted_merges": restricted[1],
                   "split_accept_rate": jnp.sum(accept) / jnp.maximum(jnp.sum(eligible), 1),
                   "num_pair_merges": num_pair_merges if pair_merges else None,
                   "num_super_clusters": jnp.sum(occupied_before & (group == jnp.arange(capacity))).astype(jnp.int32)
@@ -718,14 +937,17 @@ def _init(setup, one_row, recorded_params, state, x):
     return setup.replicated(state._replace(extras=SubclusterExtras(jnp.zeros_like(state.z), slots)))
 
 
-_STATISTICS = ("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept", "split_accept_rate")
+_STATISTICS = ("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept", "restricted_splits",
+               "restricted_merges", "split_accept_rate")
 
 
 def _info_type(pair_merges: bool, super_clusters: bool, conjugate: bool) -> type:
     """The NamedTuple of a step's statistics (`dpppl.kernels.base.info_type`): `num_splits`
-    (int32, sub-cluster splits accepted), `sweep_rejected` (the exact variant rejected a sweep
-    that emptied a cluster), `random_split_accept` and `random_merge_accept` (the random move
-    of sec. 5.5 was a split / merge and was accepted), `split_accept_rate` (sub-cluster splits
+    (int32, sub-cluster splits accepted), `sweep_rejected` (the exact variant's anchored label
+    update was rejected), `random_split_accept` and `random_merge_accept` (the random move
+    of sec. 5.5 was a split / merge and was accepted), `restricted_splits` and
+    `restricted_merges` (int32, splits and merges of the exact variant's restricted-Gibbs
+    split-merge moves accepted), `split_accept_rate` (sub-cluster splits
     accepted over the clusters eligible), then `num_pair_merges` with `pair_merges`,
     `num_super_clusters` with `super_clusters` and `param_accept_rate` (the parameter moves'
     acceptance rate) for a non-conjugate family."""
@@ -735,9 +957,10 @@ def _info_type(pair_merges: bool, super_clusters: bool, conjugate: bool) -> type
 
 
 def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_variant: Optional[str] = "paper",
-                            split_delay: int = SPLIT_DELAY,
-                            merge_concentration: float = 1.0, likelihood_dtype: str = "float32",
-                            block_size: int | None = None, record_parameters: bool = True,
+                            split_delay: int = SPLIT_DELAY, split_merge_pairs: int = SPLIT_MERGE_PAIRS,
+                            launch_scans: int = LAUNCH_SCANS, merge_concentration: float = 1.0,
+                            likelihood_dtype: str = "float32", block_size: int | None = None,
+                            record_parameters: bool = True,
                             devices=None, super_clusters: bool = False, pair_merges: bool = False,
                             param_update: str = "mh", param_steps: int | None = None, proposal=None,
                             nuts_step_size: float = 0.7) -> Kernel:
@@ -746,9 +969,9 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
     Parameters
     ----------
     variant : {"exact", "paper"}, default "exact"
-        The step of the kept draws. `"exact"`: no sub-clusters, restricted sweeps that
-        would empty a cluster are rejected, random splits and merges only; leaves
-        p(z | x) invariant but finds splits slowly. `"paper"` (approximate, with a
+        The step of the kept draws. `"exact"`: no carried sub-clusters; the anchored
+        restricted sweep, random splits and merges, and restricted-Gibbs splits and merges
+        of anchor pairs (`split_merge_pairs`); leaves p(z | x) invariant. `"paper"` (approximate, with a
         warning): Chang & Fisher's sampler as published, with sub-cluster splits; on a
         small data set its posterior differs from the exact one (galaxies: mean K 4.9
         against 12.6, docs/kernels/subcluster.md).
@@ -758,6 +981,13 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         exact step after it, as perm keeps its projections to warmup.
     split_delay : int, default 3
         Iterations a cluster's sub-clusters run before it may split (sec. 5.4).
+    split_merge_pairs : int, default 32
+        Anchor pairs of points per iteration of the exact variant's restricted-Gibbs
+        split-merge moves (Jain & Neal 2004, scans parallel over points; conjugate families):
+        a pair in one cluster proposes its split, a pair in two their merge, and the pairs
+        whose clusters no earlier pair claimed move at once. 0 turns the moves off.
+    launch_scans : int, default 3
+        Parallel restricted scans from the launch state before the final scan of those moves.
     merge_concentration : float, default 1
         a of the Beta(a, a) mixing proportion of the random splits (sec. 5.5).
     likelihood_dtype : {"float32", "float64"}
@@ -807,6 +1037,9 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         warmup_variant = variant
     _check_options(family, variant, warmup_variant, split_delay, merge_concentration, pair_merges, super_clusters,
                    likelihood_dtype, param_update, param_steps, proposal)
+    for name, value in (("split_merge_pairs", split_merge_pairs), ("launch_scans", launch_scans)):
+        if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0):
+            raise KernelError(f"subcluster: {name} must be an integer >= 0, got {value!r}")
     if variant == "paper":
         warnings.warn("subcluster: variant='paper' runs the published sub-cluster splits after warmup, which are "
                       "approximate (Chang & Fisher 2013; docs/kernels/subcluster.md); keep them to warmup "
@@ -832,7 +1065,7 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         ll_dtype=jnp.float32 if likelihood_dtype == "float32" else jnp.asarray(bound_model.x).dtype,
         n=n, dim=dim, block=block, num_blocks=num_blocks, blocks_per_shard=blocks_per_shard,
         pad=num_blocks * block - n, mesh=Mesh(np.asarray(devices), ("points",)) if num_shards > 1 else None,
-        num_valid=bound_model.points)
+        num_valid=bound_model.points, num_pairs=int(split_merge_pairs), launch_scans=int(launch_scans))
     if conjugate:
         one_row = jax.eval_shape(family.posterior_draw, jax.random.key(0), family.empty_stats())
     else:

@@ -122,6 +122,21 @@ def test_finds_separated_clusters_from_one_cluster():
     assert {"split_accept_rate", "random_split_accept", "random_merge_accept"} <= set(stats.data_vars)
 
 
+def test_kept_draw_step_alone_finds_separated_clusters_from_one_cluster():
+    """The exact step alone (no published warmup) splits one cluster of 3,000 points into the six
+    of the data set by its restricted-Gibbs splits of anchor pairs (issue 32: before them K
+    stayed 1)."""
+    x, labels = dpppl.datasets.load("w2", n=3000, num_clusters=6, seed=2)
+    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    idata = dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=30, init="single", seed=0,
+                         progress_bar=False)
+    assert idata.attrs["exact"] == 1
+    z = partition_group(idata)["z"].values[0, -1]
+    assert dpppl.metrics.normalized_mutual_information(z, labels) > 0.9
+    stats = group(idata, "sample_stats")
+    assert int(stats["num_splits"].sum()) == 0  # no published sub-cluster split
+    assert int(stats["restricted_splits"].sum()) >= 3
+
 def test_statistics_of_a_million_points_stay_accurate():
     """Statistics are summed block by block in the data's float64: sums of squares of
     10^6 points far from the origin agree with exactly rounded sums to 1e-12, and the
@@ -156,6 +171,10 @@ def test_bad_options_and_models_are_refused():
         dpppl.sample(case.model, case.x, kernel="subcluster", warmup_variant="fast", progress_bar=False)
     with pytest.raises(KernelError, match="split_delay"):
         dpppl.sample(case.model, case.x, kernel="subcluster", split_delay=0, progress_bar=False)
+    with pytest.raises(KernelError, match="split_merge_pairs must be an integer >= 0, got -1"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", split_merge_pairs=-1, progress_bar=False)
+    with pytest.raises(KernelError, match="launch_scans must be an integer >= 0, got 1.5"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", launch_scans=1.5, progress_bar=False)
     py = CASES["pitman_yor_normal_known"]
     with pytest.raises(KernelError, match="Pitman-Yor"):
         dpppl.sample(py.model, py.x, kernel="subcluster", progress_bar=False)
