@@ -23,6 +23,7 @@ from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz, to_run_gr
 from dpppl.diagnostics.summaries import compact_labels, label_summaries
 from dpppl.errors import ArgumentError
 from dpppl.families.base import segment_stats
+from dpppl.families.generalized_mallows import log_gm
 from dpppl.models.mixture import BoundModel
 from dpppl.run.runner import kept_records, point_class
 from dpppl.version import __version__
@@ -59,8 +60,10 @@ def log_likelihood_refusal(target, backend: str = "partition") -> str | None:
         return ("kernel='nuts' records each point's most probable component, not a draw of the partition, so "
                 "the conditional predictive given the other points' labels is not a posterior quantity")
     if not isinstance(target, BoundModel):
-        return (f"{type(target).__name__} runs instantiate their atoms (DDP) or have no conjugate predictive "
-                "(rankings), so the collapsed conditional predictive log p(x_i | x_-i, z_-i) has no closed form")
+        return (f"{type(target).__name__} runs instantiate their atoms (DDP) and do not record them per draw, "
+                "so neither the collapsed conditional predictive nor log f(x_i | theta_(z_i)) can be formed")
+    if target.family.data_kind == "ranking":
+        return None  # log GM(x_i | sigma_(z_i), theta_(z_i)) of the recorded parameters: `ranking_log_likelihood`
     if not target.family.conjugate:
         return (f"{target.family.name} has no closed-form posterior predictive, so the conditional predictive "
                 "log p(x_i | x_-i, z_-i) has no closed form")
@@ -121,6 +124,43 @@ def conditional_log_predictive(family, prior, x, z, alpha, capacity: int):
     joint = jnp.concatenate([seated, (new + log_prior_pred)[:, None]], axis=1)
     total = jnp.concatenate([existing, new[:, None]], axis=1)
     return jax.nn.logsumexp(joint, axis=1) - jax.nn.logsumexp(total, axis=1)
+
+
+def recorded_cluster(z: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """For labels `z` (..., N) and the slots `slot` (..., K) whose parameters a Mallows kernel
+    recorded (`gm_cluster_slot`, -1 where none), the index in 0..K-1 of each point's cluster among
+    the recorded ones, -1 where its cluster's parameters were not recorded (a draw with more
+    clusters than the kernel's `record_clusters`)."""
+    lead = z.shape[:-1]
+    z, slot = z.reshape(-1, z.shape[-1]), slot.reshape(-1, slot.shape[-1])
+    width = int(max(np.max(z, initial=0), np.max(slot, initial=0))) + 1
+    inverse = np.full((z.shape[0], width), -1, np.int32)
+    draw, k = np.nonzero(slot >= 0)
+    inverse[draw, slot[draw, k]] = k
+    return np.take_along_axis(inverse, z, axis=1).reshape(lead + (z.shape[-1],))
+
+
+def ranking_log_likelihood(family, x, z, sigma, theta, slot) -> np.ndarray:
+    """log GM(x_i | sigma_(z_i), theta_(z_i)) (chain, draw, point) of a rankings run: each point's
+    density under its own cluster's recorded central permutation `sigma` (..., K, n; item at each
+    rank) and dispersions `theta` (..., K, n-1), the clusters found by `recorded_cluster` from the
+    labels `z` and the recorded slots `slot`; NaN for a point whose cluster was not recorded. The
+    instantiated-parameter likelihood, not a conditional predictive (docs/analysis.md)."""
+    lead, n = z.shape[:-1], z.shape[-1]
+    index = recorded_cluster(z, slot).reshape(-1, n)
+    pos = np.argsort(sigma, axis=-1).reshape((-1,) + sigma.shape[-2:]).astype(np.int32)
+    theta = np.asarray(theta, float).reshape((-1,) + theta.shape[-2:])
+    points, m = jnp.asarray(np.asarray(x)[:n]).astype(jnp.int32), jnp.asarray(family.m)
+
+    def one(args):
+        k, p, t = args
+        ll = jax.vmap(lambda r, pk, tk: log_gm(r, pk, tk, m))(points, p[jnp.maximum(k, 0)], t[jnp.maximum(k, 0)])
+        return jnp.where(k >= 0, ll, jnp.nan)
+
+    batch = max(1, POINTWISE_BATCH // max(1, n * x.shape[1]))
+    out = jax.jit(lambda *a: jax.lax.map(one, a, batch_size=batch))(jnp.asarray(index), jnp.asarray(pos),
+                                                                      jnp.asarray(theta))
+    return np.asarray(out).reshape(lead + (n,))
 
 
 MIN_SLOTS = 32
@@ -209,7 +249,17 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
               "observed_data": observed}
     dims = {"z": ["point"], "cluster_sizes": ["cluster"], name: ["point", "dim"], **record_dims,
             **{other: ["point"] for other in observed if other != name}}
-    if log_likelihood:  # by point only: ArviZ and `to_run_groups` drop the data's `dim` for it
+    if log_likelihood and target.family.data_kind == "ranking":
+        pointwise = ranking_log_likelihood(target.family, target.x, z, partition["sigma"], posterior["theta"],
+                                           partition["gm_cluster_slot"])
+        if np.isnan(pointwise).any():
+            warnings.warn(f"the run has no log_likelihood group: a draw has more clusters "
+                          f"({int(np.max(posterior['num_clusters']))} at most) than the "
+                          f"{partition['sigma'].shape[2]} whose parameters the kernel recorded; sample with "
+                          "record_clusters= at least that", RuntimeWarning, stacklevel=3)
+        else:
+            groups["log_likelihood"] = {name: pointwise}
+    elif log_likelihood:  # by point only: ArviZ and `to_run_groups` drop the data's `dim` for it
         hyper = {k: posterior[k] for k in model.hyperpriors}
         groups["log_likelihood"] = {name: pointwise_log_likelihood(target, z, alpha, hyper)}
     convert = to_run_groups if _RUN_GROUPS.get() and writes_without_arviz() else to_arviz
@@ -230,4 +280,5 @@ def run_groups_only():
 
 __all__ = ["LOG_LIKELIHOOD_BUDGET", "MIN_SLOTS", "POINTWISE_BATCH", "SUMMARY_BLOCK", "blocked_label_summaries",
            "check_log_likelihood", "check_log_likelihood_option", "conditional_log_predictive",
-           "log_likelihood_refusal", "pointwise_log_likelihood", "run_groups_only", "slot_labels", "to_inference_data"]
+           "log_likelihood_refusal", "pointwise_log_likelihood", "ranking_log_likelihood", "recorded_cluster",
+           "run_groups_only", "slot_labels", "to_inference_data"]
