@@ -380,7 +380,8 @@ def posterior_predictive(idata, model=None, *, num_draws: int | None = None, see
     ----------
     idata : InferenceData
         A run of [`dpppl.sample`][dpppl.sample] (its labels `z`, its observed data and, for a
-        non-conjugate family, its recorded `theta_*`), or of a NumPyro model function with
+        non-conjugate family, its recorded `theta_*`; for rankings its recorded `sigma`, `theta` and
+        `gm_cluster_slot`), or of a NumPyro model function with
         `dpppl.dp_mixture` sites (its continuous draws, labels, `constant_data` and the model
         function it records).
     model : Model, BoundModel, str or callable, optional
