@@ -32,7 +32,12 @@ in the same step as the labels, and each replicated ranking is
 (a full ranking's last item completes it). A draw with a point whose cluster was not recorded
 raises a DataError before any replicate is drawn (sample with a larger `record_clusters`).
 
-DDP models are refused (see `posterior_predictive`).
+DDP models (kernel `ddp`, which records every label slot's atoms per draw: `atom_mu`, the means per
+slice, and `atom_cov`, the covariances) draw each point from its label's atom at its slice,
+
+    x_rep_i ~ N(mu_{z_i, t_i}, Sigma_{z_i, s(t_i)})     (s(t) = t per-slice covariances, 1 shared),
+
+the atoms drawn in the same step as the labels; a run without them raises a DataError.
 
 **DP sites inside a NumPyro model** (`dpppl.dp_mixture`, runs of `dpppl.sample` on a model function,
 or a NumPyro `MCMC` run of `dpppl.PartitionGibbs` through `site_predictive`): for each kept draw
@@ -80,7 +85,7 @@ from dpppl.families.base import segment_stats, stored_data, translated_params
 from dpppl.models.ddp import DDPModel
 from dpppl.models.mixture import BoundModel, Model
 from dpppl.models.sites import dp_sites
-from dpppl.run.output import recorded_cluster
+from dpppl.run.output import ddp_atoms_at_points, recorded_cluster
 from dpppl.run.partition_gibbs import call_arguments, dp_draw_trace, model_arguments, observed_data
 
 OUTPUT_BUDGET = 2**25
@@ -104,10 +109,38 @@ def _model_of(idata, model):
 
 
 def _refuse(spec) -> None:
-    if isinstance(spec, DDPModel) or not isinstance(spec, Model):
-        raise ModelError(f"posterior_predictive supports DP / Pitman-Yor / stick-breaking mixtures; "
-                         f"{type(spec).__name__} is not one (a DDP model's atoms move over time and its runs "
-                         f"do not record them per draw, so replicated data cannot be drawn from its labels)")
+    if not isinstance(spec, Model):
+        raise ModelError(f"posterior_predictive supports DP / Pitman-Yor / stick-breaking / DDP mixtures; "
+                         f"{type(spec).__name__} is not one")
+
+
+def _ddp_predictive(idata, spec: DDPModel, num_draws, seed):
+    """`posterior_predictive` of a DDP run: x_rep_i ~ N(mu_(z_i, t_i), Sigma_(z_i, s(t_i))) of each
+    kept draw's recorded atoms (module docstring)."""
+    part, observed = group(idata, PARTITION_GROUPS["posterior"]), group(idata, "observed_data")
+    if "atom_mu" not in part.data_vars or "atom_cov" not in part.data_vars:
+        raise DataError("posterior_predictive: the DDP run recorded no atoms (atom_mu, atom_cov); sample it with "
+                        "kernel 'ddp' (or 'ddp+ddpswap') and record_atoms=True, the default")
+    name, by = spec.data.name, spec.data.by
+    slices = jnp.asarray(np.unique(np.asarray(observed[by]), return_inverse=True)[1])
+    z = np.asarray(part["z"])
+    chains, draws, n = z.shape
+    mu, cov = np.asarray(part["atom_mu"]), np.asarray(part["atom_cov"])
+    dim = mu.shape[-1]
+    kept = _kept_draws(num_draws, chains, draws, n * dim)
+
+    def one(args):
+        key, labels, m, c = args
+        loc, scale = ddp_atoms_at_points(labels, slices, m, c)
+        return loc + jnp.einsum("nij,nj->ni", jnp.linalg.cholesky(scale), jax.random.normal(key, loc.shape))
+
+    flat = [jnp.asarray(v[:, kept].reshape((-1,) + v.shape[2:])) for v in (z, mu, cov)]
+    keys = jax.random.split(jax.random.key(seed), flat[0].shape[0])
+    batch = int(max(1, min(flat[0].shape[0], BATCH_BUDGET // max(1, n * dim * dim))))
+    x_rep = jax.jit(lambda *a: jax.lax.map(one, a, batch_size=batch))(keys, *flat)
+    return with_groups(idata, {"posterior_predictive": {name: np.asarray(x_rep).reshape(chains, len(kept), n, dim)}},
+                       coords={"draw": kept, "point": np.arange(n), "dim": np.arange(dim)},
+                       dims={name: ["point", "dim"]}, attrs={"seed": seed})
 
 
 def _kept_draws(num_draws, chains: int, draws: int, per_draw: int) -> np.ndarray:
@@ -414,6 +447,8 @@ def posterior_predictive(idata, model=None, *, num_draws: int | None = None, see
                             "arguments; this run sampled a dpppl model")
     model = _model_of(idata, model)
     spec = as_model(model)
+    if isinstance(spec, DDPModel):
+        return _ddp_predictive(idata, spec, num_draws, seed)
     _refuse(spec)
     bound = bind_to_run(model if isinstance(model, BoundModel) else spec, idata)
     family = bound.family

@@ -24,6 +24,7 @@ from dpppl.diagnostics.summaries import compact_labels, label_summaries
 from dpppl.errors import ArgumentError
 from dpppl.families.base import segment_stats
 from dpppl.families.generalized_mallows import log_gm
+from dpppl.models.ddp import DDPBound
 from dpppl.models.mixture import BoundModel
 from dpppl.run.runner import kept_records, point_class
 from dpppl.version import __version__
@@ -59,9 +60,10 @@ def log_likelihood_refusal(target, backend: str = "partition") -> str | None:
     if backend == "nuts":
         return ("kernel='nuts' records each point's most probable component, not a draw of the partition, so "
                 "the conditional predictive given the other points' labels is not a posterior quantity")
+    if isinstance(target, DDPBound):
+        return None  # log N(x_i | atom of z_i at its slice) of the recorded atoms: `ddp_log_likelihood`
     if not isinstance(target, BoundModel):
-        return (f"{type(target).__name__} runs instantiate their atoms (DDP) and do not record them per draw, "
-                "so neither the collapsed conditional predictive nor log f(x_i | theta_(z_i)) can be formed")
+        return f"{type(target).__name__} runs have no pointwise log likelihood"
     if target.family.data_kind == "ranking":
         return None  # log GM(x_i | sigma_(z_i), theta_(z_i)) of the recorded parameters: `ranking_log_likelihood`
     if not target.family.conjugate:
@@ -163,6 +165,32 @@ def ranking_log_likelihood(family, x, z, sigma, theta, slot) -> np.ndarray:
     return np.asarray(out).reshape(lead + (n,))
 
 
+def ddp_atoms_at_points(z, slices, mu, cov):
+    """Each point's atom in one draw of a DDP run: its label's mean at its slice (N, D) and
+    covariance (N, D, D), from the recorded `atom_mu` (C, T, D) and `atom_cov` (C, S, D, D)
+    (S = T per slice, 1 shared); `slices` (N,) the points' slice indices."""
+    return mu[z, slices], cov[z, slices if cov.shape[1] == mu.shape[1] else 0]
+
+
+def ddp_log_likelihood(x, slices, z, mu, cov) -> np.ndarray:
+    """log N(x_i; mu_(z_i, t_i), Sigma_(z_i, s(t_i))) (chain, draw, point) of a DDP run: each point's
+    density under its own label's recorded atom at its slice (`ddp_atoms_at_points`), the points
+    `x` (N, D) in the data's frame. The instantiated-parameter likelihood, as for rankings
+    (docs/analysis.md)."""
+    lead, n = z.shape[:-1], z.shape[-1]
+    points, where = jnp.asarray(x, float), jnp.asarray(slices)
+
+    def one(args):
+        labels, m, c = args
+        loc, scale = ddp_atoms_at_points(labels, where, m, c)
+        return jax.scipy.stats.multivariate_normal.logpdf(points, loc, scale)
+
+    flat = [jnp.asarray(np.reshape(v, (-1,) + v.shape[len(lead):])) for v in (z, mu, cov)]
+    batch = max(1, POINTWISE_BATCH // max(1, n * x.shape[1] ** 2))
+    out = jax.jit(lambda *a: jax.lax.map(one, a, batch_size=batch))(*flat)
+    return np.asarray(out).reshape(lead + (n,))
+
+
 MIN_SLOTS = 32
 """Fewest cluster slots of the pointwise program: runs of up to 31 clusters share one program."""
 
@@ -249,7 +277,14 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
               "observed_data": observed}
     dims = {"z": ["point"], "cluster_sizes": ["cluster"], name: ["point", "dim"], **record_dims,
             **{other: ["point"] for other in observed if other != name}}
-    if log_likelihood and target.family.data_kind == "ranking":
+    if log_likelihood and isinstance(target, DDPBound):
+        if "atom_mu" in partition:
+            groups["log_likelihood"] = {name: ddp_log_likelihood(target.observed_x, target.slices, z,
+                                                                  partition["atom_mu"], partition["atom_cov"])}
+        else:
+            warnings.warn("the run has no log_likelihood group: its kernel recorded no DDP atoms (kernel 'ddp' "
+                          "records them unless record_atoms=False)", RuntimeWarning, stacklevel=3)
+    elif log_likelihood and target.family.data_kind == "ranking":
         pointwise = ranking_log_likelihood(target.family, target.x, z, partition["sigma"], posterior["theta"],
                                            partition["gm_cluster_slot"])
         if np.isnan(pointwise).any():
@@ -279,6 +314,7 @@ def run_groups_only():
 
 
 __all__ = ["LOG_LIKELIHOOD_BUDGET", "MIN_SLOTS", "POINTWISE_BATCH", "SUMMARY_BLOCK", "blocked_label_summaries",
-           "check_log_likelihood", "check_log_likelihood_option", "conditional_log_predictive",
+           "check_log_likelihood", "check_log_likelihood_option", "conditional_log_predictive", "ddp_atoms_at_points",
+           "ddp_log_likelihood",
            "log_likelihood_refusal", "pointwise_log_likelihood", "ranking_log_likelihood", "recorded_cluster",
            "run_groups_only", "slot_labels", "to_inference_data"]

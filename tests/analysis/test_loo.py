@@ -144,3 +144,23 @@ def test_a_rankings_run_has_each_point_s_density_under_its_own_cluster():
 def test_recorded_cluster_finds_each_label_among_the_recorded_slots():
     z = np.array([[[3, 0, 3, 5]]])
     assert output.recorded_cluster(z, np.array([[[0, 3, -1]]])).tolist() == [[[1, 0, 1, -1]]]
+
+
+@pytest.mark.parametrize("num_cov", [1, 2])
+def test_ddp_pointwise_density_is_each_point_s_atom_at_its_slice(num_cov):
+    """log N(x_i; mu_(z_i, t_i), Sigma_(z_i, s(t_i))) of recorded atoms, against SciPy, with one
+    covariance per label (shared) or one per slice."""
+    from scipy.stats import multivariate_normal
+
+    rng = np.random.default_rng(1)
+    x, slices = rng.normal(size=(5, 2)), np.array([0, 1, 1, 0, 1])
+    z = rng.integers(0, 3, (2, 3, 5))
+    mu = rng.normal(size=(2, 3, 3, 2, 2))
+    a = rng.normal(size=(2, 3, 3, num_cov, 2, 2))
+    cov = a @ np.swapaxes(a, -1, -2) + np.eye(2)
+    ll = output.ddp_log_likelihood(x, slices, z, mu, cov)
+    assert ll.shape == (2, 3, 5)
+    for c, d, i in itertools.product(range(2), range(3), range(5)):
+        k, t = z[c, d, i], slices[i]
+        expected = multivariate_normal(mu[c, d, k, t], cov[c, d, k, t if num_cov == 2 else 0]).logpdf(x[i])
+        assert ll[c, d, i] == pytest.approx(expected, rel=1e-10)

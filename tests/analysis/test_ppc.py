@@ -84,9 +84,36 @@ def test_non_conjugate_run_without_parameters_is_refused():
         dpppl.posterior_predictive(_run(np.zeros((1, 2, 4)), x), "models/gaussian_lognormal.dp")
 
 
-def test_ddp_is_refused_with_the_reason():
-    with pytest.raises(dpppl.ModelError, match="DDP"):
-        dpppl.posterior_predictive(_run(np.zeros((1, 2, 4)), np.zeros((4, 2))), "examples/ddp.dp")
+def _ddp_run(z, **atoms):
+    """A DDP run of examples/ddp.dp on 6 points at times 0, 0, 0, 5, 5, 5 (two slices)."""
+    z = np.asarray(z, np.int32)
+    return to_arviz({"posterior": {"num_clusters": np.zeros(z.shape[:2])}, "posterior_partition": {"z": z, **atoms},
+                     "observed_data": {"x": np.zeros((6, 2)), "t": np.array([0.0, 0, 0, 5, 5, 5])}},
+                    coords={"point": np.arange(6)},
+                    dims={"z": ["point"], "x": ["point", "dim"], "t": ["point"], "atom_mu": ["slot", "slice", "dim"],
+                          "atom_cov": ["slot", "cov_slice", "row", "col"]})
+
+
+def test_ddp_replicates_each_point_from_its_label_s_atom_at_its_slice():
+    """Label 1's mean moves from (10, 0) to (20, 0) between the slices, label 0 sits at (-5, -5):
+    each replicate's mean and variance are its atom's at its slice (5 Monte Carlo standard errors)."""
+    s = 2000
+    z = np.broadcast_to([1, 0, 1, 1, 0, 1], (1, s, 6))
+    mu = np.broadcast_to([[[-5.0, -5.0], [-5.0, -5.0]], [[10.0, 0.0], [20.0, 0.0]]], (1, s, 2, 2, 2))
+    cov = np.broadcast_to(np.array([np.eye(2), 4 * np.eye(2)])[:, None], (1, s, 2, 1, 2, 2))  # shared per label
+    out = dpppl.posterior_predictive(_ddp_run(z, atom_mu=mu, atom_cov=cov), "examples/ddp.dp", seed=2)
+    rep = group(out, "posterior_predictive")["x"]
+    assert rep.dims == ("chain", "draw", "point", "dim") and rep.shape == (1, s, 6, 2)
+    for i, (mean, var) in enumerate([((10, 0), 4), ((-5, -5), 1), ((10, 0), 4), ((20, 0), 4), ((-5, -5), 1),
+                                     ((20, 0), 4)]):
+        draws = rep.values[0, :, i]
+        assert np.all(np.abs(draws.mean(axis=0) - mean) < 5 * np.sqrt(var / s)), i
+        assert np.all(np.abs(draws.var(axis=0) - var) < 5 * var * np.sqrt(2 / s)), i
+
+
+def test_a_ddp_run_without_atoms_is_refused():
+    with pytest.raises(dpppl.DataError, match="the DDP run recorded no atoms"):
+        dpppl.posterior_predictive(_ddp_run(np.zeros((1, 2, 6))), "examples/ddp.dp")
 
 
 RANKED = np.array([[0, 1, 2, 3], [3, 2, 1, 0], [1, 3, -1, -1], [2, 0, 1, 3], [0, 2, 3, 1], [1, 0, 2, 3]], float)
