@@ -75,8 +75,6 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX, record_atom
     """
     if isinstance(num_aux, bool) or not isinstance(num_aux, numbers.Integral) or num_aux < 1:
         raise KernelError(f"ddp: num_aux must be an integer >= 1, got {num_aux!r}")
-    if not isinstance(record_atoms, bool):
-        raise KernelError(f"ddp: record_atoms must be True or False, got {record_atoms!r}")
     family, prior = bound_model.family, bound_model.prior
     shift = jnp.asarray(bound_model.shift)
 

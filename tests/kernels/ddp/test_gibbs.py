@@ -21,6 +21,8 @@ def test_kernels_refuse_the_wrong_models():
             dpppl.sample(dpppl.DPMixture(1.0, dpppl.NormalInverseWishart()), x, kernel=kernel)
     with pytest.raises(dpppl.KernelError, match="intervals"):
         dpppl.sample(small_model(), (x, t), kernel="ddp+ddpswap", intervals="sometimes")
+    with pytest.raises(dpppl.ArgumentError, match="option record_atoms of kernel 'ddp' must be True or False"):
+        dpppl.sample(small_model(), (x, t), kernel="ddp+ddpswap", record_atoms="yes")
     with pytest.raises(dpppl.KernelError, match="no collapsed log joint"):
         dpppl.log_joint(small_model(), (x, t), np.zeros(6, int))
 
