@@ -195,11 +195,11 @@ def _sampler(bound: BoundModel, capacity: int, recorded: bool):
 def _ranking_draws(idata, family, x, z, kept, seed):
     """Replicated rankings (chain, kept draw, N, n) of a Generalized Mallows run: each point's ranking
     drawn from its cluster's recorded (sigma, theta), of the observed ranking's length (module docstring)."""
-    part, post = group(idata, PARTITION_GROUPS["posterior"]), group(idata, "posterior")
-    if not {"sigma", "gm_cluster_slot"} <= set(part.data_vars) or "theta" not in post.data_vars:
+    part = group(idata, PARTITION_GROUPS["posterior"])
+    if not {"sigma", "theta", "gm_cluster_slot"} <= set(part.data_vars):
         raise DataError("posterior_predictive: the rankings run recorded no cluster parameters (sigma, theta, "
                         "gm_cluster_slot); sample it with kernel='mallows-slice' or 'mallows-beta'")
-    sigma, theta = np.asarray(part["sigma"])[:, kept], np.asarray(post["theta"])[:, kept]
+    sigma, theta = np.asarray(part["sigma"])[:, kept], np.asarray(part["theta"])[:, kept]
     index = recorded_cluster(z, np.asarray(part["gm_cluster_slot"])[:, kept])
     if np.any(index < 0):
         chain, draw = np.argwhere((index < 0).any(axis=-1))[0]

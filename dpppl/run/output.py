@@ -32,6 +32,9 @@ from dpppl.version import __version__
 
 _RUN_GROUPS = contextvars.ContextVar("dpppl_run_groups_only", default=False)
 
+CLUSTER_DIMS = frozenset({"slot", "gm_cluster"})
+"""Record dimensions that index clusters (label slots; the Mallows kernels' largest clusters): a
+kernel record with one goes to `posterior_partition`, out of ArviZ's default summaries."""
 SUMMARY_BLOCK = 2**24
 """Labels summarised at a time by `blocked_label_summaries` (its int64 temporaries, about 24 bytes
 a label, then stay near 0.4 GB)."""
@@ -246,8 +249,8 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
                       log_likelihood: bool = False):
     """`posterior`: the label-invariant summaries of `z` (scalars per draw), `alpha`
     when it has a prior, a copy of `lp` and the kernel's label-invariant continuous records;
-    `posterior_partition`: `z`, `cluster_sizes` and the records indexed by label slot
-    or integer-valued (what ArviZ should not see by default); `sample_stats`: `lp` and
+    `posterior_partition`: `z`, `cluster_sizes` and the records indexed by cluster
+    (`CLUSTER_DIMS`) or integer-valued (what ArviZ should not see by default); `sample_stats`: `lp` and
     each move's statistics; `observed_data`: the target's observed variables; with
     `log_likelihood` (`check_log_likelihood` decides), `log_likelihood`: the pointwise conditional
     predictive (`pointwise_log_likelihood`) under the data's name, dims (chain, draw, point)."""
@@ -264,7 +267,7 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
     record_dims = record_dims or {}
     for k in record_dims:
         value = records.pop(k)
-        by_slot = "slot" in record_dims[k] or np.asarray(value).dtype.kind in "iub"
+        by_slot = bool(CLUSTER_DIMS & set(record_dims[k])) or np.asarray(value).dtype.kind in "iub"
         (partition if by_slot else posterior)[k] = value
     sample_stats = {"lp": records.pop("lp"), **records}
     model = target.model
@@ -285,7 +288,7 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
             warnings.warn("the run has no log_likelihood group: its kernel recorded no DDP atoms (kernel 'ddp' "
                           "records them unless record_atoms=False)", RuntimeWarning, stacklevel=3)
     elif log_likelihood and target.family.data_kind == "ranking":
-        pointwise = ranking_log_likelihood(target.family, target.x, z, partition["sigma"], posterior["theta"],
+        pointwise = ranking_log_likelihood(target.family, target.x, z, partition["sigma"], partition["theta"],
                                            partition["gm_cluster_slot"])
         if np.isnan(pointwise).any():
             warnings.warn(f"the run has no log_likelihood group: a draw has more clusters "
@@ -313,8 +316,8 @@ def run_groups_only():
         _RUN_GROUPS.reset(token)
 
 
-__all__ = ["LOG_LIKELIHOOD_BUDGET", "MIN_SLOTS", "POINTWISE_BATCH", "SUMMARY_BLOCK", "blocked_label_summaries",
-           "check_log_likelihood", "check_log_likelihood_option", "conditional_log_predictive", "ddp_atoms_at_points",
-           "ddp_log_likelihood",
-           "log_likelihood_refusal", "pointwise_log_likelihood", "ranking_log_likelihood", "recorded_cluster",
-           "run_groups_only", "slot_labels", "to_inference_data"]
+__all__ = ["CLUSTER_DIMS", "LOG_LIKELIHOOD_BUDGET", "MIN_SLOTS", "POINTWISE_BATCH", "SUMMARY_BLOCK",
+           "blocked_label_summaries", "check_log_likelihood", "check_log_likelihood_option",
+           "conditional_log_predictive", "ddp_atoms_at_points", "ddp_log_likelihood", "log_likelihood_refusal",
+           "pointwise_log_likelihood", "ranking_log_likelihood", "recorded_cluster", "run_groups_only",
+           "slot_labels", "to_inference_data"]

@@ -121,11 +121,11 @@ RANKED = np.array([[0, 1, 2, 3], [3, 2, 1, 0], [1, 3, -1, -1], [2, 0, 1, 3], [0,
 
 def _ranking_run(z, sigma, theta, slot):
     """A rankings run's InferenceData: labels (chain, draw, 6), and the recorded parameters of
-    its clusters as the Mallows kernels record them (sigma and gm_cluster_slot by slot in
-    posterior_partition, theta in posterior)."""
+    its clusters as the Mallows kernels record them (sigma, theta and gm_cluster_slot in
+    posterior_partition)."""
     z = np.asarray(z, np.int32)
-    return to_arviz({"posterior": {"num_clusters": np.zeros(z.shape[:2]), "theta": theta},
-                     "posterior_partition": {"z": z, "sigma": np.asarray(sigma, np.int32),
+    return to_arviz({"posterior": {"num_clusters": np.zeros(z.shape[:2])},
+                     "posterior_partition": {"z": z, "sigma": np.asarray(sigma, np.int32), "theta": theta,
                                              "gm_cluster_slot": np.asarray(slot, np.int32)},
                      "observed_data": {"r": RANKED}},
                     coords={"point": np.arange(6)},
