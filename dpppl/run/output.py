@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 
-from dpppl.core.compiled import on_target
+from dpppl.core.compiled import on_target, persisted
 from dpppl.core.protocols import Target
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz, to_run_groups, writes_without_arviz
 from dpppl.diagnostics.summaries import compact_labels, label_summaries
@@ -145,6 +145,40 @@ def recorded_cluster(z: np.ndarray, slot: np.ndarray) -> np.ndarray:
     return np.take_along_axis(inverse, z, axis=1).reshape(lead + (z.shape[-1],))
 
 
+def _gm_point_densities(points, m, index, pos, theta):
+    """log GM of each point `points` (P, n) under its recorded cluster `index` (B, P) of every draw
+    of a block (`pos` (B, K, n), `theta` (B, K, n-1)); NaN where `index` is -1."""
+    def one(k, p, t):
+        ll = jax.vmap(lambda r, pk, tk: log_gm(r, pk, tk, m))(points, p[jnp.maximum(k, 0)], t[jnp.maximum(k, 0)])
+        return jnp.where(k >= 0, ll, jnp.nan)
+
+    return jax.vmap(one)(index, pos, theta)
+
+
+def _ddp_point_densities(points, slices, z, mu, cov):
+    """log N of each point `points` (P, D) at its slice under its label's atom, every draw of a
+    block (`z` (B, P), `mu` (B, C, T, D), `cov` (B, C, S, D, D))."""
+    def one(labels, m, c):
+        loc, scale = ddp_atoms_at_points(labels, slices, m, c)
+        return jax.scipy.stats.multivariate_normal.logpdf(points, loc, scale)
+
+    return jax.vmap(one)(z, mu, cov)
+
+
+def _by_blocks(name: str, fn, shared: tuple, per_draw: list) -> np.ndarray:
+    """`fn(*shared, *block)` over the draws (leading axis of `per_draw`) in blocks of at most 256
+    (a power of two; the last block padded with copies of the first draw), by one persisted
+    program per shape class: the caller pads the points to their class (`point_class`), and no
+    array is put on the device outside it (a program of its shape)."""
+    draws = per_draw[0].shape[0]
+    block = max(1, min(256, 1 << (draws - 1).bit_length()))
+    rows = -(-draws // block) * block
+    per_draw = [np.concatenate([v, np.broadcast_to(v[:1], (rows - draws,) + v.shape[1:])]) for v in per_draw]
+    program = persisted((name, block), fn)
+    return np.concatenate([np.asarray(program(*shared, *(v[i:i + block] for v in per_draw)))
+                           for i in range(0, rows, block)])[:draws]
+
+
 def ranking_log_likelihood(family, x, z, sigma, theta, slot) -> np.ndarray:
     """log GM(x_i | sigma_(z_i), theta_(z_i)) (chain, draw, point) of a rankings run: each point's
     density under its own cluster's recorded central permutation `sigma` (..., K, n; item at each
@@ -152,20 +186,15 @@ def ranking_log_likelihood(family, x, z, sigma, theta, slot) -> np.ndarray:
     labels `z` and the recorded slots `slot`; NaN for a point whose cluster was not recorded. The
     instantiated-parameter likelihood, not a conditional predictive (docs/analysis.md)."""
     lead, n = z.shape[:-1], z.shape[-1]
-    index = recorded_cluster(z, slot).reshape(-1, n)
+    size = point_class(n)  # padded rows: the ranking 0..n-1, in no recorded cluster
+    x = np.asarray(x)[:n].astype(np.int32)
+    points = np.concatenate([x, np.broadcast_to(np.arange(x.shape[1], dtype=np.int32), (size - n, x.shape[1]))])
+    index = np.pad(recorded_cluster(z, slot).reshape(-1, n), [(0, 0), (0, size - n)], constant_values=-1)
     pos = np.argsort(sigma, axis=-1).reshape((-1,) + sigma.shape[-2:]).astype(np.int32)
     theta = np.asarray(theta, float).reshape((-1,) + theta.shape[-2:])
-    points, m = jnp.asarray(np.asarray(x)[:n]).astype(jnp.int32), jnp.asarray(family.m)
-
-    def one(args):
-        k, p, t = args
-        ll = jax.vmap(lambda r, pk, tk: log_gm(r, pk, tk, m))(points, p[jnp.maximum(k, 0)], t[jnp.maximum(k, 0)])
-        return jnp.where(k >= 0, ll, jnp.nan)
-
-    batch = max(1, POINTWISE_BATCH // max(1, n * x.shape[1]))
-    out = jax.jit(lambda *a: jax.lax.map(one, a, batch_size=batch))(jnp.asarray(index), jnp.asarray(pos),
-                                                                      jnp.asarray(theta))
-    return np.asarray(out).reshape(lead + (n,))
+    out = _by_blocks("ranking_log_likelihood", _gm_point_densities, (points, np.asarray(family.m, float)),
+                     [index, pos, theta])
+    return out[:, :n].reshape(lead + (n,))
 
 
 def ddp_atoms_at_points(z, slices, mu, cov):
@@ -181,17 +210,13 @@ def ddp_log_likelihood(x, slices, z, mu, cov) -> np.ndarray:
     `x` (N, D) in the data's frame. The instantiated-parameter likelihood, as for rankings
     (docs/analysis.md)."""
     lead, n = z.shape[:-1], z.shape[-1]
-    points, where = jnp.asarray(x, float), jnp.asarray(slices)
-
-    def one(args):
-        labels, m, c = args
-        loc, scale = ddp_atoms_at_points(labels, where, m, c)
-        return jax.scipy.stats.multivariate_normal.logpdf(points, loc, scale)
-
-    flat = [jnp.asarray(np.reshape(v, (-1,) + v.shape[len(lead):])) for v in (z, mu, cov)]
-    batch = max(1, POINTWISE_BATCH // max(1, n * x.shape[1] ** 2))
-    out = jax.jit(lambda *a: jax.lax.map(one, a, batch_size=batch))(*flat)
-    return np.asarray(out).reshape(lead + (n,))
+    size = point_class(n)  # padded rows: the origin in slice 0, label 0, dropped below
+    points = np.pad(np.asarray(x, float), [(0, size - n), (0, 0)])
+    where = np.pad(np.asarray(slices, np.int32), (0, size - n))
+    labels = np.pad(z.reshape(-1, n).astype(np.int32), [(0, 0), (0, size - n)])
+    flat = [np.reshape(v, (-1,) + v.shape[len(lead):]) for v in (mu, cov)]
+    out = _by_blocks("ddp_log_likelihood", _ddp_point_densities, (points, where), [labels] + flat)
+    return out[:, :n].reshape(lead + (n,))
 
 
 MIN_SLOTS = 32
