@@ -40,10 +40,10 @@ r[i] ~ GeneralizedMallows(theta[z[i]])
 
 
 def clusters_of_last_draw(idata, ballots, top=8):
-    post, part = idata.posterior, partition_group(idata)  # theta; labels and integer records
+    part = partition_group(idata)  # labels and the clusters' records
     sizes = part["gm_cluster_size"].values[0, -1]
     sigma = part["sigma"].values[0, -1]
-    theta = post["theta"].values[0, -1]
+    theta = part["theta"].values[0, -1]
     slots = part["gm_cluster_slot"].values[0, -1]
     z = part["z"].values[0, -1]
     out = []

@@ -22,7 +22,22 @@ independent of it.
   p(theta | x_k); `attrs["proposal_draws"]` counts them.
 - Count data keep each point's total: x_rep_i ~ Multinomial(sum_v x_iv, p_{z_i}).
 
-Rankings (Generalized Mallows) and DDP models are refused (see `posterior_predictive`).
+Rankings (Generalized Mallows, `kernel="mallows-slice"` or `"mallows-beta"`) have no conjugate
+posterior: the run records each draw's instantiated parameters (central permutation `sigma` and
+dispersions `theta` of the `record_clusters` largest clusters, their slots `gm_cluster_slot`), drawn
+in the same step as the labels, and each replicated ranking is
+
+    x_rep_i ~ GM(sigma_{z_i}, theta_{z_i})              of the observed ranking's length t_i
+
+(a full ranking's last item completes it). A draw with a point whose cluster was not recorded
+raises a DataError before any replicate is drawn (sample with a larger `record_clusters`).
+
+DDP models (kernel `ddp`, which records every label slot's atoms per draw: `atom_mu`, the means per
+slice, and `atom_cov`, the covariances) draw each point from its label's atom at its slice,
+
+    x_rep_i ~ N(mu_{z_i, t_i}, Sigma_{z_i, s(t_i)})     (s(t) = t per-slice covariances, 1 shared),
+
+the atoms drawn in the same step as the labels; a run without them raises a DataError.
 
 **DP sites inside a NumPyro model** (`dpppl.dp_mixture`, runs of `dpppl.sample` on a model function,
 or a NumPyro `MCMC` run of `dpppl.PartitionGibbs` through `site_predictive`): for each kept draw
@@ -70,6 +85,7 @@ from dpppl.families.base import segment_stats, stored_data, translated_params
 from dpppl.models.ddp import DDPModel
 from dpppl.models.mixture import BoundModel, Model
 from dpppl.models.sites import dp_sites
+from dpppl.run.output import ddp_atoms_at_points, recorded_cluster
 from dpppl.run.partition_gibbs import call_arguments, dp_draw_trace, model_arguments, observed_data
 
 OUTPUT_BUDGET = 2**25
@@ -93,14 +109,38 @@ def _model_of(idata, model):
 
 
 def _refuse(spec) -> None:
-    if isinstance(spec, DDPModel) or not isinstance(spec, Model):
-        raise ModelError(f"posterior_predictive supports DP / Pitman-Yor / stick-breaking mixtures; "
-                         f"{type(spec).__name__} is not one (a DDP model's atoms move over time and its runs "
-                         f"do not record them per draw, so replicated data cannot be drawn from its labels)")
-    if spec.component.data_kind == "ranking":
-        raise ModelError("posterior_predictive: Generalized Mallows components have no conjugate posterior and "
-                         "their runs do not record the central permutations per draw, so replicated rankings "
-                         "cannot be drawn from the labels")
+    if not isinstance(spec, Model):
+        raise ModelError(f"posterior_predictive supports DP / Pitman-Yor / stick-breaking / DDP mixtures; "
+                         f"{type(spec).__name__} is not one")
+
+
+def _ddp_predictive(idata, spec: DDPModel, num_draws, seed):
+    """`posterior_predictive` of a DDP run: x_rep_i ~ N(mu_(z_i, t_i), Sigma_(z_i, s(t_i))) of each
+    kept draw's recorded atoms (module docstring)."""
+    part, observed = group(idata, PARTITION_GROUPS["posterior"]), group(idata, "observed_data")
+    if "atom_mu" not in part.data_vars or "atom_cov" not in part.data_vars:
+        raise DataError("posterior_predictive: the DDP run recorded no atoms (atom_mu, atom_cov); sample it with "
+                        "kernel 'ddp' (or 'ddp+ddpswap') and record_atoms=True, the default")
+    name, by = spec.data.name, spec.data.by
+    slices = jnp.asarray(np.unique(np.asarray(observed[by]), return_inverse=True)[1])
+    z = np.asarray(part["z"])
+    chains, draws, n = z.shape
+    mu, cov = np.asarray(part["atom_mu"]), np.asarray(part["atom_cov"])
+    dim = mu.shape[-1]
+    kept = _kept_draws(num_draws, chains, draws, n * dim)
+
+    def one(args):
+        key, labels, m, c = args
+        loc, scale = ddp_atoms_at_points(labels, slices, m, c)
+        return loc + jnp.einsum("nij,nj->ni", jnp.linalg.cholesky(scale), jax.random.normal(key, loc.shape))
+
+    flat = [jnp.asarray(v[:, kept].reshape((-1,) + v.shape[2:])) for v in (z, mu, cov)]
+    keys = jax.random.split(jax.random.key(seed), flat[0].shape[0])
+    batch = int(max(1, min(flat[0].shape[0], BATCH_BUDGET // max(1, n * dim * dim))))
+    x_rep = jax.jit(lambda *a: jax.lax.map(one, a, batch_size=batch))(keys, *flat)
+    return with_groups(idata, {"posterior_predictive": {name: np.asarray(x_rep).reshape(chains, len(kept), n, dim)}},
+                       coords={"draw": kept, "point": np.arange(n), "dim": np.arange(dim)},
+                       dims={name: ["point", "dim"]}, attrs={"seed": seed})
 
 
 def _kept_draws(num_draws, chains: int, draws: int, per_draw: int) -> np.ndarray:
@@ -150,6 +190,39 @@ def _sampler(bound: BoundModel, capacity: int, recorded: bool):
         return points(k_x, filled, z), jnp.sum(used).astype(jnp.int32)
 
     return one
+
+
+def _ranking_draws(idata, family, x, z, kept, seed):
+    """Replicated rankings (chain, kept draw, N, n) of a Generalized Mallows run: each point's ranking
+    drawn from its cluster's recorded (sigma, theta), of the observed ranking's length (module docstring)."""
+    part = group(idata, PARTITION_GROUPS["posterior"])
+    if not {"sigma", "theta", "gm_cluster_slot"} <= set(part.data_vars):
+        raise DataError("posterior_predictive: the rankings run recorded no cluster parameters (sigma, theta, "
+                        "gm_cluster_slot); sample it with kernel='mallows-slice' or 'mallows-beta'")
+    sigma, theta = np.asarray(part["sigma"])[:, kept], np.asarray(part["theta"])[:, kept]
+    index = recorded_cluster(z, np.asarray(part["gm_cluster_slot"])[:, kept])
+    if np.any(index < 0):
+        chain, draw = np.argwhere((index < 0).any(axis=-1))[0]
+        raise DataError(f"posterior_predictive: draw {int(kept[draw])} of chain {int(chain)} has more clusters than "
+                        f"the {sigma.shape[2]} whose parameters the run recorded; sample with a larger "
+                        "record_clusters=")
+    n_items = x.shape[1]
+    lengths = jnp.asarray(np.minimum((x >= 0).sum(axis=1), n_items - 1))
+    full = jnp.asarray((x >= 0).all(axis=1))
+    pos = jnp.asarray(np.argsort(sigma, axis=-1).reshape((-1,) + sigma.shape[2:]), jnp.int32)
+    theta = jnp.asarray(theta.reshape((-1,) + theta.shape[2:]), float)
+
+    def one(args):
+        key, labels, p, t = args
+        rep = family.sample_points(key, {"pos": p, "theta": t}, labels, lengths).astype(jnp.int32)
+        last = (n_items * (n_items - 1) // 2 - jnp.sum(jnp.where(rep >= 0, rep, 0), axis=1)).astype(jnp.int32)
+        return rep.at[:, -1].set(jnp.where(full, last, rep[:, -1]))
+
+    keys = jax.random.split(jax.random.key(seed), pos.shape[0])
+    batch = int(max(1, min(pos.shape[0], BATCH_BUDGET // max(1, x.size))))
+    rep = jax.jit(lambda *a: jax.lax.map(one, a, batch_size=batch))(keys, jnp.asarray(index.reshape(-1, x.shape[0])),
+                                                                    pos, theta)
+    return np.asarray(rep).reshape(z.shape + (n_items,))
 
 
 def _seat_new(key, prior, counts, alpha, m: int):
@@ -340,7 +413,8 @@ def posterior_predictive(idata, model=None, *, num_draws: int | None = None, see
     ----------
     idata : InferenceData
         A run of [`dpppl.sample`][dpppl.sample] (its labels `z`, its observed data and, for a
-        non-conjugate family, its recorded `theta_*`), or of a NumPyro model function with
+        non-conjugate family, its recorded `theta_*`; for rankings its recorded `sigma`, `theta` and
+        `gm_cluster_slot`), or of a NumPyro model function with
         `dpppl.dp_mixture` sites (its continuous draws, labels, `constant_data` and the model
         function it records).
     model : Model, BoundModel, str or callable, optional
@@ -373,6 +447,8 @@ def posterior_predictive(idata, model=None, *, num_draws: int | None = None, see
                             "arguments; this run sampled a dpppl model")
     model = _model_of(idata, model)
     spec = as_model(model)
+    if isinstance(spec, DDPModel):
+        return _ddp_predictive(idata, spec, num_draws, seed)
     _refuse(spec)
     bound = bind_to_run(model if isinstance(model, BoundModel) else spec, idata)
     family = bound.family
@@ -382,6 +458,12 @@ def posterior_predictive(idata, model=None, *, num_draws: int | None = None, see
         raise DataError(f"the run's labels cover {n} points but its data have {bound.num_points}")
     dim = bound.x.shape[1]
     kept = _kept_draws(num_draws, chains, draws, n * dim)
+    name = spec.data.name
+    if family.data_kind == "ranking":
+        x_rep = stored_data(family, _ranking_draws(idata, family, np.asarray(bound.x), z[:, kept], kept, seed))
+        return with_groups(idata, {"posterior_predictive": {name: x_rep}},
+                           coords={"draw": kept, "point": np.arange(n), "dim": np.arange(dim)},
+                           dims={name: ["point", "dim"]}, attrs={"seed": seed})
     z = z[:, kept].reshape(-1, n)
     recorded = not family.conjugate
     if recorded:
@@ -398,7 +480,6 @@ def posterior_predictive(idata, model=None, *, num_draws: int | None = None, see
     run = jax.jit(lambda k, labels, th: jax.lax.map(lambda a: one(*a), (k, labels, th), batch_size=batch))
     x_rep, proposal_draws = run(keys, jnp.asarray(z, jnp.int32), jax.tree.map(lambda v: jnp.asarray(v, dtype), theta))
     x_rep = stored_data(family, np.asarray(x_rep).reshape(chains, len(kept), n, dim))
-    name = spec.data.name
     attrs = {"proposal_draws": int(np.sum(proposal_draws)), "seed": seed}
     return with_groups(idata, {"posterior_predictive": {name: x_rep}},
                        coords={"draw": kept, "point": np.arange(n), "dim": np.arange(dim)},

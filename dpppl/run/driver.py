@@ -134,7 +134,8 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         Whether the run has a pointwise `log_likelihood` group (chain, draw, point) under the data's
         name, for `az.loo` and `az.compare`: the conditional predictive log p(x_i | x_-i, z_-i, alpha)
         of each point at each draw (docs/analysis.md says why this quantity). `"auto"`: when it has a
-        closed form (conjugate components; not DDP, rankings, NormalLogNormal or `kernel="nuts"`) and chains x kept
+        closed form (conjugate components; rankings and DDP: log f(x_i | its cluster's recorded
+        parameters); not NormalLogNormal or `kernel="nuts"`) and chains x kept
         draws x points is at most 2^25 (256 MB in float64; `dpppl.run.output.LOG_LIKELIHOOD_BUDGET`),
         otherwise left out with one warning; True: always, an
         [`ArgumentError`][dpppl.ArgumentError] where there is no closed form.

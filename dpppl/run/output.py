@@ -17,12 +17,14 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 
-from dpppl.core.compiled import on_target
+from dpppl.core.compiled import on_target, persisted
 from dpppl.core.protocols import Target
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz, to_run_groups, writes_without_arviz
 from dpppl.diagnostics.summaries import compact_labels, label_summaries
 from dpppl.errors import ArgumentError
 from dpppl.families.base import segment_stats
+from dpppl.families.generalized_mallows import log_gm
+from dpppl.models.ddp import DDPBound
 from dpppl.models.mixture import BoundModel
 from dpppl.run.runner import kept_records, point_class
 from dpppl.version import __version__
@@ -30,6 +32,9 @@ from dpppl.version import __version__
 
 _RUN_GROUPS = contextvars.ContextVar("dpppl_run_groups_only", default=False)
 
+CLUSTER_DIMS = frozenset({"slot", "gm_cluster"})
+"""Record dimensions that index clusters (label slots; the Mallows kernels' largest clusters): a
+kernel record with one goes to `posterior_partition`, out of ArviZ's default summaries."""
 SUMMARY_BLOCK = 2**24
 """Labels summarised at a time by `blocked_label_summaries` (its int64 temporaries, about 24 bytes
 a label, then stay near 0.4 GB)."""
@@ -58,9 +63,12 @@ def log_likelihood_refusal(target, backend: str = "partition") -> str | None:
     if backend == "nuts":
         return ("kernel='nuts' records each point's most probable component, not a draw of the partition, so "
                 "the conditional predictive given the other points' labels is not a posterior quantity")
+    if isinstance(target, DDPBound):
+        return None  # log N(x_i | atom of z_i at its slice) of the recorded atoms: `ddp_log_likelihood`
     if not isinstance(target, BoundModel):
-        return (f"{type(target).__name__} runs instantiate their atoms (DDP) or have no conjugate predictive "
-                "(rankings), so the collapsed conditional predictive log p(x_i | x_-i, z_-i) has no closed form")
+        return f"{type(target).__name__} runs have no pointwise log likelihood"
+    if target.family.data_kind == "ranking":
+        return None  # log GM(x_i | sigma_(z_i), theta_(z_i)) of the recorded parameters: `ranking_log_likelihood`
     if not target.family.conjugate:
         return (f"{target.family.name} has no closed-form posterior predictive, so the conditional predictive "
                 "log p(x_i | x_-i, z_-i) has no closed form")
@@ -123,6 +131,94 @@ def conditional_log_predictive(family, prior, x, z, alpha, capacity: int):
     return jax.nn.logsumexp(joint, axis=1) - jax.nn.logsumexp(total, axis=1)
 
 
+def recorded_cluster(z: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """For labels `z` (..., N) and the slots `slot` (..., K) whose parameters a Mallows kernel
+    recorded (`gm_cluster_slot`, -1 where none), the index in 0..K-1 of each point's cluster among
+    the recorded ones, -1 where its cluster's parameters were not recorded (a draw with more
+    clusters than the kernel's `record_clusters`)."""
+    lead = z.shape[:-1]
+    z, slot = z.reshape(-1, z.shape[-1]), slot.reshape(-1, slot.shape[-1])
+    width = int(max(np.max(z, initial=0), np.max(slot, initial=0))) + 1
+    inverse = np.full((z.shape[0], width), -1, np.int32)
+    draw, k = np.nonzero(slot >= 0)
+    inverse[draw, slot[draw, k]] = k
+    return np.take_along_axis(inverse, z, axis=1).reshape(lead + (z.shape[-1],))
+
+
+def _gm_point_densities(points, m, index, pos, theta):
+    """log GM of each point `points` (P, n) under its recorded cluster `index` (B, P) of every draw
+    of a block (`pos` (B, K, n), `theta` (B, K, n-1)); NaN where `index` is -1."""
+    def one(k, p, t):
+        ll = jax.vmap(lambda r, pk, tk: log_gm(r, pk, tk, m))(points, p[jnp.maximum(k, 0)], t[jnp.maximum(k, 0)])
+        return jnp.where(k >= 0, ll, jnp.nan)
+
+    return jax.vmap(one)(index, pos, theta)
+
+
+def _ddp_point_densities(points, slices, z, mu, cov):
+    """log N of each point `points` (P, D) at its slice under its label's atom, every draw of a
+    block (`z` (B, P), `mu` (B, C, T, D), `cov` (B, C, S, D, D))."""
+    def one(labels, m, c):
+        loc, scale = ddp_atoms_at_points(labels, slices, m, c)
+        return jax.scipy.stats.multivariate_normal.logpdf(points, loc, scale)
+
+    return jax.vmap(one)(z, mu, cov)
+
+
+def _by_blocks(name: str, fn, shared: tuple, per_draw: list) -> np.ndarray:
+    """`fn(*shared, *block)` over the draws (leading axis of `per_draw`) in blocks of at most 256
+    (a power of two; the last block padded with copies of the first draw), by one persisted
+    program per shape class: the caller pads the points to their class (`point_class`), and no
+    array is put on the device outside it (a program of its shape)."""
+    draws = per_draw[0].shape[0]
+    block = max(1, min(256, 1 << (draws - 1).bit_length()))
+    rows = -(-draws // block) * block
+    per_draw = [np.concatenate([v, np.broadcast_to(v[:1], (rows - draws,) + v.shape[1:])]) for v in per_draw]
+    program = persisted((name, block), fn)
+    return np.concatenate([np.asarray(program(*shared, *(v[i:i + block] for v in per_draw)))
+                           for i in range(0, rows, block)])[:draws]
+
+
+def ranking_log_likelihood(family, x, z, sigma, theta, slot) -> np.ndarray:
+    """log GM(x_i | sigma_(z_i), theta_(z_i)) (chain, draw, point) of a rankings run: each point's
+    density under its own cluster's recorded central permutation `sigma` (..., K, n; item at each
+    rank) and dispersions `theta` (..., K, n-1), the clusters found by `recorded_cluster` from the
+    labels `z` and the recorded slots `slot`; NaN for a point whose cluster was not recorded. The
+    instantiated-parameter likelihood, not a conditional predictive (docs/analysis.md)."""
+    lead, n = z.shape[:-1], z.shape[-1]
+    size = point_class(n)  # padded rows: the ranking 0..n-1, in no recorded cluster
+    x = np.asarray(x)[:n].astype(np.int32)
+    points = np.concatenate([x, np.broadcast_to(np.arange(x.shape[1], dtype=np.int32), (size - n, x.shape[1]))])
+    index = np.pad(recorded_cluster(z, slot).reshape(-1, n), [(0, 0), (0, size - n)], constant_values=-1)
+    pos = np.argsort(sigma, axis=-1).reshape((-1,) + sigma.shape[-2:]).astype(np.int32)
+    theta = np.asarray(theta, float).reshape((-1,) + theta.shape[-2:])
+    out = _by_blocks("ranking_log_likelihood", _gm_point_densities, (points, np.asarray(family.m, float)),
+                     [index, pos, theta])
+    return out[:, :n].reshape(lead + (n,))
+
+
+def ddp_atoms_at_points(z, slices, mu, cov):
+    """Each point's atom in one draw of a DDP run: its label's mean at its slice (N, D) and
+    covariance (N, D, D), from the recorded `atom_mu` (C, T, D) and `atom_cov` (C, S, D, D)
+    (S = T per slice, 1 shared); `slices` (N,) the points' slice indices."""
+    return mu[z, slices], cov[z, slices if cov.shape[1] == mu.shape[1] else 0]
+
+
+def ddp_log_likelihood(x, slices, z, mu, cov) -> np.ndarray:
+    """log N(x_i; mu_(z_i, t_i), Sigma_(z_i, s(t_i))) (chain, draw, point) of a DDP run: each point's
+    density under its own label's recorded atom at its slice (`ddp_atoms_at_points`), the points
+    `x` (N, D) in the data's frame. The instantiated-parameter likelihood, as for rankings
+    (docs/analysis.md)."""
+    lead, n = z.shape[:-1], z.shape[-1]
+    size = point_class(n)  # padded rows: the origin in slice 0, label 0, dropped below
+    points = np.pad(np.asarray(x, float), [(0, size - n), (0, 0)])
+    where = np.pad(np.asarray(slices, np.int32), (0, size - n))
+    labels = np.pad(z.reshape(-1, n).astype(np.int32), [(0, 0), (0, size - n)])
+    flat = [np.reshape(v, (-1,) + v.shape[len(lead):]) for v in (mu, cov)]
+    out = _by_blocks("ddp_log_likelihood", _ddp_point_densities, (points, where), [labels] + flat)
+    return out[:, :n].reshape(lead + (n,))
+
+
 MIN_SLOTS = 32
 """Fewest cluster slots of the pointwise program: runs of up to 31 clusters share one program."""
 
@@ -178,8 +274,8 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
                       log_likelihood: bool = False):
     """`posterior`: the label-invariant summaries of `z` (scalars per draw), `alpha`
     when it has a prior, a copy of `lp` and the kernel's label-invariant continuous records;
-    `posterior_partition`: `z`, `cluster_sizes` and the records indexed by label slot
-    or integer-valued (what ArviZ should not see by default); `sample_stats`: `lp` and
+    `posterior_partition`: `z`, `cluster_sizes` and the records indexed by cluster
+    (`CLUSTER_DIMS`) or integer-valued (what ArviZ should not see by default); `sample_stats`: `lp` and
     each move's statistics; `observed_data`: the target's observed variables; with
     `log_likelihood` (`check_log_likelihood` decides), `log_likelihood`: the pointwise conditional
     predictive (`pointwise_log_likelihood`) under the data's name, dims (chain, draw, point)."""
@@ -196,7 +292,7 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
     record_dims = record_dims or {}
     for k in record_dims:
         value = records.pop(k)
-        by_slot = "slot" in record_dims[k] or np.asarray(value).dtype.kind in "iub"
+        by_slot = bool(CLUSTER_DIMS & set(record_dims[k])) or np.asarray(value).dtype.kind in "iub"
         (partition if by_slot else posterior)[k] = value
     sample_stats = {"lp": records.pop("lp"), **records}
     model = target.model
@@ -209,7 +305,24 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
               "observed_data": observed}
     dims = {"z": ["point"], "cluster_sizes": ["cluster"], name: ["point", "dim"], **record_dims,
             **{other: ["point"] for other in observed if other != name}}
-    if log_likelihood:  # by point only: ArviZ and `to_run_groups` drop the data's `dim` for it
+    if log_likelihood and isinstance(target, DDPBound):
+        if "atom_mu" in partition:
+            groups["log_likelihood"] = {name: ddp_log_likelihood(target.observed_x, target.slices, z,
+                                                                  partition["atom_mu"], partition["atom_cov"])}
+        else:
+            warnings.warn("the run has no log_likelihood group: its kernel recorded no DDP atoms (kernel 'ddp' "
+                          "records them unless record_atoms=False)", RuntimeWarning, stacklevel=3)
+    elif log_likelihood and target.family.data_kind == "ranking":
+        pointwise = ranking_log_likelihood(target.family, target.x, z, partition["sigma"], partition["theta"],
+                                           partition["gm_cluster_slot"])
+        if np.isnan(pointwise).any():
+            warnings.warn(f"the run has no log_likelihood group: a draw has more clusters "
+                          f"({int(np.max(posterior['num_clusters']))} at most) than the "
+                          f"{partition['sigma'].shape[2]} whose parameters the kernel recorded; sample with "
+                          "record_clusters= at least that", RuntimeWarning, stacklevel=3)
+        else:
+            groups["log_likelihood"] = {name: pointwise}
+    elif log_likelihood:  # by point only: ArviZ and `to_run_groups` drop the data's `dim` for it
         hyper = {k: posterior[k] for k in model.hyperpriors}
         groups["log_likelihood"] = {name: pointwise_log_likelihood(target, z, alpha, hyper)}
     convert = to_run_groups if _RUN_GROUPS.get() and writes_without_arviz() else to_arviz
@@ -228,6 +341,8 @@ def run_groups_only():
         _RUN_GROUPS.reset(token)
 
 
-__all__ = ["LOG_LIKELIHOOD_BUDGET", "MIN_SLOTS", "POINTWISE_BATCH", "SUMMARY_BLOCK", "blocked_label_summaries",
-           "check_log_likelihood", "check_log_likelihood_option", "conditional_log_predictive",
-           "log_likelihood_refusal", "pointwise_log_likelihood", "run_groups_only", "slot_labels", "to_inference_data"]
+__all__ = ["CLUSTER_DIMS", "LOG_LIKELIHOOD_BUDGET", "MIN_SLOTS", "POINTWISE_BATCH", "SUMMARY_BLOCK",
+           "blocked_label_summaries", "check_log_likelihood", "check_log_likelihood_option",
+           "conditional_log_predictive", "ddp_atoms_at_points", "ddp_log_likelihood", "log_likelihood_refusal",
+           "pointwise_log_likelihood", "ranking_log_likelihood", "recorded_cluster", "run_groups_only",
+           "slot_labels", "to_inference_data"]

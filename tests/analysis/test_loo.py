@@ -110,3 +110,58 @@ def test_the_option_is_checked_before_sampling(monkeypatch):
     with pytest.warns(RuntimeWarning, match="no log_likelihood group: chains x draws x points = 16 values"):
         assert not output.check_log_likelihood("auto", None, 16)
     assert output.check_log_likelihood(True, None, 16)
+
+
+def _log_gm(ranking, sigma, theta):
+    """log GM(ranking | sigma, theta) by its definition (docs/rankings.md): at stage j the code
+    s_j counts the unranked items sigma puts ahead of ranking[j]; psi_m = sum_{k<=m} e^(-theta_j k)."""
+    n, remaining, total = len(sigma), list(sigma), 0.0
+    for j, item in enumerate(int(v) for v in ranking[: min(int(np.sum(ranking >= 0)), n - 1)]):
+        s = remaining.index(item)
+        total -= theta[j] * s + np.log(np.sum(np.exp(-theta[j] * np.arange(n - j))))
+        remaining.remove(item)
+    return total
+
+
+def test_a_rankings_run_has_each_point_s_density_under_its_own_cluster():
+    """Generalized Mallows: log GM(x_i | sigma_(z_i), theta_(z_i)) of the recorded parameters, as a
+    NumPy recomputation from the run's records gives it at the last draw; az.loo sees N points."""
+    rng = np.random.default_rng(0)
+    x = np.array([rng.permutation(4) for _ in range(8)], float)
+    x[2, 2:] = -1  # a top-2 ranking
+    idata = dpppl.sample("models/rankings.dp", x, kernel="mallows-slice", num_samples=5, num_warmup=2,
+                         num_chains=1, progress_bar=False)
+    ll = group(idata, "log_likelihood")["r"]
+    assert ll.dims == ("chain", "draw", "point") and ll.shape == (1, 5, 8)
+    part = group(idata, "posterior_partition")
+    assert "theta" not in group(idata, "posterior")  # per cluster: out of ArviZ's default summaries
+    z, slot = part["z"].values[0, -1], list(part["gm_cluster_slot"].values[0, -1])
+    sigma, theta = part["sigma"].values[0, -1], part["theta"].values[0, -1]
+    expected = [_log_gm(x[i], sigma[slot.index(z[i])], theta[slot.index(z[i])]) for i in range(8)]
+    assert np.allclose(ll.values[0, -1], expected, rtol=1e-10)
+    assert arviz().loo(idata).n_data_points == 8
+
+
+def test_recorded_cluster_finds_each_label_among_the_recorded_slots():
+    z = np.array([[[3, 0, 3, 5]]])
+    assert output.recorded_cluster(z, np.array([[[0, 3, -1]]])).tolist() == [[[1, 0, 1, -1]]]
+
+
+@pytest.mark.parametrize("num_cov", [1, 2])
+def test_ddp_pointwise_density_is_each_point_s_atom_at_its_slice(num_cov):
+    """log N(x_i; mu_(z_i, t_i), Sigma_(z_i, s(t_i))) of recorded atoms, against SciPy, with one
+    covariance per label (shared) or one per slice."""
+    from scipy.stats import multivariate_normal
+
+    rng = np.random.default_rng(1)
+    x, slices = rng.normal(size=(5, 2)), np.array([0, 1, 1, 0, 1])
+    z = rng.integers(0, 3, (2, 3, 5))
+    mu = rng.normal(size=(2, 3, 3, 2, 2))
+    a = rng.normal(size=(2, 3, 3, num_cov, 2, 2))
+    cov = a @ np.swapaxes(a, -1, -2) + np.eye(2)
+    ll = output.ddp_log_likelihood(x, slices, z, mu, cov)
+    assert ll.shape == (2, 3, 5)
+    for c, d, i in itertools.product(range(2), range(3), range(5)):
+        k, t = z[c, d, i], slices[i]
+        expected = multivariate_normal(mu[c, d, k, t], cov[c, d, k, t if num_cov == 2 else 0]).logpdf(x[i])
+        assert ll[c, d, i] == pytest.approx(expected, rel=1e-10)

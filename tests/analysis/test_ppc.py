@@ -84,10 +84,83 @@ def test_non_conjugate_run_without_parameters_is_refused():
         dpppl.posterior_predictive(_run(np.zeros((1, 2, 4)), x), "models/gaussian_lognormal.dp")
 
 
-@pytest.mark.parametrize("path, why", [("models/rankings.dp", "Generalized Mallows"), ("examples/ddp.dp", "DDP")])
-def test_rankings_and_ddp_are_refused_with_the_reason(path, why):
-    with pytest.raises(dpppl.ModelError, match=why):
-        dpppl.posterior_predictive(_run(np.zeros((1, 2, 4)), np.zeros((4, 2))), path)
+def _ddp_run(z, **atoms):
+    """A DDP run of examples/ddp.dp on 6 points at times 0, 0, 0, 5, 5, 5 (two slices)."""
+    z = np.asarray(z, np.int32)
+    return to_arviz({"posterior": {"num_clusters": np.zeros(z.shape[:2])}, "posterior_partition": {"z": z, **atoms},
+                     "observed_data": {"x": np.zeros((6, 2)), "t": np.array([0.0, 0, 0, 5, 5, 5])}},
+                    coords={"point": np.arange(6)},
+                    dims={"z": ["point"], "x": ["point", "dim"], "t": ["point"], "atom_mu": ["slot", "slice", "dim"],
+                          "atom_cov": ["slot", "cov_slice", "row", "col"]})
+
+
+def test_ddp_replicates_each_point_from_its_label_s_atom_at_its_slice():
+    """Label 1's mean moves from (10, 0) to (20, 0) between the slices, label 0 sits at (-5, -5):
+    each replicate's mean and variance are its atom's at its slice (5 Monte Carlo standard errors)."""
+    s = 2000
+    z = np.broadcast_to([1, 0, 1, 1, 0, 1], (1, s, 6))
+    mu = np.broadcast_to([[[-5.0, -5.0], [-5.0, -5.0]], [[10.0, 0.0], [20.0, 0.0]]], (1, s, 2, 2, 2))
+    cov = np.broadcast_to(np.array([np.eye(2), 4 * np.eye(2)])[:, None], (1, s, 2, 1, 2, 2))  # shared per label
+    out = dpppl.posterior_predictive(_ddp_run(z, atom_mu=mu, atom_cov=cov), "examples/ddp.dp", seed=2)
+    rep = group(out, "posterior_predictive")["x"]
+    assert rep.dims == ("chain", "draw", "point", "dim") and rep.shape == (1, s, 6, 2)
+    for i, (mean, var) in enumerate([((10, 0), 4), ((-5, -5), 1), ((10, 0), 4), ((20, 0), 4), ((-5, -5), 1),
+                                     ((20, 0), 4)]):
+        draws = rep.values[0, :, i]
+        assert np.all(np.abs(draws.mean(axis=0) - mean) < 5 * np.sqrt(var / s)), i
+        assert np.all(np.abs(draws.var(axis=0) - var) < 5 * var * np.sqrt(2 / s)), i
+
+
+def test_a_ddp_run_without_atoms_is_refused():
+    with pytest.raises(dpppl.DataError, match="the DDP run recorded no atoms"):
+        dpppl.posterior_predictive(_ddp_run(np.zeros((1, 2, 6))), "examples/ddp.dp")
+
+
+RANKED = np.array([[0, 1, 2, 3], [3, 2, 1, 0], [1, 3, -1, -1], [2, 0, 1, 3], [0, 2, 3, 1], [1, 0, 2, 3]], float)
+
+
+def _ranking_run(z, sigma, theta, slot):
+    """A rankings run's InferenceData: labels (chain, draw, 6), and the recorded parameters of
+    its clusters as the Mallows kernels record them (sigma, theta and gm_cluster_slot in
+    posterior_partition)."""
+    z = np.asarray(z, np.int32)
+    return to_arviz({"posterior": {"num_clusters": np.zeros(z.shape[:2])},
+                     "posterior_partition": {"z": z, "sigma": np.asarray(sigma, np.int32), "theta": theta,
+                                             "gm_cluster_slot": np.asarray(slot, np.int32)},
+                     "observed_data": {"r": RANKED}},
+                    coords={"point": np.arange(6)},
+                    dims={"z": ["point"], "r": ["point", "dim"], "sigma": ["gm_cluster", "rank"],
+                          "theta": ["gm_cluster", "stage"], "gm_cluster_slot": ["gm_cluster"]})
+
+
+def test_replicated_rankings_come_from_each_point_s_recorded_cluster():
+    """Points 0-2 sit in slot 3 (recorded first: sigma = 2 0 3 1, theta = 40, so every replicate
+    is sigma, cut to the point's own length), points 3-5 in slot 0 (sigma the identity, theta_1 =
+    0.7): the first item of a replicate is its stage-1 code s_1, whose mean under GM is
+    sum_k k e^(-0.7 k) / sum_k e^(-0.7 k), k = 0..3 (threshold: 5 Monte Carlo standard errors)."""
+    s = 3000
+    z = np.broadcast_to([3, 3, 3, 0, 0, 0], (1, s, 6))
+    sigma = np.broadcast_to([[2, 0, 3, 1], [0, 1, 2, 3]], (1, s, 2, 4))
+    theta = np.broadcast_to([[40.0, 40.0, 40.0], [0.7, 0.7, 0.7]], (1, s, 2, 3))
+    out = dpppl.posterior_predictive(_ranking_run(z, sigma, theta, np.broadcast_to([3, 0], (1, s, 2))),
+                                     "models/rankings.dp", seed=1)
+    rep = group(out, "posterior_predictive")["r"]
+    assert rep.dims == ("chain", "draw", "point", "dim") and rep.shape == (1, s, 6, 4) and rep.dtype.kind == "i"
+    values = rep.values[0]
+    assert np.all(values[:, [0, 1]] == [2, 0, 3, 1]) and np.all(values[:, 2] == [2, 0, -1, -1])
+    assert np.all(np.sort(values[:, 3:], axis=-1) == np.arange(4))  # full rankings stay permutations
+    k = np.arange(4)
+    expected = np.sum(k * np.exp(-0.7 * k)) / np.sum(np.exp(-0.7 * k))
+    first = values[:, 3:, 0].ravel()
+    assert abs(first.mean() - expected) < 5 * first.std() / np.sqrt(first.size)
+
+
+def test_a_draw_with_an_unrecorded_cluster_is_refused_before_drawing():
+    z = np.array([[[3, 3, 3, 0, 0, 1]]])
+    run = _ranking_run(z, [[[[2, 0, 3, 1], [0, 1, 2, 3]]]], np.ones((1, 1, 2, 3)), [[[3, 0]]])
+    with pytest.raises(dpppl.DataError, match="draw 0 of chain 0 has more clusters than the 2 whose parameters "
+                                              "the run recorded; sample with a larger record_clusters="):
+        dpppl.posterior_predictive(run, "models/rankings.dp")
 
 
 def test_a_run_of_a_python_model_needs_the_model():

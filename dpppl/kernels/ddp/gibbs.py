@@ -55,7 +55,7 @@ from dpppl.kernels.base import Kernel, NoInfo, register
 from dpppl.models.ddp_state import DEFAULT_NUM_AUX, seat, update_parameters, with_statistics
 
 
-def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX) -> Kernel:
+def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX, record_atoms: bool = True) -> Kernel:
     """One sweep over the assignments (eq. 10) then the parameters (eq. 11) per step.
 
     Parameters
@@ -66,10 +66,22 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX) -> Kernel:
         with a cluster, so one prior draw rarely lands near a point; m draws make a new
         cluster about m times as likely to be opened where the data call for it, for
         O(m D^3) more work per point.
+    record_atoms : bool, default True
+        Record every label slot's atoms per kept draw, in the data's frame: `atom_mu` (slot,
+        slice, dim), the means, and `atom_cov` (slot, cov_slice, row, col), the covariances
+        (cov_slice T per slice or 1 shared; NaN in unused slots), in `posterior_partition`:
+        chains x draws x slots x T x (D + S D^2 / T) numbers, what the run's posterior predictive
+        and pointwise log likelihood read (docs/ddp.md).
     """
     if isinstance(num_aux, bool) or not isinstance(num_aux, numbers.Integral) or num_aux < 1:
         raise KernelError(f"ddp: num_aux must be an integer >= 1, got {num_aux!r}")
     family, prior = bound_model.family, bound_model.prior
+    shift = jnp.asarray(bound_model.shift)
+
+    def record(state):
+        used = state.stats.n > 0.5
+        return {"atom_mu": jnp.where(used[:, None, None], state.stats.mu + shift, jnp.nan),
+                "atom_cov": jnp.where(used[:, None, None, None], state.stats.sigma, jnp.nan)}
 
     def step(rng_key, state, x):
         # converted in the step: building the kernel on the host (the memory check) runs nothing
@@ -80,7 +92,10 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX) -> Kernel:
         state = with_statistics(state, x, slices)
         return update_parameters(family, k_params, state), NoInfo()
 
-    return Kernel("ddp", exact=True, step=step, masked_points=True)
+    if not record_atoms:
+        return Kernel("ddp", exact=True, step=step, masked_points=True)
+    return Kernel("ddp", exact=True, step=step, masked_points=True, record=record,
+                  record_dims={"atom_mu": ["slot", "slice", "dim"], "atom_cov": ["slot", "cov_slice", "row", "col"]})
 
 
 def applies_to_ddp(model):

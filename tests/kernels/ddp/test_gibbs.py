@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import dpppl
-from dpppl.diagnostics.arviz_compat import partition_group
+from dpppl.diagnostics.arviz_compat import arviz, partition_group
 from dpppl.models.ddp import DDPMixture
 from tests.helpers.ddp import small_model
 
@@ -21,6 +21,8 @@ def test_kernels_refuse_the_wrong_models():
             dpppl.sample(dpppl.DPMixture(1.0, dpppl.NormalInverseWishart()), x, kernel=kernel)
     with pytest.raises(dpppl.KernelError, match="intervals"):
         dpppl.sample(small_model(), (x, t), kernel="ddp+ddpswap", intervals="sometimes")
+    with pytest.raises(dpppl.ArgumentError, match="option record_atoms of kernel 'ddp' must be True or False"):
+        dpppl.sample(small_model(), (x, t), kernel="ddp+ddpswap", record_atoms="yes")
     with pytest.raises(dpppl.KernelError, match="no collapsed log joint"):
         dpppl.log_joint(small_model(), (x, t), np.zeros(6, int))
 
@@ -42,4 +44,7 @@ def test_sample_records_labels_lp_and_swap_acceptance():
     rates = stats["ddpswap_accept_prob"].values
     assert np.all((rates >= 0) & (rates <= 1))
     np.testing.assert_array_equal(idata.observed_data["t"].values, x[:, -1])
+    mu, cov = partition_group(idata)["atom_mu"], partition_group(idata)["atom_cov"]  # record_atoms=True
+    assert mu.dims[2:] == ("slot", "slice", "dim") and mu.shape[3:] == (4, 2) and cov.shape[-2:] == (2, 2)
+    assert idata.log_likelihood["x"].shape == (1, 10, 40) and arviz().loo(idata).n_data_points == 40
 
