@@ -137,7 +137,7 @@ def test_cli_summary_and_analysis_plots(tmp_path, capsys):
     capsys.readouterr()
     assert main(["summary", str(out)]) == 0
     text = capsys.readouterr().out
-    for name in ("num_clusters", "largest_cluster", "entropy", "cluster_sizes[0]", "r_hat", "ess_bulk", "lp"):
+    for name in ("num_clusters", "largest_cluster", "entropy", "cluster_sizes[1]", "r_hat", "ess_bulk", "lp"):
         assert name in text
     for kind in ("coclustering", "clusters", "k", "lp", "ppc"):
         fig = tmp_path / f"{kind}.png"

@@ -179,6 +179,8 @@ class StickBreaking:
     labelled = True
     """Labels matter: the kernels of exchangeable priors (gibbs, splitmerge, perm) refuse it."""
     alpha_is_random = False
+    random_discount = None
+    """No discount to sample (`PitmanYor.random_discount`'s protocol)."""
     initial_alpha = 0.0
     """There is no concentration; the state's `alpha` slot carries this placeholder."""
 

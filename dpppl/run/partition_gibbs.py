@@ -519,7 +519,7 @@ def inference_data(mcmc, *, seed: int | None = None, log_likelihood="auto"):
                  inner_kernel=type(inner).__name__, sweeps=sweeps, exact=composed.exact, seed=seed,
                  num_warmup=num_warmup, thinning=thinning,
                  model=fn.__qualname__ if inspect.isfunction(fn) else repr(fn),
-                 model_function=f"{getattr(fn, '__module__', None)}:{getattr(fn, '__qualname__', None)}",
+                 model_function=model_function_name(fn),
                  model_arguments=json.dumps(scalars), observed_arguments=json.dumps(shifted),
                  dpppl_version=__version__, jax_version=jax.__version__, numpyro_version=numpyro.__version__)
     attrs = {k: v for k, v in attrs.items() if v is not None}
@@ -531,6 +531,12 @@ def inference_data(mcmc, *, seed: int | None = None, log_likelihood="auto"):
                                     for k, v in site_log_likelihood(fn, model_args, model_kwargs, flat,
                                                                     tuple(label_sites)).items()}
     return to_arviz(groups, dims=dims, attrs=attrs)
+
+
+def model_function_name(fn) -> str:
+    """`module:qualname` of a model function (what `posterior_predictive` imports it by); `repr` of
+    another callable, which cannot be imported back."""
+    return f"{fn.__module__}:{fn.__qualname__}" if inspect.isfunction(fn) else repr(fn)
 
 
 def model_arguments(fn, model_args, model_kwargs) -> dict:

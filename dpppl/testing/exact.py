@@ -350,7 +350,7 @@ def exact_posterior(model: Model, x, *, partition_log_prior: Optional[Callable] 
     member = parts[:, None, :] == np.arange(n)[None, :, None]                 # (B, cluster, point)
     codes = member @ bits                                                     # subset of each cluster
     hyper = len(model.hyperpriors)
-    discount = getattr(model.prior, "random_discount", None)
+    discount = model.prior.random_discount
     if hyper > 2:
         raise ValueError(f"exact_posterior: integrates one or two random hyperparameters, the model has {hyper}")
     joint_alpha = discount is not None and prior.alpha_is_random  # alpha's integrals at each d

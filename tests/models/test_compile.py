@@ -39,7 +39,7 @@ def test_real_n_models_take_n_or_n_by_1_data_and_name_the_site_of_other_shapes()
     fn = model.bind(x).numpyro_model(4)
     draws = Predictive(fn, num_samples=2)(jax.random.key(0), x[:, 0])
     assert draws["x"].shape == (2, 12)
-    params = {k: v[0] for k, v in draws.items() if k in ("alpha", "v", "theta_mu", "theta_cov")}
+    params = {k: v[0] for k, v in draws.items() if k in ("alpha", "v", "theta_mu", "theta_cov", "m", "tau")}
 
     @jax.jit
     def density_and_gradient(data, params):
