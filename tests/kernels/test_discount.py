@@ -70,7 +70,7 @@ def test_lp_at_a_discount_is_the_fixed_models_lp_plus_the_prior_density():
     assert [part.name for part in kernel.parts][-3:] == ["alpha", "discount", "hyperparameters"]
 
 
-@pytest.mark.parametrize("kernel, part", [("perm", "perm-move"), ("gibbs+perm-move", "perm-move"),
+@pytest.mark.parametrize("kernel, part", [("perm", "perm-every"), ("gibbs+perm-move", "perm-move"),
                                           ("subcluster", "subcluster")])
 def test_kernels_that_run_at_a_fixed_discount_refuse_a_random_one(kernel, part):
     with pytest.raises(KernelError, match=f"kernel '{part}' does not apply to this model: the random discount 'd' is "
