@@ -127,7 +127,7 @@ def sample_prior(model, n: int, *, num_samples: int = 1000, seed: int = 0, data=
     keys = jax.random.split(jax.random.key(seed), num_samples)
 
     hyper = jax.jit(jax.vmap(lambda key: draw_hyperparameters(spec, jax.random.fold_in(key, 2), dtype)))(keys)
-    discount = getattr(prior, "random_discount", None)
+    discount = prior.random_discount
 
     def partition(key, values):  # at the draw's discount when it is random
         k_alpha, k_z = jax.random.split(jax.random.fold_in(key, 0))

@@ -233,7 +233,7 @@ def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Ke
         raise ArgumentError(f"option hyper_move (the move of the random hyperparameters) must be one of "
                             f"{', '.join(map(repr, HYPER_MOVES))}, got {hyper_move!r}")
     fields = conjugate_fields(bound_model.model) if hyper_move == "conjugate" else {}
-    discount = getattr(bound_model.model.prior, "random_discount", None)  # the discount move's (kernels.discount)
+    discount = bound_model.model.prior.random_discount  # the discount move's (kernels.discount)
     priors = {name: prior for name, prior in bound_model.model.hyperpriors.items()
               if name not in fields and name != discount}
 

@@ -143,7 +143,7 @@ def sample_weights(prior, truncation: int, alpha=None, batch: tuple = ()):
     if prior.labelled:
         a, b = prior.sticks(truncation - 1)
         sticks = dist.Beta(jnp.asarray(a), jnp.asarray(b))
-    elif getattr(prior, "random_discount", None) is None and prior.discount == 0:
+    elif prior.random_discount is None and prior.discount == 0:
         sticks = StickBeta(jnp.broadcast_to(alpha, (truncation - 1,)))
     else:
         k = jnp.arange(1, truncation)
@@ -318,7 +318,7 @@ def compile_numpyro(model, truncation: int, family=None, shift=None):
             num_trials = check_num_trials(fam, num_trials)
         values = {h: numpyro.sample(h, p.numpyro()) for h, p in model.hyperpriors.items()}
         fam = family_at_hyperparameters(model, fam, values, fam.dim, shift if family is not None else None)
-        discount = getattr(prior, "random_discount", None)
+        discount = prior.random_discount
         partition = prior if discount is None else prior.at_discount(values[discount])  # sticks at the drawn d
         alpha = None
         if prior.alpha_is_random:

@@ -94,7 +94,7 @@ class Model:
                 f"are declared {self.data.kind}", source=self.path, line=self.data.line,
                 column=self.data.column, text=self.source)
         used = set().union(*(expr.names() for expr in self.random_fields().values()),
-                           {getattr(self.prior, "random_discount", None)})
+                           {self.prior.random_discount})
         unused = [name for name in self.hyperpriors if name not in used]
         if unused:
             raise ModelError(f"random hyperparameter '{unused[0]}' is used by no hyperparameter of the "
@@ -156,7 +156,7 @@ class Model:
         closed-form marginal names the only kernels that can (`Family.kernels`); random
         hyperparameters are sampled beside the collapsed partition kernels
         (`HYPERPARAMETER_KERNELS`) or as sites of the compiled model by `nuts`."""
-        discount = getattr(self.prior, "random_discount", None)
+        discount = self.prior.random_discount
         if discount is not None and name not in DISCOUNT_KERNELS + ("nuts",):
             return (f"the random discount '{discount}' is sampled beside {' and '.join(DISCOUNT_KERNELS)} (their "
                     f"hybrids too) or by nuts; {name} runs at a fixed discount")
@@ -225,7 +225,7 @@ class BoundModel:
         """The model's partition prior; a random discount at `discount`, else at its initial value (its
         prior's median), as `family` is (`PitmanYor.at_discount`)."""
         prior = self.model.prior
-        name = getattr(prior, "random_discount", None)
+        name = prior.random_discount
         if name is None:
             return prior
         return prior.at_discount(self.model.hyperpriors[name].initial_value if self.discount is None
@@ -303,7 +303,7 @@ class BoundModel:
         Pitman-Yor discount at its value (`prior`). Traceable; the target itself when the model has none."""
         if not self.model.hyperpriors:
             return self
-        name = getattr(self.model.prior, "random_discount", None)
+        name = self.model.prior.random_discount
         return dataclasses.replace(self, family=family_at_hyperparameters(self.model, self.family, values,
                                                                           self.x.shape[1], self.shift),
                                    discount=None if name is None else values[name])
