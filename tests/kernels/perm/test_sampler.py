@@ -104,8 +104,8 @@ def factors_and_normaliser(b, prefix, alpha):
             starts.ravel(), ends.ravel())
         counts = jnp.arange(n + 1)
         log_a = P.log_count_factor(b.prior, alpha, counts.astype(float), n)
-        log_g = P.forward_by_count(row, n, prefix.n.dtype)
-        log_norm = P.sample_by_count(row, log_g, jnp.where(counts >= 1, log_a, -jnp.inf), key)[2]
+        log_g, rows = P.forward_by_count(row, n, prefix.n.dtype)
+        log_norm = P.sample_by_count(rows, log_g, jnp.where(counts >= 1, log_a, -jnp.inf), key)[2]
         return table.reshape(n + 1, n + 1), log_a, log_norm
     table, log_a, log_norm = run(jax.random.key(0))
     return np.asarray(table), np.asarray(log_a), float(log_norm)
@@ -145,7 +145,7 @@ def test_factored_and_beam_normalisers(name):
 
     @jax.jit
     def forward():  # the three forward passes in one program
-        return (P.forward_factored(lambda r: row(r) + lam, n, x.dtype), P.forward_beam(fn, n, 0.0, n, x.dtype)[0],
+        return (P.forward_factored(lambda r: row(r) + lam, n, x.dtype)[0], P.forward_beam(fn, n, 0.0, n, x.dtype)[0],
                 P.forward_beam(fn, n, 0.2, 2, x.dtype)[:2])
     log_g, full, (log_gb, kept) = forward()
     np.testing.assert_allclose(float(log_g[n]), brute, rtol=1e-10)
@@ -213,8 +213,8 @@ def test_backward_samplers_draw_the_dp_law(form):
         def draw(keys):
             counts = jnp.arange(n + 1)
             log_a = jnp.where(counts >= 1, P.log_count_factor(b.prior, alpha, counts.astype(float), n), -jnp.inf)
-            log_g = P.forward_by_count(row, n, x.dtype)
-            return jax.vmap(lambda k: P.sample_by_count(row, log_g, log_a, k)[0])(keys)
+            log_g, rows = P.forward_by_count(row, n, x.dtype)
+            return jax.vmap(lambda k: P.sample_by_count(rows, log_g, log_a, k)[0])(keys)
         draws = draw(keys)
         logp = [brute_log_joint(b, pi, segs, alpha) for segs in all_segs]
     elif form == "markov":
@@ -224,8 +224,8 @@ def test_backward_samplers_draw_the_dp_law(form):
 
             def row(r):
                 return table[r - 1] + lam
-            log_g = P.forward_factored(row, n, x.dtype)
-            return jax.vmap(lambda k: P.sample_factored(row, log_g, k))(keys)
+            log_g, rows = P.forward_factored(row, n, x.dtype)
+            return jax.vmap(lambda k: P.sample_factored(rows, log_g, k))(keys)
         draws = draw(keys)
         logp = [sum(brute_log_b(b, pi, s, e, uniform_order=False) + brute_markov_log_h(b, list(pi[s:e])) + lam
                     for s, e in segs) for segs in all_segs]
@@ -236,8 +236,8 @@ def test_backward_samplers_draw_the_dp_law(form):
         if form == "factored":
             @jax.jit
             def draw(keys):
-                log_g = P.forward_factored(lambda r: fn(jnp.arange(n + 1), r), n, x.dtype)
-                return jax.vmap(lambda k: P.sample_factored(lambda r: fn(jnp.arange(n + 1), r), log_g, k))(keys)
+                log_g, rows = P.forward_factored(lambda r: fn(jnp.arange(n + 1), r), n, x.dtype)
+                return jax.vmap(lambda k: P.sample_factored(rows, log_g, k))(keys)
             draws = draw(keys)
             logp = weights
         else:
@@ -401,6 +401,26 @@ def test_perm_is_the_papers_sampler():
     with pytest.raises(KernelError, match=r"perm-every: every must be an integer >= 1 \(the move runs at steps 0, "
                                           r"every, 2 every, ...\), got 0"):
         kernels.build("perm", b, every=0)
+
+
+def test_perm_compiles_one_program():
+    """A warmup step of its own (a second compiled program, Gibbs sweep and split-merge included in
+    `kernel="perm"`) only where warmup differs from sampling: `perm-move` by default (projection
+    hill-climbing, k_ref adapted), not `perm-every` nor `perm` (warmup runs the sampling move, k_ref
+    each chain's initial K), unless asked for; `adapt_k_ref` is a switch."""
+    from dpppl.errors import ArgumentError
+
+    b = bound("niw_2d_overlap")
+    assert kernels.build("perm-move", b).warmup_step is not None
+    assert kernels.build("perm-move", b, warmup_permutation=None, adapt_k_ref=False).warmup_step is None
+    assert kernels.build("perm-move", b, dp="exact", warmup_permutation=None).warmup_step is None
+    assert kernels.build("perm-move", b, warmup_permutation=None).warmup_step is not None  # k_ref adapts
+    assert kernels.build("perm-every", b).warmup_step is None and kernels.build("perm", b).warmup_step is None
+    assert kernels.build("perm", b, warmup_permutation="projection").warmup_step is not None
+    assert kernels.build("perm", b, adapt_k_ref=True).warmup_step is not None
+    with pytest.raises(ArgumentError, match=r"option adapt_k_ref of kernel 'perm-every' must be True or False, "
+                                            r"got 'no' \(str\)"):
+        kernels.build("perm", b, adapt_k_ref="no")
 
 
 def test_perm_every_runs_the_move_on_its_schedule(two_blobs):
