@@ -529,8 +529,9 @@ costs about four iterations of `gibbs+splitmerge` (2 chains, compiled: its dynam
 the marginal likelihood of all N (N + 1) / 2 segments of pi), and its gain in ESS of K per draw is
 within the run-to-run spread of `gibbs+splitmerge`'s. Each iteration, `kernel="perm"` had 0.28 of
 `gibbs+splitmerge`'s ESS of K per second, every 8th 0.38 (0.50 with the compile included), every
-16th 0.80 (0.23 with the compile included), side by side on the shared machine
-(`benchmarks/bench_perm_default.py`, `benchmarks/results/perm_default.md`)."""
+16th 0.80 (0.23 with the compile included, when warmup compiled a second program; 0.58 with one,
+`SCHEDULED_MOVE_DEFAULTS`), side by side on the shared machine (`benchmarks/bench_perm_default.py`,
+`benchmarks/results/perm_default.md`)."""
 
 
 def _check_every(every):
@@ -584,9 +585,10 @@ SCHEDULED_MOVE_DEFAULTS = {"warmup_permutation": None, "adapt_k_ref": False}
 """The move options whose defaults `perm-every` changes: warmup runs the sampling move (the uniform
 permutation, k_ref each chain's initial K), so the move has no warmup step of its own and a run of
 `kernel="perm"` compiles one program where a warmup step would compile a second one, Gibbs sweep,
-split-merge and alpha move included (45 and 57 s of XLA compile on galaxies at load 14, against 21 s
-for `gibbs+splitmerge`'s one program). Beside the Gibbs sweep and split-merge, the hill-climbing
-warmup of sec. 5.1 is not needed to find the clusters, and any fixed k_ref is exact."""
+split-merge and alpha move included: its first call on galaxies took 42-43 CPU s with two programs,
+21.9 with one, against 16.5 for `gibbs+splitmerge` (`benchmarks/results/perm_default.md`). Beside
+the Gibbs sweep and split-merge, the hill-climbing warmup of sec. 5.1 is not needed to find the
+clusters, and any fixed k_ref is exact."""
 
 
 def build_perm_every_kernel(bound_model, *, every: int = PERM_EVERY, **move_options) -> Kernel:
