@@ -22,7 +22,6 @@ import math
 import jax
 import numpyro.distributions as dist
 from numpyro.distributions.transforms import biject_to
-from scipy import stats
 
 from dpppl.errors import ModelError
 
@@ -122,7 +121,11 @@ class Hyperprior:
         return self.log_prob(value) + transform.log_abs_det_jacobian(u, value)
 
     def scipy(self):
-        """The same distribution as a frozen `scipy.stats` distribution (quantiles, the median)."""
+        """The same distribution as a frozen `scipy.stats` distribution (quantiles, the median).
+        `scipy.stats` is imported here, not with the module: it is a second of a new process's start
+        that a model without random hyperparameters never needs."""
+        from scipy import stats  # noqa: PLC0415
+
         p = self.params
         return {"Normal": lambda: stats.norm(p[0], p[1]),
                 "Gamma": lambda: stats.gamma(p[0], scale=1 / p[1]),
