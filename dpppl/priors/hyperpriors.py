@@ -22,6 +22,7 @@ import math
 import jax
 import numpyro.distributions as dist
 from numpyro.distributions.transforms import biject_to
+from scipy import special
 
 from dpppl.errors import ModelError
 
@@ -123,7 +124,7 @@ class Hyperprior:
     def scipy(self):
         """The same distribution as a frozen `scipy.stats` distribution (quantiles, the median).
         `scipy.stats` is imported here, not with the module: it is a second of a new process's start
-        that a model without random hyperparameters never needs."""
+        that a run never needs (`initial_value` does without it)."""
         from scipy import stats  # noqa: PLC0415
 
         p = self.params
@@ -139,8 +140,18 @@ class Hyperprior:
     @property
     def initial_value(self) -> float:
         """Where chains start: the prior's median, a value every prior here has, inside its support
-        (unlike the mean: InverseGamma(1/2, 1) has none)."""
-        return float(self.scipy().median())
+        (unlike the mean: InverseGamma(1/2, 1) has none). In closed form or by `scipy.special`'s
+        inverse incomplete gamma and beta functions (`scipy().median()` gives the same numbers; a run
+        does not need `scipy.stats` imported)."""
+        p = self.params
+        return float({"Normal": lambda: p[0],
+                      "Gamma": lambda: special.gammaincinv(p[0], 0.5) / p[1],
+                      "InverseGamma": lambda: p[1] / special.gammaincinv(p[0], 0.5),
+                      "HalfNormal": lambda: p[0] * math.sqrt(2.0) * special.erfinv(0.5),
+                      "LogNormal": lambda: math.exp(p[0]),
+                      "Uniform": lambda: 0.5 * (p[0] + p[1]),
+                      "Beta": lambda: special.betaincinv(p[0], p[1], 0.5),
+                      "Exponential": lambda: math.log(2.0) / p[0]}[self.distribution]())
 
     @property
     def width(self) -> float:

@@ -55,6 +55,16 @@ def test_chains_start_at_the_priors_medians():
         {"m": 0.0, "t": stats.gamma(2, scale=1 / 4).median(), "s": stats.invgamma(3, scale=2).median()})
 
 
+@pytest.mark.parametrize("distribution, params", [
+    ("Normal", (1.5, 3.0)), ("Gamma", (2.0, 4.0)), ("InverseGamma", (0.5, 50.0)), ("HalfNormal", (2.0,)),
+    ("LogNormal", (0.3, 1.2)), ("Uniform", (-1.0, 3.0)), ("Beta", (2.0, 5.0)), ("Exponential", (3.0,))])
+def test_every_hyperprior_starts_at_its_median(distribution, params):
+    """`initial_value` (closed forms and `scipy.special`, so a run does not import `scipy.stats`) is
+    scipy.stats' median of the same distribution."""
+    prior = Hyperprior(distribution, params)
+    assert prior.initial_value == pytest.approx(float(prior.scipy().median()), rel=1e-12)
+
+
 def test_the_slice_update_leaves_its_target_invariant_when_the_step_budget_binds():
     """From exact draws of N(0, 1), one update with a narrow interval (w = 0.1) and m = 4 steps (the
     budget binds at almost every update) keeps the law: the random split of the budget between the
