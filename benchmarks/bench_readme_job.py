@@ -1,8 +1,8 @@
 """The README's main job in a new process, beside scikit-learn doing the same job (issue 35, item 4).
 
-Each row is one new process, timed from outside (wall seconds, and CPU seconds of the child:
-`getrusage(RUSAGE_CHILDREN)`, user + system, so XLA's compiler threads count and the machine's
-other load does not):
+Each row is one new process running the `dpppl` console script's `main` (`DPPPL`), timed from outside
+(wall seconds, and CPU seconds of the child: `getrusage(RUSAGE_CHILDREN)`, user + system, so XLA's
+compiler threads count and the machine's other load does not):
 
 - `dpppl cold`: `dpppl sample models/galaxies.dp --chains 2 --out galaxies.nc --no-progress` with an
   empty compilation cache (`DPPPL_COMPILATION_CACHE` = a new temporary directory);
@@ -64,7 +64,15 @@ bgm = BayesianGaussianMixture(n_components=20, n_init=2, weight_concentration_pr
                               max_iter=500, random_state=0).fit(x)
 print("components above 1%:", int(np.sum(bgm.weights_ > 0.01)))
 """
-DPPPL = "import sys; from dpppl.cli import main; sys.exit(main())"  # the console script's, without its Ctrl-C guard
+DPPPL = ("import sys\n"
+         "try:\n"
+         "    from dpppl_console import main\n"
+         "except ImportError:\n"
+         "    from dpppl.cli import main\n"
+         "sys.exit(main())\n")
+"""The `dpppl` console script's `main` (what `dpppl sample` runs), or `dpppl.cli.main` in a tree without it (a
+`--before` revision exported with its package only: the same command, ended by the interpreter's teardown as
+the console script of those revisions did)."""
 PROFILE = r"""
 import json, logging, re, resource, sys, time
 wall0 = time.perf_counter()
@@ -109,7 +117,11 @@ cli.write_atomically = marked(cli.write_atomically, "netCDF write")
 cli.summary_text = marked(cli.summary_text, "summary")
 code = cli.main(sys.argv[1:])
 print("PROFILE " + json.dumps({"marks": marks, "programs": programs}), file=sys.stderr)
-sys.exit(code)
+try:
+    from dpppl_console import _exit_now  # the console script's end (no interpreter teardown)
+except ImportError:
+    _exit_now = sys.exit
+_exit_now(code)
 """
 """The child of `--profile`: the command line, timing its phases and logging its compiled programs."""
 
