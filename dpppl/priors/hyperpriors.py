@@ -140,18 +140,18 @@ class Hyperprior:
     @property
     def initial_value(self) -> float:
         """Where chains start: the prior's median, a value every prior here has, inside its support
-        (unlike the mean: InverseGamma(1/2, 1) has none). In closed form or by `scipy.special`'s
-        inverse incomplete gamma and beta functions (`scipy().median()` gives the same numbers; a run
-        does not need `scipy.stats` imported)."""
+        (unlike the mean: InverseGamma(1/2, 1) has none). By `scipy.stats`' own quantile formulas at
+        0.5 (`scipy.special`'s inverse incomplete gamma and beta functions, `ndtri`), so the numbers
+        are `scipy().median()`'s without importing `scipy.stats` in a run."""
         p = self.params
         return float({"Normal": lambda: p[0],
-                      "Gamma": lambda: special.gammaincinv(p[0], 0.5) / p[1],
-                      "InverseGamma": lambda: p[1] / special.gammaincinv(p[0], 0.5),
-                      "HalfNormal": lambda: p[0] * math.sqrt(2.0) * special.erfinv(0.5),
+                      "Gamma": lambda: special.gammaincinv(p[0], 0.5) * (1 / p[1]),
+                      "InverseGamma": lambda: 1.0 / special.gammainccinv(p[0], 0.5) * p[1],
+                      "HalfNormal": lambda: special.ndtri(0.75) * p[0],
                       "LogNormal": lambda: math.exp(p[0]),
-                      "Uniform": lambda: 0.5 * (p[0] + p[1]),
+                      "Uniform": lambda: 0.5 * (p[1] - p[0]) + p[0],
                       "Beta": lambda: special.betaincinv(p[0], p[1], 0.5),
-                      "Exponential": lambda: math.log(2.0) / p[0]}[self.distribution]())
+                      "Exponential": lambda: -math.log1p(-0.5) * (1 / p[0])}[self.distribution]())
 
     @property
     def width(self) -> float:

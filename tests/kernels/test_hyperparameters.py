@@ -56,13 +56,14 @@ def test_chains_start_at_the_priors_medians():
 
 
 @pytest.mark.parametrize("distribution, params", [
-    ("Normal", (1.5, 3.0)), ("Gamma", (2.0, 4.0)), ("InverseGamma", (0.5, 50.0)), ("HalfNormal", (2.0,)),
-    ("LogNormal", (0.3, 1.2)), ("Uniform", (-1.0, 3.0)), ("Beta", (2.0, 5.0)), ("Exponential", (3.0,))])
+    ("Normal", (1.5, 3.0)), ("Gamma", (0.7, 3.3)), ("InverseGamma", (0.5, 50.0)), ("HalfNormal", (2.0,)),
+    ("LogNormal", (0.3, 1.2)), ("Uniform", (0.1, 0.7)), ("Beta", (0.5, 0.3)), ("Exponential", (3.0,))])
 def test_every_hyperprior_starts_at_its_median(distribution, params):
-    """`initial_value` (closed forms and `scipy.special`, so a run does not import `scipy.stats`) is
-    scipy.stats' median of the same distribution."""
+    """`initial_value` (scipy.stats' quantile formulas on `scipy.special`, so a run does not import
+    `scipy.stats`) is scipy.stats' median of the same distribution, to the last bit: chains start where
+    they did."""
     prior = Hyperprior(distribution, params)
-    assert prior.initial_value == pytest.approx(float(prior.scipy().median()), rel=1e-12)
+    assert prior.initial_value == float(prior.scipy().median())
 
 
 def test_the_slice_update_leaves_its_target_invariant_when_the_step_budget_binds():
