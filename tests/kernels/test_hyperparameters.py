@@ -17,6 +17,7 @@ from dpppl.kernels.hyperparameters import conjugate_fields, slice_update
 from dpppl.priors.hyperpriors import Hyperprior
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.run.portable import Reader, Writer
+from tests.helpers.jaxprs import count_primitive
 from tests.run.runs import assert_same_run, stop_at_chunk
 
 X = np.array([[0.3, 1.0], [0.5, 1.4], [2.0, -1.0], [2.2, -0.7], [4.0, 0.1]])
@@ -78,25 +79,12 @@ def test_the_slice_update_leaves_its_target_invariant_when_the_step_budget_binds
     assert stats.kstest(moved, "norm").pvalue > 1e-3
 
 
-def _count_primitive(jaxpr, name: str) -> int:
-    """How many equations of primitive `name` a jaxpr holds, its sub-jaxprs (loop bodies) included."""
-    count = 0
-    for eqn in jaxpr.eqns:
-        count += eqn.primitive.name == name
-        for param in eqn.params.values():
-            for sub in param if isinstance(param, (list, tuple)) else [param]:
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    count += _count_primitive(inner, name)
-    return count
-
-
 def test_the_slice_update_holds_one_copy_of_its_log_density():
     """The level, both step-outs and the shrinkage evaluate the log density at one place of the
     program (a random hyperparameter's density holds every cluster's marginal likelihood: four
     copies of it were four copies of that sum in the compiled chunk)."""
     jaxpr = jax.make_jaxpr(lambda k, u: slice_update(k, u, lambda v: -jnp.cosh(v), 0.5))(jax.random.key(0), 0.3)
-    assert _count_primitive(jaxpr.jaxpr, "cosh") == 1
+    assert count_primitive(jaxpr.jaxpr, "cosh") == 1
 
 
 def test_kernels_that_instantiate_parameters_refuse_random_hyperparameters_and_nuts_takes_them():
