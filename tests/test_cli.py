@@ -576,3 +576,28 @@ def test_ctrl_c_while_the_console_script_imports_dpppl_exits_130(tmp_path):
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, (process.returncode, err[-2000:])
     assert err.splitlines()[-1] == "dpppl: interrupted while starting" and "Traceback" not in err, err[-2000:]
+
+
+def test_the_console_script_ends_with_the_commands_status_and_output_without_the_interpreters_teardown(tmp_path):
+    """`dpppl_console.main` flushes the command's output and ends the process with its status at once
+    (`os._exit`): an exit handler registered before it never runs, the output is whole and a failing
+    command's status is kept."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root), DPPPL_COMPILATION_CACHE=str(tmp_path / "cache"))
+    script = ("import atexit, sys\n"
+              "atexit.register(lambda: print('teardown ran'))\n"
+              "sys.argv = ['dpppl'] + sys.argv[1:]\n"
+              "import dpppl_console\n"
+              "dpppl_console.main()\n")
+    done = subprocess.run([sys.executable, "-c", script, "kernels"], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "splitmerge" in done.stdout and "teardown ran" not in done.stdout
+    failed = subprocess.run([sys.executable, "-c", script, "sample", str(tmp_path / "missing.dp")], cwd=root, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert failed.returncode == 2 and "teardown ran" not in failed.stdout
+    assert failed.stderr.startswith("dpppl: error: ") and "missing.dp" in failed.stderr

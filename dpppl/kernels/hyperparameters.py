@@ -76,6 +76,8 @@ the state's hyperparameters (`at_state_hyperparameters`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 
@@ -94,43 +96,74 @@ HYPER_MOVES = ("conjugate", "slice")
 update (`"conjugate"`); the slice update for every hyperparameter (`"slice"`, the default)."""
 
 
+_LEVEL, _STEP_LO, _STEP_HI, _SHRINK, _DONE = range(5)
+"""The phases of `slice_update`'s loop: the level at u0, stepping out to the left, to the right,
+shrinkage, done."""
+
+
+class _SliceLoop(NamedTuple):
+    """The carry of `slice_update`'s loop: its phase, the interval [lo, hi] and the steps left to
+    each side, the key of the shrinkage proposals (raw key data), the slice's level, the value so far
+    (u0 until a proposal is accepted) and the shrinkage proposals made."""
+
+    phase: jax.Array
+    lo: jax.Array
+    hi: jax.Array
+    budget_lo: jax.Array
+    budget_hi: jax.Array
+    key: jax.Array
+    level: jax.Array
+    u: jax.Array
+    shrinks: jax.Array
+
+
 def slice_update(rng_key, u0, log_density, width, max_steps: int = MAX_STEPS, max_shrinks: int = MAX_SHRINKS):
     """One slice-sampling update of a scalar `u0` with log density `log_density(u)` (unnormalised):
     stepping out with the random split of `max_steps` between the sides, then shrinkage (module
-    docstring). Traceable; returns the new u."""
+    docstring). Traceable; returns the new u.
+
+    The whole update is one `while_loop` whose body evaluates `log_density` once, at the point its
+    phase asks for (`_SliceLoop`): u0 for the level, the left end while stepping out to the left,
+    the right end, then each shrinkage proposal. The compiled step then holds one copy of the log
+    density (for a random hyperparameter, every cluster's marginal likelihood) instead of four. The
+    random numbers and the points evaluated are those of the update done phase by phase: the same
+    draws."""
     k_level, k_place, k_split, k_shrink = jax.random.split(rng_key, 4)
+    impl = jax.random.key_impl(k_shrink)
     dtype = jnp.result_type(u0)
-    level = log_density(u0) + jnp.log(jax.random.uniform(k_level, dtype=dtype, minval=jnp.finfo(dtype).tiny))
-
-    def inside(u):
-        return log_density(u) >= level
-
+    u0 = jnp.asarray(u0, dtype)
+    log_u = jnp.log(jax.random.uniform(k_level, dtype=dtype, minval=jnp.finfo(dtype).tiny))
     left = u0 - width * jax.random.uniform(k_place, dtype=dtype)
-    right = left + width
     j = jnp.floor(max_steps * jax.random.uniform(k_split, dtype=dtype)).astype(jnp.int32)
-    k = max_steps - 1 - j
+    level = jnp.zeros((), jax.eval_shape(log_density, u0).dtype)  # traced for its dtype only, not in the program
+    start = _SliceLoop(phase=jnp.int32(_LEVEL), lo=left, hi=left + width, budget_lo=j, budget_hi=max_steps - 1 - j,
+                       key=jax.random.key_data(k_shrink), level=level, u=u0, shrinks=jnp.int32(0))
 
-    def step_out(end, budget, direction):
-        def cond(c):
-            return (c[1] > 0) & inside(c[0])
-        return jax.lax.while_loop(cond, lambda c: (c[0] + direction * width, c[1] - 1), (end, budget))[0]
+    def body(c: _SliceLoop) -> _SliceLoop:
+        next_key, sub = jax.random.split(jax.random.wrap_key_data(c.key, impl=impl))
+        proposal = jax.random.uniform(sub, dtype=dtype, minval=c.lo, maxval=c.hi)
+        point = jnp.select([c.phase == _LEVEL, c.phase == _STEP_LO, c.phase == _STEP_HI], [u0, c.lo, c.hi], proposal)
+        value = log_density(point)
+        level = jnp.where(c.phase == _LEVEL, value + log_u, c.level)
+        inside = value >= level
+        out_lo = (c.phase == _STEP_LO) & inside & (c.budget_lo > 0)
+        out_hi = (c.phase == _STEP_HI) & inside & (c.budget_hi > 0)
+        shrinking = c.phase == _SHRINK
+        rejected = shrinking & ~inside
+        phase = jnp.where(c.phase == _LEVEL, _STEP_LO, c.phase)
+        phase = jnp.where((c.phase == _STEP_LO) & ~out_lo, _STEP_HI, phase)
+        phase = jnp.where((c.phase == _STEP_HI) & ~out_hi, _SHRINK if max_shrinks > 0 else _DONE, phase)
+        shrinks = c.shrinks + shrinking
+        phase = jnp.where(shrinking & (inside | (shrinks >= max_shrinks)), _DONE, phase)
+        return _SliceLoop(
+            phase=phase.astype(jnp.int32),
+            lo=jnp.where(out_lo, c.lo - width, jnp.where(rejected & (proposal < u0), proposal, c.lo)),
+            hi=jnp.where(out_hi, c.hi + width, jnp.where(rejected & (proposal >= u0), proposal, c.hi)),
+            budget_lo=c.budget_lo - out_lo, budget_hi=c.budget_hi - out_hi,
+            key=jnp.where(shrinking, jax.random.key_data(next_key), c.key),
+            level=level, u=jnp.where(shrinking & inside, proposal, c.u), shrinks=shrinks)
 
-    left, right = step_out(left, j, -1.0), step_out(right, k, 1.0)
-
-    def cond(c):
-        return ~c[3] & (c[5] < max_shrinks)
-
-    def shrink(c):
-        lo, hi, key, _, _, i = c
-        key, sub = jax.random.split(key)
-        u = jax.random.uniform(sub, dtype=dtype, minval=lo, maxval=hi)
-        ok = inside(u)
-        lo = jnp.where(~ok & (u < u0), u, lo)
-        hi = jnp.where(~ok & (u >= u0), u, hi)
-        return lo, hi, key, ok, u, i + 1
-
-    _, _, _, ok, u, _ = jax.lax.while_loop(cond, shrink, (left, right, k_shrink, jnp.zeros((), bool), u0, 0))
-    return jnp.where(ok, u, u0)
+    return jax.lax.while_loop(lambda c: c.phase != _DONE, body, start).u
 
 
 def collapsed_log_likelihood(bound_model, state, values: dict):

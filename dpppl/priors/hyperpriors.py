@@ -22,7 +22,7 @@ import math
 import jax
 import numpyro.distributions as dist
 from numpyro.distributions.transforms import biject_to
-from scipy import stats
+from scipy import special
 
 from dpppl.errors import ModelError
 
@@ -122,7 +122,11 @@ class Hyperprior:
         return self.log_prob(value) + transform.log_abs_det_jacobian(u, value)
 
     def scipy(self):
-        """The same distribution as a frozen `scipy.stats` distribution (quantiles, the median)."""
+        """The same distribution as a frozen `scipy.stats` distribution (quantiles, the median).
+        `scipy.stats` is imported here, not with the module: it is a second of a new process's start
+        that a run never needs (`initial_value` does without it)."""
+        from scipy import stats  # noqa: PLC0415
+
         p = self.params
         return {"Normal": lambda: stats.norm(p[0], p[1]),
                 "Gamma": lambda: stats.gamma(p[0], scale=1 / p[1]),
@@ -136,8 +140,18 @@ class Hyperprior:
     @property
     def initial_value(self) -> float:
         """Where chains start: the prior's median, a value every prior here has, inside its support
-        (unlike the mean: InverseGamma(1/2, 1) has none)."""
-        return float(self.scipy().median())
+        (unlike the mean: InverseGamma(1/2, 1) has none). By `scipy.stats`' own quantile formulas at
+        0.5 (`scipy.special`'s inverse incomplete gamma and beta functions, `ndtri`), so the numbers
+        are `scipy().median()`'s without importing `scipy.stats` in a run."""
+        p = self.params
+        return float({"Normal": lambda: p[0],
+                      "Gamma": lambda: special.gammaincinv(p[0], 0.5) * (1 / p[1]),
+                      "InverseGamma": lambda: 1.0 / special.gammainccinv(p[0], 0.5) * p[1],
+                      "HalfNormal": lambda: special.ndtri(0.75) * p[0],
+                      "LogNormal": lambda: math.exp(p[0]),
+                      "Uniform": lambda: 0.5 * (p[1] - p[0]) + p[0],
+                      "Beta": lambda: special.betaincinv(p[0], p[1], 0.5),
+                      "Exponential": lambda: -math.log1p(-0.5) * (1 / p[0])}[self.distribution]())
 
     @property
     def width(self) -> float:

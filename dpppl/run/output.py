@@ -118,11 +118,15 @@ def conditional_log_predictive(family, prior, x, z, alpha, capacity: int):
     n = x.shape[0]
     stats = segment_stats(family, x, z, capacity)
     without = jax.tree.map(lambda s, p: s[z] - p, stats, family.point_stats(x))
-    own = family.log_marginal(stats)[z] - family.log_marginal(without)
-    params = family.predictive_params(stats)
-    log_pred = jax.vmap(lambda xi: family.log_predictive(params, xi))(x).at[jnp.arange(n), z].set(own)
-    empty = family.predictive_params(family.empty_stats(()))
-    log_prior_pred = jax.vmap(lambda xi: family.log_predictive(empty, xi))(x)
+    # one call of each family function on stacked rows (the slots and the points without
+    # themselves; the slots and an empty cluster): one copy of it in the compiled program, not two
+    marginals = family.log_marginal(jax.tree.map(lambda s, w: jnp.concatenate([s, w]), stats, without))
+    own = marginals[:capacity][z] - marginals[capacity:]
+    rows = jax.tree.map(lambda s, e: jnp.concatenate([s, e[None].astype(s.dtype)]), stats, family.empty_stats(()))
+    params = family.predictive_params(rows)
+    predictive = jax.vmap(lambda xi: family.log_predictive(params, xi))(x)  # (N, capacity + 1)
+    log_pred = predictive[:, :capacity].at[jnp.arange(n), z].set(own)
+    log_prior_pred = predictive[:, capacity]
     counts = stats.n[None, :] - jax.nn.one_hot(z, capacity, dtype=stats.n.dtype)
     existing, new = jax.vmap(lambda c: prior.log_seat_weights(c, alpha))(counts)
     seated = jnp.where(jnp.isfinite(existing), existing + log_pred, -jnp.inf)

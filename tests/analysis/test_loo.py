@@ -14,6 +14,7 @@ from dpppl.diagnostics.arviz_compat import arviz, group, to_arviz
 from dpppl.families.base import segment_stats
 from dpppl.run import output
 from dpppl.testing.exact import set_partitions
+from tests.helpers.jaxprs import count_primitive
 
 NKC = dpppl.NormalKnownCov(sigma2=0.25, mu0=0.0, tau2=4.0)
 CASES = [
@@ -165,3 +166,20 @@ def test_ddp_pointwise_density_is_each_point_s_atom_at_its_slice(num_cov):
         k, t = z[c, d, i], slices[i]
         expected = multivariate_normal(mu[c, d, k, t], cov[c, d, k, t if num_cov == 2 else 0]).logpdf(x[i])
         assert ll[c, d, i] == pytest.approx(expected, rel=1e-10)
+
+
+def test_the_conditional_predictive_holds_one_copy_of_each_family_function():
+    """`conditional_log_predictive` calls the family's log marginal once (the slots and the points
+    without themselves, stacked) and its predictive parameters once (the slots and an empty cluster):
+    the compiled pointwise program holds as many log-gamma functions as one call of each, not two."""
+    model = dpppl.load("models/gaussian_niw.dp")
+    bound = model.bind(np.array([[0.1, 1.0], [0.3, 1.2], [2.0, -1.0], [2.4, -0.8]]))
+    family, x, z = bound.family, jnp.asarray(bound.x), jnp.array([0, 0, 1, 1], jnp.int32)
+
+    def lgammas(fn, *args):
+        return count_primitive(jax.make_jaxpr(fn)(*args).jaxpr, "lgamma")
+
+    stats = segment_stats(family, x, z, 4)
+    one_each = lgammas(family.log_marginal, stats) + lgammas(family.predictive_params, stats)
+    assert one_each > 0
+    assert lgammas(lambda x, z: output.conditional_log_predictive(family, bound.prior, x, z, 1.0, 4), x, z) == one_each

@@ -17,6 +17,7 @@ from dpppl.kernels.hyperparameters import conjugate_fields, slice_update
 from dpppl.priors.hyperpriors import Hyperprior
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.run.portable import Reader, Writer
+from tests.helpers.jaxprs import count_primitive
 from tests.run.runs import assert_same_run, stop_at_chunk
 
 X = np.array([[0.3, 1.0], [0.5, 1.4], [2.0, -1.0], [2.2, -0.7], [4.0, 0.1]])
@@ -55,6 +56,17 @@ def test_chains_start_at_the_priors_medians():
         {"m": 0.0, "t": stats.gamma(2, scale=1 / 4).median(), "s": stats.invgamma(3, scale=2).median()})
 
 
+@pytest.mark.parametrize("distribution, params", [
+    ("Normal", (1.5, 3.0)), ("Gamma", (0.7, 3.3)), ("InverseGamma", (0.5, 50.0)), ("HalfNormal", (2.0,)),
+    ("LogNormal", (0.3, 1.2)), ("Uniform", (0.1, 0.7)), ("Beta", (0.5, 0.3)), ("Exponential", (3.0,))])
+def test_every_hyperprior_starts_at_its_median(distribution, params):
+    """`initial_value` (scipy.stats' quantile formulas on `scipy.special`, so a run does not import
+    `scipy.stats`) is scipy.stats' median of the same distribution, to the last bit: chains start where
+    they did."""
+    prior = Hyperprior(distribution, params)
+    assert prior.initial_value == float(prior.scipy().median())
+
+
 def test_the_slice_update_leaves_its_target_invariant_when_the_step_budget_binds():
     """From exact draws of N(0, 1), one update with a narrow interval (w = 0.1) and m = 4 steps (the
     budget binds at almost every update) keeps the law: the random split of the budget between the
@@ -65,6 +77,14 @@ def test_the_slice_update_leaves_its_target_invariant_when_the_step_budget_binds
     moved = np.asarray(update(jax.random.split(keys[1], start.shape[0]), start))
     assert np.mean(np.abs(moved - np.asarray(start)) > 0) > 0.99
     assert stats.kstest(moved, "norm").pvalue > 1e-3
+
+
+def test_the_slice_update_holds_one_copy_of_its_log_density():
+    """The level, both step-outs and the shrinkage evaluate the log density at one place of the
+    program (a random hyperparameter's density holds every cluster's marginal likelihood: four
+    copies of it were four copies of that sum in the compiled chunk)."""
+    jaxpr = jax.make_jaxpr(lambda k, u: slice_update(k, u, lambda v: -jnp.cosh(v), 0.5))(jax.random.key(0), 0.3)
+    assert count_primitive(jaxpr.jaxpr, "cosh") == 1
 
 
 def test_kernels_that_instantiate_parameters_refuse_random_hyperparameters_and_nuts_takes_them():
