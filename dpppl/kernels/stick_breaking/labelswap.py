@@ -71,8 +71,9 @@ def _check_prob(name, value):
     return float(value)
 
 
-CHUNK = 64
-"""Proposals drawn together (vectorised) and then accepted or rejected in order, per chunk."""
+CHUNK = 512
+"""The most proposals drawn together (vectorised) and then accepted or rejected in order, per
+chunk; a step on N points makes its proposals in chunks of min(N, CHUNK)."""
 
 PERMUTE_TAIL = 1e-3
 """`labelpermute` draws keys for the labels up to the first past which the prior weights leave less
@@ -149,14 +150,16 @@ def _relabel_kernel(name, bound_model, prob, propose, permute: bool):
 
     `propose(key, cdf) -> (labels, keys)`: the proposal's labels (2,) and keys (of a permutation;
     see `proposed_move`), labels drawn from the prior weights' CDF `cdf` over the C slots and past
-    them (`_draw_label`; C: a label past the slots, not drawn further). Proposal t is drawn from
-    `fold_in(key, t)`, `CHUNK` at a time (vmapped); each chunk is then accepted or rejected in
+    them (`_draw_label`; C: a label past the slots, not drawn further). With `prob` 1 the number of
+    proposals, Binomial(N, 1), is N, taken without a draw. Proposal t is drawn from
+    `fold_in(key, t)`, min(N, `CHUNK`) at a time (vmapped); each chunk is then accepted or rejected in
     order, on CPU in one native call ([`native_relabel`][dpppl.models.native_seating.native_relabel];
     `DPPPL_NATIVE`), else in a JAX loop: the same draws up to rounding. A proposal reaching past the
     horizon (`horizon`) of its state or of the state it proposes is rejected; one past the slots but
     within the horizon sets `overflow` (the driver re-runs the chunk with more slots).
     """
     prior, points = bound_model.prior, bound_model.points
+    chunk_size = max(1, min(bound_model.num_points, CHUNK))
     accept = functools.partial(native_relabel if use_native_sticks() else _accept_in_jax, permute=permute)
 
     def step(rng_key, state, x):
@@ -166,7 +169,9 @@ def _relabel_kernel(name, bound_model, prob, propose, permute: bool):
         logits = jnp.concatenate([log_pw, log_rest[None]])
         cdf = jnp.cumsum(jnp.exp(logits - jnp.max(logits)))       # `sample_index`'s, once per step
         k_num, k_props = jax.random.split(rng_key)
-        num = jax.random.binomial(k_num, points, prob).astype(jnp.int32)  # the real points' N
+        # Binomial(N, prob) proposals, N the real points
+        num = (jnp.asarray(points, jnp.int32) if prob == 1.0
+               else jax.random.binomial(k_num, points, prob).astype(jnp.int32))
 
         def draw(t):
             k_prop, k_acc = jax.random.split(jax.random.fold_in(k_props, t))
@@ -175,11 +180,11 @@ def _relabel_kernel(name, bound_model, prob, propose, permute: bool):
 
         def chunk(carry):
             start, slot_of, counts, overflow, acc_sum, accepted = carry
-            labels, keys, uniforms = jax.vmap(draw)(start + jnp.arange(CHUNK))
-            count = jnp.minimum(num - start, CHUNK)
+            labels, keys, uniforms = jax.vmap(draw)(start + jnp.arange(chunk_size))
+            count = jnp.minimum(num - start, chunk_size)
             slot_of, counts, chunk_sum, chunk_accepted, chunk_overflow = accept(
                 prior, counts, slot_of, labels, keys, uniforms, count)
-            return (start + CHUNK, slot_of, counts, overflow | chunk_overflow, acc_sum + chunk_sum,
+            return (start + chunk_size, slot_of, counts, overflow | chunk_overflow, acc_sum + chunk_sum,
                     accepted + chunk_accepted)
 
         init = (jnp.zeros((), jnp.int32), jnp.arange(C, dtype=jnp.int32), counts, state.overflow,
