@@ -453,14 +453,15 @@ class StickBreaking:
 
     def initial_capacity(self, n: int) -> int:
         """Slots a sampler starts with: the labels `RUN_SWEEPS` sweeps of n points would need if each
-        drew every label afresh from the prior, [`labels_needed`][dpppl.priors.stick_breaking.StickBreaking.labels_needed]
-        for `RUN_SWEEPS` n draws at 1%, at least 16 and at most max(8 n, 256) (and
-        [`max_labels`][dpppl.priors.stick_breaking.StickBreaking.max_labels]). A new label is drawn from the tail
-        past the largest occupied one, so a run's labels spread that far under a heavy-tailed prior (on the
-        300 points of `benchmarks/bench_stick_breaking.py`, PY(0.25, 1): label 1,178 within 1,500 sweeps; this
-        gives 1,848 slots); the sweeps' and label moves' costs follow the largest occupied label, not the
-        slots, so room is cheap while each growth is a recompilation. The driver grows it when a chain
-        needs more."""
+        drew every label afresh from the prior
+        ([`labels_needed`][dpppl.priors.stick_breaking.StickBreaking.labels_needed] for `RUN_SWEEPS` n
+        draws at 1%), at least 16 and at most max(8 n, 256) (and
+        [`max_labels`][dpppl.priors.stick_breaking.StickBreaking.max_labels]). A new label is drawn from
+        the tail past the largest occupied one, so a run's labels spread that far under a heavy-tailed
+        prior (on the 300 points of `benchmarks/bench_stick_breaking.py`, PY(0.25, 1): label 1,178 within
+        1,500 sweeps; this gives 1,841 slots); the sweeps' and label moves' costs follow the largest
+        occupied label, not the slots, so room is cheap while each growth is a recompilation. The driver
+        grows it when a chain needs more."""
         return int(min(max(self.labels_needed(RUN_SWEEPS * n, 0.01), 16), max(8 * n, 256), self.max_labels(n)))
 
     def log_prior_alpha(self, alpha):
