@@ -239,10 +239,10 @@ def build_labelpermute_kernel(bound_model, *, permute_prob: float = 1.0) -> Kern
 register("labelswap", build_labelswap_kernel, exact=True, applies=stick_breaking_only,
          description="label-swap Metropolis-Hastings for stick-breaking priors (Porteous et al. "
                      "2006, sec. 3.3): two labels drawn by prior weight, accepted by the ratio of "
-                     "labelled laws; Binomial(N, swap_prob) proposals of O(C) per step; labels up to twice "
-                     "the largest occupied one")
+                     "labelled laws; Binomial(N, swap_prob) proposals per step, O(r) each natively (r the "
+                     "highest label drawn); labels up to twice the largest occupied one")
 register("labelpermute", build_labelpermute_kernel, exact=True, applies=stick_breaking_only,
          description="label-permute Metropolis-Hastings for stick-breaking priors (sec. 3.3): a "
                      "uniform permutation of labels 1..m, m drawn by prior weight; "
-                     "Binomial(N, permute_prob) proposals of O(C + m log m) per step; labels up to twice the "
-                     "largest occupied one")
+                     "Binomial(N, permute_prob) proposals per step, O(W + m log m) each (W keys: "
+                     "permute_width(prior)); labels up to twice the largest occupied one")
