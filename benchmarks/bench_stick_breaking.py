@@ -19,11 +19,18 @@ Run from the repository root (under `nice -n 10` on a shared machine):
 
 Writes `benchmarks/results/<name>.json` (`ratio_*_best`: cold, `ratio_*_warm_best`: warm, each
 stick-breaking run against the CRP run; with `--before`, `before_ratio_*` likewise for REV's code).
+
+`--sampling-only` measures the samplers without what the CLI does around them: one new process
+calls `dpppl.sample` (the same points, 2 chains, default lengths and kernels, `log_likelihood=False`)
+twice per model, the stick-breaking model then the CRP model, and reports each call's CPU and wall
+seconds (the first compiles, the second runs compiled programs); writes
+`benchmarks/results/<name>_sampling.json`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -36,12 +43,32 @@ from harness import load_average, write_json  # noqa: E402
 
 MODELS = {"stick_breaking": "models/stick_breaking.dp", "crp": "models/gaussian_niw.dp"}
 
+SAMPLING = """
+import json, resource, sys, time
+import numpy as np
+import dpppl
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+x, out = np.load(sys.argv[1]), {}
+for name, path in json.loads(sys.argv[2]).items():
+    for call in ("first", "second"):
+        used, wall = cpu(), time.perf_counter()
+        idata = dpppl.sample(dpppl.load(path), x, num_chains=2, seed=0, progress_bar=False, log_likelihood=False)
+        out[name + "_" + call] = {"cpu_s": cpu() - used, "wall_s": time.perf_counter() - wall,
+                                  "largest_label": int(idata.posterior_partition["z"].values.max())}
+        print(name, call, out[name + "_" + call], flush=True)
+print("RESULT " + json.dumps(out))
+"""
+"""The child of `--sampling-only`: argv the points (.npy) and MODELS as JSON."""
+
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--before", help="a git revision whose stick-breaking code also runs, side by side")
     parser.add_argument("--name", default="stick_breaking", help="the results file's name")
+    parser.add_argument("--sampling-only", action="store_true", help="dpppl.sample in one process, no log likelihood")
     args = parser.parse_args(argv)
     import numpy as np
 
@@ -51,6 +78,17 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         points = Path(tmp) / "x.npy"
         np.save(points, np.asarray(dpppl.datasets.gaussian_mixture(300, 2, 4, mean_scale=4.0, seed=0)[0], float))
+        if args.sampling_only:
+            with tempfile.TemporaryDirectory() as cache:
+                run = child(["-c", SAMPLING, str(points), json.dumps(MODELS)], {"DPPPL_COMPILATION_CACHE": cache})
+            results.update(json.loads(run["last_line"].removeprefix("RESULT ")))
+            for call in ("first", "second"):
+                for measure in ("cpu_s", "wall_s"):
+                    ratio = results[f"stick_breaking_{call}"][measure] / results[f"crp_{call}"][measure]
+                    results[f"ratio_{measure}_{call}"] = ratio
+                    print(f"stick_breaking / crp, {call} call: {measure} {ratio:.2f}")
+            write_json(args.name + "_sampling", results)
+            return results
         runs = {name: (path, "") for name, path in MODELS.items()}  # name -> (model, patch of sys.path)
         if args.before:
             tree = export(args.before, tmp)
