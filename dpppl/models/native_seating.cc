@@ -365,12 +365,17 @@ bool seat_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unif
 //   P(k) ∝ E[pi_k | Z_-n] t_k(x),   log E[pi_k | Z_-n] = log a*_k - log(a*_k + b*_k) + sum_{j<k} log go_j,
 //   a*_k = a_k + N_k,  b*_k = b_k + M_k,  M_k = sum_{l>k} N_l,  log go_j = log b*_j - log(a*_j + b*_j)
 // (StickBreaking.log_expected_weights; empty slots have the prior predictive t_0), or the cell "past
-// the C slots", of log mass sum_{j<C} log go_j + log t_0(x); a draw there keeps the old slot and
-// sets the overflow (the chunk is re-run with more slots). M_k is the suffix sum of the counts, taken
-// down from the total as k rises; past the largest occupied slot K the counts are zero and the terms
-// are the prior's, computed once per call. The last stick of a finite prior (slot `last`, b = 0) has
-// log go = -inf, and the slots past it weight 0. The draw inverts the CDF over the C + 1 cells at the
-// point's uniform, as sample_index does.
+// the C slots"; a draw there keeps the old slot and sets the overflow (the chunk is re-run with more
+// slots). The cost per point follows the largest occupied slot L, not C (Porteous et al. 2006,
+// sec. 3.2): the cells 0..L are evaluated (M_k the suffix sum of the counts, taken down from the
+// total as k rises), and every label past L, where the counts are zero and the stick terms are the
+// prior's, is one lumped cell of log mass sum_{j<=L} log go_j + log t_0(x) (the stick's remainder
+// past L; the prior's terms past L sum to it exactly: sum_{k>L} stop_k prod_{L<j<k} go_j
+// + prod_{L<j<C} go_j = 1). The draw inverts the CDF at the point's uniform u, as sample_index does;
+// when u falls in the lumped cell the inversion continues along the labels L+1, L+2, ... with the
+// prior's terms (computed once per call), so the label drawn is the one the C + 1 cells would give,
+// up to rounding. The last stick of a finite prior (slot `last`, b = 0) has log go = -inf, and the
+// slots past it weight 0.
 template <typename T, typename Family>
 bool sb_chain(int N, int D, int C, const T* x, const T* shuffle, const T* uniforms, int32_t* z, T* n, T* s1, T* s2,
               const T* a, const T* b, int last, Family& fam) {
@@ -383,47 +388,45 @@ bool sb_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unifor
   for (int k = 0; k < C; ++k) {
     const bool beyond = last >= 0 && k > last;
     const T total = std::log(a[k] + b[k]);
-    stop0[k] = std::log(a[k]) - total;
+    stop0[k] = beyond ? neg_inf : std::log(a[k]) - total;
     go0[k] = beyond || !(b[k] > T(0)) ? neg_inf : std::log(b[k]) - total;
   }
   std::vector<T> zeros(size_t(D) + DD, T(0));
-  for (int c = 0; c < C; ++c) fam.refresh(c, n[c], s1 + size_t(c) * D, s2 + size_t(c) * DD);
+  int top_slot = -1;  // the largest occupied slot
+  for (int c = 0; c < C; ++c)
+    if (n[c] > T(0)) fam.refresh(c, n[c], s1 + size_t(c) * D, s2 + size_t(c) * DD), top_slot = c;
   fam.refresh(C, T(0), zeros.data(), zeros.data() + D);  // slot C: the prior predictive t_0
-  const int cells = C + 1, padded = (cells + 3) / 4 * 4;
-  std::vector<T> logits(padded, T(0)), pred(padded, T(0));
-  std::vector<int> active(cells);
+  std::vector<T> logits(size_t(C) + 4, T(0)), pred(size_t(C) + 4, T(0));
+  std::vector<int> active(size_t(C) + 1);
   bool overflow = false;
   for (int t = 0; t < N; ++t) {
     const int i = order[t];
     const T* xi = x + size_t(i) * D;
     const int old = z[i];
     move_point(old, xi, T(-1), D, n, s1, s2, fam);
-    int m = 0, top_slot = -1;
+    while (top_slot >= 0 && !(n[top_slot] > T(0))) --top_slot;
+    int m = 0;
     T remaining = 0;
-    for (int c = 0; c < C; ++c)
-      if (n[c] > T(0)) active[m++] = c, top_slot = c, remaining += n[c];
+    for (int c = 0; c <= top_slot; ++c)
+      if (n[c] > T(0)) active[m++] = c, remaining += n[c];
     active[m++] = C;
     fam.log_predictive(active.data(), m, xi, pred.data());
     const T empty = pred[m - 1];
+    // cells 0..top_slot, then cell top_slot + 1: every label past top_slot
+    const int cells = top_slot + 2, padded = (cells + 3) / 4 * 4;
     T before = 0;
-    for (int k = 0, j = 0; k < C; ++k) {
-      T stop, go;
-      if (k <= top_slot && !(last >= 0 && k > last)) {
-        remaining -= n[k];
-        const T as = a[k] + n[k], bs = b[k] + remaining, total = std::log(as + bs);
-        stop = std::log(as) - total;
-        go = bs > T(0) ? std::log(bs) - total : neg_inf;
-      } else {
-        stop = stop0[k];
-        go = go0[k];
-      }
+    for (int k = 0, j = 0; k <= top_slot; ++k) {
       const bool beyond = last >= 0 && k > last;
+      remaining -= n[k];
+      const T as = a[k] + n[k], bs = b[k] + remaining, total = std::log(as + bs);
+      const T stop = std::log(as) - total;
+      const T go = beyond ? neg_inf : bs > T(0) ? std::log(bs) - total : neg_inf;
       const bool occupied = j < m - 1 && active[j] == k;
       logits[k] = beyond ? neg_inf : stop + before + (occupied ? pred[j] : empty);
       j += occupied;
       before += go;
     }
-    logits[C] = before + empty;
+    logits[cells - 1] = before + empty;
     T top = neg_inf;
     for (int k = 0; k < cells; ++k) top = std::max(top, logits[k]);
     for (int k = 0; k < cells; ++k) logits[k] -= top;
@@ -433,13 +436,23 @@ bool sb_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unifor
     for (int k = 0; k < cells; ++k) total += logits[k];
     const T target = std::max(uniforms[t], tiny) * total;
     T cdf = 0;
-    int k = C;
-    for (int c = 0; c < cells; ++c) {
+    int k = cells - 1;
+    for (int c = 0; c < cells - 1; ++c) {
       cdf += logits[c];
       if (!(cdf < target)) { k = c; break; }
     }
-    if (k == C) overflow = true, k = old;
+    if (k == cells - 1) {  // past top_slot: continue the inversion along the prior's terms
+      const T base = before + empty - top;
+      T walked = 0;  // sum of log go_j over top_slot < j < k
+      for (k = top_slot + 1; k < C; ++k) {
+        cdf += std::exp(stop0[k] + walked + base);
+        if (!(cdf < target)) break;
+        walked += go0[k];
+      }
+    }
+    if (k >= C) overflow = true, k = old;
     move_point(k, xi, T(1), D, n, s1, s2, fam);
+    top_slot = std::max(top_slot, k);
     z[i] = k;
   }
   return overflow;
@@ -481,9 +494,9 @@ T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* un
 // One chain's relabelling proposals of dpppl/kernels/stick_breaking/labelswap.py (labelswap,
 // labelpermute), the first `count` of a chunk, in order (labelswap.proposed_move): proposal t is
 // the swap of slots labels[t, 0] and labels[t, 1], or (`permute`) the permutation of slots
-// 0..m = labels[t, 0] sending slot s to the rank of keys[t, s] among keys[t, 0..m]; it reaches the
-// label r = max(labels[t]) (C: past the slots) and is accepted when
-// uniforms[t] < min(1, P(Z') / P(Z)) 1[r <= H(Z)] 1[r <= H(Z')], with
+// 0..m = labels[t, 0] sending slot s to the rank of keys[t, s] among keys[t, 0..m] (W keys per
+// proposal: a permutation with m >= W is rejected); it reaches the label r = max(labels[t]) (C: past
+// the slots) and is accepted when uniforms[t] < min(1, P(Z') / P(Z)) 1[r <= H(Z)] 1[r <= H(Z')], with
 //   log P(Z) = sum_k lgamma(a_k + N_k) + lgamma(b_k + M_k) - lgamma(a_k + b_k + N_k + M_k) + const,
 //   M_k = sum_{l>k} N_l      (StickBreaking.log_prob_labels; the last stick of a finite prior,
 //                             slot `last`, contributes 0 when M = 0 and -inf otherwise, the slots
@@ -491,32 +504,32 @@ T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* un
 //   H(Z) = 2 L + 1, L the largest occupied slot (labelswap.horizon).
 // A proposal past the slots is rejected when it is past H(Z) (whatever label it drew), else it sets
 // *overflow (the chunk is re-run with more slots). A proposal that moves only the slots lo..hi
-// leaves N_k and M_k unchanged outside them, so the ratio is summed over lo..hi. Updates counts and
-// slot_of (slot_of[s] = move[slot_of[s]] on acceptance); returns the sum of the acceptance
-// probabilities and adds the acceptances to `accepted`.
+// leaves N_k and M_k unchanged outside them, so the ratio is summed over lo..hi, and every step of
+// a proposal costs O(r): L and the total count are kept as the proposals are accepted, and the slot
+// map is kept as its inverse (the original slot now at each slot), composed on lo..hi only.
+// Updates counts and slot_of (slot_of[s] = move[slot_of[s]] on acceptance); returns the sum of the
+// acceptance probabilities and adds the acceptances to `accepted`.
 template <typename T>
 T relabel_chain(int C, int W, bool permute, int count, const int32_t* labels, const T* keys, const T* uniforms,
                 const T* a, const T* b, int last, T* counts, int32_t* slot_of, int32_t* accepted, bool* overflow) {
   std::vector<T> proposed(C);
-  std::vector<int32_t> mv(C), order(C);
-  for (int s = 0; s < C; ++s) mv[s] = s;
+  std::vector<int32_t> mv(C), order(C), occupant(C), moved(C);
+  for (int s = 0; s < C; ++s) mv[s] = s, occupant[slot_of[s]] = s;
   const T neg_inf = -std::numeric_limits<T>::infinity();
   auto term = [&](int k, T n, T m) -> T {
     if (last >= 0 && k > last) return T(0);
     if (k == last) return m > T(0) ? neg_inf : T(0);
     return T(log_gamma(double(a[k] + n)) + log_gamma(double(b[k] + m)) - log_gamma(double(a[k] + b[k] + n + m)));
   };
-  auto horizon = [&](const T* n) {
-    int top = C - 1;
-    while (top >= 0 && !(n[top] > T(0))) --top;
-    return 2 * top + 1;
-  };
-  int h = horizon(counts);
+  int top_slot = C - 1;  // L, the largest occupied slot (-1 when none)
+  while (top_slot >= 0 && !(counts[top_slot] > T(0))) --top_slot;
+  T total_count = 0;
+  for (int s = 0; s <= top_slot; ++s) total_count += counts[s];
   T acc_sum = 0;
   for (int t = 0; t < count; ++t) {
     const int32_t* lab = labels + size_t(t) * 2;
     const int reach = std::max(lab[0], lab[1]);
-    if (reach > h) continue;
+    if (reach > 2 * top_slot + 1 || (permute && reach >= W)) continue;
     if (reach >= C) {
       *overflow = true;
       continue;
@@ -536,15 +549,17 @@ T relabel_chain(int C, int W, bool permute, int count, const int32_t* labels, co
       if (mv[s] != s) lo = std::min(lo, s), hi = std::max(hi, s);
     T log_ratio = 0;
     bool within = true;
+    int top = top_slot;  // the largest occupied slot of Z'
     if (hi >= 0) {
       for (int s = lo; s <= hi; ++s) proposed[mv[s]] = counts[s];
-      int top = C - 1;  // the largest occupied slot of Z'
-      while (top > hi && !(counts[top] > T(0))) --top;
-      while (top >= lo && top <= hi && !(proposed[top] > T(0))) --top;
-      while (top >= 0 && top < lo && !(counts[top] > T(0))) --top;
+      if (top <= hi) {
+        top = hi;
+        while (top >= lo && !(proposed[top] > T(0))) --top;
+        while (top >= 0 && top < lo && !(counts[top] > T(0))) --top;
+      }
       within = reach <= 2 * top + 1;
-      T after = 0;  // M of slot hi: the points past the moved slots, the same on both sides
-      for (int s = hi + 1; s < C; ++s) after += counts[s];
+      T after = total_count;  // M of slot hi: the points past the moved slots, the same on both sides
+      for (int s = 0; s <= hi; ++s) after -= counts[s];
       T m_old = after, m_new = after;
       for (int k = hi; within && k >= lo; --k) {
         log_ratio += term(k, proposed[k], m_new) - term(k, counts[k], m_old);
@@ -556,12 +571,13 @@ T relabel_chain(int C, int W, bool permute, int count, const int32_t* labels, co
     acc_sum += accept_prob;
     if (uniforms[t] < accept_prob) {
       ++*accepted;
-      for (int s = lo; s <= hi; ++s) counts[s] = proposed[s];
-      for (int s = 0; s < C; ++s) slot_of[s] = mv[slot_of[s]];
-      h = horizon(counts);
+      for (int s = lo; s <= hi; ++s) counts[s] = proposed[s], moved[mv[s]] = occupant[s];
+      for (int s = lo; s <= hi; ++s) occupant[s] = moved[s];
+      top_slot = top;
     }
     for (int s = 0; s <= reach; ++s) mv[s] = s;
   }
+  for (int s = 0; s < C; ++s) slot_of[occupant[s]] = s;
   return acc_sum;
 }
 
@@ -816,7 +832,6 @@ ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi
   const int P = int(ld[ld.size() - 2]), W = int(kd[kd.size() - 1]);
   const int64_t B = batch_of(slot_out->dimensions(), 1);
   const int C = int(slot_out->dimensions()[slot_out->dimensions().size() - 1]);
-  if (permute && W != C) return ffi::Error::InvalidArgument("native relabel: a permutation needs one key per slot");
   const Operand oc(counts_in.dimensions(), 1, B), os(slot_in.dimensions(), 1, B), ol2(ld, 2, B), ok(kd, 2, B),
                 ou(uniforms.dimensions(), 1, B), on(count.dimensions(), 0, B),
                 oa(a.dimensions(), 1, B), ob(b.dimensions(), 1, B), ol(last.dimensions(), 0, B);
@@ -931,7 +946,7 @@ ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi
       .Arg<ffi::Buffer<DT>>()         /* counts (C,) */                                    \
       .Arg<ffi::Buffer<ffi::S32>>()   /* slot_of (C,): each original slot's slot now */   \
       .Arg<ffi::Buffer<ffi::S32>>()   /* labels (P, 2): a swap's (i, j), a permutation's (m, m); C: past */ \
-      .Arg<ffi::Buffer<DT>>()         /* keys (P, W): a permutation's keys (W = C), else unused */ \
+      .Arg<ffi::Buffer<DT>>()         /* keys (P, W): a permutation's keys (W per proposal, whatever C), else unused */ \
       .Arg<ffi::Buffer<DT>>()         /* uniforms (P,): the acceptance uniforms */        \
       .Arg<ffi::Buffer<ffi::S32>>()   /* count (): the proposals made, labels[:count] */  \
       .Arg<ffi::Buffer<DT>>()         /* a (C,): the sticks' a_k */                       \

@@ -60,6 +60,10 @@ MAX_LABELS = 2**14
 """Labels past this (and past N + 1) are not sampled on an infinite prior: a chain that
 draws one stops with an error ([`dpppl.sample`][dpppl.sample])."""
 
+RUN_SWEEPS = 1000
+"""Sweeps a chain's initial slots are sized for
+([`initial_capacity`][dpppl.priors.stick_breaking.StickBreaking.initial_capacity])."""
+
 TAIL_SWEEPS = 100
 """Sweeps over which a chain that opened a new label for every point would, in expectation, draw
 one label past the last it can use, for a prior refused as too heavy-tailed
@@ -448,12 +452,17 @@ class StickBreaking:
         return int(below[0]) + 1 if below.size else int(a.size)
 
     def initial_capacity(self, n: int) -> int:
-        """Slots a sampler starts with: [`labels_needed`][dpppl.priors.stick_breaking.StickBreaking.labels_needed] at
-        1%, at least 16 and at
-        most max(2 n + 8, 64) (and [`max_labels`][dpppl.priors.stick_breaking.StickBreaking.max_labels]). The driver
-        grows it when a chain
-        needs more."""
-        return int(min(max(self.labels_needed(n, 0.01), 16), max(2 * n + 8, 64), self.max_labels(n)))
+        """Slots a sampler starts with: the labels `RUN_SWEEPS` sweeps of n points would need if each
+        drew every label afresh from the prior
+        ([`labels_needed`][dpppl.priors.stick_breaking.StickBreaking.labels_needed] for `RUN_SWEEPS` n
+        draws at 1%), at least 16 and at most max(8 n, 256) (and
+        [`max_labels`][dpppl.priors.stick_breaking.StickBreaking.max_labels]). A new label is drawn from
+        the tail past the largest occupied one, so a run's labels spread that far under a heavy-tailed
+        prior (on the 300 points of `benchmarks/bench_stick_breaking.py`, PY(0.25, 1): label 1,178 within
+        1,500 sweeps; this gives 1,841 slots); the sweeps' and label moves' costs follow the largest
+        occupied label, not the slots, so room is cheap while each growth is a recompilation. The driver
+        grows it when a chain needs more."""
+        return int(min(max(self.labels_needed(RUN_SWEEPS * n, 0.01), 16), max(8 * n, 256), self.max_labels(n)))
 
     def log_prior_alpha(self, alpha):
         return jnp.zeros(())

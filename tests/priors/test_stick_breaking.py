@@ -91,3 +91,19 @@ def test_priors_whose_weights_sum_to_one_pass_the_check():
     assert StickBreaking(a=[1.0, 1.0], b=[1.0, 0.0]).num_sticks == 2
     assert StickBreaking(a=1.0, b="3 - i").num_sticks == 3  # the first b_i = 0 ends the sticks
 
+
+
+def test_initial_capacity_holds_the_labels_of_a_runs_fresh_draws():
+    """A chain starts with the first C slots past which RUN_SWEEPS x n labels drawn afresh from the prior
+    would land with probability below 1% (a union bound), so that a run rarely grows its slots (a
+    recompilation), within max(8 n, 256)."""
+    from dpppl.priors.stick_breaking import RUN_SWEEPS
+
+    prior, n = StickBreaking.pitman_yor(0.25, 1.0), 300
+    C = prior.initial_capacity(n)
+    a, b = prior.sticks(C)
+    log_past = np.log(RUN_SWEEPS * n) + np.cumsum(np.log(b / (a + b)))  # log of n R_L, L = 1..C
+    assert log_past[C - 1] < np.log(0.01) <= log_past[C - 2]
+    assert C > 2 * n + 8  # more than the cap of before, which made such runs grow
+    heavy = StickBreaking.pitman_yor(0.4, 1.0)
+    assert heavy.initial_capacity(4) == 256 and heavy.initial_capacity(100) == 800

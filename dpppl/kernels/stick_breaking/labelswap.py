@@ -15,7 +15,10 @@ proposed symmetrically is accepted with
   ([`swap_log_ratio_pseudo_particles`][dpppl.kernels.stick_breaking.labelswap.swap_log_ratio_pseudo_particles]); for
   general (a_i, b_i) that form is wrong, so the ratio of the labelled laws is always used.
 - **labelpermute**: m drawn from the prior weights, then a uniformly random permutation of the
-  labels 1..m (probability p_m / m! both ways).
+  labels 1..m (probability p_m / m! both ways). A permutation of more than W labels
+  ([`permute_width`][dpppl.kernels.stick_breaking.labelswap.permute_width], a property of the prior,
+  not of the slots) is rejected: a proposal and its reverse have the same m, so the indicator
+  1[m <= W] keeps detailed balance, and each proposal draws W keys whatever the slots.
 
 Each is proposed between assignment updates with probability `swap_prob` / `permute_prob`
 (the paper's M_i): one step makes Binomial(N, prob) proposals. A proposal whose highest label r
@@ -68,8 +71,25 @@ def _check_prob(name, value):
     return float(value)
 
 
-CHUNK = 64
-"""Proposals drawn together (vectorised) and then accepted or rejected in order, per chunk."""
+CHUNK = 512
+"""The most proposals drawn together (vectorised) and then accepted or rejected in order, per
+chunk; a step on N points makes its proposals in chunks of min(N, CHUNK)."""
+
+PERMUTE_TAIL = 1e-3
+"""`labelpermute` draws keys for the labels up to the first past which the prior weights leave less
+than this mass ([`permute_width`][dpppl.kernels.stick_breaking.labelswap.permute_width])."""
+PERMUTE_KEYS = (16, 1024)
+"""The fewest and the most keys a `labelpermute` proposal draws."""
+
+
+def permute_width(prior) -> int:
+    """W, the most labels a `labelpermute` proposal may permute: the first L such that a label drawn
+    from the prior weights lies past L with probability below `PERMUTE_TAIL`
+    ([`labels_needed`][dpppl.priors.stick_breaking.StickBreaking.labels_needed]), clipped to
+    `PERMUTE_KEYS`. It depends on the prior only, so the draws do not depend on the slots; a
+    proposal of m > W is rejected (`docs/kernels/labelswap.md`, "The horizon")."""
+    low, high = PERMUTE_KEYS
+    return int(min(max(prior.labels_needed(1, PERMUTE_TAIL), low), high))
 
 
 def horizon(counts):
@@ -83,11 +103,14 @@ def horizon(counts):
 def proposed_move(labels, keys, C: int, permute: bool):
     """The map from each of the C slots to its slot under a proposal: `labels` (2,) the two labels
     of a swap (i, j), or (m, m) for the permutation of slots 0..m, each slot s <= m going to the
-    rank of `keys[s]` among `keys[:m + 1]` (the keys past m are larger than every uniform, so those
-    slots keep their places). A label past the slots (C) is clipped: such a proposal is never
-    applied (`_accept_in_jax`)."""
+    rank of `keys[s]` among `keys[:m + 1]` (`keys` (W,): the keys past m, and the slots past the W
+    keys, are larger than every uniform, so those slots keep their places). A label past the slots
+    (C), or a permutation past the keys (m >= W), is clipped: such a proposal is never applied
+    (`_accept_in_jax`)."""
     slots = jnp.arange(C, dtype=jnp.int32)
     if permute:
+        W = keys.shape[-1]
+        keys = keys[:C] if W >= C else jnp.concatenate([keys, 2.0 + slots[W:].astype(keys.dtype)])
         return jnp.zeros_like(slots).at[jnp.argsort(keys)].set(slots)
     i, j = labels[0], labels[1]
     return jnp.minimum(jnp.where(slots == i, j, jnp.where(slots == j, i, slots)), C - 1)
@@ -97,14 +120,15 @@ def _accept_in_jax(prior, counts, slot_of, labels, keys, uniforms, count, *, per
     """[`native_relabel`][dpppl.models.native_seating.native_relabel] as a JAX loop: the first
     `count` proposals of a chunk (`proposed_move`) accepted or rejected in order, proposal t with
     probability min(1, P(Z') / P(Z)) 1[reach_t <= horizon(Z)] 1[reach_t <= horizon(Z')], reach_t
-    its highest label; a proposal that reaches past the C slots but not past the horizon sets
-    the overflow flag (returned last)."""
+    its highest label (and, for a permutation, 1[reach_t < W], W the keys per proposal); a proposal
+    that reaches past the C slots but not past the horizon sets the overflow flag (returned last)."""
     C = counts.shape[-1]
+    width = keys.shape[-1] if permute else C + 1  # a swap's reach is bounded by the slots only
 
     def body(t, carry):
         slot_of, counts, log_p, acc_sum, accepted, overflow = carry
         move, r = proposed_move(labels[t], keys[t], C, permute), jnp.max(labels[t])
-        reachable = r <= horizon(counts)
+        reachable = (r <= horizon(counts)) & (r < width)
         new_counts = jnp.zeros_like(counts).at[move].set(counts)
         new_log_p = prior.log_prob_labels(new_counts)
         ok_here = reachable & (r < C) & (r <= horizon(new_counts))
@@ -126,14 +150,16 @@ def _relabel_kernel(name, bound_model, prob, propose, permute: bool):
 
     `propose(key, cdf) -> (labels, keys)`: the proposal's labels (2,) and keys (of a permutation;
     see `proposed_move`), labels drawn from the prior weights' CDF `cdf` over the C slots and past
-    them (`_draw_label`; C: a label past the slots, not drawn further). Proposal t is drawn from
-    `fold_in(key, t)`, `CHUNK` at a time (vmapped); each chunk is then accepted or rejected in
+    them (`_draw_label`; C: a label past the slots, not drawn further). With `prob` 1 the number of
+    proposals, Binomial(N, 1), is N, taken without a draw. Proposal t is drawn from
+    `fold_in(key, t)`, min(N, `CHUNK`) at a time (vmapped); each chunk is then accepted or rejected in
     order, on CPU in one native call ([`native_relabel`][dpppl.models.native_seating.native_relabel];
     `DPPPL_NATIVE`), else in a JAX loop: the same draws up to rounding. A proposal reaching past the
     horizon (`horizon`) of its state or of the state it proposes is rejected; one past the slots but
     within the horizon sets `overflow` (the driver re-runs the chunk with more slots).
     """
     prior, points = bound_model.prior, bound_model.points
+    chunk_size = max(1, min(bound_model.num_points, CHUNK))
     accept = functools.partial(native_relabel if use_native_sticks() else _accept_in_jax, permute=permute)
 
     def step(rng_key, state, x):
@@ -143,7 +169,9 @@ def _relabel_kernel(name, bound_model, prob, propose, permute: bool):
         logits = jnp.concatenate([log_pw, log_rest[None]])
         cdf = jnp.cumsum(jnp.exp(logits - jnp.max(logits)))       # `sample_index`'s, once per step
         k_num, k_props = jax.random.split(rng_key)
-        num = jax.random.binomial(k_num, points, prob).astype(jnp.int32)  # the real points' N
+        # Binomial(N, prob) proposals, N the real points
+        num = (jnp.asarray(points, jnp.int32) if prob == 1.0
+               else jax.random.binomial(k_num, points, prob).astype(jnp.int32))
 
         def draw(t):
             k_prop, k_acc = jax.random.split(jax.random.fold_in(k_props, t))
@@ -152,11 +180,11 @@ def _relabel_kernel(name, bound_model, prob, propose, permute: bool):
 
         def chunk(carry):
             start, slot_of, counts, overflow, acc_sum, accepted = carry
-            labels, keys, uniforms = jax.vmap(draw)(start + jnp.arange(CHUNK))
-            count = jnp.minimum(num - start, CHUNK)
+            labels, keys, uniforms = jax.vmap(draw)(start + jnp.arange(chunk_size))
+            count = jnp.minimum(num - start, chunk_size)
             slot_of, counts, chunk_sum, chunk_accepted, chunk_overflow = accept(
                 prior, counts, slot_of, labels, keys, uniforms, count)
-            return (start + CHUNK, slot_of, counts, overflow | chunk_overflow, acc_sum + chunk_sum,
+            return (start + chunk_size, slot_of, counts, overflow | chunk_overflow, acc_sum + chunk_sum,
                     accepted + chunk_accepted)
 
         init = (jnp.zeros((), jnp.int32), jnp.arange(C, dtype=jnp.int32), counts, state.overflow,
@@ -174,9 +202,11 @@ def _relabel_kernel(name, bound_model, prob, propose, permute: bool):
 
 def _draw_label(key, cdf):
     """A label drawn from the prior weights p_i (index C: past the slots): `sample_index` of their
-    logits, inverted at the CDF `cdf` computed once per step."""
+    logits, inverted at the CDF `cdf` computed once per step: the number of cells below the target,
+    found by bisection (`cdf` is non-decreasing), O(log C)."""
     u = jax.random.uniform(key, dtype=cdf.dtype)
-    return jnp.sum(cdf < jnp.maximum(u, jnp.finfo(cdf.dtype).tiny) * cdf[-1]).astype(jnp.int32)
+    target = jnp.maximum(u, jnp.finfo(cdf.dtype).tiny) * cdf[-1]
+    return jnp.searchsorted(cdf, target, side="left").astype(jnp.int32)
 
 
 def build_labelswap_kernel(bound_model, *, swap_prob: float = 1.0) -> Kernel:
@@ -191,13 +221,15 @@ def build_labelswap_kernel(bound_model, *, swap_prob: float = 1.0) -> Kernel:
 
 
 def build_labelpermute_kernel(bound_model, *, permute_prob: float = 1.0) -> Kernel:
-    """Label-permute proposals (sec. 3.3), each with probability `permute_prob` per point."""
+    """Label-permute proposals (sec. 3.3), each with probability `permute_prob` per point; each
+    draws `permute_width(prior)` keys, whatever the slots."""
     prob = _check_prob("permute_prob", permute_prob)
+    width = permute_width(bound_model.prior)
 
     def propose(key, cdf):
         k_m, k_perm = jax.random.split(key)
         m = _draw_label(k_m, cdf)   # permute labels 1..m+1 (slots 0..m)
-        slots = jnp.arange(cdf.shape[0] - 1)
+        slots = jnp.arange(width)
         keys = jnp.where(slots <= m, jax.random.uniform(k_perm, slots.shape, dtype=cdf.dtype), 2.0 + slots)
         return jnp.stack([m, m]), keys
 
@@ -207,10 +239,10 @@ def build_labelpermute_kernel(bound_model, *, permute_prob: float = 1.0) -> Kern
 register("labelswap", build_labelswap_kernel, exact=True, applies=stick_breaking_only,
          description="label-swap Metropolis-Hastings for stick-breaking priors (Porteous et al. "
                      "2006, sec. 3.3): two labels drawn by prior weight, accepted by the ratio of "
-                     "labelled laws; Binomial(N, swap_prob) proposals of O(C) per step; labels up to twice "
-                     "the largest occupied one")
+                     "labelled laws; Binomial(N, swap_prob) proposals per step, O(r) each natively (r the "
+                     "highest label drawn); labels up to twice the largest occupied one")
 register("labelpermute", build_labelpermute_kernel, exact=True, applies=stick_breaking_only,
          description="label-permute Metropolis-Hastings for stick-breaking priors (sec. 3.3): a "
                      "uniform permutation of labels 1..m, m drawn by prior weight; "
-                     "Binomial(N, permute_prob) proposals of O(C + m log m) per step; labels up to twice the "
-                     "largest occupied one")
+                     "Binomial(N, permute_prob) proposals per step, O(W + m log m) each (W keys: "
+                     "permute_width(prior)); labels up to twice the largest occupied one")

@@ -23,7 +23,10 @@ times p(x_n); a draw landing there sets `overflow` and [`dpppl.sample`][dpppl.sa
 chunk with twice the slots, from the same keys: the uniforms do not depend on C, so the
 re-run makes the same draws. The chain therefore samples P(Z | X) on the infinite label
 space exactly. One sweep visits every point once in a fresh random order; the cost is
-O(N C D^2) for NIW, as for `gibbs`. Alone, this sampler mixes poorly over labels
+O(N C D^2) for NIW in this JAX loop, O(N (L D^2 + m)) in the native sweep (CPU), L the largest
+occupied label and m how far past it a new label is drawn: it evaluates labels 1..L and the
+lumped tail only, and continues the inversion along the prior's terms when the uniform falls
+in the tail (`docs/kernels/sbgibbs.md`). Alone, this sampler mixes poorly over labels
 (sec. 3.3): combine it with `labelswap` and `labelpermute`.
 """
 
@@ -99,5 +102,6 @@ def build_sbgibbs_kernel(bound_model) -> Kernel:
 
 register("sbgibbs", build_sbgibbs_kernel, exact=True, applies=stick_breaking_only,
          description="collapsed Gibbs over explicit stick-breaking labels, sticks integrated out "
-                     "(Porteous et al. 2006, eqs. 6, 9); O(N C D^2) per sweep; mixes poorly over "
+                     "(Porteous et al. 2006, eqs. 6, 9); O(N L D^2) per sweep natively (L the largest "
+                     "occupied label), O(N C D^2) in JAX; mixes poorly over "
                      "labels alone: add labelswap, labelpermute")

@@ -88,3 +88,33 @@ def test_proposals_past_the_horizon_are_rejected_and_within_it_past_the_slots_ov
     # a label past the 8 slots: rejected when H(Z) < 8, else more slots are needed
     assert run([3, 0, 2, 0, 0, 0, 0, 0], [[0, C]]) == ([3, 0, 2, 0, 0, 0, 0, 0], 0.0, 0, False)
     assert run([3, 0, 2, 0, 0, 1, 0, 0], [[0, C]])[3]
+
+
+@pytest.mark.parametrize("path", ["native", "jax"])
+def test_permutations_of_more_labels_than_keys_are_rejected(path):
+    """A labelpermute proposal permutes slots 0..m by m + 1 of its W keys (W = `permute_width(prior)`, a
+    property of the prior, not of the slots): one with m >= W is rejected without asking for slots,
+    one within the keys, the horizon and the slots is made. Natively and in JAX."""
+    from dpppl.kernels.stick_breaking.labelswap import PERMUTE_KEYS, PERMUTE_TAIL, _accept_in_jax, permute_width
+    from dpppl.models.native_seating import native_relabel, use_native_sticks
+
+    if path == "native" and not use_native_sticks():
+        pytest.skip("the native library is not built here")
+    accept = native_relabel if path == "native" else _accept_in_jax
+    prior = StickBreaking.pitman_yor(0.25, 1.0)
+    counts = [0.0, 3, 2, 0, 0, 0, 0, 0]  # largest occupied slot 2: horizon 5
+
+    def run(m, keys):
+        out = accept(prior, jnp.asarray(counts), jnp.arange(8, dtype=jnp.int32), jnp.asarray([[m, m]], jnp.int32),
+                     jnp.asarray([keys]), jnp.zeros(1), 1, permute=True)
+        slot_of, new_counts, acc_sum, accepted, overflow = (np.asarray(v) for v in out)
+        return new_counts.tolist(), int(accepted), bool(overflow)
+
+    assert run(3, [0.9, 0.5, 0.1]) == (counts, 0, False)         # m = 3 >= W = 3 keys
+    assert run(3, [0.9, 0.5, 0.1, 0.7]) == ([2, 3, 0, 0, 0, 0, 0, 0], 1, False)
+    assert run(2, [0.9, 0.5, 0.1]) == ([2, 3, 0, 0, 0, 0, 0, 0], 1, False)
+    width = permute_width(prior)
+    low, high = PERMUTE_KEYS
+    assert low <= width <= high
+    log_w, log_rest = prior.log_prior_weights(width)
+    assert float(jnp.exp(log_rest)) < PERMUTE_TAIL or width in (low, high)

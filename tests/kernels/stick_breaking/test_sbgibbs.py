@@ -69,3 +69,21 @@ def test_native_and_jax_sweeps_make_the_same_draws(monkeypatch, prior, component
         np.testing.assert_array_equal(z, z_jax)
         np.testing.assert_array_equal(n, n_jax)
     assert not np.array_equal(runs["1"][-1][0], start)
+
+
+def test_native_sweep_draws_new_labels_past_the_largest_occupied_one_as_the_jax_loop(monkeypatch):
+    """Points far apart, each preferring a cluster of its own, take new labels from the lumped tail past
+    the largest occupied label: the native sweep continues the CDF's inversion along the prior's terms
+    from there, the JAX loop inverts over all C + 1 cells; the same labels after each sweep, and labels
+    past the previous sweep's largest were drawn (the test could fail)."""
+    from tests.helpers.stick_breaking import native_and_jax_steps
+
+    x = (np.arange(12.0) * 20.0)[:, None]
+    model = dpppl.StickBreakingMixture(0.75, "1 + i * 0.25",
+                                       component=dpppl.NormalKnownCov(sigma2=0.05, mu0=0.0, tau2=1e4))
+    runs, start = native_and_jax_steps(monkeypatch, "sbgibbs", model.bind(x))
+    for (z, n, _), (z_jax, n_jax, _) in zip(runs["1"], runs["0"]):
+        np.testing.assert_array_equal(z, z_jax)
+        np.testing.assert_array_equal(n, n_jax)
+    tops = np.stack([start.max(axis=1)] + [z.max(axis=1) for z, _, _ in runs["1"]])
+    assert (tops[1:] > tops[:-1]).any()
