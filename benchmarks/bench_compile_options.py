@@ -26,7 +26,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_compile import KERNELS  # noqa: E402
+from bench_compile import KERNELS, _load  # noqa: E402
 from harness import load_average, machine_info  # noqa: E402
 
 OPTIONS = {
@@ -120,7 +120,8 @@ def render(results: dict) -> str:
     for run in results["runs"]:
         m = run["machine"]
         lines += [f"`{run['command']}`", "", f"{m['cpu_count']} CPUs ({m['cpu_model']}), JAX {m['versions']['jax']}, "
-                  f"load average {run['load_start']} at start -> {run['load_end']} at end, {run['seconds']:.0f} s; "
+                  f"load average {_load(run['load_start'])} at start -> {_load(run['load_end'])} at end, "
+                  f"{run['seconds']:.0f} s; "
                   f"{run['iterations']} steps x {run['repeats']} runs per option set.", ""]
     lines += ["Options: " + "; ".join(f"**{k}** `{v}`" for k, v in OPTIONS.items()) + ".", "",
               "Each cell: compile CPU s / run CPU ms per step (median), and the ratio to **xla** (XLA's defaults).",
