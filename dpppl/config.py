@@ -20,8 +20,8 @@ import importlib.util
 import logging
 import os
 
-__all__ = ["COMPILER_OPTIONS", "X64", "Setting", "compiler_options", "describe", "float_dtype", "in_x64",
-           "set_compiler_options", "settings", "x64"]
+__all__ = ["COMPILER_OPTIONS", "X64", "Setting", "compiler_options", "compiler_options_source", "describe",
+           "float_dtype", "in_x64", "set_compiler_options", "settings", "x64"]
 
 _OFF = ("0", "false", "False", "FALSE", "no", "off", "")
 _EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
@@ -184,52 +184,6 @@ of XLA's default 2 (docs/configuration.md#compiler-options, benchmarks/results/c
 _OPTIONS_ENV = "DPPPL_XLA_OPTIONS"
 
 
-def _option_value(text: str):
-    """A compile option's value written in `DPPPL_XLA_OPTIONS`: a bool, an int, a float or a string."""
-    low = text.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text.strip()
-
-
-def _parse_options(text: str) -> dict:
-    """The options of `DPPPL_XLA_OPTIONS`: `xla` (or empty) for XLA's own defaults, else
-    comma-separated `name=value` pairs."""
-    from dpppl.errors import ArgumentError  # noqa: PLC0415  (errors imports numpy only)
-
-    if text.strip().lower() in ("", "xla"):
-        return {}
-    options = {}
-    for part in text.split(","):
-        name, eq, value = part.partition("=")
-        if not eq or not name.strip() or not value.strip():
-            raise ArgumentError(f"{_OPTIONS_ENV}={text!r}: {part.strip()!r} is not name=value (for example "
-                                "xla_backend_optimization_level=2; 'xla' for XLA's own defaults)")
-        options[name.strip()] = _option_value(value)
-    return options
-
-
-def _checked_options(options, where: str) -> dict:
-    """`options` as a dict of XLA compile options, or ArgumentError naming `where` they came from."""
-    from dpppl.errors import ArgumentError  # noqa: PLC0415
-
-    if not isinstance(options, dict):
-        raise ArgumentError(f"{where}: compile options are a dict of option names to values, got "
-                            f"{type(options).__name__}")
-    for name, value in options.items():
-        if not isinstance(name, str) or not name.startswith("xla_"):
-            raise ArgumentError(f"{where}: {name!r} is not an XLA compile option (their names start with 'xla_')")
-        if not isinstance(value, (bool, int, float, str)):
-            raise ArgumentError(f"{where}: option {name} = {value!r} is a {type(value).__name__}, not a bool, "
-                                "number or string")
-    return dict(options)
-
-
 def _options_setting() -> Setting:
     name, opt = "XLA compile options of dpppl's programs", f"{_OPTIONS_ENV}=xla (XLA's defaults), or name=value,..."
     why = ("compiling is most of a first run's time: LLVM at level 1 compiles the kernels' programs in less CPU "
@@ -237,29 +191,38 @@ def _options_setting() -> Setting:
     text = os.environ.get(_OPTIONS_ENV)
     if text is None:
         return Setting(name, dict(COMPILER_OPTIONS), False, "dpppl default, on dpppl's own programs only", opt, why)
-    return Setting(name, _checked_options(_parse_options(text), _OPTIONS_ENV), False, f"user: {_OPTIONS_ENV}",
-                   opt, why)
+    return Setting(name, text, False, f"user: {_OPTIONS_ENV}", opt, why)
 
 
 _SETTINGS += [_eigen_setting(), _async_setting(), *_cache_settings(), _x64_setting(), _options_setting()]
-_compiler_options: dict = dict(_SETTINGS[-1].value)  # the options setting's
+_compiler_options: tuple = (_SETTINGS[-1].source, _SETTINGS[-1].value)  # (who asked, what), the options setting's
 
 
-def compiler_options() -> dict:
-    """The XLA compile options dpppl's programs are compiled with now (`COMPILER_OPTIONS` unless
-    `DPPPL_XLA_OPTIONS` or `set_compiler_options` chose others; `{}`: XLA's own defaults)."""
-    return dict(_compiler_options)
+def compiler_options():
+    """The XLA compile options asked for dpppl's programs, as asked: `COMPILER_OPTIONS` (a dict) unless
+    `DPPPL_XLA_OPTIONS` (its text: comma-separated `name=value` pairs, or `xla` for XLA's own defaults)
+    or `set_compiler_options` chose others. `dpppl.core.compiled` reads and checks them when it
+    compiles a program (an ArgumentError there, before any sampling, when they are malformed)."""
+    return _compiler_options[1]
 
 
 def set_compiler_options(options: dict | None = None) -> None:
     """Compile dpppl's programs compiled from now on with the XLA compile options `options`
     (names as in XLA's `DebugOptions`, e.g. `{"xla_backend_optimization_level": 2}`; `{}` for XLA's
     own defaults; None for dpppl's, `COMPILER_OPTIONS`). Programs already compiled in this process
-    keep theirs; the persistent cache keeps one program per set of options. An option XLA does not
-    know raises ArgumentError at the next compilation, before any sampling."""
+    keep theirs; the persistent cache keeps one program per set of options. Options that are not a
+    dict of `xla_...` names to bools, numbers or strings, or that XLA does not know, raise
+    ArgumentError at the next compilation, before any sampling."""
     global _compiler_options
-    _compiler_options = dict(COMPILER_OPTIONS) if options is None else _checked_options(
-        options, "dpppl.config.set_compiler_options")
+    _compiler_options = (("dpppl default", dict(COMPILER_OPTIONS)) if options is None
+                         else ("dpppl.config.set_compiler_options", options))
+
+
+def compiler_options_source() -> str:
+    """Who asked for `compiler_options()`: `"dpppl default"`, `"user: DPPPL_XLA_OPTIONS"` or
+    `"dpppl.config.set_compiler_options"`."""
+    return _compiler_options[0]
+
 
 #: True when dpppl's programs compute in float64: unless `DPPPL_X64=0`, or (without `DPPPL_X64`) the
 #: user turned JAX's 64-bit mode off in the environment (`JAX_ENABLE_X64=0`) before importing dpppl.

@@ -74,8 +74,48 @@ def persisted(key: Hashable, fn: Callable) -> Callable:
     dtypes runs the program without tracing `fn` (module docstring). `key` must say everything
     `fn` closes over, as for `compiled`. Its programs compile with the XLA compile options
     `dpppl.config.compiler_options()` names when it is first made (part of what it is kept by)."""
-    options = config.compiler_options()
+    options = compiler_options()
     return compiled(("persisted", key, tuple(sorted(options.items()))), lambda: _Persisted(key, fn, options))
+
+
+def compiler_options() -> dict:
+    """The XLA compile options `dpppl.config.compiler_options()` asks for, as a dict of option names to
+    values; ArgumentError, naming who asked, when they are not `xla_...` names with bool, number or
+    string values (or, from `DPPPL_XLA_OPTIONS`, not comma-separated `name=value` pairs or `xla`)."""
+    asked, where = config.compiler_options(), config.compiler_options_source()
+    if isinstance(asked, str):  # DPPPL_XLA_OPTIONS
+        options = {}
+        if asked.strip().lower() not in ("", "xla"):
+            for part in asked.split(","):
+                name, eq, value = part.partition("=")
+                if not eq or not name.strip() or not value.strip():
+                    raise ArgumentError(f"DPPPL_XLA_OPTIONS={asked!r}: {part.strip()!r} is not name=value (for "
+                                        "example xla_backend_optimization_level=2; 'xla' for XLA's own defaults)")
+                options[name.strip()] = _option_value(value)
+        asked = options
+    if not isinstance(asked, dict):
+        raise ArgumentError(f"{where}: compile options are a dict of option names to values, got "
+                            f"{type(asked).__name__}")
+    for name, value in asked.items():
+        if not isinstance(name, str) or not name.startswith("xla_"):
+            raise ArgumentError(f"{where}: {name!r} is not an XLA compile option (their names start with 'xla_')")
+        if not isinstance(value, (bool, int, float, str)):
+            raise ArgumentError(f"{where}: option {name} = {value!r} is a {type(value).__name__}, not a bool, "
+                                "number or string")
+    return dict(asked)
+
+
+def _option_value(text: str):
+    """A compile option's value written in `DPPPL_XLA_OPTIONS`: a bool, an int, a float or a string."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text.strip()
 
 
 def on_target(name: str, target: Any, fn: Callable, *static: Hashable) -> Callable:

@@ -137,10 +137,28 @@ def test_an_option_xla_does_not_know_is_an_argument_error_naming_it(cache, optio
     ({"backend_optimization_level": 1}, "'backend_optimization_level' is not an XLA compile option"),
     ({"xla_backend_optimization_level": [1]}, r"option xla_backend_optimization_level = \[1\] is a list"),
 ])
-def test_compile_options_of_another_kind_are_refused_when_set(options, given, message):
+def test_compile_options_of_another_kind_are_refused_before_a_program_runs(cache, options, given, message):
+    config.set_compiler_options(given)
     with pytest.raises(ArgumentError, match=r"dpppl.config.set_compiler_options: " + message):
-        config.set_compiler_options(given)
-    assert config.compiler_options() == config.COMPILER_OPTIONS  # unchanged
+        run()
+    assert not TRACES, "a program was traced with options that are not compile options"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("xla_backend_optimization_level=2, xla_cpu_enable_fast_math=false",
+     {"xla_backend_optimization_level": 2, "xla_cpu_enable_fast_math": False}),
+    ("xla", {}),
+])
+def test_compile_options_from_the_environment(monkeypatch, options, text, expected):
+    monkeypatch.setattr(config, "_compiler_options", ("user: DPPPL_XLA_OPTIONS", text))  # as read at import
+    assert compiled.compiler_options() == expected
+
+
+def test_a_malformed_environment_variable_is_an_argument_error_naming_it(cache, monkeypatch, options):
+    monkeypatch.setattr(config, "_compiler_options", ("user: DPPPL_XLA_OPTIONS", "xla_backend_optimization_level"))
+    with pytest.raises(ArgumentError, match="DPPPL_XLA_OPTIONS='xla_backend_optimization_level': "
+                                            "'xla_backend_optimization_level' is not name=value"):
+        run()
 
 
 def test_other_compile_options_compile_another_program_of_the_same_draws(cache, options):
@@ -148,7 +166,7 @@ def test_other_compile_options_compile_another_program_of_the_same_draws(cache, 
     assert compiled.persisted(("test", "step"), step).options == config.COMPILER_OPTIONS
     config.set_compiler_options({})  # XLA's own defaults
     fn = compiled.persisted(("test", "step"), step)
-    assert fn.options == {} and config.compiler_options() == {}
+    assert fn.options == {} and compiled.compiler_options() == {}
     again = fn(state(), 2.0)
     assert len(TRACES) == 1, "the exported program (options are not part of it) was traced again"
     for a, b in zip(jax.tree.leaves(first), jax.tree.leaves(again)):
