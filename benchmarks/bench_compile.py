@@ -245,10 +245,13 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--before", default="236f68d", help="git revision measured as 'before' (default: %(default)s)")
     p.add_argument("--after", default=REPO, help="source tree measured as 'after' (default: this working tree)")
+    p.add_argument("--after-label", help="what the table calls the 'after' tree (default: its git revision)")
     p.add_argument("--kernels", default=",".join(KERNELS),
                    help=f"comma-separated subset of {', '.join(KERNELS)} (default: all)")
     p.add_argument("--quick", action="store_true",
                    help="only the first call and new data of the same shape, cold cache only")
+    p.add_argument("--calls", help=f"comma-separated subset of {', '.join(CALLS)}, in that order (default: all)")
+    p.add_argument("--cold-only", action="store_true", help="the cold cache only")
     p.add_argument("--timeout", type=float, default=1200, help="seconds per process (default: %(default)s)")
     p.add_argument("--out", default=os.path.join(REPO, "benchmarks", "results", "compile"),
                    help="results stem: writes STEM.json and STEM.md (default: %(default)s)")
@@ -258,35 +261,41 @@ def main(argv=None):
     unknown = [k for k in kernels if k not in KERNELS]
     if unknown:
         p.error(f"unknown kernel(s) {', '.join(unknown)}; choose from {', '.join(KERNELS)}")
-    calls = ["first", "new_data"] if args.quick else list(CALLS)
-    caches = ["cold"] if args.quick else list(CACHES)
+    calls = args.calls.split(",") if args.calls else ["first", "new_data"] if args.quick else list(CALLS)
+    if any(c not in CALLS for c in calls):
+        p.error(f"--calls: choose from {', '.join(CALLS)}")
+    caches = ["cold"] if args.quick or args.cold_only else list(CACHES)
 
     start, load_start = time.perf_counter(), load_average()
-    with tempfile.TemporaryDirectory(prefix="dpppl-bench-before-") as tmp:
-        before = export(args.before, tmp)
-        after = os.path.abspath(args.after)
-        cells = measure({"before": before, "after": after}, kernels, calls, caches, args.timeout)
+    old = None
+    if args.merge and os.path.exists(args.out + ".json"):
+        with open(args.out + ".json") as f:
+            old = json.load(f)
+    after = os.path.abspath(args.after)
     dirty = subprocess.run(["git", "-C", after, "status", "--porcelain", "--", "dpppl"], capture_output=True,
                            text=True).stdout.strip()
     head = subprocess.run(["git", "-C", after, "rev-parse", "--short", "HEAD"], capture_output=True,
                           text=True).stdout.strip()
-    run = {"command": "python benchmarks/bench_compile.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
-           "machine": machine_info(), "nproc": os.cpu_count(), "load_start": load_start,
-           "load_end": load_average(), "seconds": time.perf_counter() - start, "kernels": kernels}
-    trees = {"before": os.path.basename(before), "after": f"working tree at git {head}" + (" (dpppl/ modified)"
-                                                                                           if dirty else "")}
-    results = {"trees": trees, "runs": [run], "cells": cells}
-    if args.merge and os.path.exists(args.out + ".json"):
-        with open(args.out + ".json") as f:
-            old = json.load(f)
-        results = {"trees": trees, "runs": old["runs"] + [run], "cells": {**old["cells"], **cells}}
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out + ".json", "w") as f:
-        json.dump(results, f, indent=1)
-    with open(args.out + ".md", "w") as f:
-        f.write(render(results))
+    label = args.after_label or (f"working tree at git {head}" + (" (dpppl/ modified)" if dirty else ""))
+    cells: dict = {}
+    with tempfile.TemporaryDirectory(prefix="dpppl-bench-before-") as tmp:
+        before = export(args.before, tmp)
+        for kernel in kernels:  # the results are written after each kernel: a long run stopped keeps its rows
+            cells.update(measure({"before": before, "after": after}, [kernel], calls, caches, args.timeout))
+            run = {"command": "python benchmarks/bench_compile.py " + " ".join(
+                       shlex.quote(a) for a in (argv or sys.argv[1:])),
+                   "machine": machine_info(), "nproc": os.cpu_count(), "load_start": load_start,
+                   "load_end": load_average(), "seconds": time.perf_counter() - start, "kernels": list(cells)}
+            trees = {"before": os.path.basename(before), "after": label}
+            results = {"trees": trees, "runs": [run], "cells": cells}
+            if old is not None:
+                results = {"trees": trees, "runs": old["runs"] + [run], "cells": {**old["cells"], **cells}}
+            os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+            with open(args.out + ".json", "w") as f:
+                json.dump(results, f, indent=1)
+            with open(args.out + ".md", "w") as f:
+                f.write(render(results))
     print(render(results))
-
 
 if __name__ == "__main__":
     main()

@@ -20,7 +20,8 @@ import importlib.util
 import logging
 import os
 
-__all__ = ["X64", "Setting", "describe", "float_dtype", "in_x64", "settings", "x64"]
+__all__ = ["COMPILER_OPTIONS", "X64", "Setting", "compiler_options", "compiler_options_source", "describe",
+           "float_dtype", "in_x64", "set_compiler_options", "settings", "x64"]
 
 _OFF = ("0", "false", "False", "FALSE", "no", "off", "")
 _EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
@@ -174,11 +175,58 @@ def _x64_setting() -> Setting:
     return Setting(name, True, False, "dpppl default (a context around dpppl's programs)", opt, why)
 
 
-_SETTINGS += [_eigen_setting(), _async_setting(), *_cache_settings(), _x64_setting()]
+COMPILER_OPTIONS: dict = {"xla_backend_optimization_level": 1}
+"""XLA's compile options for dpppl's own programs (`dpppl.core.compiled.persisted`: the chunks of
+steps, the initial seating, states from labels, the pointwise log likelihood), unless
+`DPPPL_XLA_OPTIONS` or `set_compiler_options` says otherwise: LLVM's optimization level 1 instead
+of XLA's default 2 (docs/configuration.md#compiler-options, benchmarks/results/compile_options.md)."""
+
+_OPTIONS_ENV = "DPPPL_XLA_OPTIONS"
+
+
+def _options_setting() -> Setting:
+    name, opt = "XLA compile options of dpppl's programs", f"{_OPTIONS_ENV}=xla (XLA's defaults), or name=value,..."
+    why = ("compiling is most of a first run's time: LLVM at level 1 compiles the kernels' programs in less CPU "
+           "time than XLA's default level 2, and runs them as fast (docs/configuration.md#compiler-options)")
+    text = os.environ.get(_OPTIONS_ENV)
+    if text is None:
+        return Setting(name, dict(COMPILER_OPTIONS), False, "dpppl default, on dpppl's own programs only", opt, why)
+    return Setting(name, text, False, f"user: {_OPTIONS_ENV}", opt, why)
+
+
+_SETTINGS += [_eigen_setting(), _async_setting(), *_cache_settings(), _x64_setting(), _options_setting()]
+_compiler_options: tuple = (_SETTINGS[-1].source, _SETTINGS[-1].value)  # (who asked, what), the options setting's
+
+
+def compiler_options():
+    """The XLA compile options asked for dpppl's programs, as asked: `COMPILER_OPTIONS` (a dict) unless
+    `DPPPL_XLA_OPTIONS` (its text: comma-separated `name=value` pairs, or `xla` for XLA's own defaults)
+    or `set_compiler_options` chose others. `dpppl.core.compiled` reads and checks them when it
+    compiles a program (an ArgumentError there, before any sampling, when they are malformed)."""
+    return _compiler_options[1]
+
+
+def set_compiler_options(options: dict | None = None) -> None:
+    """Compile dpppl's programs compiled from now on with the XLA compile options `options`
+    (names as in XLA's `DebugOptions`, e.g. `{"xla_backend_optimization_level": 2}`; `{}` for XLA's
+    own defaults; None for dpppl's, `COMPILER_OPTIONS`). Programs already compiled in this process
+    keep theirs; the persistent cache keeps one program per set of options. Options that are not a
+    dict of `xla_...` names to bools, numbers or strings, or that XLA does not know, raise
+    ArgumentError at the next compilation, before any sampling."""
+    global _compiler_options
+    _compiler_options = (("dpppl default", dict(COMPILER_OPTIONS)) if options is None
+                         else ("dpppl.config.set_compiler_options", options))
+
+
+def compiler_options_source() -> str:
+    """Who asked for `compiler_options()`: `"dpppl default"`, `"user: DPPPL_XLA_OPTIONS"` or
+    `"dpppl.config.set_compiler_options"`."""
+    return _compiler_options[0]
+
 
 #: True when dpppl's programs compute in float64: unless `DPPPL_X64=0`, or (without `DPPPL_X64`) the
 #: user turned JAX's 64-bit mode off in the environment (`JAX_ENABLE_X64=0`) before importing dpppl.
-X64 = bool(_SETTINGS[-1].value)
+X64 = bool(next(s.value for s in _SETTINGS if s.name == "jax_enable_x64"))
 
 
 @contextlib.contextmanager

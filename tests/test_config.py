@@ -230,3 +230,11 @@ def test_async_dispatch_is_left_alone_without_a_cpu_backend(tmp_path):
     assert r["async"] is True
     assert r["settings"]["jax_cpu_enable_async_dispatch"][1:3] == [False, "JAX default: no CPU backend "
                                                                           "(jax_platforms='cuda')"]
+
+
+def test_compile_options_are_listed_with_their_source(tmp_path, defaults):
+    name = "XLA compile options of dpppl's programs"
+    assert defaults[0]["settings"][name][:3] == [{"xla_backend_optimization_level": 1}, False,
+                                                 "dpppl default, on dpppl's own programs only"]
+    r, _ = _run(tmp_path, DPPPL_XLA_OPTIONS="xla_backend_optimization_level=2")
+    assert r["settings"][name][:3] == ["xla_backend_optimization_level=2", False, "user: DPPPL_XLA_OPTIONS"]

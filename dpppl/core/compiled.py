@@ -42,9 +42,11 @@ from typing import Any, Callable, Hashable
 import jax
 import numpy as np
 
+from dpppl import config
 from dpppl.core import native
 from dpppl.core.fingerprint import persistable
 from dpppl.core.pytrees import Static, structure_key
+from dpppl.errors import ArgumentError
 from dpppl.version import __version__
 
 _COMPILED: dict[Hashable, Callable] = {}
@@ -70,8 +72,50 @@ def persisted(key: Hashable, fn: Callable) -> Callable:
     """`jax.jit(fn)` kept under `key` (as `compiled` keeps it) whose programs are also kept on
     disk, so that another process with the same `key` and arguments of the same tree, shapes and
     dtypes runs the program without tracing `fn` (module docstring). `key` must say everything
-    `fn` closes over, as for `compiled`."""
-    return compiled(("persisted", key), lambda: _Persisted(key, fn))
+    `fn` closes over, as for `compiled`. Its programs compile with the XLA compile options
+    `dpppl.config.compiler_options()` names when it is first made (part of what it is kept by)."""
+    options = compiler_options()
+    return compiled(("persisted", key, tuple(sorted(options.items()))), lambda: _Persisted(key, fn, options))
+
+
+def compiler_options() -> dict:
+    """The XLA compile options `dpppl.config.compiler_options()` asks for, as a dict of option names to
+    values; ArgumentError, naming who asked, when they are not `xla_...` names with bool, number or
+    string values (or, from `DPPPL_XLA_OPTIONS`, not comma-separated `name=value` pairs or `xla`)."""
+    asked, where = config.compiler_options(), config.compiler_options_source()
+    if isinstance(asked, str):  # DPPPL_XLA_OPTIONS
+        options = {}
+        if asked.strip().lower() not in ("", "xla"):
+            for part in asked.split(","):
+                name, eq, value = part.partition("=")
+                if not eq or not name.strip() or not value.strip():
+                    raise ArgumentError(f"DPPPL_XLA_OPTIONS={asked!r}: {part.strip()!r} is not name=value (for "
+                                        "example xla_backend_optimization_level=2; 'xla' for XLA's own defaults)")
+                options[name.strip()] = _option_value(value)
+        asked = options
+    if not isinstance(asked, dict):
+        raise ArgumentError(f"{where}: compile options are a dict of option names to values, got "
+                            f"{type(asked).__name__}")
+    for name, value in asked.items():
+        if not isinstance(name, str) or not name.startswith("xla_"):
+            raise ArgumentError(f"{where}: {name!r} is not an XLA compile option (their names start with 'xla_')")
+        if not isinstance(value, (bool, int, float, str)):
+            raise ArgumentError(f"{where}: option {name} = {value!r} is a {type(value).__name__}, not a bool, "
+                                "number or string")
+    return dict(asked)
+
+
+def _option_value(text: str):
+    """A compile option's value written in `DPPPL_XLA_OPTIONS`: a bool, an int, a float or a string."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text.strip()
 
 
 def on_target(name: str, target: Any, fn: Callable, *static: Hashable) -> Callable:
@@ -91,12 +135,21 @@ def clear() -> None:
 class _Persisted:
     """A jitted function whose programs are exported to, and read back from, the disk cache."""
 
-    def __init__(self, key: Hashable, fn: Callable):
-        self.key, self.fn = key, fn
-        self.jitted = jax.jit(fn)
+    def __init__(self, key: Hashable, fn: Callable, options: dict):
+        self.key, self.fn, self.options = key, fn, options
+        self.jitted = jax.jit(fn, compiler_options=options or None)
         self.calls: dict[Hashable, Callable | None] = {}  # argument types -> flat caller (None: `jitted`)
 
     def __call__(self, *args):
+        try:
+            return self._call(*args)
+        except jax.errors.JaxRuntimeError as e:
+            if self.options and ("compile option" in str(e) or "While setting option" in str(e)):
+                raise ArgumentError(f"XLA refused dpppl's compile options {self.options} (DPPPL_XLA_OPTIONS or "
+                                    f"dpppl.config.set_compiler_options): {str(e).splitlines()[0]}") from None
+            raise
+
+    def _call(self, *args):
         leaves, in_tree = jax.tree.flatten(args)
         if any(isinstance(leaf, jax.core.Tracer) or _on_several_devices(leaf) for leaf in leaves):
             return self.jitted(*args)  # under a transformation, or sharded: JAX's own path
@@ -115,7 +168,7 @@ class _Persisted:
             return None
         read = _read(path, avals)
         if read is not None:
-            return _flat_caller(*read)
+            return _flat_caller(*read, self.options)
         out_trees = []
 
         def flat(*leaves):
@@ -134,19 +187,21 @@ class _Persisted:
         except Exception:  # noqa: BLE001  (what jax.export cannot take, jit can: trace as before)
             return None
         _write(path, exported, out_trees[-1])
-        return _flat_caller(exported, out_trees[-1])
+        return _flat_caller(exported, out_trees[-1], self.options)
 
 
 def _on_several_devices(leaf) -> bool:
     return isinstance(leaf, jax.Array) and len(leaf.sharding.device_set) > 1
 
 
-def _flat_caller(exported, out_tree) -> Callable:
-    # every argument on the default device, committed or not: one compilation, as `jax.jit(fn)` has
+def _flat_caller(exported, out_tree, options: dict) -> Callable:
+    # every argument on the default device, committed or not: one compilation, as `jax.jit(fn)` has;
+    # the compile options are not part of the exported program (JAX's cache keys its code by them)
     device = jax.config.jax_default_device
     if not isinstance(device, jax.Device):  # unset, or a platform's name
         device = jax.devices(device)[0] if isinstance(device, str) else jax.devices()[0]
-    call = jax.jit(exported.call, in_shardings=jax.sharding.SingleDeviceSharding(device))
+    call = jax.jit(exported.call, in_shardings=jax.sharding.SingleDeviceSharding(device),
+                   compiler_options=options or None)
     return lambda leaves: jax.tree.unflatten(out_tree, call(*leaves))
 
 

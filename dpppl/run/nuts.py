@@ -41,7 +41,8 @@ def one_program_init(kernel: HMC) -> bool:
     return isinstance(kernel, HMC) and not kernel._find_heuristic_step_size
 
 
-def init_in_one_program(init, hmc_state, rng_key, num_warmup, init_params=None, model_args=(), model_kwargs=None):
+def init_in_one_program(init, hmc_state, rng_key, num_warmup, init_params=None, model_args=(), model_kwargs=None,
+                        programs: dict | None = None):
     """`init(rng_key, num_warmup, init_params, model_args, model_kwargs)` of a NumPyro kernel
     whose state holds an HMC state (`hmc_state(state)`), traced into one jitted program of the
     key and `init_params` instead of NumPyro's eager, one-operation-at-a-time init.
@@ -56,6 +57,11 @@ def init_in_one_program(init, hmc_state, rng_key, num_warmup, init_params=None, 
     shapes. The error NumPyro
     gives when no valid parameters are found is raised from the program's validity flag. Only
     for kernels `one_program_init` accepts.
+
+    `programs` (a dict the kernel keeps) holds the jitted programs of its earlier calls, by what they
+    close over (`num_warmup`, the arguments' tree and their non-array leaves): NumPyro calls `init`
+    once per chain (`chain_method="sequential"`), and each chain after the first then runs the first
+    chain's program instead of tracing, lowering and (without a persistent cache) compiling it again.
     """
     model_kwargs = {} if model_kwargs is None else model_kwargs
 
@@ -70,7 +76,16 @@ def init_in_one_program(init, hmc_state, rng_key, num_warmup, init_params=None, 
         return state, jnp.isfinite(hmc.potential_energy) & jnp.all(jnp.isfinite(ravel_pytree(hmc.z_grad)[0]))
 
     arrays = [leaf for leaf, a in zip(leaves, is_array) if a]
-    state, valid = jax.jit(program)(rng_key, init_params, arrays)
+    key = (num_warmup, tree, tuple(None if a else leaf for leaf, a in zip(leaves, is_array)))
+    try:
+        jitted = programs.get(key) if programs is not None else None
+    except TypeError:  # a constant argument that cannot be a key: a program of this call only
+        programs = jitted = None
+    if jitted is None:
+        jitted = jax.jit(program)
+        if programs is not None:
+            programs[key] = jitted
+    state, valid = jitted(rng_key, init_params, arrays)
     if not_jax_tracer(valid) and not bool(valid):
         raise RuntimeError("Cannot find valid initial parameters. Please check your model again.")
     return state
@@ -82,7 +97,8 @@ class _NUTS(NUTS):
     NumPyro's sampling loop otherwise runs eagerly on the first state to shape its buffers."""
 
     def init(self, rng_key, num_warmup, init_params=None, model_args=(), model_kwargs=None):
-        return init_in_one_program(super().init, identity, rng_key, num_warmup, init_params, model_args, model_kwargs)
+        return init_in_one_program(super().init, identity, rng_key, num_warmup, init_params, model_args, model_kwargs,
+                                   self.__dict__.setdefault("_init_programs", {}))
 
     def postprocess_fn(self, model_args, model_kwargs):
         return functools.partial(_postprocessed, self, model_args=model_args, model_kwargs=model_kwargs)

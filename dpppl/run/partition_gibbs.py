@@ -374,7 +374,7 @@ class PartitionGibbs(Gibbs):
         if not one_program_init(self.inner_kernel):
             return self._with_summaries(super().init(rng_key, num_warmup, init_params, model_args, model_kwargs))
         return init_in_one_program(self._gibbs_init, _hmc_state, rng_key, num_warmup, init_params, model_args,
-                                   model_kwargs)
+                                   model_kwargs, self.__dict__.setdefault("_init_programs", {}))
 
     def _gibbs_init(self, *args):
         return self._with_summaries(super().init(*args))

@@ -26,6 +26,7 @@ import warnings
 from typing import Callable
 
 import jax
+import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
 
@@ -98,12 +99,15 @@ def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, c
             state, info = step(jax.random.fold_in(chain_key, t), state, target.x)
             return state, _record(traced, state, info, with_z)
 
-        shapes = jax.eval_shape(lambda s: one(s, 0)[1], state)
-        buf = jax.tree.map(lambda s: jnp.zeros((length,) + s.shape, s.dtype), shapes)
+        # the step is traced once: its jaxpr gives the record's shapes and is the loop's body (tracing a
+        # large step, such as subcluster's, costs seconds of Python; evaluating its jaxpr again, little)
+        closed, shapes = jax.make_jaxpr(one, return_shape=True)(state, start)
+        one_traced, out_tree = jax.extend.core.jaxpr_as_fun(closed), jax.tree.structure(shapes)
+        buf = jax.tree.map(lambda s: jnp.zeros((length,) + s.shape, s.dtype), shapes[1])
 
         def body(t, carry):
             state, buf = carry
-            state, rec = one(state, start + t)
+            state, rec = jax.tree.unflatten(out_tree, one_traced(*jax.tree.leaves((state, start + t))))
             return state, jax.tree.map(lambda b, r: b.at[t].set(r), buf, rec)
 
         return jax.lax.fori_loop(0, n_iter, body, (state, buf))

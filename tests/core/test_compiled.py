@@ -12,8 +12,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from dpppl import config
 from dpppl.core import compiled
 from dpppl.core.state import NoExtras, PartitionState
+from dpppl.errors import ArgumentError
 
 TRACES = []
 
@@ -109,3 +111,63 @@ def test_a_new_process_reuses_the_program(cache):
                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "1.0", "6.0"], "the new process traced the program again"
+
+
+@pytest.fixture
+def options():
+    """dpppl's compile options back to its defaults after the test."""
+    yield
+    config.set_compiler_options(None)
+    compiled.clear()
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_an_option_xla_does_not_know_is_an_argument_error_naming_it(cache, options, use_cache):
+    if not use_cache:  # the program jitted as it is (no exported entry); the fixture restores the cache
+        jax.config.update("jax_compilation_cache_dir", None)
+    config.set_compiler_options({"xla_no_such_option": 1})
+    with pytest.raises(ArgumentError, match=r"XLA refused dpppl's compile options \{'xla_no_such_option': 1\} "
+                                            r"\(DPPPL_XLA_OPTIONS or dpppl.config.set_compiler_options\): "
+                                            r".*No such compile option: 'xla_no_such_option'"):
+        run()
+
+
+@pytest.mark.parametrize("given, message", [
+    ([("xla_backend_optimization_level", 1)], "compile options are a dict of option names to values, got list"),
+    ({"backend_optimization_level": 1}, "'backend_optimization_level' is not an XLA compile option"),
+    ({"xla_backend_optimization_level": [1]}, r"option xla_backend_optimization_level = \[1\] is a list"),
+])
+def test_compile_options_of_another_kind_are_refused_before_a_program_runs(cache, options, given, message):
+    config.set_compiler_options(given)
+    with pytest.raises(ArgumentError, match=r"dpppl.config.set_compiler_options: " + message):
+        run()
+    assert not TRACES, "a program was traced with options that are not compile options"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("xla_backend_optimization_level=2, xla_cpu_enable_fast_math=false",
+     {"xla_backend_optimization_level": 2, "xla_cpu_enable_fast_math": False}),
+    ("xla", {}),
+])
+def test_compile_options_from_the_environment(monkeypatch, options, text, expected):
+    monkeypatch.setattr(config, "_compiler_options", ("user: DPPPL_XLA_OPTIONS", text))  # as read at import
+    assert compiled.compiler_options() == expected
+
+
+def test_a_malformed_environment_variable_is_an_argument_error_naming_it(cache, monkeypatch, options):
+    monkeypatch.setattr(config, "_compiler_options", ("user: DPPPL_XLA_OPTIONS", "xla_backend_optimization_level"))
+    with pytest.raises(ArgumentError, match="DPPPL_XLA_OPTIONS='xla_backend_optimization_level': "
+                                            "'xla_backend_optimization_level' is not name=value"):
+        run()
+
+
+def test_other_compile_options_compile_another_program_of_the_same_draws(cache, options):
+    first = run()
+    assert compiled.persisted(("test", "step"), step).options == config.COMPILER_OPTIONS
+    config.set_compiler_options({})  # XLA's own defaults
+    fn = compiled.persisted(("test", "step"), step)
+    assert fn.options == {} and compiled.compiler_options() == {}
+    again = fn(state(), 2.0)
+    assert len(TRACES) == 1, "the exported program (options are not part of it) was traced again"
+    for a, b in zip(jax.tree.leaves(first), jax.tree.leaves(again)):
+        np.testing.assert_array_equal(a, b)

@@ -90,6 +90,32 @@ def test_nuts_first_state_in_one_program_is_numpyros():
         _NUTS(model).init(key, 10, None, (jnp.asarray([np.inf]),), {})
 
 
+def test_a_later_chain_runs_the_first_chains_init_program():
+    """NumPyro inits each chain of a sequential run with the same kernel: the second init runs the
+    first one's program (the model is not traced again) and gives NumPyro's eager state for its key."""
+    from dpppl.run.nuts import _NUTS
+
+    traces = []
+
+    def model(y):
+        traces.append(1)
+        scale = numpyro.sample("scale", dist.LogNormal(0.0, 1.0))
+        numpyro.sample("y", dist.Normal(0.0, scale), obs=y)
+
+    first_key, second_key = jax.random.split(jax.random.key(7))
+    y, kernel = jnp.asarray([0.3, -1.2]), _NUTS(model)
+    kernel.init(first_key, 10, None, (y,), {})
+    traced = len(traces)
+    assert traced > 0
+    second = kernel.init(second_key, 10, None, (y + 0.5,), {})
+    assert len(traces) == traced, "the second chain's init traced the model again"
+    eager = NUTS(model).init(second_key, 10, None, (y + 0.5,), {})
+    for a, b in zip(jax.tree.leaves(second), jax.tree.leaves(eager)):
+        if jnp.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
+
+
 def test_observed_data_are_the_argument_a_site_observes_shifted():
     """Without sampling: a site observing y - x beta records y (the argument it observes shifted by
     the parameters); a site observing y / scale (not a shift, and it moves with the draw) is left

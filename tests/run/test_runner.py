@@ -60,6 +60,7 @@ def test_warmup_runs_the_sampling_chunk_when_the_kernel_has_no_warmup_step(count
     no_warmup = dpppl.DPMixture(0.8, niw_model.component)
     dpppl.sample(no_warmup, x, kernel="counted", num_warmup=0, num_samples=4, seed=1, progress_bar=False)
     traced = counting_kernel["n"]
+    assert traced == 1, "the chunk traced the step more than once (its one trace is the loop's body)"
     counting_kernel["n"] = 0
     with_warmup = dpppl.DPMixture(0.7, niw_model.component)
     dpppl.sample(with_warmup, x, kernel="counted", num_warmup=5, num_samples=4, seed=1, progress_bar=False)
