@@ -103,7 +103,7 @@ def check_log_likelihood(option, why: str | None, num_values: int) -> bool:
     return True
 
 
-def conditional_log_predictive(family, prior, x, z, alpha, capacity: int):
+def conditional_log_predictive(family, prior, x, z, alpha, capacity: int, slot=None, num_labels: int | None = None):
     """log p(x_i | x_-i, z_-i, alpha, h) of every point i (N,) given one draw's labels `z` (N,) of the
     points `x` (N, D): point i taken out of its cluster's statistics, then seated by the prior's rule,
 
@@ -114,7 +114,14 @@ def conditional_log_predictive(family, prior, x, z, alpha, capacity: int):
     stick-breaking prior on explicit labels) and p(x_i | x_c) the family's posterior predictive. The
     own cluster's term is log p(x_c) - log p(x_c minus x_i) (`log_marginal`), the others'
     `log_predictive` of the draw's statistics: O(N C) predictive evaluations. Labels lie in
-    [0, capacity); `family` resolved and conjugate. Traceable (docs/analysis.md)."""
+    [0, capacity); `family` resolved and conjugate. Traceable (docs/analysis.md).
+
+    The seat weights given z_-i are the same for every point of one cluster, so they are formed once
+    per cluster (C rows of the prior's labels, not N). `slot` (C,) is each cluster's label in the
+    prior's own label space [0, num_labels) where labels matter (a stick-breaking prior's explicit
+    labels: the draw's clusters renumbered 0..C-1 for the family's statistics, their labels kept for
+    E[pi_k | z_-i], so the cost follows the clusters, not the largest label); by default the
+    cluster's index itself."""
     n = x.shape[0]
     stats = segment_stats(family, x, z, capacity)
     without = jax.tree.map(lambda s, p: s[z] - p, stats, family.point_stats(x))
@@ -127,8 +134,13 @@ def conditional_log_predictive(family, prior, x, z, alpha, capacity: int):
     predictive = jax.vmap(lambda xi: family.log_predictive(params, xi))(x)  # (N, capacity + 1)
     log_pred = predictive[:, :capacity].at[jnp.arange(n), z].set(own)
     log_prior_pred = predictive[:, capacity]
-    counts = stats.n[None, :] - jax.nn.one_hot(z, capacity, dtype=stats.n.dtype)
-    existing, new = jax.vmap(lambda c: prior.log_seat_weights(c, alpha))(counts)
+    if slot is None:
+        slot, num_labels = jnp.arange(capacity), capacity
+    by_label = jnp.zeros(num_labels, stats.n.dtype).at[slot].add(stats.n)
+    without_one = by_label[None, :] - jax.nn.one_hot(slot, num_labels, dtype=stats.n.dtype)  # row k: a point of k out
+    weights, new_by_cluster = jax.vmap(lambda c: prior.log_seat_weights(c, alpha))(without_one)
+    weights = jnp.where(stats.n[None, :] > 0, jnp.take(weights, slot, axis=1), -jnp.inf)  # (C, C): clusters' columns
+    existing, new = weights[z], new_by_cluster[z]
     seated = jnp.where(jnp.isfinite(existing), existing + log_pred, -jnp.inf)
     joint = jnp.concatenate([seated, (new + log_prior_pred)[:, None]], axis=1)
     total = jnp.concatenate([existing, new[:, None]], axis=1)
@@ -227,23 +239,32 @@ MIN_SLOTS = 32
 """Fewest cluster slots of the pointwise program: runs of up to 31 clusters share one program."""
 
 
-def slot_labels(prior, z: np.ndarray) -> tuple[np.ndarray, int]:
-    """`(labels, capacity)` on which `conditional_log_predictive` runs: the labels of an exchangeable
-    prior renumbered 0..K-1 (`compact_labels`), those of a prior on explicit labels as they are; the
-    capacity at least `MIN_SLOTS`, a power of two above the largest label (a few shape classes, a few
-    programs)."""
+def slot_labels(prior, z: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """`(clusters, slot, capacity, num_labels)` on which `conditional_log_predictive` runs, for labels
+    `z` (draws, N) of `n` points: each draw's clusters renumbered 0..K-1 (`compact_labels`) and, for
+    each, its label in the prior's label space (`slot`, (draws, capacity); the cluster's index for an
+    exchangeable prior, the label itself where labels matter). `capacity` is at least `MIN_SLOTS`, a
+    power of two above the largest K; `num_labels` is the capacity for an exchangeable prior and, for a
+    labelled one, a power of two above the largest label and the slots a sampler starts `n` points
+    with (`initial_capacity`), so that runs of one shape class share the program."""
+    clusters, counts = compact_labels(z)
+    capacity = max(MIN_SLOTS, 1 << counts.shape[-1].bit_length())
     if not prior.labelled:
-        z, _ = compact_labels(z)
-    top = int(np.max(z)) + 2 if z.size else 2
-    return np.asarray(z, np.int32), max(MIN_SLOTS, 1 << (top - 1).bit_length())
+        return clusters.astype(np.int32), np.broadcast_to(np.arange(capacity, dtype=np.int32), (len(z), capacity)), \
+            capacity, capacity
+    slot = np.zeros((len(z), capacity), np.int32)
+    slot[np.arange(len(z))[:, None], clusters] = z
+    top = max(int(np.max(z, initial=0)) + 1, prior.initial_capacity(n))
+    return clusters.astype(np.int32), slot, capacity, 1 << (top - 1).bit_length()
 
 
-def _pointwise_draws(target, z, alpha, hyper, *, capacity):
-    def one(labels, a, h):
+def _pointwise_draws(target, z, slot, alpha, hyper, *, capacity, num_labels):
+    def one(labels, cluster_labels, a, h):
         bound = target.at_hyperparameters(h)
-        return conditional_log_predictive(bound.family, bound.prior, jnp.asarray(bound.x), labels, a, capacity)
+        return conditional_log_predictive(bound.family, bound.prior, jnp.asarray(bound.x), labels, a, capacity,
+                                          cluster_labels, num_labels)
 
-    return jax.vmap(one)(z, alpha, hyper)
+    return jax.vmap(one)(z, slot, alpha, hyper)
 
 
 def pointwise_log_likelihood(target: BoundModel, z: np.ndarray, alpha: np.ndarray, hyper: dict) -> np.ndarray:
@@ -254,23 +275,25 @@ def pointwise_log_likelihood(target: BoundModel, z: np.ndarray, alpha: np.ndarra
     `slot_labels` says), run on blocks of draws (at most 256, and at most `POINTWISE_BATCH` numbers;
     the last block padded with copies of the first draw), so the number of draws is not part of it."""
     lead, n = z.shape[:-1], target.num_points
-    labels, capacity = slot_labels(target.prior, z.reshape(-1, n))
+    labels, slot, capacity, num_labels = slot_labels(target.prior, z.reshape(-1, n), n)
     size = point_class(n)  # points padded to their class, labelled `capacity` (in no cluster): one program
     padded = target.padded(size) if size > n else target
     labels = np.pad(labels, [(0, 0), (0, size - n)], constant_values=capacity)
     dtype = jax.dtypes.canonicalize_dtype(target.x.dtype)  # no transfer of x: that is a program of its shape
     draws = labels.shape[0]
-    per_draw = size * (capacity + target.x.shape[1] ** 2 + 2)
+    per_draw = size * (capacity + target.x.shape[1] ** 2 + 2) + capacity * num_labels
     block = max(1, min(256, 1 << (draws - 1).bit_length(), POINTWISE_BATCH // per_draw))
     rows = -(-draws // block) * block
-    inputs = [labels, np.reshape(alpha, -1)] + [np.reshape(v, -1) for v in hyper.values()]
+    inputs = [labels, slot, np.reshape(alpha, -1)] + [np.reshape(v, -1) for v in hyper.values()]
     inputs = [np.concatenate([v, np.broadcast_to(v[:1], (rows - draws,) + v.shape[1:])]) for v in inputs]
-    fn = on_target("pointwise_log_predictive", padded, functools.partial(_pointwise_draws, capacity=capacity),
-                   capacity, block)
+    fn = on_target("pointwise_log_predictive", padded,
+                   functools.partial(_pointwise_draws, capacity=capacity, num_labels=num_labels),
+                   capacity, num_labels, block)
     out = np.empty((rows, size))
     for i in range(0, rows, block):
-        part = [jnp.asarray(v[i:i + block], dtype) for v in inputs[1:]]
-        out[i:i + block] = np.asarray(fn(jnp.asarray(inputs[0][i:i + block]), part[0], dict(zip(hyper, part[1:]))))
+        part = [jnp.asarray(v[i:i + block], dtype) for v in inputs[2:]]
+        out[i:i + block] = np.asarray(fn(jnp.asarray(inputs[0][i:i + block]), jnp.asarray(inputs[1][i:i + block]),
+                                         part[0], dict(zip(hyper, part[1:]))))
     return out[:draws, :n].reshape(lead + (n,))
 
 

@@ -183,3 +183,19 @@ def test_the_conditional_predictive_holds_one_copy_of_each_family_function():
     one_each = lgammas(family.log_marginal, stats) + lgammas(family.predictive_params, stats)
     assert one_each > 0
     assert lgammas(lambda x, z: output.conditional_log_predictive(family, bound.prior, x, z, 1.0, 4), x, z) == one_each
+
+
+def test_a_labelled_prior_s_clusters_renumbered_keep_their_labels_seat_weights():
+    """A stick-breaking draw whose clusters sit at labels 0, 5 and 9 of 16: the pointwise predictive
+    on the clusters renumbered 0..2 with their labels passed as `slot` (what `pointwise_log_likelihood`
+    runs, its cost following the clusters) equals the one on the labels themselves (16 slots)."""
+    model = dpppl.load("models/stick_breaking.dp")
+    rng = np.random.default_rng(3)
+    bound = model.bind(rng.normal(size=(7, 2)))
+    x, labels = jnp.asarray(bound.x), np.array([5, 0, 9, 5, 0, 9, 9])
+    on_labels = output.conditional_log_predictive(bound.family, bound.prior, x, jnp.asarray(labels), 1.0, 16)
+    clusters, slot, capacity, num_labels = output.slot_labels(bound.prior, labels[None], 7)
+    assert capacity == output.MIN_SLOTS and num_labels >= 16 and list(slot[0, :3]) == [0, 5, 9]
+    renumbered = output.conditional_log_predictive(bound.family, bound.prior, x, jnp.asarray(clusters[0]), 1.0,
+                                                   capacity, jnp.asarray(slot[0]), num_labels)
+    np.testing.assert_allclose(renumbered, on_labels, rtol=1e-12)
