@@ -61,6 +61,7 @@ LAUNCH_SCANS = 3  # parallel restricted scans from the launch state before the f
 AUXILIARY_EVERY = 2  # every second anchor pair takes the auxiliary-variable split-merge
 AUXILIARY_POINTS = 10.0  # the auxiliary law's components: a cluster's posterior given this many points' worth
 WEIGHT_GRID = 64  # the auxiliary side weight w takes the values (g + 1/2) / WEIGHT_GRID
+NEAR_CANDIDATES = 16  # an auxiliary pair's j: the nearest to x_i of this many uniform draws
 ROW_CHUNK = 8  # cluster slots whose likelihoods one step of the label pass forms together
 SORTED_BLOCK = 1024  # points per block product when statistics are summed by sorting (D > SMALL_DIM)
 VARIANTS = ("paper", "exact")
@@ -605,27 +606,20 @@ class _PairMoves(NamedTuple):
 
 def _claim_pairs(setup, rng_key, z, capacity, num_pairs, near, x_ll):
     """`num_pairs` ordered pairs of distinct real points, by a law that depends on the points
-    `x_ll` (in blocks) but not on the state: i uniform; j uniform, or where `near` (per pair) the
-    real point other than i nearest to x_i + h e, e standard normal and h a quarter of the
-    points' root mean variance per coordinate (design notes, "Auxiliary splits and merges").
-    In that order a pair is active if neither of its clusters was claimed by an earlier active
-    pair, and then claims them (design notes, "Several moves at once")."""
-    k_u, k_near = jax.random.split(rng_key)
-    u = jax.random.uniform(k_u, (num_pairs, 2))
+    `x_ll` (in blocks) but not on the state: i uniform; j uniform among the other points, or where
+    `near` (per pair) the nearest to x_i of NEAR_CANDIDATES such uniform draws (design notes,
+    "Auxiliary splits and merges"). In that order a pair is active if neither of its clusters
+    was claimed by an earlier active pair, and then claims them (design notes, "Several moves at
+    once")."""
+    u = jax.random.uniform(rng_key, (num_pairs, 1 + NEAR_CANDIDATES))
     count = jnp.asarray(setup.num_valid, jnp.int32)
     i = jnp.minimum(jnp.floor(u[:, 0] * count).astype(jnp.int32), count - 1)
-    j = jnp.minimum(jnp.floor(u[:, 1] * (count - 1)).astype(jnp.int32), count - 2)
-    j = j + (j >= i)
-    real = setup.real_points().reshape(-1)
+    candidates = jnp.minimum(jnp.floor(u[:, 1:] * (count - 1)).astype(jnp.int32), count - 2)
+    candidates = candidates + (candidates >= i[:, None])
     points = x_ll.reshape(-1, setup.dim)
-    mean = jnp.sum(jnp.where(real[:, None], points, 0.0), axis=0) / count
-    spread = jnp.sqrt(jnp.sum(jnp.where(real[:, None], (points - mean) ** 2, 0.0)) / (count * setup.dim)) / 4
-    target = points[i] + spread * jax.random.normal(k_near, (num_pairs, setup.dim), points.dtype)
-    index = jnp.arange(points.shape[0])
-    # |x_k - t|^2 up to |t|^2, as one (N, pairs) product (no (pairs, N, D) array)
-    distance = jnp.sum(points * points, axis=1)[:, None] - 2 * points @ target.T
-    nearest = jnp.argmin(jnp.where(real[:, None] & (index[:, None] != i[None]), distance, jnp.inf), axis=0)
-    j = jnp.where(near & (count > 1), nearest.astype(j.dtype), j)
+    distance = jnp.sum((points[candidates] - points[i][:, None]) ** 2, axis=-1)
+    j = jnp.where(near, jnp.take_along_axis(candidates, jnp.argmin(distance, axis=1)[:, None], axis=1)[:, 0],
+                  candidates[:, 0])
     z_flat = z.reshape(-1)
     ci, cj = z_flat[i], z_flat[j]
 
