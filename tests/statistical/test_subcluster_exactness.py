@@ -85,3 +85,29 @@ def test_anchor_pair_moves_with_the_published_ratio_are_rejected(monkeypatch):
     # ratio rather than taken from the run of the same options earlier in the session
     result = _harness("niw_2d_overlap", variant="exact", num_chains=64, num_samples=500, seed=3, launch_scans=2)
     assert not result.passed, result.report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case_name", ["niw_2d_overlap", "dirichlet_multinomial_overlap"])
+def test_auxiliary_pairs_alone_match_enumeration(case_name):
+    """Every anchor pair takes the auxiliary-variable split-merge (`auxiliary_every=1`: no
+    restricted-Gibbs pair), whose merge ratio needs no scan to reproduce the current split."""
+    result = _harness(case_name, variant="exact", num_chains=64, num_samples=500, seed=3, auxiliary_every=1)
+    assert result.passed, result.report
+
+
+@pytest.mark.slow
+def test_auxiliary_pairs_without_the_weight_proposal_in_q_are_rejected(monkeypatch):
+    """Power check of the auxiliary pairs' ratio: without the terms of the side weight's law and
+    of its merge proposal (log Z - log G, a slip of log B(N_A + 1, N_B + 1) or so per move), the
+    draws must fail the harness that the exact ratio passes
+    (`test_auxiliary_pairs_alone_match_enumeration`)."""
+    from dpppl.kernels.subcluster import sampler
+
+    exact = sampler._auxiliary_log_q
+    monkeypatch.setattr(sampler, "_auxiliary_log_q", lambda evidences, beta, log_f_sum, log_weight_norm,
+                        log_mixture_sum: exact(evidences, beta, log_f_sum, 0.0, log_mixture_sum))
+    # launch_scans=1: options of their own, so that the program is traced again with the patch
+    result = _harness("niw_2d_overlap", variant="exact", num_chains=64, num_samples=500, seed=3, auxiliary_every=1,
+                      launch_scans=1)
+    assert not result.passed, result.report

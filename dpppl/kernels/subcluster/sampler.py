@@ -17,7 +17,9 @@ is a vector operation over points or over clusters. One step:
    Neal 2004): random pairs of points propose the split of their cluster or the merge of their
    two, from two-part sub-clusters built inside the move by parallel restricted scans, accepted
    with the exact ratio (the final scan's probability as q); the pairs whose clusters no earlier
-   pair claimed move at once (`_restricted_split_merge`).
+   pair claimed move at once (`_restricted_split_merge`). Every `auxiliary_every`-th pair takes
+   an auxiliary-variable split-merge instead (`_auxiliary_log_q`), whose merges need no scan to
+   reproduce the current split.
 
 Non-conjugate families move parameters by a Markov kernel on p(theta | x_k)
 ([`dpppl.kernels.subcluster.parameter_moves`][dpppl.kernels.subcluster.parameter_moves]) and use the first expression of
@@ -56,6 +58,10 @@ from dpppl.kernels.subcluster.superclusters import has_j_divergence, j_divergenc
 SPLIT_DELAY = 3
 SPLIT_MERGE_PAIRS = 32  # anchor pairs of the restricted-Gibbs split-merge moves per iteration
 LAUNCH_SCANS = 3  # parallel restricted scans from the launch state before the final one
+AUXILIARY_EVERY = 2  # every second anchor pair takes the auxiliary-variable split-merge
+AUXILIARY_POINTS = 10.0  # the auxiliary law's components: a cluster's posterior given this many points' worth
+WEIGHT_GRID = 64  # the auxiliary side weight w takes the values (g + 1/2) / WEIGHT_GRID
+NEAR_CANDIDATES = 16  # an auxiliary pair's j: the nearest to x_i of this many uniform draws
 ROW_CHUNK = 8  # cluster slots whose likelihoods one step of the label pass forms together
 SORTED_BLOCK = 1024  # points per block product when statistics are summed by sorting (D > SMALL_DIM)
 VARIANTS = ("paper", "exact")
@@ -81,21 +87,25 @@ def log_evidence(family, stats, u=None):
     return family.log_prior(u) + family.log_likelihood_of_stats(u, stats) - family.log_proposal(u, stats)
 
 
-def log_split_gain(family, alpha, left, right, whole, u=None):
+def log_evidences(family, *parts, u=None):
+    """The `log_evidence` of each of `parts` (statistics of equal shapes), stacked on a new
+    leading axis: one vectorised evaluation, one compiled copy of the family's marginal."""
+    u_parts = None if u is None else jnp.stack(u)
+    return jax.vmap(lambda stats, u_part: log_evidence(family, stats, u_part))(_stacked(*parts), u_parts)
+
+
+def log_split_gain(family, alpha, left, right, whole, u=None, evidences=None):
     """log of the Hastings ratio of eq. (21) for splitting the cluster with statistics
     `whole` into `left` and `right` under a DP(alpha) prior,
 
         log alpha + log Gamma(N_l) + log Gamma(N_r) - log Gamma(N_c) + e_l + e_r - e_c,
 
-    e the `log_evidence` of each part: with a conjugate family (`u` None) this is
-    log p(C', x) / p(C, x), parameters integrated out; with a non-conjugate one `u` holds
-    the (proposed left, proposed right, current whole) unconstrained parameters."""
-    parts = _stacked(left, right, whole)
-    u_parts = None if u is None else jnp.stack(u)
-    # the three parts' terms in one vectorised evaluation (one compiled copy of the family's
-    # marginal, not three)
-    terms = gammaln(parts.n) + jax.vmap(lambda stats, u_part: log_evidence(family, stats, u_part))(parts, u_parts)
-    return jnp.log(alpha) + terms[0] + terms[1] - terms[2]
+    e the `log_evidence` of each part (`log_evidences`, or `evidences` when already computed):
+    with a conjugate family (`u` None) this is log p(C', x) / p(C, x), parameters integrated
+    out; with a non-conjugate one `u` holds the (proposed left, proposed right, current whole)
+    unconstrained parameters."""
+    e = log_evidences(family, left, right, whole, u=u) if evidences is None else evidences
+    return jnp.log(alpha) + gammaln(left.n) + gammaln(right.n) - gammaln(whole.n) + e[0] + e[1] - e[2]
 
 
 def _inverse_cdf_rows(logits, u, fallback, num_rows=None):
@@ -153,6 +163,7 @@ class _Setup:
     num_valid: object
     num_pairs: int = 0
     launch_scans: int = LAUNCH_SCANS
+    auxiliary_every: int = AUXILIARY_EVERY
 
     def cast_params(self, params):
         """Parameters in the likelihood dtype."""
@@ -593,15 +604,22 @@ class _PairMoves(NamedTuple):
     side: jax.Array
 
 
-def _claim_pairs(setup, rng_key, z, capacity, num_pairs):
-    """`num_pairs` ordered pairs of distinct real points, uniform (a law that does not depend
-    on the state); in that order a pair is active if neither of its clusters was claimed by an
-    earlier active pair, and then claims them (design notes, "Several moves at once")."""
-    u = jax.random.uniform(rng_key, (num_pairs, 2))
+def _claim_pairs(setup, rng_key, z, capacity, num_pairs, near, x_ll):
+    """`num_pairs` ordered pairs of distinct real points, by a law that depends on the points
+    `x_ll` (in blocks) but not on the state: i uniform; j uniform among the other points, or where
+    `near` (per pair) the nearest to x_i of NEAR_CANDIDATES such uniform draws (design notes,
+    "Auxiliary splits and merges"). In that order a pair is active if neither of its clusters
+    was claimed by an earlier active pair, and then claims them (design notes, "Several moves at
+    once")."""
+    u = jax.random.uniform(rng_key, (num_pairs, 1 + NEAR_CANDIDATES))
     count = jnp.asarray(setup.num_valid, jnp.int32)
     i = jnp.minimum(jnp.floor(u[:, 0] * count).astype(jnp.int32), count - 1)
-    j = jnp.minimum(jnp.floor(u[:, 1] * (count - 1)).astype(jnp.int32), count - 2)
-    j = j + (j >= i)
+    candidates = jnp.minimum(jnp.floor(u[:, 1:] * (count - 1)).astype(jnp.int32), count - 2)
+    candidates = candidates + (candidates >= i[:, None])
+    points = x_ll.reshape(-1, setup.dim)
+    distance = jnp.sum((points[candidates] - points[i][:, None]) ** 2, axis=-1)
+    j = jnp.where(near, jnp.take_along_axis(candidates, jnp.argmin(distance, axis=1)[:, None], axis=1)[:, 0],
+                  candidates[:, 0])
     z_flat = z.reshape(-1)
     ci, cj = z_flat[i], z_flat[j]
 
@@ -646,33 +664,77 @@ def _pair_side_logits(setup, params, log_w, x_ll, pair, num_pairs):
 def _split_merge_log_ratio(gain, log_q, is_split):
     """log of the Metropolis-Hastings ratio of an anchor pair's move: H / q(split) for a
     split, q(current split) / H for a merge, `gain` = log H of splitting (`log_split_gain`)
-    and `log_q` the final scan's log probability of the split."""
+    and `log_q` the final scan's log probability of the split (restricted-Gibbs pairs) or
+    `_auxiliary_log_q` (auxiliary pairs)."""
     return jnp.where(is_split, gain - log_q, log_q - gain)
+
+
+def _auxiliary_log_q(evidences, beta, log_f_sum, log_weight_norm, log_mixture_sum):
+    """The auxiliary pairs' counterpart of q (design notes, "Auxiliary splits and merges"):
+
+        log m(x_A) + log m(x_B) - 2 log m_beta(x_U) + beta sum_k (log f_0 + log f_1)(x_k)
+        - log G + log Z(N_A, N_B) - sum_k log(w f_0(x_k) + (1 - w) f_1(x_k)),
+
+    sums over the points k of the union U = A + B, `evidences` = (log m(x_A), log m(x_B),
+    log m_beta(x_U)) (m_beta: the marginal of U's statistics times `beta`), `log_f_sum` the sum of
+    log f_0 + log f_1, `log_weight_norm` = log Z - log G (Z the sum over the G grid values of
+    w^N_A (1 - w)^N_B) and `log_mixture_sum` the last sum. With it the move's ratio is
+    `_split_merge_log_ratio`'s, as for the restricted-Gibbs pairs."""
+    return (evidences[0] + evidences[1] - 2 * evidences[2] + beta * log_f_sum + log_weight_norm
+            - log_mixture_sum)
+
+
+def _auxiliary_beta(n):
+    """The factor on a cluster's statistics of the auxiliary law's posterior, for `n` points:
+    AUXILIARY_POINTS / n, at most 1."""
+    return jnp.minimum(1.0, AUXILIARY_POINTS / jnp.maximum(n, 1.0))
+
+
+def _log_weight_grid(n_left, n_right):
+    """log w^N_A (1 - w)^N_B at the grid values w of the auxiliary side weight, per pair
+    (pairs, WEIGHT_GRID), for the counts `n_left`, `n_right` (pairs,)."""
+    grid = (jnp.arange(WEIGHT_GRID) + 0.5) / WEIGHT_GRID
+    return n_left[:, None] * jnp.log(grid) + n_right[:, None] * jnp.log1p(-grid)
 
 
 def _restricted_split_merge(setup, alpha, rng_key, clusters, x, overflow):
     """Jain & Neal's restricted-Gibbs split-merge, several pairs at once and every scan
-    parallel over points (design notes, "Exact splits and merges"). For each active anchor
-    pair (i, j) (`_claim_pairs`) with U the union of their clusters: a launch state of U split
-    by the perpendicular bisector of x_i and x_j, `launch_scans` parallel restricted scans
-    (two parameter sets drawn from their posteriors given the two sides, side weights
-    (n_s + 1) / (n + 2), every point's side drawn given them; i and j stay on sides 0 and 1),
-    then the final scan's parameters. With q the product of the final scan's per-point side
-    probabilities: if i and j share a cluster its split drawn by the final scan is accepted
-    with H = p(C') / p(C) / q(split); otherwise their merge, with H = p(C') / p(C) q(current
-    split). Returns the clusters, the numbers of splits and merges accepted, and the overflow
-    flag (a split that found no free slot is refused and sets it)."""
+    parallel over points (design notes, "Exact splits and merges"), and on every
+    `auxiliary_every`-th pair the auxiliary-variable split-merge ("Auxiliary splits and
+    merges"). For each active anchor pair (i, j) (`_claim_pairs`) with U the union of their
+    clusters:
+
+    - restricted-Gibbs pair: a launch state of U split by the perpendicular bisector of x_i
+      and x_j, `launch_scans` parallel restricted scans (two parameter sets drawn from their
+      posteriors given the two sides, side weights (n_s + 1) / (n + 2), every point's side drawn
+      given them; i and j stay on sides 0 and 1), then the final scan's parameters; q is the
+      product of the final scan's per-point side probabilities;
+    - auxiliary pair: two parameter sets drawn from the prior (i and j share a cluster) or from
+      the posteriors of the two current clusters (a merge), side weights 1/2, every point's
+      side drawn given them (i and j not held); a split needs i on side 0 and j on side 1; q is
+      `_auxiliary_log_q`.
+
+    If i and j share a cluster its split drawn by the final scan is accepted with
+    H = p(C') / p(C) / q(split); otherwise their merge, with H = p(C') / p(C) q(current split).
+    Every scan of both kinds runs in one loop (one traced copy). Returns the clusters, the numbers
+    of splits and merges accepted, and the overflow flag (a split that found no free slot is
+    refused and sets it)."""
     family, num_pairs = setup.family, setup.num_pairs
     z, zbar, rows, sub, age, u_c, u_sub = clusters
     capacity = age.shape[0]
     k_pairs, k_launch, k_accept = jax.random.split(rng_key, 3)
-    moves = _claim_pairs(setup, k_pairs, z, capacity, num_pairs)
+    every = setup.auxiliary_every
+    auxiliary = (jnp.arange(num_pairs) % every == every - 1) if every else jnp.zeros(num_pairs, bool)
+    x_blocks, x_ll = setup.as_blocks(x), setup.prepare_points(x)
+    moves = _claim_pairs(setup, k_pairs, z, capacity, num_pairs, auxiliary, x_ll)
     pair = moves.pair
     in_move = pair < num_pairs
-    x_blocks, x_ll = setup.as_blocks(x), setup.prepare_points(x)
+    is_split = moves.ci == moves.cj
+    aux_point = jnp.append(auxiliary, False)[pair]
     index = jnp.arange(setup.num_blocks * setup.block).reshape(pair.shape)
     forced = jnp.where(index == jnp.append(moves.i, -1)[pair], 0,
                        jnp.where(index == jnp.append(moves.j, -1)[pair], 1, -1))
+    forced = jnp.where(aux_point, -1, forced)
     x_flat = x_blocks.reshape(-1, setup.dim)
     x_i, x_j = x_flat[moves.i], x_flat[moves.j]
     mid, normal = (jnp.concatenate([a, jnp.zeros((1, setup.dim), a.dtype)])[pair]
@@ -681,30 +743,51 @@ def _restricted_split_merge(setup, alpha, rng_key, clusters, x, overflow):
     launch = jnp.where(forced >= 0, forced, launch)
     rows_pass = setup.per_shard(functools.partial(_segment_rows, setup, num_segments=2 * num_pairs),
                                 in_specs=(P("points"), P("points")), out_specs=P())
+    aux_split = auxiliary & is_split
 
     def side_log_probs(key, side):
-        """log P(side 0), log P(side 1) per point, from parameters drawn given the sides."""
-        k_draw, k_points = jax.random.split(key)
-        segments = jnp.where(in_move, 2 * pair + side, 2 * num_pairs)
-        stats = rows_pass(x_blocks, segments)[0]
-        params = jax.vmap(family.posterior_draw)(jax.random.split(k_draw, 2 * num_pairs), stats)
-        n = stats.n.reshape(num_pairs, 2) + 1.0
-        log_w = jnp.log(n) - jnp.log(jnp.sum(n, axis=1, keepdims=True))
-        log_p = jax.nn.log_softmax(_pair_side_logits(setup, params, log_w, x_ll, pair, num_pairs), axis=-1)
+        """log P(side 0), log P(side 1) per point, from parameters and side weights drawn given
+        the sides (an auxiliary pair's: its auxiliary law or its merge proposal), the log of the
+        sum of the two sides' unnormalised probabilities, log f_0 + log f_1, and the sides drawn."""
+        k_draw, k_weight, k_points = jax.random.split(key, 3)
+        segments = jnp.where(in_move, 2 * pair + jnp.where(aux_point, moves.side, side), 2 * num_pairs)
+        stats = jax.tree.map(lambda a: a.reshape((num_pairs, 2) + a.shape[1:]), rows_pass(x_blocks, segments)[0])
+        counts = stats.n
+        # an auxiliary split: both components from the cluster's posterior given AUXILIARY_POINTS of
+        # its points' worth (its statistics scaled), the weight uniform on the grid; an auxiliary
+        # merge: the two clusters' posteriors, the weight from w^N_A (1 - w)^N_B on the grid
+        beta = _auxiliary_beta(counts[:, 0])
+        stats = jax.tree.map(lambda a: jnp.where(_expand(aux_split, a), (_expand(beta, a[:, 0]) * a[:, 0])[:, None],
+                                                 a), stats)
+        params = jax.vmap(family.posterior_draw)(jax.random.split(k_draw, 2 * num_pairs),
+                                                 jax.tree.map(lambda a: a.reshape((2 * num_pairs,) + a.shape[2:]),
+                                                              stats))
+        grid_logits = jnp.where(aux_split[:, None], 0.0, _log_weight_grid(counts[:, 0], counts[:, 1]))
+        w = (jax.random.categorical(k_weight, grid_logits) + 0.5) / WEIGHT_GRID
+        n = counts + 1.0
+        log_w = jnp.where(auxiliary[:, None], jnp.stack([jnp.log(w), jnp.log1p(-w)], axis=1),
+                          jnp.log(n) - jnp.log(jnp.sum(n, axis=1, keepdims=True)))
+        logits = _pair_side_logits(setup, params, log_w, x_ll, pair, num_pairs)
+        log_total = jax.scipy.special.logsumexp(logits, axis=-1)
+        log_p = logits - log_total[..., None]
+        log_f = jnp.sum(logits, axis=-1) - jnp.append(jnp.sum(log_w, axis=1), 0.0)[pair].astype(logits.dtype)
         drawn = (setup.point_uniforms(k_points) < jnp.exp(log_p[..., 1])).astype(jnp.int32)
-        return log_p, jnp.where(forced >= 0, forced, drawn)
+        return log_p, log_total, log_f, jnp.where(forced >= 0, forced, drawn)
 
     # the launch scans, then the final one (one traced copy of the scan): its log probabilities
     # are those of the sides it drew, `proposed`
-    log_p, proposed = jax.lax.fori_loop(
-        0, setup.launch_scans + 1, lambda t, carry: side_log_probs(jax.random.fold_in(k_launch, t), carry[1]),
-        (jnp.zeros(launch.shape + (2,), setup.ll_dtype), launch))
-    is_split = moves.ci == moves.cj
+    zeros = jnp.zeros(launch.shape, setup.ll_dtype)
+    log_p, log_total, log_f, proposed = jax.lax.fori_loop(
+        0, setup.launch_scans + 1, lambda t, carry: side_log_probs(jax.random.fold_in(k_launch, t), carry[3]),
+        (jnp.zeros(launch.shape + (2,), setup.ll_dtype), zeros, zeros, launch))
     split_point = jnp.append(is_split, False)[pair]
     chosen = jnp.where(split_point, proposed, moves.side)
     log_q_point = jnp.where(in_move & (forced < 0), jnp.where(chosen == 1, log_p[..., 1], log_p[..., 0]), 0.0)
-    log_q = jax.ops.segment_sum(log_q_point.reshape(-1).astype(x.dtype), pair.reshape(-1),
-                                num_segments=num_pairs + 1)[:num_pairs]
+    # per pair: the restricted-Gibbs log q, and the auxiliary pairs' sums of log(w f_0 + (1 - w) f_1)
+    # and of log f_0 + log f_1
+    per_pair = jax.ops.segment_sum(
+        jnp.stack([log_q_point.reshape(-1), log_total.reshape(-1), log_f.reshape(-1)], axis=1).astype(x.dtype),
+        pair.reshape(-1), num_segments=num_pairs + 1)[:num_pairs]
     halves = rows_pass(x_blocks, jnp.where(in_move & split_point, 2 * pair + proposed, 2 * num_pairs))
     halves = jax.tree.map(lambda a: a.reshape((num_pairs, 2) + a.shape[1:]), halves)
     split_left, split_right = take(halves, (slice(None), 0)), take(halves, (slice(None), 1))
@@ -716,10 +799,18 @@ def _restricted_split_merge(setup, alpha, rng_key, clusters, x, overflow):
 
     # a split pair splits its cluster into the two halves; a merge pair is the split of the merged
     # cluster into the two current ones, reversed
-    gain = log_split_gain(family, alpha, by_kind(split_left, first)[0], by_kind(split_right, second)[0],
-                          by_kind(first, merged)[0])
+    left, right, whole = by_kind(split_left, first)[0], by_kind(split_right, second)[0], by_kind(first, merged)[0]
+    beta = _auxiliary_beta(whole.n)
+    evidences = log_evidences(family, left, right, whole, jax.tree.map(lambda a: _expand(beta, a) * a, whole))
+    gain = log_split_gain(family, alpha, left, right, whole, evidences=evidences)
+    log_weight_norm = (jax.scipy.special.logsumexp(_log_weight_grid(left.n, right.n), axis=1)
+                       - jnp.log(float(WEIGHT_GRID)))
+    log_q = jnp.where(auxiliary, _auxiliary_log_q(evidences[jnp.array([0, 1, 3])], beta, per_pair[:, 2],
+                                                  log_weight_norm, per_pair[:, 1]), per_pair[:, 0])
     log_h = _split_merge_log_ratio(gain, log_q, is_split)
-    accept = moves.active & (jnp.log(jax.random.uniform(k_accept, (num_pairs,), dtype=log_h.dtype)) < log_h)
+    # an auxiliary split moves only with i drawn on side 0 and j on side 1
+    oriented = ~auxiliary | ~is_split | ((proposed.reshape(-1)[moves.i] == 0) & (proposed.reshape(-1)[moves.j] == 1))
+    accept = moves.active & oriented & (jnp.log(jax.random.uniform(k_accept, (num_pairs,), dtype=log_h.dtype)) < log_h)
     splits, merges = accept & is_split, accept & ~is_split
     free = rows[0].n == 0
     free_rank = jnp.where(free, jnp.cumsum(free) - 1, capacity)
@@ -958,7 +1049,8 @@ def _info_type(pair_merges: bool, super_clusters: bool, conjugate: bool) -> type
 
 def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_variant: Optional[str] = "paper",
                             split_delay: int = SPLIT_DELAY, split_merge_pairs: int = SPLIT_MERGE_PAIRS,
-                            launch_scans: int = LAUNCH_SCANS, merge_concentration: float = 1.0,
+                            launch_scans: int = LAUNCH_SCANS, auxiliary_every: int = AUXILIARY_EVERY,
+                            merge_concentration: float = 1.0,
                             likelihood_dtype: str = "float32", block_size: int | None = None,
                             record_parameters: bool = True,
                             devices=None, super_clusters: bool = False, pair_merges: bool = False,
@@ -988,6 +1080,12 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         whose clusters no earlier pair claimed move at once. 0 turns the moves off.
     launch_scans : int, default 3
         Parallel restricted scans from the launch state before the final scan of those moves.
+    auxiliary_every : int, default 2
+        Every `auxiliary_every`-th anchor pair (1: all, 0: none) takes the auxiliary-variable
+        split-merge instead (docs/kernels/subcluster.md, "Auxiliary splits and merges"): a split
+        along sides drawn from two prior components, a merge accepted through the two clusters'
+        posterior components, whose ratio does not need a scan to reproduce the current split
+        (restricted-Gibbs merges of large clusters are almost never accepted).
     merge_concentration : float, default 1
         a of the Beta(a, a) mixing proportion of the random splits (sec. 5.5).
     likelihood_dtype : {"float32", "float64"}
@@ -1037,7 +1135,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         warmup_variant = variant
     _check_options(family, variant, warmup_variant, split_delay, merge_concentration, pair_merges, super_clusters,
                    likelihood_dtype, param_update, param_steps, proposal)
-    for name, value in (("split_merge_pairs", split_merge_pairs), ("launch_scans", launch_scans)):
+    for name, value in (("split_merge_pairs", split_merge_pairs), ("launch_scans", launch_scans),
+                        ("auxiliary_every", auxiliary_every)):
         if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0):
             raise KernelError(f"subcluster: {name} must be an integer >= 0, got {value!r}")
     if variant == "paper":
@@ -1065,7 +1164,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         ll_dtype=jnp.float32 if likelihood_dtype == "float32" else jnp.asarray(bound_model.x).dtype,
         n=n, dim=dim, block=block, num_blocks=num_blocks, blocks_per_shard=blocks_per_shard,
         pad=num_blocks * block - n, mesh=Mesh(np.asarray(devices), ("points",)) if num_shards > 1 else None,
-        num_valid=bound_model.points, num_pairs=int(split_merge_pairs), launch_scans=int(launch_scans))
+        num_valid=bound_model.points, num_pairs=int(split_merge_pairs), launch_scans=int(launch_scans),
+        auxiliary_every=int(auxiliary_every))
     if conjugate:
         one_row = jax.eval_shape(family.posterior_draw, jax.random.key(0), family.empty_stats())
     else:

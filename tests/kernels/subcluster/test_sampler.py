@@ -175,6 +175,8 @@ def test_bad_options_and_models_are_refused():
         dpppl.sample(case.model, case.x, kernel="subcluster", split_merge_pairs=-1, progress_bar=False)
     with pytest.raises(KernelError, match="launch_scans must be an integer >= 0, got 1.5"):
         dpppl.sample(case.model, case.x, kernel="subcluster", launch_scans=1.5, progress_bar=False)
+    with pytest.raises(KernelError, match="auxiliary_every must be an integer >= 0, got -2"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", auxiliary_every=-2, progress_bar=False)
     py = CASES["pitman_yor_normal_known"]
     with pytest.raises(KernelError, match="Pitman-Yor"):
         dpppl.sample(py.model, py.x, kernel="subcluster", progress_bar=False)
