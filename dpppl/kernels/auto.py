@@ -149,4 +149,5 @@ def _resolve_bound(bound_model, options: dict) -> tuple[str, dict]:
 
 register_chooser(AUTO, _resolve_bound)
 
-__all__ = ["AUTO", "Choice", "FALLBACK", "MULTI_PROCESS_KERNELS", "SUBCLUSTER_MIN_POINTS", "choose", "dim_of", "resolve"]
+__all__ = ["AUTO", "Choice", "FALLBACK", "MULTI_PROCESS_KERNELS", "SUBCLUSTER_MIN_POINTS", "choose", "dim_of",
+           "resolve"]

@@ -36,6 +36,27 @@ from dpppl.kernels.auto import AUTO, MULTI_PROCESS_KERNELS
 from dpppl.kernels.base import parse_kernel_name
 
 
+def initialize(where: str | None = None) -> None:
+    """Join this process to a multi-process run: `jax.distributed.initialize`, with CPU collectives
+    over gloo (what a psum across processes needs on CPU; GPUs use NCCL whatever this says). `where`
+    None lets JAX detect the cluster (SLURM, Open MPI, Kubernetes, ...; `JAX_COORDINATOR_ADDRESS`);
+    or `"ADDRESS:PORT,NUM_PROCESSES,PROCESS_ID"` (`"localhost:12345,2,0"`) for processes launched by
+    hand. What `dpppl sample --distributed` calls before anything else touches JAX. A malformed
+    `where` or a failed start raises [`ArgumentError`][dpppl.ArgumentError]."""
+    arguments = {}
+    if where is not None:
+        parts = where.split(",")
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+            raise ArgumentError(f"--distributed {where!r}: expected ADDRESS:PORT,NUM_PROCESSES,PROCESS_ID such as "
+                                "'localhost:12345,2,0', or nothing to detect the cluster (SLURM, Open MPI, ...)")
+        arguments = dict(coordinator_address=parts[0], num_processes=int(parts[1]), process_id=int(parts[2]))
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    try:
+        jax.distributed.initialize(**arguments)
+    except (RuntimeError, ValueError) as e:
+        raise ArgumentError(f"--distributed: jax.distributed.initialize failed: {e}") from None
+
+
 def process_count() -> int:
     """The number of processes of the run (1 unless `jax.distributed.initialize` joined several)."""
     return jax.process_count()
@@ -119,4 +140,5 @@ def own_points(idata, rows: slice):
     return idata.isel(point=rows)
 
 
-__all__ = ["MULTI_PROCESS_KERNELS", "check_kernel", "check_options", "global_rows", "own_points", "process_count"]
+__all__ = ["MULTI_PROCESS_KERNELS", "check_kernel", "check_options", "global_rows", "initialize", "own_points",
+           "process_count"]
