@@ -40,8 +40,8 @@ x = np.array([[0.0, 0.0], [12.0, 0.0], [0.0, 12.0]])[truth] + rng.normal(size=(3
 rows = slice(0, 301) if num_processes == 1 else slice(0, 140) if process_id == 0 else slice(140, 301)
 # one compiled chunk (no published warmup step), no anchor-pair moves: the smallest sub-cluster program
 idata = dpppl.sample(dpppl.DPMixture(1.0, NormalInverseWishart()), x[rows], num_warmup=4, num_samples=4,
-                     warmup_variant=None, split_merge_pairs=0, record_parameters=False, progress_bar=False,
-                     seed=3)
+                     warmup_variant=None, split_merge_pairs=0, record_parameters=False, log_likelihood=False,
+                     progress_bar=False, seed=3)
 z = idata.posterior_partition["z"].values
 print(json.dumps({"kernel": idata.attrs["kernel"], "num_clusters": idata.posterior["num_clusters"].values.tolist(),
                   "lp": idata.sample_stats["lp"].values.tolist(),
@@ -65,7 +65,7 @@ def _run(num_processes: int) -> list[dict]:
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for p in range(num_processes)]
     try:
-        outputs = [w.communicate(timeout=280) for w in workers]
+        outputs = [w.communicate(timeout=840) for w in workers]
     finally:
         for w in workers:
             w.kill()
@@ -74,23 +74,27 @@ def _run(num_processes: int) -> list[dict]:
     return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
 
 
+@pytest.mark.timeout(900)  # two processes compiling on a loaded machine (docs/distributed.md has the times)
 def test_two_processes_report_the_global_run_and_their_own_points():
     """Two processes, 140 and 161 rows of three separated blobs: both report the same `num_clusters`
-    and `lp` draws (the global run's, so 3 clusters), their `posterior_partition` holds their own
-    points (global indices 0-139 and 140-300) and those labels recover the blobs."""
+    and `lp` draws (the global run's), their `posterior_partition` and `observed_data` hold their own
+    points (global indices 0-139 and 140-300), and their labels put together are one partition of all
+    the points: no cluster holds points of two blobs (a process that sampled its rows alone would
+    give cluster numbers that mean other clusters on the other process) and every blob is found. Eight
+    exact steps from sequential seating may leave a blob in two clusters (seating makes 4-6 here)."""
     first, second = _run(2)
     assert first["kernel"] == second["kernel"] == "subcluster"
     assert first["num_clusters"] == second["num_clusters"]
     np.testing.assert_array_equal(first["lp"], second["lp"])
-    assert np.all(np.asarray(first["num_clusters"]) == 3)
     assert first["points"] == list(range(140)) and second["points"] == list(range(140, 301))
     for result in (first, second):
         np.testing.assert_array_equal(result["observed"], result["x"])
-        assert dpppl.metrics.normalized_mutual_information(result["z"], result["truth"]) == pytest.approx(1.0)
-    # one partition of all the points: the two processes' labels name the same clusters
     z = np.concatenate([first["z"], second["z"]])
     truth = np.concatenate([first["truth"], second["truth"]])
-    assert dpppl.metrics.normalized_mutual_information(z, truth) == pytest.approx(1.0)
+    assert len(np.unique(z)) == first["num_clusters"][0][-1]
+    blobs_of_each_cluster = [np.unique(truth[z == k]) for k in np.unique(z)]
+    assert all(len(blobs) == 1 for blobs in blobs_of_each_cluster), blobs_of_each_cluster
+    assert sorted({int(blobs[0]) for blobs in blobs_of_each_cluster}) == [0, 1, 2]
 
 
 @pytest.fixture
@@ -136,6 +140,7 @@ def test_data_that_are_not_this_process_rows_are_refused(two_processes):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_two_processes_draw_what_one_process_draws():
     """P = 2 against P = 1 on the same rows, seed and options: the same number of clusters at every draw
     and the same labels; `lp` equal up to the rounding of statistics summed across two devices (issue 34
