@@ -149,3 +149,11 @@ def test_two_processes_draw_what_one_process_draws():
     assert two[0]["num_clusters"] == one["num_clusters"]
     np.testing.assert_allclose(two[0]["lp"], one["lp"], rtol=1e-9)
     np.testing.assert_array_equal(np.concatenate([two[0]["z"], two[1]["z"]]), one["z"])
+
+
+def test_the_command_line_refuses_a_malformed_distributed_value(capsys):
+    from dpppl.cli import main
+
+    assert main(["sample", "models/gaussian_niw.dp", "--data", "galaxies", "--distributed", "localhost:1,2"]) == 2
+    assert ("--distributed 'localhost:1,2': expected ADDRESS:PORT,NUM_PROCESSES,PROCESS_ID such as "
+            "'localhost:12345,2,0'") in capsys.readouterr().err
