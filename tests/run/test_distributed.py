@@ -20,7 +20,6 @@ import pytest
 import dpppl
 from dpppl.errors import ArgumentError, KernelError
 from dpppl.kernels.auto import choose
-from dpppl.testing import check_kernel_samples, exact_posterior
 from tests.helpers.cases import CASES
 
 WORKER = """
@@ -54,36 +53,17 @@ print(json.dumps({"kernel": idata.attrs["kernel"], "num_clusters": idata.posteri
 """
 
 
-ENUMERATION_WORKER = """
-import json, sys
-import jax
-jax.config.update("jax_cpu_collectives_implementation", "gloo")
-port, process_id = sys.argv[1], int(sys.argv[2])
-jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=process_id)
-import dpppl
-from tests.helpers.cases import CASES
-
-case = CASES["niw_2d_overlap"]
-half = len(case.x) // 2
-rows = slice(0, half) if process_id == 0 else slice(half, len(case.x))
-# the harness of tests/statistical/test_subcluster_exactness.py: chains from prior draws, burn-in cut after
-idata = dpppl.sample(case.model, case.x[rows], "subcluster", num_warmup=0, num_samples=350, num_chains=64, seed=4,
-                     init="prior", variant="exact", log_likelihood=False, progress_bar=False)
-print(json.dumps({"z": idata.posterior_partition["z"].values[:, 100:].tolist()}))
-"""
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("localhost", 0))
         return s.getsockname()[1]
 
 
-def _run(num_processes: int, worker: str = WORKER) -> list[dict]:
-    """What `worker` reports from each of `num_processes` local processes, in process order."""
+def _run(num_processes: int) -> list[dict]:
+    """What `WORKER` reports from each of `num_processes` local processes, in process order."""
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     port = str(_free_port())
-    workers = [subprocess.Popen([sys.executable, "-c", worker, port, str(p), str(num_processes)], env=env,
+    workers = [subprocess.Popen([sys.executable, "-c", WORKER, port, str(p), str(num_processes)], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for p in range(num_processes)]
     try:
@@ -171,20 +151,6 @@ def test_two_processes_draw_what_one_process_draws():
     assert two[0]["num_clusters"] == one["num_clusters"]
     np.testing.assert_allclose(two[0]["lp"], one["lp"], rtol=1e-9)
     np.testing.assert_array_equal(np.concatenate([two[0]["z"], two[1]["z"]]), one["z"])
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(1800)
-def test_two_processes_match_the_enumerated_posterior():
-    """The exact sub-cluster variant over two processes, each with half of the points, against the
-    enumerated posterior of all of them (issue 34 item 3; the harness of
-    tests/statistical/test_subcluster_exactness.py): the two processes' labels, put side by side, are
-    draws of p(z | x)."""
-    first, second = _run(2, ENUMERATION_WORKER)
-    case = CASES["niw_2d_overlap"]
-    z = np.concatenate([np.asarray(first["z"]), np.asarray(second["z"])], axis=-1)
-    result = check_kernel_samples(exact_posterior(case.model, case.x), z)
-    assert result.passed, result.report
 
 
 def test_the_command_line_refuses_a_malformed_distributed_value(capsys):
