@@ -136,6 +136,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="save the run in this file (at the end of warmup, at the end, on Ctrl-C and every "
                    "--checkpoint-every seconds) to continue it with `dpppl resume PATH`; not with --kernel nuts")
     _checkpoint_every(s)
+    s.add_argument("--distributed", nargs="?", const="detect", default=None, metavar="ADDRESS:PORT,NUM,ID",
+                   help="one of several processes of a jax.distributed run (docs/distributed.md): the cluster "
+                   "detected (SLURM, Open MPI, ...) or given as coordinator,processes,this process's id; each "
+                   "process reads its own rows and writes its own run (a '{process}' in --data and --out is this "
+                   "process's index)")
 
     r = sub.add_parser("resume", help="continue a run saved with `dpppl sample --checkpoint`: the draws of the "
                        "run that was not stopped")
@@ -453,6 +458,18 @@ def _interrupted_line(idata, args, written: str | None, partial: bool) -> str:
     return f"dpppl: interrupted{where}{how}"
 
 
+def _join(args) -> None:
+    """`dpppl sample --distributed`: join the run's processes; this process's rows and output file."""
+    import jax
+
+    from dpppl.run.distributed import initialize
+
+    initialize(None if args.distributed == "detect" else args.distributed)
+    for name in ("data", "out"):
+        if getattr(args, name):
+            setattr(args, name, getattr(args, name).replace("{process}", str(jax.process_index())))
+
+
 def _sampled(run):
     """`run()` (`dpppl.sample` or `dpppl.resume`), and whether a Ctrl-C landed after its last
     iteration (`Completed`: the run is whole, and written before the command stops)."""
@@ -501,6 +518,8 @@ def _run(args) -> int:
                 args.checkpoint, num_samples=args.samples, progress_bar=not args.no_progress,
                 checkpoint_every=args.checkpoint_every)), args)
         if args.command == "sample":
+            if args.distributed:
+                _join(args)
             model = dpppl.load(args.model, allow_paths=args.allow_path)
             data = _data(args, model)
             return _report(*_sampled(lambda: dpppl.sample(

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 
+import jax
 import numpy as np
 
 from dpppl.errors import KernelError
@@ -48,6 +49,10 @@ and had more ESS/s of `lp` but fewer of K; below, `gibbs+splitmerge` had 2-30 ti
 FALLBACK = ("gibbs+splitmerge", "subcluster", "nuts")
 """Tried in order when no rule of the table matches the model."""
 
+MULTI_PROCESS_KERNELS = ("subcluster",)
+"""The kernels that run over several processes (`jax.distributed`; `dpppl.run.distributed`): those whose
+moves over points are parallel by design. `auto` chooses among them when `jax.process_count() > 1`."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Choice:
@@ -64,6 +69,8 @@ def choose(model, num_points: int, dim: int) -> Choice:
     (see the module docstring for the rule). Raises
     [`KernelError`][dpppl.KernelError] when no registered kernel applies."""
     del dim  # measured at D = 2 and 10, where the threshold was the same
+    if jax.process_count() > 1:
+        return _multi_process_choice(model, num_points)
     if applies_to("ddp+ddpswap", model):
         return Choice("ddp+ddpswap", {}, "a DDP model: Gibbs over labels and time-coupled parameters with "
                                          "label swaps")
@@ -90,6 +97,21 @@ def choose(model, num_points: int, dim: int) -> Choice:
         if applies_to(spec, model):
             return Choice(spec, {}, f"the first of {', '.join(FALLBACK)} that applies to this model")
     raise KernelError(f"kernel='auto' found no registered kernel for a {model.describe()}; name one")
+
+
+def _multi_process_choice(model, num_points: int) -> Choice:
+    """`auto`'s choice in a run over several processes: the first of `MULTI_PROCESS_KERNELS` that
+    applies, whatever N; [`KernelError`][dpppl.KernelError] naming why each does not, when none does."""
+    reasons = {}
+    for spec in MULTI_PROCESS_KERNELS:
+        if applies_to(spec, model):
+            return Choice(spec, {}, f"a run over {jax.process_count()} processes on {num_points} points: the "
+                                    "sub-cluster sampler, whose passes over points run data-parallel across them")
+        reasons[spec] = model.refuses_kernel(spec) or entry(spec).applies(model)
+    why = "; ".join(f"{spec}: {reason}" for spec, reason in reasons.items())
+    raise KernelError(f"kernel='auto' found no kernel that runs over {jax.process_count()} processes for a "
+                      f"{model.describe()} (the kernels that can: {', '.join(MULTI_PROCESS_KERNELS)}; {why}); "
+                      "collapsed Gibbs is sequential over points and runs in one process only")
 
 
 def resolve(kernel: str, model, num_points: int, dim: int, options: dict) -> tuple[str, dict, Choice | None]:
@@ -127,4 +149,5 @@ def _resolve_bound(bound_model, options: dict) -> tuple[str, dict]:
 
 register_chooser(AUTO, _resolve_bound)
 
-__all__ = ["AUTO", "Choice", "FALLBACK", "SUBCLUSTER_MIN_POINTS", "choose", "dim_of", "resolve"]
+__all__ = ["AUTO", "Choice", "FALLBACK", "MULTI_PROCESS_KERNELS", "SUBCLUSTER_MIN_POINTS", "choose", "dim_of",
+           "resolve"]

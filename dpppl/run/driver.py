@@ -25,6 +25,7 @@ from dpppl.errors import ArgumentError, DataError, check_bool, check_positive_in
 from dpppl.kernels.auto import AUTO, dim_of, resolve
 from dpppl.kernels.base import available, backend_of, check_applies, entry
 from dpppl.models.init import resolve_init
+from dpppl.run import distributed
 from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, RunSpec, read_checkpoint
 from dpppl.run.interrupts import Completed, finishing, hold
 from dpppl.run.memory import check_memory, run_bytes
@@ -178,6 +179,11 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
     if kernel != AUTO:
         check_applies(kernel, model)
     _, init_name = resolve_init(init)
+    own_rows = None
+    if distributed.process_count() > 1:  # every process gave its own rows: the run is over all of them
+        distributed.check_kernel(kernel)
+        distributed.check_options(checkpoint, init)
+        data, own_rows = distributed.global_rows(data)
     data, target = bind_data(model if isinstance(given, (str, os.PathLike)) else given, data)
     requested = kernel
     kernel, kernel_options, choice = resolve(kernel, model, target.num_points, dim_of(target), kernel_options)
@@ -200,6 +206,8 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
             progress_bar=_shows_bar(progress_bar), checkpoint=saved)
         hold()
         idata = _inference_data(target, spec, records, attrs, record_dims, pointwise)
+    if own_rows is not None:
+        idata = distributed.own_points(idata, own_rows)
     return _completed(idata, late)
 
 
@@ -293,7 +301,8 @@ def _completed(idata, late: list):
 
 
 def _shows_bar(progress_bar: bool) -> bool:
-    return progress_bar and not os.environ.get("CI")
+    """Whether to show the bar: asked for, not in CI, and on the first process of a multi-process run only."""
+    return progress_bar and not os.environ.get("CI") and jax.process_index() == 0
 
 
 def _inference_data(target, spec: RunSpec, records: dict, attrs: dict, record_dims, log_likelihood: bool):

@@ -1200,8 +1200,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
 
 
 def _resolve_devices(devices):
-    if devices is None:
-        return list(jax.local_devices())
+    if devices is None:  # a jax.distributed run: the devices of every process (docs/distributed.md)
+        return list(jax.devices() if jax.process_count() > 1 else jax.local_devices())
     if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
         available = jax.local_devices()
         if not 1 <= devices <= len(available):
