@@ -12,7 +12,10 @@ and returns None, and the caller runs its JAX path.
 (never), `1`/`on` (always on CPU; a failed build is an error). `DPPPL_NATIVE_CACHE` moves the
 cache (default `$XDG_CACHE_HOME/dpppl/native`, else `~/.cache/dpppl/native`).
 `DPPPL_NATIVE_THREADS` bounds the threads a native call may run chains on (default: the
-CPUs this process may use).
+CPUs this process may use). `DPPPL_NATIVE_CFLAGS` adds compiler flags (split as a shell
+would) after dpppl's own, e.g. `-fsanitize=address -fno-omit-frame-pointer -g` for a
+sanitized build (run Python with the sanitizer's runtime in `LD_PRELOAD`); the flags are part
+of the cache key, so such a build never replaces or is loaded in place of a normal one.
 
 A library in the cache is loaded only when it is what this process built: beside each
 library `<name>.so` the build records the sha256 of its bytes in `<name>.so.sha256`, and before
@@ -27,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -95,6 +99,15 @@ def _compiler() -> str | None:
     return None
 
 
+def _flags() -> tuple[str, ...]:
+    """The compiler flags of a build: `_FLAGS`, then those of `DPPPL_NATIVE_CFLAGS`."""
+    extra = os.environ.get("DPPPL_NATIVE_CFLAGS", "")
+    try:
+        return _FLAGS + tuple(shlex.split(extra))
+    except ValueError as err:
+        raise RuntimeError(f"DPPPL_NATIVE_CFLAGS={extra!r} cannot be split into flags: {err}") from None
+
+
 def _build(source: Path) -> Path:
     """The shared library of `source`, compiled into the cache unless already there."""
     import jaxlib
@@ -102,9 +115,10 @@ def _build(source: Path) -> Path:
     cxx = _compiler()
     if cxx is None:
         raise RuntimeError("no C++ compiler found (set CXX, or install g++)")
+    flags = _flags()
     include = jax.ffi.include_dir()
     text = source.read_bytes()
-    key = hashlib.sha256(b"\0".join([text, cxx.encode(), " ".join(_FLAGS).encode(), jax.__version__.encode(),
+    key = hashlib.sha256(b"\0".join([text, cxx.encode(), " ".join(flags).encode(), jax.__version__.encode(),
                                      jaxlib.__version__.encode(), sys.platform.encode()])).hexdigest()[:20]
     directory = cache_dir()
     library = directory / f"{source.stem}-{key}.so"
@@ -123,10 +137,10 @@ def _build(source: Path) -> Path:
     fd, partial_hash = tempfile.mkstemp(suffix=".sha256", dir=directory)
     os.close(fd)
     try:
-        done = subprocess.run([cxx, *_FLAGS, f"-I{include}", str(source), "-o", partial],
+        done = subprocess.run([cxx, *flags, f"-I{include}", str(source), "-o", partial],
                               capture_output=True, text=True)
         if done.returncode != 0:
-            raise RuntimeError(f"{Path(cxx).name} failed on {source.name}:\n{done.stderr[-2000:]}")
+            raise RuntimeError(f"{Path(cxx).name} {' '.join(flags)} failed on {source.name}:\n{done.stderr[-2000:]}")
         Path(partial_hash).write_text(_sha256(Path(partial)) + "\n")
         os.replace(partial_hash, _hash_file(library))
         os.replace(partial, library)

@@ -72,3 +72,28 @@ def test_a_library_of_another_user_is_not_loaded_and_the_jax_path_runs(source, m
                       rf"RuntimeError: {library} is owned by uid {owner}, not by this user \(uid {owner + 1}\): "
                       "not loaded"):
         assert native.load(source, {}, required=False) is False
+
+
+def test_extra_compiler_flags_build_a_library_of_their_own(source, monkeypatch):
+    """DPPPL_NATIVE_CFLAGS (a sanitized build, say) is part of the cache key: the normal library
+    is neither replaced nor loaded in its place."""
+    normal = native._build(source)
+    monkeypatch.setenv("DPPPL_NATIVE_CFLAGS", "-g -DDPPPL_TINY='7'")
+    assert native._flags()[-2:] == ("-g", "-DDPPPL_TINY=7")
+    flagged = native._build(source)
+    assert flagged != normal and flagged.parent == normal.parent
+    assert normal.read_bytes() != flagged.read_bytes()  # -g adds debug sections
+
+
+def test_extra_compiler_flags_that_break_the_build_are_named(source, monkeypatch):
+    monkeypatch.setenv("DPPPL_NATIVE_CFLAGS", "-fno-such-flag-dpppl")
+    with pytest.raises(dpppl.KernelError, match=r"^the native CPU code tiny.cc was requested .* could not be built "
+                       r"or loaded: RuntimeError: \S+ -O2 .* -fno-such-flag-dpppl failed on tiny.cc:"):
+        native.load(source, {}, required=True)
+
+
+def test_extra_compiler_flags_that_cannot_be_split_are_named(source, monkeypatch):
+    monkeypatch.setenv("DPPPL_NATIVE_CFLAGS", "-DX='unbalanced")
+    with pytest.raises(dpppl.KernelError, match=r"could not be built or loaded: RuntimeError: "
+                       r"DPPPL_NATIVE_CFLAGS=\"-DX='unbalanced\" cannot be split into flags: No closing quotation$"):
+        native.load(source, {}, required=True)
