@@ -47,7 +47,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import load_average, machine_info  # noqa: E402
+from harness import load_average, machine_info, write_table  # noqa: E402
 
 KERNELS = {
     "gibbs": "models/gaussian_niw.dp",
@@ -290,12 +290,7 @@ def main(argv=None):
             results = {"trees": trees, "runs": [run], "cells": cells}
             if old is not None:
                 results = {"trees": trees, "runs": old["runs"] + [run], "cells": {**old["cells"], **cells}}
-            os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-            with open(args.out + ".json", "w") as f:
-                json.dump(results, f, indent=1)
-            with open(args.out + ".md", "w") as f:
-                f.write(render(results))
-    print(render(results))
+            write_table(args.out, results, render(results))  # printed after each kernel too
 
 if __name__ == "__main__":
     main()

@@ -27,7 +27,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_compile import KERNELS, _load  # noqa: E402
-from harness import load_average, machine_info  # noqa: E402
+from harness import load_average, machine_info, write_table  # noqa: E402
 
 OPTIONS = {
     "xla": {},  # XLA's own defaults (LLVM level 2)
@@ -174,11 +174,7 @@ def main(argv=None):
         with open(args.out + ".json") as f:
             old = json.load(f)
         results = {"runs": old["runs"] + [run], "cells": {**old["cells"], **cells}}
-    with open(args.out + ".json", "w") as f:
-        json.dump(results, f, indent=1)
-    with open(args.out + ".md", "w") as f:
-        f.write(render(results))
-    print(render(results))
+    write_table(args.out, results, render(results))
 
 
 if __name__ == "__main__":

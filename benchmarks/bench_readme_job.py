@@ -47,7 +47,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_compile import export  # noqa: E402
-from harness import load_average, machine_info  # noqa: E402
+from harness import load_average, machine_info, write_table  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOBS = {
@@ -270,12 +270,7 @@ def main(argv=None):
         profiles = profile(args.jobs.split(","))
         load.append(load_average())
         info = {"machine": machine_info(), "load": " / ".join(map(str, load))}
-        with open(args.out + "_profile.json", "w") as f:
-            json.dump({"profiles": profiles, **info}, f, indent=1)
-        text = render_profile(profiles, info)
-        with open(args.out + "_profile.md", "w") as f:
-            f.write(text + "\n")
-        print(text)
+        write_table(args.out + "_profile", {"profiles": profiles, **info}, render_profile(profiles, info))
         return
     with tempfile.TemporaryDirectory(prefix="dpppl-before-") as scratch:
         trees = {"after": ROOT}
@@ -285,12 +280,7 @@ def main(argv=None):
         results = measure(trees, args.jobs.split(","), args.repeats)
         load.append(load_average())
     info = {"machine": machine_info(), "load": " / ".join(map(str, load))}
-    with open(args.out + ".json", "w") as f:
-        json.dump({"results": results, **info}, f, indent=1)
-    text = render(results, info)
-    with open(args.out + ".md", "w") as f:
-        f.write(text + "\n")
-    print(text)
+    write_table(args.out, {"results": results, **info}, render(results, info))
 
 
 if __name__ == "__main__":

@@ -264,6 +264,17 @@ def write_json(name: str, payload: dict, directory: Path = RESULTS_DIR) -> Path:
     return path
 
 
+def write_table(out: str, payload: dict, text: str) -> None:
+    """Write ``payload`` to ``<out>.json`` and the rendered ``text`` to ``<out>.md`` (a benchmark's
+    results beside their table), creating the folder, and print the table."""
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    with open(out + ".json", "w") as f:
+        json.dump(payload, f, indent=1)
+    with open(out + ".md", "w") as f:
+        f.write(text if text.endswith("\n") else text + "\n")
+    print(text)
+
+
 # ------------------------------------------------------------------------ gibbs trace ---
 class GibbsTrace:
     """dpppl's collapsed Gibbs kernel driven sweep by sweep, timed, with an lp trace.
