@@ -41,6 +41,7 @@ import sys
 import threading
 import warnings
 
+import jax
 import numpy as np
 
 import dpppl
@@ -56,6 +57,7 @@ from dpppl.errors import ArgumentError, DataError, DPPPLError
 from dpppl.kernels import available as available_kernels
 from dpppl.kernels import entry
 from dpppl.run.checkpoint import DEFAULT_EVERY, Interrupted, check_output_path, write_atomically
+from dpppl.run.distributed import initialize
 from dpppl.run.interrupts import Completed, held
 from dpppl.run.output import run_groups_only
 
@@ -460,10 +462,6 @@ def _interrupted_line(idata, args, written: str | None, partial: bool) -> str:
 
 def _join(args) -> None:
     """`dpppl sample --distributed`: join the run's processes; this process's rows and output file."""
-    import jax
-
-    from dpppl.run.distributed import initialize
-
     initialize(None if args.distributed == "detect" else args.distributed)
     for name in ("data", "out"):
         if getattr(args, name):

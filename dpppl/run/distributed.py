@@ -28,6 +28,8 @@ data-parallel form.
 
 from __future__ import annotations
 
+import os
+
 import jax
 import numpy as np
 
@@ -100,7 +102,7 @@ def global_rows(data) -> tuple[np.ndarray, slice]:
     is not an array (a data set name or a file would give every process the same rows)."""
     from jax.experimental import multihost_utils
 
-    if data is None or isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
+    if data is None or isinstance(data, (str, bytes, os.PathLike)):
         raise ArgumentError(f"in a run over {process_count()} processes data= must be this process's own rows as "
                             f"an array, got {data!r}: a data set name, a file or the model's own data would give "
                             "every process the same rows")
