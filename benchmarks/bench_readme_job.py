@@ -126,17 +126,18 @@ _exit_now(code)
 """The child of `--profile`: the command line, timing its phases and logging its compiled programs."""
 
 
-def timed(command: list, cwd: str, env: dict) -> dict:
-    """Run `command` in a new process: its wall and CPU seconds (an error when it fails)."""
+def timed(command: list, cwd: str, env: dict, what: str | None = None) -> tuple[dict, str]:
+    """Run `command` in a new process: `({wall_s, cpu_s}, its stderr)` (an error naming
+    `what`, else the command, when it fails)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
     wall = time.perf_counter() - wall
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"{what or ' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": wall, "cpu_s": cpu}
+    return {"wall_s": wall, "cpu_s": cpu}, done.stderr
 
 
 def dpppl_env(tree: str, cache: str) -> dict:
@@ -154,7 +155,7 @@ def measure(trees: dict, jobs: list, repeats: int) -> dict:
             args, data = JOBS[job]
             rows = results[job]
             rows.setdefault("sklearn", []).append(
-                timed([sys.executable, "-c", SKLEARN, os.path.join(ROOT, data)], ROOT, dict(os.environ)))
+                timed([sys.executable, "-c", SKLEARN, os.path.join(ROOT, data)], ROOT, dict(os.environ))[0])
             for name, tree in trees.items():
                 with tempfile.TemporaryDirectory(prefix="dpppl-readme-job-") as work:
                     cache = os.path.join(work, "cache")
@@ -162,7 +163,7 @@ def measure(trees: dict, jobs: list, repeats: int) -> dict:
                                "--no-progress"]
                     for kind in ("cold", "warm"):
                         row = f"dpppl {kind}" + (f" ({name})" if len(trees) > 1 else "")
-                        rows.setdefault(row, []).append(timed(command, tree, dpppl_env(tree, cache)))
+                        rows.setdefault(row, []).append(timed(command, tree, dpppl_env(tree, cache))[0])
                         print(f"repeat {r + 1} {job} {row}: {rows[row][-1]['wall_s']:.2f} s wall, "
                               f"{rows[row][-1]['cpu_s']:.2f} s CPU", flush=True)
     return results
@@ -177,18 +178,10 @@ def profile(jobs: list) -> dict:
             env = dpppl_env(ROOT, os.path.join(work, "cache"))
             command = [sys.executable, "-c", PROFILE, *args, "--out", os.path.join(work, "run.nc"), "--no-progress"]
             for kind in ("cold", "warm"):
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                wall = time.perf_counter()
-                done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
-                wall = time.perf_counter() - wall
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                if done.returncode != 0:
-                    raise RuntimeError(f"{job} {kind} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-                line = next(x for x in done.stderr.splitlines() if x.startswith("PROFILE "))
-                out.setdefault(job, {})[kind] = {
-                    "wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-                    **json.loads(line[len("PROFILE "):])}
-                print(f"profile {job} {kind}: {wall:.2f} s wall", flush=True)
+                times, stderr = timed(command, ROOT, env, f"{job} {kind}")
+                line = next(x for x in stderr.splitlines() if x.startswith("PROFILE "))
+                out.setdefault(job, {})[kind] = {**times, **json.loads(line[len("PROFILE "):])}
+                print(f"profile {job} {kind}: {times['wall_s']:.2f} s wall", flush=True)
     return out
 
 
