@@ -1,17 +1,30 @@
 """`dpppl.sample` over several local processes joined by `jax.distributed` (issue 34, docs/distributed.md).
 
-The run of the issue: 2 x 10^5 points in 2-D from 6 Gaussian clusters
-(`dpppl.datasets.gaussian_mixture(n, 2, 6, mean_scale=25, covariance="random", seed=3)`, the data of
-`bench_subcluster.py`'s `six` part), split in P contiguous parts, one per process; every process calls
-`dpppl.sample(dpppl.load("models/gaussian_niw.dp"), its_rows, kernel="auto", ...)` and reports the
-kernel auto chose, its `num_clusters` draws, a digest of its `posterior` and `sample_stats`, the NMI of
-its own points' last labels against the truth, its wall seconds (compile included), its seconds per
-iteration after the first chunk (the run's iterations timed from the progress callback are not
-available, so: a second, identical call in the same process, which compiles nothing, divided by its
-iterations), and its peak resident memory. The parent checks that every process reports the same
-posterior and writes `benchmarks/results/distributed[-quick].{json,md}`.
+Data (`--data`), split in P contiguous parts, one per process:
 
-    nice -n 10 python benchmarks/bench_distributed.py --processes 2 [--n 200000] [--warmup 100] [--samples 50]
+- `six` (default), the run of the issue: 2 x 10^5 points in 2-D from 6 Gaussian clusters
+  (`dpppl.datasets.gaussian_mixture(n, 2, 6, mean_scale=25, covariance="random", seed=3)`, the data of
+  `bench_subcluster.py`'s `six` part); every process draws the whole set and keeps its part;
+- `w3`: W3 (`dpppl.datasets.load("w3")`, 10^6 x 2, 20 clusters), likewise;
+- `per-process`: `--n` points of W3's mixture, generated per process, never whole in one: the mixture
+  is W3's 20 clusters as estimated from 20,000 of its points (weights, means, covariances, the same on
+  every process), and process p draws its own n / P points from it with its own seed.
+
+Every process calls `dpppl.sample(dpppl.load("models/gaussian_niw.dp"), its_rows, kernel="auto", ...)`
+twice: once with one warmup and one kept iteration, which compiles every program the run needs, then
+the timed run (`--warmup` + `--samples` iterations), which compiles nothing. It reports the kernel auto
+chose, its `num_clusters` draws, a digest of its `posterior` and `sample_stats`, the NMI of its own
+points' last labels against the truth, the compiling call's and the timed run's wall seconds, seconds
+per iteration (the timed run over its iterations, its chains' start included), its peak resident memory,
+and the collectives of its compiled sampling step: the all-reduces in the optimised HLO of the
+sampling chunk (count and bytes; each runs once per iteration; process 0 compiles without the persistent
+cache, with `XLA_FLAGS=--xla_dump_to`)
+and the seconds they take replayed alone (the same count and sizes of float64 psums across the processes,
+timed over 20 repetitions): their share of an iteration is the communication share. The parent checks
+that every process reports the same posterior and writes `benchmarks/results/distributed-<name>.{json,md}`.
+
+    nice -n 10 python benchmarks/bench_distributed.py --processes 1 2 4 --data w3 --warmup 40 --samples 10
+    nice -n 10 python benchmarks/bench_distributed.py --processes 4 --data per-process --n 10000000 ...
 
 Each process runs on one CPU device with gloo collectives; `--processes 1` runs the same job in one
 process for comparison.
@@ -26,41 +39,92 @@ import pathlib
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 
 WORKER = r"""
-import hashlib, json, resource, sys, time
+import glob, hashlib, json, os, re, resource, sys, time
 import jax
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 port, pid, nproc, n, warmup, samples, seed = sys.argv[1], *map(int, sys.argv[2:8])
+data, dump = sys.argv[8], sys.argv[9]
 if nproc > 1:
     jax.distributed.initialize(f"localhost:{port}", num_processes=nproc, process_id=pid)
 import numpy as np
 import dpppl
 
-x, y = dpppl.datasets.gaussian_mixture(n, 2, 6, mean_scale=25.0, covariance="random", seed=3)
-rows = np.array_split(np.arange(n), nproc)[pid]
-x, y = x[rows], y[rows]  # this process's rows only from here on
-del rows
+if data == "per-process":  # W3's mixture, this process's points only
+    sample_x, sample_y = dpppl.datasets.load("w3", n=20_000)
+    labels = np.unique(sample_y)
+    weights = np.array([np.mean(sample_y == k) for k in labels])
+    means = np.array([sample_x[sample_y == k].mean(axis=0) for k in labels])
+    roots = np.array([np.linalg.cholesky(np.cov(sample_x[sample_y == k], rowvar=False)) for k in labels])
+    rng = np.random.default_rng([seed, pid])
+    y = rng.choice(len(labels), size=len(np.array_split(np.arange(n), nproc)[pid]), p=weights)
+    x = means[y] + np.einsum("nij,nj->ni", roots[y], rng.standard_normal((len(y), 2)))
+else:
+    x, y = (dpppl.datasets.load("w3") if data == "w3"
+            else dpppl.datasets.gaussian_mixture(n, 2, 6, mean_scale=25.0, covariance="random", seed=3))
+    rows = np.array_split(np.arange(len(x)), nproc)[pid]
+    x, y = x[rows], y[rows]  # this process's rows only from here on
+    del rows
 model = dpppl.load("models/gaussian_niw.dp")
-def run():
+def run(num_warmup, num_samples):
     tic = time.perf_counter()
-    idata = dpppl.sample(model, x, num_warmup=warmup, num_samples=samples, num_chains=1, seed=seed,
+    idata = dpppl.sample(model, x, num_warmup=num_warmup, num_samples=num_samples, num_chains=1, seed=seed,
                          progress_bar=False)
     return idata, time.perf_counter() - tic
-idata, first = run()
-_, again = run()
+_, compiling = run(1, 1)
+idata, timed = run(warmup, samples)
 digest = hashlib.sha256()
 for group in ("posterior", "sample_stats"):
     for name in sorted(idata[group].data_vars):
         digest.update(np.ascontiguousarray(idata[group][name].values).tobytes())
 z = idata.posterior_partition["z"].values[0, -1]
+sizes = []  # bytes of each all-reduce of the sampling chunk (process 0 dumped it; every process reads it)
+if nproc > 1:
+    from jax.experimental import multihost_utils
+    multihost_utils.sync_global_devices("dumped")
+    chunks = [f for f in glob.glob(os.path.join(dump, "*after_optimizations.txt")) if "chunk" in f]
+    text = open(max(chunks, key=os.path.getsize)).read() if chunks else ""
+    width = {"f64": 8, "s64": 8, "u64": 8, "f32": 4, "s32": 4, "u32": 4, "pred": 1, "s8": 1, "u8": 1}
+    for line in text.splitlines():
+        head = line.split(" all-reduce(")[0] if " all-reduce(" in line else None
+        if head is None or "=" not in head:
+            continue
+        total = 0
+        for kind, dims in re.findall(r"(\w+)\[([\d,]*)\]", head.split("=", 1)[1]):
+            total += width.get(kind, 8) * int(np.prod([int(d) for d in dims.split(",") if d] or [1]))
+        sizes.append(total)
+    from jax.sharding import Mesh, PartitionSpec as P
+    mesh = Mesh(np.asarray(jax.devices()), ("p",))
+    def replay(*parts):
+        out = []
+        for a in parts:  # one after the other: each psum's input depends on the last one's result
+            a = a + (out[-1].sum() * 0 if out else 0)
+            out.append(jax.lax.psum(a, "p"))
+        return out
+    replay_fn = jax.jit(jax.shard_map(replay, mesh=mesh, in_specs=P("p"), out_specs=P()))
+    arrays = [multihost_utils.host_local_array_to_global_array(np.ones((1, max(1, b // 8))), mesh, P("p"))
+              for b in sizes]
+    if arrays:
+        jax.block_until_ready(replay_fn(*arrays))
+        tic = time.perf_counter()
+        for _ in range(20):
+            jax.block_until_ready(replay_fn(*arrays))
+        replayed = (time.perf_counter() - tic) / 20
+    else:
+        replayed = 0.0
+else:
+    replayed = 0.0
 print(json.dumps({"process": pid, "kernel": idata.attrs["kernel"], "rows": int(len(x)),
                   "num_clusters": idata.posterior["num_clusters"].values[0].tolist(),
                   "digest": digest.hexdigest(), "nmi": float(dpppl.metrics.normalized_mutual_information(z, y)),
-                  "first_call_s": first, "second_call_s": again, "s_per_iteration": again / (warmup + samples),
+                  "compiling_call_s": compiling, "timed_call_s": timed, "s_per_iteration": timed / (warmup + samples),
+                  "all_reduces": len(sizes), "all_reduce_bytes": int(sum(sizes)), "replayed_s": replayed,
+                  "communication_share": replayed / (timed / (warmup + samples)),
                   "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -71,14 +135,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(processes: int, n: int, warmup: int, samples: int, seed: int) -> list[dict]:
+def launch(processes: int, n: int, warmup: int, samples: int, seed: int, data: str) -> list[dict]:
     """Run the worker on `processes` local processes; their reports, in process order."""
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("XLA_FLAGS", None)  # one CPU device per process
     port = str(_free_port())
+    dump = tempfile.mkdtemp(prefix="dpppl-hlo-")
+    # process 0 compiles (no persistent cache, which would skip the compile and its dump) and dumps its HLO
+    dumping = {**env, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text", "DPPPL_COMPILATION_CACHE": "off"}
     workers = [subprocess.Popen([sys.executable, "-c", WORKER, port, str(p), str(processes), str(n), str(warmup),
-                                 str(samples), str(seed)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, cwd=pathlib.Path(__file__).resolve().parent.parent)
+                                 str(samples), str(seed), data, dump], env=dumping if p == 0 else env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                cwd=pathlib.Path(__file__).resolve().parent.parent)
                for p in range(processes)]
     reports = []
     for p, w in enumerate(workers):
@@ -96,36 +164,44 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--samples", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", choices=["six", "w3", "per-process"], default="six")
+    ap.add_argument("--name", default=None, help="results file stem after 'distributed-' (default: the data)")
     ap.add_argument("--quick", action="store_true", help="10^4 points, 20 + 10 iterations")
     args = ap.parse_args()
     if args.quick:
         args.n, args.warmup, args.samples = 10_000, 20, 10
+    if args.data == "w3":
+        args.n = 1_000_000
     results = []
     for processes in args.processes:
         tic = time.perf_counter()
-        reports = launch(processes, args.n, args.warmup, args.samples, args.seed)
+        reports = launch(processes, args.n, args.warmup, args.samples, args.seed, args.data)
         same = len({r["digest"] for r in reports}) == 1
         results.append({"processes": processes, "wall_s": time.perf_counter() - tic, "same_posterior": same,
                         "reports": reports})
         print(json.dumps(results[-1]), flush=True)
     load = os.getloadavg()
-    meta = {"n": args.n, "dim": 2, "clusters": 6, "warmup": args.warmup, "samples": args.samples, "seed": args.seed,
-            "load_average": load, "cpus": os.cpu_count(), "results": results}
-    stem = "distributed-quick" if args.quick else "distributed"
+    clusters = 6 if args.data == "six" else 20
+    meta = {"data": args.data, "n": args.n, "dim": 2, "clusters": clusters, "warmup": args.warmup,
+            "samples": args.samples, "seed": args.seed, "load_average": load, "cpus": os.cpu_count(),
+            "results": results}
+    stem = f"distributed-{args.name or ('quick' if args.quick else args.data)}"
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{stem}.json").write_text(json.dumps(meta, indent=1) + "\n")
     lines = ["# `dpppl.sample` over local processes (`benchmarks/bench_distributed.py`)", "",
-             f"{args.n} x 2, 6 clusters, {args.warmup} warmup + {args.samples} kept iterations, one chain, seed "
-             f"{args.seed}; {os.cpu_count()} CPUs, load average {load[0]:.1f} at the end (a shared machine: the "
-             "seconds are the loaded machine's).", "",
-             "| processes | process | rows | kernel | K (last draw) | NMI own points | first call s | "
-             "second call s | s / iteration | peak RSS MB | same posterior |", "|" + " --- |" * 11]
+             f"{args.data}: {args.n} x 2, {clusters} clusters, {args.warmup} warmup + {args.samples} kept "
+             f"iterations, one chain, seed {args.seed}; {os.cpu_count()} CPUs, load average {load[0]:.1f} at the "
+             "end (a shared machine: the seconds are the loaded machine's).", "",
+             "| processes | process | rows | kernel | K (last draw) | NMI own points | compiling call s | "
+             "timed call s | s / iteration | all-reduces / iteration | bytes / iteration | replayed s | "
+             "communication share | peak RSS MB | same posterior |", "|" + " --- |" * 15]
     for result in results:
         for r in result["reports"]:
             lines.append(f"| {result['processes']} | {r['process']} | {r['rows']} | {r['kernel']} | "
-                         f"{r['num_clusters'][-1]} | {r['nmi']:.3f} | {r['first_call_s']:.1f} | "
-                         f"{r['second_call_s']:.1f} | {r['s_per_iteration']:.3f} | {r['max_rss_mb']:.0f} | "
-                         f"{result['same_posterior']} |")
+                         f"{r['num_clusters'][-1]} | {r['nmi']:.3f} | {r['compiling_call_s']:.1f} | "
+                         f"{r['timed_call_s']:.1f} | {r['s_per_iteration']:.3f} | {r['all_reduces']} | "
+                         f"{r['all_reduce_bytes']} | {r['replayed_s']:.4f} | {r['communication_share']:.3f} | "
+                         f"{r['max_rss_mb']:.0f} | {result['same_posterior']} |")
     (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {RESULTS / stem}.json and .md")
 

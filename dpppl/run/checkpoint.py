@@ -46,6 +46,7 @@ DEFAULT_EVERY = 60.0
 """Seconds between two checkpoints of a run (one is also written at the end of warmup, at the
 end of the run and on Ctrl-C)."""
 _MAGIC = "dpppl-checkpoint"
+_SHARD_MAGIC = "dpppl-checkpoint-part"
 _PICKLED_FORMAT = b"dpppl-checkpoint"  # how format 1 files start
 _CONTENTS = "checkpoint.json"
 
@@ -123,24 +124,20 @@ class CheckpointFile:
     `<path>.lock`, held until `close`; the operating system drops it if the process dies). Use it
     as a context manager, or call `close`."""
 
-    def __init__(self, path, spec: RunSpec, every: float = DEFAULT_EVERY):
+    def __init__(self, path, spec: RunSpec, every: float = DEFAULT_EVERY, processes: int = 1):
         self.path = os.fspath(path)
         check_output_path(self.path, "checkpoint")
         check_every(every)
         self.every = float(every)
+        self.processes = processes
         self._spec_arrays, self._spec = _described_spec(spec)
-        self._lock = filelock.FileLock(f"{self.path}.lock", timeout=0, thread_local=False)
-        try:
-            self._lock.acquire()
-        except filelock.Timeout:
-            raise ArgumentError(f"checkpoint {self.path}: another run is saving to this file (it holds "
-                                f"{self.path}.lock); give this run another checkpoint path, or let that run "
-                                "finish") from None
+        self._lock = _locked(self.path)
 
     def save(self, progress: Progress) -> None:
         """Write `progress` atomically (a temporary file renamed over the checkpoint)."""
         writer = Writer(self._spec_arrays)
         contents = {"format": _MAGIC, "version": FORMAT_VERSION, "dpppl": __version__, "spec": self._spec,
+                    "processes": self.processes,
                     "progress": {"t": int(progress.t),
                                  "states": writer.describe(jax.tree.map(np.asarray, progress.states), "states"),
                                  "chain_keys": writer.describe(np.asarray(progress.chain_keys), "chain_keys"),
@@ -149,18 +146,143 @@ class CheckpointFile:
 
     def close(self) -> None:
         """Release the lock on the path (and remove the lock file)."""
-        if self._lock.is_locked:
-            self._lock.release()
-            try:
-                os.remove(self._lock.lock_file)
-            except OSError:
-                pass
+        _unlocked(self._lock)
 
     def __enter__(self) -> "CheckpointFile":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _locked(path: str) -> filelock.FileLock:
+    """The advisory lock on `<path>.lock`, acquired; ArgumentError when another run holds it."""
+    lock = filelock.FileLock(f"{path}.lock", timeout=0, thread_local=False)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise ArgumentError(f"checkpoint {path}: another run is saving to this file (it holds {path}.lock); give "
+                            "this run another checkpoint path, or let that run finish") from None
+    return lock
+
+
+def _unlocked(lock: filelock.FileLock) -> None:
+    """Release `lock` (and remove its lock file)."""
+    if lock.is_locked:
+        lock.release()
+        try:
+            os.remove(lock.lock_file)
+        except OSError:
+            pass
+
+
+POINT_FIELDS = ("z", "sub_z")
+"""The fields of a chain state indexed by point on their last axis (the labels, the sub-cluster
+sampler's sub-labels): what each process of a multi-process run saves of its own points."""
+
+
+def shard_path(path: str, process: int) -> str:
+    """The file in which process `process` of a multi-process run saves its points' part of the
+    checkpoint `path`."""
+    return f"{path}.process-{process}"
+
+
+def _is_point_field(where) -> bool:
+    return getattr(where[-1], "name", None) in POINT_FIELDS
+
+
+def split_points(progress: Progress, rows: slice, n: int) -> tuple[Progress, dict]:
+    """`progress` of a multi-process run over `n` points cut in two: what every process holds alike
+    (the per-point fields of `POINT_FIELDS` and the kept labels left with their padding past the `n`
+    points only) and this process's part, the per-point fields' `rows` by path (`"kept.z"` for the
+    kept labels)."""
+    own, states = {}, jax.tree_util.tree_map_with_path(
+        lambda where, leaf: leaf[..., n:] if _is_point_field(where) else leaf, progress.states)
+    for where, leaf in jax.tree_util.tree_leaves_with_path(progress.states):
+        if _is_point_field(where):
+            own[jax.tree_util.keystr(where)] = np.asarray(leaf)[..., rows]
+    kept = tuple({**chunk, "z": chunk["z"][..., n:]} for chunk in progress.kept)
+    own.update({f"kept{j}.z": np.asarray(chunk["z"])[..., rows] for j, chunk in enumerate(progress.kept)})
+    return progress._replace(states=states, kept=kept), own
+
+
+def joined_points(progress: Progress, own: dict, join) -> Progress:
+    """The inverse of `split_points`: `progress` (what every process holds alike) with each
+    per-point field `join(part)` (every process's part, in process order) followed by its padding."""
+    def whole(key, tail):
+        return np.concatenate([join(own[key]), np.asarray(tail)], axis=-1)
+
+    states = jax.tree_util.tree_map_with_path(
+        lambda where, leaf: whole(jax.tree_util.keystr(where), leaf) if _is_point_field(where) else leaf,
+        progress.states)
+    kept = tuple({**chunk, "z": whole(f"kept{j}.z", chunk["z"])} for j, chunk in enumerate(progress.kept))
+    return progress._replace(states=states, kept=kept)
+
+
+class ProcessCheckpointFile:
+    """The checkpoint of one process of a run over several (`jax.distributed`): process 0 writes
+    `path` (a `CheckpointFile` of the run, its data given as every process's row count and its
+    per-point fields without the points), and every process writes its own rows and its points'
+    part of the per-point fields to `shard_path(path, process)` (`save_shard`). Each file is
+    written atomically and holds the iteration reached: `dpppl.resume` on every process reads both
+    files and refuses a pair of different iterations. The lock on each process's file is held
+    until `close`."""
+
+    def __init__(self, path, spec: RunSpec, every: float, process: int, counts: np.ndarray, rows: slice):
+        self.path, self.process, self.rows = os.fspath(path), process, rows
+        self.every = float(every)
+        self._own_rows, self._n = np.asarray(spec.data)[rows], int(np.sum(counts))
+        self._shared = (CheckpointFile(path, dataclasses.replace(spec, data=np.asarray(counts, np.int64)), every,
+                                       processes=len(counts)) if process == 0 else None)
+        check_output_path(self.path, "checkpoint")
+        check_every(every)
+        self._shard = shard_path(self.path, process)
+        self._lock = _locked(self._shard)
+
+    def save(self, progress: Progress) -> None:
+        shared, own = split_points(progress, self.rows, self._n)
+        if self._shared is not None:
+            self._shared.save(shared)
+        writer = Writer()
+        contents = {"format": _SHARD_MAGIC, "version": FORMAT_VERSION, "dpppl": __version__,
+                    "process": self.process, "t": int(progress.t),
+                    "rows": writer.describe(self._own_rows, "rows"), "points": writer.describe(own, "points")}
+        write_atomically(self._shard, lambda temporary: _write_archive(temporary, contents, writer.arrays))
+
+    def close(self) -> None:
+        if self._shared is not None:
+            self._shared.close()
+        _unlocked(self._lock)
+
+    def __enter__(self) -> "ProcessCheckpointFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_shard(path, process: int, t: int) -> tuple[np.ndarray, dict]:
+    """Process `process`'s part of the multi-process checkpoint `path` (`ProcessCheckpointFile`):
+    its rows and its points' part of the per-point fields. ArgumentError for a missing or damaged
+    file, one of another process, and one saved at another iteration than `t` (the run's file's)."""
+    where = shard_path(os.fspath(path), process)
+    contents, arrays = _read_archive(where, _SHARD_MAGIC)
+    if contents.get("version") != FORMAT_VERSION or contents.get("process") != process:
+        raise ArgumentError(f"{where}: not the checkpoint part of process {process} in format {FORMAT_VERSION} "
+                            f"(it says process {contents.get('process')!r}, format {contents.get('version')!r})")
+    if contents.get("t") != t:
+        raise ArgumentError(f"{where} was saved at iteration {contents.get('t')!r} and {os.fspath(path)} at "
+                            f"iteration {t}: a process stopped between the two writes; no checkpoint of this run is "
+                            "whole, start it again")
+    reader = Reader(arrays)
+    try:
+        rows, points = reader.value(contents.get("rows"), "rows"), reader.value(contents.get("points"), "points")
+    except (UnreadableValue, RecursionError) as e:
+        raise ArgumentError(f"{where}: not a checkpoint part this dpppl reads: {e}") from None
+    if not isinstance(rows, np.ndarray) or not isinstance(points, dict) \
+            or not all(isinstance(v, np.ndarray) for v in points.values()):
+        raise ArgumentError(f"{where}: not a checkpoint part this dpppl reads: its rows or points are not arrays")
+    return rows, points
 
 
 def write_atomically(path: str, write) -> None:
@@ -228,6 +350,28 @@ def read_checkpoint(path) -> tuple[RunSpec, Progress, str]:
     run this dpppl describes (a field missing or of the wrong type, a class that is not a dpppl
     model constructor)."""
     path = os.fspath(path)
+    contents, arrays = _read_archive(path, _MAGIC)
+    version, written_by = contents.get("version"), str(contents.get("dpppl"))
+    if version != FORMAT_VERSION:
+        raise ArgumentError(f"{path}: a checkpoint in format {version} (written by dpppl {written_by}); this dpppl "
+                            f"({__version__}) reads format {FORMAT_VERSION}: continue it with dpppl {written_by}")
+    processes = contents.get("processes", 1)
+    if processes != jax.process_count():
+        raise ArgumentError(f"{path}: the checkpoint of a run over {processes} process(es) (jax.distributed); this "
+                            f"run has {jax.process_count()}: continue it with dpppl.resume on {processes} processes, "
+                            "each holding the rows it held")
+    try:
+        spec, progress = _run_of(contents, Reader(arrays))
+    except (UnreadableValue, RecursionError) as e:
+        raise ArgumentError(f"{path}: the checkpoint does not describe a run dpppl {__version__} can continue "
+                            f"(written by dpppl {written_by}): {e}") from None
+    return spec, progress, written_by
+
+
+def _read_archive(path: str, magic: str) -> tuple[dict, dict]:
+    """The `checkpoint.json` contents and the arrays of the archive `path`, whose contents say
+    `format: magic`. Nothing is unpickled; ArgumentError for a missing file, a directory, a
+    format 1 file (a pickle, refused unread), a file that is not such an archive and a damaged one."""
     if os.path.isdir(path):
         raise ArgumentError(f"{path}: is a directory, not a checkpoint file")
     try:
@@ -258,18 +402,9 @@ def read_checkpoint(path) -> tuple[RunSpec, Progress, str]:
         raise _damaged(path, e) from None
     except ValueError as e:  # an object array: allow_pickle=False refuses to read it
         raise ArgumentError(f"{path}: not a checkpoint this dpppl reads: {e}") from None
-    if not isinstance(contents, dict) or contents.get("format") != _MAGIC:
+    if not isinstance(contents, dict) or contents.get("format") != magic:
         raise _not_a_checkpoint(path)
-    version, written_by = contents.get("version"), str(contents.get("dpppl"))
-    if version != FORMAT_VERSION:
-        raise ArgumentError(f"{path}: a checkpoint in format {version} (written by dpppl {written_by}); this dpppl "
-                            f"({__version__}) reads format {FORMAT_VERSION}: continue it with dpppl {written_by}")
-    try:
-        spec, progress = _run_of(contents, Reader(arrays))
-    except (UnreadableValue, RecursionError) as e:
-        raise ArgumentError(f"{path}: the checkpoint does not describe a run dpppl {__version__} can continue "
-                            f"(written by dpppl {written_by}): {e}") from None
-    return spec, progress, written_by
+    return contents, arrays
 
 
 def _run_of(contents: dict, reader: Reader) -> tuple[RunSpec, Progress]:
@@ -325,5 +460,6 @@ def _damaged(path: str, error: Exception | None = None) -> ArgumentError:
                          f"written){detail}")
 
 
-__all__ = ["DEFAULT_EVERY", "FORMAT_VERSION", "CheckpointFile", "Interrupted", "Progress", "RunSpec",
-           "check_every", "check_output_path", "read_checkpoint", "write_atomically"]
+__all__ = ["DEFAULT_EVERY", "FORMAT_VERSION", "POINT_FIELDS", "CheckpointFile", "Interrupted", "ProcessCheckpointFile",
+           "Progress", "RunSpec", "check_every", "check_output_path", "joined_points", "read_checkpoint", "read_shard",
+           "shard_path", "split_points", "write_atomically"]

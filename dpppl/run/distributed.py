@@ -28,14 +28,18 @@ data-parallel form.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from typing import NamedTuple
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 
 from dpppl.errors import ArgumentError, DataError, KernelError
 from dpppl.kernels.auto import AUTO, MULTI_PROCESS_KERNELS
 from dpppl.kernels.base import parse_kernel_name
+from dpppl.run.checkpoint import Progress, RunSpec, joined_points, read_checkpoint, read_shard, shard_path
 
 
 def initialize(where: str | None = None) -> None:
@@ -79,29 +83,30 @@ def check_kernel(kernel: str) -> None:
             f"(kernel='auto' picks it); docs/distributed.md")
 
 
-def check_options(checkpoint, init) -> None:
-    """Raise [`ArgumentError`][dpppl.ArgumentError] for what a multi-process run does not take: a
-    checkpoint file (one file per process and resuming all of them is not built) and initial labels
-    given as an array (each process's labels of its own rows are not gathered)."""
-    if process_count() == 1:
-        return
-    if checkpoint is not None:
-        raise ArgumentError(f"checkpoint={checkpoint!r}: a run over {process_count()} processes cannot save a "
-                            "checkpoint yet (docs/distributed.md); run without checkpoint=")
-    if not isinstance(init, str) and not callable(init):
+def check_options(init) -> None:
+    """Raise [`ArgumentError`][dpppl.ArgumentError] for what a multi-process run does not take:
+    initial labels given as an array (each process's labels of its own rows are not gathered)."""
+    if process_count() > 1 and not isinstance(init, str) and not callable(init):
         raise ArgumentError(f"init: initial labels given as an array are not taken by a run over {process_count()} "
                             "processes; use init='sequential', 'single', 'prior' or 'search'")
 
 
-def global_rows(data) -> tuple[np.ndarray, slice]:
-    """The global data set of a multi-process run and the rows of it that are this process's:
-    `(rows of every process, in process order; slice of this process's)`. `data` are this
-    process's rows, an array-like (N_p, ...) with the same trailing shape and dtype kind on every
-    process; every process raises the same [`DataError`][dpppl.DataError] when they differ (what
-    each process gave is gathered first), and [`ArgumentError`][dpppl.ArgumentError] when `data`
-    is not an array (a data set name or a file would give every process the same rows)."""
-    from jax.experimental import multihost_utils
+class ProcessRows(NamedTuple):
+    """The global data set of a multi-process run as `global_rows` forms it: `whole`, the rows of
+    every process in process order; `rows`, the slice of them that are this process's; `counts`,
+    every process's number of rows (an int64 array, one per process)."""
 
+    whole: np.ndarray
+    rows: slice
+    counts: np.ndarray
+
+
+def global_rows(data) -> ProcessRows:
+    """The global data set of a multi-process run and the rows of it that are this process's.
+    `data` are this process's rows, an array-like (N_p, ...) with the same trailing shape and dtype
+    kind on every process; every process raises the same [`DataError`][dpppl.DataError] when they
+    differ (what each process gave is gathered first), and [`ArgumentError`][dpppl.ArgumentError]
+    when `data` is not an array (a data set name or a file would give every process the same rows)."""
     if data is None or isinstance(data, (str, bytes, os.PathLike)):
         raise ArgumentError(f"in a run over {process_count()} processes data= must be this process's own rows as "
                             f"an array, got {data!r}: a data set name, a file or the model's own data would give "
@@ -127,13 +132,39 @@ def global_rows(data) -> tuple[np.ndarray, slice]:
         empty = [p for p, c in enumerate(counts) if c == 0]
         raise DataError(f"process(es) {empty} of this {process_count()}-process run gave no rows: every process "
                         "needs at least one")
-    dtype = np.float64 if headers[0, 7] else np.int64
-    padded = np.zeros((int(counts.max()),) + trailing, dtype)
-    padded[:rows.shape[0]] = rows
-    gathered = np.asarray(multihost_utils.process_allgather(padded))
-    whole = np.concatenate([gathered[p, :c] for p, c in enumerate(counts)])
+    whole = gathered_points(rows.astype(np.float64 if headers[0, 7] else np.int64), counts, axis=0)
     start = int(counts[:jax.process_index()].sum())
-    return whole, slice(start, start + rows.shape[0])
+    return ProcessRows(whole, slice(start, start + rows.shape[0]), counts)
+
+
+def gathered_points(local: np.ndarray, counts: np.ndarray, axis: int) -> np.ndarray:
+    """Every process's `local` array, whose `axis` indexes its own points (`counts[p]` of them on
+    process p; the other axes alike on every process), joined along `axis` in process order: one
+    all-gather, each process's part padded to the largest count and the padding cut after it."""
+    local = np.asarray(local)
+    widths = [(0, 0)] * local.ndim
+    widths[axis] = (0, int(counts.max()) - local.shape[axis])
+    parts = np.asarray(multihost_utils.process_allgather(np.pad(local, widths)))
+    return np.concatenate([np.take(parts[p], np.arange(c), axis=axis) for p, c in enumerate(counts)], axis=axis)
+
+
+def resumed_run(path) -> tuple[RunSpec, Progress, str, ProcessRows]:
+    """What `dpppl.resume(path)` continues on this process of a multi-process run: the run's
+    file `path` (written by process 0) and this process's part (`shard_path`) read, and the run's
+    global rows and per-point state put together from every process's part (all-gathered, as
+    `global_rows` forms the rows of a new run). Returns the run (its data the global rows), its
+    progress, the dpppl version that wrote it and this process's `ProcessRows`.
+    [`ArgumentError`][dpppl.ArgumentError] when the run had another number of processes or this
+    process holds another number of rows than it held, and for the errors of `read_shard`."""
+    spec, progress, written_by = read_checkpoint(path)
+    counts, process = np.asarray(spec.data), jax.process_index()
+    rows, own = read_shard(path, process, progress.t)
+    if counts.ndim != 1 or counts.dtype.kind not in "iu" or len(rows) != counts[process]:
+        raise ArgumentError(f"{shard_path(os.fspath(path), process)} holds {len(rows)} rows where the run "
+                            f"{os.fspath(path)} says process {process} held {counts if counts.ndim else None}")
+    gathered = global_rows(rows)
+    progress = joined_points(progress, own, lambda part: gathered_points(part, counts, axis=-1))
+    return dataclasses.replace(spec, data=gathered.whole), progress, written_by, gathered
 
 
 def own_points(idata, rows: slice):
@@ -142,5 +173,5 @@ def own_points(idata, rows: slice):
     return idata.isel(point=rows)
 
 
-__all__ = ["MULTI_PROCESS_KERNELS", "check_kernel", "check_options", "global_rows", "initialize", "own_points",
-           "process_count"]
+__all__ = ["MULTI_PROCESS_KERNELS", "ProcessRows", "check_kernel", "check_options", "gathered_points", "global_rows",
+           "initialize", "own_points", "process_count", "resumed_run"]

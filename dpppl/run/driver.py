@@ -26,7 +26,7 @@ from dpppl.kernels.auto import AUTO, dim_of, resolve
 from dpppl.kernels.base import available, backend_of, check_applies, entry
 from dpppl.models.init import resolve_init
 from dpppl.run import distributed
-from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, RunSpec, read_checkpoint
+from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, ProcessCheckpointFile, RunSpec, read_checkpoint
 from dpppl.run.interrupts import Completed, finishing, hold
 from dpppl.run.memory import check_memory, run_bytes
 from dpppl.run.nuts import sample_nuts
@@ -179,11 +179,12 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
     if kernel != AUTO:
         check_applies(kernel, model)
     _, init_name = resolve_init(init)
-    own_rows = None
+    own = None
     if distributed.process_count() > 1:  # every process gave its own rows: the run is over all of them
         distributed.check_kernel(kernel)
-        distributed.check_options(checkpoint, init)
-        data, own_rows = distributed.global_rows(data)
+        distributed.check_options(init)
+        own = distributed.global_rows(data)
+        data = own.whole
     data, target = bind_data(model if isinstance(given, (str, os.PathLike)) else given, data)
     requested = kernel
     kernel, kernel_options, choice = resolve(kernel, model, target.num_points, dim_of(target), kernel_options)
@@ -196,7 +197,8 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
                                      num_chains * (num_samples // thinning) * target.num_points)
     spec = RunSpec(model, data, kernel, kernel_options, seed, init_name, num_warmup, num_samples, num_chains,
                    thinning, requested, None if choice is None else choice.reason)
-    saving = contextlib.nullcontext() if checkpoint is None else CheckpointFile(checkpoint, spec, checkpoint_every)
+    saving = (contextlib.nullcontext() if checkpoint is None
+              else _checkpoint_file(checkpoint, spec, checkpoint_every, own))
     with saving as saved, finishing() as late:  # a Ctrl-C after the last iteration: `Completed`, holding the run
         check_memory(run_bytes(target, kernel, kernel_options, backend, num_chains=num_chains, num_samples=num_samples,
                                thinning=thinning, capacity=capacity, truncation=truncation))
@@ -206,9 +208,17 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
             progress_bar=_shows_bar(progress_bar), checkpoint=saved)
         hold()
         idata = _inference_data(target, spec, records, attrs, record_dims, pointwise)
-    if own_rows is not None:
-        idata = distributed.own_points(idata, own_rows)
+    if own is not None:
+        idata = distributed.own_points(idata, own.rows)
     return _completed(idata, late)
+
+
+def _checkpoint_file(path, spec: RunSpec, every: float, own: distributed.ProcessRows | None):
+    """The checkpoint a run saves to: one file, or in a multi-process run (`own`, this process's rows)
+    the run's file written by process 0 and this process's part (docs/distributed.md)."""
+    if own is None:
+        return CheckpointFile(path, spec, every)
+    return ProcessCheckpointFile(path, spec, every, jax.process_index(), own.counts, own.rows)
 
 
 def _sample_numpyro_model(fn, data, kernel, model_args, model_kwargs, *, num_warmup, num_samples, num_chains, seed,
@@ -261,7 +271,11 @@ def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
         warning (its draws may differ from that version's).
     """
     check_bool("progress_bar", progress_bar)
-    spec, progress, written_by = read_checkpoint(path)
+    own = None
+    if distributed.process_count() > 1:  # every process reads the run's file and its own part
+        spec, progress, written_by, own = distributed.resumed_run(path)
+    else:
+        spec, progress, written_by = read_checkpoint(path)
     if num_samples is None:
         num_samples = spec.num_samples
     check_positive_int("num_samples", num_samples, 1)
@@ -276,7 +290,7 @@ def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
     spec = dataclasses.replace(spec, num_samples=num_samples)
     target = spec.model.bind(spec.data)
     check_states(target, spec.kernel, spec.options, progress)
-    with CheckpointFile(path, spec, checkpoint_every) as saved, finishing() as late:
+    with _checkpoint_file(path, spec, checkpoint_every, own) as saved, finishing() as late:
         records, attrs, record_dims = continue_partition(
             target, spec.kernel, spec.options, progress, num_warmup=spec.num_warmup, num_samples=num_samples,
             thinning=spec.thinning, progress_bar=_shows_bar(progress_bar), checkpoint=saved)
@@ -284,6 +298,8 @@ def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
         pointwise = check_log_likelihood("auto", log_likelihood_refusal(target),
                                          num_samples // spec.thinning * spec.num_chains * target.num_points)
         idata = _inference_data(target, spec, records, attrs, record_dims, pointwise)
+    if own is not None:
+        idata = distributed.own_points(idata, own.rows)
     return _completed(idata, late)
 
 

@@ -29,6 +29,8 @@ import jax
 import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from dpppl.core.compiled import persisted
 from dpppl.core.fingerprint import fingerprint
@@ -116,14 +118,31 @@ def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, c
 
     def chunk(states, chain_keys, start, n_iter, target):
         if chain_keys.shape[0] > 1:
-            return chains(states, chain_keys, start, n_iter, target)
+            return _on_every_process(chains(states, chain_keys, start, n_iter, target))
         # one chain runs unbatched: under vmap every dynamic index of the per-point loops becomes
         # a gather or scatter with index arithmetic, which doubled the time of a W2 Gibbs sweep
         # (issue 18, benchmarks/bench_gibbs_sweep.py); the draws are those of the batched program
         out = per_chain(jax.tree.map(lambda a: a[0], states), chain_keys[0], start, n_iter, target)
-        return jax.tree.map(lambda a: a[None], out)
+        return _on_every_process(jax.tree.map(lambda a: a[None], out))
 
     return persisted(("chunk", kernel_key, warmup, length, capacity), chunk)
+
+
+def _on_every_process(tree):
+    """`tree` (a chunk's states and records) whole on every process of a multi-process run, where the
+    chunk's program may leave arrays indexed by point sharded across the processes' devices: the host
+    of each process reads them (progress, checkpoints) without a collective of its own."""
+    if jax.process_count() == 1:
+        return tree
+    return jax.lax.with_sharding_constraint(tree, NamedSharding(Mesh(np.asarray(jax.devices()), ("points",)), P()))
+
+
+def _due_on_every_process(due: bool) -> bool:
+    """Whether a checkpoint is due after this chunk: `due` (this process's clock), or in a multi-process
+    run process 0's answer on every process, so that all save after the same chunks."""
+    if jax.process_count() == 1:
+        return due
+    return bool(multihost_utils.broadcast_one_to_all(np.asarray(due)))
 
 
 def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
@@ -280,8 +299,8 @@ def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinn
             # one assignment: a Ctrl-C leaves either the progress before this chunk or after it
             progress = Progress(t + n_iter, new_states, chain_keys, progress.kept + chunk)
             display.update(n_iter, chain_status(host["num_clusters"][:, -1], host["lp"][:, -1], warmup))
-            if checkpoint is not None and (progress.t in (num_warmup, total)
-                                           or time.monotonic() - saved_at >= checkpoint.every):
+            if checkpoint is not None and (progress.t in (num_warmup, total) or _due_on_every_process(
+                    time.monotonic() - saved_at >= checkpoint.every)):
                 progress = _squashed(progress)
                 _save(checkpoint, _unpadded(progress, n))
                 saved_at = time.monotonic()

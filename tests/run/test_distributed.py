@@ -7,11 +7,13 @@
   naming the kernels that can; so are a checkpoint, initial labels and data that are not an array.
 The refusals run in this process with `jax.process_count` reporting two processes."""
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 
 import jax
 import numpy as np
@@ -20,6 +22,9 @@ import pytest
 import dpppl
 from dpppl.errors import ArgumentError, KernelError
 from dpppl.kernels.auto import choose
+from dpppl.run.checkpoint import (ProcessCheckpointFile, Progress, RunSpec, joined_points, read_checkpoint,
+                                  read_shard)
+from dpppl.testing import check_kernel_samples, exact_posterior
 from tests.helpers.cases import CASES
 
 WORKER = """
@@ -52,6 +57,41 @@ print(json.dumps({"kernel": idata.attrs["kernel"], "num_clusters": idata.posteri
                   "truth": truth[rows].tolist(), "x": x[rows].tolist()}))
 """
 
+HARNESS_WORKER = """
+import json, sys
+import jax
+jax.config.update("jax_cpu_collectives_implementation", "gloo")
+port, process_id, num_processes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+jax.distributed.initialize(f"localhost:{port}", num_processes=num_processes, process_id=process_id)
+import dpppl
+from tests.helpers.cases import CASES
+from tests.statistical.test_exactness import NUM_CHAINS, NUM_SAMPLES, NUM_WARMUP
+
+case = CASES["niw_2d_overlap"]
+rows = slice(0, 2) if process_id == 0 else slice(2, 5)
+# the call of tests/statistical/test_exactness.py's subcluster-niw_2d_overlap, on this process's rows
+idata = dpppl.sample(case.model, case.x[rows], kernel="subcluster", num_warmup=0,
+                     num_samples=NUM_WARMUP + NUM_SAMPLES, num_chains=NUM_CHAINS, seed=0, init="prior",
+                     progress_bar=False)
+print(json.dumps({"z": idata.posterior_partition["z"].values[:, NUM_WARMUP:].tolist(),
+                  "alpha": idata.posterior["alpha"].values[:, NUM_WARMUP:].tolist()}))
+jax.distributed.shutdown()
+"""
+
+CHECKPOINT_WORKER = WORKER.split("idata = dpppl.sample(")[0] + """
+path = sys.argv[4]
+options = dict(warmup_variant=None, split_merge_pairs=0, record_parameters=False, log_likelihood=False,
+               progress_bar=False, seed=3)
+model = dpppl.DPMixture(1.0, NormalInverseWishart())
+whole = dpppl.sample(model, x[rows], kernel, num_warmup=4, num_samples=8, **options)
+dpppl.sample(model, x[rows], kernel, num_warmup=4, num_samples=4, checkpoint=path, **options)
+resumed = dpppl.resume(path, num_samples=8, progress_bar=False)
+print(json.dumps({run: {"num_clusters": idata.posterior["num_clusters"].values.tolist(),
+                        "lp": idata.sample_stats["lp"].values.tolist(),
+                        "z": idata.posterior_partition["z"].values.tolist()}
+                  for run, idata in (("whole", whole), ("resumed", resumed))}))
+"""
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -59,21 +99,32 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run(num_processes: int) -> list[dict]:
-    """What `WORKER` reports from each of `num_processes` local processes, in process order."""
+def _run(num_processes: int, worker: str = WORKER, *args: str) -> list[dict]:
+    """What `worker` (`WORKER` by default) reports from each of `num_processes` local processes, in process
+    order; `args` follow the port, the process's index and the number of processes on its command line.
+    Their output goes to files, not pipes: a process blocked writing a full pipe that is not read yet
+    would hold the others up in `jax.distributed`'s shutdown barrier."""
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     port = str(_free_port())
-    workers = [subprocess.Popen([sys.executable, "-c", WORKER, port, str(p), str(num_processes)], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for p in range(num_processes)]
-    try:
-        outputs = [w.communicate(timeout=840) for w in workers]
-    finally:
-        for w in workers:
-            w.kill()
-    for w, (_, err) in zip(workers, outputs):
+    with contextlib.ExitStack() as files:
+        outputs = [tuple(files.enter_context(tempfile.TemporaryFile("w+")) for _ in range(2))
+                   for _ in range(num_processes)]
+        workers = [subprocess.Popen([sys.executable, "-c", worker, port, str(p), str(num_processes), *args], env=env,
+                                    stdout=out, stderr=err, text=True) for p, (out, err) in enumerate(outputs)]
+        try:
+            for w in workers:
+                w.wait(timeout=840)
+        finally:
+            for w in workers:
+                w.kill()
+        texts = []
+        for out, err in outputs:
+            out.seek(0)
+            err.seek(0)
+            texts.append((out.read(), err.read()))
+    for w, (_, err) in zip(workers, texts):
         assert w.returncode == 0, err[-3000:]
-    return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+    return [json.loads(out.strip().splitlines()[-1]) for out, _ in texts]
 
 
 @pytest.mark.timeout(900)  # two processes compiling on a loaded machine (docs/distributed.md has the times)
@@ -97,6 +148,25 @@ def test_two_processes_report_the_global_run_and_their_own_points():
     blobs_of_each_cluster = [np.unique(truth[z == k]) for k in np.unique(z)]
     assert all(len(blobs) == 1 for blobs in blobs_of_each_cluster), blobs_of_each_cluster
     assert sorted({int(blobs[0]) for blobs in blobs_of_each_cluster}) == [0, 1, 2]
+
+
+@pytest.mark.slow  # 64 chains x 600 steps compiled by two processes: 372 s on two cores at load 11
+@pytest.mark.timeout(1800)
+def test_two_processes_sample_the_exact_posterior():
+    """The enumeration harness at P = 2 (issue 34 item 3): the sub-cluster sampler's call of
+    `tests/statistical/test_exactness.py` on `niw_2d_overlap` (64 chains from prior draws, 100 dropped,
+    500 kept), its 5 points held 2 and 3 by two processes; the labels of both put together pass
+    `check_kernel_samples` against the enumerated posterior, with the harness's own thresholds
+    (family-wise level 1e-3)."""
+    from tests.statistical.test_exactness import NUM_SAMPLES
+
+    first, second = _run(2, HARNESS_WORKER)
+    z = np.concatenate([np.asarray(first["z"]), np.asarray(second["z"])], axis=2)
+    assert z.shape == (64, NUM_SAMPLES, 5)
+    np.testing.assert_array_equal(first["alpha"], second["alpha"])
+    case = CASES["niw_2d_overlap"]
+    result = check_kernel_samples(exact_posterior(case.model, case.x), z, alpha=np.asarray(first["alpha"]))
+    assert result.passed, result.report
 
 
 @pytest.fixture
@@ -127,10 +197,8 @@ def test_auto_refuses_a_model_no_multi_process_kernel_samples(two_processes):
         choose(model, 500, 2)
 
 
-def test_a_checkpoint_and_initial_labels_are_refused(two_processes, tmp_path):
+def test_initial_labels_are_refused(two_processes):
     case = CASES["niw_2d_separated"]
-    with pytest.raises(ArgumentError, match="a run over 2 processes cannot save a checkpoint yet"):
-        dpppl.sample(case.model, case.x, kernel="subcluster", checkpoint=tmp_path / "run.ckpt", progress_bar=False)
     with pytest.raises(ArgumentError, match="initial labels given as an array are not taken by a run over 2"):
         dpppl.sample(case.model, case.x, kernel="subcluster", init=np.zeros(len(case.x), int), progress_bar=False)
 
@@ -151,6 +219,71 @@ def test_two_processes_draw_what_one_process_draws():
     assert two[0]["num_clusters"] == one["num_clusters"]
     np.testing.assert_allclose(two[0]["lp"], one["lp"], rtol=1e-9)
     np.testing.assert_array_equal(np.concatenate([two[0]["z"], two[1]["z"]]), one["z"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_two_processes_resumed_from_their_checkpoint_draw_what_they_draw_unstopped(tmp_path):
+    """P = 2 (issue 34 item 4): a run of 4 kept draws saved to a checkpoint (process 0 writes the run's
+    file, each process its part) and extended to 8 by `dpppl.resume` on both processes draws on each
+    process what the run asked for 8 from the start draws, bit for bit."""
+    path = tmp_path / "run.ckpt"
+    for result in _run(2, CHECKPOINT_WORKER, str(path)):
+        assert result["resumed"] == result["whole"]
+    assert {p.name for p in tmp_path.iterdir()} == {"run.ckpt", "run.ckpt.process-0", "run.ckpt.process-1"}
+
+
+def _two_process_checkpoint(model, x, path, t: int = 7):
+    """The files of a two-process gibbs run on `x` (12 rows on process 0, the rest on process 1) saved at
+    iteration `t`, written here as each process would write them: the run's file and the two parts."""
+    state = jax.tree.map(lambda a: np.stack([np.asarray(a)] * 2), model.bind(x).empty_state(8))
+    z = np.tile(np.arange(len(x)) % 3, (2, 1)).astype(np.int32)
+    progress = Progress(t, state._replace(z=z), np.zeros((2, 2), np.uint32),
+                        ({"lp": np.zeros((2, 3)), "z": np.stack([z] * 3, axis=1)},))
+    spec = RunSpec(model, x, "subcluster", {}, 4, "sequential", 5, 20, 2, 1)
+    counts = np.array([12, len(x) - 12])
+    for process, rows in enumerate((slice(0, 12), slice(12, len(x)))):
+        with ProcessCheckpointFile(path, spec, 60.0, process, counts, rows) as saved:
+            saved.save(progress)
+    return progress
+
+
+def test_a_checkpoint_is_saved_by_process_and_put_together_again(niw_model, two_blobs, tmp_path, two_processes):
+    """Each process's part holds its own rows and its points' labels (in the chain states and the kept draws);
+    the run's file holds none; every process's part, joined in process order, gives the saved labels back."""
+    x = two_blobs[0]
+    path = tmp_path / "run.ckpt"
+    progress = _two_process_checkpoint(niw_model, x, path)
+    spec, shared, _ = read_checkpoint(path)
+    np.testing.assert_array_equal(spec.data, [12, 18])
+    assert shared.states.z.shape == (2, 0) and shared.kept[0]["z"].shape == (2, 3, 0)
+    parts = [read_shard(path, process, 7) for process in (0, 1)]
+    np.testing.assert_array_equal(parts[0][0], x[:12])
+    np.testing.assert_array_equal(parts[1][0], x[12:])
+    assert parts[1][1][".z"].shape == (2, 18)
+    first, second = parts[0][1], parts[1][1]
+    key_of = {id(value): key for key, value in first.items()}
+    joined = joined_points(shared, first, lambda own: np.concatenate([own, second[key_of[id(own)]]], axis=-1))
+    np.testing.assert_array_equal(joined.states.z, progress.states.z)
+    np.testing.assert_array_equal(joined.kept[0]["z"], progress.kept[0]["z"])
+
+
+def test_a_two_process_checkpoint_is_refused_by_one_process(niw_model, two_blobs, tmp_path):
+    path = tmp_path / "run.ckpt"
+    _two_process_checkpoint(niw_model, two_blobs[0], path)
+    with pytest.raises(ArgumentError, match=r"run\.ckpt: the checkpoint of a run over 2 process\(es\) "
+                                            r"\(jax\.distributed\); this run has 1: continue it with "
+                                            r"dpppl\.resume on 2 processes"):
+        dpppl.resume(path, progress_bar=False)
+
+
+def test_parts_saved_at_different_iterations_are_refused(niw_model, two_blobs, tmp_path):
+    """A process stopped between the run's file and its part: the pair is refused, naming both iterations."""
+    path = tmp_path / "run.ckpt"
+    _two_process_checkpoint(niw_model, two_blobs[0], path)
+    with pytest.raises(ArgumentError, match=r"run\.ckpt\.process-1 was saved at iteration 7 and .*run\.ckpt at "
+                                            r"iteration 9: a process stopped between the two writes"):
+        read_shard(path, 1, 9)
 
 
 def test_the_command_line_refuses_a_malformed_distributed_value(capsys):
