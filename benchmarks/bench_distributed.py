@@ -16,11 +16,12 @@ the timed run (`--warmup` + `--samples` iterations), which compiles nothing. It 
 chose, its `num_clusters` draws, a digest of its `posterior` and `sample_stats`, the NMI of its own
 points' last labels against the truth, the compiling call's and the timed run's wall seconds, seconds
 per iteration (the timed run over its iterations, its chains' start included), its peak resident memory,
-and the collectives of its compiled sampling step: the all-reduces in the optimised HLO of the
-sampling chunk (count and bytes; each runs once per iteration; process 0 compiles without the persistent
-cache, with `XLA_FLAGS=--xla_dump_to`)
-and the seconds they take replayed alone (the same count and sizes of float64 psums across the processes,
-timed over 20 repetitions): their share of an iteration is the communication share. The parent checks
+and the collectives of its compiled step: those in the optimised HLO of the largest chunk program
+(all-reduce, all-gather, collective-permute, all-to-all, reduce-scatter: count and bytes of their results;
+each runs once per iteration; process 0 compiles without the persistent cache, with
+`XLA_FLAGS=--xla_dump_to`; `loop_collectives`) and the seconds they take replayed alone (float64
+all-gathers and psums of the same sizes across the processes, one after the other, timed over 20
+repetitions): their share of an iteration is the communication share. The parent checks
 that every process reports the same posterior and writes `benchmarks/results/distributed-<name>.{json,md}`.
 
     nice -n 10 python benchmarks/bench_distributed.py --processes 1 2 4 --data w3 --warmup 40 --samples 10
@@ -36,16 +37,19 @@ import argparse
 import json
 import os
 import pathlib
+import re
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+import numpy as np
+
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 
 WORKER = r"""
-import glob, hashlib, json, os, re, resource, sys, time
+import glob, hashlib, json, os, resource, sys, time
 import jax
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 port, pid, nproc, n, warmup, samples, seed = sys.argv[1], *map(int, sys.argv[2:8])
@@ -83,50 +87,89 @@ for group in ("posterior", "sample_stats"):
     for name in sorted(idata[group].data_vars):
         digest.update(np.ascontiguousarray(idata[group][name].values).tobytes())
 z = idata.posterior_partition["z"].values[0, -1]
-sizes = []  # bytes of each all-reduce of the sampling chunk (process 0 dumped it; every process reads it)
-if nproc > 1:
-    from jax.experimental import multihost_utils
-    multihost_utils.sync_global_devices("dumped")
-    chunks = [f for f in glob.glob(os.path.join(dump, "*after_optimizations.txt")) if "chunk" in f]
-    text = open(max(chunks, key=os.path.getsize)).read() if chunks else ""
-    width = {"f64": 8, "s64": 8, "u64": 8, "f32": 4, "s32": 4, "u32": 4, "pred": 1, "s8": 1, "u8": 1}
-    for line in text.splitlines():
-        head = line.split(" all-reduce(")[0] if " all-reduce(" in line else None
-        if head is None or "=" not in head:
-            continue
-        total = 0
-        for kind, dims in re.findall(r"(\w+)\[([\d,]*)\]", head.split("=", 1)[1]):
-            total += width.get(kind, 8) * int(np.prod([int(d) for d in dims.split(",") if d] or [1]))
-        sizes.append(total)
-    from jax.sharding import Mesh, PartitionSpec as P
-    mesh = Mesh(np.asarray(jax.devices()), ("p",))
-    def replay(*parts):
-        out = []
-        for a in parts:  # one after the other: each psum's input depends on the last one's result
-            a = a + (out[-1].sum() * 0 if out else 0)
-            out.append(jax.lax.psum(a, "p"))
-        return out
-    replay_fn = jax.jit(jax.shard_map(replay, mesh=mesh, in_specs=P("p"), out_specs=P()))
-    arrays = [multihost_utils.host_local_array_to_global_array(np.ones((1, max(1, b // 8))), mesh, P("p"))
-              for b in sizes]
-    if arrays:
-        jax.block_until_ready(replay_fn(*arrays))
-        tic = time.perf_counter()
-        for _ in range(20):
+# bytes of each collective of an iteration of the largest chunk program (process 0 dumped it), by kind
+sizes, collectives, replayed, failure = [], {}, 0.0, None
+try:
+    if nproc > 1:
+        from jax.experimental import multihost_utils
+        from jax.sharding import Mesh, PartitionSpec as P
+        multihost_utils.sync_global_devices("dumped")
+        from benchmarks.bench_distributed import loop_collectives
+        chunks = [f for f in glob.glob(os.path.join(dump, "*after_optimizations.txt")) if "chunk" in f]
+        collectives = loop_collectives(open(max(chunks, key=os.path.getsize)).read()) if chunks else {}
+        replayed_kinds = [kind for kind, sizes_of in collectives.items() for _ in sizes_of]
+        sizes = [b for sizes_of in collectives.values() for b in sizes_of]
+        mesh = Mesh(np.asarray(jax.devices()), ("p",))
+        def replay(*parts):
+            out = []
+            for kind, a in zip(replayed_kinds, parts):  # one after the other, each input depending on the last
+                a = a + (out[-1].sum() * 0 if out else 0)
+                # an all-gather of its result's size (each process's part of it); anything else as a psum
+                out.append(jax.lax.all_gather(a, "p", tiled=True) if kind == "all-gather" else jax.lax.psum(a, "p"))
+            return out
+        replay_fn = jax.jit(jax.shard_map(replay, mesh=mesh, in_specs=P("p"), out_specs=P(), check_vma=False))
+        arrays = [multihost_utils.host_local_array_to_global_array(
+            np.ones((1, max(1, b // 8 // (nproc if kind == "all-gather" else 1)))), mesh, P("p"))
+            for kind, b in zip(replayed_kinds, sizes)]
+        if arrays:
             jax.block_until_ready(replay_fn(*arrays))
-        replayed = (time.perf_counter() - tic) / 20
-    else:
-        replayed = 0.0
-else:
-    replayed = 0.0
+            tic = time.perf_counter()
+            for _ in range(20):
+                jax.block_until_ready(replay_fn(*arrays))
+            replayed = (time.perf_counter() - tic) / 20
+except Exception as e:  # the run's figures are worth more than these
+    failure = f"{type(e).__name__}: {e}"[:300]
 print(json.dumps({"process": pid, "kernel": idata.attrs["kernel"], "rows": int(len(x)),
                   "num_clusters": idata.posterior["num_clusters"].values[0].tolist(),
                   "digest": digest.hexdigest(), "nmi": float(dpppl.metrics.normalized_mutual_information(z, y)),
                   "compiling_call_s": compiling, "timed_call_s": timed, "s_per_iteration": timed / (warmup + samples),
-                  "all_reduces": len(sizes), "all_reduce_bytes": int(sum(sizes)), "replayed_s": replayed,
-                  "communication_share": replayed / (timed / (warmup + samples)),
+                  "collectives": {k: [len(v), int(sum(v))] for k, v in collectives.items()},
+                  "collective_count": len(sizes), "collective_bytes": int(sum(sizes)), "replayed_s": replayed,
+                  "communication_share": replayed / (timed / (warmup + samples)), "collectives_failure": failure,
                   "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+
+
+COLLECTIVES = ("all-reduce", "all-gather", "collective-permute", "all-to-all", "reduce-scatter")
+WIDTH = {"f64": 8, "s64": 8, "u64": 8, "f32": 4, "s32": 4, "u32": 4, "pred": 1, "s8": 1, "u8": 1}
+
+
+def loop_collectives(hlo: str) -> dict[str, list[int]]:
+    """The collectives of one iteration of a chunk program, from its optimised HLO text: those in the
+    computations reachable from the body of a `while` of the entry computation (the chunk's loop over
+    iterations), by kind, each as the bytes of its result. One in a loop nested in the iteration
+    counts once (a lower bound); those outside the loop (once per chunk) are left out."""
+    calls, lines, entry, current = {}, {}, None, None
+    for line in hlo.splitlines():
+        head = re.match(r"^(ENTRY )?%?([\w.\-]+) .*\{$", line)
+        if head:
+            current = head.group(2)
+            entry = current if head.group(1) else entry
+            calls[current], lines[current] = set(), []
+            continue
+        if current is None:
+            continue
+        lines[current].append(line)
+        for group in re.findall(r"(?:body|condition|to_apply|calls|branch_computations)=\{?([%\w.\-, ]+)\}?", line):
+            calls[current].update(name.strip().lstrip("%") for name in group.split(","))
+    bodies = [m.group(1) for line in lines.get(entry, []) for m in [re.search(r" while\(.*body=%?([\w.\-]+)", line)]
+              if m]
+    seen, stack = set(), list(bodies)
+    while stack:
+        name = stack.pop()
+        if name not in seen:
+            seen.add(name)
+            stack.extend(calls.get(name, ()))
+    out: dict[str, list[int]] = {}
+    for name in seen:
+        for line in lines.get(name, []):
+            kind = next((k for k in COLLECTIVES if f" {k}(" in line), None)
+            if kind is None or "=" not in line.split(f" {kind}(")[0]:
+                continue
+            shapes = re.findall(r"(\w+)\[([\d,]*)\]", line.split(f" {kind}(")[0].split("=", 1)[1])
+            out.setdefault(kind, []).append(sum(WIDTH.get(t, 8) * int(np.prod([int(d) for d in dims.split(",") if d]
+                                                                                 or [1])) for t, dims in shapes))
+    return out
 
 
 def _free_port() -> int:
@@ -135,8 +178,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(processes: int, n: int, warmup: int, samples: int, seed: int, data: str) -> list[dict]:
-    """Run the worker on `processes` local processes; their reports, in process order."""
+def launch(processes: int, n: int, warmup: int, samples: int, seed: int, data: str,
+           dump_hlo: bool = True) -> list[dict]:
+    """Run the worker on `processes` local processes; their reports, in process order. Without `dump_hlo`
+    no process dumps its HLO (no collectives are reported) and all use the persistent compilation cache."""
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("XLA_FLAGS", None)  # one CPU device per process
     port = str(_free_port())
@@ -144,7 +189,7 @@ def launch(processes: int, n: int, warmup: int, samples: int, seed: int, data: s
     # process 0 compiles (no persistent cache, which would skip the compile and its dump) and dumps its HLO
     dumping = {**env, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text", "DPPPL_COMPILATION_CACHE": "off"}
     workers = [subprocess.Popen([sys.executable, "-c", WORKER, port, str(p), str(processes), str(n), str(warmup),
-                                 str(samples), str(seed), data, dump], env=dumping if p == 0 else env,
+                                 str(samples), str(seed), data, dump], env=dumping if p == 0 and dump_hlo else env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 cwd=pathlib.Path(__file__).resolve().parent.parent)
                for p in range(processes)]
@@ -167,6 +212,7 @@ def main() -> None:
     ap.add_argument("--data", choices=["six", "w3", "per-process"], default="six")
     ap.add_argument("--name", default=None, help="results file stem after 'distributed-' (default: the data)")
     ap.add_argument("--quick", action="store_true", help="10^4 points, 20 + 10 iterations")
+    ap.add_argument("--no-dump", action="store_true", help="no HLO dump: no collectives reported, less memory")
     args = ap.parse_args()
     if args.quick:
         args.n, args.warmup, args.samples = 10_000, 20, 10
@@ -175,7 +221,7 @@ def main() -> None:
     results = []
     for processes in args.processes:
         tic = time.perf_counter()
-        reports = launch(processes, args.n, args.warmup, args.samples, args.seed, args.data)
+        reports = launch(processes, args.n, args.warmup, args.samples, args.seed, args.data, not args.no_dump)
         same = len({r["digest"] for r in reports}) == 1
         results.append({"processes": processes, "wall_s": time.perf_counter() - tic, "same_posterior": same,
                         "reports": reports})
@@ -193,14 +239,14 @@ def main() -> None:
              f"iterations, one chain, seed {args.seed}; {os.cpu_count()} CPUs, load average {load[0]:.1f} at the "
              "end (a shared machine: the seconds are the loaded machine's).", "",
              "| processes | process | rows | kernel | K (last draw) | NMI own points | compiling call s | "
-             "timed call s | s / iteration | all-reduces / iteration | bytes / iteration | replayed s | "
+             "timed call s | s / iteration | collectives / iteration | bytes / iteration | replayed s | "
              "communication share | peak RSS MB | same posterior |", "|" + " --- |" * 15]
     for result in results:
         for r in result["reports"]:
             lines.append(f"| {result['processes']} | {r['process']} | {r['rows']} | {r['kernel']} | "
                          f"{r['num_clusters'][-1]} | {r['nmi']:.3f} | {r['compiling_call_s']:.1f} | "
-                         f"{r['timed_call_s']:.1f} | {r['s_per_iteration']:.3f} | {r['all_reduces']} | "
-                         f"{r['all_reduce_bytes']} | {r['replayed_s']:.4f} | {r['communication_share']:.3f} | "
+                         f"{r['timed_call_s']:.1f} | {r['s_per_iteration']:.3f} | {r['collective_count']} | "
+                         f"{r['collective_bytes']} | {r['replayed_s']:.4f} | {r['communication_share']:.3f} | "
                          f"{r['max_rss_mb']:.0f} | {result['same_posterior']} |")
     (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {RESULTS / stem}.json and .md")
