@@ -129,9 +129,10 @@ def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, c
 
 
 def _on_every_process(tree):
-    """`tree` (a chunk's states and records) whole on every process of a multi-process run, where the
-    chunk's program may leave arrays indexed by point sharded across the processes' devices: the host
-    of each process reads them (progress, checkpoints) without a collective of its own."""
+    """`tree` (the chains' states out of the kernel's init and out of each chunk, and a chunk's records)
+    whole on every process of a multi-process run, where the kernel keeps arrays indexed by point
+    sharded across the processes' devices: the host of each process reads them (progress, checkpoints)
+    without a collective of its own, and every chunk takes its states in one sharding (one compile)."""
     if jax.process_count() == 1:
         return tree
     return jax.lax.with_sharding_constraint(tree, NamedSharding(Mesh(np.asarray(jax.devices()), ("points",)), P()))
@@ -162,8 +163,8 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
             else:
                 states = _padded_labels(initial_states(target, init, init_keys, capacity), program.num_points)
             if kern.init is not None:  # the kernel's carried values in state.extras
-                init_fn = persisted(("kernel_init", kernel_key), lambda states, bound: jax.vmap(
-                    make(bound).init, in_axes=(0, None))(states, bound.x))
+                init_fn = persisted(("kernel_init", kernel_key), lambda states, bound: _on_every_process(jax.vmap(
+                    make(bound).init, in_axes=(0, None))(states, bound.x)))  # the chunks' one input sharding
                 states = init_fn(states, program)
     except BaseException:
         display.close()

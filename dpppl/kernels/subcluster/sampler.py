@@ -187,11 +187,20 @@ class _Setup:
         return jax.shard_map(fn, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
 
     def replicated(self, tree):
-        """The state replicated on every device of the mesh, in and out of each step, so
-        that the jitted step sees one input sharding (else it compiles a second time)."""
+        """The state on the devices of the mesh, in and out of each step, so that the jitted step
+        sees one input sharding (else it compiles a second time): the labels and sub-labels (`z`,
+        `sub_z`) split on the points' axis where it divides among the devices (no all-gather of
+        them after each step), everything else replicated."""
         if self.mesh is None:
             return tree
-        return jax.lax.with_sharding_constraint(tree, NamedSharding(self.mesh, P()))
+        whole, by_point = NamedSharding(self.mesh, P()), NamedSharding(self.mesh, P("points"))
+
+        def place(where, leaf):
+            split = (getattr(where[-1], "name", None) in ("z", "sub_z") and leaf.ndim == 1
+                     and leaf.shape[0] % self.mesh.size == 0)
+            return jax.lax.with_sharding_constraint(leaf, by_point if split else whole)
+
+        return jax.tree_util.tree_map_with_path(place, tree)
 
     def across_devices(self, total):
         return jax.lax.psum(total, "points") if self.mesh is not None else total
