@@ -13,7 +13,11 @@ is then one run over the global data set, the rows of process 0, then those of p
 - the sub-cluster kernel's mesh spans the devices of every process (`jax.devices()`), so each
   device runs the label and statistics passes of its own range of points and the statistics are
   summed across devices and processes (`psum` over gloo on CPU, NCCL on GPUs); what is per cluster
-  runs replicated, from the same keys, so every process holds the same chain states;
+  runs replicated, from the same keys, so every process holds the same clusters, while the labels stay
+  split across the devices between steps;
+- a checkpoint is the run's file, written by process 0, and one part per process with its rows and
+  its points' labels (`dpppl.run.checkpoint.ProcessCheckpointFile`); `resumed_run` reads them back on
+  every process and puts the global rows and labels together (`gathered_points`);
 - `own_points` cuts the InferenceData every process builds to that process's points:
   `posterior` and `sample_stats` are the global run's, identical on every process, while
   `posterior_partition`, `log_likelihood` and `observed_data` hold its own rows, their `point`
