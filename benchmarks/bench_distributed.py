@@ -38,6 +38,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -199,6 +200,7 @@ def launch(processes: int, n: int, warmup: int, samples: int, seed: int, data: s
         if w.returncode != 0:
             raise SystemExit(f"process {p} failed:\n{err[-4000:]}")
         reports.append(json.loads(out.strip().splitlines()[-1]))
+    shutil.rmtree(dump, ignore_errors=True)  # hundreds of MB of HLO text
     return reports
 
 
