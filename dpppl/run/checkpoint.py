@@ -188,7 +188,7 @@ def shard_path(path: str, process: int) -> str:
 
 
 def _is_point_field(where) -> bool:
-    return getattr(where[-1], "name", None) in POINT_FIELDS
+    return isinstance(where[-1], jax.tree_util.GetAttrKey) and where[-1].name in POINT_FIELDS
 
 
 def split_points(progress: Progress, rows: slice, n: int) -> tuple[Progress, dict]:
