@@ -116,7 +116,8 @@ class _SliceLoop(NamedTuple):
     shrinks: jax.Array
 
 
-def slice_update(rng_key, u0, log_density, width, max_steps: int = MAX_STEPS, max_shrinks: int = MAX_SHRINKS):
+def slice_update(rng_key, u0, log_density, width, max_steps: int = MAX_STEPS, max_shrinks: int = MAX_SHRINKS,
+                 stream=0):
     """One slice-sampling update of a scalar `u0` with log density `log_density(u)` (unnormalised):
     stepping out with the random split of `max_steps` between the sides, then shrinkage (module
     docstring). Traceable; returns the new u.
@@ -125,8 +126,10 @@ def slice_update(rng_key, u0, log_density, width, max_steps: int = MAX_STEPS, ma
     phase asks for (`_SliceLoop`): u0 for the level, the left end while stepping out to the left,
     the right end, then each shrinkage proposal. The compiled step then holds one copy of the log
     density (for a random hyperparameter, every cluster's marginal likelihood) instead of four, and
-    one random draw: each round draws four uniforms from `fold_in(rng_key, shrinks)` (the shrinkage
-    proposals made so far), one threefry expansion in the compiled step. The first round's give the
+    one random draw: each round draws four uniforms from
+    `fold_in(rng_key, stream * (max_shrinks + 1) + shrinks)` (`shrinks`: the shrinkage proposals made
+    so far), one threefry expansion in the compiled step; updates with other `stream`s (traceable)
+    of the same key draw other numbers, so a loop of updates needs no key per update. The first round's give the
     level, the interval's place and the split of the stepping-out cap; the fourth uniform of the
     draw with index r places shrinkage proposal r. Each number used is a distinct uniform, so the
     update is the one done phase by phase with independent uniforms."""
@@ -138,8 +141,8 @@ def slice_update(rng_key, u0, log_density, width, max_steps: int = MAX_STEPS, ma
                        shrinks=zero)
 
     def body(c: _SliceLoop) -> _SliceLoop:
-        u_level, u_place, u_split, u_shrink = jax.random.uniform(jax.random.fold_in(rng_key, c.shrinks), (4,),
-                                                                 dtype=dtype)
+        draw = jax.random.fold_in(rng_key, stream * (max_shrinks + 1) + c.shrinks)
+        u_level, u_place, u_split, u_shrink = jax.random.uniform(draw, (4,), dtype=dtype)
         first = c.phase == _LEVEL
         lo = jnp.where(first, u0 - width * u_place, c.lo)
         hi = jnp.where(first, lo + width, c.hi)
@@ -279,9 +282,8 @@ def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Ke
         if fields:
             rng_key, k_conjugate = jax.random.split(rng_key)
             hyper = conjugate_update(k_conjugate, bound_model, state, hyper, fields)
-        if priors:
-            keys = jax.random.split(rng_key, len(priors))
-            hyper = jax.lax.fori_loop(0, len(priors), lambda h, hyper: one_slice_update(keys[h], h, state, hyper),
+        if priors:  # hyperparameter h draws the stream h of rng_key (`slice_update`)
+            hyper = jax.lax.fori_loop(0, len(priors), lambda h, hyper: one_slice_update(rng_key, h, state, hyper),
                                       hyper)
         return state._replace(hyper=hyper), NoInfo()
 
@@ -309,7 +311,7 @@ def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Ke
         current = jnp.stack([hyper[name] for name in names])[h]
         u0 = pick([prior.to_unconstrained for prior in hyperpriors], current)
         width = jnp.asarray(widths, u0.dtype)[h] if len(widths) > 1 else widths[0]
-        return {**hyper, **at(pick(to_value, slice_update(key, u0, log_density, width)))}
+        return {**hyper, **at(pick(to_value, slice_update(key, u0, log_density, width, stream=h)))}
 
     return Kernel("hyperparameters", exact=True, step=step, masked_points=True,
                   record=lambda state: dict(state.hyper),
