@@ -303,11 +303,12 @@ def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Ke
             return {name: jnp.where(h == i, h_value, hyper[name]).astype(hyper[name].dtype)
                     for i, name in enumerate(names)}
 
+        to_value = [prior.to_value for prior in hyperpriors]
+
         def log_density(u):
             return (pick([prior.log_prob_unconstrained for prior in hyperpriors], u)
                     + collapsed_log_likelihood(bound_model, state, {**hyper, **at(pick(to_value, u))}))
 
-        to_value = [prior.to_value for prior in hyperpriors]
         current = jnp.stack([hyper[name] for name in names])[h]
         u0 = pick([prior.to_unconstrained for prior in hyperpriors], current)
         width = jnp.asarray(widths, u0.dtype)[h] if len(widths) > 1 else widths[0]
