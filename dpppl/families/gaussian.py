@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
+from dpppl.core.numerics import log_gamma_draw
+
 
 class GaussianStats(NamedTuple):
     """Statistics of a set of points: `n`, `s1 = sum x` (D,), `s2 = sum x x^T` (D, D)."""
@@ -74,32 +76,11 @@ def logdet_pd(a):
 
 
 def gamma_draw(rng_key, shape_param, shape, dtype=None):
-    """Gamma(shape_param, 1) draws of shape `shape` by Marsaglia & Tsang's (2000)
-    rejection method, all entries in one `while_loop` (each round redraws the rejected
-    ones; a round accepts an entry with probability >= 0.95). Exact like
-    `jax.random.gamma`, whose per-element loop takes seconds to compile; shapes
-    below 1 use Gamma(a) = Gamma(a + 1) U^(1/a)."""
-    dtype = dtype or jnp.result_type(float)
-    a = jnp.broadcast_to(jnp.asarray(shape_param, dtype), shape)
-    boost = a < 1.0
-    d = jnp.where(boost, a + 1.0, a) - 1.0 / 3.0
-    c = 1.0 / jnp.sqrt(9.0 * d)
-    k_loop, k_boost = jax.random.split(rng_key)
-
-    def body(carry):
-        i, done, value = carry
-        k_x, k_u = jax.random.split(jax.random.fold_in(k_loop, i))
-        x = jax.random.normal(k_x, shape, dtype)
-        v = (1.0 + c * x) ** 3
-        log_u = jnp.log(jax.random.uniform(k_u, shape, dtype))
-        ok = (v > 0) & (log_u < 0.5 * x * x + d - d * v + d * jnp.log(jnp.where(v > 0, v, 1.0)))
-        take = ok & ~done
-        return i + 1, done | ok, jnp.where(take, d * v, value)
-
-    _, _, value = jax.lax.while_loop(lambda carry: ~jnp.all(carry[1]), body,
-                                     (0, jnp.zeros(shape, bool), jnp.zeros(shape, dtype)))
-    u = jax.random.uniform(k_boost, shape, dtype)
-    return jnp.where(boost, value * u ** (1.0 / a), value)
+    """Gamma(shape_param, 1) draws of shape `shape`: exp of
+    [`log_gamma_draw`][dpppl.core.numerics.log_gamma_draw] (Marsaglia & Tsang's rejection method, all
+    entries in one `while_loop`; exact like `jax.random.gamma`, whose per-element loop takes seconds
+    to compile)."""
+    return jnp.exp(log_gamma_draw(rng_key, shape_param, shape, dtype))
 
 
 def inverse_wishart_draw(k_diag, k_below, psi, nu, gamma=jax.random.gamma):

@@ -27,10 +27,9 @@ alpha) is below 1e-307 either way), so the partition and eta draws keep their ex
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
-from dpppl.core.numerics import slice_log
+from dpppl.core.numerics import log_gamma_draw, slice_log
 from dpppl.core.state import num_clusters
 from dpppl.kernels.base import Kernel, NoInfo, register_prior_move
 
@@ -39,20 +38,22 @@ def escobar_west(rng_key, alpha, k, n, shape, rate):
     """One Escobar & West (1995) update of a DP concentration with a Gamma(shape, rate) prior:
     the new alpha, drawn as log alpha and kept as `_normal(log alpha)`.
 
-    The three gamma variates it needs come from one vectorised draw (one copy of the gamma
-    rejection sampler in the compiled step, not three): G1 ~ Gamma(alpha + 1), G2 ~ Gamma(N)
-    and G3 ~ Gamma(a + K - 1), independent; eta = G1 / (G1 + G2) ~ Beta(alpha + 1, N), and
-    since Gamma(s + 1) is the law of G + E for G ~ Gamma(s) and E ~ Exp(1) independent, the
-    mixture's first component is (G3 + E) / (b - log eta) and its second G3 / (b - log eta)."""
-    k_gamma, k_exp, k_mix = jax.random.split(rng_key, 3)
+    Every random number it needs comes from one vectorised gamma draw (one copy of the gamma
+    rejection sampler and one random draw per round in the compiled step;
+    [`log_gamma_draw`][dpppl.core.numerics.log_gamma_draw]): G1 ~ Gamma(alpha + 1), G2 ~ Gamma(N),
+    G3 ~ Gamma(a + K - 1) and E, E1, E2 ~ Gamma(1) = Exp(1), independent. eta = G1 / (G1 + G2) ~
+    Beta(alpha + 1, N); since Gamma(s + 1) is the law of G + E for G ~ Gamma(s) and E ~ Exp(1)
+    independent, the mixture's first component is (G3 + E) / (b - log eta) and its second
+    G3 / (b - log eta); the first is picked when U < pi with U = E1 / (E1 + E2) ~ Beta(1, 1), the
+    uniform law."""
     dtype = jnp.result_type(alpha, float)
-    shapes = jnp.stack([alpha + 1.0, n, shape + k - 1.0]).astype(dtype)
-    log_g1, log_g2, log_g3 = jax.random.loggamma(k_gamma, shapes)
+    one = jnp.ones((), dtype)
+    shapes = jnp.stack([alpha + 1.0, n, shape + k - 1.0, one, one, one]).astype(dtype)
+    log_g1, log_g2, log_g3, log_e, log_e1, log_e2 = log_gamma_draw(rng_key, shapes, (6,), dtype)
     log_eta = log_g1 - jnp.logaddexp(log_g1, log_g2)
     rate_post = rate - log_eta
     odds = (shape + k - 1.0) / (n * rate_post)
-    pick_first = jax.random.uniform(k_mix, dtype=dtype) < odds / (1.0 + odds)
-    log_e = jnp.log(jax.random.exponential(k_exp, dtype=dtype))
+    pick_first = log_e1 - jnp.logaddexp(log_e1, log_e2) < jnp.log(odds / (1.0 + odds))
     log_gamma = jnp.where(pick_first, jnp.logaddexp(log_g3, log_e), log_g3)
     return _normal(log_gamma - jnp.log(rate_post))
 

@@ -103,21 +103,21 @@ shrinkage, done."""
 
 class _SliceLoop(NamedTuple):
     """The carry of `slice_update`'s loop: its phase, the interval [lo, hi] and the steps left to
-    each side, the key of the shrinkage proposals (raw key data), the slice's level, the value so far
-    (u0 until a proposal is accepted) and the shrinkage proposals made."""
+    each side, the slice's level, the value so far (u0 until a proposal is accepted) and the
+    shrinkage proposals made."""
 
     phase: jax.Array
     lo: jax.Array
     hi: jax.Array
     budget_lo: jax.Array
     budget_hi: jax.Array
-    key: jax.Array
     level: jax.Array
     u: jax.Array
     shrinks: jax.Array
 
 
-def slice_update(rng_key, u0, log_density, width, max_steps: int = MAX_STEPS, max_shrinks: int = MAX_SHRINKS):
+def slice_update(rng_key, u0, log_density, width, max_steps: int = MAX_STEPS, max_shrinks: int = MAX_SHRINKS,
+                 stream=0):
     """One slice-sampling update of a scalar `u0` with log density `log_density(u)` (unnormalised):
     stepping out with the random split of `max_steps` between the sides, then shrinkage (module
     docstring). Traceable; returns the new u.
@@ -125,42 +125,49 @@ def slice_update(rng_key, u0, log_density, width, max_steps: int = MAX_STEPS, ma
     The whole update is one `while_loop` whose body evaluates `log_density` once, at the point its
     phase asks for (`_SliceLoop`): u0 for the level, the left end while stepping out to the left,
     the right end, then each shrinkage proposal. The compiled step then holds one copy of the log
-    density (for a random hyperparameter, every cluster's marginal likelihood) instead of four. The
-    random numbers and the points evaluated are those of the update done phase by phase: the same
-    draws."""
-    k_level, k_place, k_split, k_shrink = jax.random.split(rng_key, 4)
-    impl = jax.random.key_impl(k_shrink)
+    density (for a random hyperparameter, every cluster's marginal likelihood) instead of four, and
+    one random draw: each round draws four uniforms from
+    `fold_in(rng_key, stream * (max_shrinks + 1) + shrinks)` (`shrinks`: the shrinkage proposals made
+    so far), one threefry expansion in the compiled step; updates with other `stream`s (traceable)
+    of the same key draw other numbers, so a loop of updates needs no key per update. The first round's give the
+    level, the interval's place and the split of the stepping-out cap; the fourth uniform of the
+    draw with index r places shrinkage proposal r. Each number used is a distinct uniform, so the
+    update is the one done phase by phase with independent uniforms."""
     dtype = jnp.result_type(u0)
     u0 = jnp.asarray(u0, dtype)
-    log_u = jnp.log(jax.random.uniform(k_level, dtype=dtype, minval=jnp.finfo(dtype).tiny))
-    left = u0 - width * jax.random.uniform(k_place, dtype=dtype)
-    j = jnp.floor(max_steps * jax.random.uniform(k_split, dtype=dtype)).astype(jnp.int32)
     level = jnp.zeros((), jax.eval_shape(log_density, u0).dtype)  # traced for its dtype only, not in the program
-    start = _SliceLoop(phase=jnp.int32(_LEVEL), lo=left, hi=left + width, budget_lo=j, budget_hi=max_steps - 1 - j,
-                       key=jax.random.key_data(k_shrink), level=level, u=u0, shrinks=jnp.int32(0))
+    zero = jnp.int32(0)
+    start = _SliceLoop(phase=jnp.int32(_LEVEL), lo=u0, hi=u0, budget_lo=zero, budget_hi=zero, level=level, u=u0,
+                       shrinks=zero)
 
     def body(c: _SliceLoop) -> _SliceLoop:
-        next_key, sub = jax.random.split(jax.random.wrap_key_data(c.key, impl=impl))
-        proposal = jax.random.uniform(sub, dtype=dtype, minval=c.lo, maxval=c.hi)
-        point = jnp.select([c.phase == _LEVEL, c.phase == _STEP_LO, c.phase == _STEP_HI], [u0, c.lo, c.hi], proposal)
+        draw = jax.random.fold_in(rng_key, stream * (max_shrinks + 1) + c.shrinks)
+        u_level, u_place, u_split, u_shrink = jax.random.uniform(draw, (4,), dtype=dtype)
+        first = c.phase == _LEVEL
+        lo = jnp.where(first, u0 - width * u_place, c.lo)
+        hi = jnp.where(first, lo + width, c.hi)
+        j = jnp.floor(max_steps * u_split).astype(jnp.int32)
+        budget_lo = jnp.where(first, j, c.budget_lo)
+        budget_hi = jnp.where(first, max_steps - 1 - j, c.budget_hi)
+        proposal = jnp.maximum(c.lo, c.lo + (c.hi - c.lo) * u_shrink)
+        point = jnp.select([first, c.phase == _STEP_LO, c.phase == _STEP_HI], [u0, c.lo, c.hi], proposal)
         value = log_density(point)
-        level = jnp.where(c.phase == _LEVEL, value + log_u, c.level)
+        level = jnp.where(first, value + jnp.log(jnp.maximum(u_level, jnp.finfo(dtype).tiny)), c.level)
         inside = value >= level
-        out_lo = (c.phase == _STEP_LO) & inside & (c.budget_lo > 0)
-        out_hi = (c.phase == _STEP_HI) & inside & (c.budget_hi > 0)
+        out_lo = (c.phase == _STEP_LO) & inside & (budget_lo > 0)
+        out_hi = (c.phase == _STEP_HI) & inside & (budget_hi > 0)
         shrinking = c.phase == _SHRINK
         rejected = shrinking & ~inside
-        phase = jnp.where(c.phase == _LEVEL, _STEP_LO, c.phase)
+        phase = jnp.where(first, _STEP_LO, c.phase)
         phase = jnp.where((c.phase == _STEP_LO) & ~out_lo, _STEP_HI, phase)
         phase = jnp.where((c.phase == _STEP_HI) & ~out_hi, _SHRINK if max_shrinks > 0 else _DONE, phase)
         shrinks = c.shrinks + shrinking
         phase = jnp.where(shrinking & (inside | (shrinks >= max_shrinks)), _DONE, phase)
         return _SliceLoop(
             phase=phase.astype(jnp.int32),
-            lo=jnp.where(out_lo, c.lo - width, jnp.where(rejected & (proposal < u0), proposal, c.lo)),
-            hi=jnp.where(out_hi, c.hi + width, jnp.where(rejected & (proposal >= u0), proposal, c.hi)),
-            budget_lo=c.budget_lo - out_lo, budget_hi=c.budget_hi - out_hi,
-            key=jnp.where(shrinking, jax.random.key_data(next_key), c.key),
+            lo=jnp.where(out_lo, lo - width, jnp.where(rejected & (proposal < u0), proposal, lo)),
+            hi=jnp.where(out_hi, hi + width, jnp.where(rejected & (proposal >= u0), proposal, hi)),
+            budget_lo=budget_lo - out_lo, budget_hi=budget_hi - out_hi,
             level=level, u=jnp.where(shrinking & inside, proposal, c.u), shrinks=shrinks)
 
     return jax.lax.while_loop(lambda c: c.phase != _DONE, body, start).u
@@ -275,15 +282,37 @@ def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Ke
         if fields:
             rng_key, k_conjugate = jax.random.split(rng_key)
             hyper = conjugate_update(k_conjugate, bound_model, state, hyper, fields)
-        for key, (name, prior) in zip(jax.random.split(rng_key, max(len(priors), 1)), priors.items()):
-            def log_density(u, name=name, prior=prior):
-                value = prior.to_value(u)
-                return (prior.log_prob_unconstrained(u)
-                        + collapsed_log_likelihood(bound_model, state, {**hyper, name: value}))
-            current = hyper[name]
-            u = slice_update(key, prior.to_unconstrained(current), log_density, prior.width)
-            hyper[name] = prior.to_value(u).astype(current.dtype)
+        if priors:  # hyperparameter h draws the stream h of rng_key (`slice_update`)
+            hyper = jax.lax.fori_loop(0, len(priors), lambda h, hyper: one_slice_update(rng_key, h, state, hyper),
+                                      hyper)
         return state._replace(hyper=hyper), NoInfo()
+
+    names, hyperpriors = list(priors), list(priors.values())
+    widths = [prior.width for prior in hyperpriors]
+
+    def one_slice_update(key, h, state, hyper: dict) -> dict:
+        """The slice update of the `h`-th hyperparameter of `priors` (h traced): one loop over the
+        hyperparameters, so the compiled step holds one copy of the slice update and of every
+        cluster's marginal likelihood, not one per hyperparameter; each one's prior and transform
+        are picked by `lax.switch`. The same arithmetic, in the same order, as updating them one
+        after another."""
+        def pick(fns, u):
+            return jax.lax.switch(h, fns, u) if len(fns) > 1 else fns[0](u)
+
+        def at(h_value):  # `hyper` with the h-th hyperparameter at h_value
+            return {name: jnp.where(h == i, h_value, hyper[name]).astype(hyper[name].dtype)
+                    for i, name in enumerate(names)}
+
+        to_value = [prior.to_value for prior in hyperpriors]
+
+        def log_density(u):
+            return (pick([prior.log_prob_unconstrained for prior in hyperpriors], u)
+                    + collapsed_log_likelihood(bound_model, state, {**hyper, **at(pick(to_value, u))}))
+
+        current = jnp.stack([hyper[name] for name in names])[h]
+        u0 = pick([prior.to_unconstrained for prior in hyperpriors], current)
+        width = jnp.asarray(widths, u0.dtype)[h] if len(widths) > 1 else widths[0]
+        return {**hyper, **at(pick(to_value, slice_update(key, u0, log_density, width, stream=h)))}
 
     return Kernel("hyperparameters", exact=True, step=step, masked_points=True,
                   record=lambda state: dict(state.hyper),

@@ -126,13 +126,16 @@ def propose(family, prior, state: PartitionState, x, i, j, permutation, rng_key,
     negatives of each other. With `native` the allocation passes run natively
     ([`allocation_pass`][dpppl.kernels.splitmerge.allocation_pass]).
 
-    The uniforms are drawn with the points on the leading axis ((N,) for a pass, (N, scans) for
-    the restricted scans), so with padded points (rows past the real ones, never in S) the
-    real points' uniforms are those of the unpadded draw.
+    The proposal's uniforms are one draw of shape (N, 1) (`"sams"`: the pass) or (N, scans + 2)
+    (`"restricted_gibbs"`: the final scan, the launch state, then each restricted scan), one
+    threefry expansion in the compiled program; the points are on its leading axis, so with
+    padded points (rows past the real ones, never in S) the real points' uniforms are those of
+    the unpadded draw.
     """
     n = x.shape[0]
     z, stats, alpha = state.z, state.stats, state.alpha
-    k_launch, k_scans, k_final = jax.random.split(rng_key, 3)
+    columns = 1 if method == "sams" else num_restricted_scans + 2
+    uniforms = jax.random.uniform(rng_key, (n, columns), dtype=x.dtype)
     ci, cj = z[i], z[j]
     split = ci == cj
     points = jnp.arange(n)
@@ -141,7 +144,7 @@ def propose(family, prior, state: PartitionState, x, i, j, permutation, rng_key,
     count = jnp.sum(member)
     order = permutation[jnp.nonzero(member[permutation], size=n, fill_value=0)[0]]
     target = (z == cj).astype(jnp.int32)  # the current sides, for a merge's reverse move
-    u_final = jax.random.uniform(k_final, (n,), dtype=x.dtype)
+    u_final = uniforms[:, 0]
 
     if method == "sams":
         stats2 = family.point_stats(x[jnp.stack([i, j])])
@@ -149,15 +152,14 @@ def propose(family, prior, state: PartitionState, x, i, j, permutation, rng_key,
         stats2, side, log_q = allocation_pass(family, prior, x, alpha, stats2, side, order, count,
                                               u_final, ~split, target, reseat=False, native=native)
     elif method == "restricted_gibbs":
-        side = (jax.random.uniform(k_launch, (n,), dtype=x.dtype) < 0.5).astype(jnp.int32)
+        side = (uniforms[:, 1] < 0.5).astype(jnp.int32)
         launch_labels = jnp.where(member, side, 2).at[i].set(0).at[j].set(1)
         stats2 = segment_stats(family, x, launch_labels, 2)
-        u_scans = jax.random.uniform(k_scans, (n, num_restricted_scans), dtype=x.dtype)
 
         def scan(s, carry):
             stats2, side = carry
             stats2, side, _ = allocation_pass(family, prior, x, alpha, stats2, side, order, count,
-                                              u_scans[:, s], jnp.zeros((), bool), target, reseat=True,
+                                              uniforms[:, 2 + s], jnp.zeros((), bool), target, reseat=True,
                                               native=native)
             return stats2, side
 
@@ -187,11 +189,14 @@ def propose(family, prior, state: PartitionState, x, i, j, permutation, rng_key,
     return Proposal(new_z, new_stats, log_accept, log_q, split, split & ~has_empty, order, count, side)
 
 
-def choose_pair(rng_key, n):
-    """Two distinct points, uniformly among the n (n - 1) ordered pairs."""
-    k_i, k_j = jax.random.split(rng_key)
-    i = jax.random.randint(k_i, (), 0, n)
-    j = jax.random.randint(k_j, (), 0, n - 1)
+def choose_pair(u, n):
+    """Two distinct points, uniformly among the n (n - 1) ordered pairs, from two uniforms in [0, 1)
+    (`u[..., 0]`, `u[..., 1]`): i = floor(n u_0) and j = floor((n - 1) u_1), moved past i when
+    j >= i; arrays of `u.shape[:-1]`. Uniform up to the uniforms' resolution (each pair's probability
+    within n 2^-52 of 1 / (n (n - 1)) relatively in float64)."""
+    dtype = jnp.result_type(u)
+    i = jnp.minimum(jnp.floor(u[..., 0] * jnp.asarray(n, dtype)), n - 1).astype(jnp.int32)
+    j = jnp.minimum(jnp.floor(u[..., 1] * jnp.asarray(n - 1, dtype)), n - 2).astype(jnp.int32)
     return i, j + (j >= i)
 
 
@@ -272,24 +277,23 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
             return state, SplitMergeInfo(accept_prob=jnp.zeros((), x.dtype), split_proposed=zero,
                                          split_accepted=zero, merge_proposed=zero, merge_accepted=zero)
 
-        k_perm, k_proposals = jax.random.split(rng_key)
-        keys = jax.random.uniform(k_perm, (n,))
+        # the step's random numbers in one uniform draw (one threefry expansion in the compiled
+        # program): each proposal's pair and acceptance uniforms, then a permutation key per point
+        # (points last, so with padded points the real points' keys are those of the unpadded
+        # draw); each proposal's own uniforms come from the key it folds its index into
+        k_uniform, k_proposals = jax.random.split(rng_key)
+        uniforms = jax.random.uniform(k_uniform, (3 * num_proposals + n,), dtype=x.dtype)
+        per_proposal = uniforms[:3 * num_proposals].reshape(num_proposals, 3)
+        pairs_i, pairs_j = choose_pair(per_proposal[:, :2], bound_model.points)
+        u_accept, keys = per_proposal[:, 2], uniforms[3 * num_proposals:]
         if bound_model.num_valid is not None:  # padded points: last in the permutation, never chosen
             keys = jnp.where(jnp.arange(n) < bound_model.num_valid, keys, 2.0)
         permutation = jnp.argsort(keys)
-        valid = bound_model.points
-
-        def draws(t):  # proposal t's pair, key and acceptance uniform
-            k_pair, k_prop, k_accept = jax.random.split(jax.random.fold_in(k_proposals, t), 3)
-            return (*choose_pair(k_pair, valid), k_prop, jax.random.uniform(k_accept, dtype=x.dtype))
-
-        # drawn for every proposal at once, before the loop: a few array operations instead of
-        # a dozen small ones per proposal, the same numbers
-        pairs_i, pairs_j, prop_keys, u_accept = jax.vmap(draws)(jnp.arange(num_proposals))
 
         def one(t, carry):
             state, total_p, counts = carry
-            prop = propose(family, prior, state, x, pairs_i[t], pairs_j[t], permutation, prop_keys[t], method=method,
+            prop = propose(family, prior, state, x, pairs_i[t], pairs_j[t], permutation,
+                           jax.random.fold_in(k_proposals, t), method=method,
                            num_restricted_scans=num_restricted_scans, native=run_native)
             accept = jnp.log(u_accept[t]) < prop.log_accept
             state = state._replace(

@@ -13,7 +13,8 @@ from scipy import stats
 
 import dpppl
 from dpppl.errors import ArgumentError, KernelError, ModelError
-from dpppl.kernels.hyperparameters import conjugate_fields, slice_update
+from dpppl.kernels.hyperparameters import (build_hyperparameter_kernel, collapsed_log_likelihood,
+                                          conjugate_fields, slice_update)
 from dpppl.priors.hyperpriors import Hyperprior
 from dpppl.diagnostics.arviz_compat import group
 from dpppl.run.portable import Reader, Writer
@@ -85,6 +86,20 @@ def test_the_slice_update_holds_one_copy_of_its_log_density():
     copies of it were four copies of that sum in the compiled chunk)."""
     jaxpr = jax.make_jaxpr(lambda k, u: slice_update(k, u, lambda v: -jnp.cosh(v), 0.5))(jax.random.key(0), 0.3)
     assert count_primitive(jaxpr.jaxpr, "cosh") == 1
+
+
+def test_the_hyperparameter_move_holds_one_copy_of_the_marginal_likelihoods():
+    """m, t and s are updated by one loop over them: the traced step holds the clusters' marginal
+    likelihoods once (with the priors' densities), not once per hyperparameter."""
+    x = np.random.default_rng(0).normal(size=(12, 2))
+    bound = dpppl.parse(RANDOM).bind(x)
+    state = bound.empty_state(4)
+    step = build_hyperparameter_kernel(bound).step
+    in_step = count_primitive(jax.make_jaxpr(lambda k, s: step(k, s, x))(jax.random.key(0), state).jaxpr, "lgamma")
+    once = count_primitive(jax.make_jaxpr(lambda s: collapsed_log_likelihood(bound, s, s.hyper))(state).jaxpr, "lgamma")
+    priors = sum(count_primitive(jax.make_jaxpr(prior.log_prob_unconstrained)(0.3).jaxpr, "lgamma")
+                 for prior in bound.model.hyperpriors.values())
+    assert once > 0 and in_step == once + priors
 
 
 def test_kernels_that_instantiate_parameters_refuse_random_hyperparameters_and_nuts_takes_them():

@@ -267,7 +267,7 @@ def test_draws_do_not_depend_on_the_capacity(method):
 
 
 def test_pairs_are_distinct_and_uniform():
-    pairs = np.asarray(jax.vmap(lambda k: jnp.stack(choose_pair(k, 4)))(jax.random.split(jax.random.key(0), 24000)))
+    pairs = np.asarray(jnp.stack(choose_pair(jax.random.uniform(jax.random.key(0), (24000, 2)), 4), axis=1))
     assert np.all(pairs[:, 0] != pairs[:, 1])
     counts = np.bincount(pairs[:, 0] * 4 + pairs[:, 1], minlength=16).reshape(4, 4)
     assert np.all(np.diag(counts) == 0)
@@ -313,7 +313,7 @@ def test_native_and_jax_proposals_agree(name, method):
 
     def proposals(native):
         def one(key):
-            i, j = choose_pair(jax.random.fold_in(key, 2), 60)
+            i, j = choose_pair(jax.random.uniform(jax.random.fold_in(key, 2), (2,)), 60)
             return propose(b.family, b.prior, state, jnp.asarray(b.x), i, j, permutation(key, 60), key,
                            method=method, native=native)
         return jax.jit(jax.vmap(one))(keys)
