@@ -52,6 +52,8 @@ from dpppl.families.base import Family, segment_sums, segment_sums_by_sorting, t
 from dpppl.families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, exchangeable_prior_only, info_type, register
+from dpppl.kernels.gibbs import build_gibbs_kernel
+from dpppl.kernels.splitmerge import build_splitmerge_kernel
 from dpppl.kernels.subcluster.parameter_moves import build_parameter_update
 from dpppl.kernels.subcluster.superclusters import has_j_divergence, j_divergence, sample_super_clusters
 
@@ -64,6 +66,7 @@ WEIGHT_GRID = 64  # the auxiliary side weight w takes the values (g + 1/2) / WEI
 NEAR_CANDIDATES = 16  # an auxiliary pair's j: the nearest to x_i of this many uniform draws
 ROW_CHUNK = 8  # cluster slots whose likelihoods one step of the label pass forms together
 SORTED_BLOCK = 1024  # points per block product when statistics are summed by sorting (D > SMALL_DIM)
+COLLAPSED_BELOW = 3_000  # below this many points the exact step is collapsed Gibbs with SAMS split-merge
 VARIANTS = ("paper", "exact")
 
 
@@ -1028,6 +1031,52 @@ def _init(setup, one_row, recorded_params, state, x):
     return setup.replicated(state._replace(extras=SubclusterExtras(jnp.zeros_like(state.z), slots)))
 
 
+def _draw_weights_and_parameters(family, rng_key, stats, alpha):
+    """`(pi_1, ..., pi_C, pi_rest) ~ Dir(N_1, ..., N_C, alpha)` over the occupied slots (log pi,
+    -inf for the empty ones) and every slot's parameters from its posterior p(theta | x_k): eqs. 7-8
+    without the sub-clusters, one batched Gamma draw, a key per slot (the draws do not depend on
+    the capacity)."""
+    capacity = stats.n.shape[0]
+    k_w, k_p = jax.random.split(rng_key)
+    drawn = jnp.concatenate([stats.n > 0, jnp.ones(1, bool)])
+    keys = jnp.concatenate([_slot_keys(k_w, capacity), jax.random.fold_in(k_w, 2**31 - 1)[None]])  # the rest: no slot
+    log_g = jax.vmap(jax.random.loggamma)(keys, jnp.where(drawn, jnp.concatenate([stats.n, alpha[None]]), 1.0))
+    log_g = jnp.where(drawn, log_g, -jnp.inf)
+    return log_g[:capacity] - jax.scipy.special.logsumexp(log_g), jax.vmap(family.posterior_draw)(
+        _slot_keys(k_p, capacity), stats)
+
+
+def _collapsed_step(setup, moves, recorded_params, info_of, rng_key, state, x):
+    """The exact step below `collapsed_below` points (docs/kernels/subcluster.md, "Small data"):
+    one collapsed Gibbs sweep (Neal 2000, algorithm 3) then `gibbs+splitmerge`'s SAMS
+    split-merge proposals (Dahl 2003), each leaving p(z | x) invariant, on the state the
+    sub-cluster steps share. After them the weights `Dir(N_1, ..., N_K, alpha)` and each
+    cluster's parameters are drawn from their conditionals given the new labels, for the
+    record; no sub-clusters are carried (age 0: a later published step seeds them afresh).
+    Its info is the sampler's, with `restricted_splits` and `restricted_merges` counting the
+    SAMS splits and merges accepted."""
+    sweep, split_merge = moves
+    k_sweep, k_split_merge, k_par = jax.random.split(rng_key, 3)
+    capacity = state.stats.n.shape[0]
+    state, _ = sweep(k_sweep, state, x)
+    state, moved = split_merge(k_split_merge, state, x)
+    occupied = state.stats.n > 0
+    log_pi, params = _draw_weights_and_parameters(setup.family, k_par, state.stats, state.alpha)
+    recorded = {name: jnp.where(_expand(occupied, params[name]), params[name], jnp.nan) for name in recorded_params}
+    real = state.z >= 0
+    x_sum = jax.ops.segment_sum(jnp.where(real[:, None], x, 0.0), jnp.where(real, state.z, capacity),
+                                num_segments=capacity + 1)[:capacity]
+    slots = state.extras.slots._replace(x_sum=x_sum, age=jnp.zeros(capacity, jnp.int32), weights=jnp.exp(log_pi),
+                                        theta=recorded)
+    zero, no = jnp.zeros((), jnp.int32), jnp.zeros((), bool)
+    statistics = {"num_splits": zero, "sweep_rejected": no, "random_split_accept": no, "random_merge_accept": no,
+                  "restricted_splits": moved.split_accepted, "restricted_merges": moved.merge_accepted,
+                  "split_accept_rate": jnp.zeros((), x.dtype), "num_pair_merges": zero,
+                  "num_super_clusters": jnp.ones((), jnp.int32)}  # every cluster open to every point
+    info = info_of(**{name: statistics[name] for name in info_of._fields})
+    return state._replace(extras=SubclusterExtras(jnp.zeros_like(state.z), slots)), info
+
+
 _STATISTICS = ("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept", "restricted_splits",
                "restricted_merges", "split_accept_rate")
 
@@ -1050,7 +1099,7 @@ def _info_type(pair_merges: bool, super_clusters: bool, conjugate: bool) -> type
 def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_variant: Optional[str] = "paper",
                             split_delay: int = SPLIT_DELAY, split_merge_pairs: int = SPLIT_MERGE_PAIRS,
                             launch_scans: int = LAUNCH_SCANS, auxiliary_every: int = AUXILIARY_EVERY,
-                            merge_concentration: float = 1.0,
+                            collapsed_below: int = COLLAPSED_BELOW, merge_concentration: float = 1.0,
                             likelihood_dtype: str = "float32", block_size: int | None = None,
                             record_parameters: bool = True,
                             devices=None, super_clusters: bool = False, pair_merges: bool = False,
@@ -1086,6 +1135,12 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         along sides drawn from two prior components, a merge accepted through the two clusters'
         posterior components, whose ratio does not need a scan to reproduce the current split
         (restricted-Gibbs merges of large clusters are almost never accepted).
+    collapsed_below : int, default 3000
+        Below this many points (conjugate families) the exact step is one collapsed Gibbs
+        sweep and `gibbs+splitmerge`'s SAMS split-merge proposals instead of steps 1, 4 and 5
+        (docs/kernels/subcluster.md, "Small data"): on galaxies they mix K many times faster
+        per second, and a sweep over so few points is cheap. 0 keeps the sub-cluster moves
+        at every size. `attrs["kernel_note"]` says which step the kept draws ran.
     merge_concentration : float, default 1
         a of the Beta(a, a) mixing proportion of the random splits (sec. 5.5).
     likelihood_dtype : {"float32", "float64"}
@@ -1136,7 +1191,7 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
     _check_options(family, variant, warmup_variant, split_delay, merge_concentration, pair_merges, super_clusters,
                    likelihood_dtype, param_update, param_steps, proposal)
     for name, value in (("split_merge_pairs", split_merge_pairs), ("launch_scans", launch_scans),
-                        ("auxiliary_every", auxiliary_every)):
+                        ("auxiliary_every", auxiliary_every), ("collapsed_below", collapsed_below)):
         if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0):
             raise KernelError(f"subcluster: {name} must be an integer >= 0, got {value!r}")
     if variant == "paper":
@@ -1177,9 +1232,16 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
                                            for name in recorded_params}}
     init = functools.partial(_init, setup, one_row, recorded_params)
 
+    # one process only: the collapsed sweep is sequential over points (a multi-process run shards them)
+    collapsed = conjugate and bound_model.num_points < collapsed_below and jax.process_count() == 1
+    info_of = _info_type(pair_merges, super_clusters, conjugate)
+
     def step_of(phase_variant):
         """The step of one variant: the setup with or without sub-clusters, same state."""
         phase = dataclasses.replace(setup, use_sub=phase_variant == "paper")
+        if collapsed and phase_variant == "exact":
+            moves = build_gibbs_kernel(bound_model).step, build_splitmerge_kernel(bound_model).step
+            return functools.partial(_collapsed_step, phase, moves, recorded_params, info_of)
         label_pass = phase.per_shard(functools.partial(_sample_labels, phase),
                                      in_specs=(P("points"),) * 4 + (P(),) * 5,
                                      out_specs=(P("points"), P("points"), P()))
@@ -1193,10 +1255,12 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         drawn = translated_params(family, slots.theta, bound_model.shift)
         return {"weights": slots.weights, **{f"theta_{name}": value for name, value in drawn.items()}}
 
+    note = (f"subcluster: {bound_model.num_points} < collapsed_below={collapsed_below} points, so its exact step "
+            "is a collapsed Gibbs sweep with SAMS split-merge proposals" if collapsed and "exact" in
+            (variant, warmup_variant) else "")
     return Kernel("subcluster", exact=variant == "exact", step=step_of(variant),
                   warmup_step=step_of(warmup_variant) if warmup_variant != variant else None, init=init,
-                  info_type=_info_type(pair_merges, super_clusters, conjugate), record=record, record_dims=record_dims,
-                  masked_points=True)
+                  info_type=info_of, record=record, record_dims=record_dims, masked_points=True, note=note)
 
 
 def _resolve_devices(devices):
