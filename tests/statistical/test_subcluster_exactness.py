@@ -47,9 +47,9 @@ def test_exact_variant_with_super_clusters_matches_enumeration():
 @pytest.mark.slow  # two programs (warmup and kept steps) of 64 chains: about 100 s on two CPU cores
 @pytest.mark.parametrize("options", [{}, SUBCLUSTER_MOVES], ids=["collapsed", "subcluster-moves"])
 def test_default_options_match_enumeration(options):
-    """`kernel="subcluster"` with no option: 100 warmup iterations of the published sampler, then
-    the exact variant's kept draws (on these 5 points the collapsed step; with `collapsed_below=0`
-    the sub-cluster moves) reproduce the enumerated posterior (alpha random here)."""
+    """`kernel="subcluster"` with no option: on these 5 points 100 warmup iterations and the kept
+    draws of the collapsed step; with `collapsed_below=0`, 100 of the published sampler then the
+    sub-cluster moves. Both reproduce the enumerated posterior (alpha random here)."""
     result = _harness("niw_2d_overlap", num_chains=64, num_samples=500, seed=5, warmup=True, **options)
     assert result.passed, result.report
 

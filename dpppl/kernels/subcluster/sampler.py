@@ -29,8 +29,10 @@ merges. The published sampler is approximate; the exact variant (steps 1, 4 and 
 of step 1 updated with one anchor point per cluster held and a Metropolis-Hastings correction,
 `_anchored`) is exact. By default warmup runs the published sampler, which
 finds clusters fast, and the kept draws the exact variant (`variant="exact"`,
-`warmup_variant="paper"`), as perm keeps its projections to warmup. The acceptance ratios of step 4, the seeding of new
-sub-clusters, the exactness measurements and the blocked, sharded layout of the passes are in
+`warmup_variant="auto"`), as perm keeps its projections to warmup. Below `collapsed_below` points
+(conjugate families) the exact step is a collapsed Gibbs sweep with SAMS split-merge, in warmup too
+(`_collapsed_step`). The acceptance ratios of step 4, the seeding of new sub-clusters, the
+exactness measurements and the blocked, sharded layout of the passes are in
 `docs/kernels/subcluster.md` ("Design notes").
 """
 
@@ -919,9 +921,10 @@ def _subcluster_splits(setup, alpha, split_delay, k_split, k_q_sub, clusters, ov
 def _check_options(family, variant, warmup_variant, split_delay, merge_concentration, pair_merges, super_clusters,
                    likelihood_dtype, param_update, param_steps, proposal):
     """Raise [`KernelError`][dpppl.KernelError] for options the sampler cannot take."""
-    for name, value in (("variant", variant), ("warmup_variant", warmup_variant)):
+    for name, value, allowed in (("variant", variant, VARIANTS), ("warmup_variant", warmup_variant,
+                                                                  VARIANTS + ("auto", None))):
         if value not in VARIANTS:
-            raise KernelError(f"subcluster: {name} must be one of {VARIANTS}, got {value!r}")
+            raise KernelError(f"subcluster: {name} must be one of {allowed}, got {value!r}")
     if not (isinstance(split_delay, int) and split_delay >= 1):
         raise KernelError(f"subcluster: split_delay must be an integer >= 1, got {split_delay!r}")
     if not merge_concentration > 0:
@@ -1096,7 +1099,7 @@ def _info_type(pair_merges: bool, super_clusters: bool, conjugate: bool) -> type
                      + (() if conjugate else ("param_accept_rate",)))
 
 
-def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_variant: Optional[str] = "paper",
+def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_variant: Optional[str] = "auto",
                             split_delay: int = SPLIT_DELAY, split_merge_pairs: int = SPLIT_MERGE_PAIRS,
                             launch_scans: int = LAUNCH_SCANS, auxiliary_every: int = AUXILIARY_EVERY,
                             collapsed_below: int = COLLAPSED_BELOW, merge_concentration: float = 1.0,
@@ -1116,10 +1119,13 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         warning): Chang & Fisher's sampler as published, with sub-cluster splits; on a
         small data set its posterior differs from the exact one (galaxies: mean K 4.9
         against 12.6, docs/kernels/subcluster.md).
-    warmup_variant : {"paper", "exact"} or None, default "paper"
-        The step during warmup (None: as `variant`). The default runs the published
+    warmup_variant : {"paper", "exact", "auto"} or None, default "auto"
+        The step during warmup (None: as `variant`). `"auto"` runs the published
         sampler in burn-in, where its sub-cluster splits find clusters fast, and the
-        exact step after it, as perm keeps its projections to warmup.
+        exact step after it, as perm keeps its projections to warmup; below
+        `collapsed_below` points, where the exact step is collapsed Gibbs with split-merge
+        (which finds the clusters of so few points itself), it runs that step in warmup
+        too, unless `pair_merges` (a move of the published warmup) is on.
     split_delay : int, default 3
         Iterations a cluster's sub-clusters run before it may split (sec. 5.4).
     split_merge_pairs : int, default 32
@@ -1186,18 +1192,23 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         NUTS step size, in units of the proposal's scale (the diagonal mass matrix).
     """
     family = bound_model.family
-    if warmup_variant is None:
-        warmup_variant = variant
-    _check_options(family, variant, warmup_variant, split_delay, merge_concentration, pair_merges, super_clusters,
-                   likelihood_dtype, param_update, param_steps, proposal)
     for name, value in (("split_merge_pairs", split_merge_pairs), ("launch_scans", launch_scans),
                         ("auxiliary_every", auxiliary_every), ("collapsed_below", collapsed_below)):
         if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0):
             raise KernelError(f"subcluster: {name} must be an integer >= 0, got {value!r}")
+    # one process only: the collapsed sweep is sequential over points (a multi-process run shards them)
+    collapsed = family.conjugate and bound_model.num_points < collapsed_below and jax.process_count() == 1
+    if warmup_variant == "auto":
+        warmup_variant = "exact" if collapsed and variant == "exact" and not pair_merges else "paper"
+    elif warmup_variant is None:
+        warmup_variant = variant
+    _check_options(family, variant, warmup_variant, split_delay, merge_concentration, pair_merges, super_clusters,
+                   likelihood_dtype, param_update, param_steps, proposal)
     if variant == "paper":
         warnings.warn("subcluster: variant='paper' runs the published sub-cluster splits after warmup, which are "
                       "approximate (Chang & Fisher 2013; docs/kernels/subcluster.md); keep them to warmup "
-                      "(warmup_variant='paper', the default) for posterior draws", UserWarning, stacklevel=3)
+                      "(warmup_variant='paper', the default from collapsed_below points) for posterior "
+                      "draws", UserWarning, stacklevel=3)
     use_sub, conjugate = "paper" in (variant, warmup_variant), family.conjugate
     update_params = None
     if not conjugate:
@@ -1232,8 +1243,6 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
                                            for name in recorded_params}}
     init = functools.partial(_init, setup, one_row, recorded_params)
 
-    # one process only: the collapsed sweep is sequential over points (a multi-process run shards them)
-    collapsed = conjugate and bound_model.num_points < collapsed_below and jax.process_count() == 1
     info_of = _info_type(pair_merges, super_clusters, conjugate)
 
     def step_of(phase_variant):
@@ -1255,9 +1264,9 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         drawn = translated_params(family, slots.theta, bound_model.shift)
         return {"weights": slots.weights, **{f"theta_{name}": value for name, value in drawn.items()}}
 
+    phases = " and ".join(name for name, v in (("warmup", warmup_variant), ("kept draws", variant)) if v == "exact")
     note = (f"subcluster: {bound_model.num_points} < collapsed_below={collapsed_below} points, so its exact step "
-            "is a collapsed Gibbs sweep with SAMS split-merge proposals" if collapsed and "exact" in
-            (variant, warmup_variant) else "")
+            f"({phases}) is a collapsed Gibbs sweep with SAMS split-merge proposals" if collapsed and phases else "")
     return Kernel("subcluster", exact=variant == "exact", step=step_of(variant),
                   warmup_step=step_of(warmup_variant) if warmup_variant != variant else None, init=init,
                   info_type=info_of, record=record, record_dims=record_dims, masked_points=True, note=note)

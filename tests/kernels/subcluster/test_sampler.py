@@ -49,8 +49,12 @@ def test_declared_exact_unless_published_variant_after_warmup():
     assert kernels.entry("subcluster").exact is True
     case = CASES["niw_2d_overlap"]
     bound = case.model.bind(case.x)
-    default = kernels.build("subcluster", bound)
+    default = kernels.build("subcluster", bound, collapsed_below=0)
     assert default.exact is True and default.warmup_step is not None  # published warmup, exact draws
+    # on these 5 points (< collapsed_below) the collapsed step runs in warmup too, unless asked otherwise
+    assert kernels.build("subcluster", bound).warmup_step is None
+    assert kernels.build("subcluster", bound, warmup_variant="paper").warmup_step is not None
+    assert kernels.build("subcluster", bound, pair_merges=True).warmup_step is not None
     assert kernels.build("subcluster", bound, warmup_variant=None).warmup_step is None
     with pytest.warns(UserWarning, match="approximate"):
         assert kernels.build("subcluster", bound, variant="paper").exact is False
@@ -64,8 +68,11 @@ def test_small_data_run_the_collapsed_step_and_say_so():
     case = CASES["niw_2d_overlap"]
     bound = case.model.bind(case.x)
     note = kernels.build("subcluster", bound).note
-    assert note == ("subcluster: 5 < collapsed_below=3000 points, so its exact step is a collapsed Gibbs sweep "
-                    "with SAMS split-merge proposals")
+    assert note == ("subcluster: 5 < collapsed_below=3000 points, so its exact step (warmup and kept draws) is a "
+                    "collapsed Gibbs sweep with SAMS split-merge proposals")
+    assert kernels.build("subcluster", bound, warmup_variant="paper").note == (
+        "subcluster: 5 < collapsed_below=3000 points, so its exact step (kept draws) is a collapsed Gibbs sweep "
+        "with SAMS split-merge proposals")
     assert kernels.build("subcluster", bound, collapsed_below=5).note == ""
     assert kernels.build("subcluster", bound, collapsed_below=0).note == ""
     with pytest.warns(UserWarning, match="approximate"):
@@ -183,7 +190,8 @@ def test_bad_options_and_models_are_refused():
     case = CASES["niw_2d_separated"]
     with pytest.raises(KernelError, match="variant"):
         dpppl.sample(case.model, case.x, kernel="subcluster", variant="fast", progress_bar=False)
-    with pytest.raises(KernelError, match="warmup_variant"):
+    with pytest.raises(KernelError,
+                       match=r"warmup_variant must be one of \('paper', 'exact', 'auto', None\), got 'fast'"):
         dpppl.sample(case.model, case.x, kernel="subcluster", warmup_variant="fast", progress_bar=False)
     with pytest.raises(KernelError, match="split_delay"):
         dpppl.sample(case.model, case.x, kernel="subcluster", split_delay=0, progress_bar=False)
