@@ -41,14 +41,16 @@ def run(args):
     x, labels, model = workload(args.part)
     truth = float(dpppl.log_joint(model, x, labels))
     results = {}
-    for kernel in args.kernels.split(","):
+    for label in args.kernels.split(","):
+        kernel, _, given = label.partition(":")  # e.g. "subcluster:collapsed_below=0"
+        options = {k: int(v) for k, v in (o.split("=") for o in given.split(";") if o)}
         seconds = []
         for _ in range(2):
             tic = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
                 idata = dpppl.sample(model, x, kernel=kernel, num_warmup=args.warmup, num_samples=args.samples,
-                                     seed=args.seed, progress_bar=False)
+                                     seed=args.seed, progress_bar=False, **options)
             seconds.append(time.perf_counter() - tic)
         lp = group(idata, "sample_stats")["lp"].values[0]
         z = partition_group(idata)["z"].values[0]
@@ -63,8 +65,8 @@ def run(args):
              "final_K": int(len(np.unique(z[-1]))), "lp": lp.tolist(), "seconds_per_iteration": per_iteration}
         reached = np.flatnonzero(lp >= truth)
         r["first_draw_at_truth"] = int(reached[0]) if reached.size else None
-        results[kernel] = r
-        print(f"{kernel:18s} ({r['kernel_ran']}) best lp {r['best_lp']:.1f} ({r['best_lp_minus_truth']:+.1f} vs the "
+        results[label] = r
+        print(f"{label:18s} ({r['kernel_ran']}) best lp {r['best_lp']:.1f} ({r['best_lp_minus_truth']:+.1f} vs the "
               f"truth's) at draw {best}, K {r['best_K']}, NMI {r['best_nmi']:.3f}, ARI {r['best_ari']:.3f}; final K "
               f"{r['final_K']}; {seconds[1]:.1f} s ({seconds[0]:.1f} s first call)", flush=True)
     if "gibbs+splitmerge" in results:
@@ -82,7 +84,9 @@ def run(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("r1", "w1"), required=True)
-    parser.add_argument("--kernels", default="gibbs+splitmerge,subcluster")
+    parser.add_argument("--kernels", default="gibbs+splitmerge,subcluster",
+                        help="comma-separated kernels, each with integer options after a colon: "
+                             "'subcluster:collapsed_below=0;split_merge_pairs=8'")
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)

@@ -1142,7 +1142,9 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         posterior components, whose ratio does not need a scan to reproduce the current split
         (restricted-Gibbs merges of large clusters are almost never accepted).
     collapsed_below : int, default 3000
-        Below this many points (conjugate families) the exact step is one collapsed Gibbs
+        Below this many points (conjugate families; counted with the padding to the points'
+        shape class, `dpppl.run.runner.point_class`: 82 points are 96 rows, from 2,561 points
+        3,072) the exact step is one collapsed Gibbs
         sweep and `gibbs+splitmerge`'s SAMS split-merge proposals instead of steps 1, 4 and 5
         (docs/kernels/subcluster.md, "Small data"): on galaxies they mix K many times faster
         per second, and a sweep over so few points is cheap. 0 keeps the sub-cluster moves
@@ -1196,7 +1198,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
                         ("auxiliary_every", auxiliary_every), ("collapsed_below", collapsed_below)):
         if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0):
             raise KernelError(f"subcluster: {name} must be an integer >= 0, got {value!r}")
-    # one process only: the collapsed sweep is sequential over points (a multi-process run shards them)
+    # one process only: the collapsed sweep is sequential over points (a multi-process run shards them).
+    # The points are counted with their padding (`BoundModel.padded`): the rule is one of the compiled shape.
     collapsed = family.conjugate and bound_model.num_points < collapsed_below and jax.process_count() == 1
     if warmup_variant == "auto":
         warmup_variant = "exact" if collapsed and variant == "exact" and not pair_merges else "paper"
@@ -1265,7 +1268,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         return {"weights": slots.weights, **{f"theta_{name}": value for name, value in drawn.items()}}
 
     phases = " and ".join(name for name, v in (("warmup", warmup_variant), ("kept draws", variant)) if v == "exact")
-    note = (f"subcluster: {bound_model.num_points} < collapsed_below={collapsed_below} points, so its exact step "
+    note = (f"subcluster: {bound_model.num_points} points (with padding) < collapsed_below={collapsed_below}, so its "
+            f"exact step "
             f"({phases}) is a collapsed Gibbs sweep with SAMS split-merge proposals" if collapsed and phases else "")
     return Kernel("subcluster", exact=variant == "exact", step=step_of(variant),
                   warmup_step=step_of(warmup_variant) if warmup_variant != variant else None, init=init,
