@@ -32,7 +32,7 @@ from dpppl.diagnostics.arviz_compat import group, partition_group
 def workload(part):
     if part == "r1":
         x, labels = dpppl.datasets.load("digits", pca=10)
-        return x, labels, dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+        return x, labels, dpppl.DPMixture(1.0, dpppl.families.NormalInverseWishart())
     x, labels = dpppl.datasets.load("w1")
     return x, labels, dpppl.DPMixture(1.0, dpppl.families.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=100.0))
 

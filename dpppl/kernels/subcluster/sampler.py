@@ -1268,8 +1268,7 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         return {"weights": slots.weights, **{f"theta_{name}": value for name, value in drawn.items()}}
 
     phases = " and ".join(name for name, v in (("warmup", warmup_variant), ("kept draws", variant)) if v == "exact")
-    note = (f"subcluster: {bound_model.num_points} points (with padding) < collapsed_below={collapsed_below}, so its "
-            f"exact step "
+    note = (f"subcluster: fewer than collapsed_below={collapsed_below} points (with their padding), so its exact step "
             f"({phases}) is a collapsed Gibbs sweep with SAMS split-merge proposals" if collapsed and phases else "")
     return Kernel("subcluster", exact=variant == "exact", step=step_of(variant),
                   warmup_step=step_of(warmup_variant) if warmup_variant != variant else None, init=init,

@@ -68,11 +68,11 @@ def test_small_data_run_the_collapsed_step_and_say_so():
     case = CASES["niw_2d_overlap"]
     bound = case.model.bind(case.x)
     note = kernels.build("subcluster", bound).note
-    assert note == ("subcluster: 5 points (with padding) < collapsed_below=3000, so its exact step (warmup and kept "
-                    "draws) is a collapsed Gibbs sweep with SAMS split-merge proposals")
+    assert note == ("subcluster: fewer than collapsed_below=3000 points (with their padding), so its exact step "
+                    "(warmup and kept draws) is a collapsed Gibbs sweep with SAMS split-merge proposals")
     assert kernels.build("subcluster", bound, warmup_variant="paper").note == (
-        "subcluster: 5 points (with padding) < collapsed_below=3000, so its exact step (kept draws) is a collapsed "
-        "Gibbs sweep with SAMS split-merge proposals")
+        "subcluster: fewer than collapsed_below=3000 points (with their padding), so its exact step (kept draws) is "
+        "a collapsed Gibbs sweep with SAMS split-merge proposals")
     assert kernels.build("subcluster", bound, collapsed_below=5).note == ""
     assert kernels.build("subcluster", bound, collapsed_below=0).note == ""
     with pytest.warns(UserWarning, match="approximate"):
