@@ -43,7 +43,7 @@ def run(args):
     results = {}
     for label in args.kernels.split(","):
         kernel, _, given = label.partition(":")  # e.g. "subcluster:collapsed_below=0"
-        options = {k: int(v) for k, v in (o.split("=") for o in given.split(";") if o)}
+        options = {k: int(v) if v.isdigit() else v for k, v in (o.split("=") for o in given.split(";") if o)}
         seconds = []
         for _ in range(2):
             tic = time.perf_counter()
@@ -85,8 +85,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("r1", "w1"), required=True)
     parser.add_argument("--kernels", default="gibbs+splitmerge,subcluster",
-                        help="comma-separated kernels, each with integer options after a colon: "
-                             "'subcluster:collapsed_below=0;split_merge_pairs=8'")
+                        help="comma-separated kernels, each with options after a colon (digits are ints): "
+                             "'subcluster:collapsed_below=0;warmup_variant=exact'")
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
