@@ -81,6 +81,15 @@ def test_collapsed_step_with_a_biased_alpha_is_rejected(monkeypatch):
     assert not result.passed, result.report
 
 
+@pytest.mark.slow
+def test_subset_sweeps_match_enumeration():
+    """The sub-cluster moves with a collapsed Gibbs sweep over 2 of the 5 points, drawn uniformly
+    each iteration (`subset_sweep=2`), reproduce the enumerated posterior."""
+    result = _harness("niw_2d_overlap", variant="exact", num_chains=64, num_samples=500, seed=3, subset_sweep=2,
+                      **SUBCLUSTER_MOVES)
+    assert result.passed, result.report
+
+
 @pytest.mark.parametrize("case_name", [
     pytest.param("niw_2d_overlap", marks=pytest.mark.slow),
     pytest.param("normal_known_1d_overlap", marks=pytest.mark.slow),

@@ -58,6 +58,7 @@ from dpppl.kernels.gibbs import build_gibbs_kernel
 from dpppl.kernels.splitmerge import build_splitmerge_kernel
 from dpppl.kernels.subcluster.parameter_moves import build_parameter_update
 from dpppl.kernels.subcluster.superclusters import has_j_divergence, j_divergence, sample_super_clusters
+from dpppl.models.seating import seat_points, sweep_draws
 
 SPLIT_DELAY = 3
 SPLIT_MERGE_PAIRS = 32  # anchor pairs of the restricted-Gibbs split-merge moves per iteration
@@ -1034,6 +1035,23 @@ def _init(setup, one_row, recorded_params, state, x):
     return setup.replicated(state._replace(extras=SubclusterExtras(jnp.zeros_like(state.z), slots)))
 
 
+def _with_subset_sweep(setup, prior, size, exact_step, rng_key, state, x):
+    """`exact_step` after a collapsed Gibbs sweep over `size` points drawn uniformly without
+    replacement, independently of the state (docs/kernels/subcluster.md, "Subset sweeps"): each
+    visit is the point's full conditional given every other label (Neal 2000, algorithm 3), so the
+    sweep leaves p(z | x) invariant and can open and empty clusters one point at a time. The draw
+    is one O(N) top-k of uniforms; the sequential part costs O(size K D^2)."""
+    k_pick, k_order, k_step = jax.random.split(rng_key, 3)
+    n = x.shape[0]
+    keys = jnp.where(jnp.arange(n) < setup.num_valid, jax.random.uniform(k_pick, (n,), x.dtype), -1.0)
+    _, chosen = jax.lax.top_k(keys, size)  # real points first: padded ones have key -1
+    shuffle, uniforms = sweep_draws(k_order, x[chosen])
+    moved = seat_points(setup.family, prior, x[chosen], shuffle, uniforms, state._replace(z=state.z[chosen]),
+                        remove_first=True, num_valid=jnp.minimum(size, setup.num_valid))
+    state = state._replace(z=state.z.at[chosen].set(moved.z), stats=moved.stats, overflow=moved.overflow)
+    return exact_step(k_step, state, x)
+
+
 def _draw_weights_and_parameters(family, rng_key, stats, alpha):
     """`(pi_1, ..., pi_C, pi_rest) ~ Dir(N_1, ..., N_C, alpha)` over the occupied slots (log pi,
     -inf for the empty ones) and every slot's parameters from its posterior p(theta | x_k): eqs. 7-8
@@ -1102,7 +1120,8 @@ def _info_type(pair_merges: bool, super_clusters: bool, conjugate: bool) -> type
 def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_variant: Optional[str] = "auto",
                             split_delay: int = SPLIT_DELAY, split_merge_pairs: int = SPLIT_MERGE_PAIRS,
                             launch_scans: int = LAUNCH_SCANS, auxiliary_every: int = AUXILIARY_EVERY,
-                            collapsed_below: int = COLLAPSED_BELOW, merge_concentration: float = 1.0,
+                            collapsed_below: int = COLLAPSED_BELOW, subset_sweep: int = 0,
+                            merge_concentration: float = 1.0,
                             likelihood_dtype: str = "float32", block_size: int | None = None,
                             record_parameters: bool = True,
                             devices=None, super_clusters: bool = False, pair_merges: bool = False,
@@ -1149,6 +1168,11 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         (docs/kernels/subcluster.md, "Small data"): on galaxies they mix K many times faster
         per second, and a sweep over so few points is cheap. 0 keeps the sub-cluster moves
         at every size. `attrs["kernel_note"]` says which step the kept draws ran.
+    subset_sweep : int, default 0
+        Points per iteration of a collapsed Gibbs sweep over a uniformly drawn subset of the
+        points, run before the exact step's sub-cluster moves (conjugate families; 0: none;
+        docs/kernels/subcluster.md, "Subset sweeps"): an exact move that empties and opens
+        small clusters one point at a time, which the sub-cluster moves do not.
     merge_concentration : float, default 1
         a of the Beta(a, a) mixing proportion of the random splits (sec. 5.5).
     likelihood_dtype : {"float32", "float64"}
@@ -1195,7 +1219,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
     """
     family = bound_model.family
     for name, value in (("split_merge_pairs", split_merge_pairs), ("launch_scans", launch_scans),
-                        ("auxiliary_every", auxiliary_every), ("collapsed_below", collapsed_below)):
+                        ("auxiliary_every", auxiliary_every), ("collapsed_below", collapsed_below),
+                        ("subset_sweep", subset_sweep)):
         if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0):
             raise KernelError(f"subcluster: {name} must be an integer >= 0, got {value!r}")
     # one process only: the collapsed sweep is sequential over points (a multi-process run shards them).
@@ -1257,8 +1282,11 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         label_pass = phase.per_shard(functools.partial(_sample_labels, phase),
                                      in_specs=(P("points"),) * 4 + (P(),) * 5,
                                      out_specs=(P("points"), P("points"), P()))
-        return functools.partial(_step, phase, functools.partial(_draw_parameters, phase, update_params),
+        step = functools.partial(_step, phase, functools.partial(_draw_parameters, phase, update_params),
                                  label_pass, split_delay, pair_merges, recorded_params)
+        if subset_sweep and conjugate and phase_variant == "exact":
+            return functools.partial(_with_subset_sweep, phase, bound_model.prior, min(subset_sweep, n), step)
+        return step
 
     def record(state):
         """The weights and parameters drawn in the last step, per slot (the values of z),

@@ -203,6 +203,8 @@ def test_bad_options_and_models_are_refused():
         dpppl.sample(case.model, case.x, kernel="subcluster", auxiliary_every=-2, progress_bar=False)
     with pytest.raises(KernelError, match="collapsed_below must be an integer >= 0, got -1"):
         dpppl.sample(case.model, case.x, kernel="subcluster", collapsed_below=-1, progress_bar=False)
+    with pytest.raises(KernelError, match="subset_sweep must be an integer >= 0, got 2.5"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", subset_sweep=2.5, progress_bar=False)
     py = CASES["pitman_yor_normal_known"]
     with pytest.raises(KernelError, match="Pitman-Yor"):
         dpppl.sample(py.model, py.x, kernel="subcluster", progress_bar=False)
