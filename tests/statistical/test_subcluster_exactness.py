@@ -90,6 +90,26 @@ def test_subset_sweeps_match_enumeration():
     assert result.passed, result.report
 
 
+@pytest.mark.slow
+def test_subset_sweeps_with_a_biased_alpha_are_rejected(monkeypatch):
+    """Power check of the subset sweeps: run with alpha 1.5 times too large (a wrong new-cluster
+    weight) over 4 of the 5 points, the draws must fail the harness that the exact sweep passes
+    (`test_subset_sweeps_match_enumeration`)."""
+    from dpppl.kernels.subcluster import sampler
+
+    seat = sampler.seat_points
+
+    def biased(family, prior, x, shuffle, uniforms, state, **options):
+        moved = seat(family, prior, x, shuffle, uniforms, state._replace(alpha=1.5 * state.alpha), **options)
+        return moved._replace(alpha=state.alpha)
+
+    monkeypatch.setattr(sampler, "seat_points", biased)
+    # launch_scans=6: options of their own, so that the program is traced again with the patch
+    result = _harness("niw_2d_overlap", variant="exact", num_chains=64, num_samples=500, seed=3, subset_sweep=4,
+                      launch_scans=6, **SUBCLUSTER_MOVES)
+    assert not result.passed, result.report
+
+
 @pytest.mark.parametrize("case_name", [
     pytest.param("niw_2d_overlap", marks=pytest.mark.slow),
     pytest.param("normal_known_1d_overlap", marks=pytest.mark.slow),
