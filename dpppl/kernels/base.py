@@ -90,6 +90,10 @@ class Kernel:
         grow with the capacity; the driver pads earlier draws (NaN, or 0 for integers).
     parts : tuple of Kernel
         The moves a hybrid combines (empty for a single move).
+    note : str
+        A sentence the run records as `attrs["kernel_note"]` when not empty: what the kernel
+        chose to run for this target (e.g. `subcluster`'s step on small data); a hybrid
+        joins its parts' notes.
     masked_points : bool
         True when the move runs on a target whose points are padded to a shape class
         (`BoundModel.padded`): it visits, counts and draws for the first `num_valid` points
@@ -109,6 +113,7 @@ class Kernel:
     record_dims: Optional[dict] = None
     parts: tuple = ()
     masked_points: bool = False
+    note: str = ""
 
     @property
     def warmup(self) -> Callable:
@@ -506,4 +511,5 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         record_dims=next((p.record_dims for p in parts if p.record_dims is not None), None),
         parts=tuple(parts),
         masked_points=all(p.masked_points for p in parts),
+        note="; ".join(p.note for p in parts if p.note),
     )

@@ -321,7 +321,8 @@ def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinn
     finally:
         display.close()
     attrs = dict(kernel=spec, exact=kern.exact, interrupted=interrupted,
-                 final_capacity=int(progress.states.stats.n.shape[-1]))
+                 final_capacity=int(progress.states.stats.n.shape[-1]),
+                 **({"kernel_note": kern.note} if kern.note else {}))
     return kept_records(progress.kept), attrs, kern.record_dims
 
 

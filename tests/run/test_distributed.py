@@ -43,12 +43,13 @@ truth = rng.integers(0, 3, 301)
 x = np.array([[0.0, 0.0], [12.0, 0.0], [0.0, 12.0]])[truth] + rng.normal(size=(301, 2))
 # unequal counts: padded in the gather
 rows = slice(0, 301) if num_processes == 1 else slice(0, 140) if process_id == 0 else slice(140, 301)
-# one compiled chunk (no published warmup step), no anchor-pair moves: the smallest sub-cluster program
+# one compiled chunk (no published warmup step), no anchor-pair moves: the smallest sub-cluster program;
+# collapsed_below=0: the sub-cluster step in one process too (below 3,000 points it would run collapsed Gibbs)
 # auto picks subcluster in a multi-process run (one process on 301 points would take gibbs+splitmerge)
 kernel = "auto" if num_processes > 1 else "subcluster"
 idata = dpppl.sample(dpppl.DPMixture(1.0, NormalInverseWishart()), x[rows], kernel, num_warmup=4, num_samples=4,
-                     warmup_variant=None, split_merge_pairs=0, record_parameters=False, log_likelihood=False,
-                     progress_bar=False, seed=3)
+                     warmup_variant=None, split_merge_pairs=0, collapsed_below=0, record_parameters=False,
+                     log_likelihood=False, progress_bar=False, seed=3)
 z = idata.posterior_partition["z"].values
 print(json.dumps({"kernel": idata.attrs["kernel"], "num_clusters": idata.posterior["num_clusters"].values.tolist(),
                   "lp": idata.sample_stats["lp"].values.tolist(),

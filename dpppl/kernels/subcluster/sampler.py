@@ -29,8 +29,10 @@ merges. The published sampler is approximate; the exact variant (steps 1, 4 and 
 of step 1 updated with one anchor point per cluster held and a Metropolis-Hastings correction,
 `_anchored`) is exact. By default warmup runs the published sampler, which
 finds clusters fast, and the kept draws the exact variant (`variant="exact"`,
-`warmup_variant="paper"`), as perm keeps its projections to warmup. The acceptance ratios of step 4, the seeding of new
-sub-clusters, the exactness measurements and the blocked, sharded layout of the passes are in
+`warmup_variant="auto"`), as perm keeps its projections to warmup. Below `collapsed_below` points
+(conjugate families) the exact step is a collapsed Gibbs sweep with SAMS split-merge, in warmup too
+(`_collapsed_step`). The acceptance ratios of step 4, the seeding of new sub-clusters, the
+exactness measurements and the blocked, sharded layout of the passes are in
 `docs/kernels/subcluster.md` ("Design notes").
 """
 
@@ -52,8 +54,11 @@ from dpppl.families.base import Family, segment_sums, segment_sums_by_sorting, t
 from dpppl.families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, exchangeable_prior_only, info_type, register
+from dpppl.kernels.gibbs import build_gibbs_kernel
+from dpppl.kernels.splitmerge import build_splitmerge_kernel
 from dpppl.kernels.subcluster.parameter_moves import build_parameter_update
 from dpppl.kernels.subcluster.superclusters import has_j_divergence, j_divergence, sample_super_clusters
+from dpppl.models.seating import seat_points, sweep_draws
 
 SPLIT_DELAY = 3
 SPLIT_MERGE_PAIRS = 32  # anchor pairs of the restricted-Gibbs split-merge moves per iteration
@@ -64,6 +69,7 @@ WEIGHT_GRID = 64  # the auxiliary side weight w takes the values (g + 1/2) / WEI
 NEAR_CANDIDATES = 16  # an auxiliary pair's j: the nearest to x_i of this many uniform draws
 ROW_CHUNK = 8  # cluster slots whose likelihoods one step of the label pass forms together
 SORTED_BLOCK = 1024  # points per block product when statistics are summed by sorting (D > SMALL_DIM)
+COLLAPSED_BELOW = 3_000  # below this many points the exact step is collapsed Gibbs with SAMS split-merge
 VARIANTS = ("paper", "exact")
 
 
@@ -925,9 +931,10 @@ def _subcluster_splits(setup, alpha, split_delay, k_split, k_q_sub, clusters, ov
 def _check_options(family, variant, warmup_variant, split_delay, merge_concentration, pair_merges, super_clusters,
                    likelihood_dtype, param_update, param_steps, proposal):
     """Raise [`KernelError`][dpppl.KernelError] for options the sampler cannot take."""
-    for name, value in (("variant", variant), ("warmup_variant", warmup_variant)):
+    for name, value, allowed in (("variant", variant, VARIANTS), ("warmup_variant", warmup_variant,
+                                                                  VARIANTS + ("auto", None))):
         if value not in VARIANTS:
-            raise KernelError(f"subcluster: {name} must be one of {VARIANTS}, got {value!r}")
+            raise KernelError(f"subcluster: {name} must be one of {allowed}, got {value!r}")
     if not (isinstance(split_delay, int) and split_delay >= 1):
         raise KernelError(f"subcluster: split_delay must be an integer >= 1, got {split_delay!r}")
     if not merge_concentration > 0:
@@ -1037,6 +1044,69 @@ def _init(setup, one_row, recorded_params, state, x):
     return setup.replicated(state._replace(extras=SubclusterExtras(jnp.zeros_like(state.z), slots)))
 
 
+def _with_subset_sweep(setup, prior, size, exact_step, rng_key, state, x):
+    """`exact_step` after a collapsed Gibbs sweep over `size` points drawn uniformly without
+    replacement, independently of the state (docs/kernels/subcluster.md, "Subset sweeps"): each
+    visit is the point's full conditional given every other label (Neal 2000, algorithm 3), so the
+    sweep leaves p(z | x) invariant and can open and empty clusters one point at a time. The draw
+    is one O(N) top-k of uniforms; the sequential part costs O(size K D^2)."""
+    k_pick, k_order, k_step = jax.random.split(rng_key, 3)
+    n = x.shape[0]
+    keys = jnp.where(jnp.arange(n) < setup.num_valid, jax.random.uniform(k_pick, (n,), x.dtype), -1.0)
+    _, chosen = jax.lax.top_k(keys, size)  # real points first: padded ones have key -1
+    shuffle, uniforms = sweep_draws(k_order, x[chosen])
+    moved = seat_points(setup.family, prior, x[chosen], shuffle, uniforms, state._replace(z=state.z[chosen]),
+                        remove_first=True, num_valid=jnp.minimum(size, setup.num_valid))
+    state = state._replace(z=state.z.at[chosen].set(moved.z), stats=moved.stats, overflow=moved.overflow)
+    return exact_step(k_step, state, x)
+
+
+def _draw_weights_and_parameters(family, rng_key, stats, alpha):
+    """`(pi_1, ..., pi_C, pi_rest) ~ Dir(N_1, ..., N_C, alpha)` over the occupied slots (log pi,
+    -inf for the empty ones) and every slot's parameters from its posterior p(theta | x_k): eqs. 7-8
+    without the sub-clusters, one batched Gamma draw, a key per slot (the draws do not depend on
+    the capacity)."""
+    capacity = stats.n.shape[0]
+    k_w, k_p = jax.random.split(rng_key)
+    drawn = jnp.concatenate([stats.n > 0, jnp.ones(1, bool)])
+    keys = jnp.concatenate([_slot_keys(k_w, capacity), jax.random.fold_in(k_w, 2**31 - 1)[None]])  # the rest: no slot
+    log_g = jax.vmap(jax.random.loggamma)(keys, jnp.where(drawn, jnp.concatenate([stats.n, alpha[None]]), 1.0))
+    log_g = jnp.where(drawn, log_g, -jnp.inf)
+    return log_g[:capacity] - jax.scipy.special.logsumexp(log_g), jax.vmap(family.posterior_draw)(
+        _slot_keys(k_p, capacity), stats)
+
+
+def _collapsed_step(setup, moves, recorded_params, info_of, rng_key, state, x):
+    """The exact step below `collapsed_below` points (docs/kernels/subcluster.md, "Small data"):
+    one collapsed Gibbs sweep (Neal 2000, algorithm 3) then `gibbs+splitmerge`'s SAMS
+    split-merge proposals (Dahl 2003), each leaving p(z | x) invariant, on the state the
+    sub-cluster steps share. After them the weights `Dir(N_1, ..., N_K, alpha)` and each
+    cluster's parameters are drawn from their conditionals given the new labels, for the
+    record; no sub-clusters are carried (age 0: a later published step seeds them afresh).
+    Its info is the sampler's, with `restricted_splits` and `restricted_merges` counting the
+    SAMS splits and merges accepted."""
+    sweep, split_merge = moves
+    k_sweep, k_split_merge, k_par = jax.random.split(rng_key, 3)
+    capacity = state.stats.n.shape[0]
+    state, _ = sweep(k_sweep, state, x)
+    state, moved = split_merge(k_split_merge, state, x)
+    occupied = state.stats.n > 0
+    log_pi, params = _draw_weights_and_parameters(setup.family, k_par, state.stats, state.alpha)
+    recorded = {name: jnp.where(_expand(occupied, params[name]), params[name], jnp.nan) for name in recorded_params}
+    real = state.z >= 0
+    x_sum = jax.ops.segment_sum(jnp.where(real[:, None], x, 0.0), jnp.where(real, state.z, capacity),
+                                num_segments=capacity + 1)[:capacity]
+    slots = state.extras.slots._replace(x_sum=x_sum, age=jnp.zeros(capacity, jnp.int32), weights=jnp.exp(log_pi),
+                                        theta=recorded)
+    zero, no = jnp.zeros((), jnp.int32), jnp.zeros((), bool)
+    statistics = {"num_splits": zero, "sweep_rejected": no, "random_split_accept": no, "random_merge_accept": no,
+                  "restricted_splits": moved.split_accepted, "restricted_merges": moved.merge_accepted,
+                  "split_accept_rate": jnp.zeros((), x.dtype), "num_pair_merges": zero,
+                  "num_super_clusters": jnp.ones((), jnp.int32)}  # every cluster open to every point
+    info = info_of(**{name: statistics[name] for name in info_of._fields})
+    return state._replace(extras=SubclusterExtras(jnp.zeros_like(state.z), slots)), info
+
+
 _STATISTICS = ("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept", "restricted_splits",
                "restricted_merges", "split_accept_rate")
 
@@ -1056,9 +1126,10 @@ def _info_type(pair_merges: bool, super_clusters: bool, conjugate: bool) -> type
                      + (() if conjugate else ("param_accept_rate",)))
 
 
-def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_variant: Optional[str] = "paper",
+def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_variant: Optional[str] = "auto",
                             split_delay: int = SPLIT_DELAY, split_merge_pairs: int = SPLIT_MERGE_PAIRS,
                             launch_scans: int = LAUNCH_SCANS, auxiliary_every: int = AUXILIARY_EVERY,
+                            collapsed_below: int = COLLAPSED_BELOW, subset_sweep: int = 0,
                             merge_concentration: float = 1.0,
                             likelihood_dtype: str = "float32", block_size: int | None = None,
                             record_parameters: bool = True,
@@ -1076,10 +1147,13 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         warning): Chang & Fisher's sampler as published, with sub-cluster splits; on a
         small data set its posterior differs from the exact one (galaxies: mean K 4.9
         against 12.6, docs/kernels/subcluster.md).
-    warmup_variant : {"paper", "exact"} or None, default "paper"
-        The step during warmup (None: as `variant`). The default runs the published
+    warmup_variant : {"paper", "exact", "auto"} or None, default "auto"
+        The step during warmup (None: as `variant`). `"auto"` runs the published
         sampler in burn-in, where its sub-cluster splits find clusters fast, and the
-        exact step after it, as perm keeps its projections to warmup.
+        exact step after it, as perm keeps its projections to warmup; below
+        `collapsed_below` points, where the exact step is collapsed Gibbs with split-merge
+        (which finds the clusters of so few points itself), it runs that step in warmup
+        too, unless `pair_merges` (a move of the published warmup) is on.
     split_delay : int, default 3
         Iterations a cluster's sub-clusters run before it may split (sec. 5.4).
     split_merge_pairs : int, default 32
@@ -1095,6 +1169,19 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         along sides drawn from two prior components, a merge accepted through the two clusters'
         posterior components, whose ratio does not need a scan to reproduce the current split
         (restricted-Gibbs merges of large clusters are almost never accepted).
+    collapsed_below : int, default 3000
+        Below this many points (conjugate families; counted with the padding to the points'
+        shape class, `dpppl.run.runner.point_class`: 82 points are 96 rows, from 2,561 points
+        3,072) the exact step is one collapsed Gibbs
+        sweep and `gibbs+splitmerge`'s SAMS split-merge proposals instead of steps 1, 4 and 5
+        (docs/kernels/subcluster.md, "Small data"): on galaxies they mix K many times faster
+        per second, and a sweep over so few points is cheap. 0 keeps the sub-cluster moves
+        at every size. `attrs["kernel_note"]` says which step the kept draws ran.
+    subset_sweep : int, default 0
+        Points per iteration of a collapsed Gibbs sweep over a uniformly drawn subset of the
+        points, run before the exact step's sub-cluster moves (conjugate families; 0: none;
+        docs/kernels/subcluster.md, "Subset sweeps"): an exact move that empties and opens
+        small clusters one point at a time, which the sub-cluster moves do not.
     merge_concentration : float, default 1
         a of the Beta(a, a) mixing proportion of the random splits (sec. 5.5).
     likelihood_dtype : {"float32", "float64"}
@@ -1140,18 +1227,25 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         NUTS step size, in units of the proposal's scale (the diagonal mass matrix).
     """
     family = bound_model.family
-    if warmup_variant is None:
+    for name, value in (("split_merge_pairs", split_merge_pairs), ("launch_scans", launch_scans),
+                        ("auxiliary_every", auxiliary_every), ("collapsed_below", collapsed_below),
+                        ("subset_sweep", subset_sweep)):
+        if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0):
+            raise KernelError(f"subcluster: {name} must be an integer >= 0, got {value!r}")
+    # one process only: the collapsed sweep is sequential over points (a multi-process run shards them).
+    # The points are counted with their padding (`BoundModel.padded`): the rule is one of the compiled shape.
+    collapsed = family.conjugate and bound_model.num_points < collapsed_below and jax.process_count() == 1
+    if warmup_variant == "auto":
+        warmup_variant = "exact" if collapsed and variant == "exact" and not pair_merges else "paper"
+    elif warmup_variant is None:
         warmup_variant = variant
     _check_options(family, variant, warmup_variant, split_delay, merge_concentration, pair_merges, super_clusters,
                    likelihood_dtype, param_update, param_steps, proposal)
-    for name, value in (("split_merge_pairs", split_merge_pairs), ("launch_scans", launch_scans),
-                        ("auxiliary_every", auxiliary_every)):
-        if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0):
-            raise KernelError(f"subcluster: {name} must be an integer >= 0, got {value!r}")
     if variant == "paper":
         warnings.warn("subcluster: variant='paper' runs the published sub-cluster splits after warmup, which are "
                       "approximate (Chang & Fisher 2013; docs/kernels/subcluster.md); keep them to warmup "
-                      "(warmup_variant='paper', the default) for posterior draws", UserWarning, stacklevel=3)
+                      "(warmup_variant='paper', the default from collapsed_below points) for posterior "
+                      "draws", UserWarning, stacklevel=3)
     use_sub, conjugate = "paper" in (variant, warmup_variant), family.conjugate
     update_params = None
     if not conjugate:
@@ -1186,14 +1280,22 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
                                            for name in recorded_params}}
     init = functools.partial(_init, setup, one_row, recorded_params)
 
+    info_of = _info_type(pair_merges, super_clusters, conjugate)
+
     def step_of(phase_variant):
         """The step of one variant: the setup with or without sub-clusters, same state."""
         phase = dataclasses.replace(setup, use_sub=phase_variant == "paper")
+        if collapsed and phase_variant == "exact":
+            moves = build_gibbs_kernel(bound_model).step, build_splitmerge_kernel(bound_model).step
+            return functools.partial(_collapsed_step, phase, moves, recorded_params, info_of)
         label_pass = phase.per_shard(functools.partial(_sample_labels, phase),
                                      in_specs=(P("points"),) * 4 + (P(),) * 5,
                                      out_specs=(P("points"), P("points"), P()))
-        return functools.partial(_step, phase, functools.partial(_draw_parameters, phase, update_params),
+        step = functools.partial(_step, phase, functools.partial(_draw_parameters, phase, update_params),
                                  label_pass, split_delay, pair_merges, recorded_params)
+        if subset_sweep and conjugate and phase_variant == "exact":
+            return functools.partial(_with_subset_sweep, phase, bound_model.prior, min(subset_sweep, n), step)
+        return step
 
     def record(state):
         """The weights and parameters drawn in the last step, per slot (the values of z),
@@ -1202,10 +1304,12 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         drawn = translated_params(family, slots.theta, bound_model.shift)
         return {"weights": slots.weights, **{f"theta_{name}": value for name, value in drawn.items()}}
 
+    phases = " and ".join(name for name, v in (("warmup", warmup_variant), ("kept draws", variant)) if v == "exact")
+    note = (f"subcluster: fewer than collapsed_below={collapsed_below} points (with their padding), so its exact step "
+            f"({phases}) is a collapsed Gibbs sweep with SAMS split-merge proposals" if collapsed and phases else "")
     return Kernel("subcluster", exact=variant == "exact", step=step_of(variant),
                   warmup_step=step_of(warmup_variant) if warmup_variant != variant else None, init=init,
-                  info_type=_info_type(pair_merges, super_clusters, conjugate), record=record, record_dims=record_dims,
-                  masked_points=True)
+                  info_type=info_of, record=record, record_dims=record_dims, masked_points=True, note=note)
 
 
 def _resolve_devices(devices):

@@ -49,11 +49,34 @@ def test_declared_exact_unless_published_variant_after_warmup():
     assert kernels.entry("subcluster").exact is True
     case = CASES["niw_2d_overlap"]
     bound = case.model.bind(case.x)
-    default = kernels.build("subcluster", bound)
+    default = kernels.build("subcluster", bound, collapsed_below=0)
     assert default.exact is True and default.warmup_step is not None  # published warmup, exact draws
+    # on these 5 points (< collapsed_below) the collapsed step runs in warmup too, unless asked otherwise
+    assert kernels.build("subcluster", bound).warmup_step is None
+    assert kernels.build("subcluster", bound, warmup_variant="paper").warmup_step is not None
+    assert kernels.build("subcluster", bound, pair_merges=True).warmup_step is not None
     assert kernels.build("subcluster", bound, warmup_variant=None).warmup_step is None
     with pytest.warns(UserWarning, match="approximate"):
         assert kernels.build("subcluster", bound, variant="paper").exact is False
+
+
+def test_small_data_run_the_collapsed_step_and_say_so():
+    """Below `collapsed_below` points (conjugate families) the exact step is collapsed Gibbs with
+    SAMS split-merge, and the kernel's note (the run's `attrs["kernel_note"]`) says so; with
+    `collapsed_below=0`, or the published variant in every step, it runs the sub-cluster moves and
+    says nothing. Built, not run."""
+    case = CASES["niw_2d_overlap"]
+    bound = case.model.bind(case.x)
+    note = kernels.build("subcluster", bound).note
+    assert note == ("subcluster: fewer than collapsed_below=3000 points (with their padding), so its exact step "
+                    "(warmup and kept draws) is a collapsed Gibbs sweep with SAMS split-merge proposals")
+    assert kernels.build("subcluster", bound, warmup_variant="paper").note == (
+        "subcluster: fewer than collapsed_below=3000 points (with their padding), so its exact step (kept draws) is "
+        "a collapsed Gibbs sweep with SAMS split-merge proposals")
+    assert kernels.build("subcluster", bound, collapsed_below=5).note == ""
+    assert kernels.build("subcluster", bound, collapsed_below=0).note == ""
+    with pytest.warns(UserWarning, match="approximate"):
+        assert kernels.build("subcluster", bound, variant="paper").note == ""
 
 
 @pytest.mark.parametrize("case_name", ["niw_2d_separated", "dirichlet_multinomial_separated",
@@ -99,7 +122,7 @@ def test_capacity_growth_does_not_change_draws():
     x, _ = dpppl.datasets.load("w2", n=300, num_clusters=4, seed=1)
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
     runs = [dpppl.sample(model, x, kernel="subcluster", num_warmup=29, num_samples=1, init="single",
-                         capacity=capacity, seed=5, progress_bar=False) for capacity in (2, 16)]
+                         capacity=capacity, seed=5, collapsed_below=0, progress_bar=False) for capacity in (2, 16)]
     z_small, z_large = (partition_group(r)["z"].values for r in runs)
     assert runs[0].attrs["final_capacity"] > 2  # it did grow
     np.testing.assert_array_equal(z_small, z_large)
@@ -167,7 +190,8 @@ def test_bad_options_and_models_are_refused():
     case = CASES["niw_2d_separated"]
     with pytest.raises(KernelError, match="variant"):
         dpppl.sample(case.model, case.x, kernel="subcluster", variant="fast", progress_bar=False)
-    with pytest.raises(KernelError, match="warmup_variant"):
+    with pytest.raises(KernelError,
+                       match=r"warmup_variant must be one of \('paper', 'exact', 'auto', None\), got 'fast'"):
         dpppl.sample(case.model, case.x, kernel="subcluster", warmup_variant="fast", progress_bar=False)
     with pytest.raises(KernelError, match="split_delay"):
         dpppl.sample(case.model, case.x, kernel="subcluster", split_delay=0, progress_bar=False)
@@ -177,6 +201,10 @@ def test_bad_options_and_models_are_refused():
         dpppl.sample(case.model, case.x, kernel="subcluster", launch_scans=1.5, progress_bar=False)
     with pytest.raises(KernelError, match="auxiliary_every must be an integer >= 0, got -2"):
         dpppl.sample(case.model, case.x, kernel="subcluster", auxiliary_every=-2, progress_bar=False)
+    with pytest.raises(KernelError, match="collapsed_below must be an integer >= 0, got -1"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", collapsed_below=-1, progress_bar=False)
+    with pytest.raises(KernelError, match="subset_sweep must be an integer >= 0, got 2.5"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", subset_sweep=2.5, progress_bar=False)
     py = CASES["pitman_yor_normal_known"]
     with pytest.raises(KernelError, match="Pitman-Yor"):
         dpppl.sample(py.model, py.x, kernel="subcluster", progress_bar=False)
