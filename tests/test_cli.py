@@ -85,10 +85,10 @@ def test_a_model_that_names_its_data_runs_without_data_and_data_given_win(tmp_pa
         assert re.search(rf"^{name} +[-\d.]+ ", text, re.M), text
     post = group(az.from_netcdf(out), "posterior")
     assert post["m"].shape == (2, 10) and np.all(np.asarray(post["tau"]) > 0)
-    data = tmp_path / "v.csv"
-    np.savetxt(data, np.r_[np.full(5, 9000.0), np.full(5, 30000.0)] + np.arange(10.0))
+    data = tmp_path / "v.csv"  # 90 points: the shape class of the galaxies' 82 (96 rows), so the program above runs
+    np.savetxt(data, np.r_[np.full(45, 9000.0), np.full(45, 30000.0)] + np.arange(90.0))
     assert main(base + ["--data", str(data)]) == 0
-    assert "x 10 draws, 10 points" in capsys.readouterr().out  # `search` of a model naming its data: test_cli_search
+    assert "x 10 draws, 90 points" in capsys.readouterr().out  # `search` of a model naming its data: test_cli_search
     for command in ("sample", "search"):
         assert main([command, str(MODELS / "gaussian_niw.dp")]) == 2
         assert _one_line_error(capsys).startswith(

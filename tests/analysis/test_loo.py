@@ -193,9 +193,15 @@ def test_a_labelled_prior_s_clusters_renumbered_keep_their_labels_seat_weights()
     rng = np.random.default_rng(3)
     bound = model.bind(rng.normal(size=(7, 2)))
     x, labels = jnp.asarray(bound.x), np.array([5, 0, 9, 5, 0, 9, 9])
-    on_labels = output.conditional_log_predictive(bound.family, bound.prior, x, jnp.asarray(labels), 1.0, 16)
+
+    def predictive(z, capacity, slot=None, num_labels=None):
+        """One compiled program, as `pointwise_log_likelihood` runs it (op by op, a fresh process
+        compiles some 150 small programs per call)."""
+        return jax.jit(lambda z, slot: output.conditional_log_predictive(
+            bound.family, bound.prior, x, z, 1.0, capacity, slot, num_labels))(jnp.asarray(z), slot)
+
+    on_labels = predictive(labels, 16)
     clusters, slot, capacity, num_labels = output.slot_labels(bound.prior, labels[None], 7)
     assert capacity == output.MIN_SLOTS and num_labels >= 16 and list(slot[0, :3]) == [0, 5, 9]
-    renumbered = output.conditional_log_predictive(bound.family, bound.prior, x, jnp.asarray(clusters[0]), 1.0,
-                                                   capacity, jnp.asarray(slot[0]), num_labels)
+    renumbered = predictive(clusters[0], capacity, jnp.asarray(slot[0]), num_labels)
     np.testing.assert_allclose(renumbered, on_labels, rtol=1e-12)

@@ -77,10 +77,11 @@ def test_posterior_predictive_density_integrates_to_one(blobs_run):
     assert np.trapezoid(density, grid[:, 0]) == pytest.approx(1.0, abs=1e-6)
 
 
-def test_predict_binds_to_the_run_data():
-    x = np.random.default_rng(1).normal(size=(12, 2))
-    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())   # data-dependent hyperparameters
-    idata = dpppl.sample(model, x, num_warmup=2, num_samples=10, progress_bar=False)
+def test_predict_binds_to_the_run_data(run):
+    """The conftest run's data and prior with hyperparameters from the data: its shapes, so its programs."""
+    x = run[1]
+    model = dpppl.DPMixture(0.7, dpppl.NormalInverseWishart())   # data-dependent hyperparameters
+    idata = dpppl.sample(model, x, num_warmup=2, num_samples=10, num_chains=2, init="single", progress_bar=False)
     new = np.zeros((2, 2))
     a = dpppl.predict(idata, model, new, clustering="best")
     b = dpppl.predict(idata, model.bind(x), new, clustering="best")
