@@ -18,6 +18,18 @@ import jax.numpy as jnp
 import numpy as np
 
 
+POINT_FIELDS = ("z", "sub_z")
+"""The fields of a chain state indexed by point on their last axis (the labels, the sub-cluster
+sampler's sub-labels): what a multi-device step keeps split on the points' axis and what each
+process of a multi-process run saves of its own points."""
+
+
+def is_point_field(path) -> bool:
+    """Whether the leaf at `path` (a `jax.tree_util` key path into a chain state) is one of the
+    `POINT_FIELDS`."""
+    return isinstance(path[-1], jax.tree_util.GetAttrKey) and path[-1].name in POINT_FIELDS
+
+
 class NoExtras(NamedTuple):
     """The extras of a kernel that carries nothing from one step to the next."""
 

@@ -34,6 +34,7 @@ import jax
 import numpy as np
 
 from dpppl.core.fingerprint import fingerprint
+from dpppl.core.state import is_point_field
 from dpppl.dsl.parser import parse
 from dpppl.errors import ArgumentError, ModelError
 from dpppl.models.mixture import Model
@@ -176,30 +177,21 @@ def _unlocked(lock: filelock.FileLock) -> None:
             pass
 
 
-POINT_FIELDS = ("z", "sub_z")
-"""The fields of a chain state indexed by point on their last axis (the labels, the sub-cluster
-sampler's sub-labels): what each process of a multi-process run saves of its own points."""
-
-
 def shard_path(path: str, process: int) -> str:
     """The file in which process `process` of a multi-process run saves its points' part of the
     checkpoint `path`."""
     return f"{path}.process-{process}"
 
 
-def _is_point_field(where) -> bool:
-    return isinstance(where[-1], jax.tree_util.GetAttrKey) and where[-1].name in POINT_FIELDS
-
-
 def split_points(progress: Progress, rows: slice, n: int) -> tuple[Progress, dict]:
     """`progress` of a multi-process run over `n` points cut in two: what every process holds alike
-    (the per-point fields of `POINT_FIELDS` and the kept labels left with their padding past the `n`
+    (the per-point fields, `dpppl.core.state.POINT_FIELDS`, and the kept labels left with their padding past the `n`
     points only) and this process's part, the per-point fields' `rows` by path (`"kept.z"` for the
     kept labels)."""
     own, states = {}, jax.tree_util.tree_map_with_path(
-        lambda where, leaf: leaf[..., n:] if _is_point_field(where) else leaf, progress.states)
+        lambda where, leaf: leaf[..., n:] if is_point_field(where) else leaf, progress.states)
     for where, leaf in jax.tree_util.tree_leaves_with_path(progress.states):
-        if _is_point_field(where):
+        if is_point_field(where):
             own[jax.tree_util.keystr(where)] = np.asarray(leaf)[..., rows]
     kept = tuple({**chunk, "z": chunk["z"][..., n:]} for chunk in progress.kept)
     own.update({f"kept{j}.z": np.asarray(chunk["z"])[..., rows] for j, chunk in enumerate(progress.kept)})
@@ -213,7 +205,7 @@ def joined_points(progress: Progress, own: dict, join) -> Progress:
         return np.concatenate([join(own[key]), np.asarray(tail)], axis=-1)
 
     states = jax.tree_util.tree_map_with_path(
-        lambda where, leaf: whole(jax.tree_util.keystr(where), leaf) if _is_point_field(where) else leaf,
+        lambda where, leaf: whole(jax.tree_util.keystr(where), leaf) if is_point_field(where) else leaf,
         progress.states)
     kept = tuple({**chunk, "z": whole(f"kept{j}.z", chunk["z"])} for j, chunk in enumerate(progress.kept))
     return progress._replace(states=states, kept=kept)
@@ -460,6 +452,6 @@ def _damaged(path: str, error: Exception | None = None) -> ArgumentError:
                          f"written){detail}")
 
 
-__all__ = ["DEFAULT_EVERY", "FORMAT_VERSION", "POINT_FIELDS", "CheckpointFile", "Interrupted", "ProcessCheckpointFile",
+__all__ = ["DEFAULT_EVERY", "FORMAT_VERSION", "CheckpointFile", "Interrupted", "ProcessCheckpointFile",
            "Progress", "RunSpec", "check_every", "check_output_path", "joined_points", "read_checkpoint", "read_shard",
            "shard_path", "split_points", "write_atomically"]

@@ -52,6 +52,7 @@ from jax.scipy.special import betaln, gammaln
 
 from dpppl.families.base import Family, segment_sums, segment_sums_by_sorting, take, translated_params
 from dpppl.families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
+from dpppl.core.state import is_point_field
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, exchangeable_prior_only, info_type, register
 from dpppl.kernels.gibbs import build_gibbs_kernel
@@ -202,7 +203,7 @@ class _Setup:
         whole, by_point = NamedSharding(self.mesh, P()), NamedSharding(self.mesh, P("points"))
 
         def place(where, leaf):
-            split = (getattr(where[-1], "name", None) in ("z", "sub_z") and leaf.ndim == 1
+            split = (is_point_field(where) and leaf.ndim == 1
                      and leaf.shape[0] % self.mesh.size == 0)
             return jax.lax.with_sharding_constraint(leaf, by_point if split else whole)
 
