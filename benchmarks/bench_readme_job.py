@@ -185,18 +185,20 @@ def profile(jobs: list) -> dict:
     return out
 
 
+def _preamble(title: str, explanation: list[str], info: dict) -> list[str]:
+    """The lines that open a results file: its title, what it holds, and the machine and load."""
+    return [f"# {title}", "", *explanation, "",
+            f"Machine: {info.get('machine', '?')}; load average before/after: {info.get('load', '?')}", ""]
+
+
 def render_profile(profiles: dict, info: dict) -> str:
-    lines = ["# The README's main job in a new process: where its time goes",
-             "",
-             "Written by `benchmarks/bench_readme_job.py --profile` (its docstring says how). Each phase: the",
-             "wall and process CPU seconds it took (CPU: every thread of the process, so XLA's compiler threads",
-             "count and the machine's other load mostly does not). Then each compiled program: the seconds",
-             "`jax_log_compiles` gives its trace, its lowering and its XLA compilation (warm: the load of the",
-             "compiled program from the persistent cache), named by its `persisted` key (`?`: a program",
-             "outside it, such as the chains' keys).",
-             "",
-             f"Machine: {info.get('machine', '?')}; load average before/after: {info.get('load', '?')}",
-             ""]
+    lines = _preamble("The README's main job in a new process: where its time goes", [
+        "Written by `benchmarks/bench_readme_job.py --profile` (its docstring says how). Each phase: the",
+        "wall and process CPU seconds it took (CPU: every thread of the process, so XLA's compiler threads",
+        "count and the machine's other load mostly does not). Then each compiled program: the seconds",
+        "`jax_log_compiles` gives its trace, its lowering and its XLA compilation (warm: the load of the",
+        "compiled program from the persistent cache), named by its `persisted` key (`?`: a program",
+        "outside it, such as the chains' keys)."], info)
     for job, kinds in profiles.items():
         lines += [f"## {job}", "", "| phase | " + " | ".join(f"{k} wall s | {k} CPU s" for k in kinds) + " |",
                   "|---|" + "---|---|" * len(kinds)]
@@ -227,14 +229,10 @@ def render_profile(profiles: dict, info: dict) -> str:
 
 
 def render(results: dict, info: dict) -> str:
-    lines = ["# The README's main job in a new process, beside scikit-learn",
-             "",
-             "Written by `benchmarks/bench_readme_job.py` (its docstring says what each row runs). Each cell:",
-             "median over the repeats (every repeat's figure in brackets); ratio: median wall (CPU) over",
-             "sklearn's median wall (CPU). Issue 35's targets: cold <= 3x, warm <= 1.5x (wall).",
-             "",
-             f"Machine: {info.get('machine', '?')}; load average before/after: {info.get('load', '?')}",
-             ""]
+    lines = _preamble("The README's main job in a new process, beside scikit-learn", [
+        "Written by `benchmarks/bench_readme_job.py` (its docstring says what each row runs). Each cell:",
+        "median over the repeats (every repeat's figure in brackets); ratio: median wall (CPU) over",
+        "sklearn's median wall (CPU). Issue 35's targets: cold <= 3x, warm <= 1.5x (wall)."], info)
     for job, rows in results.items():
         lines += [f"## {job}", "", "| process | wall s | CPU s | ratio to sklearn, wall (CPU) |", "|---|---|---|---|"]
         base = rows["sklearn"]
