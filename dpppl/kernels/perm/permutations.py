@@ -33,14 +33,13 @@ PERMUTATIONS = ("uniform", "markov", "projection")
 EXACT_PERMUTATIONS = ("uniform", "markov")
 
 
-def _cluster_keys(rng_key, z, capacity):
-    """I.i.d. uniform keys, one per occupied slot, from N uniforms: slot c takes the
+def _cluster_keys(u, z, capacity):
+    """I.i.d. uniform keys, one per occupied slot, from the N uniforms `u`: slot c takes the
     uniform of its lowest-indexed point (which does not depend on the uniforms), so the
     induced order of the clusters is uniformly random. Returns the key of each point's
     cluster, shape (N,) (meaningless for a point without a slot). The uniforms have the points
     on their axis, so padding the points adds draws after the real points' and changes none."""
     n = z.shape[0]
-    u = jax.random.uniform(rng_key, (n,))
     first = jax.ops.segment_min(jnp.arange(n), z, num_segments=capacity)
     return u[jnp.minimum(first, n - 1)][z]
 
@@ -53,11 +52,10 @@ def _consistent_order(cluster_key, z, within):
     return jnp.lexsort((within, z, jnp.where(z >= 0, cluster_key, jnp.inf))).astype(jnp.int32)
 
 
-def uniform_permutation(rng_key, z, capacity):
-    """pi ~ p(pi | C) uniform on Pi(C) (eq. 3)."""
-    k_clusters, k_points = jax.random.split(rng_key)
-    within = jax.random.uniform(k_points, z.shape)
-    return _consistent_order(_cluster_keys(k_clusters, z, capacity), z, within)
+def uniform_permutation(uniforms, z, capacity):
+    """pi ~ p(pi | C) uniform on Pi(C) (eq. 3), from `uniforms` (N, 2), one row per point: column
+    0 orders the clusters (`_cluster_keys`), column 1 the points within them."""
+    return _consistent_order(_cluster_keys(uniforms[:, 0], z, capacity), z, uniforms[:, 1])
 
 
 def single_point_predictive(family, x):
@@ -82,6 +80,7 @@ def markov_permutation(rng_key, family, x, z, capacity):
     """
     n = x.shape[0]
     k_clusters, k_scan = jax.random.split(rng_key)
+    cluster_u = jax.random.uniform(k_clusters, (n,))
     params = single_point_predictive(family, x)
     sizes = jax.ops.segment_sum(jnp.ones(n, jnp.int32), z, num_segments=capacity)
     steps = jnp.max(sizes)
@@ -101,7 +100,7 @@ def markov_permutation(rng_key, family, x, z, capacity):
     init = (jnp.zeros((), jnp.int32), jnp.zeros(n, bool), jnp.zeros(n, jnp.int32),
             jnp.full(capacity, -1, jnp.int32))
     _, _, rank, _ = jax.lax.while_loop(lambda c: c[0] < steps, body, init)
-    return _consistent_order(_cluster_keys(k_clusters, z, capacity), z, rank)
+    return _consistent_order(_cluster_keys(cluster_u, z, capacity), z, rank)
 
 
 def projection_representation(family, x):
@@ -123,12 +122,13 @@ def projection_permutation(rng_key, family, x, z, capacity):
     return _consistent_order(cluster_proj, z, proj)
 
 
-def sample_permutation(kind: str, rng_key, family, x, z, capacity):
-    """Dispatch on `kind` in `PERMUTATIONS`; returns pi, int32 (N,). With `"uniform"` and
+def sample_permutation(kind: str, rng_key, uniforms, family, x, z, capacity):
+    """Dispatch on `kind` in `PERMUTATIONS`; returns pi, int32 (N,). `"uniform"` reads the
+    (N, 2) `uniforms` (one row per point), the others draw from `rng_key`. With `"uniform"` and
     `"projection"` the points labelled -1 (padded, `BoundModel.padded`) are last and the real
     points' order is the one drawn without them."""
     if kind == "uniform":
-        return uniform_permutation(rng_key, z, capacity)
+        return uniform_permutation(uniforms, z, capacity)
     if kind == "markov":
         return markov_permutation(rng_key, family, x, z, capacity)
     return projection_permutation(rng_key, family, x, z, capacity)

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import gammaln, logsumexp
+from jax.scipy.special import digamma, gammaln, logsumexp
 
 from dpppl.errors import KernelError
 from dpppl.families.base import segment_stats
@@ -83,6 +83,13 @@ class PermMHInfo(NamedTuple):
 DP_FORMS = ("mh", "exact")
 DEFAULT_BEAM_WIDTH = 16
 DEFAULT_BEAM_EPSILON = 1e-32
+STEP_COLUMNS = 4
+"""Columns of a step's uniforms (N, 4), one row per point (N rows: padding adds rows after the real
+points' and changes none of theirs): 0 and 1 the uniform permutation (`uniform_permutation`: the
+clusters' order, the order within them), 2 the backward draw of the segments (`_backward`: segment
+i from the end takes row i; there are at most N), 3 in row 0 the Metropolis-Hastings acceptance;
+`dp="exact"` adds column 4, its row 0 the number of clusters K (`sample_by_count`). One threefry
+draw where split keys would each be a loop of their own in the compiled program."""
 BEAM_MIN_POINTS = 225
 """Points from which `beam_epsilon="auto"` (the default) uses the beam: at N = 250 one move of
 the O(N^2) dynamic program of sec. 3.2 already costs 7 collapsed Gibbs sweeps, the beam's
@@ -107,11 +114,36 @@ def log_count_factor(prior, alpha, k, n, augmented: bool = True):
     return log_a - gammaln(k + 1.0) if augmented else log_a
 
 
-def log_count_slope(prior, alpha, k_ref, n, augmented: bool = True):
+def log_count_slope(prior, alpha, k_ref, augmented: bool = True):
     """lambda = d/dK log A(K) at `k_ref`: the per-cluster factor that replaces A in the
-    factored proposal (sec. 3.2; lambda = log alpha - psi(k_ref + 1) for the DP)."""
-    return jax.grad(lambda k: log_count_factor(prior, alpha, k, n, augmented))(
-        jnp.asarray(k_ref, jnp.result_type(float)))
+    factored proposal (sec. 3.2): log alpha - psi(k_ref + 1) for the DP, log d +
+    psi(alpha / d + k_ref) - psi(k_ref + 1) for Pitman-Yor (without psi(k_ref + 1) when not
+    `augmented`; the number of points does not enter it). One digamma of the stacked arguments:
+    one copy of its code in the program."""
+    d = prior.discount
+    k_ref = jnp.asarray(k_ref, jnp.result_type(float))
+    if d == 0:
+        return jnp.log(alpha) - (digamma(k_ref + 1.0) if augmented else 0.0)
+    psi = digamma(jnp.stack([alpha / d + k_ref, k_ref + 1.0]))
+    return jnp.log(d) + psi[0] - (psi[1] if augmented else 0.0)
+
+
+def log_count_change(prior, alpha, k_new, k_old, augmented: bool = True):
+    """log A(k_new) - log A(k_old) (`log_count_factor`; the normaliser cancels): one log-gamma
+    of the stacked arguments, so the Metropolis-Hastings ratio of `dp="mh"` is one copy of its
+    code in the program."""
+    d = prior.discount
+    k_new, k_old = jnp.broadcast_arrays(k_new, k_old)
+    dk = k_new - k_old
+    if d == 0:
+        args, change = jnp.stack([k_new + 1.0, k_old + 1.0]), dk * jnp.log(alpha)
+    else:
+        args = jnp.stack([k_new + 1.0, k_old + 1.0, alpha / d + k_new, alpha / d + k_old])
+        change = dk * jnp.log(d)
+    lg = gammaln(args)
+    if d != 0:
+        change = change + lg[2] - lg[3]
+    return change - (lg[0] - lg[1]) if augmented else change
 
 
 def prefix_stats(family, x_pi):
@@ -237,19 +269,19 @@ def forward_beam(weights_fn, n, epsilon, width, dtype):
         return (log_g, kept, start_log_g[moved]), (log_g, kept, kept_contrib)
 
     init = (jnp.zeros((), dtype), jnp.zeros((width,), jnp.int32), jnp.full((width,), -jnp.inf, dtype))
-    _, (log_g, kept, contrib) = jax.lax.scan(body, init, jnp.arange(1, n + 1), unroll=4)
+    _, (log_g, kept, contrib) = jax.lax.scan(body, init, jnp.arange(1, n + 1))
     return (jnp.concatenate([jnp.zeros((1,), dtype), log_g]),
             jnp.concatenate([jnp.zeros((1, width), jnp.int32), kept]),
             jnp.concatenate([jnp.full((1, width), -jnp.inf, dtype), contrib]))
 
 
-def _backward(choose, n, rng_key, k0=0, end=None):
+def _backward(choose, n, uniforms, k0=0, end=None):
     """Walk back from r = `end` (default N; traced for padded points, the real ones):
-    `choose(r, k, u) -> previous boundary s`; returns the segment starts as a bool mask over
-    positions 0..N."""
+    `choose(r, k, u) -> previous boundary s`, the i-th segment from the end with `uniforms[i]`
+    (N,: at most N segments); returns the segment starts as a bool mask over positions 0..N."""
     def body(carry):
         r, k, i, starts = carry
-        s = choose(r, k, jax.random.uniform(jax.random.fold_in(rng_key, i)))
+        s = choose(r, k, uniforms[i])
         return s, k - 1, i + 1, starts.at[s].set(True)
 
     init = (jnp.asarray(n if end is None else end, jnp.int32), jnp.asarray(k0, jnp.int32), jnp.zeros((), jnp.int32),
@@ -257,30 +289,31 @@ def _backward(choose, n, rng_key, k0=0, end=None):
     return jax.lax.while_loop(lambda c: c[0] > 0, body, init)[3]
 
 
-def sample_factored(rows, log_g, rng_key, end=None):
+def sample_factored(rows, log_g, uniforms, end=None):
     """Segment starts of C ~ prod B' / g'(N), drawn backwards (sec. 3.1) from `forward_factored`'s
-    rows and log g'; of the first `end` positions only when given (the real points of padded ones)."""
+    rows and log g' with the (N,) `uniforms` (`_backward`); of the first `end` positions only when
+    given (the real points of padded ones)."""
     n = log_g.shape[0] - 1
-    return _backward(lambda r, k, u: sample_index(log_g + rows[r - 1], u), n, rng_key, end=end)
+    return _backward(lambda r, k, u: sample_index(log_g + rows[r - 1], u), n, uniforms, end=end)
 
 
-def sample_by_count(rows, log_g, log_a, rng_key):
-    """K ~ A(K) g(N, K) / p(pi, x), then the segments backwards (sec. 3.1), from
-    `forward_by_count`'s rows and log g. `log_a`: log A(K) for K = 0..N. Returns (starts mask,
-    K, log p(pi, x))."""
+def sample_by_count(rows, log_g, log_a, u_count, uniforms):
+    """K ~ A(K) g(N, K) / p(pi, x) with the uniform `u_count`, then the segments backwards
+    (sec. 3.1) with the (N,) `uniforms` (`_backward`), from `forward_by_count`'s rows and log g.
+    `log_a`: log A(K) for K = 0..N. Returns (starts mask, K, log p(pi, x))."""
     n = log_g.shape[0] - 1
-    k_count, k_segments = jax.random.split(rng_key)
     logits = log_a + log_g[n]
-    k = sample_index(logits, jax.random.uniform(k_count))
-    starts = _backward(lambda r, kk, u: sample_index(log_g[:, kk - 1] + rows[r - 1], u), n, k_segments, k)
+    k = sample_index(logits, u_count)
+    starts = _backward(lambda r, kk, u: sample_index(log_g[:, kk - 1] + rows[r - 1], u), n, uniforms, k)
     return starts, k, logsumexp(logits)
 
 
-def sample_beam(kept, contrib, rng_key, end=None):
+def sample_beam(kept, contrib, uniforms, end=None):
     """Segment starts of C ~ the beam proposal: at r, length M_r[j] with probability
-    proportional to its stored contribution; of the first `end` positions when given."""
+    proportional to its stored contribution, with the (N,) `uniforms` (`_backward`); of the first
+    `end` positions when given."""
     n = kept.shape[0] - 1
-    return _backward(lambda r, k, u: r - kept[r, sample_index(contrib[r], u)], n, rng_key, end=end)
+    return _backward(lambda r, k, u: r - kept[r, sample_index(contrib[r], u)], n, uniforms, end=end)
 
 
 def in_beam(kept, z_pi, end=None):
@@ -347,59 +380,58 @@ def _segment_row_fn(family, prior, prefix, x_pi, kind, augmented):
     return base_row
 
 
-def _draw_by_count(prior, alpha, base_row, n, dtype, augmented, rng_key):
+def _draw_by_count(prior, alpha, base_row, n, dtype, augmented, u_count, uniforms):
     """`dp="exact"` (sec. 3.1): an exact Gibbs draw from p(C | pi, x) by the dynamic program
-    g(r, K) conditioned on the number of clusters. Returns the segment starts and the log
-    acceptance (0)."""
+    g(r, K) conditioned on the number of clusters, K with the uniform `u_count`, the segments with
+    the (N,) `uniforms`. Returns the segment starts and the log acceptance (0)."""
     counts = jnp.arange(n + 1)
     log_a = jnp.where(counts >= 1, log_count_factor(prior, alpha, counts.astype(dtype), n, augmented), -jnp.inf)
     log_g, rows = forward_by_count(base_row, n, dtype)
-    starts, _, _ = sample_by_count(rows, log_g, log_a, rng_key)
+    starts, _, _ = sample_by_count(rows, log_g, log_a, u_count, uniforms)
     return starts, jnp.zeros((), dtype)
 
 
 def _draw_factored(family, prior, alpha, base_row, prefix, k_ref, k_old, z_and_pi, n, dtype, augmented, beam,
-                   rng_key, points):
+                   uniforms, points):
     """`dp="mh"` (sec. 3.2): a draw from q_beta(C | pi) of eq. (6), every cluster carrying
     lambda = d/dK log A(K) at `k_ref`, with its log Metropolis-Hastings acceptance
     log A(K_new) - log A(K_old) - lambda (K_new - K_old); with `beam` = (epsilon, width) the
     beam of sec. 3.3, and the acceptance gains 1[C_old in the beam] (C_old: the labels and pi
     in `z_and_pi`). The programs run over the n positions of pi; the clustering is of its first
-    `points` (the real points, first in pi: `n` unless the points are padded). Returns the
+    `points` (the real points, first in pi: `n` unless the points are padded), drawn backwards with
+    the (N,) `uniforms` (`_backward`). Returns the
     segment starts, the log acceptance and whether C_old is within the beam (int32)."""
-    lam = log_count_slope(prior, alpha, k_ref, points, augmented)
+    lam = log_count_slope(prior, alpha, k_ref, augmented)
     if beam is None:
         def row(r):
             return base_row(r) + lam
         log_g, rows = forward_factored(row, n, dtype)
-        starts = sample_factored(rows, log_g, rng_key, end=points)
+        starts = sample_factored(rows, log_g, uniforms, end=points)
         support = jnp.ones((), bool)
     else:
         def weights(starts, r):
             return segment_log_weights(family, prior, prefix, starts, r, uniform_order=augmented) + lam
         _, kept, contrib = forward_beam(weights, n, beam[0], beam[1], dtype)
-        starts = sample_beam(kept, contrib, rng_key, end=points)
+        starts = sample_beam(kept, contrib, uniforms, end=points)
         z, pi = z_and_pi
         support = in_beam(kept, z[pi], end=points) | (not augmented)
     k_new = jnp.sum(starts[:-1])
-    log_accept = (log_count_factor(prior, alpha, k_new.astype(dtype), points, augmented)
-                  - log_count_factor(prior, alpha, k_old.astype(dtype), points, augmented)
+    log_accept = (log_count_change(prior, alpha, k_new.astype(dtype), k_old.astype(dtype), augmented)
                   - lam * (k_new - k_old))
     log_accept = jnp.where(support, log_accept, -jnp.inf)
     return starts, log_accept, support.astype(jnp.int32)
 
 
-def _accept_clustering(family, state, x, pi, starts, log_accept, rng_key):
+def _accept_clustering(family, state, x, pi, starts, log_accept, u_accept):
     """The clustering with segments `starts` along pi, accepted with probability
-    min(1, exp(log_accept)) when it fits the capacity (else `overflow` is set); and the
-    step's `PermInfo`."""
+    min(1, exp(log_accept)) (when the uniform `u_accept` is below it) when it fits the capacity
+    (else `overflow` is set); and the step's `PermInfo`."""
     capacity = state.stats.n.shape[0]
-    dtype = x.dtype
     seg, k_new = labels_from_starts(starts)
     fits = k_new <= capacity
     # points without a slot (padded, last in pi) keep -1
     z_new = jnp.where(state.z >= 0, jnp.zeros_like(state.z).at[pi].set(seg), -1)
-    accept = fits & (jnp.log(jax.random.uniform(rng_key, dtype=dtype)) < log_accept)
+    accept = fits & (jnp.log(u_accept) < log_accept)
     stats_new = segment_stats(family, x, jnp.where(fits, z_new, jnp.minimum(z_new, 0)), capacity)
     state = state._replace(
         z=jnp.where(accept, z_new, state.z),
@@ -464,25 +496,29 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
                       "posterior draws", UserWarning, stacklevel=3)
     family, prior = bound_model.family, bound_model.prior
     beam = None if beam_epsilon is None else (beam_epsilon, beam_width)
+    columns = STEP_COLUMNS + (dp == "exact")
 
     def cluster_step(rng_key, state: PartitionState, x, kind: str, adapt: bool):
-        """pi ~ p(pi | C) (sec. 4), then C ~ p(C | pi, x) by the dynamic program of `dp`."""
-        k_perm, k_dp, k_accept = jax.random.split(rng_key, 3)
+        """pi ~ p(pi | C) (sec. 4), then C ~ p(C | pi, x) by the dynamic program of `dp`. The step's
+        random numbers are one (N, `columns`) uniform draw, a row per point (`STEP_COLUMNS`);
+        the Markov scan and the projections draw from `fold_in(rng_key, 1)`."""
+        u = jax.random.uniform(rng_key, (n, columns), x.dtype)
         capacity = state.stats.n.shape[0]
-        pi = sample_permutation(kind, k_perm, family, x, state.z, capacity)
+        pi = sample_permutation(kind, jax.random.fold_in(rng_key, 1) if kind != "uniform" else None, u[:, :2],
+                                family, x, state.z, capacity)
         x_pi = x[pi]
         prefix = prefix_stats(family, x_pi)
         augmented = kind != "projection"
         k_old = num_clusters(state)
         base_row = _segment_row_fn(family, prior, prefix, x_pi, kind, augmented)
         if dp == "exact":
-            starts, log_accept = _draw_by_count(prior, state.alpha, base_row, n, x.dtype, augmented, k_dp)
-            return _accept_clustering(family, state, x, pi, starts, log_accept, k_accept)
+            starts, log_accept = _draw_by_count(prior, state.alpha, base_row, n, x.dtype, augmented, u[0, 4], u[:, 2])
+            return _accept_clustering(family, state, x, pi, starts, log_accept, u[0, 3])
         k_ref = k_old.astype(x.dtype) if adapt else state.extras.k_sum / state.extras.k_count
         starts, log_accept, support = _draw_factored(family, prior, state.alpha, base_row, prefix, k_ref, k_old,
-                                                     (state.z, pi), n, x.dtype, augmented, beam, k_dp,
+                                                     (state.z, pi), n, x.dtype, augmented, beam, u[:, 2],
                                                      bound_model.points)
-        state, info = _accept_clustering(family, state, x, pi, starts, log_accept, k_accept)
+        state, info = _accept_clustering(family, state, x, pi, starts, log_accept, u[0, 3])
         return state, PermMHInfo(*info, k_ref=k_ref, in_beam=support)
 
     def step(rng_key, state, x):

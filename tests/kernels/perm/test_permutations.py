@@ -24,7 +24,7 @@ def test_permutation_samplers_are_consistent_and_uniform():
     x = jnp.asarray(b.x)
     z = jnp.asarray([2, 0, 2, 5, 0, 2, 5, 2], jnp.int32)     # slots 0, 2, 5 of capacity 7
     keys = jax.random.split(jax.random.key(3), 6000)
-    uni = np.asarray(jax.jit(jax.vmap(lambda k: uniform_permutation(k, z, 7)))(keys))
+    uni = np.asarray(jax.jit(jax.vmap(lambda k: uniform_permutation(jax.random.uniform(k, (8, 2)), z, 7)))(keys))
     proj = np.asarray(jax.jit(jax.vmap(lambda k: projection_permutation(k, b.family, x, z, 7)))(keys[:200]))
     mark = np.asarray(jax.jit(jax.vmap(lambda k: markov_permutation(k, b.family, x, z, 7)))(keys[:200]))
     for draws in (uni, proj[:50], mark[:50]):
