@@ -73,7 +73,15 @@ def _check_prob(name, value):
 
 CHUNK = 512
 """The most proposals drawn together (vectorised) and then accepted or rejected in order, per
-chunk; a step on N points makes its proposals in chunks of min(N, CHUNK)."""
+chunk; a step on N points makes its proposals in chunks of `chunk_size(N)`."""
+
+
+def chunk_size(num_points: int) -> int:
+    """The proposals of one chunk on `num_points` points (rows): the power of two at or above it, at
+    most `CHUNK` (a power of two). The same for N points and for N padded to their shape class
+    (`dpppl.run.runner.point_class`, from 64 points on: N <= class <= the power of two at or above N), so the
+    chunk's random numbers, one draw of this many rows, do not depend on the padding."""
+    return min(CHUNK, 1 << max(int(num_points) - 1, 0).bit_length())
 
 PERMUTE_TAIL = 1e-3
 """`labelpermute` draws keys for the labels up to the first past which the prior weights leave less
@@ -144,22 +152,25 @@ def _accept_in_jax(prior, counts, slot_of, labels, keys, uniforms, count, *, per
     return slot_of, counts, acc_sum, accepted, overflow
 
 
-def _relabel_kernel(name, bound_model, prob, propose, permute: bool):
+def _relabel_kernel(name, bound_model, prob, propose, columns: int, permute: bool):
     """A kernel making Binomial(N, prob) MH proposals of relabellings (N the real points: on
     points padded to a shape class, `num_valid`; the padded points keep the label -1).
 
-    `propose(key, cdf) -> (labels, keys)`: the proposal's labels (2,) and keys (of a permutation;
-    see `proposed_move`), labels drawn from the prior weights' CDF `cdf` over the C slots and past
-    them (`_draw_label`; C: a label past the slots, not drawn further). With `prob` 1 the number of
-    proposals, Binomial(N, 1), is N, taken without a draw. Proposal t is drawn from
-    `fold_in(key, t)`, min(N, `CHUNK`) at a time (vmapped); each chunk is then accepted or rejected in
-    order, on CPU in one native call ([`native_relabel`][dpppl.models.native_seating.native_relabel];
-    `DPPPL_NATIVE`), else in a JAX loop: the same draws up to rounding. A proposal reaching past the
-    horizon (`horizon`) of its state or of the state it proposes is rejected; one past the slots but
-    within the horizon sets `overflow` (the driver re-runs the chunk with more slots).
+    `propose(u, cdf) -> (labels, keys)`: the proposal's labels (2,) and keys (of a permutation;
+    see `proposed_move`) from its row `u` of `columns` uniforms (the last column is the acceptance's),
+    labels drawn from the prior weights' CDF `cdf` over the C slots and past them (`_draw_label`; C: a
+    label past the slots, not drawn further). With `prob` 1 the number of proposals, Binomial(N, 1),
+    is N, taken without a draw. The proposals are drawn `chunk_size(N)` at a time, chunk c from one
+    (`chunk_size(N)`, `columns`) uniform draw of `fold_in(key, c)`, a row per proposal (one threefry
+    draw, where keys split per proposal would each be a loop of their own in the compiled program);
+    each chunk is then accepted or rejected in order, on CPU in one native call
+    ([`native_relabel`][dpppl.models.native_seating.native_relabel]; `DPPPL_NATIVE`), else in a JAX
+    loop: the same draws up to rounding. A proposal reaching past the horizon (`horizon`) of its state
+    or of the state it proposes is rejected; one past the slots but within the horizon sets `overflow`
+    (the driver re-runs the chunk with more slots).
     """
     prior, points = bound_model.prior, bound_model.points
-    chunk_size = max(1, min(bound_model.num_points, CHUNK))
+    size = chunk_size(bound_model.num_points)
     accept = functools.partial(native_relabel if use_native_sticks() else _accept_in_jax, permute=permute)
 
     def step(rng_key, state, x):
@@ -168,23 +179,21 @@ def _relabel_kernel(name, bound_model, prob, propose, permute: bool):
         log_pw, log_rest = prior.log_prior_weights(C, counts.dtype)
         logits = jnp.concatenate([log_pw, log_rest[None]])
         cdf = jnp.cumsum(jnp.exp(logits - jnp.max(logits)))       # `sample_index`'s, once per step
-        k_num, k_props = jax.random.split(rng_key)
         # Binomial(N, prob) proposals, N the real points
-        num = (jnp.asarray(points, jnp.int32) if prob == 1.0
-               else jax.random.binomial(k_num, points, prob).astype(jnp.int32))
-
-        def draw(t):
-            k_prop, k_acc = jax.random.split(jax.random.fold_in(k_props, t))
-            labels, keys = propose(k_prop, cdf)
-            return labels, keys, jax.random.uniform(k_acc, dtype=counts.dtype)
+        if prob == 1.0:
+            num, k_props = jnp.asarray(points, jnp.int32), rng_key
+        else:
+            k_num, k_props = jax.random.split(rng_key)
+            num = jax.random.binomial(k_num, points, prob).astype(jnp.int32)
 
         def chunk(carry):
             start, slot_of, counts, overflow, acc_sum, accepted = carry
-            labels, keys, uniforms = jax.vmap(draw)(start + jnp.arange(chunk_size))
-            count = jnp.minimum(num - start, chunk_size)
+            u = jax.random.uniform(jax.random.fold_in(k_props, start // size), (size, columns), counts.dtype)
+            labels, keys = jax.vmap(propose, in_axes=(0, None))(u, cdf)
+            count = jnp.minimum(num - start, size)
             slot_of, counts, chunk_sum, chunk_accepted, chunk_overflow = accept(
-                prior, counts, slot_of, labels, keys, uniforms, count)
-            return (start + chunk_size, slot_of, counts, overflow | chunk_overflow, acc_sum + chunk_sum,
+                prior, counts, slot_of, labels, keys, u[:, -1], count)
+            return (start + size, slot_of, counts, overflow | chunk_overflow, acc_sum + chunk_sum,
                     accepted + chunk_accepted)
 
         init = (jnp.zeros((), jnp.int32), jnp.arange(C, dtype=jnp.int32), counts, state.overflow,
@@ -200,11 +209,10 @@ def _relabel_kernel(name, bound_model, prob, propose, permute: bool):
     return Kernel(name, exact=True, step=step, info_type=RelabelInfo, masked_points=True)
 
 
-def _draw_label(key, cdf):
-    """A label drawn from the prior weights p_i (index C: past the slots): `sample_index` of their
-    logits, inverted at the CDF `cdf` computed once per step: the number of cells below the target,
-    found by bisection (`cdf` is non-decreasing), O(log C)."""
-    u = jax.random.uniform(key, dtype=cdf.dtype)
+def _draw_label(u, cdf):
+    """A label drawn from the prior weights p_i (index C: past the slots) with the uniform `u`:
+    `sample_index` of their logits, inverted at the CDF `cdf` computed once per step: the number of
+    cells below the target, found by bisection (`cdf` is non-decreasing), O(log C)."""
     target = jnp.maximum(u, jnp.finfo(cdf.dtype).tiny) * cdf[-1]
     return jnp.searchsorted(cdf, target, side="left").astype(jnp.int32)
 
@@ -213,11 +221,10 @@ def build_labelswap_kernel(bound_model, *, swap_prob: float = 1.0) -> Kernel:
     """Label-swap proposals (sec. 3.3), each with probability `swap_prob` per point."""
     prob = _check_prob("swap_prob", swap_prob)
 
-    def propose(key, cdf):
-        k_i, k_j = jax.random.split(key)
-        return jnp.stack([_draw_label(k_i, cdf), _draw_label(k_j, cdf)]), jnp.zeros((1,), cdf.dtype)
+    def propose(u, cdf):  # u: the two labels' uniforms, the acceptance's
+        return jnp.stack([_draw_label(u[0], cdf), _draw_label(u[1], cdf)]), jnp.zeros((1,), cdf.dtype)
 
-    return _relabel_kernel("labelswap", bound_model, prob, propose, permute=False)
+    return _relabel_kernel("labelswap", bound_model, prob, propose, 3, permute=False)
 
 
 def build_labelpermute_kernel(bound_model, *, permute_prob: float = 1.0) -> Kernel:
@@ -226,14 +233,13 @@ def build_labelpermute_kernel(bound_model, *, permute_prob: float = 1.0) -> Kern
     prob = _check_prob("permute_prob", permute_prob)
     width = permute_width(bound_model.prior)
 
-    def propose(key, cdf):
-        k_m, k_perm = jax.random.split(key)
-        m = _draw_label(k_m, cdf)   # permute labels 1..m+1 (slots 0..m)
+    def propose(u, cdf):  # u: m's uniform, the W keys' and the acceptance's
+        m = _draw_label(u[0], cdf)   # permute labels 1..m+1 (slots 0..m)
         slots = jnp.arange(width)
-        keys = jnp.where(slots <= m, jax.random.uniform(k_perm, slots.shape, dtype=cdf.dtype), 2.0 + slots)
+        keys = jnp.where(slots <= m, u[1:width + 1], 2.0 + slots)
         return jnp.stack([m, m]), keys
 
-    return _relabel_kernel("labelpermute", bound_model, prob, propose, permute=True)
+    return _relabel_kernel("labelpermute", bound_model, prob, propose, width + 2, permute=True)
 
 
 register("labelswap", build_labelswap_kernel, exact=True, applies=stick_breaking_only,

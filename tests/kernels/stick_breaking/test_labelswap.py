@@ -118,3 +118,15 @@ def test_permutations_of_more_labels_than_keys_are_rejected(path):
     assert low <= width <= high
     log_w, log_rest = prior.log_prior_weights(width)
     assert float(jnp.exp(log_rest)) < PERMUTE_TAIL or width in (low, high)
+
+
+def test_a_chunk_of_proposals_has_the_same_size_on_points_padded_to_their_class():
+    """A chunk's random numbers are one draw with a row per proposal (`chunk_size` rows): N points and
+    the same points padded to their shape class (`point_class`) draw the same chunks, so padding changes
+    no proposal; the chunks stop at `CHUNK`."""
+    from dpppl.kernels.stick_breaking.labelswap import CHUNK, chunk_size
+    from dpppl.run.runner import PADDED_FROM, point_class
+
+    for n in (PADDED_FROM, 70, 90, 100, 300, 600, 620, 5000):
+        assert chunk_size(n) == chunk_size(point_class(n)) >= min(n, CHUNK)
+    assert chunk_size(70) == 128 and chunk_size(10**5) == CHUNK
