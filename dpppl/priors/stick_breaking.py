@@ -40,6 +40,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.special
 from jax.scipy.special import gammaln
 
 from dpppl.core.expressions import Expr, check_hyper, count_limit, parse_expression
@@ -307,6 +308,15 @@ class StickBreaking:
             beyond[self.num_sticks:] = True
         return (jnp.asarray(a, dtype), jnp.asarray(b, dtype), jnp.asarray(last), jnp.asarray(beyond))
 
+    def _log_beta(self, n: int) -> np.ndarray:
+        """log B(a_i, b_i) of sticks 1..n (float64; the last stick of a finite prior, b_L = 0, with
+        b = 1 as in `log_prob_labels`), computed on the host: a constant of a compiled program rather
+        than code in it."""
+        a, b = self.sticks(n)
+        if self.num_sticks is not None and self.num_sticks <= n:
+            b[self.num_sticks - 1] = 1.0
+        return scipy.special.gammaln(a) + scipy.special.gammaln(b) - scipy.special.gammaln(a + b)
+
     def check_hyperparameters(self, n: int) -> None:
         """Raise [`HyperparameterError`][dpppl.errors.HyperparameterError] when the sticks make
         the labelled law of n points degenerate in the run's float dtype (`check_hyper`):
@@ -383,8 +393,10 @@ class StickBreaking:
         n_i = counts
         m_i = jnp.cumsum(counts[..., ::-1], axis=-1)[..., ::-1] - counts  # points at later labels
         safe_b = jnp.where(last, 1.0, b)
-        regular = (gammaln(a + n_i) + gammaln(safe_b + m_i) - gammaln(a + safe_b + n_i + m_i)
-                   - gammaln(a) - gammaln(safe_b) + gammaln(a + safe_b))
+        # one log-gamma of the stacked arguments (one copy of its code in the program); the sticks' own
+        # log B(a_i, b_i) from the host
+        lg = gammaln(jnp.stack(jnp.broadcast_arrays(a + n_i, safe_b + m_i, a + safe_b + n_i + m_i)))
+        regular = lg[0] + lg[1] - lg[2] - jnp.asarray(self._log_beta(counts.shape[-1]), counts.dtype)
         terminal = jnp.where(m_i > 0, -jnp.inf, 0.0)  # V_L = 1: nobody may sit past L
         terms = jnp.where(last, terminal, jnp.where(beyond, 0.0, regular))
         return jnp.sum(terms, axis=-1)

@@ -210,7 +210,8 @@ def _relabel_kernel(name, bound_model, prob, propose, columns: int, permute: boo
 
 
 def _draw_label(u, cdf):
-    """A label drawn from the prior weights p_i (index C: past the slots) with the uniform `u`:
+    """A label drawn from the prior weights p_i (index C: past the slots) with the uniform `u` (an
+    array of uniforms: a label for each):
     `sample_index` of their logits, inverted at the CDF `cdf` computed once per step: the number of
     cells below the target, found by bisection (`cdf` is non-decreasing), O(log C)."""
     target = jnp.maximum(u, jnp.finfo(cdf.dtype).tiny) * cdf[-1]
@@ -221,8 +222,8 @@ def build_labelswap_kernel(bound_model, *, swap_prob: float = 1.0) -> Kernel:
     """Label-swap proposals (sec. 3.3), each with probability `swap_prob` per point."""
     prob = _check_prob("swap_prob", swap_prob)
 
-    def propose(u, cdf):  # u: the two labels' uniforms, the acceptance's
-        return jnp.stack([_draw_label(u[0], cdf), _draw_label(u[1], cdf)]), jnp.zeros((1,), cdf.dtype)
+    def propose(u, cdf):  # u: the two labels' uniforms (one search for both), the acceptance's
+        return _draw_label(u[:2], cdf), jnp.zeros((1,), cdf.dtype)
 
     return _relabel_kernel("labelswap", bound_model, prob, propose, 3, permute=False)
 
