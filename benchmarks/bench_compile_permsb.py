@@ -93,8 +93,9 @@ def measure(job: str, hlo: bool, top: int) -> dict:
 
 class ProgramTimes(logging.Handler):
     """Process CPU seconds per compiled program from `jax_log_compiles`' messages: tracing (up to
-    "Finished tracing"), lowering (up to "Finished jaxpr to MLIR"), XLA's compile (up to "Finished
-    XLA compilation"), each the CPU since the message before it."""
+    "Finished tracing": the CPU since the message before it, so it includes running the programs
+    and the host work between the two), lowering (up to "Finished jaxpr to MLIR"), XLA's compile (up
+    to "Finished XLA compilation")."""
 
     def __init__(self):
         super().__init__(logging.DEBUG)
@@ -133,7 +134,7 @@ def programs(kernel: str, n: int) -> dict:
 
 def render_programs(job: str, r: dict) -> str:
     rows = [f"\n### {job}: the first call's programs (call: {r['call_cpu_s']:.2f} CPU s)\n",
-            "| program | trace CPU s | lower CPU s | XLA compile CPU s |\n|---|---|---|---|"]
+            "| program | until traced CPU s (runs included) | lower CPU s | XLA compile CPU s |\n|---|---|---|---|"]
     rows += [f"| {p['program']} | {p['tracing']:.2f} | {p['jaxpr']:.2f} | {p['XLA']:.2f} |" for p in r["programs"]]
     return "\n".join(rows)
 
