@@ -413,20 +413,17 @@ class StickBreaking:
         """
         counts = jnp.asarray(counts)
         a, b, _, beyond = self._jnp_sticks(counts.shape[-1], counts.dtype)
-        a_star = a + counts
-        b_star = b + jnp.cumsum(counts[..., ::-1], axis=-1)[..., ::-1] - counts
-        total = jnp.log(a_star + b_star)
-        log_stop = jnp.log(a_star) - total
-        log_go = jnp.where(b_star > 0, jnp.log(jnp.where(b_star > 0, b_star, 1.0)), -jnp.inf) - total
-        log_go = jnp.where(beyond, -jnp.inf, log_go)
-        before = jnp.cumsum(log_go, axis=-1)  # sum over j < i: shifted by one stick
-        before = jnp.concatenate([jnp.zeros_like(before[..., :1]), before[..., :-1]], axis=-1)
-        log_w = jnp.where(beyond, -jnp.inf, log_stop + before)
-        return log_w, jnp.sum(log_go, axis=-1)
+        return _expected_weights(jnp, a, b, beyond, counts)
 
     def log_prior_weights(self, n: int, dtype=jnp.float64):
-        """Prior E[pi_i] for i = 1..n and the log mass past n (footnote 2)."""
-        return self.log_expected_weights(jnp.zeros(n, dtype))
+        """Prior E[pi_i] for i = 1..n and the log mass past n (footnote 2): eq. (6) with no
+        points (`log_expected_weights` of zero counts), evaluated on the host in float64 and
+        returned as `dtype` arrays, so that in a compiled program they are constants, not code
+        (they depend on the sticks and n only)."""
+        a, b = self.sticks(n)
+        beyond = np.arange(n) >= (self.num_sticks if self.num_sticks is not None else n)
+        log_w, log_rest = _expected_weights(np, a, b, beyond, np.zeros(n))
+        return jnp.asarray(log_w, dtype), jnp.asarray(log_rest, dtype)
 
     # ------------------------------------------------------------- the log joint ---
     def log_eppf(self, counts, alpha=None):
@@ -530,6 +527,22 @@ def refuse_labelled(prior, what: str) -> None:
     if prior.labelled:
         raise ModelError(f"{what} supports exchangeable partition priors (CRP, Pitman-Yor); "
                          f"{prior.describe()} is a prior on explicit labels, which it does not support")
+
+
+def _expected_weights(xp, a, b, beyond, counts):
+    """`StickBreaking.log_expected_weights` (eq. 6) from the sticks `a`, `b` (C,), the mask of the
+    slots past a finite prior's last stick `beyond` and the counts (..., C), with the array module
+    `xp` (`jax.numpy` in a program, `numpy` on the host)."""
+    a_star = a + counts
+    b_star = b + xp.cumsum(counts[..., ::-1], axis=-1)[..., ::-1] - counts
+    total = xp.log(a_star + b_star)
+    log_stop = xp.log(a_star) - total
+    log_go = xp.where(b_star > 0, xp.log(xp.where(b_star > 0, b_star, 1.0)), -xp.inf) - total
+    log_go = xp.where(beyond, -xp.inf, log_go)
+    before = xp.cumsum(log_go, axis=-1)  # sum over j < i: shifted by one stick
+    before = xp.concatenate([xp.zeros_like(before[..., :1]), before[..., :-1]], axis=-1)
+    log_w = xp.where(beyond, -xp.inf, log_stop + before)
+    return log_w, xp.sum(log_go, axis=-1)
 
 
 def _logsumexp_with(log_values, log_extra):

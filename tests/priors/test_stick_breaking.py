@@ -107,3 +107,17 @@ def test_initial_capacity_holds_the_labels_of_a_runs_fresh_draws():
     assert C > 2 * n + 8  # more than the cap of before, which made such runs grow
     heavy = StickBreaking.pitman_yor(0.4, 1.0)
     assert heavy.initial_capacity(4) == 256 and heavy.initial_capacity(100) == 800
+
+
+@pytest.mark.parametrize("prior", [StickBreaking.pitman_yor(0.25, 1.0),
+                                   StickBreaking.pseudo_particles([1.0, 0.5, 2.0, 0.3])],
+                         ids=["pitman-yor", "finite"])
+def test_prior_weights_from_the_host_are_the_expected_weights_of_no_points(prior):
+    """`log_prior_weights` (numpy, on the host: constants of a program) is `log_expected_weights`
+    of zero counts (jax.numpy, in a program), past the last stick of a finite prior too."""
+    for n in (3, 4, 9):
+        log_w, log_rest = prior.log_prior_weights(n)
+        expected_w, expected_rest = prior.log_expected_weights(jnp.zeros(n))
+        np.testing.assert_allclose(np.asarray(log_w), np.asarray(expected_w), rtol=1e-14)
+        np.testing.assert_allclose(float(log_rest), float(expected_rest), rtol=1e-14)
+    assert np.isneginf(np.asarray(prior.log_prior_weights(9)[0])).sum() == (5 if prior.num_sticks else 0)
