@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 
+from dpppl.config import x64
 from dpppl.core.compiled import on_target, persisted, prepare
 from dpppl.core.protocols import Target
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz, to_run_groups, writes_without_arviz
@@ -325,10 +326,9 @@ def prepare_pointwise(target, draws: int) -> concurrent.futures.Future | None:
     shaped = functools.partial(jax.ShapeDtypeStruct, (block,))
     args = (jax.ShapeDtypeStruct((block, size), np.int32), jax.ShapeDtypeStruct((block, capacity), np.int32),
             shaped(np.int32), shaped(dtype), {k: shaped(dtype) for k in target.model.hyperpriors})
-    x64 = jax.config.jax_enable_x64  # the caller's precision, which the thread's trace must have
 
     def compile_it():
-        with jax.enable_x64(x64):
+        with x64():  # a thread starts with JAX's own settings: dpppl's precision and cache rule, as the caller's
             prepare(fn, *args)
 
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dpppl-pointwise")
