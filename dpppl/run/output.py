@@ -297,7 +297,7 @@ def _pointwise_draws(target, z, slot, num_clusters, alpha, hyper, *, capacity, n
 
 
 def _pointwise_program(target: BoundModel, draws: int, capacity: int, num_labels: int):
-    """`(program, padded target, point class, block)` of `pointwise_log_likelihood` for `draws` draws of
+    """`(program, point class, block)` of `pointwise_log_likelihood` for `draws` draws of
     `target` on `capacity` slots and `num_labels` labels: the target padded to its `point_class` rows,
     blocks of at most 256 draws and at most `POINTWISE_BATCH` numbers."""
     n = target.num_points
