@@ -27,12 +27,12 @@ from dpppl.models.sites import dp_mixture
 from dpppl.run.driver import log_joint, resume, sample
 from dpppl.run.numpyro_output import from_numpyro
 from dpppl.run.partition_gibbs import PartitionGibbs
+from dpppl.search import map_search  # also registers init="search" (dpppl.models.init)
 from dpppl.version import __version__  # noqa: F401  (dpppl.__version__)
 
 if TYPE_CHECKING:  # the names imported on first use, and the moved ones; at run time see __getattr__
     from dpppl import analysis, metrics, plots  # noqa: F401
     from dpppl.analysis import point_estimate, posterior_predictive, predict  # noqa: F401
-    from dpppl.search import map_search  # noqa: F401
     from dpppl.simulate import sample_prior  # noqa: F401
     from dpppl.families import NormalGamma, NormalInverseWishart, NormalLogNormal  # noqa: F401
     from dpppl.models.mixture import BoundModel  # noqa: F401
@@ -59,7 +59,6 @@ MOVED = {
 ON_FIRST_USE = {
     **{name: f"dpppl.{name}" for name in ("analysis", "metrics", "plots")},
     **dict.fromkeys(("point_estimate", "posterior_predictive", "predict"), "dpppl.analysis"),
-    "map_search": "dpppl.search",
     "sample_prior": "dpppl.simulate",
 }
 """Top-level names imported when first used, not with `import dpppl` (a run from the command line

@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_the_command_line_imports_neither_arviz_nor_matplotlib_pandas_xarray_scipy_stats_or_the_analysis():
     script = ("import sys, dpppl.cli\n"
-              "lazy = ('arviz', 'matplotlib', 'pandas', 'xarray', 'scipy.stats', 'dpppl.analysis', 'dpppl.search')\n"
+              "lazy = ('arviz', 'matplotlib', 'pandas', 'xarray', 'scipy.stats', 'dpppl.analysis')\n"
               "print(sorted(m for m in lazy if m in sys.modules))\n"
               "print(dpppl.point_estimate.__module__, dpppl.plots.__name__, 'predict' in dir(dpppl))")
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300)
