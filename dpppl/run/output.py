@@ -319,17 +319,18 @@ def prepare_pointwise(target, draws: int) -> concurrent.futures.Future | None:
     `pointwise_log_likelihood` (`settle`). A run whose draws need more slots compiles its own program then."""
     if isinstance(target, DDPBound) or not isinstance(target, BoundModel) or target.family.data_kind == "ranking":
         return None
-    n, capacity = target.num_points, MIN_SLOTS
-    num_labels = 1 << (target.prior.initial_capacity(n) - 1).bit_length() if target.prior.labelled else capacity
-    fn, size, block = _pointwise_program(target, draws, capacity, num_labels)
-    dtype = jax.dtypes.canonicalize_dtype(target.x.dtype)
-    shaped = functools.partial(jax.ShapeDtypeStruct, (block,))
-    args = (jax.ShapeDtypeStruct((block, size), np.int32), jax.ShapeDtypeStruct((block, capacity), np.int32),
-            shaped(np.int32), shaped(dtype), {k: shaped(dtype) for k in target.model.hyperpriors})
 
     def compile_it():
         with x64():  # a thread starts with JAX's own settings: dpppl's precision and cache rule, as the caller's
-            prepare(fn, *args)
+            n, capacity = target.num_points, MIN_SLOTS
+            num_labels = (1 << (target.prior.initial_capacity(n) - 1).bit_length() if target.prior.labelled
+                          else capacity)
+            fn, size, block = _pointwise_program(target, draws, capacity, num_labels)
+            dtype = jax.dtypes.canonicalize_dtype(target.x.dtype)
+            labels, slot = (jax.ShapeDtypeStruct((block, width), np.int32) for width in (size, capacity))
+            shaped = functools.partial(jax.ShapeDtypeStruct, (block,))
+            hyper = {k: shaped(dtype) for k in target.model.hyperpriors}
+            prepare(fn, labels, slot, shaped(np.int32), shaped(dtype), hyper)
 
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dpppl-pointwise")
     try:

@@ -231,8 +231,7 @@ def test_each_draw_s_predictive_runs_over_its_own_clusters_in_blocks():
 
 def test_a_run_s_pointwise_program_compiles_while_its_chains_run():
     """`prepare_pointwise` compiles, in a thread, the program `pointwise_log_likelihood` then runs on
-    the run's draws (fewer than `MIN_SLOTS` clusters): that call lowers nothing. Draws with more
-    clusters take a program of their own, with the same values as each draw alone."""
+    the run's draws (fewer than `MIN_SLOTS` clusters): that call lowers nothing."""
     from tests.run.test_compile_once import lowerings  # noqa: PLC0415
 
     model = dpppl.load("models/gaussian_niw.dp")
