@@ -74,9 +74,9 @@ DPPPL = ("import sys\n"
 `--before` revision exported with its package only: the same command, ended by the interpreter's teardown as
 the console script of those revisions did)."""
 PROFILE = r"""
-import json, logging, re, resource, sys, time
+import json, logging, re, resource, sys, threading, time
 wall0 = time.perf_counter()
-marks, programs, last = [], [], {"program": "?"}
+marks, programs, last = [], [], {}  # last: each thread's program (dpppl compiles the pointwise one in a thread)
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -87,7 +87,7 @@ class Compiles(logging.Handler):
         found = re.search(r"Finished (tracing|jaxpr to MLIR module conversion|XLA compilation) .*? in ([0-9.e-]+) sec",
                           record.getMessage())
         if found:
-            programs.append((last["program"], found.group(1).split()[0], float(found.group(2))))
+            programs.append((last.get(record.thread, "?"), found.group(1).split()[0], float(found.group(2))))
 import jax
 mark("import jax")
 jax.config.update("jax_log_compiles", True)
@@ -102,7 +102,7 @@ import dpppl.core.compiled as compiled
 mark("import dpppl.cli")
 caller = compiled._Persisted._caller
 def named(self, in_tree, avals):
-    last["program"] = str(self.key[0])
+    last[threading.get_ident()] = str(self.key[0])
     return caller(self, in_tree, avals)
 compiled._Persisted._caller = named
 def marked(fn, name):
@@ -198,7 +198,8 @@ def render_profile(profiles: dict, info: dict) -> str:
         "count and the machine's other load mostly does not). Then each compiled program: the seconds",
         "`jax_log_compiles` gives its trace, its lowering and its XLA compilation (warm: the load of the",
         "compiled program from the persistent cache), named by its `persisted` key (`?`: a program",
-        "outside it, such as the chains' keys)."], info)
+        "outside it, such as the chains' keys). The pointwise log likelihood's program compiles in a thread",
+        "of its own while the chains compile and run, so its seconds overlap the chunk's."], info)
     for job, kinds in profiles.items():
         lines += [f"## {job}", "", "| phase | " + " | ".join(f"{k} wall s | {k} CPU s" for k in kinds) + " |",
                   "|---|" + "---|---|" * len(kinds)]

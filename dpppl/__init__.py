@@ -17,8 +17,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 from dpppl import config  # noqa: F401  (JAX settings changed on import: docs/configuration.md)
-from dpppl import analysis, datasets, diagnostics, families, kernels, metrics, plots, priors  # noqa: F401
-from dpppl.analysis import point_estimate, posterior_predictive, predict
+from dpppl import datasets, diagnostics, families, kernels, priors  # noqa: F401
 from dpppl.dsl import load, parse
 from dpppl.errors import ArgumentError, DataError, DPPPLError, HyperparameterError, KernelError, ModelError
 from dpppl.models.ddp import DDPMixture
@@ -28,11 +27,13 @@ from dpppl.models.sites import dp_mixture
 from dpppl.run.driver import log_joint, resume, sample
 from dpppl.run.numpyro_output import from_numpyro
 from dpppl.run.partition_gibbs import PartitionGibbs
-from dpppl.search import map_search
-from dpppl.simulate import sample_prior
+from dpppl.search import map_search  # also registers init="search" (dpppl.models.init)
 from dpppl.version import __version__  # noqa: F401  (dpppl.__version__)
 
-if TYPE_CHECKING:  # the moved names, for type checkers and the API pages' links; at run time see __getattr__
+if TYPE_CHECKING:  # the names imported on first use, and the moved ones; at run time see __getattr__
+    from dpppl import analysis, metrics, plots  # noqa: F401
+    from dpppl.analysis import point_estimate, posterior_predictive, predict  # noqa: F401
+    from dpppl.simulate import sample_prior  # noqa: F401
     from dpppl.families import NormalGamma, NormalInverseWishart, NormalLogNormal  # noqa: F401
     from dpppl.models.mixture import BoundModel  # noqa: F401
     from dpppl.priors import StickBreaking  # noqa: F401
@@ -55,7 +56,21 @@ MOVED = {
 `dpppl.NAME` still returns the object, with a DeprecationWarning naming `MODULE.NAME`."""
 
 
+ON_FIRST_USE = {
+    **{name: f"dpppl.{name}" for name in ("analysis", "metrics", "plots")},
+    **dict.fromkeys(("point_estimate", "posterior_predictive", "predict"), "dpppl.analysis"),
+    "sample_prior": "dpppl.simulate",
+}
+"""Top-level names imported when first used, not with `import dpppl` (a run from the command line
+needs none of them): name -> its module (for a namespace, the module itself)."""
+
+
 def __getattr__(name: str):
+    if name in ON_FIRST_USE:
+        module = importlib.import_module(ON_FIRST_USE[name])
+        value = module if module.__name__ == f"dpppl.{name}" else getattr(module, name)
+        globals()[name] = value
+        return value
     if name in MOVED:
         warnings.warn(f"dpppl.{name} moved to {MOVED[name]}.{name}: import it from there "
                       f"(`from {MOVED[name]} import {name}`); the top-level name will be removed",

@@ -46,7 +46,6 @@ import numpy as np
 
 import dpppl
 from dpppl.config import x64
-from dpppl.analysis.plots import plot_command
 from dpppl.datasets.bundled import available as available_datasets
 from dpppl.datasets.bundled import requirements as dataset_requirements
 from dpppl.diagnostics.arviz_compat import arviz, group, has_group, partition_group
@@ -533,7 +532,8 @@ def _run(args) -> int:
 
     matplotlib.use("Agg")
     runs = {args.run: idata, **{path: read_run(path) for path in args.compare}}
-    plot_command(args.kind, runs, args.out, estimate=args.estimate, var_names=args.var)
+    # dpppl.analysis is imported here, on first use (`dpppl.ON_FIRST_USE`): a run does not need it
+    dpppl.analysis.plots.plot_command(args.kind, runs, args.out, estimate=args.estimate, var_names=args.var)
     print(f"wrote {args.out}")
     return 0
 

@@ -126,6 +126,16 @@ def on_target(name: str, target: Any, fn: Callable, *static: Hashable) -> Callab
     return functools.partial(persisted((name, structure_key(target), static), fn), target)
 
 
+def prepare(fn: Callable, *args) -> None:
+    """Trace (or read from disk) and compile the program that `fn` (what `persisted` or `on_target`
+    returns) runs on arguments of the types of `args` (arrays or `jax.ShapeDtypeStruct`s), so that a
+    later call on arguments of those types runs it without compiling: what a thread does while the
+    process does something else."""
+    if isinstance(fn, functools.partial):  # `on_target`'s: the target first
+        fn, args = fn.func, fn.args + args
+    fn.prepare(*args)
+
+
 def clear() -> None:
     """Forget every kept function (their memory goes when nothing else holds them); the programs
     on disk stay."""
@@ -153,12 +163,28 @@ class _Persisted:
         leaves, in_tree = jax.tree.flatten(args)
         if any(isinstance(leaf, jax.core.Tracer) or _on_several_devices(leaf) for leaf in leaves):
             return self.jitted(*args)  # under a transformation, or sharded: JAX's own path
+        call = self._found(in_tree, tuple(jax.typeof(leaf) for leaf in leaves))
+        return self.jitted(*args) if call is None else call(leaves)
+
+    def prepare(self, *args):
+        """Compile the program for arguments of the types of `args` (`prepare`)."""
+        leaves, in_tree = jax.tree.flatten(args)
         avals = tuple(jax.typeof(leaf) for leaf in leaves)
-        types = (in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals))
+        if _types(in_tree, avals) in self.calls:
+            return  # compiled by its first call or an earlier `prepare`
+        call = self._found(in_tree, avals)
+        specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
+        if call is None:
+            self.jitted.lower(*jax.tree.unflatten(in_tree, specs)).compile()
+        else:
+            call.compile(specs)
+
+    def _found(self, in_tree, avals) -> Callable | None:
+        """The flat caller of arguments `in_tree` of types `avals`, made once (`_caller`)."""
+        types = _types(in_tree, avals)
         if types not in self.calls:
             self.calls[types] = self._caller(in_tree, avals)
-        call = self.calls[types]
-        return self.jitted(*args) if call is None else call(leaves)
+        return self.calls[types]
 
     def _caller(self, in_tree, avals) -> Callable | None:
         """The function of the flat arguments that runs the program, read from disk or traced
@@ -190,6 +216,11 @@ class _Persisted:
         return _flat_caller(exported, out_trees[-1], self.options)
 
 
+def _types(in_tree, avals) -> tuple:
+    """What `_Persisted` keeps a program by: the arguments' tree, shapes, dtypes and weak types."""
+    return in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals)
+
+
 def _on_several_devices(leaf) -> bool:
     return isinstance(leaf, jax.Array) and len(leaf.sharding.device_set) > 1
 
@@ -202,7 +233,12 @@ def _flat_caller(exported, out_tree, options: dict) -> Callable:
         device = jax.devices(device)[0] if isinstance(device, str) else jax.devices()[0]
     call = jax.jit(exported.call, in_shardings=jax.sharding.SingleDeviceSharding(device),
                    compiler_options=options or None)
-    return lambda leaves: jax.tree.unflatten(out_tree, call(*leaves))
+
+    def run(leaves):
+        return jax.tree.unflatten(out_tree, call(*leaves))
+
+    run.compile = lambda specs: call.lower(*specs).compile()  # ahead of the first call (`prepare`)
+    return run
 
 
 class _NotPortable(Exception):
@@ -391,4 +427,4 @@ def _prune(directory: pathlib.Path) -> None:
         total -= size
 
 
-__all__ = ["EXPORT_DIRECTORY", "EXPORT_MAX_BYTES", "clear", "compiled", "on_target", "persisted"]
+__all__ = ["EXPORT_DIRECTORY", "EXPORT_MAX_BYTES", "clear", "compiled", "on_target", "persisted", "prepare"]

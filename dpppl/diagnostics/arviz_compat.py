@@ -74,12 +74,20 @@ def to_arviz(groups: dict, *, coords: dict | None = None, dims: dict | None = No
 ARVIZ_GROUPS = ("posterior", "log_likelihood", "sample_stats", "observed_data")
 
 
+COMPRESSED_KINDS = "biu"
+"""The NumPy dtype kinds `RunGroups.to_netcdf` compresses: labels, sizes and counts (a run's labels to a
+fifth of their size or less). Floating-point draws, such as the pointwise log likelihood, shrink by a few
+per cent and took half the write's time to compress (Old Faithful's default run: 0.27 s -> 0.19 s CPU for
+a file of 4.76 MB instead of 4.44 MB), so they are written as they are."""
+
+
 class RunGroups:
     """A run's groups as `xarray.Dataset`s, as ArviZ 0.x's `from_dict` makes them (`to_run_groups`),
     without importing ArviZ (with Matplotlib and SciPy's statistics, about a second): what
     `dpppl sample --out` writes and summarises. `run[name]` is a group, `run.groups()` their names,
     `run.attrs` the run's attributes and `run.to_netcdf(path)` writes the file ArviZ 0.x's
-    `InferenceData.to_netcdf` writes (h5netcdf, zlib), which `arviz.from_netcdf` reads."""
+    `InferenceData.to_netcdf` writes (h5netcdf), which `arviz.from_netcdf` reads, with zlib on its
+    integer variables only (`COMPRESSED_KINDS`)."""
 
     def __init__(self, datasets: dict, attrs: dict):
         self.datasets, self.attrs = datasets, attrs
@@ -98,7 +106,8 @@ class RunGroups:
             xr.Dataset(attrs=self.attrs).to_netcdf(path, mode=mode, engine="h5netcdf", group="/")
             mode = "a"
         for name, data in self.datasets.items():
-            encoding = {var: {"zlib": True} for var, values in data.variables.items() if values.dtype.kind in "biufcS"}
+            encoding = {var: {"zlib": True} for var, values in data.variables.items()
+                        if values.dtype.kind in COMPRESSED_KINDS}
             data.to_netcdf(path, mode=mode, group=f"//{name}", engine="h5netcdf", encoding=encoding)
             mode = "a"
 

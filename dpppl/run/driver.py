@@ -30,7 +30,8 @@ from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, ProcessCheckpoin
 from dpppl.run.interrupts import Completed, finishing, hold
 from dpppl.run.memory import check_memory, run_bytes
 from dpppl.run.nuts import sample_nuts
-from dpppl.run.output import check_log_likelihood, log_likelihood_refusal, to_inference_data
+from dpppl.run.output import (check_log_likelihood, log_likelihood_refusal, prepare_pointwise, settle,
+                              to_inference_data)
 from dpppl.run.partition_gibbs import sample_model
 from dpppl.run.runner import check_states, continue_partition, sample_partition
 from dpppl.version import __version__
@@ -202,11 +203,14 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
     with saving as saved, finishing() as late:  # a Ctrl-C after the last iteration: `Completed`, holding the run
         check_memory(run_bytes(target, kernel, kernel_options, backend, num_chains=num_chains, num_samples=num_samples,
                                thinning=thinning, capacity=capacity, truncation=truncation))
+        # the pointwise program compiles in a thread while the chains compile and run
+        compiling = prepare_pointwise(target, num_chains * (num_samples // thinning)) if pointwise else None
         records, attrs, record_dims = BACKENDS[backend](
             target, kernel, kernel_options, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
             seed=seed, init=init, capacity=capacity, thinning=thinning, truncation=truncation,
             progress_bar=_shows_bar(progress_bar), checkpoint=saved)
         hold()
+        settle(compiling)
         idata = _inference_data(target, spec, records, attrs, record_dims, pointwise)
     if own is not None:
         idata = distributed.own_points(idata, own.rows)

@@ -7,9 +7,10 @@ written to the same netCDF file, without importing ArviZ.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
-import functools
 import contextvars
+import functools
 import warnings
 
 import jax
@@ -17,7 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 
-from dpppl.core.compiled import on_target, persisted
+from dpppl.config import x64
+from dpppl.core.compiled import on_target, persisted, prepare
 from dpppl.core.protocols import Target
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz, to_run_groups, writes_without_arviz
 from dpppl.diagnostics.summaries import compact_labels, label_summaries
@@ -103,7 +105,13 @@ def check_log_likelihood(option, why: str | None, num_values: int) -> bool:
     return True
 
 
-def conditional_log_predictive(family, prior, x, z, alpha, capacity: int, slot=None, num_labels: int | None = None):
+SLOT_CHUNK = 4
+"""Cluster slots whose predictive densities `conditional_log_predictive` forms at a time: a draw of K
+clusters costs ceil((K + 1) / SLOT_CHUNK) passes over its points, whatever the program's capacity."""
+
+
+def conditional_log_predictive(family, prior, x, z, alpha, capacity: int, slot=None, num_labels: int | None = None,
+                               num_clusters=None):
     """log p(x_i | x_-i, z_-i, alpha, h) of every point i (N,) given one draw's labels `z` (N,) of the
     points `x` (N, D): point i taken out of its cluster's statistics, then seated by the prior's rule,
 
@@ -113,38 +121,57 @@ def conditional_log_predictive(family, prior, x, z, alpha, capacity: int, slot=N
     Pitman-Yor, whose total is N - 1 + alpha; E[pi_k | z_-i] and the mass of every empty stick for a
     stick-breaking prior on explicit labels) and p(x_i | x_c) the family's posterior predictive. The
     own cluster's term is log p(x_c) - log p(x_c minus x_i) (`log_marginal`), the others'
-    `log_predictive` of the draw's statistics: O(N C) predictive evaluations. Labels lie in
+    `log_predictive` of the draw's statistics: O(N K) predictive evaluations. Labels lie in
     [0, capacity); `family` resolved and conjugate. Traceable (docs/analysis.md).
 
-    The seat weights given z_-i are the same for every point of one cluster, so they are formed once
-    per cluster (C rows of the prior's labels, not N). `slot` (C,) is each cluster's label in the
-    prior's own label space [0, num_labels) where labels matter (a stick-breaking prior's explicit
-    labels: the draw's clusters renumbered 0..C-1 for the family's statistics, their labels kept for
-    E[pi_k | z_-i], so the cost follows the clusters, not the largest label); by default the
-    cluster's index itself."""
+    The seat weights given z_-i are the same for every point of one cluster, so they, and the second
+    term, are formed once per cluster (C rows of the prior's labels, not N). `slot` (C,) is each
+    cluster's label in the prior's own label space [0, num_labels) where labels matter (a
+    stick-breaking prior's explicit labels: the draw's clusters renumbered 0..C-1 for the family's
+    statistics, their labels kept for E[pi_k | z_-i], so the cost follows the clusters, not the
+    largest label); by default the cluster's index itself. The first term's sum runs over the new
+    cluster and the slots in blocks of `SLOT_CHUNK`, up to `num_clusters` (a traced count: the
+    clusters occupy slots 0..num_clusters-1, as `slot_labels` numbers them) or, by default, every slot:
+    its cost follows the draw's clusters, not the capacity."""
     n = x.shape[0]
     stats = segment_stats(family, x, z, capacity)
     without = jax.tree.map(lambda s, p: s[z] - p, stats, family.point_stats(x))
     # one call of each family function on stacked rows (the slots and the points without
-    # themselves; the slots and an empty cluster): one copy of it in the compiled program, not two
+    # themselves; an empty cluster and the slots): one copy of it in the compiled program, not two
     marginals = family.log_marginal(jax.tree.map(lambda s, w: jnp.concatenate([s, w]), stats, without))
     own = marginals[:capacity][z] - marginals[capacity:]
-    rows = jax.tree.map(lambda s, e: jnp.concatenate([s, e[None].astype(s.dtype)]), stats, family.empty_stats(()))
-    params = family.predictive_params(rows)
-    predictive = jax.vmap(lambda xi: family.log_predictive(params, xi))(x)  # (N, capacity + 1)
-    log_pred = predictive[:, :capacity].at[jnp.arange(n), z].set(own)
-    log_prior_pred = predictive[:, capacity]
     if slot is None:
         slot, num_labels = jnp.arange(capacity), capacity
     by_label = jnp.zeros(num_labels, stats.n.dtype).at[slot].add(stats.n)
     without_one = by_label[None, :] - jax.nn.one_hot(slot, num_labels, dtype=stats.n.dtype)  # row k: a point of k out
     weights, new_by_cluster = jax.vmap(lambda c: prior.log_seat_weights(c, alpha))(without_one)
     weights = jnp.where(stats.n[None, :] > 0, jnp.take(weights, slot, axis=1), -jnp.inf)  # (C, C): clusters' columns
-    existing, new = weights[z], new_by_cluster[z]
-    seated = jnp.where(jnp.isfinite(existing), existing + log_pred, -jnp.inf)
-    joint = jnp.concatenate([seated, (new + log_prior_pred)[:, None]], axis=1)
-    total = jnp.concatenate([existing, new[:, None]], axis=1)
-    return jax.nn.logsumexp(joint, axis=1) - jax.nn.logsumexp(total, axis=1)
+    total = jax.nn.logsumexp(jnp.concatenate([weights, new_by_cluster[:, None]], axis=1), axis=1)[z]
+    # column 0 the new cluster (the empty row's predictive), column k + 1 slot k; padded to whole blocks
+    width = -(-(capacity + 1) // SLOT_CHUNK) * SLOT_CHUNK
+    empty = family.empty_stats((width - capacity,))
+    rows = jax.tree.map(lambda e, s: jnp.concatenate([e[:1].astype(s.dtype), s, e[1:].astype(s.dtype)]), empty, stats)
+    params = family.predictive_params(rows)
+    seat = jnp.concatenate([new_by_cluster[:, None], weights, jnp.full((capacity, width - capacity - 1), -jnp.inf,
+                                                                        weights.dtype)], axis=1)
+    blocks = width // SLOT_CHUNK if num_clusters is None else (num_clusters + SLOT_CHUNK) // SLOT_CHUNK
+
+    def block(b, carry):  # a running logsumexp over the columns b * SLOT_CHUNK ...
+        top, acc = carry
+        start = b * SLOT_CHUNK
+        part = jax.tree.map(lambda p: jax.lax.dynamic_slice_in_dim(p, start, SLOT_CHUNK), params)
+        columns = start + jnp.arange(SLOT_CHUNK)
+        log_pred = jax.vmap(lambda xi: family.log_predictive(part, xi))(x)  # (N, SLOT_CHUNK)
+        log_pred = jnp.where(columns[None, :] == z[:, None] + 1, own[:, None], log_pred)
+        w = jax.lax.dynamic_slice_in_dim(seat, start, SLOT_CHUNK, axis=1)[z]
+        terms = jnp.where(jnp.isfinite(w), w + log_pred, -jnp.inf)
+        new_top = jnp.maximum(top, jnp.max(terms, axis=1))
+        shift = jnp.where(jnp.isfinite(new_top), new_top, 0.0)
+        return new_top, acc * jnp.exp(top - shift) + jnp.sum(jnp.exp(terms - shift[:, None]), axis=1)
+
+    dtype = own.dtype
+    top, acc = jax.lax.fori_loop(0, blocks, block, (jnp.full(n, -jnp.inf, dtype), jnp.zeros(n, dtype)))
+    return jnp.log(acc) + jnp.where(jnp.isfinite(top), top, 0.0) - total
 
 
 def recorded_cluster(z: np.ndarray, slot: np.ndarray) -> np.ndarray:
@@ -258,13 +285,66 @@ def slot_labels(prior, z: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, i
     return clusters.astype(np.int32), slot, capacity, 1 << (top - 1).bit_length()
 
 
-def _pointwise_draws(target, z, slot, alpha, hyper, *, capacity, num_labels):
+def _pointwise_draws(target, z, slot, num_clusters, alpha, hyper, *, capacity, num_labels):
+    most = jnp.max(num_clusters)  # one count for the block (not one per draw): a loop the draws share
+
     def one(labels, cluster_labels, a, h):
         bound = target.at_hyperparameters(h)
         return conditional_log_predictive(bound.family, bound.prior, jnp.asarray(bound.x), labels, a, capacity,
-                                          cluster_labels, num_labels)
+                                          cluster_labels, num_labels, most)
 
     return jax.vmap(one)(z, slot, alpha, hyper)
+
+
+def _pointwise_program(target: BoundModel, draws: int, capacity: int, num_labels: int):
+    """`(program, point class, block)` of `pointwise_log_likelihood` for `draws` draws of
+    `target` on `capacity` slots and `num_labels` labels: the target padded to its `point_class` rows,
+    blocks of at most 256 draws and at most `POINTWISE_BATCH` numbers."""
+    n = target.num_points
+    size = point_class(n)  # points padded to their class, labelled `capacity` (in no cluster): one program
+    per_draw = size * (SLOT_CHUNK + target.x.shape[1] ** 2 + 2) + capacity * num_labels
+    block = max(1, min(256, 1 << (draws - 1).bit_length(), POINTWISE_BATCH // per_draw))
+    fn = on_target("pointwise_log_predictive", target.padded(size) if size > n else target,
+                   functools.partial(_pointwise_draws, capacity=capacity, num_labels=num_labels),
+                   capacity, num_labels, block)
+    return fn, size, block
+
+
+def prepare_pointwise(target, draws: int) -> concurrent.futures.Future | None:
+    """Start compiling, in a thread of its own, the program `pointwise_log_likelihood` runs for `draws`
+    draws (chains x kept draws) of a run of `target` whose draws have fewer than `MIN_SLOTS` clusters
+    (and, for a labelled prior, labels below the slots it starts with): the program's shapes are known
+    before the chains run, so its compilation overlaps theirs. Returns the thread's future (None for a
+    target whose pointwise log likelihood is not a conditional predictive); wait for it before
+    `pointwise_log_likelihood` (`settle`). A run whose draws need more slots compiles its own program then."""
+    if isinstance(target, DDPBound) or not isinstance(target, BoundModel) or target.family.data_kind == "ranking":
+        return None
+
+    def compile_it():
+        with x64():  # a thread starts with JAX's own settings: dpppl's precision and cache rule, as the caller's
+            n, capacity = target.num_points, MIN_SLOTS
+            num_labels = (1 << (target.prior.initial_capacity(n) - 1).bit_length() if target.prior.labelled
+                          else capacity)
+            fn, size, block = _pointwise_program(target, draws, capacity, num_labels)
+            dtype = jax.dtypes.canonicalize_dtype(target.x.dtype)
+            labels, slot = (jax.ShapeDtypeStruct((block, width), np.int32) for width in (size, capacity))
+            shaped = functools.partial(jax.ShapeDtypeStruct, (block,))
+            hyper = {k: shaped(dtype) for k in target.model.hyperpriors}
+            prepare(fn, labels, slot, shaped(np.int32), shaped(dtype), hyper)
+
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dpppl-pointwise")
+    try:
+        return pool.submit(compile_it)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def settle(future: concurrent.futures.Future | None) -> None:
+    """Wait for `prepare_pointwise`'s compilation to end. Its failure is not this run's: the program
+    then compiles (and any error shows) where `pointwise_log_likelihood` calls it."""
+    if future is not None:
+        with contextlib.suppress(Exception):
+            future.result()
 
 
 def pointwise_log_likelihood(target: BoundModel, z: np.ndarray, alpha: np.ndarray, hyper: dict) -> np.ndarray:
@@ -272,28 +352,26 @@ def pointwise_log_likelihood(target: BoundModel, z: np.ndarray, alpha: np.ndarra
     (chain, draw, N), `alpha` (chain, draw) and the random hyperparameters of the base measure
     `hyper` ({name: (chain, draw)}; the family at each draw's values). One compiled program per shape
     class (`on_target`: the data are an argument, padded to `point_class` rows, the cluster slots
-    `slot_labels` says), run on blocks of draws (at most 256, and at most `POINTWISE_BATCH` numbers;
-    the last block padded with copies of the first draw), so the number of draws is not part of it."""
+    `slot_labels` says), run on blocks of draws (`_pointwise_program`; the last block padded with
+    copies of the first draw), so the number of draws is not part of it. The draws run in order of
+    their number of clusters, so a block's cost follows its draws' clusters (`SLOT_CHUNK`)."""
     lead, n = z.shape[:-1], target.num_points
     labels, slot, capacity, num_labels = slot_labels(target.prior, z.reshape(-1, n), n)
-    size = point_class(n)  # points padded to their class, labelled `capacity` (in no cluster): one program
-    padded = target.padded(size) if size > n else target
-    labels = np.pad(labels, [(0, 0), (0, size - n)], constant_values=capacity)
-    dtype = jax.dtypes.canonicalize_dtype(target.x.dtype)  # no transfer of x: that is a program of its shape
     draws = labels.shape[0]
-    per_draw = size * (capacity + target.x.shape[1] ** 2 + 2) + capacity * num_labels
-    block = max(1, min(256, 1 << (draws - 1).bit_length(), POINTWISE_BATCH // per_draw))
+    fn, size, block = _pointwise_program(target, draws, capacity, num_labels)
+    clusters = labels.max(axis=1).astype(np.int32) + 1  # each draw's, numbered 0..K-1 by `slot_labels`
+    labels = np.pad(labels, [(0, 0), (0, size - n)], constant_values=capacity)
+    order = np.argsort(clusters, kind="stable")
+    dtype = jax.dtypes.canonicalize_dtype(target.x.dtype)
     rows = -(-draws // block) * block
-    inputs = [labels, slot, np.reshape(alpha, -1)] + [np.reshape(v, -1) for v in hyper.values()]
-    inputs = [np.concatenate([v, np.broadcast_to(v[:1], (rows - draws,) + v.shape[1:])]) for v in inputs]
-    fn = on_target("pointwise_log_predictive", padded,
-                   functools.partial(_pointwise_draws, capacity=capacity, num_labels=num_labels),
-                   capacity, num_labels, block)
+    inputs = [labels, slot, clusters] + [np.reshape(v, -1).astype(dtype) for v in [alpha, *hyper.values()]]
+    inputs = [np.concatenate([v[order], np.broadcast_to(v[order[:1]], (rows - draws,) + v.shape[1:])])
+              for v in inputs]
     out = np.empty((rows, size))
-    for i in range(0, rows, block):
-        part = [jnp.asarray(v[i:i + block], dtype) for v in inputs[2:]]
-        out[i:i + block] = np.asarray(fn(jnp.asarray(inputs[0][i:i + block]), jnp.asarray(inputs[1][i:i + block]),
-                                         part[0], dict(zip(hyper, part[1:]))))
+    for i in range(0, rows, block):  # NumPy arguments: `jnp.asarray` would compile a program per shape
+        part = [v[i:i + block] for v in inputs]
+        out[i:i + block] = np.asarray(fn(*part[:4], dict(zip(hyper, part[4:]))))
+    out[order] = out[:draws].copy()
     return out[:draws, :n].reshape(lead + (n,))
 
 

@@ -205,3 +205,43 @@ def test_a_labelled_prior_s_clusters_renumbered_keep_their_labels_seat_weights()
     assert capacity == output.MIN_SLOTS and num_labels >= 16 and list(slot[0, :3]) == [0, 5, 9]
     renumbered = predictive(clusters[0], capacity, jnp.asarray(slot[0]), num_labels)
     np.testing.assert_allclose(renumbered, on_labels, rtol=1e-12)
+
+
+def _draws_of_many_sizes(n, rng):
+    """Labels (1, 12, n) of draws with 1 to 12 clusters (several `SLOT_CHUNK` blocks), shuffled."""
+    sizes = rng.permutation(np.arange(1, 13))
+    return np.stack([rng.permutation(np.arange(n) % k) * 3 for k in sizes])[None]  # labels 0, 3, 6, ...
+
+
+def test_each_draw_s_predictive_runs_over_its_own_clusters_in_blocks():
+    """`pointwise_log_likelihood` runs the draws in order of their number of clusters, each block
+    over the slots its draws fill (`SLOT_CHUNK` at a time): every draw's values, back in the run's
+    order, are those of `conditional_log_predictive` over all 32 slots of that draw alone."""
+    model = dpppl.load("models/gaussian_niw.dp")
+    rng = np.random.default_rng(5)
+    bound = model.bind(rng.normal(size=(30, 2)))
+    z, alpha = _draws_of_many_sizes(30, rng), rng.gamma(2.0, size=(1, 12))
+    assert output.SLOT_CHUNK < 12 < output.MIN_SLOTS
+    ll = output.pointwise_log_likelihood(bound, z, alpha, {})
+    clusters, _, capacity, _ = output.slot_labels(bound.prior, z[0], 30)
+    every_slot = jax.jit(jax.vmap(lambda labels, a: output.conditional_log_predictive(
+        bound.family, bound.prior, jnp.asarray(bound.x), labels, a, capacity)))
+    np.testing.assert_allclose(ll[0], every_slot(jnp.asarray(clusters), jnp.asarray(alpha[0])), rtol=1e-12)
+
+
+def test_a_run_s_pointwise_program_compiles_while_its_chains_run():
+    """`prepare_pointwise` compiles, in a thread, the program `pointwise_log_likelihood` then runs on
+    the run's draws (fewer than `MIN_SLOTS` clusters): that call lowers nothing."""
+    from tests.run.test_compile_once import lowerings  # noqa: PLC0415
+
+    model = dpppl.load("models/gaussian_niw.dp")
+    rng = np.random.default_rng(6)
+    bound = model.bind(rng.normal(size=(40, 2)))
+    z = _draws_of_many_sizes(40, rng)[:, :7]  # 7 draws: blocks of 8, a program of no other test
+    alpha = rng.gamma(2.0, size=(1, 7))
+    compiling = output.prepare_pointwise(bound, 7)
+    assert compiling is not None
+    output.settle(compiling)
+    with lowerings() as programs:
+        ll = output.pointwise_log_likelihood(bound, z, alpha, {})
+    assert programs == [] and np.all(np.isfinite(ll))

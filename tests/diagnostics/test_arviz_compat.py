@@ -4,6 +4,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import h5py
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -124,3 +125,5 @@ def test_a_run_as_groups_is_the_inference_data_and_writes_the_same_file(idata, n
     assert written.groups() == expected.groups()
     for name in expected.groups():
         assert _without_created_at(written[name]).identical(_without_created_at(expected[name])), name
+    with h5py.File(tmp_path / "groups.nc") as f:  # labels compressed, floating-point draws as they are
+        assert f["posterior_partition/z"].compression == "gzip" and f["log_likelihood/x"].compression is None
