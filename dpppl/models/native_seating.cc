@@ -1,7 +1,8 @@
 // The collapsed-Gibbs point loop of dpppl/models/seating.py (Seat) and split-merge's allocation
 // pass of dpppl/kernels/splitmerge.py (Allocate) as native functions, called from inside the
 // jitted step through XLA's FFI, with sbgibbs's sweep over stick-breaking labels (SbSeat) and the
-// acceptance loop of the stick-breaking label moves (Relabel)
+// acceptance loop of the stick-breaking label moves (Relabel), and a whole step of split-merge's SAMS
+// proposals (SplitMerge: pair, allocation, marginals, Metropolis-Hastings ratio, all in one call)
 // (dpppl/models/native_seating.py builds, loads and calls them,
 // sharing one copy of each family's mathematics). One Seat call seats every point once, one
 // Allocate call places the points of a split-merge proposal once; the uniforms that fix the
@@ -177,6 +178,54 @@ struct Niw {
       for (int j = 0; j < D; ++j) s2[i * D + j] += sign * xi[i] * xi[j];
   }
 
+  // log |a| of the symmetric positive-definite D x D matrix in `work` (lower triangle), by Cholesky
+  T logdet_work() {
+    T* a = work.data();
+    T logdet = 0;
+    for (int j = 0; j < D; ++j) {
+      T v = a[j * D + j];
+      for (int m = 0; m < j; ++m) v -= a[j * D + m] * a[j * D + m];
+      const T pivot = std::sqrt(v);
+      a[j * D + j] = pivot;
+      logdet += std::log(pivot);
+      for (int i = j + 1; i < D; ++i) {
+        T w = a[i * D + j];
+        for (int m = 0; m < j; ++m) w -= a[i * D + m] * a[j * D + m];
+        a[i * D + j] = w / pivot;
+      }
+    }
+    return T(2) * logdet;
+  }
+  // log Gamma_D(v), the multivariate log gamma function
+  T multi_log_gamma(T v) const {
+    double out = 0.25 * D * (D - 1) * std::log(M_PI);
+    for (int j = 0; j < D; ++j) out += log_gamma(double(v) - 0.5 * j);
+    return T(out);
+  }
+  // log m(x_c), the marginal likelihood of a slot with statistics (n, s1, s2) (NormalInverseWishart.log_marginal):
+  //   -n D/2 log pi + log Gamma_D(nu_n/2) - log Gamma_D(nu0/2) + nu0/2 log|psi0| - nu_n/2 log|psi_n|
+  //   + D/2 (log kappa0 - log kappa_n)
+  T log_marginal(T n, const T* s1, const T* s2) {
+    if (!prior_known) {
+      for (int i = 0; i < D * D; ++i) work[i] = psi0[i];
+      prior_term = T(0.5) * nu0 * logdet_work() - multi_log_gamma(nu0 / 2);
+      prior_known = true;
+    }
+    const T kn = kappa0 + n, nun = nu0 + n;
+    T* a = work.data();
+    marginal_mu.resize(D);
+    T* mu = marginal_mu.data();  // mu_n
+    for (int i = 0; i < D; ++i) mu[i] = (kappa0 * mu0[i] + s1[i]) / kn;
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j <= i; ++j)
+        a[i * D + j] = psi0[i * D + j] + s2[i * D + j] + kappa0 * mu0[i] * mu0[j] - kn * mu[i] * mu[j];
+    return -T(0.5) * n * T(D) * T(std::log(M_PI)) + multi_log_gamma(nun / 2) + prior_term
+           - T(0.5) * nun * logdet_work() + T(0.5) * T(D) * (std::log(kappa0) - std::log(kn));
+  }
+  bool prior_known = false;
+  T prior_term = 0;  // nu0/2 log|psi0| - log Gamma_D(nu0/2), once per call
+  std::vector<T> marginal_mu;
+
   // out[j] = log t_k(x) for the slots k = active[j], j < m; out has room for whole vectors
   void log_predictive(const int* active, int m, const T* x, T* out) {
     const int whole = (m + 3) / 4 * 4;
@@ -231,6 +280,19 @@ struct NormalKnown {
       norm += std::log(T(2) * T(M_PI) * var);
     }
     log_norm[k] = T(-0.5) * norm;
+  }
+
+  // log m(x_c) of a slot with statistics (n, s1, s2) (NormalKnownCov.log_marginal): per dimension, with
+  // S = s1 - n mu0 and Q = s2 - 2 mu0 s1 + n mu0^2 (sums about mu0),
+  //   -n/2 log(2 pi sigma2) - 1/2 log(1 + n tau2 / sigma2) - (Q - tau2 S^2 / (sigma2 + n tau2)) / (2 sigma2)
+  T log_marginal(T n, const T* s1, const T* s2) const {
+    T out = 0;
+    for (int i = 0; i < D; ++i) {
+      const T S = s1[i] - n * mu0[i], Q = s2[i] - T(2) * mu0[i] * s1[i] + n * mu0[i] * mu0[i];
+      out += -T(0.5) * n * std::log(T(2) * T(M_PI) * sigma2[i]) - T(0.5) * std::log1p(n * tau2[i] / sigma2[i])
+             - T(0.5) * (Q - tau2[i] * S * S / (sigma2[i] + n * tau2[i])) / sigma2[i];
+    }
+    return out;
   }
 
   void log_predictive(const int* active, int m, const T* x, T* out) {
@@ -489,6 +551,103 @@ T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* un
     side[k] = s;
   }
   return log_q;
+}
+
+// One chain's split-merge step of P SAMS proposals (dpppl/kernels/splitmerge.py, `step` and `propose`
+// with method="sams"), in order, each on the state the previous one left. Proposal t takes the pair
+// (i, j) = pairs[t] (i != j, real points) with c_i = z[i], c_j = z[j]; S is the other points of c_i
+// and c_j in the order of `permutation`; i and j seed slots 0 and 1 and S is allocated by
+// allocate_chain with the uniforms uniforms[t] (N), forced to the current sides (target: 1 for the
+// points of c_j) for a merge (c_i == c_j is a split). With the split's new slot b the first empty slot
+// (c_j for a merge; a split with no empty slot is infeasible: rejected, and sets *overflow), the
+// proposed rows are A = (slot 0 for a split, c_i + c_j for a merge) and B = (slot 1, or empty), the
+// current ones c_i and b, and
+//   log a = [log EPPF change + log m(A) + log m(B) - log m(c_i) - log m(b)] -+ log_q   (- for a split),
+//   log EPPF change = (K' - K) terms: log(alpha + K d) for a cluster opened, -log(alpha + (K - 1) d) for
+//                     one closed; plus sum_new lgamma(n - d) - sum_old lgamma(n - d) over occupied rows
+//                     (PitmanYor.log_eppf_change; log m of an empty row is 0).
+// Accepted when log(u_accept[t]) < log a: the points of S, i, j get c_i, or b on side 1 of a split, and
+// the rows c_i, b become A, B. Adds exp(min(log a, 0)) to *total_p and counts[4] (splits proposed,
+// accepted, merges proposed, accepted).
+template <typename T, typename Family>
+void splitmerge_chain(int N, int D, int C, int P, const T* x, const int32_t* pairs, const T* u_accept,
+                      const int32_t* permutation, const T* uniforms, int32_t* z, T* n, T* s1, T* s2, T alpha,
+                      T discount, Family& fam, bool* overflow, T* total_p, int32_t* counts) {
+  const int DD = fam.second_size();
+  std::vector<int32_t> order(N), target(N, 0), side(N, 0);
+  std::vector<T> n2(2), a2(2 * size_t(D)), b2(2 * size_t(DD)), merged1(D), merged2(DD), zero1(D, T(0)),
+      zero2(DD, T(0));
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  auto size_term = [&](T m) { return m > T(0) ? T(log_gamma(double(m - discount)) - log_gamma(double(1 - discount))) : T(0); };
+  auto marginal = [&](T m, const T* r1, const T* r2) { return m > T(0.5) ? fam.log_marginal(m, r1, r2) : T(0); };
+  int clusters = 0;
+  for (int c = 0; c < C; ++c) clusters += n[c] > T(0);
+  for (int t = 0; t < P; ++t) {
+    const int i = pairs[2 * t], j = pairs[2 * t + 1];
+    const int ci = z[i], cj = z[j];
+    const bool split = ci == cj;
+    int count = 0;
+    for (int r = 0; r < N; ++r) {
+      const int k = permutation[r];
+      if (k != i && k != j && (z[k] == ci || z[k] == cj)) order[count++] = k, target[k] = z[k] == cj;
+    }
+    // slots 0 and 1 hold i and j
+    const T* xi = x + size_t(i) * D;
+    const T* xj = x + size_t(j) * D;
+    n2[0] = n2[1] = T(1);
+    std::copy(xi, xi + D, a2.begin());
+    std::copy(xj, xj + D, a2.begin() + D);
+    std::fill(b2.begin(), b2.end(), T(0));
+    fam.add_second(b2.data(), xi, T(1));
+    fam.add_second(b2.data() + DD, xj, T(1));
+    const T log_q = allocate_chain(D, x, order.data(), count, uniforms + size_t(t) * N, !split, target.data(),
+                                   side.data(), n2.data(), a2.data(), b2.data(), discount, false, fam);
+    int empty = -1;
+    for (int c = 0; c < C && empty < 0; ++c)
+      if (n[c] < T(0.5)) empty = c;
+    const bool feasible = !split || empty >= 0;
+    const int b = split ? std::max(empty, 0) : cj;
+    // the proposed rows A (at c_i) and B (at b)
+    const T *A1, *A2, *B1, *B2;
+    T nA, nB;
+    if (split) {
+      nA = n2[0], A1 = a2.data(), A2 = b2.data(), nB = n2[1], B1 = a2.data() + D, B2 = b2.data() + DD;
+    } else {
+      nA = n[ci] + n[cj], nB = 0, B1 = zero1.data(), B2 = zero2.data();
+      for (int d = 0; d < D; ++d) merged1[d] = s1[size_t(ci) * D + d] + s1[size_t(cj) * D + d];
+      for (int d = 0; d < DD; ++d) merged2[d] = s2[size_t(ci) * DD + d] + s2[size_t(cj) * DD + d];
+      A1 = merged1.data(), A2 = merged2.data();
+    }
+    T log_accept = neg_inf;
+    if (feasible) {
+      const T nI = n[ci], nb = n[b];
+      const int opened = int(nA > T(0)) + int(nB > T(0)) - int(nI > T(0)) - int(nb > T(0));
+      T eppf = size_term(nA) + size_term(nB) - size_term(nI) - size_term(nb);
+      if (opened > 0) eppf += std::log(alpha + T(clusters) * discount);
+      if (opened < 0) eppf -= std::log(alpha + T(clusters - 1) * discount);
+      const T log_ratio = eppf + marginal(nA, A1, A2) + marginal(nB, B1, B2)
+                          - marginal(nI, s1 + size_t(ci) * D, s2 + size_t(ci) * DD)
+                          - marginal(nb, s1 + size_t(b) * D, s2 + size_t(b) * DD);
+      log_accept = log_ratio + (split ? -log_q : log_q);
+    }
+    *overflow |= !feasible;
+    const bool accept = std::log(u_accept[t]) < log_accept;
+    *total_p += std::exp(std::min(log_accept, T(0)));
+    counts[split ? 0 : 2] += 1;
+    counts[split ? 1 : 3] += accept;
+    if (!accept) continue;
+    side[i] = 0, side[j] = 1;
+    z[i] = ci, z[j] = split ? b : ci;
+    for (int r = 0; r < count; ++r) z[order[r]] = split && side[order[r]] == 1 ? b : ci;
+    // B first: its pointers may be the merged copies, A's may be the scratch rows
+    n[b] = nB;
+    std::copy(B1, B1 + D, s1 + size_t(b) * D);
+    std::copy(B2, B2 + DD, s2 + size_t(b) * DD);
+    n[ci] = nA;
+    std::copy(A1, A1 + D, s1 + size_t(ci) * D);
+    std::copy(A2, A2 + DD, s2 + size_t(ci) * DD);
+    clusters += split ? 1 : -1;
+  }
 }
 
 // One chain's relabelling proposals of dpppl/kernels/stick_breaking/labelswap.py (labelswap,
@@ -818,6 +977,61 @@ ffi::Error Allocate(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> order, ffi::Buffer<
   return ffi::Error::Success();
 }
 
+// Split-merge's step of SAMS proposals for every chain of the batch: see splitmerge_chain.
+template <ffi::DataType DT>
+ffi::Error SplitMerge(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in,
+                      ffi::Buffer<DT> s2_in, ffi::Buffer<DT> alpha, ffi::Buffer<ffi::S32> pairs, ffi::Buffer<DT> u_accept,
+                      ffi::Buffer<ffi::S32> permutation, ffi::Buffer<DT> uniforms, ffi::Buffer<DT> h1,
+                      ffi::Buffer<DT> h2, ffi::Buffer<DT> h3, ffi::Buffer<DT> scalars,
+                      ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out, ffi::ResultBuffer<DT> s1_out,
+                      ffi::ResultBuffer<DT> s2_out, ffi::ResultBuffer<ffi::PRED> overflow_out,
+                      ffi::ResultBuffer<DT> total_p_out, ffi::ResultBuffer<ffi::S32> counts_out, int64_t family,
+                      int64_t num_threads) {
+  using T = ffi::NativeType<DT>;
+  const auto xd = x.dimensions(), nd = n_out->dimensions(), pd = pairs.dimensions();
+  if (xd.size() < 2 || nd.size() < 1 || pd.size() < 2 || pd[pd.size() - 1] != 2)
+    return ffi::Error::InvalidArgument("native split-merge step: bad operand ranks");
+  if (family != 0 && family != 1) return ffi::Error::InvalidArgument("native split-merge step: unknown family");
+  const int N = int(xd[xd.size() - 2]), D = int(xd[xd.size() - 1]), C = int(nd[nd.size() - 1]),
+            P = int(pd[pd.size() - 2]);
+  const int64_t B = batch_of(z_out->dimensions(), 1);
+  const size_t full = family == 0;
+  const Operand ox(xd, 2, B), oa(alpha.dimensions(), 0, B), op(pd, 2, B), ou(u_accept.dimensions(), 1, B),
+                om(permutation.dimensions(), 1, B), ow(uniforms.dimensions(), 2, B);
+  const SweepState<DT> state(z_in, n_in, s1_in, s2_in, z_out, n_out, s1_out, s2_out, N, C, D, full, B);
+  const Hyper<DT> hyper(h1, h2, h3, scalars, full, B);
+  // labels index the slots (-1: a padded point) and pairs and the permutation index the points
+  for (int64_t b = 0; b < B; ++b) {
+    const int32_t *zb = state.oz.at(z_in.typed_data(), b), *pb = op.at(pairs.typed_data(), b),
+                  *mb = om.at(permutation.typed_data(), b);
+    for (int k = 0; k < N; ++k) {
+      if (zb[k] < -1 || zb[k] >= C) return ffi::Error::InvalidArgument("native split-merge step: a label outside [-1, capacity)");
+      if (mb[k] < 0 || mb[k] >= N) return ffi::Error::InvalidArgument("native split-merge step: a permutation entry outside [0, N)");
+    }
+    for (int t = 0; t < P; ++t) {
+      const int i = pb[2 * t], j = pb[2 * t + 1];
+      if (i < 0 || i >= N || j < 0 || j >= N || i == j || zb[i] < 0 || zb[j] < 0)
+        return ffi::Error::InvalidArgument("native split-merge step: a pair that is not two distinct seated points");
+    }
+  }
+
+  for_each_chain(B, num_threads, [&](int64_t b) {
+    const auto st = state.copy(b);
+    bool* overflow = overflow_out->typed_data() + b;
+    T* total_p = total_p_out->typed_data() + b;
+    int32_t* counts = counts_out->typed_data() + b * 4;
+    *overflow = false, *total_p = T(0);
+    std::fill(counts, counts + 4, 0);
+    hyper.with_family(family, b, D, 2, N, [&](auto& fam) {
+      splitmerge_chain(N, D, C, P, ox.at(x.typed_data(), b), op.at(pairs.typed_data(), b),
+                       ou.at(u_accept.typed_data(), b), om.at(permutation.typed_data(), b),
+                       ow.at(uniforms.typed_data(), b), st.z, st.n, st.s1, st.s2, *oa.at(alpha.typed_data(), b),
+                       hyper.discount(b), fam, overflow, total_p, counts);
+    });
+  });
+  return ffi::Error::Success();
+}
+
 // The relabelling proposals of one chunk for every chain of the batch: see relabel_chain.
 template <ffi::DataType DT>
 ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi::Buffer<ffi::S32> labels,
@@ -914,6 +1128,33 @@ ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi
       .Attr<int64_t>("reseat")                                                                   \
       .Attr<int64_t>("num_threads")
 
+// The operands of SplitMerge, in order (shapes of one chain; a leading batch under vmap).
+#define DPPPL_SPLITMERGE_BINDING(DT)                                                        \
+  ffi::Ffi::Bind()                                                                              \
+      .Arg<ffi::Buffer<DT>>()         /* x (N, D) */                                            \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* z (N,): -1 for a padded point */                       \
+      .Arg<ffi::Buffer<DT>>()         /* n (C,) */                                              \
+      .Arg<ffi::Buffer<DT>>()         /* s1 (C, D) */                                           \
+      .Arg<ffi::Buffer<DT>>()         /* s2 (C, D, D) or (C, D) */                              \
+      .Arg<ffi::Buffer<DT>>()         /* alpha () */                                            \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* pairs (P, 2): each proposal's (i, j) */                \
+      .Arg<ffi::Buffer<DT>>()         /* u_accept (P,): the acceptance uniforms */              \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* permutation (N,): the order S is visited in */         \
+      .Arg<ffi::Buffer<DT>>()         /* uniforms (P, N): proposal t's allocation uniforms */   \
+      .Arg<ffi::Buffer<DT>>()         /* h1: hyperparameters (see Hyper) */                     \
+      .Arg<ffi::Buffer<DT>>()         /* h2 */                                                  \
+      .Arg<ffi::Buffer<DT>>()         /* h3 */                                                  \
+      .Arg<ffi::Buffer<DT>>()         /* scalars (3,): kappa0, nu0, discount */                 \
+      .Ret<ffi::Buffer<ffi::S32>>()   /* z */                                                   \
+      .Ret<ffi::Buffer<DT>>()         /* n */                                                   \
+      .Ret<ffi::Buffer<DT>>()         /* s1 */                                                  \
+      .Ret<ffi::Buffer<DT>>()         /* s2 */                                                  \
+      .Ret<ffi::Buffer<ffi::PRED>>()  /* overflow: a split found no empty slot */               \
+      .Ret<ffi::Buffer<DT>>()         /* total_p (): the sum of the acceptance probabilities */ \
+      .Ret<ffi::Buffer<ffi::S32>>()   /* counts (4,): splits proposed, accepted, merges proposed, accepted */ \
+      .Attr<int64_t>("family")                                                                  \
+      .Attr<int64_t>("num_threads")
+
 // The operands of SbSeat, in order (shapes of one chain; a leading batch under vmap).
 #define DPPPL_SB_SEAT_BINDING(DT)                                                \
   ffi::Ffi::Bind()                                                                   \
@@ -965,6 +1206,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF64, Seat<ffi::F64>, DPPPL_SEAT_BINDING(f
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF32, Seat<ffi::F32>, DPPPL_SEAT_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplAllocateF64, Allocate<ffi::F64>, DPPPL_ALLOCATE_BINDING(ffi::F64));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplAllocateF32, Allocate<ffi::F32>, DPPPL_ALLOCATE_BINDING(ffi::F32));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSplitMergeF64, SplitMerge<ffi::F64>, DPPPL_SPLITMERGE_BINDING(ffi::F64));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSplitMergeF32, SplitMerge<ffi::F32>, DPPPL_SPLITMERGE_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplRelabelF64, Relabel<ffi::F64>, DPPPL_RELABEL_BINDING(ffi::F64));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplRelabelF32, Relabel<ffi::F32>, DPPPL_RELABEL_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSbSeatF64, SbSeat<ffi::F64>, DPPPL_SB_SEAT_BINDING(ffi::F64));
