@@ -158,10 +158,11 @@ def native_allocation_pass(family, prior, x, stats2, side, order, count, uniform
 
 def native_splitmerge_step(family, prior, x, state: PartitionState, pairs, u_accept, permutation, uniforms):
     """The proposals of one SAMS split-merge step (the `step` of
-    [`build_splitmerge_kernel`][dpppl.kernels.splitmerge.build_splitmerge_kernel] with `method="sams"`)
-    in one FFI call, each on the state the one before left: proposal t pairs the points `pairs[t]`
-    (P, 2), visits S in the order of `permutation` (N,) with the allocation uniforms `uniforms[t]` (P, N), and is accepted when `log(u_accept[t])` is below its
-    log Metropolis-Hastings ratio ([`propose`][dpppl.kernels.splitmerge.propose]'s, the same up to
+    [`build_splitmerge_kernel`][dpppl.kernels.splitmerge.build_splitmerge_kernel] with
+    `method="sams"`) in one FFI call, each on the state the one before left: proposal t pairs the
+    points `pairs[t]` (P, 2), visits S in the order of `permutation` (N,) with the allocation
+    uniforms `uniforms[t]` (P, N), and is accepted when `log(u_accept[t])` is below its log
+    Metropolis-Hastings ratio ([`propose`][dpppl.kernels.splitmerge.propose]'s, the same up to
     rounding). Returns the new state (its `overflow` set when a split found no empty slot), the sum
     of the acceptance probabilities and the counts (4,) of splits proposed, accepted, merges
     proposed, accepted."""
