@@ -294,15 +294,15 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         u_accept, keys = per_proposal[:, 2], uniforms[3 * num_proposals:]
         if bound_model.num_valid is not None:  # padded points: last in the permutation, never chosen
             keys = jnp.where(jnp.arange(n) < bound_model.num_valid, keys, 2.0)
-        permutation = jnp.argsort(keys)
         if run_native and method == "sams":  # the whole step in one native call, the same draws up to rounding
             pairs = jnp.stack([pairs_i, pairs_j], axis=-1)
             allocation = jax.vmap(lambda t: proposal_uniforms(jax.random.fold_in(k_proposals, t), n, 1, x.dtype))(
                 jnp.arange(num_proposals))[..., 0]
-            state, total_p, counts = native_splitmerge_step(family, prior, x, state, pairs, u_accept, permutation,
+            state, total_p, counts = native_splitmerge_step(family, prior, x, state, pairs, u_accept, keys,
                                                             allocation)
             return state, SplitMergeInfo(accept_prob=total_p / num_proposals, split_proposed=counts[0],
                                          split_accepted=counts[1], merge_proposed=counts[2], merge_accepted=counts[3])
+        permutation = jnp.argsort(keys)
 
         def one(t, carry):
             state, total_p, counts = carry

@@ -60,6 +60,9 @@ inline double log_gamma(double v) {
   return lgamma_r(v, &sign);
 }
 
+// A split-merge merge whose acceptance probability is known to be below this stops its pass (splitmerge_chain).
+constexpr double NEGLIGIBLE = 1e-12;
+
 // log and exp of whole arrays (length a multiple of 4). On x86-64 glibc with AVX2 they go 4 at
 // a time through glibc's vector math library (libmvec, found at run time; <= 4 ulp, which the
 // logits' absolute error does not notice); elsewhere, and in float32, one at a time. They are
@@ -526,10 +529,12 @@ bool sb_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unifor
 //   P(c) ∝ (n_c - d) t_c(x_k)      (log(n_c - d) of prior.log_seat_weights; -inf when empty)
 // drawn by inverting the CDF at uniforms[t] (sample_index over the two logits), or, when `force`,
 // the side target[k]. Returns log_q = sum_t log P(side taken), each term the log_softmax of the
-// two logits at that side.
+// two logits at that side (each <= 0, so the partial sums only decrease, rounded too). The pass stops
+// early, returning the partial log_q, once offset + log_q < stop (by default never).
 template <typename T, typename Family>
 T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* uniforms, bool force,
-                 const int32_t* target, int32_t* side, T* n, T* s1, T* s2, T discount, bool reseat, Family& fam) {
+                 const int32_t* target, int32_t* side, T* n, T* s1, T* s2, T discount, bool reseat, Family& fam,
+                 T offset = T(0), T stop = -std::numeric_limits<T>::infinity()) {
   const int DD = fam.second_size();
   for (int c = 0; c < 2; ++c) fam.refresh(c, n[c], s1 + size_t(c) * D, s2 + size_t(c) * DD);
   const int active[2] = {0, 1};
@@ -547,6 +552,7 @@ T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* un
     const T p0 = std::exp(logits[0] - top), total = p0 + std::exp(logits[1] - top);
     const int s = force ? target[k] : int(p0 < std::max(uniforms[t], tiny) * total);
     log_q += (logits[s] - top) - std::log(total);
+    if (offset + log_q < stop) return log_q;
     move_point(s, xk, T(1), D, n, s1, s2, fam);
     side[k] = s;
   }
@@ -569,12 +575,21 @@ T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* un
 // Accepted when log(u_accept[t]) < log a: the points of S, i, j get c_i, or b on side 1 of a split, and
 // the rows c_i, b become A, B. Adds exp(min(log a, 0)) to *total_p and counts[4] (splits proposed,
 // accepted, merges proposed, accepted).
+// A merge's bracket is known before its pass, which only lowers log a (log_q sums terms <= 0): the pass
+// stops once log a < min(log u, log NEGLIGIBLE), where the merge is rejected whatever the rest of S does
+// (the same decision as the whole pass, rounding included); its acceptance probability is then added as
+// the bound reached, below NEGLIGIBLE. Most merges near a mode (two well separated clusters) stop
+// before their first point. S is visited in the order of the permutation of the points by their
+// `keys` (ascending, ties by index: jnp.argsort's).
 template <typename T, typename Family>
 void splitmerge_chain(int N, int D, int C, int P, const T* x, const int32_t* pairs, const T* u_accept,
-                      const int32_t* permutation, const T* uniforms, int32_t* z, T* n, T* s1, T* s2, T alpha,
+                      const T* keys, const T* uniforms, int32_t* z, T* n, T* s1, T* s2, T alpha,
                       T discount, Family& fam, bool* overflow, T* total_p, int32_t* counts) {
   const int DD = fam.second_size();
-  std::vector<int32_t> order(N), target(N, 0), side(N, 0);
+  std::vector<int32_t> permutation(N), order(N), target(N, 0), side(N, 0);
+  for (int k = 0; k < N; ++k) permutation[k] = k;
+  std::stable_sort(permutation.begin(), permutation.end(), [&](int32_t a, int32_t b) { return keys[a] < keys[b]; });
+  const T log_negligible = std::log(T(NEGLIGIBLE));
   std::vector<T> n2(2), a2(2 * size_t(D)), b2(2 * size_t(DD)), merged1(D), merged2(DD), zero1(D, T(0)),
       zero2(DD, T(0));
   const T neg_inf = -std::numeric_limits<T>::infinity();
@@ -600,38 +615,47 @@ void splitmerge_chain(int N, int D, int C, int P, const T* x, const int32_t* pai
     std::fill(b2.begin(), b2.end(), T(0));
     fam.add_second(b2.data(), xi, T(1));
     fam.add_second(b2.data() + DD, xj, T(1));
-    const T log_q = allocate_chain(D, x, order.data(), count, uniforms + size_t(t) * N, !split, target.data(),
-                                   side.data(), n2.data(), a2.data(), b2.data(), discount, false, fam);
     int empty = -1;
     for (int c = 0; c < C && empty < 0; ++c)
       if (n[c] < T(0.5)) empty = c;
     const bool feasible = !split || empty >= 0;
     const int b = split ? std::max(empty, 0) : cj;
-    // the proposed rows A (at c_i) and B (at b)
+    // the proposed rows A (at c_i) and B (at b): a split's are the pass's slots 0 and 1
     const T *A1, *A2, *B1, *B2;
-    T nA, nB;
     if (split) {
-      nA = n2[0], A1 = a2.data(), A2 = b2.data(), nB = n2[1], B1 = a2.data() + D, B2 = b2.data() + DD;
+      A1 = a2.data(), A2 = b2.data(), B1 = a2.data() + D, B2 = b2.data() + DD;
     } else {
-      nA = n[ci] + n[cj], nB = 0, B1 = zero1.data(), B2 = zero2.data();
+      B1 = zero1.data(), B2 = zero2.data();
       for (int d = 0; d < D; ++d) merged1[d] = s1[size_t(ci) * D + d] + s1[size_t(cj) * D + d];
       for (int d = 0; d < DD; ++d) merged2[d] = s2[size_t(ci) * DD + d] + s2[size_t(cj) * DD + d];
       A1 = merged1.data(), A2 = merged2.data();
     }
-    T log_accept = neg_inf;
-    if (feasible) {
-      const T nI = n[ci], nb = n[b];
+    const T nI = n[ci], nb = n[b];
+    auto bracket = [&](T nA, T nB) {  // log a without log_q: the prior ratio and the marginals
       const int opened = int(nA > T(0)) + int(nB > T(0)) - int(nI > T(0)) - int(nb > T(0));
       T eppf = size_term(nA) + size_term(nB) - size_term(nI) - size_term(nb);
       if (opened > 0) eppf += std::log(alpha + T(clusters) * discount);
       if (opened < 0) eppf -= std::log(alpha + T(clusters - 1) * discount);
-      const T log_ratio = eppf + marginal(nA, A1, A2) + marginal(nB, B1, B2)
-                          - marginal(nI, s1 + size_t(ci) * D, s2 + size_t(ci) * DD)
-                          - marginal(nb, s1 + size_t(b) * D, s2 + size_t(b) * DD);
-      log_accept = log_ratio + (split ? -log_q : log_q);
+      return eppf + marginal(nA, A1, A2) + marginal(nB, B1, B2) - marginal(nI, s1 + size_t(ci) * D, s2 + size_t(ci) * DD)
+             - marginal(nb, s1 + size_t(b) * D, s2 + size_t(b) * DD);
+    };
+    const T log_u = std::log(u_accept[t]);
+    T log_accept = neg_inf, nA = 0, nB = 0;
+    if (split) {
+      const T log_q = allocate_chain(D, x, order.data(), count, uniforms + size_t(t) * N, false, target.data(),
+                                     side.data(), n2.data(), a2.data(), b2.data(), discount, false, fam);
+      nA = n2[0], nB = n2[1];
+      if (feasible) log_accept = bracket(nA, nB) - log_q;
+    } else {
+      nA = nI + n[cj];
+      const T log_ratio = bracket(nA, nB);
+      const T log_q = allocate_chain(D, x, order.data(), count, uniforms + size_t(t) * N, true, target.data(),
+                                     side.data(), n2.data(), a2.data(), b2.data(), discount, false, fam, log_ratio,
+                                     std::min(log_u, log_negligible));
+      log_accept = log_ratio + log_q;
     }
     *overflow |= !feasible;
-    const bool accept = std::log(u_accept[t]) < log_accept;
+    const bool accept = log_u < log_accept;
     *total_p += std::exp(std::min(log_accept, T(0)));
     counts[split ? 0 : 2] += 1;
     counts[split ? 1 : 3] += accept;
@@ -981,7 +1005,7 @@ ffi::Error Allocate(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> order, ffi::Buffer<
 template <ffi::DataType DT>
 ffi::Error SplitMerge(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in,
                       ffi::Buffer<DT> s2_in, ffi::Buffer<DT> alpha, ffi::Buffer<ffi::S32> pairs, ffi::Buffer<DT> u_accept,
-                      ffi::Buffer<ffi::S32> permutation, ffi::Buffer<DT> uniforms, ffi::Buffer<DT> h1,
+                      ffi::Buffer<DT> keys, ffi::Buffer<DT> uniforms, ffi::Buffer<DT> h1,
                       ffi::Buffer<DT> h2, ffi::Buffer<DT> h3, ffi::Buffer<DT> scalars,
                       ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out, ffi::ResultBuffer<DT> s1_out,
                       ffi::ResultBuffer<DT> s2_out, ffi::ResultBuffer<ffi::PRED> overflow_out,
@@ -997,17 +1021,14 @@ ffi::Error SplitMerge(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> z_in, ffi::Buffer
   const int64_t B = batch_of(z_out->dimensions(), 1);
   const size_t full = family == 0;
   const Operand ox(xd, 2, B), oa(alpha.dimensions(), 0, B), op(pd, 2, B), ou(u_accept.dimensions(), 1, B),
-                om(permutation.dimensions(), 1, B), ow(uniforms.dimensions(), 2, B);
+                om(keys.dimensions(), 1, B), ow(uniforms.dimensions(), 2, B);
   const SweepState<DT> state(z_in, n_in, s1_in, s2_in, z_out, n_out, s1_out, s2_out, N, C, D, full, B);
   const Hyper<DT> hyper(h1, h2, h3, scalars, full, B);
-  // labels index the slots (-1: a padded point) and pairs and the permutation index the points
+  // labels index the slots (-1: a padded point) and pairs index the points
   for (int64_t b = 0; b < B; ++b) {
-    const int32_t *zb = state.oz.at(z_in.typed_data(), b), *pb = op.at(pairs.typed_data(), b),
-                  *mb = om.at(permutation.typed_data(), b);
-    for (int k = 0; k < N; ++k) {
+    const int32_t *zb = state.oz.at(z_in.typed_data(), b), *pb = op.at(pairs.typed_data(), b);
+    for (int k = 0; k < N; ++k)
       if (zb[k] < -1 || zb[k] >= C) return ffi::Error::InvalidArgument("native split-merge step: a label outside [-1, capacity)");
-      if (mb[k] < 0 || mb[k] >= N) return ffi::Error::InvalidArgument("native split-merge step: a permutation entry outside [0, N)");
-    }
     for (int t = 0; t < P; ++t) {
       const int i = pb[2 * t], j = pb[2 * t + 1];
       if (i < 0 || i >= N || j < 0 || j >= N || i == j || zb[i] < 0 || zb[j] < 0)
@@ -1024,7 +1045,7 @@ ffi::Error SplitMerge(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> z_in, ffi::Buffer
     std::fill(counts, counts + 4, 0);
     hyper.with_family(family, b, D, 2, N, [&](auto& fam) {
       splitmerge_chain(N, D, C, P, ox.at(x.typed_data(), b), op.at(pairs.typed_data(), b),
-                       ou.at(u_accept.typed_data(), b), om.at(permutation.typed_data(), b),
+                       ou.at(u_accept.typed_data(), b), om.at(keys.typed_data(), b),
                        ow.at(uniforms.typed_data(), b), st.z, st.n, st.s1, st.s2, *oa.at(alpha.typed_data(), b),
                        hyper.discount(b), fam, overflow, total_p, counts);
     });
@@ -1139,7 +1160,7 @@ ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi
       .Arg<ffi::Buffer<DT>>()         /* alpha () */                                            \
       .Arg<ffi::Buffer<ffi::S32>>()   /* pairs (P, 2): each proposal's (i, j) */                \
       .Arg<ffi::Buffer<DT>>()         /* u_accept (P,): the acceptance uniforms */              \
-      .Arg<ffi::Buffer<ffi::S32>>()   /* permutation (N,): the order S is visited in */         \
+      .Arg<ffi::Buffer<DT>>()         /* keys (N,): S is visited in the order of their argsort */ \
       .Arg<ffi::Buffer<DT>>()         /* uniforms (P, N): proposal t's allocation uniforms */   \
       .Arg<ffi::Buffer<DT>>()         /* h1: hyperparameters (see Hyper) */                     \
       .Arg<ffi::Buffer<DT>>()         /* h2 */                                                  \

@@ -156,16 +156,19 @@ def native_allocation_pass(family, prior, x, stats2, side, order, count, uniform
     return type(stats2)(n, s1, s2), side, log_q
 
 
-def native_splitmerge_step(family, prior, x, state: PartitionState, pairs, u_accept, permutation, uniforms):
+def native_splitmerge_step(family, prior, x, state: PartitionState, pairs, u_accept, keys, uniforms):
     """The proposals of one SAMS split-merge step (the `step` of
     [`build_splitmerge_kernel`][dpppl.kernels.splitmerge.build_splitmerge_kernel] with
     `method="sams"`) in one FFI call, each on the state the one before left: proposal t pairs the
-    points `pairs[t]` (P, 2), visits S in the order of `permutation` (N,) with the allocation
-    uniforms `uniforms[t]` (P, N), and is accepted when `log(u_accept[t])` is below its log
-    Metropolis-Hastings ratio ([`propose`][dpppl.kernels.splitmerge.propose]'s, the same up to
-    rounding). Returns the new state (its `overflow` set when a split found no empty slot), the sum
-    of the acceptance probabilities and the counts (4,) of splits proposed, accepted, merges
-    proposed, accepted."""
+    points `pairs[t]` (P, 2), visits S in the order of `argsort(keys)` (`keys` (N,), ties by index,
+    as `jnp.argsort`) with the allocation uniforms `uniforms[t]` (P, N), and is accepted when
+    `log(u_accept[t])` is below its log Metropolis-Hastings ratio
+    ([`propose`][dpppl.kernels.splitmerge.propose]'s, the same up to rounding). A merge whose
+    ratio falls below both `log(u_accept[t])` and log 1e-12 while its reverse split is scored is
+    rejected there (the pass can only lower it): its acceptance probability is counted as the bound
+    reached (below 1e-12) instead of its exact value. Returns the new state (its `overflow` set when
+    a split found no empty slot), the sum of the acceptance probabilities and the counts (4,) of
+    splits proposed, accepted, merges proposed, accepted."""
     stats = state.stats
     dtype = jnp.result_type(x)
     out = (jax.ShapeDtypeStruct(state.z.shape, jnp.int32),) + tuple(
@@ -175,7 +178,7 @@ def native_splitmerge_step(family, prior, x, state: PartitionState, pairs, u_acc
     hyper, family_index = _family_operands(family, prior, dtype)
     z, n, s1, s2, overflow, total_p, counts = call(
         x, state.z, *(s.astype(dtype) for s in stats), jnp.asarray(state.alpha, dtype), pairs.astype(jnp.int32),
-        u_accept.astype(dtype), permutation.astype(jnp.int32), uniforms.astype(dtype), *hyper,
+        u_accept.astype(dtype), keys.astype(dtype), uniforms.astype(dtype), *hyper,
         family=family_index, num_threads=threads)
     return state._replace(z=z, stats=type(stats)(n, s1, s2), overflow=state.overflow | overflow), total_p, counts
 
