@@ -531,11 +531,19 @@ bool sb_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unifor
 // the side target[k]. Returns log_q = sum_t log P(side taken), each term the log_softmax of the
 // two logits at that side (each <= 0, so the partial sums only decrease, rounded too). The pass stops
 // early, returning the partial log_q, once offset + log_q < stop (by default never).
+// log_size[m] caches log(m - d) for a cluster of m points (NaN: not yet computed; N + 1 entries).
 template <typename T, typename Family>
 T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* uniforms, bool force,
                  const int32_t* target, int32_t* side, T* n, T* s1, T* s2, T discount, bool reseat, Family& fam,
-                 T offset = T(0), T stop = -std::numeric_limits<T>::infinity()) {
+                 std::vector<T>& log_size, T offset = T(0), T stop = -std::numeric_limits<T>::infinity()) {
   const int DD = fam.second_size();
+  auto weight = [&](T m) {
+    if (!(m > T(0))) return -std::numeric_limits<T>::infinity();
+    const size_t k = size_t(m);
+    if (k >= log_size.size() || T(k) != m) return std::log(m - discount);
+    if (std::isnan(log_size[k])) log_size[k] = std::log(m - discount);
+    return log_size[k];
+  };
   for (int c = 0; c < 2; ++c) fam.refresh(c, n[c], s1 + size_t(c) * D, s2 + size_t(c) * DD);
   const int active[2] = {0, 1};
   T logits[4];  // room for whole vectors (log_predictive's log_all)
@@ -546,8 +554,7 @@ T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* un
     const T* xk = x + size_t(k) * D;
     if (reseat) move_point(side[k], xk, T(-1), D, n, s1, s2, fam);
     fam.log_predictive(active, 2, xk, logits);
-    for (int c = 0; c < 2; ++c)
-      logits[c] += n[c] > T(0) ? std::log(n[c] - discount) : -std::numeric_limits<T>::infinity();
+    for (int c = 0; c < 2; ++c) logits[c] += weight(n[c]);
     const T top = std::max(logits[0], logits[1]);
     const T p0 = std::exp(logits[0] - top), total = p0 + std::exp(logits[1] - top);
     const int s = force ? target[k] : int(p0 < std::max(uniforms[t], tiny) * total);
@@ -590,6 +597,7 @@ void splitmerge_chain(int N, int D, int C, int P, const T* x, const int32_t* pai
   for (int k = 0; k < N; ++k) permutation[k] = k;
   std::stable_sort(permutation.begin(), permutation.end(), [&](int32_t a, int32_t b) { return keys[a] < keys[b]; });
   const T log_negligible = std::log(T(NEGLIGIBLE));
+  std::vector<T> log_size(size_t(N) + 1, std::numeric_limits<T>::quiet_NaN());
   std::vector<T> n2(2), a2(2 * size_t(D)), b2(2 * size_t(DD)), merged1(D), merged2(DD), zero1(D, T(0)),
       zero2(DD, T(0));
   const T neg_inf = -std::numeric_limits<T>::infinity();
@@ -643,15 +651,15 @@ void splitmerge_chain(int N, int D, int C, int P, const T* x, const int32_t* pai
     T log_accept = neg_inf, nA = 0, nB = 0;
     if (split) {
       const T log_q = allocate_chain(D, x, order.data(), count, uniforms + size_t(t) * N, false, target.data(),
-                                     side.data(), n2.data(), a2.data(), b2.data(), discount, false, fam);
+                                     side.data(), n2.data(), a2.data(), b2.data(), discount, false, fam, log_size);
       nA = n2[0], nB = n2[1];
       if (feasible) log_accept = bracket(nA, nB) - log_q;
     } else {
       nA = nI + n[cj];
       const T log_ratio = bracket(nA, nB);
       const T log_q = allocate_chain(D, x, order.data(), count, uniforms + size_t(t) * N, true, target.data(),
-                                     side.data(), n2.data(), a2.data(), b2.data(), discount, false, fam, log_ratio,
-                                     std::min(log_u, log_negligible));
+                                     side.data(), n2.data(), a2.data(), b2.data(), discount, false, fam, log_size,
+                                     log_ratio, std::min(log_u, log_negligible));
       log_accept = log_ratio + log_q;
     }
     *overflow |= !feasible;
@@ -991,11 +999,12 @@ ffi::Error Allocate(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> order, ffi::Buffer<
     std::memcpy(n, on.at(n_in.typed_data(), b), sizeof(T) * 2);
     std::memcpy(s1, o1.at(s1_in.typed_data(), b), sizeof(T) * 2 * D);
     std::memcpy(s2, o2.at(s2_in.typed_data(), b), sizeof(T) * 2 * second);
+    std::vector<T> log_size(size_t(N) + 1, std::numeric_limits<T>::quiet_NaN());
     hyper.with_family(family, b, D, 2, N, [&](auto& fam) {
       log_q_out->typed_data()[b] = allocate_chain(
           D, ox.at(x.typed_data(), b), oo.at(order.typed_data(), b), *oc.at(count.typed_data(), b),
           ou.at(uniforms.typed_data(), b), *of.at(force.typed_data(), b), ot.at(target.typed_data(), b), side, n,
-          s1, s2, hyper.discount(b), reseat != 0, fam);
+          s1, s2, hyper.discount(b), reseat != 0, fam, log_size);
     });
   });
   return ffi::Error::Success();
