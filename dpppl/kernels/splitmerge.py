@@ -32,7 +32,7 @@ from dpppl.families.base import add_point, segment_stats, take
 from dpppl.kernels.base import Kernel, exchangeable_prior_only, register
 from dpppl.core.state import PartitionState, set_row
 from dpppl.core.numerics import sample_index
-from dpppl.models.native_seating import native_allocation_pass, use_native
+from dpppl.models.native_seating import native_allocation_pass, native_splitmerge_step, use_native
 
 METHODS = ("sams", "restricted_gibbs")
 DEFAULT_NUM_PROPOSALS = 10
@@ -134,8 +134,7 @@ def propose(family, prior, state: PartitionState, x, i, j, permutation, rng_key,
     """
     n = x.shape[0]
     z, stats, alpha = state.z, state.stats, state.alpha
-    columns = 1 if method == "sams" else num_restricted_scans + 2
-    uniforms = jax.random.uniform(rng_key, (n, columns), dtype=x.dtype)
+    uniforms = proposal_uniforms(rng_key, n, 1 if method == "sams" else num_restricted_scans + 2, x.dtype)
     ci, cj = z[i], z[j]
     split = ci == cj
     points = jnp.arange(n)
@@ -187,6 +186,12 @@ def propose(family, prior, state: PartitionState, x, i, j, permutation, rng_key,
     feasible = ~split | has_empty
     log_accept = jnp.where(feasible, log_ratio + jnp.where(split, -log_q, log_q), -jnp.inf)
     return Proposal(new_z, new_stats, log_accept, log_q, split, split & ~has_empty, order, count, side)
+
+
+def proposal_uniforms(rng_key, n: int, columns: int, dtype):
+    """A proposal's uniforms from its key: one (n, columns) draw, the points on the leading axis
+    (`propose`'s docstring says which column does what)."""
+    return jax.random.uniform(rng_key, (n, columns), dtype=dtype)
 
 
 def choose_pair(u, n):
@@ -245,9 +250,10 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         Intermediate restricted Gibbs scans that build the launch state (Jain & Neal
         2004); with 0 the final scan starts from the uniformly random launch.
     native : bool or None, default None
-        Run each allocation pass (the points of the two clusters, one at a time) as one native
-        call on CPU (`dpppl.models.native_seating`; the same draws up to rounding): True
-        requires it (a `KernelError` for a model it does not cover: NormalInverseWishart and
+        Run the move natively on CPU (`dpppl.models.native_seating`; the same draws up to
+        rounding): with `"sams"` the whole step (every proposal's pair, allocation, marginal
+        likelihoods and acceptance) is one native call, with `"restricted_gibbs"` each allocation
+        pass is. True requires it (a `KernelError` for a model it does not cover: NormalInverseWishart and
         NormalKnownCov components under the CRP and Pitman-Yor priors), False runs the JAX
         loop, None (default) follows `DPPPL_NATIVE` (default: native where covered and built).
         In a hybrid (`"gibbs+splitmerge"`) the option goes to both moves.
@@ -288,6 +294,14 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         u_accept, keys = per_proposal[:, 2], uniforms[3 * num_proposals:]
         if bound_model.num_valid is not None:  # padded points: last in the permutation, never chosen
             keys = jnp.where(jnp.arange(n) < bound_model.num_valid, keys, 2.0)
+        if run_native and method == "sams":  # the whole step in one native call, the same draws up to rounding
+            pairs = jnp.stack([pairs_i, pairs_j], axis=-1)
+            allocation = jax.vmap(lambda t: proposal_uniforms(jax.random.fold_in(k_proposals, t), n, 1, x.dtype))(
+                jnp.arange(num_proposals))[..., 0]
+            state, total_p, counts = native_splitmerge_step(family, prior, x, state, pairs, u_accept, keys,
+                                                            allocation)
+            return state, SplitMergeInfo(accept_prob=total_p / num_proposals, split_proposed=counts[0],
+                                         split_accepted=counts[1], merge_proposed=counts[2], merge_accepted=counts[3])
         permutation = jnp.argsort(keys)
 
         def one(t, carry):

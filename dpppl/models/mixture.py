@@ -182,7 +182,10 @@ def model_structure(model: Model):
     that use them (constants of the programs too); not the component's hyperparameters (the bound
     model's resolved family carries them as leaves), the model file's text or positions."""
     decl = model.data
-    return (type(model).__qualname__, fingerprint(model.prior), (decl.name, decl.kind, decl.dims, decl.by, decl.of),
+    prior = model.prior  # a pytree prior's numbers are the bound model's leaves (`partition_prior`), else constants
+    leaves = jax.tree.leaves(prior)
+    prior_key = fingerprint(prior) if len(leaves) == 1 and leaves[0] is prior else jax.tree.structure(prior)
+    return (type(model).__qualname__, prior_key, (decl.name, decl.kind, decl.dims, decl.by, decl.of),
             type(model.component).__qualname__, fingerprint(dict(model.hyperpriors)),
             tuple((name, expr.render()) for name, expr in model.random_fields().items()))
 
@@ -219,12 +222,18 @@ class BoundModel:
     num_valid: Any = None
     #: with `at_hyperparameters`: the value of a random Pitman-Yor discount (a leaf)
     discount: Any = None
+    #: the model's partition prior, whose concentration is a leaf (`dpppl.priors.crp`): `prior` reads it
+    partition_prior: Any = None
+
+    def __post_init__(self):
+        if self.partition_prior is None:
+            object.__setattr__(self, "partition_prior", self.model.prior)
 
     @property
     def prior(self) -> PitmanYor:
         """The model's partition prior; a random discount at `discount`, else at its initial value (its
         prior's median), as `family` is (`PitmanYor.at_discount`)."""
-        prior = self.model.prior
+        prior = self.partition_prior
         name = prior.random_discount
         if name is None:
             return prior

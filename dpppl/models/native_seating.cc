@@ -1,7 +1,8 @@
 // The collapsed-Gibbs point loop of dpppl/models/seating.py (Seat) and split-merge's allocation
 // pass of dpppl/kernels/splitmerge.py (Allocate) as native functions, called from inside the
 // jitted step through XLA's FFI, with sbgibbs's sweep over stick-breaking labels (SbSeat) and the
-// acceptance loop of the stick-breaking label moves (Relabel)
+// acceptance loop of the stick-breaking label moves (Relabel), and a whole step of split-merge's SAMS
+// proposals (SplitMerge: pair, allocation, marginals, Metropolis-Hastings ratio, all in one call)
 // (dpppl/models/native_seating.py builds, loads and calls them,
 // sharing one copy of each family's mathematics). One Seat call seats every point once, one
 // Allocate call places the points of a split-merge proposal once; the uniforms that fix the
@@ -58,6 +59,9 @@ inline double log_gamma(double v) {
   int sign;
   return lgamma_r(v, &sign);
 }
+
+// A split-merge merge whose acceptance probability is known to be below this stops its pass (splitmerge_chain).
+constexpr double NEGLIGIBLE = 1e-12;
 
 // log and exp of whole arrays (length a multiple of 4). On x86-64 glibc with AVX2 they go 4 at
 // a time through glibc's vector math library (libmvec, found at run time; <= 4 ulp, which the
@@ -177,6 +181,54 @@ struct Niw {
       for (int j = 0; j < D; ++j) s2[i * D + j] += sign * xi[i] * xi[j];
   }
 
+  // log |a| of the symmetric positive-definite D x D matrix in `work` (lower triangle), by Cholesky
+  T logdet_work() {
+    T* a = work.data();
+    T logdet = 0;
+    for (int j = 0; j < D; ++j) {
+      T v = a[j * D + j];
+      for (int m = 0; m < j; ++m) v -= a[j * D + m] * a[j * D + m];
+      const T pivot = std::sqrt(v);
+      a[j * D + j] = pivot;
+      logdet += std::log(pivot);
+      for (int i = j + 1; i < D; ++i) {
+        T w = a[i * D + j];
+        for (int m = 0; m < j; ++m) w -= a[i * D + m] * a[j * D + m];
+        a[i * D + j] = w / pivot;
+      }
+    }
+    return T(2) * logdet;
+  }
+  // log Gamma_D(v), the multivariate log gamma function
+  T multi_log_gamma(T v) const {
+    double out = 0.25 * D * (D - 1) * std::log(M_PI);
+    for (int j = 0; j < D; ++j) out += log_gamma(double(v) - 0.5 * j);
+    return T(out);
+  }
+  // log m(x_c), the marginal likelihood of a slot with statistics (n, s1, s2) (NormalInverseWishart.log_marginal):
+  //   -n D/2 log pi + log Gamma_D(nu_n/2) - log Gamma_D(nu0/2) + nu0/2 log|psi0| - nu_n/2 log|psi_n|
+  //   + D/2 (log kappa0 - log kappa_n)
+  T log_marginal(T n, const T* s1, const T* s2) {
+    if (!prior_known) {
+      for (int i = 0; i < D * D; ++i) work[i] = psi0[i];
+      prior_term = T(0.5) * nu0 * logdet_work() - multi_log_gamma(nu0 / 2);
+      prior_known = true;
+    }
+    const T kn = kappa0 + n, nun = nu0 + n;
+    T* a = work.data();
+    marginal_mu.resize(D);
+    T* mu = marginal_mu.data();  // mu_n
+    for (int i = 0; i < D; ++i) mu[i] = (kappa0 * mu0[i] + s1[i]) / kn;
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j <= i; ++j)
+        a[i * D + j] = psi0[i * D + j] + s2[i * D + j] + kappa0 * mu0[i] * mu0[j] - kn * mu[i] * mu[j];
+    return -T(0.5) * n * T(D) * T(std::log(M_PI)) + multi_log_gamma(nun / 2) + prior_term
+           - T(0.5) * nun * logdet_work() + T(0.5) * T(D) * (std::log(kappa0) - std::log(kn));
+  }
+  bool prior_known = false;
+  T prior_term = 0;  // nu0/2 log|psi0| - log Gamma_D(nu0/2), once per call
+  std::vector<T> marginal_mu;
+
   // out[j] = log t_k(x) for the slots k = active[j], j < m; out has room for whole vectors
   void log_predictive(const int* active, int m, const T* x, T* out) {
     const int whole = (m + 3) / 4 * 4;
@@ -231,6 +283,19 @@ struct NormalKnown {
       norm += std::log(T(2) * T(M_PI) * var);
     }
     log_norm[k] = T(-0.5) * norm;
+  }
+
+  // log m(x_c) of a slot with statistics (n, s1, s2) (NormalKnownCov.log_marginal): per dimension, with
+  // S = s1 - n mu0 and Q = s2 - 2 mu0 s1 + n mu0^2 (sums about mu0),
+  //   -n/2 log(2 pi sigma2) - 1/2 log(1 + n tau2 / sigma2) - (Q - tau2 S^2 / (sigma2 + n tau2)) / (2 sigma2)
+  T log_marginal(T n, const T* s1, const T* s2) const {
+    T out = 0;
+    for (int i = 0; i < D; ++i) {
+      const T S = s1[i] - n * mu0[i], Q = s2[i] - T(2) * mu0[i] * s1[i] + n * mu0[i] * mu0[i];
+      out += -T(0.5) * n * std::log(T(2) * T(M_PI) * sigma2[i]) - T(0.5) * std::log1p(n * tau2[i] / sigma2[i])
+             - T(0.5) * (Q - tau2[i] * S * S / (sigma2[i] + n * tau2[i])) / sigma2[i];
+    }
+    return out;
   }
 
   void log_predictive(const int* active, int m, const T* x, T* out) {
@@ -464,11 +529,21 @@ bool sb_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unifor
 //   P(c) ∝ (n_c - d) t_c(x_k)      (log(n_c - d) of prior.log_seat_weights; -inf when empty)
 // drawn by inverting the CDF at uniforms[t] (sample_index over the two logits), or, when `force`,
 // the side target[k]. Returns log_q = sum_t log P(side taken), each term the log_softmax of the
-// two logits at that side.
+// two logits at that side (each <= 0, so the partial sums only decrease, rounded too). The pass stops
+// early, returning the partial log_q, once offset + log_q < stop (by default never).
+// log_size[m] caches log(m - d) for a cluster of m points (NaN: not yet computed; N + 1 entries).
 template <typename T, typename Family>
 T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* uniforms, bool force,
-                 const int32_t* target, int32_t* side, T* n, T* s1, T* s2, T discount, bool reseat, Family& fam) {
+                 const int32_t* target, int32_t* side, T* n, T* s1, T* s2, T discount, bool reseat, Family& fam,
+                 std::vector<T>& log_size, T offset = T(0), T stop = -std::numeric_limits<T>::infinity()) {
   const int DD = fam.second_size();
+  auto weight = [&](T m) {
+    if (!(m > T(0))) return -std::numeric_limits<T>::infinity();
+    const size_t k = size_t(m);
+    if (k >= log_size.size() || T(k) != m) return std::log(m - discount);
+    if (std::isnan(log_size[k])) log_size[k] = std::log(m - discount);
+    return log_size[k];
+  };
   for (int c = 0; c < 2; ++c) fam.refresh(c, n[c], s1 + size_t(c) * D, s2 + size_t(c) * DD);
   const int active[2] = {0, 1};
   T logits[4];  // room for whole vectors (log_predictive's log_all)
@@ -479,16 +554,132 @@ T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* un
     const T* xk = x + size_t(k) * D;
     if (reseat) move_point(side[k], xk, T(-1), D, n, s1, s2, fam);
     fam.log_predictive(active, 2, xk, logits);
-    for (int c = 0; c < 2; ++c)
-      logits[c] += n[c] > T(0) ? std::log(n[c] - discount) : -std::numeric_limits<T>::infinity();
+    for (int c = 0; c < 2; ++c) logits[c] += weight(n[c]);
     const T top = std::max(logits[0], logits[1]);
     const T p0 = std::exp(logits[0] - top), total = p0 + std::exp(logits[1] - top);
     const int s = force ? target[k] : int(p0 < std::max(uniforms[t], tiny) * total);
     log_q += (logits[s] - top) - std::log(total);
+    if (offset + log_q < stop) return log_q;
     move_point(s, xk, T(1), D, n, s1, s2, fam);
     side[k] = s;
   }
   return log_q;
+}
+
+// One chain's split-merge step of P SAMS proposals (dpppl/kernels/splitmerge.py, `step` and `propose`
+// with method="sams"), in order, each on the state the previous one left. Proposal t takes the pair
+// (i, j) = pairs[t] (i != j, real points) with c_i = z[i], c_j = z[j]; S is the other points of c_i
+// and c_j in the order of `permutation`; i and j seed slots 0 and 1 and S is allocated by
+// allocate_chain with the uniforms uniforms[t] (N), forced to the current sides (target: 1 for the
+// points of c_j) for a merge (c_i == c_j is a split). With the split's new slot b the first empty slot
+// (c_j for a merge; a split with no empty slot is infeasible: rejected, and sets *overflow), the
+// proposed rows are A = (slot 0 for a split, c_i + c_j for a merge) and B = (slot 1, or empty), the
+// current ones c_i and b, and
+//   log a = [log EPPF change + log m(A) + log m(B) - log m(c_i) - log m(b)] -+ log_q   (- for a split),
+//   log EPPF change = (K' - K) terms: log(alpha + K d) for a cluster opened, -log(alpha + (K - 1) d) for
+//                     one closed; plus sum_new lgamma(n - d) - sum_old lgamma(n - d) over occupied rows
+//                     (PitmanYor.log_eppf_change; log m of an empty row is 0).
+// Accepted when log(u_accept[t]) < log a: the points of S, i, j get c_i, or b on side 1 of a split, and
+// the rows c_i, b become A, B. Adds exp(min(log a, 0)) to *total_p and counts[4] (splits proposed,
+// accepted, merges proposed, accepted).
+// A merge's bracket is known before its pass, which only lowers log a (log_q sums terms <= 0): the pass
+// stops once log a < min(log u, log NEGLIGIBLE), where the merge is rejected whatever the rest of S does
+// (the same decision as the whole pass, rounding included); its acceptance probability is then added as
+// the bound reached, below NEGLIGIBLE. Most merges near a mode (two well separated clusters) stop
+// before their first point. S is visited in the order of the permutation of the points by their
+// `keys` (ascending, ties by index: jnp.argsort's).
+template <typename T, typename Family>
+void splitmerge_chain(int N, int D, int C, int P, const T* x, const int32_t* pairs, const T* u_accept,
+                      const T* keys, const T* uniforms, int32_t* z, T* n, T* s1, T* s2, T alpha,
+                      T discount, Family& fam, bool* overflow, T* total_p, int32_t* counts) {
+  const int DD = fam.second_size();
+  std::vector<int32_t> permutation(N), order(N), target(N, 0), side(N, 0);
+  for (int k = 0; k < N; ++k) permutation[k] = k;
+  std::stable_sort(permutation.begin(), permutation.end(), [&](int32_t a, int32_t b) { return keys[a] < keys[b]; });
+  const T log_negligible = std::log(T(NEGLIGIBLE));
+  std::vector<T> log_size(size_t(N) + 1, std::numeric_limits<T>::quiet_NaN());
+  std::vector<T> n2(2), a2(2 * size_t(D)), b2(2 * size_t(DD)), merged1(D), merged2(DD), zero1(D, T(0)),
+      zero2(DD, T(0));
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  auto size_term = [&](T m) { return m > T(0) ? T(log_gamma(double(m - discount)) - log_gamma(double(1 - discount))) : T(0); };
+  auto marginal = [&](T m, const T* r1, const T* r2) { return m > T(0.5) ? fam.log_marginal(m, r1, r2) : T(0); };
+  int clusters = 0;
+  for (int c = 0; c < C; ++c) clusters += n[c] > T(0);
+  for (int t = 0; t < P; ++t) {
+    const int i = pairs[2 * t], j = pairs[2 * t + 1];
+    const int ci = z[i], cj = z[j];
+    const bool split = ci == cj;
+    int count = 0;
+    for (int r = 0; r < N; ++r) {
+      const int k = permutation[r];
+      if (k != i && k != j && (z[k] == ci || z[k] == cj)) order[count++] = k, target[k] = z[k] == cj;
+    }
+    // slots 0 and 1 hold i and j
+    const T* xi = x + size_t(i) * D;
+    const T* xj = x + size_t(j) * D;
+    n2[0] = n2[1] = T(1);
+    std::copy(xi, xi + D, a2.begin());
+    std::copy(xj, xj + D, a2.begin() + D);
+    std::fill(b2.begin(), b2.end(), T(0));
+    fam.add_second(b2.data(), xi, T(1));
+    fam.add_second(b2.data() + DD, xj, T(1));
+    int empty = -1;
+    for (int c = 0; c < C && empty < 0; ++c)
+      if (n[c] < T(0.5)) empty = c;
+    const bool feasible = !split || empty >= 0;
+    const int b = split ? std::max(empty, 0) : cj;
+    // the proposed rows A (at c_i) and B (at b): a split's are the pass's slots 0 and 1
+    const T *A1, *A2, *B1, *B2;
+    if (split) {
+      A1 = a2.data(), A2 = b2.data(), B1 = a2.data() + D, B2 = b2.data() + DD;
+    } else {
+      B1 = zero1.data(), B2 = zero2.data();
+      for (int d = 0; d < D; ++d) merged1[d] = s1[size_t(ci) * D + d] + s1[size_t(cj) * D + d];
+      for (int d = 0; d < DD; ++d) merged2[d] = s2[size_t(ci) * DD + d] + s2[size_t(cj) * DD + d];
+      A1 = merged1.data(), A2 = merged2.data();
+    }
+    const T nI = n[ci], nb = n[b];
+    auto bracket = [&](T nA, T nB) {  // log a without log_q: the prior ratio and the marginals
+      const int opened = int(nA > T(0)) + int(nB > T(0)) - int(nI > T(0)) - int(nb > T(0));
+      T eppf = size_term(nA) + size_term(nB) - size_term(nI) - size_term(nb);
+      if (opened > 0) eppf += std::log(alpha + T(clusters) * discount);
+      if (opened < 0) eppf -= std::log(alpha + T(clusters - 1) * discount);
+      return eppf + marginal(nA, A1, A2) + marginal(nB, B1, B2) - marginal(nI, s1 + size_t(ci) * D, s2 + size_t(ci) * DD)
+             - marginal(nb, s1 + size_t(b) * D, s2 + size_t(b) * DD);
+    };
+    const T log_u = std::log(u_accept[t]);
+    T log_accept = neg_inf, nA = 0, nB = 0;
+    if (split) {
+      const T log_q = allocate_chain(D, x, order.data(), count, uniforms + size_t(t) * N, false, target.data(),
+                                     side.data(), n2.data(), a2.data(), b2.data(), discount, false, fam, log_size);
+      nA = n2[0], nB = n2[1];
+      if (feasible) log_accept = bracket(nA, nB) - log_q;
+    } else {
+      nA = nI + n[cj];
+      const T log_ratio = bracket(nA, nB);
+      const T log_q = allocate_chain(D, x, order.data(), count, uniforms + size_t(t) * N, true, target.data(),
+                                     side.data(), n2.data(), a2.data(), b2.data(), discount, false, fam, log_size,
+                                     log_ratio, std::min(log_u, log_negligible));
+      log_accept = log_ratio + log_q;
+    }
+    *overflow |= !feasible;
+    const bool accept = log_u < log_accept;
+    *total_p += std::exp(std::min(log_accept, T(0)));
+    counts[split ? 0 : 2] += 1;
+    counts[split ? 1 : 3] += accept;
+    if (!accept) continue;
+    side[i] = 0, side[j] = 1;
+    z[i] = ci, z[j] = split ? b : ci;
+    for (int r = 0; r < count; ++r) z[order[r]] = split && side[order[r]] == 1 ? b : ci;
+    // B first: its pointers may be the merged copies, A's may be the scratch rows
+    n[b] = nB;
+    std::copy(B1, B1 + D, s1 + size_t(b) * D);
+    std::copy(B2, B2 + DD, s2 + size_t(b) * DD);
+    n[ci] = nA;
+    std::copy(A1, A1 + D, s1 + size_t(ci) * D);
+    std::copy(A2, A2 + DD, s2 + size_t(ci) * DD);
+    clusters += split ? 1 : -1;
+  }
 }
 
 // One chain's relabelling proposals of dpppl/kernels/stick_breaking/labelswap.py (labelswap,
@@ -808,11 +999,64 @@ ffi::Error Allocate(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> order, ffi::Buffer<
     std::memcpy(n, on.at(n_in.typed_data(), b), sizeof(T) * 2);
     std::memcpy(s1, o1.at(s1_in.typed_data(), b), sizeof(T) * 2 * D);
     std::memcpy(s2, o2.at(s2_in.typed_data(), b), sizeof(T) * 2 * second);
+    std::vector<T> log_size(size_t(N) + 1, std::numeric_limits<T>::quiet_NaN());
     hyper.with_family(family, b, D, 2, N, [&](auto& fam) {
       log_q_out->typed_data()[b] = allocate_chain(
           D, ox.at(x.typed_data(), b), oo.at(order.typed_data(), b), *oc.at(count.typed_data(), b),
           ou.at(uniforms.typed_data(), b), *of.at(force.typed_data(), b), ot.at(target.typed_data(), b), side, n,
-          s1, s2, hyper.discount(b), reseat != 0, fam);
+          s1, s2, hyper.discount(b), reseat != 0, fam, log_size);
+    });
+  });
+  return ffi::Error::Success();
+}
+
+// Split-merge's step of SAMS proposals for every chain of the batch: see splitmerge_chain.
+template <ffi::DataType DT>
+ffi::Error SplitMerge(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in,
+                      ffi::Buffer<DT> s2_in, ffi::Buffer<DT> alpha, ffi::Buffer<ffi::S32> pairs, ffi::Buffer<DT> u_accept,
+                      ffi::Buffer<DT> keys, ffi::Buffer<DT> uniforms, ffi::Buffer<DT> h1,
+                      ffi::Buffer<DT> h2, ffi::Buffer<DT> h3, ffi::Buffer<DT> scalars,
+                      ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out, ffi::ResultBuffer<DT> s1_out,
+                      ffi::ResultBuffer<DT> s2_out, ffi::ResultBuffer<ffi::PRED> overflow_out,
+                      ffi::ResultBuffer<DT> total_p_out, ffi::ResultBuffer<ffi::S32> counts_out, int64_t family,
+                      int64_t num_threads) {
+  using T = ffi::NativeType<DT>;
+  const auto xd = x.dimensions(), nd = n_out->dimensions(), pd = pairs.dimensions();
+  if (xd.size() < 2 || nd.size() < 1 || pd.size() < 2 || pd[pd.size() - 1] != 2)
+    return ffi::Error::InvalidArgument("native split-merge step: bad operand ranks");
+  if (family != 0 && family != 1) return ffi::Error::InvalidArgument("native split-merge step: unknown family");
+  const int N = int(xd[xd.size() - 2]), D = int(xd[xd.size() - 1]), C = int(nd[nd.size() - 1]),
+            P = int(pd[pd.size() - 2]);
+  const int64_t B = batch_of(z_out->dimensions(), 1);
+  const size_t full = family == 0;
+  const Operand ox(xd, 2, B), oa(alpha.dimensions(), 0, B), op(pd, 2, B), ou(u_accept.dimensions(), 1, B),
+                om(keys.dimensions(), 1, B), ow(uniforms.dimensions(), 2, B);
+  const SweepState<DT> state(z_in, n_in, s1_in, s2_in, z_out, n_out, s1_out, s2_out, N, C, D, full, B);
+  const Hyper<DT> hyper(h1, h2, h3, scalars, full, B);
+  // labels index the slots (-1: a padded point) and pairs index the points
+  for (int64_t b = 0; b < B; ++b) {
+    const int32_t *zb = state.oz.at(z_in.typed_data(), b), *pb = op.at(pairs.typed_data(), b);
+    for (int k = 0; k < N; ++k)
+      if (zb[k] < -1 || zb[k] >= C) return ffi::Error::InvalidArgument("native split-merge step: a label outside [-1, capacity)");
+    for (int t = 0; t < P; ++t) {
+      const int i = pb[2 * t], j = pb[2 * t + 1];
+      if (i < 0 || i >= N || j < 0 || j >= N || i == j || zb[i] < 0 || zb[j] < 0)
+        return ffi::Error::InvalidArgument("native split-merge step: a pair that is not two distinct seated points");
+    }
+  }
+
+  for_each_chain(B, num_threads, [&](int64_t b) {
+    const auto st = state.copy(b);
+    bool* overflow = overflow_out->typed_data() + b;
+    T* total_p = total_p_out->typed_data() + b;
+    int32_t* counts = counts_out->typed_data() + b * 4;
+    *overflow = false, *total_p = T(0);
+    std::fill(counts, counts + 4, 0);
+    hyper.with_family(family, b, D, 2, N, [&](auto& fam) {
+      splitmerge_chain(N, D, C, P, ox.at(x.typed_data(), b), op.at(pairs.typed_data(), b),
+                       ou.at(u_accept.typed_data(), b), om.at(keys.typed_data(), b),
+                       ow.at(uniforms.typed_data(), b), st.z, st.n, st.s1, st.s2, *oa.at(alpha.typed_data(), b),
+                       hyper.discount(b), fam, overflow, total_p, counts);
     });
   });
   return ffi::Error::Success();
@@ -914,6 +1158,33 @@ ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi
       .Attr<int64_t>("reseat")                                                                   \
       .Attr<int64_t>("num_threads")
 
+// The operands of SplitMerge, in order (shapes of one chain; a leading batch under vmap).
+#define DPPPL_SPLITMERGE_BINDING(DT)                                                        \
+  ffi::Ffi::Bind()                                                                              \
+      .Arg<ffi::Buffer<DT>>()         /* x (N, D) */                                            \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* z (N,): -1 for a padded point */                       \
+      .Arg<ffi::Buffer<DT>>()         /* n (C,) */                                              \
+      .Arg<ffi::Buffer<DT>>()         /* s1 (C, D) */                                           \
+      .Arg<ffi::Buffer<DT>>()         /* s2 (C, D, D) or (C, D) */                              \
+      .Arg<ffi::Buffer<DT>>()         /* alpha () */                                            \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* pairs (P, 2): each proposal's (i, j) */                \
+      .Arg<ffi::Buffer<DT>>()         /* u_accept (P,): the acceptance uniforms */              \
+      .Arg<ffi::Buffer<DT>>()         /* keys (N,): S is visited in the order of their argsort */ \
+      .Arg<ffi::Buffer<DT>>()         /* uniforms (P, N): proposal t's allocation uniforms */   \
+      .Arg<ffi::Buffer<DT>>()         /* h1: hyperparameters (see Hyper) */                     \
+      .Arg<ffi::Buffer<DT>>()         /* h2 */                                                  \
+      .Arg<ffi::Buffer<DT>>()         /* h3 */                                                  \
+      .Arg<ffi::Buffer<DT>>()         /* scalars (3,): kappa0, nu0, discount */                 \
+      .Ret<ffi::Buffer<ffi::S32>>()   /* z */                                                   \
+      .Ret<ffi::Buffer<DT>>()         /* n */                                                   \
+      .Ret<ffi::Buffer<DT>>()         /* s1 */                                                  \
+      .Ret<ffi::Buffer<DT>>()         /* s2 */                                                  \
+      .Ret<ffi::Buffer<ffi::PRED>>()  /* overflow: a split found no empty slot */               \
+      .Ret<ffi::Buffer<DT>>()         /* total_p (): the sum of the acceptance probabilities */ \
+      .Ret<ffi::Buffer<ffi::S32>>()   /* counts (4,): splits proposed, accepted, merges proposed, accepted */ \
+      .Attr<int64_t>("family")                                                                  \
+      .Attr<int64_t>("num_threads")
+
 // The operands of SbSeat, in order (shapes of one chain; a leading batch under vmap).
 #define DPPPL_SB_SEAT_BINDING(DT)                                                \
   ffi::Ffi::Bind()                                                                   \
@@ -965,6 +1236,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF64, Seat<ffi::F64>, DPPPL_SEAT_BINDING(f
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF32, Seat<ffi::F32>, DPPPL_SEAT_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplAllocateF64, Allocate<ffi::F64>, DPPPL_ALLOCATE_BINDING(ffi::F64));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplAllocateF32, Allocate<ffi::F32>, DPPPL_ALLOCATE_BINDING(ffi::F32));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSplitMergeF64, SplitMerge<ffi::F64>, DPPPL_SPLITMERGE_BINDING(ffi::F64));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSplitMergeF32, SplitMerge<ffi::F32>, DPPPL_SPLITMERGE_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplRelabelF64, Relabel<ffi::F64>, DPPPL_RELABEL_BINDING(ffi::F64));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplRelabelF32, Relabel<ffi::F32>, DPPPL_RELABEL_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSbSeatF64, SbSeat<ffi::F64>, DPPPL_SB_SEAT_BINDING(ffi::F64));

@@ -21,7 +21,11 @@ The split-merge move ([`dpppl.kernels.splitmerge`][dpppl.kernels.splitmerge], SA
 restricted Gibbs) places the points of its two clusters one at a time in the same way: its
 [`allocation_pass`][dpppl.kernels.splitmerge.allocation_pass] runs as one call of the same
 library ([`native_allocation_pass`][dpppl.models.native_seating.native_allocation_pass]) for the
-same families and priors, with the order, the uniforms and the sides taken from JAX.
+same families and priors, with the order, the uniforms and the sides taken from JAX; with SAMS
+(the default method) the whole step, every proposal's pair, allocation, marginal likelihoods and
+Metropolis-Hastings test, is one call ([`native_splitmerge_step`][dpppl.models.native_seating.native_splitmerge_step]),
+since the JAX remainder of a proposal (its O(N) member set and order, four marginals, the ratio
+and the update of the state), not the allocation, had become most of the move's time.
 
 The label moves of stick-breaking priors ([`labelswap`, `labelpermute`][dpppl.kernels.stick_breaking.labelswap])
 accept or reject their proposals one after another; a chunk of proposals, drawn in JAX, is
@@ -49,6 +53,7 @@ from dpppl.priors.crp import PitmanYor
 SOURCE = Path(__file__).with_name("native_seating.cc")
 _TARGETS = {"dpppl_seat_f64": "DppplSeatF64", "dpppl_seat_f32": "DppplSeatF32",
             "dpppl_allocate_f64": "DppplAllocateF64", "dpppl_allocate_f32": "DppplAllocateF32",
+            "dpppl_splitmerge_f64": "DppplSplitMergeF64", "dpppl_splitmerge_f32": "DppplSplitMergeF32",
             "dpppl_relabel_f64": "DppplRelabelF64", "dpppl_relabel_f32": "DppplRelabelF32",
             "dpppl_sb_seat_f64": "DppplSbSeatF64", "dpppl_sb_seat_f32": "DppplSbSeatF32"}
 FAMILIES = (NormalInverseWishart, NormalKnownCov)
@@ -149,6 +154,33 @@ def native_allocation_pass(family, prior, x, stats2, side, order, count, uniform
         target.astype(jnp.int32), jnp.asarray(force, jnp.bool_), *(s.astype(dtype) for s in stats2), *hyper,
         family=family_index, reseat=np.int64(reseat), num_threads=threads)
     return type(stats2)(n, s1, s2), side, log_q
+
+
+def native_splitmerge_step(family, prior, x, state: PartitionState, pairs, u_accept, keys, uniforms):
+    """The proposals of one SAMS split-merge step (the `step` of
+    [`build_splitmerge_kernel`][dpppl.kernels.splitmerge.build_splitmerge_kernel] with
+    `method="sams"`) in one FFI call, each on the state the one before left: proposal t pairs the
+    points `pairs[t]` (P, 2), visits S in the order of `argsort(keys)` (`keys` (N,), ties by index,
+    as `jnp.argsort`) with the allocation uniforms `uniforms[t]` (P, N), and is accepted when
+    `log(u_accept[t])` is below its log Metropolis-Hastings ratio
+    ([`propose`][dpppl.kernels.splitmerge.propose]'s, the same up to rounding). A merge whose
+    ratio falls below both `log(u_accept[t])` and log 1e-12 while its reverse split is scored is
+    rejected there (the pass can only lower it): its acceptance probability is counted as the bound
+    reached (below 1e-12) instead of its exact value. Returns the new state (its `overflow` set when
+    a split found no empty slot), the sum of the acceptance probabilities and the counts (4,) of
+    splits proposed, accepted, merges proposed, accepted."""
+    stats = state.stats
+    dtype = jnp.result_type(x)
+    out = (jax.ShapeDtypeStruct(state.z.shape, jnp.int32),) + tuple(
+        jax.ShapeDtypeStruct(s.shape, dtype) for s in stats) + (
+        jax.ShapeDtypeStruct((), jnp.bool_), jax.ShapeDtypeStruct((), dtype), jax.ShapeDtypeStruct((4,), jnp.int32))
+    call, threads = _call("dpppl_splitmerge", dtype, out, x.shape[0], stats.n.shape[-1])
+    hyper, family_index = _family_operands(family, prior, dtype)
+    z, n, s1, s2, overflow, total_p, counts = call(
+        x, state.z, *(s.astype(dtype) for s in stats), jnp.asarray(state.alpha, dtype), pairs.astype(jnp.int32),
+        u_accept.astype(dtype), keys.astype(dtype), uniforms.astype(dtype), *hyper,
+        family=family_index, num_threads=threads)
+    return state._replace(z=z, stats=type(stats)(n, s1, s2), overflow=state.overflow | overflow), total_p, counts
 
 
 def _sticks(prior, C, dtype):

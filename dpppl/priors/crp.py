@@ -17,6 +17,12 @@ model holds the prior resolved at a value of d (`at_discount`: its median when c
 state's value inside a move), whose `discount` may be a traced scalar. At a traced discount the
 EPPF's factor prod_{j=1}^{K-1} (alpha + j d) is summed term by term over the slots (`_log_new_terms`)
 rather than written with gammaln(alpha / d + K), whose difference loses every digit as d -> 0.
+
+The priors and `Gamma` are JAX pytrees (`dpppl.core.pytrees.register_attributes`) whose leaves are
+the concentration's numbers (a float alpha, or the Gamma prior's float shape and rate): a bound
+model carries its prior as an argument of the compiled programs, so a run at another alpha compiles
+nothing. A fixed discount is static (structure): the CRP's formulas and some kernels' (perm's count
+factor) branch on it being zero.
 """
 
 from __future__ import annotations
@@ -32,10 +38,12 @@ from jax.scipy.special import gammaln
 
 from dpppl.core.expressions import check_hyper, count_limit, float_limits
 from dpppl.core.numerics import sample_index
+from dpppl.core.pytrees import register_attributes
 from dpppl.core.state import canonical_labels
 from dpppl.errors import ModelError
 
 
+@register_attributes
 @dataclasses.dataclass(frozen=True)
 class Gamma:
     """Gamma(shape, rate) prior on a concentration parameter; makes it resampled."""
@@ -78,6 +86,7 @@ class Gamma:
 Concentration = Union[float, Gamma]
 
 
+@register_attributes
 @dataclasses.dataclass(frozen=True)
 class PitmanYor:
     """Pitman-Yor partition prior PY(discount, alpha).
@@ -95,6 +104,9 @@ class PitmanYor:
     alpha: Concentration = 1.0
 
     name = "PitmanYor"
+    #: structure, not a leaf (`dpppl.core.pytrees.register_attributes`): a zero discount selects the
+    #: Dirichlet process's formulas, and kernels branch on its value (perm's count factor)
+    static_attributes = ("discount",)
     labelled = False
     """Exchangeable: the law of a partition does not depend on how its clusters are numbered."""
 
@@ -138,7 +150,11 @@ class PitmanYor:
 
     @property
     def initial_alpha(self) -> float:
-        return self.alpha.mean if self.alpha_is_random else float(self.alpha)
+        """alpha when chains start: the Gamma prior's mean, or the fixed value (a traced scalar
+        inside a compiled program, where the prior's numbers are leaves)."""
+        if self.alpha_is_random:
+            return self.alpha.mean
+        return float(self.alpha) if isinstance(self.alpha, (int, float)) else self.alpha
 
     def check_hyperparameters(self, n: int) -> None:
         """Raise [`HyperparameterError`][dpppl.errors.HyperparameterError] when a hyperparameter
@@ -259,6 +275,7 @@ class PitmanYor:
         return f"PitmanYor(discount={self.discount}, alpha={self.alpha})"
 
 
+@register_attributes
 @dataclasses.dataclass(frozen=True)
 class CRP(PitmanYor):
     """Chinese restaurant process: the partition of a Dirichlet process DP(alpha)."""

@@ -329,6 +329,46 @@ def test_native_and_jax_proposals_agree(name, method):
     np.testing.assert_allclose(np.asarray(native.log_accept), np.asarray(plain.log_accept), rtol=1e-10, atol=1e-9)
 
 
+@pytest.mark.parametrize("name", sorted(NATIVE_MODELS))
+def test_native_and_jax_sams_steps_make_the_same_draws(name):
+    """A SAMS step runs as one native call (pairs, allocations, marginals, acceptance) where the model
+    is covered: from the same state and keys it makes the JAX step's draws (labels, statistics and
+    statistics of the step equal to rounding), on the points as they are and padded to more rows
+    (label -1, never chosen or counted). From random labels splits and merges are accepted; from
+    three well separated clusters (their true labels, the blobs moved 30 apart) most merges pair two
+    of them, with acceptance probabilities far below 1e-12, whose passes the native step stops
+    early, rejecting them as the whole pass does."""
+    x, labels = dpppl.datasets.gaussian_mixture(60, 2, 3, mean_scale=3.0, seed=2)
+    keys = jax.random.split(jax.random.key(1), 32)
+    separated = x + 30.0 * labels[:, None]
+    for points, start in ((x, np.random.default_rng(0).integers(0, 3, 60)), (separated, labels)):
+        b = NATIVE_MODELS[name].bind(points if name == "niw-dp" else points[:, 0])
+        state = state_of(b, start, capacity=8)
+        padded_state = state._replace(z=jnp.concatenate([state.z, jnp.full(4, -1, jnp.int32)]))
+        runs = {}
+        for native in (True, False):
+            for target, first in ((b, state), (b.padded(64), padded_state)):
+                kern = build_splitmerge_kernel(target, native=native)
+                runs[native, target is b] = jax.jit(jax.vmap(kern.step, in_axes=(0, None, None)))(
+                    keys, first, jnp.asarray(target.x))
+        (plain, plain_info) = runs[False, True]
+        for (native, unpadded), (out, info) in runs.items():
+            np.testing.assert_array_equal(np.asarray(out.z)[:, :60], np.asarray(plain.z))
+            assert np.all(np.asarray(out.z)[:, 60:] == -1)
+            for a, c in zip(out.stats, plain.stats):
+                np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-12, atol=1e-9)
+            np.testing.assert_array_equal(np.asarray(out.overflow), np.asarray(plain.overflow))
+            # a merge stopped early counts the bound it reached (below 1e-12), not its exact probability
+            np.testing.assert_allclose(np.asarray(info.accept_prob), np.asarray(plain_info.accept_prob), rtol=1e-9,
+                                       atol=2e-12)
+            for field in ("split_proposed", "split_accepted", "merge_proposed", "merge_accepted"):
+                np.testing.assert_array_equal(np.asarray(getattr(info, field)), np.asarray(getattr(plain_info, field)))
+        if points is separated:
+            assert plain_info.merge_proposed.sum() > 100 + plain_info.merge_accepted.sum()  # most rejected
+        else:
+            assert plain_info.split_accepted.sum() > 0 and plain_info.merge_accepted.sum() > 0
+
+
 def test_native_option_is_checked():
     b = bound("normal_gamma_1d_overlap")
     with pytest.raises(dpppl.KernelError, match="native=True: the native split-merge covers NormalInverseWishart "

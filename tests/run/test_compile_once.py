@@ -95,6 +95,25 @@ def test_other_hyperparameters_of_the_same_shapes_compile_nothing(niw_model, two
     assert programs == []
 
 
+@pytest.mark.parametrize("alphas", [(1.0, 0.7), (dpppl.priors.Gamma(1.0, 1.0), dpppl.priors.Gamma(2.0, 0.5))],
+                         ids=["fixed", "gamma"])
+def test_another_concentration_compiles_nothing(niw_model, two_blobs, alphas):
+    """The prior's alpha (or its Gamma prior's shape and rate) is a leaf of the bound model, an
+    argument of the compiled programs: a run at another value lowers nothing, and runs at it."""
+    run = dict(kernel="gibbs", num_warmup=3, num_samples=3, num_chains=2, progress_bar=False)
+    component = niw_model.component
+    first = dpppl.sample(dpppl.DPMixture(alphas[0], component), two_blobs[0], **run)
+    with lowerings() as programs:
+        second = dpppl.sample(dpppl.DPMixture(alphas[1], component), two_blobs[0], **run)
+    assert programs == []
+    if isinstance(alphas[1], float):  # the recorded log joint is that of the labels at alpha 0.7
+        bound = dpppl.DPMixture(alphas[1], component).bind(two_blobs[0])
+        z = second.posterior_partition["z"].values[0, -1]
+        assert float(second.posterior["lp"].values[0, -1]) == pytest.approx(
+            float(bound.log_joint_of_labels(z)), rel=1e-9)
+    assert not np.array_equal(first.posterior["lp"].values, second.posterior["lp"].values)
+
+
 def _blobs(n, seed):
     rng = np.random.default_rng(seed)
     return np.concatenate([rng.normal(-3, 1, (n // 2, 2)), rng.normal(3, 1, (n - n // 2, 2))])
