@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import multigammaln
 
+from dpppl.core.numerics import normal_draw
 from dpppl.errors import DataError, HyperparameterError
 from dpppl.core.expressions import check_hyper
 from dpppl.families.base import Family, resolve_fields, scale_matrix
@@ -260,7 +261,7 @@ class CoupledGaussian(Family):
         """(mu (shape, T, D), sigma (shape, S, D, D)) from the prior."""
         T, D = self.num_slices, self.dim
         k_mu, k_cov = jax.random.split(rng_key)
-        eps = jax.random.normal(k_mu, shape + (T, D))
+        eps = normal_draw(k_mu, shape + (T, D))
         mu = jnp.asarray(self.mu0) + jnp.einsum("st,...td->...sd", jnp.asarray(self.gamma_chol), eps)
         return mu, self.draw_prior_cov(k_cov, shape + (self.num_covariances,))[0]
 
@@ -272,18 +273,20 @@ class CoupledGaussian(Family):
         A_ii^2 ~ chi^2(nu0 - i) and A_ij ~ N(0, 1) below the diagonal; then
         Sigma^-1 = (U^-T A)(U^-T A)^T, Sigma = (U A^-T)(U A^-T)^T and
         log|Sigma| = 2 sum_i (log U_ii - log A_ii). With an integer nu0 <= 16 the
-        chi-squares are sums of nu0 - i squared normals (no rejection loop).
+        chi-squares are sums of nu0 - i squared normals (no rejection loop), drawn in one call with
+        the normals below the diagonal (one threefry expansion in a compiled program).
         """
         D = self.dim
-        k_diag, k_below = jax.random.split(rng_key)
         dofs = self.nu0 - np.arange(D)
         rows, cols = np.tril_indices(D, -1)
-        below = jax.random.normal(k_below, shape + (rows.size,))
         if float(self.nu0).is_integer() and self.nu0 <= 16:
-            cells = jax.random.normal(k_diag, shape + (int(dofs.sum()),))
+            normals = normal_draw(rng_key, shape + (rows.size + int(dofs.sum()),))
+            below, cells = normals[..., :rows.size], normals[..., rows.size:]
             ends = np.cumsum(dofs.astype(int))
             chi2 = jnp.stack([jnp.sum(cells[..., e - int(k):e] ** 2, axis=-1) for e, k in zip(ends, dofs)], axis=-1)
         else:
+            k_diag, k_below = jax.random.split(rng_key)
+            below = normal_draw(k_below, shape + (rows.size,))
             chi2 = 2.0 * gamma_draw(k_diag, dofs / 2.0, shape + (D,))
         eye = np.eye(D)
         bartlett = (jnp.zeros(shape + (D, D)).at[..., rows, cols].set(below)
@@ -333,7 +336,7 @@ class CoupledGaussian(Family):
         h = (prior_h[None] + jnp.einsum("ctde,cte->ctd", prec, s1)).reshape(C, T * D, 1)
         chol = cholesky(precision)
         mean = solve_upper_transposed(chol, solve_lower(chol, h))[..., 0]
-        eps = jax.random.normal(rng_key, (C, T * D, 1), prec.dtype)
+        eps = normal_draw(rng_key, (C, T * D, 1), prec.dtype)
         return (mean + solve_upper_transposed(chol, eps)[..., 0]).reshape(C, T, D)
 
     # ----- NumPyro side (the truncated model, `dpppl.models.ddp_compile`) ---------------
