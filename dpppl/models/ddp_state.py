@@ -177,8 +177,7 @@ def update_parameters(family, rng_key, state: PartitionState) -> PartitionState:
     stats = state.stats
     used = stats.n > 0.5
     k_cov, k_mu = jax.random.split(rng_key)
-    sigma = family.draw_cov(k_cov, stats.nt, stats.s1, stats.s2, stats.mu)
-    prec, _ = family.precision(sigma)
+    sigma, prec, _ = family.draw_cov(k_cov, stats.nt, stats.s1, stats.s2, stats.mu)
     mu = family.draw_means(k_mu, stats.nt, stats.s1, prec)
     return state._replace(stats=stats._replace(mu=jnp.where(used[:, None, None], mu, stats.mu),
                                                sigma=jnp.where(used[:, None, None, None], sigma, stats.sigma)))
