@@ -93,20 +93,12 @@ def measure(spec: str, n: int, hlo: bool, top: int) -> dict:
 
 
 def render(results: dict) -> str:
-    rows = []
+    """`bench_move_compile.render`'s tables, kernel by kernel (its chunk row names `moves.SPEC`)."""
+    parts = []
     for label, r in results["kernels"].items():
-        rows.append(f"\n### {label} ({r['points']} points, {r['rows']} rows, capacity {r['capacity']})\n")
-        rows.append("| program | lower CPU s | compile CPU s | HLO instructions |\n|---|---|---|---|")
-        c = r["chunk"]
-        rows.append(f"| chunk | {c['lower_cpu_s']:.2f} | {c['compile_cpu_s']:.2f} | {c['instructions']} |")
-        for name, m in r["moves"].items():
-            rows.append(f"| {name} alone | {m['lower_cpu_s']:.2f} | {m['compile_cpu_s']:.2f} | {m['instructions']} |")
-        for program, b in r.get("hlo", {}).items():
-            rows.append(f"\n| innermost dpppl source line ({program}) | HLO instructions |\n|---|---|")
-            rows += [f"| {w} | {n} |" for w, n in b["by_line"]]
-            rows.append(f"\n| dpppl function on the stack ({program}, inclusive) | HLO instructions |\n|---|---|")
-            rows += [f"| {w} | {n} |" for w, n in b["by_function"]]
-    return "\n".join(rows) + "\n"
+        moves.SPEC = label.split(" on ")[0]
+        parts.append(moves.render({"jobs": {f"{label}, {r['points']} points": {**r, "points": r["rows"]}}}))
+    return "\n".join(parts) + "\n"
 
 
 def main(argv=None):
