@@ -44,10 +44,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import multigammaln
 
+from dpppl.core.numerics import normal_draw
 from dpppl.errors import DataError, HyperparameterError
 from dpppl.core.expressions import check_hyper
 from dpppl.families.base import Family, resolve_fields, scale_matrix
-from dpppl.families.gaussian import (Whitening, cholesky, gamma_draw, inverse_wishart_draw, logdet_pd, solve_lower,
+from dpppl.families.gaussian import (Whitening, cholesky, gamma_draw, logdet_pd, solve_lower,
                                      whitened_log_likelihood_pairs, whitening_full)
 
 
@@ -81,6 +82,43 @@ def _slice_conditionals(gamma) -> tuple[np.ndarray, np.ndarray]:
         if T > 1:
             chol[t][np.ix_(rest, rest)] = np.linalg.cholesky(cond[np.ix_(rest, rest)])
     return gain, chol
+
+
+def inverse_wishart_bartlett(rng_key, psi, nu, shape):
+    """(Sigma, Sigma^-1, log|Sigma|) for Sigma ~ IW(psi, nu) of shape `shape`: scale matrices `psi`
+    (..., D, D) and degrees of freedom `nu` (a number, or an array (...)) broadcast to `shape`.
+
+    The Bartlett decomposition: psi = U U^T, A lower triangular with A_ii^2 ~ chi^2(nu - i) and
+    A_ij ~ N(0, 1) below the diagonal; then Sigma^-1 = (U^-T A)(U^-T A)^T ~ Wishart(nu, psi^-1),
+    Sigma = (U A^-T)(U A^-T)^T and log|Sigma| = 2 sum_i (log U_ii - log A_ii): the precision and the
+    log determinant come from the draw's factors, with no factorisation of Sigma. The normals are
+    `normal_draw`s (Box-Muller); with a number nu that is an integer <= 16 the chi-squares are sums
+    of nu - i squared normals drawn in the same call as those below the diagonal (no rejection
+    loop), otherwise `gamma_draw`s.
+    """
+    D = psi.shape[-1]
+    rows, cols = np.tril_indices(D, -1)
+    if isinstance(nu, (int, float)) and float(nu).is_integer() and nu <= 16:
+        dofs = (nu - np.arange(D)).astype(int)
+        normals = normal_draw(rng_key, shape + (rows.size + int(dofs.sum()),))
+        below, cells = normals[..., :rows.size], normals[..., rows.size:]
+        ends = np.cumsum(dofs)
+        chi2 = jnp.stack([jnp.sum(cells[..., e - k:e] ** 2, axis=-1) for e, k in zip(ends, dofs)], axis=-1)
+    else:
+        k_diag, k_below = jax.random.split(rng_key)
+        below = normal_draw(k_below, shape + (rows.size,))
+        chi2 = 2.0 * gamma_draw(k_diag, (jnp.asarray(nu)[..., None] - jnp.arange(D)) / 2.0, shape + (D,))
+    eye = jnp.eye(D, dtype=psi.dtype)
+    bartlett = jnp.zeros(shape + (D, D), psi.dtype).at[..., rows, cols].set(below) + jnp.sqrt(chi2)[..., None] * eye
+    chol_psi = cholesky(psi)
+    prec_root = jnp.einsum("...ji,...jk->...ik", solve_lower(chol_psi, jnp.broadcast_to(eye, chol_psi.shape)),
+                           bartlett)  # U^-T A
+    cov_root = jnp.einsum("...ij,...kj->...ik", chol_psi,
+                          solve_lower(bartlett, jnp.broadcast_to(eye, bartlett.shape)))  # U A^-T
+    logdet = 2.0 * (jnp.sum(jnp.log(jnp.diagonal(chol_psi, axis1=-2, axis2=-1)), axis=-1)
+                    - 0.5 * jnp.sum(jnp.log(chi2), axis=-1))
+    return (jnp.einsum("...ik,...jk->...ij", cov_root, cov_root),
+            jnp.einsum("...ik,...jk->...ij", prec_root, prec_root), logdet)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,42 +298,14 @@ class CoupledGaussian(Family):
         """(mu (shape, T, D), sigma (shape, S, D, D)) from the prior."""
         T, D = self.num_slices, self.dim
         k_mu, k_cov = jax.random.split(rng_key)
-        eps = jax.random.normal(k_mu, shape + (T, D))
+        eps = normal_draw(k_mu, shape + (T, D))
         mu = jnp.asarray(self.mu0) + jnp.einsum("st,...td->...sd", jnp.asarray(self.gamma_chol), eps)
         return mu, self.draw_prior_cov(k_cov, shape + (self.num_covariances,))[0]
 
     def draw_prior_cov(self, rng_key, shape=()):
-        """(Sigma, Sigma^-1, log|Sigma|) for Sigma ~ IW(psi0, nu0), of shape `shape`.
-
-        The Bartlett decomposition of `inverse_wishart_draw`
-        with the precision formed directly: psi0 = U U^T, A lower triangular with
-        A_ii^2 ~ chi^2(nu0 - i) and A_ij ~ N(0, 1) below the diagonal; then
-        Sigma^-1 = (U^-T A)(U^-T A)^T, Sigma = (U A^-T)(U A^-T)^T and
-        log|Sigma| = 2 sum_i (log U_ii - log A_ii). With an integer nu0 <= 16 the
-        chi-squares are sums of nu0 - i squared normals (no rejection loop).
-        """
-        D = self.dim
-        k_diag, k_below = jax.random.split(rng_key)
-        dofs = self.nu0 - np.arange(D)
-        rows, cols = np.tril_indices(D, -1)
-        below = jax.random.normal(k_below, shape + (rows.size,))
-        if float(self.nu0).is_integer() and self.nu0 <= 16:
-            cells = jax.random.normal(k_diag, shape + (int(dofs.sum()),))
-            ends = np.cumsum(dofs.astype(int))
-            chi2 = jnp.stack([jnp.sum(cells[..., e - int(k):e] ** 2, axis=-1) for e, k in zip(ends, dofs)], axis=-1)
-        else:
-            chi2 = 2.0 * gamma_draw(k_diag, dofs / 2.0, shape + (D,))
-        eye = np.eye(D)
-        bartlett = (jnp.zeros(shape + (D, D)).at[..., rows, cols].set(below)
-                    + jnp.sqrt(chi2)[..., None] * eye)
-        chol_psi = cholesky(jnp.asarray(self.psi0))
-        prec_root = jnp.einsum("ji,...jk->...ik", solve_lower(chol_psi, jnp.eye(D, dtype=chol_psi.dtype)),
-                               bartlett)  # U^-T A
-        cov_root = jnp.einsum("ij,...kj->...ik", chol_psi,
-                              solve_lower(bartlett, jnp.broadcast_to(eye, bartlett.shape)))  # U A^-T
-        logdet = 2.0 * (jnp.sum(jnp.log(jnp.diag(chol_psi))) - 0.5 * jnp.sum(jnp.log(chi2), axis=-1))
-        return (jnp.einsum("...ik,...jk->...ij", cov_root, cov_root),
-                jnp.einsum("...ik,...jk->...ij", prec_root, prec_root), logdet)
+        """(Sigma, Sigma^-1, log|Sigma|) for Sigma ~ IW(psi0, nu0), of shape `shape`
+        ([`inverse_wishart_bartlett`][dpppl.families.coupled.inverse_wishart_bartlett])."""
+        return inverse_wishart_bartlett(rng_key, jnp.asarray(self.psi0), self.nu0, shape)
 
     def means_given_slice(self, t, mu_t, eps):
         """A prior draw of all T means of a label given its mean `mu_t` (..., D) in slice
@@ -309,13 +319,14 @@ class CoupledGaussian(Family):
 
     def draw_cov(self, rng_key, n, s1, s2, mu):
         """Sigma_{i,s} | mu_i, x (eq. 11) for every cluster (see the module docstring):
-        statistics n (C, T), s1 (C, T, D), s2 (C, T, D, D) and means mu (C, T, D);
-        returns (C, S, D, D)."""
-        k_diag, k_below = jax.random.split(rng_key)
+        statistics n (C, T), s1 (C, T, D), s2 (C, T, D, D) and means mu (C, T, D); returns
+        (Sigma, Sigma^-1, log|Sigma|), (C, S, D, D), (C, S, D, D) and (C, S), by
+        [`inverse_wishart_bartlett`][dpppl.families.coupled.inverse_wishart_bartlett] (the precision
+        from the draw's own factors, not by factoring Sigma again)."""
         scatter = self.scatter(n, s1, s2, mu)
         if not self.slice_covariances:
             scatter, n = jnp.sum(scatter, axis=1, keepdims=True), jnp.sum(n, axis=1, keepdims=True)
-        return inverse_wishart_draw(k_diag, k_below, jnp.asarray(self.psi0) + scatter, self.nu0 + n, gamma_draw)
+        return inverse_wishart_bartlett(rng_key, jnp.asarray(self.psi0) + scatter, self.nu0 + n, n.shape)
 
     def draw_means(self, rng_key, n, s1, prec):
         """vec(mu_i) | Sigma_i, x (eq. 11) for every cluster: statistics n (C, T),
@@ -333,7 +344,7 @@ class CoupledGaussian(Family):
         h = (prior_h[None] + jnp.einsum("ctde,cte->ctd", prec, s1)).reshape(C, T * D, 1)
         chol = cholesky(precision)
         mean = solve_upper_transposed(chol, solve_lower(chol, h))[..., 0]
-        eps = jax.random.normal(rng_key, (C, T * D, 1), prec.dtype)
+        eps = normal_draw(rng_key, (C, T * D, 1), prec.dtype)
         return (mean + solve_upper_transposed(chol, eps)[..., 0]).reshape(C, T, D)
 
     # ----- NumPyro side (the truncated model, `dpppl.models.ddp_compile`) ---------------
@@ -392,4 +403,4 @@ class AtSlices:
         return mu + jnp.einsum("...ij,...j->...i", cholesky(cov), eps)
 
 
-__all__ = ["AtSlices", "CoupledGaussian", "time_covariance", "solve_upper_transposed"]
+__all__ = ["AtSlices", "CoupledGaussian", "inverse_wishart_bartlett", "time_covariance", "solve_upper_transposed"]

@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import betaln, logsumexp
 
-from dpppl.core.numerics import sample_index, slice_log_alpha
+from dpppl.core.numerics import log_gamma_draw, sample_index, slice_log_alpha
 from dpppl.families.generalized_mallows import ranking_lengths, theta_log_density
 
 
@@ -92,18 +92,44 @@ def sigma_mh(rng_key, pos, W):
     """One independence Metropolis-Hastings step with the stagewise proposal: exact.
     Returns (pos, accepted)."""
     k_prop, k_acc = jax.random.split(rng_key)
-    new, logq_new = stagewise(k_prop, W)
+    return sigma_mh_given(jax.random.uniform(k_prop, (W.shape[0],), W.dtype),
+                          jax.random.uniform(k_acc, dtype=W.dtype), pos, W)
+
+
+def sigma_mh_given(proposal_uniforms, accept_uniform, pos, W):
+    """[`sigma_mh`][dpppl.families.mallows_draws.sigma_mh] with its random numbers given: the
+    stagewise proposal drawn with `proposal_uniforms` (n,), accepted when log `accept_uniform` is
+    below the log ratio. Returns (pos, accepted)."""
+    order, logq_new = _stagewise_pass(W, proposal_uniforms)
+    new = order_to_pos(order)
     log_ratio = (sigma_log_target(new, W) - sigma_log_target(pos, W)
                  + stagewise_log_prob(pos, W) - logq_new)
-    accept = jnp.log(jax.random.uniform(k_acc, dtype=W.dtype)) < log_ratio
+    accept = jnp.log(accept_uniform) < log_ratio
     return jnp.where(accept, new, pos), accept
 
 
 def sigma_adjacent_swaps(rng_key, pos, W):
     """A sweep of Metropolis moves swapping the items at ranks k, k+1 (k = 0..n-2): swapping
     a (rank k) and b (rank k+1) changes L_sigma(W) by W[b, a] - W[a, b]. Exact."""
+    return sigma_adjacent_swaps_given(jax.random.uniform(rng_key, (W.shape[0] - 1,), W.dtype), pos, W)
+
+
+def sigma_step(rng_key, pos, W):
+    """One update of sigma given theta: [`sigma_mh`][dpppl.families.mallows_draws.sigma_mh] then
+    [`sigma_adjacent_swaps`][dpppl.families.mallows_draws.sigma_adjacent_swaps], their 2n random
+    numbers drawn in one call (one threefry expansion in a compiled program, not four). Exact.
+    Returns (pos, accepted)."""
     n = W.shape[0]
-    logu = jnp.log(jax.random.uniform(rng_key, (n - 1,), W.dtype))
+    u = jax.random.uniform(rng_key, (2 * n,), W.dtype)
+    pos, accepted = sigma_mh_given(u[:n], u[n], pos, W)
+    return sigma_adjacent_swaps_given(u[n + 1:], pos, W), accepted
+
+
+def sigma_adjacent_swaps_given(uniforms, pos, W):
+    """[`sigma_adjacent_swaps`][dpppl.families.mallows_draws.sigma_adjacent_swaps] with its n - 1
+    uniforms given (swap k accepted when log `uniforms[k]` is below the log ratio)."""
+    n = W.shape[0]
+    logu = jnp.log(uniforms)
 
     def body(k, order):
         a, b = order[k], order[k + 1]
@@ -119,9 +145,16 @@ def insert_code(rng_key, ranking, logits):
     pi(j) at the (V_j + 1)-th free rank, then the unranked items uniformly at random.
     `ranking` padded (n,), `logits` (n-1, n) with -inf beyond m_j. Returns pos (n,)."""
     n = ranking.shape[-1]
-    t = ranking_lengths(ranking)
     k_code, k_rest = jax.random.split(rng_key)
-    u = jax.random.uniform(k_code, (n - 1,), logits.dtype)
+    return insert_code_given(jnp.concatenate([jax.random.uniform(k_code, (n - 1,), logits.dtype),
+                                              jax.random.uniform(k_rest, (n,), logits.dtype)]), ranking, logits)
+
+
+def insert_code_given(u, ranking, logits):
+    """[`insert_code`][dpppl.families.mallows_draws.insert_code] with its 2n - 1 uniforms `u` given:
+    the first n - 1 draw the code V_j, the last n order the unranked items."""
+    n = ranking.shape[-1]
+    t = ranking_lengths(ranking)
 
     def body(j, order):
         v = sample_index(logits[j], u[j])
@@ -132,7 +165,7 @@ def insert_code(rng_key, ranking, logits):
     ranking = ranking.astype(jnp.int32)
     order = jax.lax.fori_loop(0, n - 1, body, jnp.full(n, -1, jnp.int32))
     placed = jnp.zeros(n, bool).at[jnp.where(order >= 0, order, n)].set(True, mode="drop")
-    scores = jnp.where(placed, jnp.inf, jax.random.uniform(k_rest, (n,), logits.dtype))
+    scores = jnp.where(placed, jnp.inf, u[n - 1:])
     rest = jnp.argsort(scores).astype(jnp.int32)                # unranked items, random order, first
     free_slots = jnp.argsort(jnp.where(order < 0, 0, 1), stable=True).astype(jnp.int32)   # free ranks first, in order
     num_free = jnp.sum(order < 0)
@@ -153,16 +186,20 @@ def theta_slice(rng_key, theta, a, c, m, num_slices: int = 3):
     def one(key, th, aj, cj, mj):
         def density(v):
             return jnp.where(v > 0, theta_log_density(v, aj, cj, mj), -jnp.inf)
+        return slice_log_alpha(key, th, density)
 
-        def body(i, v):
-            return slice_log_alpha(jax.random.fold_in(key, i), v, density)
-        return jax.lax.fori_loop(0, num_slices, body, th)
+    keys = jax.random.split(rng_key, (num_slices,) + theta.shape)  # one split: update i of stage j
 
-    keys = jax.random.split(rng_key, theta.shape[0])
-    return jax.vmap(one)(keys, theta, a, c, m)
+    def body(i, th):
+        return jax.vmap(one)(keys[i], th, a, c, m)
+    return jax.lax.fori_loop(0, num_slices, body, theta)
 
 
 def theta_beta(rng_key, a, c):
-    """Eq. (12), infinite-n form: e^{-theta_j} ~ Beta(a_j, c_j + 1) (approximate)."""
-    x = jax.random.beta(rng_key, a, c + 1.0)
-    return -jnp.log(jnp.clip(x, jnp.finfo(x.dtype).tiny, 1.0 - jnp.finfo(x.dtype).eps))
+    """Eq. (12), infinite-n form: e^{-theta_j} ~ Beta(a_j, c_j + 1) (approximate), as the ratio
+    G_a / (G_a + G_c) of two Gamma draws, both in one `log_gamma_draw` (one rejection loop, where
+    `jax.random.beta` compiles to two per-element loops)."""
+    log_g = log_gamma_draw(rng_key, jnp.stack([a, c + 1.0]), (2,) + jnp.shape(a))
+    theta = jnp.logaddexp(log_g[0], log_g[1]) - log_g[0]       # -log(G_a / (G_a + G_c))
+    eps = jnp.finfo(theta.dtype)
+    return jnp.clip(theta, -jnp.log1p(-eps.eps), -jnp.log(eps.tiny))

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
-from dpppl.core.numerics import permutation_of_first, sample_index
+from dpppl.core.numerics import normal_draw, permutation_of_first, sample_index
 from dpppl.core.state import PartitionState
 
 class DDPSlots(NamedTuple):
@@ -92,22 +92,24 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     N = x.shape[0]
     n = N if num_valid is None else num_valid
     C, T = state.stats.nt.shape
-    k_order, k_u, k_aux_mu, k_aux_cov, k_rest = jax.random.split(rng_key, 5)
+    k_order, k_u, k_normal, k_cov = jax.random.split(rng_key, 4)
     order = permutation_of_first(k_order, N, num_valid)
     flat = jax.random.uniform(k_u, (2 * N,), dtype=x.dtype)
     uniforms = jnp.stack([flat[:N], jax.lax.dynamic_slice(flat, (n,), (N,))])
     m = num_aux
     # the auxiliaries of point n: their means in n's slice and covariances now (all
     # that eq. 10 needs); the other slices' means only for the one that is chosen
-    # (means_given_slice, from the standard normals `rest`)
+    # (means_given_slice, from the standard normals `rest`). One normal draw for both kinds of
+    # means and one covariance draw for the auxiliaries and the other slices' covariances: one
+    # threefry expansion and one Bartlett construction each in the compiled program.
+    normals = normal_draw(k_normal, (N, m + T, family.dim), x.dtype)
     scale = jnp.sqrt(jnp.diag(jnp.asarray(family.gamma)))[slices]
-    aux_mu_t = (jnp.asarray(family.mu0)
-                + scale[:, None, None] * jax.random.normal(k_aux_mu, (N, m, family.dim), x.dtype))
-    aux_sigma, aux_prec, aux_logdet = family.draw_prior_cov(k_aux_cov, (N, m))
+    aux_mu_t = jnp.asarray(family.mu0) + scale[:, None, None] * normals[:, :m]
+    rest = normals[:, m:]
+    covs = family.draw_prior_cov(k_cov, (N, m + T if family.slice_covariances else m))
+    aux_sigma, aux_prec, aux_logdet = (c[:, :m] for c in covs)
     if family.slice_covariances:  # the chosen auxiliary's covariances in the other slices too
-        k_rest, k_rest_cov = jax.random.split(k_rest)
-        rest_cov = family.draw_prior_cov(k_rest_cov, (N, T))
-    rest = jax.random.normal(k_rest, (N, T, family.dim), x.dtype)
+        rest_cov = tuple(c[:, m:] for c in covs)
     cov_slot = family.covariance_index(slices)
     stats = state.stats
     prec, logdet = family.precision(_safe_cov(stats.sigma, stats.n > 0.5))
@@ -175,8 +177,7 @@ def update_parameters(family, rng_key, state: PartitionState) -> PartitionState:
     stats = state.stats
     used = stats.n > 0.5
     k_cov, k_mu = jax.random.split(rng_key)
-    sigma = family.draw_cov(k_cov, stats.nt, stats.s1, stats.s2, stats.mu)
-    prec, _ = family.precision(sigma)
+    sigma, prec, _ = family.draw_cov(k_cov, stats.nt, stats.s1, stats.s2, stats.mu)
     mu = family.draw_means(k_mu, stats.nt, stats.s1, prec)
     return state._replace(stats=stats._replace(mu=jnp.where(used[:, None, None], mu, stats.mu),
                                                sigma=jnp.where(used[:, None, None, None], sigma, stats.sigma)))

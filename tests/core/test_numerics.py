@@ -36,3 +36,18 @@ def test_log_gamma_draw_follows_the_log_gamma_law_small_shapes_included():
     for column, a in enumerate(shapes):
         result = stats.kstest(draws[:, column], stats.loggamma(a).cdf)
         assert result.pvalue > 1e-3, (a, result)
+
+
+def test_normal_draw_is_standard_normal_and_keeps_padded_points_draws():
+    """Box-Muller normals: Kolmogorov-Smirnov against N(0, 1), and the draws of the first rows do
+    not depend on how many rows are drawn (points padded to a shape class)."""
+    from scipy import stats
+
+    from dpppl.core.numerics import normal_draw
+
+    key = jax.random.key(3)
+    draws = np.asarray(normal_draw(key, (4000, 3)))
+    for j in range(3):
+        d = stats.kstest(draws[:, j], stats.norm.cdf).statistic
+        assert d < stats.kstwo.isf(1e-3, draws.shape[0]), (j, d)
+    np.testing.assert_array_equal(np.asarray(normal_draw(key, (4100, 3)))[:4000], draws)

@@ -72,16 +72,23 @@ def test_stagewise_proposal_law_is_its_log_q_and_not_the_target():
     assert abs(q_a - 1 / (1 + np.exp(-t1) + np.exp(-2 * t1))) > 0.01
 
 
+def _mh_then_swaps(key, pos, W):
+    k1, k2 = jax.random.split(key)
+    return mv.sigma_adjacent_swaps(k2, mv.sigma_mh(k1, pos, W)[0], W)
+
+
 @pytest.mark.parametrize("n, seed", [pytest.param(4, 2, marks=pytest.mark.slow), (5, 3)])  # n = 4: test-time budget
-def test_sigma_mh_matches_enumeration(n, seed):
+@pytest.mark.parametrize("move", [_mh_then_swaps, lambda key, pos, W: mv.sigma_step(key, pos, W)[0]],
+                         ids=["sigma_mh then sigma_adjacent_swaps", "sigma_step"])
+def test_sigma_mh_matches_enumeration(n, seed, move):
+    """Both forms of the sigma update, by keys (what `dpppl.datasets.synthetic` draws with) and from
+    one block of uniforms (`sigma_step`, what the kernels run), leave p(sigma | theta) invariant."""
     W = _case_W(n, seed)
     perms, p = _exact_sigma_law(W)
 
     def chain(key):
         def body(i, pos):
-            k1, k2 = jax.random.split(jax.random.fold_in(key, i))
-            pos, _ = mv.sigma_mh(k1, pos, W)
-            return mv.sigma_adjacent_swaps(k2, pos, W)
+            return move(jax.random.fold_in(key, i), pos, W)
         start = jax.random.permutation(jax.random.fold_in(key, 99), n).astype(jnp.int32)
         return jax.lax.fori_loop(0, 15, body, start)
 
@@ -131,3 +138,13 @@ def test_theta_slice_and_exact_draws_match_quadrature(a, c, m):
         d = np.max(np.abs(np.searchsorted(np.sort(draws), grid, side="right") / draws.size - cdf(grid)))
         assert d < stats.kstwo.isf(LEVEL, draws.size), d   # KS bound on the CDF grid
 
+
+
+def test_theta_beta_draws_follow_the_beta_law_of_eq_12():
+    """e^{-theta} of Beta-Gibbs's theta draw (a ratio of two Gamma draws) is Beta(a, c + 1)."""
+    a, c = jnp.array([0.7, 4.0]), jnp.array([2.0, 30.0])
+    draws = np.exp(-np.asarray(jax.jit(jax.vmap(lambda k: mv.theta_beta(k, a, c)))(
+        jax.random.split(jax.random.key(7), 4000))))
+    for j in range(2):
+        d = stats.kstest(draws[:, j], stats.beta(float(a[j]), float(c[j]) + 1.0).cdf).statistic
+        assert d < stats.kstwo.isf(LEVEL, draws.shape[0]), (j, d)

@@ -17,7 +17,10 @@ SLICES = [0, 0, 1, 1, 2, 2]
 def test_geweke_ddp_with_swaps_small(slice_covariances):
     """Default-run budget: the hybrid (assignments, parameters and all three interval
     kinds), with per-slice covariances (the default) and with shared ones."""
-    result = ddp_geweke_test(small_model(slice_covariances=slice_covariances), "ddp+ddpswap", SLICES,
+    # capacity 48: with b = 2 a state uses a label >= 24 with probability ~6 (2/3)^24 ~ 4e-4, so the
+    # 32 x 40 states can overflow 24 slots (they did with seed 1 once the kernels' draws changed);
+    # a label >= 48, ~2e-8
+    result = ddp_geweke_test(small_model(slice_covariances=slice_covariances), "ddp+ddpswap", SLICES, capacity=48,
                              num_chains=32, num_steps=40, num_forward=5000, seed=1, num_swaps=4)
     assert result.passed, result.report
 

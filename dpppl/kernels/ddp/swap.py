@@ -93,13 +93,18 @@ def swap_log_ratio(family, sticks, stats, i, j, inside, swap_cov, aug_i, aug_j):
     return partition + labels, new_i, new_j
 
 
-def _choose_interval(rng_key, T: int, kinds):
-    """(kind index into ("single", "random", "full"), t1, t2) by the allowed `kinds`."""
-    k_kind, k_a, k_b = jax.random.split(rng_key, 3)
-    kind = jnp.asarray(kinds)[jax.random.randint(k_kind, (), 0, len(kinds))]
-    s, u = jax.random.randint(k_a, (), 0, T), jax.random.randint(k_b, (), 0, T)
-    t1 = jnp.where(kind == 0, s, jnp.where(kind == 1, jnp.minimum(s, u), 0))
-    t2 = jnp.where(kind == 0, s, jnp.where(kind == 1, jnp.maximum(s, u), T - 1))
+def _uniform_index(u, size: int):
+    """floor(u size) for a uniform `u` in [0, 1): an index uniform on 0..size-1."""
+    return jnp.minimum(jnp.floor(u * size), size - 1).astype(jnp.int32)
+
+
+def _choose_interval(u, T: int, kinds):
+    """(kind index into ("single", "random", "full"), t1, t2) by the allowed `kinds`, from three
+    uniforms `u` (the kind, then two uniform slices)."""
+    kind = jnp.asarray(kinds)[_uniform_index(u[0], len(kinds))]
+    a, b = _uniform_index(u[1], T), _uniform_index(u[2], T)
+    t1 = jnp.where(kind == 0, a, jnp.where(kind == 1, jnp.minimum(a, b), 0))
+    t2 = jnp.where(kind == 0, a, jnp.where(kind == 1, jnp.maximum(a, b), T - 1))
     return kind, t1, t2
 
 
@@ -109,17 +114,17 @@ def _top(stats):
     return jnp.max(jnp.where(stats.n > 0.5, jnp.arange(C), -1))
 
 
-def _choose_labels(pairs, rng_key, stats, C, prior_cdf):
-    """The two labels of a proposal: by prior stick weight (`pairs="prior"`, no Hastings term)
-    or two distinct labels uniformly among 0..R-1, R the largest used label + 2 (log R (R - 1) of
-    the forward draw returned); and whether both fall inside the capacity C."""
-    u = jax.random.uniform(rng_key, (2,), dtype=stats.mu.dtype)
+def _choose_labels(pairs, u, stats, C, prior_cdf):
+    """The two labels of a proposal, from two uniforms `u`: by prior stick weight
+    (`pairs="prior"`, no Hastings term) or two distinct labels uniformly among 0..R-1, R the largest
+    used label + 2 (log R (R - 1) of the forward draw returned); and whether both fall inside the
+    capacity C."""
     if pairs == "prior":
         i, j = sample_index(prior_cdf, u[0]), sample_index(prior_cdf, u[1])
         return i, j, jnp.zeros(()), (i < C) & (j < C)
     r = _top(stats) + 2
-    i = jnp.floor(u[0] * r).astype(jnp.int32)
-    j = jnp.floor(u[1] * (r - 1)).astype(jnp.int32)
+    i = _uniform_index(u[0], r)
+    j = _uniform_index(u[1], r - 1)
     j = j + (j >= i)
     return i, j, jnp.log(r * (r - 1.0)), (i < C) & (j < C)
 
@@ -175,13 +180,15 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
         prior_logits = jnp.concatenate([log_w, log_rest[None]])
         k_aug, k_props = jax.random.split(rng_key)
         aug_mu, aug_sigma = family.draw_prior(k_aug, (num_swaps, 2))
+        # proposal s: its pair (2), its interval (3) and its acceptance (1), one draw for all
+        uniforms = jax.random.uniform(k_props, (num_swaps, 6), x.dtype)
 
         def one(s, carry):
             stats, perm, total_p, accepted, overflow = carry
-            k_pair, k_interval, k_accept = jax.random.split(jax.random.fold_in(k_props, s), 3)
-            i, j, log_q, inside_capacity = _choose_labels(pairs, k_pair, stats, C, prior_logits)
+            u = uniforms[s]
+            i, j, log_q, inside_capacity = _choose_labels(pairs, u[:2], stats, C, prior_logits)
             i, j = jnp.minimum(i, C - 1), jnp.minimum(j, C - 1)
-            kind, t1, t2 = _choose_interval(k_interval, T, kinds)
+            kind, t1, t2 = _choose_interval(u[2:5], T, kinds)
             inside = (jnp.arange(T) >= t1) & (jnp.arange(T) <= t2)
             swap_cov = (t1 == 0) & (t2 == T - 1)
             log_ratio, new_i, new_j = swap_log_ratio(
@@ -195,7 +202,7 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
             else:
                 reachable = i != j
             log_accept = jnp.where(reachable & inside_capacity, log_ratio + log_q, -jnp.inf)
-            accept = jnp.log(jax.random.uniform(k_accept, dtype=x.dtype)) < log_accept
+            accept = jnp.log(u[5]) < log_accept
             stats = jax.tree.map(lambda new, old: jnp.where(accept, new, old), new_stats, stats)
             swapped = jnp.where(perm == i, j, jnp.where(perm == j, i, perm))
             perm = jnp.where(accept & inside[:, None], swapped, perm)

@@ -34,7 +34,7 @@ from dpppl.errors import KernelError
 from dpppl.families.generalized_mallows import (GeneralizedMallows, after_mask, code_logits_given_theta, codes, log_gm,
                                                 log_psi, lsigma, ranking_lengths, theta_exact)
 from dpppl.kernels.base import Kernel, register
-from dpppl.families.mallows_draws import (code_logits_n1, insert_code, sigma_adjacent_swaps, sigma_mh, theta_beta,
+from dpppl.families.mallows_draws import (code_logits_n1, insert_code, insert_code_given, sigma_step, theta_beta,
                                           theta_slice)
 from dpppl.core.state import PartitionState
 from dpppl.core.numerics import permutation_of_first, sample_index
@@ -126,11 +126,6 @@ class _GM:
         logits = jnp.where(has_empty, logits.at[first_empty].set(log_new + self.lemma1(ranking)), logits)
         return logits, has_empty
 
-    def sigma_step(self, key, pos, W):
-        k1, k2 = jax.random.split(key)
-        pos, accepted = sigma_mh(k1, pos, W)
-        return sigma_adjacent_swaps(k2, pos, W), accepted
-
     def update_slots(self, rng_key, state, one_slot):
         """Apply `one_slot(key, R, Nj, n, pos, theta) -> (pos, theta, accepted)` to every
         occupied slot with a per-slot key (independent of the capacity)."""
@@ -189,11 +184,12 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
     n, m, nu, r = gm.n, gm.m, gm.nu, gm.r
 
     def one_slot(key, R, Nj, count, pos, theta):
+        keys = jax.random.split(key, (num_gibbs, 2))  # round i: sigma's key, theta's key
+
         def body(i, carry):
             pos, theta, acc = carry
-            k1, k2 = jax.random.split(jax.random.fold_in(key, i))
-            pos, ok = gm.sigma_step(k1, pos, jnp.einsum("j,jab->ab", theta, R))
-            theta = theta_slice(k2, theta, nu * r + lsigma(R, pos), nu + Nj, m, num_slices)
+            pos, ok = sigma_step(keys[i, 0], pos, jnp.einsum("j,jab->ab", theta, R))
+            theta = theta_slice(keys[i, 1], theta, nu * r + lsigma(R, pos), nu + Nj, m, num_slices)
             return pos, theta, acc + ok
         pos, theta, acc = jax.lax.fori_loop(0, num_gibbs, body, (pos, theta, jnp.zeros((), theta.dtype)))
         return pos, theta, acc / num_gibbs
@@ -201,15 +197,15 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
     def prior_thetas(key, num):
         """`num` exact draws of theta ~ P0 (num, n-1): a new cluster's theta given its one
         ranking (drawn for every point before the sweep, vectorised; shapes independent of C)."""
-        keys = jax.random.split(key, num * (n - 1)).reshape((num, n - 1))
+        keys = jax.random.split(key, (num, n - 1))
         return jax.vmap(jax.vmap(theta_exact))(keys, jnp.broadcast_to(nu * r, (num, n - 1)),
                                                jnp.full((num, n - 1), nu), jnp.broadcast_to(m, (num, n - 1)))
 
     def sweep(rng_key, state, x):
-        k_order, k_u, k_new, k_theta = jax.random.split(rng_key, 4)
+        k_order, k_u, k_theta = jax.random.split(rng_key, 3)
         N = x.shape[0]
         order, visits = gm.order(k_order, x)
-        uniforms = jax.random.uniform(k_u, (N,), x.dtype)
+        uniforms = jax.random.uniform(k_u, (N, 2 * n), x.dtype)  # point i: its seat, then a new sigma's 2n - 1
         new_theta = prior_thetas(k_theta, N)
 
         def body(t, carry):
@@ -219,11 +215,11 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
             stats = gm.move_point(stats, z[i], ranking, -1.0)
             ll = log_gm(ranking, pos, theta, m)
             logits, has_empty = gm.seat_logits(stats.n, state.alpha, ll, ranking)
-            k = sample_index(logits, uniforms[t])
+            k = sample_index(logits, uniforms[i, 0])
             is_new = stats.n[k] < 0.5
             theta_k = jnp.where(is_new, new_theta[t], theta[k])
-            pos_k = jax.lax.cond(is_new, lambda: insert_code(jax.random.fold_in(k_new, i), ranking,
-                                                             code_logits_given_theta(theta_k, m, n)),
+            pos_k = jax.lax.cond(is_new, lambda: insert_code_given(uniforms[i, 1:], ranking,
+                                                                   code_logits_given_theta(theta_k, m, n)),
                                  lambda: pos[k])
             stats = gm.move_point(stats, k, ranking, 1.0)
             return (z.at[i].set(k), stats, pos.at[k].set(pos_k), theta.at[k].set(theta_k),
@@ -283,13 +279,14 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
     n1_logits = code_logits_n1(nu, r, m, n)
 
     def one_slot(key, R, Nj, count, pos, theta):
+        keys = jax.random.split(key, (num_gibbs + 1, 2))  # round i: sigma's key, theta's key; then a singleton's
+
         def body(i, carry):
             pos, theta, acc = carry
-            k1, k2 = jax.random.split(jax.random.fold_in(key, i))
-            pos, ok = gm.sigma_step(k1, pos, jnp.einsum("j,jab->ab", theta, R))
-            theta = theta_beta(k2, nu * r + lsigma(R, pos), nu + Nj)
+            pos, ok = sigma_step(keys[i, 0], pos, jnp.einsum("j,jab->ab", theta, R))
+            theta = theta_beta(keys[i, 1], nu * r + lsigma(R, pos), nu + Nj)
             return pos, theta, acc + ok
-        _, k_n1, k_theta = jax.random.split(key, 3)
+        k_n1, k_theta = keys[num_gibbs]
         pos, theta, acc = jax.lax.fori_loop(0, num_gibbs, body, (pos, theta, jnp.zeros((), theta.dtype)))
         single = count < 1.5
         pos1 = insert_code(k_n1, _singleton_ranking(R, Nj), n1_logits)
@@ -298,10 +295,10 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
                 jnp.where(single, 1.0, acc / num_gibbs))
 
     def sweep(rng_key, state, x):
-        k_order, k_u, k_new = jax.random.split(rng_key, 3)
+        k_order, k_u = jax.random.split(rng_key)
         N = x.shape[0]
         order, visits = gm.order(k_order, x)
-        uniforms = jax.random.uniform(k_u, (N,), x.dtype)
+        uniforms = jax.random.uniform(k_u, (N, 2 * n), x.dtype)  # point i: its seat, then a new sigma's 2n - 1
         slots = state.extras.slots
 
         def refresh(cache, S, Nj, c):
@@ -317,9 +314,9 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
             cache = refresh(cache, S, stats.Nj, c)
             ll = _beta_log_lik_existing(nu, r, ranking, pos, S, stats.Nj, cache)
             logits, has_empty = gm.seat_logits(stats.n, state.alpha, ll, ranking)
-            k = sample_index(logits, uniforms[t])
+            k = sample_index(logits, uniforms[i, 0])
             is_new = stats.n[k] < 0.5
-            pos_k = jax.lax.cond(is_new, lambda: insert_code(jax.random.fold_in(k_new, i), ranking, n1_logits),
+            pos_k = jax.lax.cond(is_new, lambda: insert_code_given(uniforms[i, 1:], ranking, n1_logits),
                                  lambda: pos[k])
             pos = pos.at[k].set(pos_k)
             S = S.at[k].set(jnp.where(is_new, 0.0, S[k]) + codes(ranking, pos_k))
