@@ -9,6 +9,7 @@
 The harness tests against enumeration are in tests/statistical/test_subcluster_exactness.py."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -19,7 +20,7 @@ from dpppl import kernels
 from dpppl.models.mixture import state_from_labels
 from dpppl.families.base import segment_sums
 from dpppl.kernels.subcluster.sampler import block_size_for
-from dpppl.kernels.subcluster.sampler import log_split_gain
+from dpppl.kernels.subcluster.sampler import _slot_draws, _step_keys, log_split_gain
 from tests.helpers.cases import CASES
 
 
@@ -115,6 +116,27 @@ def jax_row(stats, k):
 
 def jax_add(a, b):
     return jax.tree.map(lambda u, v: u + v, a, b)
+
+
+def test_a_slots_draws_do_not_depend_on_the_capacity():
+    """A step's keys come from one batch of streams (`_step_keys`) and its Gamma variates from one
+    loop (`_slot_draws`): slot k's variates and keys, and the rest's, are the same whatever the
+    capacity; drawn slots are finite, shapes of 0 give -inf. (The run-level check is the slow
+    `test_capacity_growth_does_not_change_draws`.)"""
+    shapes = jnp.array([[3.0, 1.5, 2.0], [0.0, 1.0, 1.0], [250.0, 120.5, 130.5]])
+    rest = jnp.array([1.0, 0.5, 0.5])
+
+    def draws(capacity):
+        keys = _step_keys(jax.random.key(4), capacity)
+        padded = jnp.concatenate([shapes, jnp.ones((capacity - 3, 3))])
+        return keys, _slot_draws(keys, padded, rest)
+
+    (small_keys, small), (large_keys, large) = draws(3), draws(8)
+    np.testing.assert_array_equal(small[:3], large[:3])
+    np.testing.assert_array_equal(small[3], large[8])  # the rest's row
+    np.testing.assert_array_equal(jax.random.key_data(small_keys.slots), jax.random.key_data(large_keys.slots[:3]))
+    np.testing.assert_array_equal(jax.random.key_data(small_keys.q_sub), jax.random.key_data(large_keys.q_sub))
+    assert np.isneginf(small[1, 0]) and np.isfinite(np.delete(np.asarray(small).ravel(), 3)).all()
 
 
 @pytest.mark.slow
