@@ -17,7 +17,15 @@ optimized program. With `--hlo`, each program's optimized HLO is broken down by 
 source line and by the dpppl functions on the stack of each instruction (the dump and attribution of
 `benchmarks/bench_move_compile.py`, imported from it), the top `--top` lines printed.
 
+With `--first-call REV`, instead: a user's first call at each number of points, before (git revision
+REV, exported as `benchmarks/bench_compile.py` exports it) and after (this tree), side by side: one
+new process per tree and size with an empty persistent compilation cache, running
+`benchmarks/bench_compile.py`'s driver (`dpppl.sample`, 5 warmup + 5 kept iterations, 2 chains):
+wall and process CPU seconds of the call (XLA's compiler threads count, the machine's other load does
+not), the programs lowered and the seconds XLA spent compiling them.
+
     nice -n 10 python benchmarks/bench_subcluster_compile.py --points 600,10000 --hlo --out /tmp/sub.json
+    nice -n 10 python benchmarks/bench_subcluster_compile.py --points 600,10000 --first-call 9122519
 """
 
 from __future__ import annotations
@@ -25,7 +33,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # before JAX starts: the dump directory and its module filter (with --hlo) are set by this import
@@ -71,6 +81,47 @@ def measure(n: int, hlo: bool, top: int) -> dict:
     return out
 
 
+def first_call(tree: str, n: int, timeout: float) -> dict:
+    """One new process in `tree`, an empty compilation cache: `bench_compile.py`'s driver, one call on n points."""
+    import bench_compile  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="dpppl-bench-cache-") as cache:
+        env = dict(os.environ, PYTHONPATH=tree, DPPPL_COMPILATION_CACHE=cache, CI="1")
+        env.pop("JAX_COMPILATION_CACHE_DIR", None)
+        done = subprocess.run([sys.executable, "-c", bench_compile.DRIVER, SPEC, MODEL, json.dumps([["first", 0, n]])],
+                              cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        return {"error": f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"}
+    return json.loads(lines[-1][len("RESULT "):])["first"]
+
+
+def first_calls(before: str, points: list, timeout: float) -> dict:
+    """{n: {"before": ..., "after": ...}}: `first_call` of revision `before` and of this tree, size by size."""
+    import bench_compile  # noqa: PLC0415
+
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="dpppl-bench-tree-") as into:
+        trees = {"before": bench_compile.export(before, into), "after": moves.ROOT}
+        for n in points:
+            out[n] = {}
+            for name, tree in trees.items():
+                out[n][name] = {"load": moves.load_average(), **first_call(tree, n, timeout)}
+                print(n, name, out[n][name], flush=True)
+    return out
+
+
+def render_first_calls(before: str, results: dict) -> str:
+    rows = [f"| points | {before}: wall s / CPU s / lowered / XLA s | this tree | load (1, 5, 15 min) |",
+            "|---|---|---|---|"]
+    for n, r in results.items():
+        cells = [r[k].get("error") or f"{r[k]['wall_s']:.1f} / {r[k]['cpu_s']:.1f} / {r[k]['lowered']} / "
+                 f"{r[k]['xla_s']:.1f}" for k in ("before", "after")]
+        load = " -> ".join(", ".join(f"{v:.1f}" for v in r[k]["load"]) for k in ("before", "after"))
+        rows.append(f"| {n} | {cells[0]} | {cells[1]} | {load} |")
+    return "\n".join(rows)
+
+
 def render(results: dict) -> str:
     rows = []
     for n, r in results["sizes"].items():
@@ -96,7 +147,16 @@ def main(argv=None):
     parser.add_argument("--hlo", action="store_true", help="break each program's HLO down by source line")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--out", default=None, help="a JSON file for the results")
+    parser.add_argument("--first-call", metavar="REV", help="first calls of revision REV and of this tree instead")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per process (--first-call)")
     args = parser.parse_args(argv)
+    if args.first_call:
+        results = first_calls(args.first_call, [int(n) for n in args.points.split(",")], args.timeout)
+        print(render_first_calls(args.first_call, results))
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(results, f, indent=1)
+        return
     from dpppl import config  # noqa: PLC0415
 
     results = {"load_before": moves.load_average(), "sizes": {}}
