@@ -48,10 +48,11 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.special
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-from jax.scipy.special import betaln, gammaln
+from jax.scipy.special import gammaln
 
 from dpppl.families.base import Family, segment_sums, segment_sums_by_sorting, take, translated_params
 from dpppl.families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
+from dpppl.core.numerics import log_gamma_draw
 from dpppl.core.state import is_point_field
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, exchangeable_prior_only, info_type, register
@@ -74,9 +75,57 @@ COLLAPSED_BELOW = 3_000  # below this many points the exact step is collapsed Gi
 VARIANTS = ("paper", "exact")
 
 
-def _slot_keys(rng_key, capacity):
-    """One key per cluster slot, so per-cluster draws do not depend on the capacity."""
-    return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(rng_key, jnp.arange(capacity))
+SLOT_KEYS = 4  # keys per slot in `_StepKeys`: its Gamma variates, its cluster's and sub-clusters' parameters
+REST_STREAM = 2**31 - 1  # `_step_keys`: the keys of no slot are streams REST_STREAM - j (slot k's: SLOT_KEYS k + j)
+ROW_UNIFORMS = 5  # uniforms per row in `_draw_parameters`, before a slot's direction (`_StepUniforms`)
+
+
+class _StepKeys(NamedTuple):
+    """A step's keys (`_step_keys`): per slot (C, SLOT_KEYS) the keys of its Gamma variates, of its
+    cluster's parameters and of its two sub-clusters' (`slots`); and, of no slot, those of the
+    rest's Gamma variates (`gamma`), of the non-conjugate parameter moves (`update`), of the
+    step's cluster-level uniforms (`uniforms`, `_StepUniforms`), of the points' uniforms
+    (`points`), of the super-clusters (`group`), of the pair moves (`pairs`: the anchor pairs or
+    the pair merges), of the anchor pairs' scans (`launch`), of the collapsed step's sweep and
+    split-merge moves (`sweep`, `split_merge`), and of the non-conjugate proposals of the random
+    split's halves, of its merge and of the sub-cluster splits (`q_half`, `q_merge`, `q_sub`)."""
+
+    slots: jax.Array
+    gamma: jax.Array
+    update: jax.Array
+    uniforms: jax.Array
+    points: jax.Array
+    group: jax.Array
+    pairs: jax.Array
+    launch: jax.Array
+    sweep: jax.Array
+    split_merge: jax.Array
+    q_half: jax.Array
+    q_merge: jax.Array
+    q_sub: jax.Array
+
+
+def _step_keys(rng_key, capacity):
+    """Every key of a step, each `rng_key` with its stream index folded in, all in one call (each
+    `jax.random` call is a threefry expansion of hundreds of instructions in the compiled step):
+    slot k's keys are streams `SLOT_KEYS` k + j, so a slot's draws do not depend on the capacity."""
+    rest = len(_StepKeys._fields) - 1
+    index = jnp.concatenate([jnp.arange(capacity * SLOT_KEYS, dtype=jnp.int32),
+                             REST_STREAM - jnp.arange(rest, dtype=jnp.int32)])
+    keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(rng_key, index)
+    return _StepKeys(keys[:-rest].reshape(capacity, SLOT_KEYS), *keys[-rest:])
+
+
+def _slot_draws(keys, shapes, rest):
+    """Per cluster slot k (the rows of `shapes`, (C, m) Gamma shapes, 0 for none) and for the row
+    `rest` (m,) of no slot: log G for G ~ Gamma(shape) (-inf where the shape is 0), all in one
+    `log_gamma_draw` loop, slot k's from its own key (`_StepKeys`: the rest's from `keys.gamma`)."""
+    m = shapes.shape[1]
+    all_shapes = jnp.concatenate([shapes, rest[None].astype(shapes.dtype)])
+    drawn = all_shapes > 0
+    log_g = jax.vmap(functools.partial(log_gamma_draw, shape=(m,), dtype=all_shapes.dtype))(
+        jnp.concatenate([keys.slots[:, 0], keys.gamma[None]]), jnp.where(drawn, all_shapes, 1.0))
+    return jnp.where(drawn, log_g, -jnp.inf)
 
 
 def _stacked(*trees):
@@ -101,7 +150,7 @@ def log_evidences(family, *parts, u=None):
     return jax.vmap(lambda stats, u_part: log_evidence(family, stats, u_part))(_stacked(*parts), u_parts)
 
 
-def log_split_gain(family, alpha, left, right, whole, u=None, evidences=None):
+def log_split_gain(family, alpha, left, right, whole, u=None, evidences=None, log_gammas=None):
     """log of the Hastings ratio of eq. (21) for splitting the cluster with statistics
     `whole` into `left` and `right` under a DP(alpha) prior,
 
@@ -110,9 +159,12 @@ def log_split_gain(family, alpha, left, right, whole, u=None, evidences=None):
     e the `log_evidence` of each part (`log_evidences`, or `evidences` when already computed):
     with a conjugate family (`u` None) this is log p(C', x) / p(C, x), parameters integrated
     out; with a non-conjugate one `u` holds the (proposed left, proposed right, current whole)
-    unconstrained parameters."""
+    unconstrained parameters. `log_gammas`: the three log Gamma(N) when already computed (each
+    `gammaln` call compiles to hundreds of instructions: a caller needing others computes them
+    all in one call)."""
     e = log_evidences(family, left, right, whole, u=u) if evidences is None else evidences
-    return jnp.log(alpha) + gammaln(left.n) + gammaln(right.n) - gammaln(whole.n) + e[0] + e[1] - e[2]
+    g = gammaln(jnp.stack([left.n, right.n, whole.n])) if log_gammas is None else log_gammas
+    return jnp.log(alpha) + g[0] + g[1] - g[2] + e[0] + e[1] - e[2]
 
 
 def _inverse_cdf_rows(logits, u, fallback, num_rows=None):
@@ -250,17 +302,32 @@ class SubclusterExtras(NamedTuple):
     slots: SubclusterSlots
 
 
+class _StepUniforms(NamedTuple):
+    """The uniforms of a step's cluster-level moves, drawn with its parameters (`_draw_parameters`,
+    one draw of `ROW_UNIFORMS` + D per row): per slot the uniform of its sub-cluster split
+    (`split`) and a standard normal `direction` in R^D (the seeding of its sub-clusters); for the
+    random split / merge the uniforms of its type, its two picks and its acceptance (`move`); and
+    the uniform of the anchored sweep's acceptance (`anchored`)."""
+
+    split: jax.Array
+    direction: jax.Array
+    move: jax.Array
+    anchored: jax.Array
+
+
 class _Sweep(NamedTuple):
     """The restricted sweep's draws (steps 1-2): log weights, parameters (clusters, then
     sub-cluster pairs), the random split's proportion `p_right`, non-conjugate unconstrained
-    parameters and their acceptance rate (else None), the super-cluster of each slot, the slots
-    occupied before the sweep, and the new labels, sub-labels, counts and rejection flag."""
+    parameters and their acceptance rate (else None), the step's `_StepUniforms`, the
+    super-cluster of each slot, the slots occupied before the sweep, and the new labels,
+    sub-labels, counts and rejection flag."""
 
     log_pi: jax.Array
     params: dict
     p_right: jax.Array
     u_rows: jax.Array | None
     param_accept: jax.Array | None
+    uniforms: _StepUniforms
     occupied_before: jax.Array
     group: jax.Array
     z: jax.Array
@@ -286,7 +353,8 @@ class _Clusters(NamedTuple):
 
 class _RandomMove(NamedTuple):
     """The random move of sec. 5.5: a split of `c` if `propose_split`, else the merge of
-    (`m`, `o`), m before o in slot order; `num_k` occupied slots, `occupied` their mask."""
+    (`m`, `o`), m before o in slot order; `num_k` occupied slots, `occupied` their mask, and
+    `u_accept` the uniform of its acceptance."""
 
     propose_split: jax.Array
     c: jax.Array
@@ -294,58 +362,61 @@ class _RandomMove(NamedTuple):
     o: jax.Array
     num_k: jax.Array
     occupied: jax.Array
+    u_accept: jax.Array
 
 
-def _draw_parameters(setup, update_params, rng_key, state):
+def _draw_parameters(setup, update_params, keys, state):
     """Weights and parameters of clusters and sub-clusters (eqs. 7, 8, 13, 14), drawn in
     one batch of 3C rows: C clusters, then C (left, right) pairs; and the proportion
     p ~ Beta(a, a) of the random split (sec. 5.5). All Gamma variates come from one
-    batched draw (each Gamma sampler costs seconds of compilation).
+    batched draw, a stream per slot (`_slot_draws`, `keys` the step's `_StepKeys`); the exact
+    variant's rows are the C clusters (its sub-clusters' variates are drawn and not used).
 
     Non-conjugate parameters are instead moved from their current values
     (`slots.u`, `slots.sub_u`) by `update_params`; a fresh cluster's two
     sub-clusters start from two draws of the proposal given the cluster's points.
     Returns (log pi, log pibar, parameters, p, unconstrained rows or None, the
-    parameter moves' acceptance rate or None)."""
+    parameter moves' acceptance rate or None, the step's `_StepUniforms`)."""
     family, use_sub = setup.family, setup.use_sub
     stats, slots = state.stats, state.extras.slots
     capacity = stats.n.shape[0]
-    k_w, k_rest, k_p, k_beta = jax.random.split(rng_key, 4)
     occupied = stats.n > 0
     fresh = slots.age == 0  # no valid sub-cluster statistics yet (new clusters)
     sub = slots.sub_stats
-    # Gamma shapes: Dir(N_1..N_C, alpha) over clusters + rest, Dir(N_kl + alpha/2, N_kr + alpha/2)
-    shapes = jnp.concatenate([jnp.where(occupied, stats.n, 0.0), state.alpha[None],
-                              jnp.where(fresh[:, None], 1.0, sub.n + state.alpha / 2).reshape(-1),
-                              jnp.full(2, setup.a_merge)])
-    safe = jnp.where(shapes > 0, shapes, 1.0)
-    per_slot = _slot_keys(k_w, capacity)  # slot k: its cluster, then its two sub-clusters
-    three = jax.vmap(lambda k: jax.random.split(k, 3))(per_slot)
-    keys = jnp.concatenate([three[:, 0], k_rest[None], three[:, 1:].reshape(-1), jax.random.split(k_beta)])
-    log_g = jnp.where(shapes > 0, jax.vmap(jax.random.loggamma)(keys, safe), -jnp.inf)
-    log_pi = log_g[:capacity] - jax.scipy.special.logsumexp(log_g[:capacity + 1])
-    log_sub = log_g[capacity + 1:3 * capacity + 1].reshape(capacity, 2)
-    p_right = jax.nn.sigmoid(log_g[-2] - log_g[-1])  # g1 / (g1 + g2) ~ Beta(a, a)
+    # Gamma shapes per slot: N_k of Dir(N_1..N_C, alpha), N_kl + alpha/2 and N_kr + alpha/2 of its sub-clusters'
+    # Dir (eq. 13); the rest: alpha, and (a, a) of the random split's g1 / (g1 + g2) ~ Beta(a, a)
+    shapes = jnp.concatenate([jnp.where(occupied, stats.n, 0.0)[:, None],
+                              jnp.where(fresh[:, None], 1.0, sub.n + state.alpha / 2)], axis=1)
+    log_g = _slot_draws(keys, shapes, jnp.stack([state.alpha, setup.a_merge, setup.a_merge]))
+    log_pi = log_g[:capacity, 0] - jax.scipy.special.logsumexp(log_g[:, 0])
+    log_sub = log_g[:capacity, 1:]
+    p_right = jax.nn.sigmoid(log_g[capacity, 1] - log_g[capacity, 2])
+    # ROW_UNIFORMS + D uniforms per row, the rest's (the random move's and the anchored sweep's) first, then
+    # each slot's (its split's, its direction: normals by the inverse CDF), in one draw: with partitionable
+    # threefry a row's uniforms depend on its index only, not on the capacity
+    u = jax.random.uniform(keys.uniforms, (capacity + 1, ROW_UNIFORMS + setup.dim), stats.n.dtype)
+    direction = jax.scipy.special.ndtri(jnp.maximum(u[1:, ROW_UNIFORMS:], jnp.finfo(u.dtype).tiny))
+    uniforms = _StepUniforms(u[1:, 0], direction, u[0, :4], u[0, 4])
     log_pibar = jnp.where(fresh[:, None], jnp.log(0.5),
                           log_sub - jax.scipy.special.logsumexp(log_sub, axis=1, keepdims=True))
     # parameters from the posteriors; a fresh cluster's two sub-clusters are two draws
     # from the cluster's own posterior
     sub_source = jax.tree.map(lambda s, c: jnp.where(
         fresh.reshape((-1, 1) + (1,) * (c.ndim - 1)), c[:, None], s), sub, stats)
-    three = jax.vmap(lambda k: jax.random.split(k, 3))(_slot_keys(k_p, capacity))
+    three = keys.slots[:, 1:]  # slot k: its cluster's, then its two sub-clusters' parameters
     rows = jax.tree.map(lambda c, s: jnp.concatenate([c, s.reshape((2 * capacity,) + c.shape[1:])]),
                         stats, sub_source) if use_sub else stats
     if setup.conjugate:
-        keys = jnp.concatenate([three[:, 0], three[:, 1:].reshape(-1)]) if use_sub else three[:, 0]
-        return log_pi, log_pibar, jax.vmap(family.posterior_draw)(keys, rows), p_right, None, None
+        row_keys = jnp.concatenate([three[:, 0], three[:, 1:].reshape(-1)]) if use_sub else three[:, 0]
+        return log_pi, log_pibar, jax.vmap(family.posterior_draw)(row_keys, rows), p_right, None, None, uniforms
     u_rows = slots.u
     if use_sub:
         starts = jax.vmap(lambda k, c: family.draw_proposal(k, c))(
             three[:, 1:].reshape(-1), jax.tree.map(lambda c: jnp.repeat(c, 2, axis=0), stats))
         sub_u = jnp.where(fresh[:, None, None], starts.reshape(capacity, 2, -1), slots.sub_u)
         u_rows = jnp.concatenate([u_rows, sub_u.reshape(2 * capacity, -1)])
-    u_rows, accept_rate = update_params(jax.random.fold_in(k_p, 2**30), u_rows, rows)  # not a slot's key
-    return log_pi, log_pibar, family.params_of(u_rows), p_right, u_rows, accept_rate
+    u_rows, accept_rate = update_params(keys.update, u_rows, rows)
+    return log_pi, log_pibar, family.params_of(u_rows), p_right, u_rows, accept_rate, uniforms
 
 
 def _active_rows(setup, params, log_pi, group, occupied):
@@ -472,45 +543,46 @@ def _segment_rows(setup, x_blocks, segments, num_segments):
     return setup.across_devices(rows)
 
 
-def _restricted_sweep(setup, draw_parameters, label_pass, keys, state, x):
+def _restricted_sweep(setup, draw_parameters, label_pass, keys, u_points, state, x):
     """Steps 1-2: weights and parameters of clusters and sub-clusters (eqs. 7, 8, 13, 14),
     then every label (eq. 9) and sub-label (eq. 15) at once, a label within its cluster's
     super-cluster (Algorithm 1) if they are on. The restricted sweep has no move back that
     re-creates a cluster it empties; the exact variant keeps the set of occupied clusters
     fixed by rejecting such sweeps (a Gibbs update restricted to that event), so only split /
-    merge moves change it."""
-    k_par, k_lab, k_dir, k_group = keys
+    merge moves change it. `keys`: the step's `_StepKeys`; `u_points`: per point the label's and
+    sub-label's uniforms, then the anchored sweep's."""
     capacity = state.stats.n.shape[0]
     slots = state.extras.slots
-    log_pi, log_pibar, params, p_right, u_rows, param_accept = draw_parameters(k_par, state)
+    log_pi, log_pibar, params, p_right, u_rows, param_accept, uniforms = draw_parameters(keys, state)
     mean = slots.x_sum / jnp.maximum(state.stats.n, 1.0)[:, None]
-    direction = jax.vmap(lambda k: jax.random.normal(k, (setup.dim,)))(_slot_keys(k_dir, capacity))
-    seed = (slots.age == 0, mean.astype(setup.ll_dtype), direction.astype(setup.ll_dtype))
+    seed = (slots.age == 0, mean.astype(setup.ll_dtype), uniforms.direction.astype(setup.ll_dtype))
     occupied_before = state.stats.n > 0
-    group = (sample_super_clusters(k_group, j_divergence(setup.family, take(params, slice(0, capacity))),
+    group = (sample_super_clusters(keys.group, j_divergence(setup.family, take(params, slice(0, capacity))),
                                    occupied_before) if setup.super_clusters else jnp.arange(capacity))
-    z_new, zbar, counts = label_pass(setup.point_uniforms(k_lab, (2,)), setup.real_points(), setup.prepare_points(x),
+    z_new, zbar, counts = label_pass(u_points[..., :2], setup.real_points(), setup.prepare_points(x),
                                      setup.as_blocks(state.z), group, log_pi, log_pibar, params, seed)
     if setup.use_sub:
-        return _Sweep(log_pi, params, p_right, u_rows, param_accept, occupied_before, group, z_new, zbar, counts,
-                      jnp.zeros((), bool))
-    z, counts, rejected = _anchored(setup, jax.random.fold_in(k_lab, 1), state, z_new)
-    return _Sweep(log_pi, params, p_right, u_rows, param_accept, occupied_before, group, z, zbar, counts, rejected)
+        return _Sweep(log_pi, params, p_right, u_rows, param_accept, uniforms, occupied_before, group, z_new, zbar,
+                      counts, jnp.zeros((), bool))
+    z, counts, rejected = _anchored(setup, (u_points[..., 2], uniforms.anchored), state, z_new)
+    return _Sweep(log_pi, params, p_right, u_rows, param_accept, uniforms, occupied_before, group, z, zbar, counts,
+                  rejected)
 
 
-def _anchored(setup, rng_key, state, z_new):
+def _anchored(setup, uniforms, state, z_new):
     """The exact variant's label update (design notes, "The anchored sweep"): in every
     occupied cluster one uniformly chosen point, its anchor, keeps its label, the others take
     their draws `z_new` (a Gibbs update given the anchors, which cannot empty a cluster), and
     the whole is accepted with the Metropolis-Hastings ratio prod_k N_k / N'_k of the anchors'
-    selection probabilities (1 / N_k forward, 1 / N'_k back). Returns the labels, the counts and
-    whether the update was rejected."""
-    k_anchor, k_accept = jax.random.split(rng_key)
+    selection probabilities (1 / N_k forward, 1 / N'_k back); `uniforms`: the points' (in blocks),
+    which choose the anchors, and the acceptance's. Returns the labels, the counts and whether
+    the update was rejected."""
+    u_points, u_accept = uniforms
     capacity = state.stats.n.shape[0]
     real = setup.real_points().reshape(-1)
     z_old = setup.as_blocks(state.z)
     segment = jnp.where(real, z_old.reshape(-1), capacity)
-    u = jnp.where(real, setup.point_uniforms(k_anchor).reshape(-1), -1.0)
+    u = jnp.where(real, u_points.reshape(-1), -1.0)
     top = jax.ops.segment_max(u, segment, num_segments=capacity + 1)
     index = jnp.arange(u.size)
     first = jax.ops.segment_min(jnp.where(u == top[segment], index, u.size), segment, num_segments=capacity + 1)
@@ -521,24 +593,25 @@ def _anchored(setup, rng_key, state, z_new):
     before = state.stats.n
     log_ratio = jnp.sum(jnp.where(before > 0, jnp.log(jnp.maximum(before, 1.0)) -
                                   jnp.log(jnp.maximum(counts, 1).astype(before.dtype)), 0.0))
-    accept = jnp.log(jax.random.uniform(k_accept, dtype=before.dtype)) < log_ratio
+    accept = jnp.log(u_accept) < log_ratio
     z = jnp.where(accept, z_prop.reshape(z_old.shape), z_old)
     return z, jnp.where(accept, counts, before.astype(counts.dtype)), ~accept
 
 
-def _pick_random_move(k_type, k_pick, counts):
+def _pick_random_move(u, counts):
     """The random move of sec. 5.5: with probability 1/2 a split of a uniformly chosen
-    occupied cluster c, else the merge of a uniformly chosen pair, c and another."""
+    occupied cluster c, else the merge of a uniformly chosen pair, c and another, by the four
+    uniforms `u` (`_StepUniforms.move`: its type, its two picks, then its acceptance)."""
     occupied = counts > 0
     num_k = jnp.sum(occupied)
-    propose_split = jax.random.uniform(k_type) < 0.5
+    u_type, first_pick, second_pick, u_accept = u
+    propose_split = u_type < 0.5
     rank = jnp.cumsum(occupied) - 1  # rank of each occupied slot in slot order
-    first_pick, second_pick = jax.random.uniform(k_pick, (2,))
     c = jnp.argmax(occupied & (rank == jnp.floor(first_pick * num_k).astype(rank.dtype)))
     second = jnp.floor(second_pick * (num_k - 1)).astype(rank.dtype)
     second = second + (second >= rank[c])  # a different occupied cluster
     o_slot = jnp.argmax(occupied & (rank == second))
-    return _RandomMove(propose_split, c, jnp.minimum(c, o_slot), jnp.maximum(c, o_slot), num_k, occupied)
+    return _RandomMove(propose_split, c, jnp.minimum(c, o_slot), jnp.maximum(c, o_slot), num_k, occupied, u_accept)
 
 
 def _random_split_merge(setup, alpha, keys, move, clusters, half_right, in_half, overflow):
@@ -551,11 +624,11 @@ def _random_split_merge(setup, alpha, keys, move, clusters, half_right, in_half,
         H_merge = p(C') / p(C) * K B(N_l + a, N_r + a) / B(a, a),
 
     p(C') / p(C) from `log_split_gain` (non-conjugate: the new clusters' parameters drawn
-    from the family's proposal, `keys` = (accept, split's q, merge's q)). A merged cluster's
+    from the family's proposal, `keys` = (split's q, merge's q)). A merged cluster's
     sub-clusters are the two clusters it was made of. Returns the clusters, whether the split
     and the merge were accepted, and the overflow flag."""
     family, a_merge, conjugate = setup.family, setup.a_merge, setup.conjugate
-    k_acc, k_q_half, k_q_merge = keys
+    k_q_half, k_q_merge = keys
     z, zbar, rows, sub, age, u_c, u_sub = clusters
     c, m, o, num_k = move.c, move.m, move.o, move.num_k
     slot_index = jnp.arange(age.shape[0])
@@ -572,17 +645,22 @@ def _random_split_merge(setup, alpha, keys, move, clusters, half_right, in_half,
         u_halves = family.draw_proposal(k_q_half, _stacked(half_left[0], half_right[0]))
         u_merged = family.draw_proposal(k_q_merge, merged[0])
         u = (jnp.stack([u_halves[0], u_c[m]]), jnp.stack([u_halves[1], u_c[o]]), jnp.stack([u_c[c], u_merged]))
-    # the split's and the merge's p(C') / p(C) in one evaluation: [split of c, split of m + o into m and o]
+    # the split's and the merge's p(C') / p(C) in one evaluation: [split of c, split of m + o into m and o],
+    # with one log Gamma of the parts' and wholes' counts and of the counts + a for B(N_l + a, N_r + a) (JAX's
+    # `betaln`, a series for large arguments, compiles to thousands of instructions)
+    n_l, n_r = jnp.stack([n_left, left[0].n]), jnp.stack([n_right, right[0].n])
+    n_c = jnp.stack([whole[0].n, merged[0].n])
+    g = gammaln(jnp.stack([n_l, n_r, n_c, n_l + a_merge, n_r + a_merge, n_l + n_r + 2 * a_merge]))
     gain = log_split_gain(family, alpha, _stacked(half_left[0], left[0]), _stacked(half_right[0], right[0]),
-                          _stacked(whole[0], merged[0]), u=u)
-    log_b = betaln(jnp.stack([n_left, left[0].n]) + a_merge, jnp.stack([n_right, right[0].n]) + a_merge)
+                          _stacked(whole[0], merged[0]), u=u, log_gammas=g[:3])
+    log_b = g[3] + g[4] - g[5]
     log_b_prior = float(scipy.special.betaln(a_merge, a_merge))  # B(a, a): a constant of the kernel
     log_h_split = gain[0] + log_b_prior - jnp.log(num_k + 1.0) - log_b[0]
     log_h_merge = -gain[1] + jnp.log(num_k * 1.0) + log_b[1] - log_b_prior
     free = ~move.occupied
     new_slot = jnp.argmax(free)
     proper_split = (n_left > 0) & (n_right > 0)
-    log_u = jnp.log(jax.random.uniform(k_acc))
+    log_u = jnp.log(move.u_accept)
     do_split = move.propose_split & proper_split & jnp.any(free) & (log_u < log_h_split)
     do_merge = ~move.propose_split & (num_k > 1) & (log_u < log_h_merge)
     overflow = overflow | (move.propose_split & proper_split & ~jnp.any(free))
@@ -609,7 +687,8 @@ class _PairMoves(NamedTuple):
     `i` and `j` of each pair, their clusters `ci` and `cj` (a split proposal when equal, else a
     merge), whether the pair moves (`active`: no earlier active pair claimed either cluster),
     and per point (in blocks) the pair whose move covers its cluster (`pair`; the number of
-    pairs for none) and its side in the current partition (`side`: 1 in cj of a merge pair)."""
+    pairs for none) and its side in the current partition (`side`: 1 in cj of a merge pair); and
+    the uniform of each pair's acceptance (`u_accept`)."""
 
     i: jax.Array
     j: jax.Array
@@ -618,6 +697,7 @@ class _PairMoves(NamedTuple):
     active: jax.Array
     pair: jax.Array
     side: jax.Array
+    u_accept: jax.Array
 
 
 def _claim_pairs(setup, rng_key, z, capacity, num_pairs, near, x_ll):
@@ -627,10 +707,10 @@ def _claim_pairs(setup, rng_key, z, capacity, num_pairs, near, x_ll):
     "Auxiliary splits and merges"). In that order a pair is active if neither of its clusters
     was claimed by an earlier active pair, and then claims them (design notes, "Several moves at
     once")."""
-    u = jax.random.uniform(rng_key, (num_pairs, 1 + NEAR_CANDIDATES))
+    u = jax.random.uniform(rng_key, (num_pairs, 2 + NEAR_CANDIDATES))  # i, the candidates for j, acceptance
     count = jnp.asarray(setup.num_valid, jnp.int32)
     i = jnp.minimum(jnp.floor(u[:, 0] * count).astype(jnp.int32), count - 1)
-    candidates = jnp.minimum(jnp.floor(u[:, 1:] * (count - 1)).astype(jnp.int32), count - 2)
+    candidates = jnp.minimum(jnp.floor(u[:, 1:-1] * (count - 1)).astype(jnp.int32), count - 2)
     candidates = candidates + (candidates >= i[:, None])
     points = x_ll.reshape(-1, setup.dim)
     distance = jnp.sum((points[candidates] - points[i][:, None]) ** 2, axis=-1)
@@ -652,7 +732,7 @@ def _claim_pairs(setup, rng_key, z, capacity, num_pairs, near, x_ll):
     pair = jnp.where(setup.real_points(), owner[z], num_pairs)
     ci_of, cj_of = jnp.append(ci, -2)[pair], jnp.append(cj, -2)[pair]
     side = ((z == cj_of) & (ci_of != cj_of)).astype(jnp.int32)
-    return _PairMoves(i, j, ci, cj, active, pair, side)
+    return _PairMoves(i, j, ci, cj, active, pair, side, u[:, -1])
 
 
 def _pair_side_logits(setup, params, log_w, x_ll, pair, num_pairs):
@@ -713,7 +793,7 @@ def _log_weight_grid(n_left, n_right):
     return n_left[:, None] * jnp.log(grid) + n_right[:, None] * jnp.log1p(-grid)
 
 
-def _restricted_split_merge(setup, alpha, rng_key, clusters, x, overflow):
+def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
     """Jain & Neal's restricted-Gibbs split-merge, several pairs at once and every scan
     parallel over points (design notes, "Exact splits and merges"), and on every
     `auxiliary_every`-th pair the auxiliary-variable split-merge ("Auxiliary splits and
@@ -738,7 +818,7 @@ def _restricted_split_merge(setup, alpha, rng_key, clusters, x, overflow):
     family, num_pairs = setup.family, setup.num_pairs
     z, zbar, rows, sub, age, u_c, u_sub = clusters
     capacity = age.shape[0]
-    k_pairs, k_launch, k_accept = jax.random.split(rng_key, 3)
+    k_pairs, k_launch = keys
     every = setup.auxiliary_every
     auxiliary = (jnp.arange(num_pairs) % every == every - 1) if every else jnp.zeros(num_pairs, bool)
     x_blocks, x_ll = setup.as_blocks(x), setup.prepare_points(x)
@@ -826,7 +906,7 @@ def _restricted_split_merge(setup, alpha, rng_key, clusters, x, overflow):
     log_h = _split_merge_log_ratio(gain, log_q, is_split)
     # an auxiliary split moves only with i drawn on side 0 and j on side 1
     oriented = ~auxiliary | ~is_split | ((proposed.reshape(-1)[moves.i] == 0) & (proposed.reshape(-1)[moves.j] == 1))
-    accept = moves.active & oriented & (jnp.log(jax.random.uniform(k_accept, (num_pairs,), dtype=log_h.dtype)) < log_h)
+    accept = moves.active & oriented & (jnp.log(moves.u_accept.astype(log_h.dtype)) < log_h)
     splits, merges = accept & is_split, accept & ~is_split
     free = rows[0].n == 0
     free_rank = jnp.where(free, jnp.cumsum(free) - 1, capacity)
@@ -892,13 +972,13 @@ def _merge_pairs(family, rng_key, clusters, alpha):
     return _Clusters(z, zbar, rows, sub, age, u_c, u_sub), jnp.sum(accept).astype(jnp.int32)
 
 
-def _subcluster_splits(setup, alpha, split_delay, k_split, k_q_sub, clusters, overflow):
+def _subcluster_splits(setup, alpha, split_delay, split_u, k_q_sub, clusters, overflow):
     """Step 3 (sec. 5.3-5.4): every cluster whose sub-clusters have run more than
     `split_delay` iterations proposes the split into them, all at once, accepted with
     eq. (21) (`log_split_gain`; non-conjugate: the two parts' parameters drawn from the
-    family's proposal). The right sub-cluster moves to a free slot, the r-th accepted split
-    taking the r-th free slot; a split that finds none is refused and sets `overflow`.
-    Returns the clusters, the sub-cluster statistics to keep (zero where age is 0), the
+    family's proposal) against the slot's uniform `split_u`. The right sub-cluster moves to a
+    free slot, the r-th accepted split taking the r-th free slot; a split that finds none is
+    refused and sets `overflow`. Returns the clusters, the sub-cluster statistics to keep (zero where age is 0), the
     accepted and eligible masks and the overflow flag."""
     family, capacity = setup.family, clusters.age.shape[0]
     z, zbar, rows, sub, age, u_c, u_sub = clusters
@@ -911,7 +991,7 @@ def _subcluster_splits(setup, alpha, split_delay, k_split, k_q_sub, clusters, ov
         u_parts = family.draw_proposal(k_q_sub, sub[0])  # (C, 2, P)
         log_h = log_split_gain(family, alpha, sub_left[0], sub_right[0], rows[0],
                                u=(u_parts[:, 0], u_parts[:, 1], u_c))
-    accept = eligible & (jnp.log(jax.vmap(jax.random.uniform)(_slot_keys(k_split, capacity))) < log_h)
+    accept = eligible & (jnp.log(split_u) < log_h)
     free = ~occupied
     free_rank = jnp.where(free, jnp.cumsum(free) - 1, capacity)
     matches = free_rank[None, :] == jnp.where(accept, jnp.cumsum(accept) - 1, -1)[:, None]
@@ -968,22 +1048,21 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
     variants read and write the same `SubclusterExtras`, so warmup may run one and the kept
     draws the other. The step's info is of the type `_info_type` gives for the setup."""
     family, conjugate, use_sub = setup.family, setup.conjugate, setup.use_sub
-    k_par, k_lab, k_move, k_split, k_dir, k_group, k_pairs = jax.random.split(rng_key, 7)
     capacity = state.stats.n.shape[0]
+    keys = _step_keys(rng_key, capacity)
+    u_points = setup.point_uniforms(keys.points, (4,))  # the label, sub-label and anchor, then the random half
     slots = state.extras.slots
     # 1-2. restricted Gibbs sweep over clusters and sub-clusters, all points at once
-    sweep = _restricted_sweep(setup, draw_parameters, label_pass, (k_par, k_lab, k_dir, k_group), state, x)
-    u_c = u_sub = k_q_half = k_q_merge = k_q_sub = None
-    if not conjugate:  # the clusters' and sub-clusters' unconstrained parameters, and proposal keys
+    sweep = _restricted_sweep(setup, draw_parameters, label_pass, keys, u_points, state, x)
+    u_c = u_sub = None
+    if not conjugate:  # the clusters' and sub-clusters' unconstrained parameters
         u_c = sweep.u_rows[:capacity]
         u_sub = sweep.u_rows[capacity:].reshape(capacity, 2, -1) if use_sub else slots.sub_u
-        k_q_half, k_q_merge, k_q_sub = jax.random.split(jax.random.fold_in(rng_key, 8), 3)
     # 4. random split / merge (sec. 5.5): chosen now, so that the statistics pass below
     # also sums the proposed random half (which still belongs to c)
-    k_type, k_pick, k_side, k_acc = jax.random.split(k_move, 4)
-    move = _pick_random_move(k_type, k_pick, sweep.counts)
+    move = _pick_random_move(sweep.uniforms.move, sweep.counts)
     real = setup.real_points()
-    seg, in_half = _statistics_pass(setup, capacity)(setup.point_uniforms(k_side), real, setup.as_blocks(x),
+    seg, in_half = _statistics_pass(setup, capacity)(u_points[..., 3], real, setup.as_blocks(x),
                                                      sweep.z, sweep.zbar, move.c, sweep.p_right)
     sub = jax.tree.map(lambda s: s.reshape((capacity + 1, 2) + s.shape[1:]), seg)
     half_by_side = take(sub, capacity)
@@ -993,18 +1072,18 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
     age = jnp.where(move.occupied, slots.age + 1, 0)
     clusters = _Clusters(sweep.z, sweep.zbar, rows, sub, age, u_c, u_sub)
     clusters, do_split, do_merge, overflow = _random_split_merge(
-        setup, state.alpha, (k_acc, k_q_half, k_q_merge), move, clusters, half_right, in_half, state.overflow)
+        setup, state.alpha, (keys.q_half, keys.q_merge), move, clusters, half_right, in_half, state.overflow)
     restricted = jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)
     if setup.num_pairs and conjugate and not use_sub:  # exact splits and merges of anchor pairs
         clusters, restricted, overflow = _restricted_split_merge(
-            setup, state.alpha, jax.random.fold_in(k_pairs, 1), clusters, x, overflow)
+            setup, state.alpha, (keys.pairs, keys.launch), clusters, x, overflow)
     if pair_merges and use_sub:
-        clusters, num_pair_merges = _merge_pairs(family, k_pairs, clusters, state.alpha)
+        clusters, num_pair_merges = _merge_pairs(family, keys.pairs, clusters, state.alpha)
     elif pair_merges:  # the exact step of a kernel that merges pairs in its published warmup
         num_pair_merges = jnp.zeros((), jnp.int32)
     # 3. sub-cluster splits of every eligible cluster (eq. 21), all at once
     clusters, sub_stats, accept, eligible, overflow = _subcluster_splits(
-        setup, state.alpha, split_delay, k_split, k_q_sub, clusters, overflow)
+        setup, state.alpha, split_delay, sweep.uniforms.split, keys.q_sub, clusters, overflow)
 
     drawn = jnp.isfinite(sweep.log_pi)  # slots occupied at the start of the step
     params = sweep.params
@@ -1062,21 +1141,6 @@ def _with_subset_sweep(setup, prior, size, exact_step, rng_key, state, x):
     return exact_step(k_step, state, x)
 
 
-def _draw_weights_and_parameters(family, rng_key, stats, alpha):
-    """`(pi_1, ..., pi_C, pi_rest) ~ Dir(N_1, ..., N_C, alpha)` over the occupied slots (log pi,
-    -inf for the empty ones) and every slot's parameters from its posterior p(theta | x_k): eqs. 7-8
-    without the sub-clusters, one batched Gamma draw, a key per slot (the draws do not depend on
-    the capacity)."""
-    capacity = stats.n.shape[0]
-    k_w, k_p = jax.random.split(rng_key)
-    drawn = jnp.concatenate([stats.n > 0, jnp.ones(1, bool)])
-    keys = jnp.concatenate([_slot_keys(k_w, capacity), jax.random.fold_in(k_w, 2**31 - 1)[None]])  # the rest: no slot
-    log_g = jax.vmap(jax.random.loggamma)(keys, jnp.where(drawn, jnp.concatenate([stats.n, alpha[None]]), 1.0))
-    log_g = jnp.where(drawn, log_g, -jnp.inf)
-    return log_g[:capacity] - jax.scipy.special.logsumexp(log_g), jax.vmap(family.posterior_draw)(
-        _slot_keys(k_p, capacity), stats)
-
-
 def _collapsed_step(setup, moves, recorded_params, info_of, rng_key, state, x):
     """The exact step below `collapsed_below` points (docs/kernels/subcluster.md, "Small data"):
     one collapsed Gibbs sweep (Neal 2000, algorithm 3) then `gibbs+splitmerge`'s SAMS
@@ -1087,12 +1151,12 @@ def _collapsed_step(setup, moves, recorded_params, info_of, rng_key, state, x):
     Its info is the sampler's, with `restricted_splits` and `restricted_merges` counting the
     SAMS splits and merges accepted."""
     sweep, split_merge = moves
-    k_sweep, k_split_merge, k_par = jax.random.split(rng_key, 3)
     capacity = state.stats.n.shape[0]
-    state, _ = sweep(k_sweep, state, x)
-    state, moved = split_merge(k_split_merge, state, x)
+    keys = _step_keys(rng_key, capacity)
+    state, _ = sweep(keys.sweep, state, x)
+    state, moved = split_merge(keys.split_merge, state, x)
     occupied = state.stats.n > 0
-    log_pi, params = _draw_weights_and_parameters(setup.family, k_par, state.stats, state.alpha)
+    log_pi, _, params = _draw_parameters(setup, None, keys, state)[:3]  # `setup` without sub-clusters: C rows
     recorded = {name: jnp.where(_expand(occupied, params[name]), params[name], jnp.nan) for name in recorded_params}
     real = state.z >= 0
     x_sum = jax.ops.segment_sum(jnp.where(real[:, None], x, 0.0), jnp.where(real, state.z, capacity),
