@@ -48,7 +48,7 @@ from dpppl.core.numerics import normal_draw
 from dpppl.errors import DataError, HyperparameterError
 from dpppl.core.expressions import check_hyper
 from dpppl.families.base import Family, resolve_fields, scale_matrix
-from dpppl.families.gaussian import (Whitening, cholesky, gamma_draw, logdet_pd, solve_lower,
+from dpppl.families.gaussian import (Whitening, cholesky, inverse_wishart_bartlett, logdet_pd, solve_lower,
                                      whitened_log_likelihood_pairs, whitening_full)
 
 
@@ -82,43 +82,6 @@ def _slice_conditionals(gamma) -> tuple[np.ndarray, np.ndarray]:
         if T > 1:
             chol[t][np.ix_(rest, rest)] = np.linalg.cholesky(cond[np.ix_(rest, rest)])
     return gain, chol
-
-
-def inverse_wishart_bartlett(rng_key, psi, nu, shape):
-    """(Sigma, Sigma^-1, log|Sigma|) for Sigma ~ IW(psi, nu) of shape `shape`: scale matrices `psi`
-    (..., D, D) and degrees of freedom `nu` (a number, or an array (...)) broadcast to `shape`.
-
-    The Bartlett decomposition: psi = U U^T, A lower triangular with A_ii^2 ~ chi^2(nu - i) and
-    A_ij ~ N(0, 1) below the diagonal; then Sigma^-1 = (U^-T A)(U^-T A)^T ~ Wishart(nu, psi^-1),
-    Sigma = (U A^-T)(U A^-T)^T and log|Sigma| = 2 sum_i (log U_ii - log A_ii): the precision and the
-    log determinant come from the draw's factors, with no factorisation of Sigma. The normals are
-    `normal_draw`s (Box-Muller); with a number nu that is an integer <= 16 the chi-squares are sums
-    of nu - i squared normals drawn in the same call as those below the diagonal (no rejection
-    loop), otherwise `gamma_draw`s.
-    """
-    D = psi.shape[-1]
-    rows, cols = np.tril_indices(D, -1)
-    if isinstance(nu, (int, float)) and float(nu).is_integer() and nu <= 16:
-        dofs = (nu - np.arange(D)).astype(int)
-        normals = normal_draw(rng_key, shape + (rows.size + int(dofs.sum()),))
-        below, cells = normals[..., :rows.size], normals[..., rows.size:]
-        ends = np.cumsum(dofs)
-        chi2 = jnp.stack([jnp.sum(cells[..., e - k:e] ** 2, axis=-1) for e, k in zip(ends, dofs)], axis=-1)
-    else:
-        k_diag, k_below = jax.random.split(rng_key)
-        below = normal_draw(k_below, shape + (rows.size,))
-        chi2 = 2.0 * gamma_draw(k_diag, (jnp.asarray(nu)[..., None] - jnp.arange(D)) / 2.0, shape + (D,))
-    eye = jnp.eye(D, dtype=psi.dtype)
-    bartlett = jnp.zeros(shape + (D, D), psi.dtype).at[..., rows, cols].set(below) + jnp.sqrt(chi2)[..., None] * eye
-    chol_psi = cholesky(psi)
-    prec_root = jnp.einsum("...ji,...jk->...ik", solve_lower(chol_psi, jnp.broadcast_to(eye, chol_psi.shape)),
-                           bartlett)  # U^-T A
-    cov_root = jnp.einsum("...ij,...kj->...ik", chol_psi,
-                          solve_lower(bartlett, jnp.broadcast_to(eye, bartlett.shape)))  # U A^-T
-    logdet = 2.0 * (jnp.sum(jnp.log(jnp.diagonal(chol_psi, axis1=-2, axis2=-1)), axis=-1)
-                    - 0.5 * jnp.sum(jnp.log(chi2), axis=-1))
-    return (jnp.einsum("...ik,...jk->...ij", cov_root, cov_root),
-            jnp.einsum("...ik,...jk->...ij", prec_root, prec_root), logdet)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -304,7 +267,7 @@ class CoupledGaussian(Family):
 
     def draw_prior_cov(self, rng_key, shape=()):
         """(Sigma, Sigma^-1, log|Sigma|) for Sigma ~ IW(psi0, nu0), of shape `shape`
-        ([`inverse_wishart_bartlett`][dpppl.families.coupled.inverse_wishart_bartlett])."""
+        ([`inverse_wishart_bartlett`][dpppl.families.gaussian.inverse_wishart_bartlett])."""
         return inverse_wishart_bartlett(rng_key, jnp.asarray(self.psi0), self.nu0, shape)
 
     def means_given_slice(self, t, mu_t, eps):
@@ -321,7 +284,7 @@ class CoupledGaussian(Family):
         """Sigma_{i,s} | mu_i, x (eq. 11) for every cluster (see the module docstring):
         statistics n (C, T), s1 (C, T, D), s2 (C, T, D, D) and means mu (C, T, D); returns
         (Sigma, Sigma^-1, log|Sigma|), (C, S, D, D), (C, S, D, D) and (C, S), by
-        [`inverse_wishart_bartlett`][dpppl.families.coupled.inverse_wishart_bartlett] (the precision
+        [`inverse_wishart_bartlett`][dpppl.families.gaussian.inverse_wishart_bartlett] (the precision
         from the draw's own factors, not by factoring Sigma again)."""
         scatter = self.scatter(n, s1, s2, mu)
         if not self.slice_covariances:
@@ -403,4 +366,4 @@ class AtSlices:
         return mu + jnp.einsum("...ij,...j->...i", cholesky(cov), eps)
 
 
-__all__ = ["AtSlices", "CoupledGaussian", "inverse_wishart_bartlett", "time_covariance", "solve_upper_transposed"]
+__all__ = ["AtSlices", "CoupledGaussian", "time_covariance", "solve_upper_transposed"]

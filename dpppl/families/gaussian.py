@@ -6,9 +6,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import gammaln
 
-from dpppl.core.numerics import log_gamma_draw
+from dpppl.core.numerics import log_gamma_draw, normal_draw
 
 
 class GaussianStats(NamedTuple):
@@ -83,23 +84,41 @@ def gamma_draw(rng_key, shape_param, shape, dtype=None):
     return jnp.exp(log_gamma_draw(rng_key, shape_param, shape, dtype))
 
 
-def inverse_wishart_draw(k_diag, k_below, psi, nu, gamma=jax.random.gamma):
-    """Sigma ~ IW(psi, nu) for every leading row of `psi` (..., D, D) and `nu` (...),
-    by the Bartlett decomposition: with psi = U U^T and A lower triangular,
-    A_ii^2 ~ chi^2(nu - i) (i = 0..D-1) and A_ij ~ N(0, 1) below the diagonal,
-    Sigma^-1 = U^-T A A^T U^-1 ~ Wishart(nu, psi^-1) (the Wishart(nu, I) law of A A^T is
-    invariant under rotations, so any square root of psi^-1 serves), hence
-    Sigma = (U A^-T)(U A^-T)^T. `k_diag` draws the chi-squares (with `gamma`, a
-    function like `jax.random.gamma`), `k_below` the normals."""
-    d = psi.shape[-1]
-    batch = psi.shape[:-2]
-    eye = jnp.eye(d, dtype=psi.dtype)
-    chi2 = 2.0 * gamma(k_diag, (jnp.asarray(nu)[..., None] - jnp.arange(d)) / 2.0, batch + (d,), psi.dtype)
-    below = jnp.tril(jax.random.normal(k_below, batch + (d, d), psi.dtype), -1)
-    bartlett = below + jnp.sqrt(chi2)[..., None] * eye
-    inverse_bartlett = solve_lower(bartlett, jnp.broadcast_to(eye, bartlett.shape))
-    root = jnp.einsum("...ij,...kj->...ik", cholesky(psi), inverse_bartlett)
-    return jnp.einsum("...ik,...jk->...ij", root, root)
+def inverse_wishart_bartlett(rng_key, psi, nu, shape):
+    """(Sigma, Sigma^-1, log|Sigma|) for Sigma ~ IW(psi, nu) of shape `shape`: scale matrices `psi`
+    (..., D, D) and degrees of freedom `nu` (a number, or an array (...)) broadcast to `shape`.
+
+    The Bartlett decomposition: psi = U U^T, A lower triangular with A_ii^2 ~ chi^2(nu - i) and
+    A_ij ~ N(0, 1) below the diagonal; then Sigma^-1 = (U^-T A)(U^-T A)^T ~ Wishart(nu, psi^-1),
+    Sigma = (U A^-T)(U A^-T)^T and log|Sigma| = 2 sum_i (log U_ii - log A_ii): the precision and the
+    log determinant come from the draw's factors, with no factorisation of Sigma. The normals are
+    `normal_draw`s (Box-Muller); with a number nu that is an integer <= 16 the chi-squares are sums
+    of nu - i squared normals drawn in the same call as those below the diagonal (no rejection
+    loop), otherwise `gamma_draw`s.
+    """
+    D = psi.shape[-1]
+    rows, cols = np.tril_indices(D, -1)
+    if isinstance(nu, (int, float)) and float(nu).is_integer() and nu <= 16:
+        dofs = (nu - np.arange(D)).astype(int)
+        normals = normal_draw(rng_key, shape + (rows.size + int(dofs.sum()),))
+        below, cells = normals[..., :rows.size], normals[..., rows.size:]
+        ends = np.cumsum(dofs)
+        chi2 = jnp.stack([jnp.sum(cells[..., e - k:e] ** 2, axis=-1) for e, k in zip(ends, dofs)], axis=-1)
+    else:
+        k_diag, k_below = jax.random.split(rng_key)
+        below = normal_draw(k_below, shape + (rows.size,))
+        chi2 = 2.0 * gamma_draw(k_diag, (jnp.asarray(nu)[..., None] - jnp.arange(D)) / 2.0, shape + (D,))
+    eye = jnp.eye(D, dtype=psi.dtype)
+    bartlett = jnp.zeros(shape + (D, D), psi.dtype).at[..., rows, cols].set(below) + jnp.sqrt(chi2)[..., None] * eye
+    chol_psi = cholesky(psi)
+    prec_root = jnp.einsum("...ji,...jk->...ik", solve_lower(chol_psi, jnp.broadcast_to(eye, chol_psi.shape)),
+                           bartlett)  # U^-T A
+    cov_root = jnp.einsum("...ij,...kj->...ik", chol_psi,
+                          solve_lower(bartlett, jnp.broadcast_to(eye, bartlett.shape)))  # U A^-T
+    logdet = 2.0 * (jnp.sum(jnp.log(jnp.diagonal(chol_psi, axis1=-2, axis2=-1)), axis=-1)
+                    - 0.5 * jnp.sum(jnp.log(chi2), axis=-1))
+    return (jnp.einsum("...ik,...jk->...ij", cov_root, cov_root),
+            jnp.einsum("...ik,...jk->...ij", prec_root, prec_root), logdet)
 
 
 def student_t_params(df, loc, scale):

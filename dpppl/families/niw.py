@@ -25,8 +25,9 @@ import numpy as np
 from jax.scipy.special import multigammaln
 
 from dpppl.core.expressions import check_hyper, float_limits
+from dpppl.core.numerics import normal_draw
 from dpppl.families.base import Family, resolve_fields, scale_matrix, squared_deviations
-from dpppl.families.gaussian import (GaussianStats, cholesky, gaussian_point_stats, inverse_wishart_draw,
+from dpppl.families.gaussian import (GaussianStats, cholesky, gaussian_point_stats, inverse_wishart_bartlett,
                                      logdet_pd, mvn_log_likelihood, solve_lower, student_t_logpdf, student_t_params,
                                      whitening_full)
 
@@ -144,14 +145,16 @@ class NormalInverseWishart(Family):
     def posterior_draw(self, rng_key, stats):
         """Draw (mu, Sigma) per row: Sigma ~ IW(psi_n, nu_n), mu ~ N(mu_n, Sigma/kappa_n).
 
-        Sigma by the Bartlett decomposition (`dpppl.families.gaussian.inverse_wishart_draw`).
+        Sigma by the Bartlett decomposition (`dpppl.families.gaussian.inverse_wishart_bartlett`: its
+        chi-squares by `gamma_draw`, its normals and mu's by `normal_draw`, a few HLO instructions where
+        `jax.random.gamma` and float64 `jax.random.normal` are hundreds to thousands per call site).
         Plain XLA operations only (see `dpppl.families.gaussian.cholesky`).
         """
         kn, nun, mun, psin = self._posterior(stats)
-        k_diag, k_below, k_mu = jax.random.split(rng_key, 3)
-        sigma = inverse_wishart_draw(k_diag, k_below, psin, nun)
+        k_sigma, k_mu = jax.random.split(rng_key)
+        sigma, _, _ = inverse_wishart_bartlett(k_sigma, psin, nun, psin.shape[:-2])
         chol = cholesky(sigma / kn[..., None, None])
-        eps = jax.random.normal(k_mu, mun.shape, mun.dtype)
+        eps = normal_draw(k_mu, mun.shape, mun.dtype)
         mu = mun + jnp.einsum("...ij,...j->...i", chol, eps)
         return {"mu": mu, "cov": sigma}
 

@@ -112,6 +112,7 @@ def _test_functions(family, prior, state: PartitionState, x, names=TEST_FUNCTION
         "log_alpha": jnp.log(state.alpha),
         "label_1_share": jnp.mean(z == 0),  # labelled priors only: slot 0 is label 1
         **{f"h:{name}": value for name, value in state.hyper.items()},
+        **{f"h:{name}^2": value ** 2 for name, value in state.hyper.items()},
     }
     return jnp.stack([jnp.asarray(values[k], x.dtype) for k in names])
 
@@ -167,7 +168,9 @@ def geweke_test(model, kernel: str, num_points: int, dim: int, *, num_chains: in
     if prior.labelled:  # the law of the labels themselves, not only the partition
         names = names + ("label_1_share",)
     hyperpriors = dict(model.hyperpriors)
-    names = names + tuple(f"h:{name}" for name in hyperpriors)
+    # each random hyperparameter by its first and second moments (Geweke 2004): a move that lets it
+    # wander symmetrically keeps its mean and shows in its square
+    names = names + tuple(f"h:{name}{power}" for name in hyperpriors for power in ("", "^2"))
 
     def at(hyper):
         """The family at the random hyperparameters `hyper` (the bound family without any)."""
