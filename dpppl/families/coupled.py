@@ -267,7 +267,7 @@ class CoupledGaussian(Family):
 
     def draw_prior_cov(self, rng_key, shape=()):
         """(Sigma, Sigma^-1, log|Sigma|) for Sigma ~ IW(psi0, nu0), of shape `shape`
-        ([`inverse_wishart_bartlett`][dpppl.families.gaussian.inverse_wishart_bartlett])."""
+        (`dpppl.families.gaussian.inverse_wishart_bartlett`)."""
         return inverse_wishart_bartlett(rng_key, jnp.asarray(self.psi0), self.nu0, shape)
 
     def means_given_slice(self, t, mu_t, eps):
@@ -284,7 +284,7 @@ class CoupledGaussian(Family):
         """Sigma_{i,s} | mu_i, x (eq. 11) for every cluster (see the module docstring):
         statistics n (C, T), s1 (C, T, D), s2 (C, T, D, D) and means mu (C, T, D); returns
         (Sigma, Sigma^-1, log|Sigma|), (C, S, D, D), (C, S, D, D) and (C, S), by
-        [`inverse_wishart_bartlett`][dpppl.families.gaussian.inverse_wishart_bartlett] (the precision
+        `dpppl.families.gaussian.inverse_wishart_bartlett` (the precision
         from the draw's own factors, not by factoring Sigma again)."""
         scatter = self.scatter(n, s1, s2, mu)
         if not self.slice_covariances:

@@ -34,8 +34,9 @@ def counting_kernel(monkeypatch):
 
 def test_a_second_run_traces_nothing(counting_kernel, niw_model, two_blobs):
     x, _ = two_blobs
-    # a model of its own, so no earlier test compiled these steps
-    model = dpppl.DPMixture(0.9, niw_model.component)
+    # a model of its own, so no earlier test compiled these steps: a fixed discount is part of a program's
+    # structure (alpha is an argument of it, so another alpha would share an earlier test's program)
+    model = dpppl.PitmanYorMixture(0.09, 0.9, niw_model.component)
     first = dpppl.sample(model, x, kernel="counted", num_warmup=3, num_samples=7, seed=5, progress_bar=False)
     traced = counting_kernel["n"]
     assert traced > 0
@@ -57,11 +58,11 @@ def test_warmup_runs_the_sampling_chunk_when_the_kernel_has_no_warmup_step(count
     """One program for both phases: a run with warmup traces the step no more often than
     a run without."""
     x, _ = two_blobs
-    no_warmup = dpppl.DPMixture(0.8, niw_model.component)
+    no_warmup = dpppl.PitmanYorMixture(0.08, 0.8, niw_model.component)
     dpppl.sample(no_warmup, x, kernel="counted", num_warmup=0, num_samples=4, seed=1, progress_bar=False)
     traced = counting_kernel["n"]
     assert traced == 1, "the chunk traced the step more than once (its one trace is the loop's body)"
     counting_kernel["n"] = 0
-    with_warmup = dpppl.DPMixture(0.7, niw_model.component)
+    with_warmup = dpppl.PitmanYorMixture(0.07, 0.7, niw_model.component)
     dpppl.sample(with_warmup, x, kernel="counted", num_warmup=5, num_samples=4, seed=1, progress_bar=False)
     assert counting_kernel["n"] == traced > 0
