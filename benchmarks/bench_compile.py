@@ -35,6 +35,7 @@ once per source and is not part of the compilation cache: it is left warm in bot
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import shlex
@@ -66,6 +67,24 @@ CALLS = {
     "again": ("same data again", 0, 600),
 }
 CACHES = ("cold", "warm")
+
+
+def data(path: str, seed: int, n: int):
+    """The data of about `n` points (seed `seed`) every compile benchmark gives the model file `path`:
+    for `rankings.dp` 3 clusters of top-10 rankings of 20 items, for `ddp.dp` 5 time slices of 3
+    moving blobs, otherwise three Gaussian blobs in 2-D (n // 3 points each). The driver below runs
+    this very source in its child process."""
+    import numpy as np  # noqa: PLC0415  (here, so that the driver's child runs the same source)
+    from dpppl.datasets.synthetic import mallows_mixture, moving_blobs  # noqa: PLC0415
+
+    if path.endswith("rankings.dp"):
+        return mallows_mixture(1, num_clusters=3, per_cluster=n // 3, seed=seed)[0]
+    if path.endswith("ddp.dp"):
+        return moving_blobs(5, 3, n // 15, seed=seed)[0]
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(-6, 6, (3, 2))
+    return np.concatenate([rng.normal(c, 1.0, (n // 3, 2)) for c in centres])
+
 
 DRIVER = r"""
 import json, logging, resource, sys, time
@@ -100,22 +119,12 @@ jax.monitoring.register_event_listener(on_event)
 jax.monitoring.register_event_duration_secs_listener(on_duration)
 import numpy as np
 import dpppl
-from dpppl.datasets.synthetic import mallows_mixture, moving_blobs
-
 kernel, path, calls = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 out = {"import_s": time.perf_counter() - wall0, "import_cpu_s": cpu() - cpu0}
 
-def data(seed, n):
-    if path.endswith("rankings.dp"):  # 3 clusters of top-10 rankings of 20 items
-        return mallows_mixture(1, num_clusters=3, per_cluster=n // 3, seed=seed)[0]
-    if path.endswith("ddp.dp"):  # 5 time slices, 3 moving blobs
-        return moving_blobs(5, 3, n // 15, seed=seed)[0]
-    rng = np.random.default_rng(seed)  # three Gaussian blobs in 2-D
-    centres = rng.uniform(-6, 6, (3, 2))
-    return np.concatenate([rng.normal(c, 1.0, (n // 3, 2)) for c in centres])
-
+""" + inspect.getsource(data) + r"""
 for name, seed, n in calls:
-    x = data(seed, n)
+    x = data(path, seed, n)
     for key in counts:
         counts[key] = 0
     wall, used = time.perf_counter(), cpu()

@@ -31,19 +31,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE]
 import bench_move_compile as moves  # noqa: E402  (reads --hlo, sets XLA_FLAGS before JAX starts)
+from bench_compile import data  # noqa: E402
 from harness import load_average  # noqa: E402
 
 KERNELS = {"gibbs+perm": "models/gaussian_niw.dp",
            "sbgibbs+labelswap+labelpermute": "models/stick_breaking.dp"}
-
-
-def blobs(seed: int, n: int):
-    """`benchmarks/bench_compile.py`'s data: three Gaussian blobs in 2-D, n // 3 points each."""
-    import numpy as np  # noqa: PLC0415
-
-    rng = np.random.default_rng(seed)
-    centres = rng.uniform(-6, 6, (3, 2))
-    return np.concatenate([rng.normal(c, 1.0, (n // 3, 2)) for c in centres])
 
 
 def moves_of(kernel, extras):
@@ -125,8 +117,8 @@ def programs(kernel: str, n: int) -> dict:
     jax.config.update("jax_log_compiles", True)
     start = time.process_time()
     handler.last = start
-    dpppl.sample(os.path.join(moves.ROOT, KERNELS[kernel]), blobs(0, n), kernel=kernel, num_warmup=5, num_samples=5,
-                 num_chains=2, seed=0, progress_bar=False)
+    dpppl.sample(os.path.join(moves.ROOT, KERNELS[kernel]), data(KERNELS[kernel], 0, n), kernel=kernel,
+                 num_warmup=5, num_samples=5, num_chains=2, seed=0, progress_bar=False)
     jax.config.update("jax_log_compiles", False)
     logging.getLogger("jax").removeHandler(handler)
     return {"call_cpu_s": time.process_time() - start, "programs": handler.rows}
@@ -199,7 +191,7 @@ def main(argv=None):
         for kernel in args.kernels.split(",") if not args.first_call else []:
             for n in (int(p) for p in args.points.split(",")):
                 job = f"{kernel} N={n}"
-                moves.JOBS[job] = (os.path.join(moves.ROOT, KERNELS[kernel]), blobs(0, n))
+                moves.JOBS[job] = (os.path.join(moves.ROOT, KERNELS[kernel]), data(KERNELS[kernel], 0, n))
                 if args.programs:
                     results["jobs"][job] = programs(kernel, n)
                     print(render_programs(job, results["jobs"][job]), flush=True)

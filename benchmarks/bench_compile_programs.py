@@ -21,7 +21,8 @@ os.environ["DPPPL_COMPILATION_CACHE"] = "off"  # every program is compiled by XL
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this tree's dpppl
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jax  # noqa: E402
-from bench_kernel_compile import MODELS, data  # noqa: E402
+from bench_compile import data  # noqa: E402
+from bench_kernel_compile import MODELS  # noqa: E402
 from harness import load_average  # noqa: E402
 
 _FINISHED = re.compile(r"Finished (tracing|XLA compilation of) (?:jit\()?([^\s)]+)\)? (?:for jit )?in ([\d.e-]+) sec")
@@ -48,7 +49,7 @@ def main(argv=None):
     import dpppl  # noqa: PLC0415
 
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), MODELS[args.kernel])
-    x = data(MODELS[args.kernel], args.points)
+    x = data(MODELS[args.kernel], 0, args.points)
     log = _Log()
     logger = logging.getLogger("jax")
     logger.addHandler(log)

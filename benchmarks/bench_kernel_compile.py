@@ -26,18 +26,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_move_compile as moves  # noqa: E402  (sets XLA_FLAGS for --hlo before JAX starts)
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
+from bench_compile import data  # noqa: E402
 from harness import load_average  # noqa: E402
 
 MODELS = {"mallows-slice": "models/rankings.dp", "ddp+ddpswap": "examples/ddp.dp"}
-
-
-def data(path: str, n: int, seed: int = 0):
-    """`bench_compile.py`'s data of about `n` points for the model file `path`."""
-    from dpppl.datasets.synthetic import mallows_mixture, moving_blobs  # noqa: PLC0415
-
-    if path.endswith("rankings.dp"):
-        return mallows_mixture(1, num_clusters=3, per_cluster=n // 3, seed=seed)[0]
-    return moving_blobs(5, 3, n // 15, seed=seed)[0]
 
 
 def measure(spec: str, n: int, hlo: bool, top: int) -> dict:
@@ -49,7 +41,7 @@ def measure(spec: str, n: int, hlo: bool, top: int) -> dict:
     from dpppl.run import runner  # noqa: PLC0415
 
     model = dpppl.load(os.path.join(moves.ROOT, MODELS[spec]))
-    _, target = bind_data(model, data(MODELS[spec], n))
+    _, target = bind_data(model, data(MODELS[spec], 0, n))
     program, (kern, key, make) = runner._program(spec, target, {})
     init_keys, chain_keys = runner._chain_keys(0, 2)
     states = initial_states(program, "sequential", init_keys, None)  # as the runner starts them

@@ -40,17 +40,11 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # before JAX starts: the dump directory and its module filter (with --hlo) are set by this import
 import bench_move_compile as moves  # noqa: E402
+import bench_compile  # noqa: E402
 import numpy as np  # noqa: E402
 
 SPEC = "subcluster"
 MODEL = "models/gaussian_niw.dp"
-
-
-def blobs(n: int, seed: int = 0) -> np.ndarray:
-    """Three Gaussian blobs in 2-D, n // 3 points each (bench_compile.py's data)."""
-    rng = np.random.default_rng(seed)
-    centres = rng.uniform(-6, 6, (3, 2))
-    return np.concatenate([rng.normal(c, 1.0, (n // 3, 2)) for c in centres])
 
 
 def measure(n: int, hlo: bool, top: int) -> dict:
@@ -59,7 +53,7 @@ def measure(n: int, hlo: bool, top: int) -> dict:
     from dpppl.models.init import initial_states  # noqa: PLC0415
     from dpppl.run import runner  # noqa: PLC0415
 
-    _, target = bind_data(dpppl.load(os.path.join(moves.ROOT, MODEL)), blobs(n))
+    _, target = bind_data(dpppl.load(os.path.join(moves.ROOT, MODEL)), bench_compile.data(MODEL, 0, n))
     program, (kern, key, make) = runner._program(SPEC, target, {})
     init_keys, chain_keys = runner._chain_keys(0, 2)
     states = initial_states(program, "sequential", init_keys, None)
@@ -83,7 +77,6 @@ def measure(n: int, hlo: bool, top: int) -> dict:
 
 def first_call(tree: str, n: int, timeout: float) -> dict:
     """One new process in `tree`, an empty compilation cache: `bench_compile.py`'s driver, one call on n points."""
-    import bench_compile  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="dpppl-bench-cache-") as cache:
         env = dict(os.environ, PYTHONPATH=tree, DPPPL_COMPILATION_CACHE=cache, CI="1")
@@ -98,7 +91,6 @@ def first_call(tree: str, n: int, timeout: float) -> dict:
 
 def first_calls(before: str, points: list, timeout: float) -> dict:
     """{n: {"before": ..., "after": ...}}: `first_call` of revision `before` and of this tree, size by size."""
-    import bench_compile  # noqa: PLC0415
 
     out = {}
     with tempfile.TemporaryDirectory(prefix="dpppl-bench-tree-") as into:
