@@ -137,29 +137,9 @@ struct Niw {
   void refresh(int k, T n, const T* s1, const T* s2) {
     const T kn = kappa0 + n, nun = nu0 + n, df = nun - T(D) + T(1);
     T* mu = &loc[size_t(k) * D];
-    for (int i = 0; i < D; ++i) mu[i] = (kappa0 * mu0[i] + s1[i]) / kn;
-    const T factor = (kn + T(1)) / (kn * df);
+    posterior_scale(n, s1, s2, mu, (kn + T(1)) / (kn * df));
+    const T logdet_half = cholesky_work();
     T* a = work.data();
-    for (int i = 0; i < D; ++i)
-      for (int j = 0; j <= i; ++j)
-        a[i * D + j] = (psi0[i * D + j] + s2[i * D + j] + kappa0 * mu0[i] * mu0[j] - kn * mu[i] * mu[j]) * factor;
-    // Cholesky S = L L^T in place (lower triangle), column by column
-    // sum_j log L_jj as the log of products, flushed before they could leave the normal range
-    T logdet_half = 0, product = 1;
-    for (int j = 0; j < D; ++j) {
-      T v = a[j * D + j];
-      for (int m = 0; m < j; ++m) v -= a[j * D + m] * a[j * D + m];
-      const T pivot = std::sqrt(v);
-      a[j * D + j] = pivot;
-      product *= pivot;
-      if (!(product > T(1e-30) && product < T(1e30))) logdet_half += std::log(product), product = 1;
-      for (int i = j + 1; i < D; ++i) {
-        T w = a[i * D + j];
-        for (int m = 0; m < j; ++m) w -= a[i * D + m] * a[j * D + m];
-        a[i * D + j] = w / pivot;
-      }
-    }
-    logdet_half += std::log(product);
     // W = L^-1 by forward substitution, column by column of the identity
     T* w = &white[size_t(k) * D * D];
     for (int c = 0; c < D; ++c) {
@@ -181,23 +161,36 @@ struct Niw {
       for (int j = 0; j < D; ++j) s2[i * D + j] += sign * xi[i] * xi[j];
   }
 
-  // log |a| of the symmetric positive-definite D x D matrix in `work` (lower triangle), by Cholesky
-  T logdet_work() {
+  // mu_n = (kappa0 mu0 + s1) / kappa_n into `mu` (D,) and factor * psi_n into the lower triangle of `work`,
+  //   psi_n = psi0 + s2 + kappa0 mu0 mu0^T - kappa_n mu_n mu_n^T, for a slot with statistics (n, s1, s2)
+  void posterior_scale(T n, const T* s1, const T* s2, T* mu, T factor) {
+    const T kn = kappa0 + n;
+    for (int i = 0; i < D; ++i) mu[i] = (kappa0 * mu0[i] + s1[i]) / kn;
     T* a = work.data();
-    T logdet = 0;
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j <= i; ++j)
+        a[i * D + j] = (psi0[i * D + j] + s2[i * D + j] + kappa0 * mu0[i] * mu0[j] - kn * mu[i] * mu[j]) * factor;
+  }
+  // Cholesky of the symmetric positive-definite D x D matrix in `work` (lower triangle), A = L L^T in place,
+  // column by column; returns 1/2 log |A| = sum_j log L_jj, as the log of products flushed before they could
+  // leave the normal range
+  T cholesky_work() {
+    T* a = work.data();
+    T logdet_half = 0, product = 1;
     for (int j = 0; j < D; ++j) {
       T v = a[j * D + j];
       for (int m = 0; m < j; ++m) v -= a[j * D + m] * a[j * D + m];
       const T pivot = std::sqrt(v);
       a[j * D + j] = pivot;
-      logdet += std::log(pivot);
+      product *= pivot;
+      if (!(product > T(1e-30) && product < T(1e30))) logdet_half += std::log(product), product = 1;
       for (int i = j + 1; i < D; ++i) {
         T w = a[i * D + j];
         for (int m = 0; m < j; ++m) w -= a[i * D + m] * a[j * D + m];
         a[i * D + j] = w / pivot;
       }
     }
-    return T(2) * logdet;
+    return logdet_half + std::log(product);
   }
   // log Gamma_D(v), the multivariate log gamma function
   T multi_log_gamma(T v) const {
@@ -211,19 +204,14 @@ struct Niw {
   T log_marginal(T n, const T* s1, const T* s2) {
     if (!prior_known) {
       for (int i = 0; i < D * D; ++i) work[i] = psi0[i];
-      prior_term = T(0.5) * nu0 * logdet_work() - multi_log_gamma(nu0 / 2);
+      prior_term = nu0 * cholesky_work() - multi_log_gamma(nu0 / 2);
       prior_known = true;
     }
     const T kn = kappa0 + n, nun = nu0 + n;
-    T* a = work.data();
     marginal_mu.resize(D);
-    T* mu = marginal_mu.data();  // mu_n
-    for (int i = 0; i < D; ++i) mu[i] = (kappa0 * mu0[i] + s1[i]) / kn;
-    for (int i = 0; i < D; ++i)
-      for (int j = 0; j <= i; ++j)
-        a[i * D + j] = psi0[i * D + j] + s2[i * D + j] + kappa0 * mu0[i] * mu0[j] - kn * mu[i] * mu[j];
+    posterior_scale(n, s1, s2, marginal_mu.data(), T(1));
     return -T(0.5) * n * T(D) * T(std::log(M_PI)) + multi_log_gamma(nun / 2) + prior_term
-           - T(0.5) * nun * logdet_work() + T(0.5) * T(D) * (std::log(kappa0) - std::log(kn));
+           - nun * cholesky_work() + T(0.5) * T(D) * (std::log(kappa0) - std::log(kn));
   }
   bool prior_known = false;
   T prior_term = 0;  // nu0/2 log|psi0| - log Gamma_D(nu0/2), once per call
