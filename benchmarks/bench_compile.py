@@ -25,6 +25,11 @@ by kernel, on the same machine in one run:
 
     python benchmarks/bench_compile.py --kernels gibbs,gibbs+splitmerge,subcluster
     python benchmarks/bench_compile.py --kernels nuts --merge    # add rows to the same results
+    python benchmarks/bench_compile.py --kernels mallows-slice --points 600,10000 --out /tmp/points
+
+With `--points N1,N2,...`, instead of the four calls: the first call at each number of points, each
+in a new process with an empty cache (the cold column only). What a compiled program is made of
+(per move, per source line, per program of a call) is `benchmarks/bench_move_compile.py`'s.
 
 Writes `benchmarks/results/compile.json` and the table `benchmarks/results/compile.md`
 (`--out` to choose the stem); `--merge` keeps the kernels an earlier run measured and replaces
@@ -183,6 +188,17 @@ def measure(trees: dict, kernels: list, calls: list, caches: list, timeout: floa
     return cells
 
 
+def measure_sizes(trees: dict, kernel: str, sizes: list, timeout: float) -> dict:
+    """`measure`'s cells for the first call at each of `sizes` points (call `first_N`), each in a new
+    process with an empty cache: {kernel: {tree: {"cold": {first_N: ..., ...}}}}."""
+    cells: dict = {kernel: {name: {"cold": {}} for name in trees}}
+    for n in sizes:
+        CALLS[f"first_{n}"] = (f"first call, N = {n}", 0, n)
+        for name, by_cache in measure(trees, [kernel], [f"first_{n}"], ["cold"], timeout)[kernel].items():
+            cells[kernel][name]["cold"].update(by_cache["cold"])
+    return cells
+
+
 def _cell(r: dict | None) -> str:
     if not r:
         return "-"
@@ -216,9 +232,12 @@ def render(results: dict) -> str:
                   f"{_load(run['load_end'])} at end, {run['seconds']:.0f} s in all; kernels: "
                   f"{', '.join(run['kernels'])}.", ""]
     lines += [f"Before: git {before}; after: {after}. Each call: `dpppl.sample(path, x, kernel=..., num_warmup=5, "
-              "num_samples=5, num_chains=2, seed=0)`; the four calls run in that order in one new process, cold "
-              "(empty persistent compilation cache) and then warm (a new process on the cache the cold one "
-              "filled). Data: three Gaussian blobs in 2-D (N = 600, other seed, N = 620); rankings: "
+              "num_samples=5, num_chains=2, seed=0)`; " + (
+                  "the first call at each number of points, each in a new process with an empty persistent "
+                  "compilation cache (`--points`). " if results.get("sizes") else
+                  "the four calls run in that order in one new process, cold (empty persistent compilation cache) "
+                  "and then warm (a new process on the cache the cold one filled). ") +
+              "Data: three Gaussian blobs in 2-D (N = 600, other seed, N = 620); rankings: "
               "`mallows_mixture(1, num_clusters=3, per_cluster=N/3)` (top-10 of 20 items); DDP: "
               "`moving_blobs(5, 3, N/15)`.", "",
               "Each cell: wall s / process CPU s / programs lowered (\"(k cached)\": k of them read back from "
@@ -261,6 +280,8 @@ def main(argv=None):
                    help="only the first call and new data of the same shape, cold cache only")
     p.add_argument("--calls", help=f"comma-separated subset of {', '.join(CALLS)}, in that order (default: all)")
     p.add_argument("--cold-only", action="store_true", help="the cold cache only")
+    p.add_argument("--points", help="instead of the calls: the first call at each of these comma-separated numbers "
+                                    "of points, each in a new process with an empty cache")
     p.add_argument("--timeout", type=float, default=1200, help="seconds per process (default: %(default)s)")
     p.add_argument("--out", default=os.path.join(REPO, "benchmarks", "results", "compile"),
                    help="results stem: writes STEM.json and STEM.md (default: %(default)s)")
@@ -274,6 +295,7 @@ def main(argv=None):
     if any(c not in CALLS for c in calls):
         p.error(f"--calls: choose from {', '.join(CALLS)}")
     caches = ["cold"] if args.quick or args.cold_only else list(CACHES)
+    sizes = [int(n) for n in args.points.split(",")] if args.points else None
 
     start, load_start = time.perf_counter(), load_average()
     old = None
@@ -290,15 +312,18 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="dpppl-bench-before-") as tmp:
         before = export(args.before, tmp)
         for kernel in kernels:  # the results are written after each kernel: a long run stopped keeps its rows
-            cells.update(measure({"before": before, "after": after}, [kernel], calls, caches, args.timeout))
+            sources = {"before": before, "after": after}
+            cells.update(measure_sizes(sources, kernel, sizes, args.timeout) if sizes else
+                         measure(sources, [kernel], calls, caches, args.timeout))
             run = {"command": "python benchmarks/bench_compile.py " + " ".join(
                        shlex.quote(a) for a in (argv or sys.argv[1:])),
                    "machine": machine_info(), "nproc": os.cpu_count(), "load_start": load_start,
                    "load_end": load_average(), "seconds": time.perf_counter() - start, "kernels": list(cells)}
             trees = {"before": os.path.basename(before), "after": label}
-            results = {"trees": trees, "runs": [run], "cells": cells}
+            results = {"trees": trees, "runs": [run], "cells": cells, "sizes": sizes}
             if old is not None:
-                results = {"trees": trees, "runs": old["runs"] + [run], "cells": {**old["cells"], **cells}}
+                results = {"trees": trees, "runs": old["runs"] + [run], "cells": {**old["cells"], **cells},
+                           "sizes": sizes}
             write_table(args.out, results, render(results))  # printed after each kernel too
 
 if __name__ == "__main__":

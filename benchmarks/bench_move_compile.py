@@ -1,26 +1,41 @@
-"""What the README job's compiled chunk is made of (issue 35): compile CPU per move and HLO per source line.
+"""What a kernel's compiled programs are made of (issue 35): compile CPU per move and HLO per source line.
 
-For each job (`galaxies`: `models/galaxies.dp` on its bundled data, m, tau and alpha random;
-`faithful`: `models/gaussian_niw.dp` on Old Faithful, alpha random) and its default kernel
-(`gibbs+splitmerge`), in this process with an empty in-memory cache and the persistent cache off:
+The one script for the parts of a compile; `benchmarks/bench_compile.py` measures whole first
+calls (cold and warm cache, before and after, at several sizes with `--points`). Two kinds of job:
+
+- `--jobs`: the README jobs with their default kernel (`gibbs+splitmerge`): `galaxies`
+  (`models/galaxies.dp` on its bundled data, m, tau and alpha random) and `faithful`
+  (`models/gaussian_niw.dp` on Old Faithful, alpha random);
+- `--kernels K1,K2 --points N1,N2`: any kernel of `bench_compile.KERNELS` on the model file and
+  the data (`bench_compile.data`, seed 0) that script gives it, at each number of points.
+
+For each, in this process with an empty in-memory cache and the persistent cache off:
 
 - **chunk**: the sampling chunk program the runner compiles (`dpppl.run.runner._chunk_function`,
   2 chains, the run's chunk length and initial capacity), lowered and compiled with
-  `jax.jit(...).lower(...).compile()`;
-- **per move**: one vmapped step of each move of the kernel alone (the partition moves `gibbs`,
-  `splitmerge`; the prior moves `alpha`, `hyperparameters`) and the recorded log joint `lp`,
-  each its own program built the way the chunk builds it (`make(target)` inside the trace) and
-  compiled with the chunk's XLA options (`dpppl.config.compiler_options()`);
+  `jax.jit(...).lower(...).compile()`; a kernel with a warmup step of its own (`subcluster`) has a
+  **warmup chunk** too;
+- **per move**: one vmapped step of each move of the kernel alone (the partition moves, e.g.
+  `gibbs`, `splitmerge`; the prior moves `alpha`, `hyperparameters`), on the chains' states with the
+  move's own carried values (`Kernel.init`, as the runner starts them), and the recorded log joint
+  `lp`, each its own program built the way the chunk builds it (`make(target)` inside the trace)
+  and compiled with the chunk's XLA options (`dpppl.config.compiler_options()`);
 
 each with the process CPU seconds of its XLA compile (`time.process_time()`, every thread of
 this process: XLA's compiler threads count, the machine's other load does not) and of its
 lowering, and the number of HLO instructions in the optimized program. With `--hlo`, the
-optimized HLO of the chunk is broken down by the source line (`metadata={... source_file
-source_line}`) each instruction came from: instructions, and fusions among them, per line of
-dpppl's source, the top `--top` lines printed.
+optimized HLO of each program is broken down by the source line (`metadata={... source_file
+source_line}`) each instruction came from: instructions per innermost line of dpppl's source and
+per dpppl function anywhere on the stack, the top `--top` printed.
+
+With `--programs`, instead: one first `dpppl.sample` call of `bench_compile.py`'s (5 + 5
+iterations, 2 chains, seed 0) with `jax_log_compiles` on, and the process CPU seconds of each
+program it traces, lowers and compiles.
 
     nice -n 10 python benchmarks/bench_move_compile.py --jobs galaxies,faithful --hlo
     nice -n 10 python benchmarks/bench_move_compile.py --repeats 3 --out /tmp/moves.json
+    nice -n 10 python benchmarks/bench_move_compile.py --kernels subcluster --points 600,10000 --hlo
+    nice -n 10 python benchmarks/bench_move_compile.py --kernels mallows-slice --programs
 
 `--repeats` compiles each program that many times (the minimum CPU is reported; JAX's in-memory
 compile cache is cleared between repeats).
@@ -32,6 +47,7 @@ import argparse
 import collections
 import glob
 import json
+import logging
 import os
 import re
 import sys
@@ -51,28 +67,30 @@ import numpy as np  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]  # this tree's dpppl, then harness
+import bench_compile  # noqa: E402
 from harness import load_average  # noqa: E402
 
 JOBS = {"galaxies": ("models/galaxies.dp", None), "faithful": ("models/gaussian_niw.dp", "faithful")}
-SPEC = "gibbs+splitmerge"
+README_KERNEL = "gibbs+splitmerge"
 _TABLE = re.compile(r"^(\d+) (.*)$")
 
 
-def setup(job: str):
-    """The job's target as the runner compiles it (padded to its point class), the kernel's `make`,
-    the host kernel, its key and two chains' initial states."""
+def setup(spec: str, path: str, data):
+    """Kernel `spec` on the model file `path` bound to `data`, as the runner compiles it: the target
+    (padded to its point class), the kernel's `make`, the host kernel, its key, two chains' initial
+    states with the kernel's carried values (`Kernel.init`) and their keys."""
     import dpppl  # noqa: PLC0415
     from dpppl.dsl.parser import bind_data  # noqa: PLC0415
     from dpppl.models.init import initial_states  # noqa: PLC0415
     from dpppl.run import runner  # noqa: PLC0415
 
-    path, data = JOBS[job]
-    model = dpppl.load(os.path.join(ROOT, path))
-    _, target = bind_data(model, data)
-    program, (kern, key, make) = runner._program(SPEC, target, {})
+    _, target = bind_data(dpppl.load(os.path.join(ROOT, path)), data)
+    program, (kern, key, make) = runner._program(spec, target, {})
     init_keys, chain_keys = runner._chain_keys(0, 2)
     states = initial_states(program, "sequential", init_keys, None)
-    return program, make, kern, key, states, chain_keys
+    if kern.init is not None:
+        states = jax.jit(lambda s, bound: jax.vmap(make(bound).init, in_axes=(0, None))(s, bound.x))(states, program)
+    return target, program, make, kern, key, states, chain_keys
 
 
 def compile_cpu(jitted, *args, repeats: int = 1):
@@ -151,38 +169,49 @@ def by_source_line(text: str) -> tuple[collections.Counter, collections.Counter]
     return innermost, inclusive
 
 
-def parts_of(kernel, prefix=""):
-    """(name, kernel) for every move of `kernel`: its parts, recursively, and `kernel` itself when it
-    has none."""
+def moves_of(kernel, extras):
+    """(name, move, its own carried values) for every move of `kernel`: its parts, recursively (a
+    hybrid that carries values holds each part's in `HybridExtras.parts`), and `kernel` itself when
+    it has none."""
     if not kernel.parts:
-        return [(prefix + kernel.name, kernel)]
-    return [item for part in kernel.parts for item in parts_of(part, prefix)]
+        return [(kernel.name, kernel, extras)]
+    own = getattr(extras, "parts", None)
+    return [item for i, part in enumerate(kernel.parts)
+            for item in moves_of(part, extras if own is None else own[i])]
 
 
-def measure(job: str, repeats: int, hlo: bool, top: int) -> dict:
+def _compiled(jitted, args, repeats: int, hlo_module: str | None, top: int) -> dict:
+    lower, cpu, compiled = compile_cpu(jitted, *args, repeats=repeats)
+    out = {"lower_cpu_s": lower, "compile_cpu_s": cpu, "instructions": len(hlo_instructions(compiled.as_text()))}
+    if hlo_module is not None:
+        out["hlo"] = breakdown(hlo_module, top)
+    return out
+
+
+def measure(spec: str, path: str, data, repeats: int, top: int) -> dict:
+    """The chunk programs, every move alone and the recorded `lp` of kernel `spec` on `path` and `data`."""
     from dpppl.core.compiled import compiler_options  # noqa: PLC0415
     from dpppl.run import runner  # noqa: PLC0415
 
-    program, make, kern, key, states, chain_keys = setup(job)
+    target, program, make, kern, key, states, chain_keys = setup(spec, path, data)
     capacity = int(states.stats.n.shape[-1])
     length = runner.chunk_length(2, program.num_points)
-    out = {"points": program.num_points, "capacity": capacity, "moves": {}}
-    chunk = runner._chunk_function(make, kern, key, False, length, capacity)
-    args = (states, chain_keys, np.int32(0), np.int32(1), program)
-    lower, cpu, compiled = compile_cpu(chunk.jitted, *args, repeats=repeats)
-    text = compiled.as_text()
-    out["chunk"] = {"lower_cpu_s": lower, "compile_cpu_s": cpu, "instructions": len(hlo_instructions(text))}
-    if DUMP is not None:
-        out["hlo"] = {"chunk": breakdown("chunk", top)}
+    hlo = DUMP is not None
+    out = {"kernel": spec, "points": int(target.num_points), "rows": int(program.num_points), "capacity": capacity,
+           "note": kern.note, "programs": {}}
+    phases = (("warmup chunk", True), ("chunk", False)) if kern.warmup_step is not None else (("chunk", False),)
+    for name, warmup in phases:
+        chunk = runner._chunk_function(make, kern, key, warmup, length, capacity)
+        out["programs"][name] = _compiled(chunk.jitted, (states, chain_keys, np.int32(0), np.int32(1), program),
+                                          repeats, "chunk" if hlo else None, top)
 
-    names = [name for name, _ in parts_of(kern)]
-    programs = {}
     keys = jax.random.split(jax.random.key(1), 2)
-    for index, name in enumerate(names):
+    programs = {}
+    for index, (name, _, _) in enumerate(moves_of(kern, states.extras)):
         def one(keys, states, target, index=index):
-            move = parts_of(make(target))[index][1]
-            return jax.vmap(lambda k, s: move.step(k, s, target.x))(keys, states)
-        programs[name] = (one, (keys, states, program))
+            _, move, extras = moves_of(make(target), states.extras)[index]
+            return jax.vmap(lambda k, s: move.step(k, s, target.x))(keys, states._replace(extras=extras))
+        programs[f"{name} alone"] = (one, (keys, states, program))
 
     def lp(states, target):
         return jax.vmap(make(target).log_joint)(states)
@@ -190,11 +219,7 @@ def measure(job: str, repeats: int, hlo: bool, top: int) -> dict:
     for name, (fn, fn_args) in programs.items():
         fn.__name__ = "move_" + re.sub(r"\W+", "_", name).strip("_")  # the dumped module's name
         jitted = jax.jit(fn, compiler_options=compiler_options() or None)  # the chunk's options
-        lower, cpu, compiled = compile_cpu(jitted, *fn_args, repeats=repeats)
-        out["moves"][name] = {"lower_cpu_s": lower, "compile_cpu_s": cpu,
-                              "instructions": len(hlo_instructions(compiled.as_text()))}
-        if DUMP is not None:
-            out["hlo"][name] = breakdown(fn.__name__, top)
+        out["programs"][name] = _compiled(jitted, fn_args, repeats, fn.__name__ if hlo else None, top)
     return out
 
 
@@ -207,41 +232,120 @@ def breakdown(module: str, top: int) -> dict:
     return {"by_line": innermost.most_common(top), "by_function": inclusive.most_common(top)}
 
 
-def render(results: dict) -> str:
-    rows = []
-    for job, r in results["jobs"].items():
-        rows.append(f"\n### {job} ({r['points']} rows, capacity {r['capacity']})\n")
-        rows.append("| program | lower CPU s | compile CPU s | HLO instructions |\n|---|---|---|---|")
-        c = r["chunk"]
-        rows.append(f"| chunk ({SPEC}) | {c['lower_cpu_s']:.2f} | {c['compile_cpu_s']:.2f} | {c['instructions']} |")
-        for name, m in r["moves"].items():
-            rows.append(f"| {name} alone | {m['lower_cpu_s']:.2f} | {m['compile_cpu_s']:.2f} | {m['instructions']} |")
-        for program, b in r.get("hlo", {}).items():
-            rows.append(f"\n| innermost dpppl source line ({program}) | HLO instructions |\n|---|---|")
-            rows += [f"| {w} | {n} |" for w, n in b["by_line"]]
-            rows.append(f"\n| dpppl function on the stack ({program}, inclusive) | HLO instructions |\n|---|---|")
-            rows += [f"| {w} | {n} |" for w, n in b["by_function"]]
+class ProgramTimes(logging.Handler):
+    """Per compiled program, from `jax_log_compiles`' "Finished ..." messages: the wall seconds JAX
+    reports for its tracing, lowering to MLIR and XLA compile, and the process CPU seconds (every
+    thread: XLA's compiler threads count) at which its compile finished. A message is matched to the
+    latest program of its name still missing that phase, so programs compiled in background threads
+    are counted right."""
+
+    _FINISHED = re.compile(r"Finished (tracing|jaxpr to MLIR module conversion|XLA compilation of) "
+                           r"(?:jit\()?(.+?)\)?(?: for jit)? in ([\d.e+-]+) sec")
+    _PHASES = {"tracing": "tracing", "jaxpr to MLIR module conversion": "lower", "XLA compilation of": "XLA"}
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.rows, self.start = [], time.process_time()
+
+    def emit(self, record):
+        found = self._FINISHED.search(record.getMessage())
+        if not found:
+            return
+        phase, name, seconds = self._PHASES[found.group(1)], found.group(2), float(found.group(3))
+        if phase == "tracing":
+            self.rows.append({"program": name, "tracing": seconds, "lower": None, "XLA": None, "cpu_at_end": None})
+            return
+        for row in reversed(self.rows):
+            if row["program"] == name and row[phase] is None:
+                row[phase] = seconds
+                if phase == "XLA":
+                    row["cpu_at_end"] = time.process_time() - self.start
+                return
+
+
+def first_call_programs(spec: str, path: str, data) -> dict:
+    """The first `dpppl.sample` call of `benchmarks/bench_compile.py` (5 + 5 iterations, 2 chains,
+    seed 0) in this process: the CPU seconds of each program it traces, lowers and compiles, and of
+    the call."""
+    import dpppl  # noqa: PLC0415
+
+    handler = ProgramTimes()
+    logger = logging.getLogger("jax")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    jax.config.update("jax_log_compiles", True)
+    start = handler.start = time.process_time()
+    dpppl.sample(os.path.join(ROOT, path), data, kernel=spec, num_warmup=5, num_samples=5, num_chains=2, seed=0,
+                 progress_bar=False)
+    jax.config.update("jax_log_compiles", False)
+    logger.removeHandler(handler)
+    return {"kernel": spec, "call_cpu_s": time.process_time() - start, "programs": handler.rows}
+
+
+def render(job: str, r: dict) -> str:
+    """One job's tables: its programs, then (with `--hlo`) each program's HLO by source line."""
+    if "call_cpu_s" in r:
+        def cell(value):
+            return "-" if value is None else f"{value:.2f}"
+        rows = [f"\n### {job}: the first call's programs (call: {r['call_cpu_s']:.2f} CPU s)\n",
+                "| program | tracing wall s | lowering wall s | XLA compile wall s | CPU s at compile end |",
+                "|---|---|---|---|---|"]
+        rows += [f"| {p['program']} | {cell(p['tracing'])} | {cell(p['lower'])} | {cell(p['XLA'])} | "
+                 f"{cell(p['cpu_at_end'])} |" for p in r["programs"]]
+        return "\n".join(rows)
+    rows = [f"\n### {job}: {r['kernel']}, {r['points']} points ({r['rows']} rows, capacity {r['capacity']})\n"]
+    if r.get("note"):
+        rows.append(f"{r['note']}\n")
+    rows.append("| program | lower CPU s | compile CPU s | HLO instructions |\n|---|---|---|---|")
+    rows += [f"| {name} | {p['lower_cpu_s']:.2f} | {p['compile_cpu_s']:.2f} | {p['instructions']} |"
+             for name, p in r["programs"].items()]
+    for name, p in r["programs"].items():
+        if "hlo" in p:
+            rows.append(f"\n| innermost dpppl source line ({name}) | HLO instructions |\n|---|---|")
+            rows += [f"| {w} | {n} |" for w, n in p["hlo"]["by_line"]]
+            rows.append(f"\n| dpppl function on the stack ({name}, inclusive) | HLO instructions |\n|---|---|")
+            rows += [f"| {w} | {n} |" for w, n in p["hlo"]["by_function"]]
     return "\n".join(rows)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", default="galaxies,faithful")
+    parser.add_argument("--jobs", help=f"comma-separated README jobs of {README_KERNEL}: {', '.join(JOBS)} "
+                                       "(default: both, unless --kernels is given)")
+    parser.add_argument("--kernels", help=f"comma-separated kernels of {', '.join(bench_compile.KERNELS)}, each "
+                                          "on bench_compile.py's model file and data")
+    parser.add_argument("--points", default="600", help="numbers of points for --kernels (default: %(default)s)")
+    parser.add_argument("--programs", action="store_true",
+                        help="instead: the CPU of each program of a first dpppl.sample call")
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--hlo", action="store_true", help="break the chunk's HLO down by source line")
+    parser.add_argument("--hlo", action="store_true", help="break each program's HLO down by source line")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--out", default=None, help="a JSON file for the results")
     args = parser.parse_args(argv)
+    jobs = {}
+    for job in (args.jobs or ("" if args.kernels else ",".join(JOBS))).split(","):
+        if job:
+            if job not in JOBS:
+                parser.error(f"unknown job {job!r}; choose from {', '.join(JOBS)}")
+            jobs[job] = (README_KERNEL, *JOBS[job])
+    for spec in (args.kernels or "").split(","):
+        if spec:
+            if spec not in bench_compile.KERNELS:
+                parser.error(f"unknown kernel {spec!r}; choose from {', '.join(bench_compile.KERNELS)}")
+            path = bench_compile.KERNELS[spec]
+            for n in map(int, args.points.split(",")):
+                jobs[f"{spec} N={n}"] = (spec, path, bench_compile.data(path, 0, n))
     from dpppl import config  # noqa: PLC0415
 
     results = {"load_before": load_average(), "jobs": {}}
-    with config.x64():
-        for job in args.jobs.split(","):
-            results["jobs"][job] = measure(job, args.repeats, args.hlo, args.top)
+    with config.x64():  # as `dpppl.sample` runs
+        for job, (spec, path, data) in jobs.items():
+            results["jobs"][job] = (first_call_programs(spec, path, data) if args.programs else
+                                    measure(spec, path, data, args.repeats, args.top))
+            print(render(job, results["jobs"][job]), flush=True)
     results["load_after"] = load_average()
-    text = render(results)
     print(f"load average before/after: {results['load_before']} / {results['load_after']}")
-    print(text)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)
