@@ -120,7 +120,8 @@ def kept_draws(n, seed, num_warmup, num_samples, dim=2):
                       "kernel_note": idata.attrs.get("kernel_note", "")}
         r = out[label]
         print(f"  N={n:6d} {label:30s} {seconds:7.1f} s ({cpu:7.1f} CPU s)  ESS(lp) {ess_lp:6.0f} "
-              f"({r['ess_lp_per_s']:7.2f}/s)  ESS(K) {ess_k:6.0f} ({r['ess_k_per_s']:7.2f}/s)  mean K {r['mean_k']:.2f}  mean lp {r['mean_lp']:.1f}",
+              f"({r['ess_lp_per_s']:7.2f}/s)  ESS(K) {ess_k:6.0f} ({r['ess_k_per_s']:7.2f}/s)  "
+              f"mean K {r['mean_k']:.2f}  mean lp {r['mean_lp']:.1f}",
               flush=True)
     return out
 
