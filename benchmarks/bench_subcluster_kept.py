@@ -1,7 +1,8 @@
 """The exact kept-draw step of `subcluster` (issue 32): restricted-Gibbs split-merge moves of
 anchor pairs and the anchored label update.
 
-    python -m benchmarks.bench_subcluster_kept --part one-cluster [--n 100000] [--iterations 100]
+    python -m benchmarks.bench_subcluster_kept --part one-cluster [--n 100000] [--iterations 100] [--seed 0]
+        [--options "subset_sweep=256"] [--out NAME]
     python -m benchmarks.bench_subcluster_kept --part galaxies [--chains 4] [--draws 2000] [--warmup 500]
 
 `one-cluster`: 10^5 x 2, 6 separated clusters (`dpppl.datasets.load("w2", num_clusters=6)`), the
@@ -39,7 +40,7 @@ def one_cluster(args):
     for _ in range(2):  # the second call reads its compilation from the cache
         tic = time.perf_counter()
         idata = dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=args.iterations,
-                             init="single", seed=args.seed, progress_bar=False)
+                             init="single", seed=args.seed, progress_bar=False, **_options(args.options))
         runs.append(time.perf_counter() - tic)
     z = partition_group(idata)["z"].values[0]
     nmi = [float(dpppl.metrics.normalized_mutual_information(z[t], labels)) for t in range(args.iterations)]
@@ -55,6 +56,11 @@ def one_cluster(args):
           f"{runs[1]:.1f} s ({runs[0]:.1f} s with compilation); restricted splits {result['restricted_splits']}, "
           f"merges {result['restricted_merges']}", flush=True)
     return result
+
+
+def _options(text):
+    """`--options`: 'name=value;...' (digits are ints) as keyword options of the kernel."""
+    return {k: int(v) if v.isdigit() else v for k, v in (o.split("=") for o in text.split(";") if o)}
 
 
 def galaxies(args):
@@ -99,10 +105,12 @@ def main():
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--draws", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=500)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="the data's and the sampler's seed")
+    parser.add_argument("--options", default="", help="one-cluster: the kernel's options, 'subset_sweep=256;...'")
+    parser.add_argument("--out", default=None, help="the results' name (default subcluster_kept-<part>)")
     args = parser.parse_args()
     result = one_cluster(args) if args.part == "one-cluster" else galaxies(args)
-    write_json(f"subcluster_kept-{args.part}", result)
+    write_json(args.out or f"subcluster_kept-{args.part}", result)
 
 
 if __name__ == "__main__":
