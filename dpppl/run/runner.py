@@ -13,7 +13,7 @@ chunk from the same keys when a chain ran out of empty slots (growth never chang
 draws), (2) stops with an error if a log joint is not finite, (3) updates the progress
 bar, (4) keeps the draws, so a run stopped with Ctrl-C returns what it has, and (5) saves
 the run to its checkpoint file when one is due (`dpppl.run.checkpoint`). Step t of chain c
-uses the key `fold_in(chain_key[c], t)`: the same seed gives the same draws whatever the
+uses the key `fold_in(chain_key[c], t)` (or keys, `step_keys`): the same seed gives the same draws whatever the
 chunking, and a run continued from a checkpoint (`continue_partition`) makes the draws of
 the run that was not stopped.
 """
@@ -70,8 +70,20 @@ def built_kernel(spec: str, target: Target, options: dict) -> tuple[Kernel, tupl
 def _chain_keys(seed, num_chains: int):
     """Each chain's key for its initial state, and the key data its steps fold `t` into
     (one compiled program rather than a program per key operation)."""
-    k_init, k_run = jax.random.split(jax.random.key(seed))
-    return jax.random.split(k_init, num_chains), jax.random.key_data(jax.random.split(k_run, num_chains))
+    keys = jax.random.split(jax.random.key(seed), (2, num_chains))  # one hash, not three (`step_keys`)
+    return keys[0], jax.random.key_data(keys[1])
+
+
+def step_keys(chain_key, t, count: int):
+    """The key of step `t` of the chain whose key is `chain_key`: `fold_in(chain_key, t)`, or, for a
+    kernel whose step takes `count` > 1 keys (`Kernel.keys_per_step`), the keys
+    `fold_in(chain_key, t * count + i)`, i < count, drawn as one vmapped fold-in: one threefry hash
+    in the compiled step (on CPU a loop of some 150-200 instructions each) where a fold-in and the
+    hybrid's split were two. Distinct for every step below 2^32 / count (the fold-in's data is 32 bits)."""
+    if count == 1:
+        return jax.random.fold_in(chain_key, t)
+    first = jnp.asarray(t, jnp.uint32) * jnp.uint32(count)
+    return jax.vmap(lambda i: jax.random.fold_in(chain_key, first + i))(jnp.arange(count, dtype=jnp.uint32))
 
 
 def _record(kern: Kernel, state, info, with_z: bool) -> dict:
@@ -98,7 +110,7 @@ def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, c
         chain_key = jax.random.wrap_key_data(chain_key_data)
 
         def one(state, t):
-            state, info = step(jax.random.fold_in(chain_key, t), state, target.x)
+            state, info = step(step_keys(chain_key, t, traced.keys_per_step), state, target.x)
             return state, _record(traced, state, info, with_z)
 
         # the step is traced once: its jaxpr gives the record's shapes and is the loop's body (tracing a
