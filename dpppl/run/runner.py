@@ -20,6 +20,7 @@ the run that was not stopped.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import time
 import warnings
@@ -32,14 +33,14 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from dpppl.core.compiled import persisted
+from dpppl.core.compiled import in_thread, persisted, prepare
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.pytrees import structure_key
 from dpppl.core.protocols import Target
 from dpppl.core.state import grow, num_clusters
 from dpppl.errors import ArgumentError, KernelError
 from dpppl.kernels.base import Kernel, build
-from dpppl.models.init import grown_slots, initial_states
+from dpppl.models.init import grown_slots, initial_states, seated_slots
 from dpppl.run.checkpoint import CheckpointFile, Interrupted, Progress
 from dpppl.run.progress import RunProgress, chain_status
 from dpppl.run.interrupts import hold
@@ -169,6 +170,7 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
     display = RunProgress(num_warmup + num_samples, 0, progress_bar, kern.name)
     try:
         init_keys, chain_keys = _chain_keys(seed, num_chains)
+        first = _first_chunk(program, (kern, kernel_key, make), init, capacity, chain_keys, num_warmup > 0)
         with display.compiling(("init", kernel_key, init if isinstance(init, str) else id(init)), "the chains' start"):
             if program is not target and isinstance(init, str) and init == "sequential":  # seated padded: one program
                 states = initial_states(program, init, init_keys, capacity)
@@ -183,7 +185,28 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
         raise
     start = Progress(0, states, chain_keys, ())
     return _run(target, program, spec, (kern, kernel_key, make), start, num_warmup, num_samples, thinning, display,
-                checkpoint)
+                checkpoint, first)
+
+
+def _first_chunk(program: Target, kernel: tuple, init, capacity, chain_keys, warmup: bool):
+    """`(chunk, future)`: the chunk of a run's first iterations, being compiled in a thread of its own
+    (`dpppl.core.compiled.in_thread`) while the chains' start is compiled and run on this one, for
+    the states a sequential seating gives (`seated_slots`: the capacity unless a chain's seating
+    filled its slots); None for another init, whose states are not known before it runs, and
+    in a multi-process run."""
+    if not (isinstance(init, str) and init == "sequential") or jax.process_count() > 1:
+        return None
+    kern, kernel_key, make = kernel
+    num_chains, slots = chain_keys.shape[0], seated_slots(program, capacity)
+    fn = _chunk_function(make, kern, kernel_key, warmup, chunk_length(num_chains, program.num_points), slots)
+
+    def states():
+        empty = jax.vmap(lambda _: program.empty_state(slots))(jnp.arange(num_chains))
+        return empty if kern.init is None else jax.vmap(kern.init, in_axes=(0, None))(empty, program.x)
+
+    on_device = jax.device_put(program)  # the argument `_run` gives it: the same types (weak floats as they are)
+    return fn, in_thread(lambda: prepare(fn, jax.eval_shape(states), chain_keys, np.int32(0), np.int32(1),
+                                         on_device), "dpppl-chunk")
 
 
 def continue_partition(target: Target, spec: str, options: dict, progress: Progress, *, num_warmup: int,
@@ -265,9 +288,10 @@ def _unpadded(progress: Progress, n: int) -> Progress:
 
 
 def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinning, display: RunProgress,
-         checkpoint):
+         checkpoint, first=None):
     """The chunks of `kernel` (built on `program`: `target`, or its points padded, `_program`) from
-    `progress`; what a run records and saves is of `target`'s N points."""
+    `progress`; what a run records and saves is of `target`'s N points. `first`: `_first_chunk`'s,
+    whose compilation the chunk waits for rather than tracing it a second time."""
     kern, kernel_key, make = kernel
     total = num_warmup + num_samples
     chain_keys = progress.chain_keys
@@ -289,6 +313,8 @@ def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinn
                 capacity = int(states.stats.n.shape[-1])
                 fn = _chunk_function(make, kern, kernel_key, warmup, length, capacity)
                 with display.compiling(fn, f"the {'warmup' if warmup else 'sampling'} program"):
+                    if first is not None and first[0] is fn:
+                        concurrent.futures.wait([first[1]])
                     tic = time.perf_counter()
                     new_states, buf = fn(states, chain_keys, np.int32(t), np.int32(n_iter), on_device)
                     overflow = np.asarray(new_states.overflow)
