@@ -169,8 +169,8 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
     program, (kern, kernel_key, make) = _program(spec, target, options)
     display = RunProgress(num_warmup + num_samples, 0, progress_bar, kern.name)
     try:
+        first = _first_chunk(program, (kern, kernel_key, make), init, capacity, num_chains, num_warmup > 0)
         init_keys, chain_keys = _chain_keys(seed, num_chains)
-        first = _first_chunk(program, (kern, kernel_key, make), init, capacity, chain_keys, num_warmup > 0)
         with display.compiling(("init", kernel_key, init if isinstance(init, str) else id(init)), "the chains' start"):
             if program is not target and isinstance(init, str) and init == "sequential":  # seated padded: one program
                 states = initial_states(program, init, init_keys, capacity)
@@ -188,17 +188,18 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
                 checkpoint, first)
 
 
-def _first_chunk(program: Target, kernel: tuple, init, capacity, chain_keys, warmup: bool):
+def _first_chunk(program: Target, kernel: tuple, init, capacity, num_chains: int, warmup: bool):
     """`(chunk, future)`: the chunk of a run's first iterations, being compiled in a thread of its own
-    (`dpppl.core.compiled.in_thread`) while the chains' start is compiled and run on this one, for
-    the states a sequential seating gives (`seated_slots`: the capacity unless a chain's seating
-    filled its slots); None for another init, whose states are not known before it runs, and
-    in a multi-process run."""
+    (`dpppl.core.compiled.in_thread`) while the chains' keys and start are compiled and run on this
+    one, for the states a sequential seating gives (`seated_slots`: the capacity unless a chain's
+    seating filled its slots); None for another init, whose states are not known before it runs,
+    and in a multi-process run."""
     if not (isinstance(init, str) and init == "sequential") or jax.process_count() > 1:
         return None
     kern, kernel_key, make = kernel
-    num_chains, slots = chain_keys.shape[0], seated_slots(program, capacity)
+    slots = seated_slots(program, capacity)
     fn = _chunk_function(make, kern, kernel_key, warmup, chunk_length(num_chains, program.num_points), slots)
+    chain_keys = jax.eval_shape(lambda seed: _chain_keys(seed, num_chains), 0)[1]  # their types, not compiled
 
     def states():
         empty = jax.vmap(lambda _: program.empty_state(slots))(jnp.arange(num_chains))
