@@ -28,6 +28,7 @@ header JSON.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import hashlib
 import importlib
@@ -136,6 +137,21 @@ def prepare(fn: Callable, *args) -> None:
     fn.prepare(*args)
 
 
+def in_thread(fn: Callable[[], Any], name: str) -> concurrent.futures.Future:
+    """Run `fn()` in a thread of its own (named `name`) in dpppl's precision and cache rule
+    (`dpppl.config.x64`: a thread starts with JAX's own settings), and return its future: how a
+    program is compiled (`prepare`) while the process does something else."""
+    def run():
+        with config.x64():
+            return fn()
+
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=name)
+    try:
+        return pool.submit(run)
+    finally:
+        pool.shutdown(wait=False)
+
+
 def clear() -> None:
     """Forget every kept function (their memory goes when nothing else holds them); the programs
     on disk stay."""
@@ -174,8 +190,11 @@ class _Persisted:
             return  # compiled by its first call or an earlier `prepare`
         call = self._found(in_tree, avals)
         specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
-        if call is None:
-            self.jitted.lower(*jax.tree.unflatten(in_tree, specs)).compile()
+        if call is None:  # no disk cache: the program compiled here serves the calls (`jitted` would trace again)
+            def flat(*leaves):  # traced on the leaves, as a call's arguments are (a pytree's static fields as given)
+                return self.fn(*jax.tree.unflatten(in_tree, leaves))
+            program = jax.jit(flat, compiler_options=self.options or None).lower(*specs).compile()
+            self.calls[_types(in_tree, avals)] = lambda leaves: program(*leaves)
         else:
             call.compile(specs)
 

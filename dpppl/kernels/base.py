@@ -48,6 +48,13 @@ class RandomScanInfo(NamedTuple):
     move: jax.Array
 
 
+def own_keys(rng_key, count: int):
+    """The `count` keys of a step that takes `count` keys at once (`Kernel.keys_per_step`): `rng_key`
+    itself when it is those keys already (the runner draws them in one hash, `dpppl.run.runner.step_keys`),
+    else `count` keys split from the single key `rng_key`."""
+    return rng_key if jnp.shape(rng_key) == (count,) else jax.random.split(rng_key, count)
+
+
 @functools.lru_cache(maxsize=None)
 def info_type(name: str, fields: tuple) -> type:
     """The NamedTuple class `name` with the scalar statistics `fields`, for a move whose
@@ -100,6 +107,12 @@ class Kernel:
         only, with random numbers whose shapes do not depend on the padding, so its draws are
         those of the unpadded target. The runner pads only for such kernels (a hybrid: every
         part).
+    keys_per_step : int
+        How many keys `step` can take at once, as one array of that many keys: 1 (a single key), more
+        for a move that would split its key (`own_keys`), and for a hybrid run in sequence the sum of
+        its parts' (each part's keys in order). The runner derives them in one hash
+        (`dpppl.run.runner.step_keys`) where each split would be one more. Such a step given a single
+        key splits it (a hybrid into one key per part, as it always did).
     """
 
     name: str
@@ -114,6 +127,7 @@ class Kernel:
     parts: tuple = ()
     masked_points: bool = False
     note: str = ""
+    keys_per_step: int = 1
 
     @property
     def warmup(self) -> Callable:
@@ -459,10 +473,17 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
             return state._replace(extras=HybridExtras(extras[:i] + (state.extras,) + extras[i + 1:])), info
         return step
 
+    counts = [p.keys_per_step for p in parts]
+    starts = [sum(counts[:i]) for i in range(len(parts))]
+
     def make_sequence(steps):
         def step(rng_key, state, x):
             infos = []
-            for part_step, key in zip(steps, jax.random.split(rng_key, len(parts))):
+            if jnp.shape(rng_key) == (sum(counts),):  # every part's keys, drawn at once (`keys_per_step`)
+                keys = [rng_key[s] if c == 1 else rng_key[s:s + c] for s, c in zip(starts, counts)]
+            else:
+                keys = jax.random.split(rng_key, len(parts))
+            for part_step, key in zip(steps, keys):
                 state, part_info = part_step(key, state, x)
                 infos.append(part_info)
             return state, HybridInfo(tuple(infos))
@@ -512,4 +533,5 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         parts=tuple(parts),
         masked_points=all(p.masked_points for p in parts),
         note="; ".join(p.note for p in parts if p.note),
+        keys_per_step=sum(counts) if schedule == "sequence" else 1,
     )

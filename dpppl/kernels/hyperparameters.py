@@ -85,7 +85,7 @@ from dpppl.core.expressions import Name, Vector
 from dpppl.errors import ArgumentError
 from dpppl.families.base import cluster_log_marginals
 from dpppl.families.gaussian import gamma_draw
-from dpppl.kernels.base import Kernel, NoInfo, register_prior_move
+from dpppl.kernels.base import Kernel, NoInfo, own_keys, register_prior_move
 
 MAX_STEPS = 32
 """Neal's m: the most steps the interval is stepped out by, both sides together."""
@@ -280,7 +280,7 @@ def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Ke
     def step(rng_key, state, x):
         hyper = dict(state.hyper)
         if fields:
-            rng_key, k_conjugate = jax.random.split(rng_key)
+            rng_key, k_conjugate = own_keys(rng_key, 2)
             hyper = conjugate_update(k_conjugate, bound_model, state, hyper, fields)
         if priors:  # hyperparameter h draws the stream h of rng_key (`slice_update`)
             hyper = jax.lax.fori_loop(0, len(priors), lambda h, hyper: one_slice_update(rng_key, h, state, hyper),
@@ -314,7 +314,7 @@ def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Ke
         width = jnp.asarray(widths, u0.dtype)[h] if len(widths) > 1 else widths[0]
         return {**hyper, **at(pick(to_value, slice_update(key, u0, log_density, width, stream=h)))}
 
-    return Kernel("hyperparameters", exact=True, step=step, masked_points=True,
+    return Kernel("hyperparameters", exact=True, step=step, masked_points=True, keys_per_step=2 if fields else 1,
                   record=lambda state: dict(state.hyper),
                   record_dims={name: [] for name in bound_model.model.hyperpriors})
 

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 
 from dpppl.errors import KernelError
 from dpppl.families.base import add_point, segment_stats, take
-from dpppl.kernels.base import Kernel, exchangeable_prior_only, register
+from dpppl.kernels.base import Kernel, exchangeable_prior_only, own_keys, register
 from dpppl.core.state import PartitionState, set_row
 from dpppl.core.numerics import sample_index
 from dpppl.models.native_seating import native_allocation_pass, native_splitmerge_step, use_native
@@ -287,7 +287,7 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         # program): each proposal's pair and acceptance uniforms, then a permutation key per point
         # (points last, so with padded points the real points' keys are those of the unpadded
         # draw); each proposal's own uniforms come from the key it folds its index into
-        k_uniform, k_proposals = jax.random.split(rng_key)
+        k_uniform, k_proposals = own_keys(rng_key, 2)
         uniforms = jax.random.uniform(k_uniform, (3 * num_proposals + n,), dtype=x.dtype)
         per_proposal = uniforms[:3 * num_proposals].reshape(num_proposals, 3)
         pairs_i, pairs_j = choose_pair(per_proposal[:, :2], bound_model.points)
@@ -324,7 +324,7 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         return state, SplitMergeInfo(accept_prob=total_p / num_proposals, split_proposed=counts[0],
                                      split_accepted=counts[1], merge_proposed=counts[2], merge_accepted=counts[3])
 
-    return Kernel("splitmerge", exact=True, step=step, info_type=SplitMergeInfo, masked_points=True)
+    return Kernel("splitmerge", exact=True, step=step, info_type=SplitMergeInfo, masked_points=True, keys_per_step=2)
 
 
 register("splitmerge", build_splitmerge_kernel, exact=True, applies=exchangeable_prior_only,

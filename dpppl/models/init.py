@@ -52,6 +52,12 @@ def initial_slots(target: Target, labels_in_use: int, requested: int | None = No
     return int(max(min(want, target.max_slots()), labels_in_use))
 
 
+def seated_slots(target: Target, requested: int | None = None) -> int:
+    """The capacity a sequential seating (`sequential`) tries first: `initial_slots` for 8 labels in
+    use, or `requested`; what a run's states have unless a chain's seating filled its slots."""
+    return initial_slots(target, 8, requested)
+
+
 def capacity_class(slots: int) -> int:
     """The smallest capacity of the ladder 16, 24, 32, 48, 64, 96, ... (2^k and 3 * 2^(k-1)) that
     holds `slots`: runs whose chains start with similar numbers of clusters start with the same
@@ -107,7 +113,7 @@ def sequential(target: Target, keys, capacity=None) -> PartitionState:
     A seating that filled every slot is grown once more (`grown_slots`, unless a capacity was
     asked for): the first chunk would otherwise overflow at once and compile again at that
     capacity, after running for nothing (capacity never changes the draws)."""
-    cap = initial_slots(target, 8, capacity)
+    cap = seated_slots(target, capacity)
     while True:
         seat = on_target("seat", target, lambda t, keys, cap=cap: jax.vmap(  # cap bound now: the loop changes it
             lambda k: t.seat(k, t.empty_state(cap)))(keys), cap)

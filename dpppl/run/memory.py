@@ -33,7 +33,7 @@ import numpy as np
 
 from dpppl.core.protocols import Target
 from dpppl.errors import ArgumentError
-from dpppl.models.init import initial_slots
+from dpppl.models.init import seated_slots
 from dpppl.run.output import SUMMARY_BLOCK
 from dpppl.run.runner import built_kernel, chunk_length
 
@@ -84,7 +84,7 @@ def partition_sizes(target: Target, spec: str, options: dict, capacity: int | No
     """(bytes of one chain's state, bytes of one step's record) of kernel `spec` on `target`,
     from the shapes of the arrays (`jax.eval_shape`: nothing is allocated)."""
     kern = built_kernel(spec, target, options)[0]
-    slots = initial_slots(target, 8, capacity)
+    slots = seated_slots(target, capacity)
     state = jax.eval_shape(lambda: target.empty_state(slots))
     if kern.init is not None:
         state = jax.eval_shape(kern.init, state, jax.ShapeDtypeStruct(target.x.shape, target.x.dtype))

@@ -18,8 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 
-from dpppl.config import x64
-from dpppl.core.compiled import on_target, persisted, prepare
+from dpppl.core.compiled import in_thread, on_target, persisted, prepare
 from dpppl.core.protocols import Target
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz, to_run_groups, writes_without_arviz
 from dpppl.diagnostics.summaries import compact_labels, label_summaries
@@ -321,22 +320,17 @@ def prepare_pointwise(target, draws: int) -> concurrent.futures.Future | None:
         return None
 
     def compile_it():
-        with x64():  # a thread starts with JAX's own settings: dpppl's precision and cache rule, as the caller's
-            n, capacity = target.num_points, MIN_SLOTS
-            num_labels = (1 << (target.prior.initial_capacity(n) - 1).bit_length() if target.prior.labelled
-                          else capacity)
-            fn, size, block = _pointwise_program(target, draws, capacity, num_labels)
-            dtype = jax.dtypes.canonicalize_dtype(target.x.dtype)
-            labels, slot = (jax.ShapeDtypeStruct((block, width), np.int32) for width in (size, capacity))
-            shaped = functools.partial(jax.ShapeDtypeStruct, (block,))
-            hyper = {k: shaped(dtype) for k in target.model.hyperpriors}
-            prepare(fn, labels, slot, shaped(np.int32), shaped(dtype), hyper)
+        n, capacity = target.num_points, MIN_SLOTS
+        num_labels = (1 << (target.prior.initial_capacity(n) - 1).bit_length() if target.prior.labelled
+                      else capacity)
+        fn, size, block = _pointwise_program(target, draws, capacity, num_labels)
+        dtype = jax.dtypes.canonicalize_dtype(target.x.dtype)
+        labels, slot = (jax.ShapeDtypeStruct((block, width), np.int32) for width in (size, capacity))
+        shaped = functools.partial(jax.ShapeDtypeStruct, (block,))
+        hyper = {k: shaped(dtype) for k in target.model.hyperpriors}
+        prepare(fn, labels, slot, shaped(np.int32), shaped(dtype), hyper)
 
-    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dpppl-pointwise")
-    try:
-        return pool.submit(compile_it)
-    finally:
-        pool.shutdown(wait=False)
+    return in_thread(compile_it, "dpppl-pointwise")
 
 
 def settle(future: concurrent.futures.Future | None) -> None:

@@ -13,13 +13,14 @@ chunk from the same keys when a chain ran out of empty slots (growth never chang
 draws), (2) stops with an error if a log joint is not finite, (3) updates the progress
 bar, (4) keeps the draws, so a run stopped with Ctrl-C returns what it has, and (5) saves
 the run to its checkpoint file when one is due (`dpppl.run.checkpoint`). Step t of chain c
-uses the key `fold_in(chain_key[c], t)`: the same seed gives the same draws whatever the
+uses the key `fold_in(chain_key[c], t)` (or keys, `step_keys`): the same seed gives the same draws whatever the
 chunking, and a run continued from a checkpoint (`continue_partition`) makes the draws of
 the run that was not stopped.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import time
 import warnings
@@ -32,14 +33,14 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from dpppl.core.compiled import persisted
+from dpppl.core.compiled import in_thread, persisted, prepare
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.pytrees import structure_key
 from dpppl.core.protocols import Target
 from dpppl.core.state import grow, num_clusters
 from dpppl.errors import ArgumentError, KernelError
 from dpppl.kernels.base import Kernel, build
-from dpppl.models.init import grown_slots, initial_states
+from dpppl.models.init import grown_slots, initial_states, seated_slots
 from dpppl.run.checkpoint import CheckpointFile, Interrupted, Progress
 from dpppl.run.progress import RunProgress, chain_status
 from dpppl.run.interrupts import hold
@@ -70,8 +71,20 @@ def built_kernel(spec: str, target: Target, options: dict) -> tuple[Kernel, tupl
 def _chain_keys(seed, num_chains: int):
     """Each chain's key for its initial state, and the key data its steps fold `t` into
     (one compiled program rather than a program per key operation)."""
-    k_init, k_run = jax.random.split(jax.random.key(seed))
-    return jax.random.split(k_init, num_chains), jax.random.key_data(jax.random.split(k_run, num_chains))
+    keys = jax.random.split(jax.random.key(seed), (2, num_chains))  # one hash, not three (`step_keys`)
+    return keys[0], jax.random.key_data(keys[1])
+
+
+def step_keys(chain_key, t, count: int):
+    """The key of step `t` of the chain whose key is `chain_key`: `fold_in(chain_key, t)`, or, for a
+    kernel whose step takes `count` > 1 keys (`Kernel.keys_per_step`), the keys
+    `fold_in(chain_key, t * count + i)`, i < count, drawn as one vmapped fold-in: one threefry hash
+    in the compiled step (on CPU a loop of some 150-200 instructions each) where a fold-in and the
+    hybrid's split were two. Distinct for every step below 2^32 / count (the fold-in's data is 32 bits)."""
+    if count == 1:
+        return jax.random.fold_in(chain_key, t)
+    first = jnp.asarray(t, jnp.uint32) * jnp.uint32(count)
+    return jax.vmap(lambda i: jax.random.fold_in(chain_key, first + i))(jnp.arange(count, dtype=jnp.uint32))
 
 
 def _record(kern: Kernel, state, info, with_z: bool) -> dict:
@@ -98,7 +111,7 @@ def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, c
         chain_key = jax.random.wrap_key_data(chain_key_data)
 
         def one(state, t):
-            state, info = step(jax.random.fold_in(chain_key, t), state, target.x)
+            state, info = step(step_keys(chain_key, t, traced.keys_per_step), state, target.x)
             return state, _record(traced, state, info, with_z)
 
         # the step is traced once: its jaxpr gives the record's shapes and is the loop's body (tracing a
@@ -156,6 +169,7 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
     program, (kern, kernel_key, make) = _program(spec, target, options)
     display = RunProgress(num_warmup + num_samples, 0, progress_bar, kern.name)
     try:
+        first = _first_chunk(program, (kern, kernel_key, make), init, capacity, num_chains, num_warmup > 0)
         init_keys, chain_keys = _chain_keys(seed, num_chains)
         with display.compiling(("init", kernel_key, init if isinstance(init, str) else id(init)), "the chains' start"):
             if program is not target and isinstance(init, str) and init == "sequential":  # seated padded: one program
@@ -171,7 +185,29 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
         raise
     start = Progress(0, states, chain_keys, ())
     return _run(target, program, spec, (kern, kernel_key, make), start, num_warmup, num_samples, thinning, display,
-                checkpoint)
+                checkpoint, first)
+
+
+def _first_chunk(program: Target, kernel: tuple, init, capacity, num_chains: int, warmup: bool):
+    """`(chunk, future)`: the chunk of a run's first iterations, being compiled in a thread of its own
+    (`dpppl.core.compiled.in_thread`) while the chains' keys and start are compiled and run on this
+    one, for the states a sequential seating gives (`seated_slots`: the capacity unless a chain's
+    seating filled its slots); None for another init, whose states are not known before it runs,
+    and in a multi-process run."""
+    if not (isinstance(init, str) and init == "sequential") or jax.process_count() > 1:
+        return None
+    kern, kernel_key, make = kernel
+    slots = seated_slots(program, capacity)
+    fn = _chunk_function(make, kern, kernel_key, warmup, chunk_length(num_chains, program.num_points), slots)
+    chain_keys = jax.eval_shape(lambda seed: _chain_keys(seed, num_chains), 0)[1]  # their types, not compiled
+
+    def states():
+        empty = jax.vmap(lambda _: program.empty_state(slots))(jnp.arange(num_chains))
+        return empty if kern.init is None else jax.vmap(kern.init, in_axes=(0, None))(empty, program.x)
+
+    on_device = jax.device_put(program)  # the argument `_run` gives it: the same types (weak floats as they are)
+    return fn, in_thread(lambda: prepare(fn, jax.eval_shape(states), chain_keys, np.int32(0), np.int32(1),
+                                         on_device), "dpppl-chunk")
 
 
 def continue_partition(target: Target, spec: str, options: dict, progress: Progress, *, num_warmup: int,
@@ -253,9 +289,10 @@ def _unpadded(progress: Progress, n: int) -> Progress:
 
 
 def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinning, display: RunProgress,
-         checkpoint):
+         checkpoint, first=None):
     """The chunks of `kernel` (built on `program`: `target`, or its points padded, `_program`) from
-    `progress`; what a run records and saves is of `target`'s N points."""
+    `progress`; what a run records and saves is of `target`'s N points. `first`: `_first_chunk`'s,
+    whose compilation the chunk waits for rather than tracing it a second time."""
     kern, kernel_key, make = kernel
     total = num_warmup + num_samples
     chain_keys = progress.chain_keys
@@ -277,6 +314,8 @@ def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinn
                 capacity = int(states.stats.n.shape[-1])
                 fn = _chunk_function(make, kern, kernel_key, warmup, length, capacity)
                 with display.compiling(fn, f"the {'warmup' if warmup else 'sampling'} program"):
+                    if first is not None and first[0] is fn:
+                        concurrent.futures.wait([first[1]])
                     tic = time.perf_counter()
                     new_states, buf = fn(states, chain_keys, np.int32(t), np.int32(n_iter), on_device)
                     overflow = np.asarray(new_states.overflow)

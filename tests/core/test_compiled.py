@@ -16,6 +16,7 @@ from dpppl import config
 from dpppl.core import compiled
 from dpppl.core.state import NoExtras, PartitionState
 from dpppl.errors import ArgumentError
+from dpppl.priors.crp import Gamma
 
 TRACES = []
 
@@ -111,6 +112,22 @@ def test_a_new_process_reuses_the_program(cache):
                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "1.0", "6.0"], "the new process traced the program again"
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_a_prepared_program_is_the_one_a_later_call_runs(cache, use_cache):
+    """`prepare` on the types of a call's arguments (what a thread does while the process does something
+    else) compiles the program the call then runs: the call traces nothing more, with the disk cache
+    (the program exported and read back) or without it (the program compiled here kept for the calls),
+    for arguments that are dpppl pytrees too (a `Gamma`, whose numbers are its children)."""
+    if not use_cache:  # the fixture restores the cache
+        jax.config.update("jax_compilation_cache_dir", None)
+    fn = compiled.persisted(("test", "prepared", use_cache), lambda s, prior: step(s, prior.shape))
+    compiled.prepare(fn, jax.eval_shape(state), Gamma(2.0, 1.0))
+    assert len(TRACES) == 1
+    out = fn(state(), Gamma(2.0, 1.0))
+    assert len(TRACES) == 1, "the call traced the function again instead of running the prepared program"
+    assert float(out[0].alpha) == 1.0 and float(out[1]["total"]) == 6.0
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 import dpppl
 from dpppl.core.state import HybridExtras, NoExtras, grow
-from dpppl.kernels.base import HybridInfo, NoInfo, build, info_type
+from dpppl.kernels.base import HybridInfo, Kernel, NoInfo, build, compose, info_type
 from dpppl.kernels.perm.sampler import PermExtras, PermInfo, PermMHInfo
 from dpppl.kernels.subcluster.sampler import SubclusterExtras
 from tests.helpers.cases import CASES
@@ -82,3 +82,31 @@ def test_a_step_whose_info_is_not_its_info_type_is_an_error():
     with pytest.raises(dpppl.KernelError, match="kernel 'splitmerge': its step returned info of type NoInfo, not "
                                                 "its info_type SplitMergeInfo"):
         hybrid.info_dict(HybridInfo((NoInfo(), NoInfo())))
+
+
+def test_a_sequence_hybrid_takes_every_part_s_keys_at_once():
+    """A hybrid run in sequence takes its parts' keys as one array (`keys_per_step`: the sum of its
+    parts', nested hybrids included), each part its own in order; given a single key it splits it
+    into one key per part, as before. Run eagerly on recording parts: nothing is compiled."""
+    seen = []
+
+    def part(name, count):
+        def step(rng_key, state, x):
+            seen.append((name, jax.random.key_data(rng_key).tolist()))
+            return state, NoInfo()
+        return Kernel(name, exact=True, step=step, keys_per_step=count)
+
+    inner = compose([part("a", 1), part("b", 2)])
+    outer = compose([inner, part("c", 1)])
+    assert (inner.keys_per_step, outer.keys_per_step) == (3, 4)
+    assert compose([part("a", 1), part("b", 2)], schedule="random").keys_per_step == 1
+    keys = jax.random.split(jax.random.key(0), 4)
+    outer.step(keys, None, None)
+    data = jax.random.key_data(keys).tolist()
+    assert seen == [("a", data[0]), ("b", data[1:3]), ("c", data[3])]
+    seen.clear()
+    key = jax.random.key(1)
+    outer.step(key, None, None)
+    k_inner, k_c = jax.random.split(key)
+    k_a, k_b = jax.random.split(k_inner)
+    assert seen == [(name, jax.random.key_data(k).tolist()) for name, k in (("a", k_a), ("b", k_b), ("c", k_c))]
