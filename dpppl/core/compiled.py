@@ -64,6 +64,7 @@ _SOURCE_SUFFIXES = (".py", ".cc", ".cpp", ".h")
 MAPS_FRACTION = 0.75
 """`make_room` frees the compiled programs once the process holds more than this fraction of the
 memory maps Linux allows a process (`vm.max_map_count`)."""
+_FREED_TO = [0]  # the maps the process held just after `make_room` last freed programs
 
 
 def compiled(key: Hashable, build: Callable[[], Callable]) -> Callable:
@@ -79,7 +80,9 @@ def make_room(fraction: float = MAPS_FRACTION) -> bool:
     """Before a new program is compiled: when the process holds more than `fraction` of the
     memory maps Linux allows it (`/proc/sys/vm/max_map_count`, 65,530 by default), forget every
     kept function (`clear`) and clear JAX's caches (`jax.clear_caches`), so that their compiled
-    programs and the maps they hold go, and log a warning on the `"dpppl"` logger. Returns whether
+    programs and the maps they hold go, and log a warning on the `"dpppl"` logger; after a freeing,
+    only once the maps have also taken half the room it left (maps dpppl cannot free, past `fraction`,
+    would otherwise have it free every program it compiles, again and again). Returns whether
     it did. XLA's CPU backend maps three regions per kernel of a program (code, constants, data:
     hundreds per chunk of steps) and keeps them while the program is kept; at the limit its next
     map fails and the process dies inside XLA (`LLVM ERROR: Unable to allocate section memory!`,
@@ -89,16 +92,17 @@ def make_room(fraction: float = MAPS_FRACTION) -> bool:
     if threading.current_thread() is not threading.main_thread():
         return False
     held, limit = _memory_maps()
-    if limit is None or held <= fraction * limit:
+    if limit is None or held <= max(fraction * limit, (_FREED_TO[0] + limit) / 2):
         return False
     clear()
     jax.clear_caches()
     gc.collect()
+    _FREED_TO[0] = _memory_maps()[0]
     logging.getLogger("dpppl").warning(
         "dpppl: this process held %d of the %d memory maps Linux allows it (vm.max_map_count), most of them "
         "compiled XLA programs; dpppl forgot its compiled programs and cleared JAX's caches (now %d maps), so "
         "that the next compilation does not crash the process. Programs are compiled again, or read from the "
-        "compilation cache, when next used (docs/configuration.md#memory-maps)", held, limit, _memory_maps()[0])
+        "compilation cache, when next used (docs/configuration.md#memory-maps)", held, limit, _FREED_TO[0])
     return True
 
 

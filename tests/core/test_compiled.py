@@ -179,6 +179,7 @@ def kept(monkeypatch):
     """An empty table of kept functions for the test (the suite's own one afterwards), the process's memory
     maps as the test sets them (`maps[0]` of the limit 1000), and `jax.clear_caches` counted, not run."""
     monkeypatch.setattr(compiled, "_COMPILED", {})
+    monkeypatch.setattr(compiled, "_FREED_TO", [0])
     maps = [100]
     monkeypatch.setattr(compiled, "_memory_maps", lambda: (maps[0], 1000))
     cleared = []
@@ -199,6 +200,13 @@ def test_a_process_near_its_memory_map_limit_frees_its_programs_before_compiling
         "compiled XLA programs; dpppl forgot its compiled programs and cleared JAX's caches (now 751 maps), so "
         "that the next compilation does not crash the process. Programs are compiled again, or read from the "
         "compilation cache, when next used (docs/configuration.md#memory-maps)"]
+    # maps it could not free: not again before they take half the room left, (751 + 1000) / 2
+    maps[0] = 875
+    compiled.compiled("third", lambda: "program 3")
+    assert cleared == [1] and len(caplog.messages) == 1
+    maps[0] = 876
+    compiled.compiled("fourth", lambda: "program 4")
+    assert cleared == [1, 1] and [key for key, _ in compiled._COMPILED] == ["fourth"]
 
 
 def test_below_the_fraction_or_off_the_main_thread_nothing_is_freed(kept, caplog):
