@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 
 import dpppl
+from dpppl.core import compiled
 
 
 @pytest.fixture(autouse=True)
@@ -45,6 +46,25 @@ def _sigint_as_a_fresh_process_has_it():
     signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_TESTS_RUN = [0]
+
+
+@pytest.fixture(autouse=True)
+def _room_for_compiled_programs():
+    """Every 20th test of a process, a process past half of the memory maps Linux allows it frees its
+    compiled programs (`dpppl.core.compiled.make_room`). XLA's CPU programs hold three maps per kernel while
+    kept (an xdist worker of the suite held 8,700 after its first 35 tests), and a process at
+    vm.max_map_count (65,530) dies inside XLA with SIGABRT or SIGSEGV, as CI workers did in
+    `executable.serialize()` (docs/configuration.md#memory-maps). dpppl frees them itself past three
+    quarters; freeing between tests first keeps that from happening inside a test that counts its
+    compilations. Every 20th: reading the process's maps costs milliseconds, and 20 tests add far
+    fewer maps than the quarter between the two thresholds."""
+    _TESTS_RUN[0] += 1
+    if _TESTS_RUN[0] % 20 == 0:
+        compiled.make_room(fraction=0.5)
+    yield
 
 
 @pytest.fixture(scope="session")

@@ -30,14 +30,17 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import gc
 import hashlib
 import importlib
 import json
+import logging
 import os
 import pathlib
 import platform
 import re
 import tempfile
+import threading
 from typing import Any, Callable, Hashable
 
 import jax
@@ -59,14 +62,64 @@ EXPORT_MAX_BYTES = 512 * 2**20
 _HEADER = b"dpppl exported program, format 1\n"
 _PACKAGE = pathlib.Path(__file__).resolve().parent.parent
 _SOURCE_SUFFIXES = (".py", ".cc", ".cpp", ".h")
+MAPS_FRACTION = 0.75
+"""`make_room` frees the compiled programs once the process holds more than this fraction of the
+memory maps Linux allows a process (`vm.max_map_count`)."""
+_FREED_TO = [0]  # the maps the process held just after `make_room` last freed programs
 
 
 def compiled(key: Hashable, build: Callable[[], Callable]) -> Callable:
     key = (key, jax.config.jax_enable_x64)  # a trace depends on the default precision
     fn = _COMPILED.get(key)
     if fn is None:
+        make_room()
         fn = _COMPILED[key] = build()
     return fn
+
+
+def make_room(fraction: float = MAPS_FRACTION) -> bool:
+    """Before a new program is compiled: when the process holds more than `fraction` of the
+    memory maps Linux allows it (`/proc/sys/vm/max_map_count`, 65,530 by default), forget every
+    kept function (`clear`) and clear JAX's caches (`jax.clear_caches`), so that their compiled
+    programs and the maps they hold go, and log a warning on the `"dpppl"` logger; after a freeing,
+    only once the maps have also taken half the room it left (maps dpppl cannot free, past `fraction`,
+    would otherwise have it free every program it compiles, again and again). Returns whether
+    it did. XLA's CPU backend maps three regions per kernel of a program (code, constants, data:
+    hundreds per chunk of steps) and keeps them while the program is kept; at the limit its next
+    map fails and the process dies inside XLA (`LLVM ERROR: Unable to allocate section memory!`,
+    SIGABRT, or SIGSEGV; docs/configuration.md#memory-maps). Programs forgotten are compiled again,
+    or read from the compilation cache, when next called. Only the main thread frees them (not a
+    thread compiling ahead, `prepare`); elsewhere, and where /proc cannot be read, nothing is done."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    held, limit = _memory_maps()
+    if limit is None or held <= max(fraction * limit, (_FREED_TO[0] + limit) / 2):
+        return False
+    clear()
+    jax.clear_caches()
+    gc.collect()
+    _FREED_TO[0] = _memory_maps()[0]
+    logging.getLogger("dpppl").warning(
+        "dpppl: this process held %d of the %d memory maps Linux allows it (vm.max_map_count), most of them "
+        "compiled XLA programs; dpppl forgot its compiled programs and cleared JAX's caches (now %d maps), so "
+        "that the next compilation does not crash the process. Programs are compiled again, or read from the "
+        "compilation cache, when next used (docs/configuration.md#memory-maps)", held, limit, _FREED_TO[0])
+    return True
+
+
+def _memory_maps() -> tuple[int, int | None]:
+    """(memory maps this process holds, the most it may hold), or (0, None) where /proc cannot tell."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            held = f.read().count(b"\n")
+        return held, _map_limit()
+    except (OSError, ValueError):
+        return 0, None
+
+
+@functools.cache
+def _map_limit() -> int:
+    return int(pathlib.Path("/proc/sys/vm/max_map_count").read_text())
 
 
 def persisted(key: Hashable, fn: Callable) -> Callable:
@@ -202,6 +255,7 @@ class _Persisted:
         """The flat caller of arguments `in_tree` of types `avals`, made once (`_caller`)."""
         types = _types(in_tree, avals)
         if types not in self.calls:
+            make_room()  # a program is compiled next
             self.calls[types] = self._caller(in_tree, avals)
         return self.calls[types]
 
@@ -446,4 +500,5 @@ def _prune(directory: pathlib.Path) -> None:
         total -= size
 
 
-__all__ = ["EXPORT_DIRECTORY", "EXPORT_MAX_BYTES", "clear", "compiled", "on_target", "persisted", "prepare"]
+__all__ = ["EXPORT_DIRECTORY", "EXPORT_MAX_BYTES", "MAPS_FRACTION", "clear", "compiled", "make_room", "on_target",
+           "persisted", "prepare"]

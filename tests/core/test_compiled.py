@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -188,3 +189,62 @@ def test_other_compile_options_compile_another_program_of_the_same_draws(cache, 
     assert len(TRACES) == 1, "the exported program (options are not part of it) was traced again"
     for a, b in zip(jax.tree.leaves(first), jax.tree.leaves(again)):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.fixture
+def kept(monkeypatch):
+    """An empty table of kept functions for the test (the suite's own one afterwards), the process's memory
+    maps as the test sets them (`maps[0]` of the limit 1000), and `jax.clear_caches` counted, not run."""
+    monkeypatch.setattr(compiled, "_COMPILED", {})
+    monkeypatch.setattr(compiled, "_FREED_TO", [0])
+    maps = [100]
+    monkeypatch.setattr(compiled, "_memory_maps", lambda: (maps[0], 1000))
+    cleared = []
+    monkeypatch.setattr(jax, "clear_caches", lambda: cleared.append(1))
+    return maps, cleared
+
+
+def test_a_process_near_its_memory_map_limit_frees_its_programs_before_compiling_another(kept, caplog):
+    maps, cleared = kept
+    compiled.compiled("first", lambda: "program 1")
+    maps[0] = 751  # past MAPS_FRACTION (3/4) of the limit
+    with caplog.at_level("WARNING", logger="dpppl"):
+        assert compiled.compiled("second", lambda: "program 2") == "program 2"
+    assert [key for key, _ in compiled._COMPILED] == ["second"]  # the first was forgotten
+    assert cleared == [1]
+    assert caplog.messages == [
+        "dpppl: this process held 751 of the 1000 memory maps Linux allows it (vm.max_map_count), most of them "
+        "compiled XLA programs; dpppl forgot its compiled programs and cleared JAX's caches (now 751 maps), so "
+        "that the next compilation does not crash the process. Programs are compiled again, or read from the "
+        "compilation cache, when next used (docs/configuration.md#memory-maps)"]
+    # maps it could not free: not again before they take half the room left, (751 + 1000) / 2
+    maps[0] = 875
+    compiled.compiled("third", lambda: "program 3")
+    assert cleared == [1] and len(caplog.messages) == 1
+    maps[0] = 876
+    compiled.compiled("fourth", lambda: "program 4")
+    assert cleared == [1, 1] and [key for key, _ in compiled._COMPILED] == ["fourth"]
+
+
+def test_below_the_fraction_or_off_the_main_thread_nothing_is_freed(kept, caplog):
+    maps, cleared = kept
+    compiled.compiled("first", lambda: "program 1")
+    maps[0] = 750
+    compiled.compiled("second", lambda: "program 2")
+    maps[0] = 999
+    compiled.compiled("first", lambda: "not built again")  # kept: no program is compiled, nothing checked
+    freed = []
+    thread = threading.Thread(target=lambda: freed.append(compiled.make_room()))  # a thread compiling ahead
+    thread.start()
+    thread.join()
+    assert freed == [False] and cleared == [] and caplog.messages == []
+    assert [key for key, _ in compiled._COMPILED] == ["first", "second"]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="no /proc")
+def test_the_memory_maps_are_this_process_s_and_the_limit_linux_s():
+    held, limit = compiled._memory_maps()
+    with open("/proc/self/maps") as f:
+        assert abs(held - len(f.readlines())) < 50
+    with open("/proc/sys/vm/max_map_count") as f:
+        assert limit == int(f.read())
