@@ -27,6 +27,22 @@ def test_compiled_numpyro_model_has_beta_a_i_b_i_sticks():
     assert finite.truncation == 3  # V_3 = 1: three sticks are the exact model
 
 
+def test_a_dps_sticks_and_an_exponential_alpha_have_numpyros_densities():
+    """`StickBeta` (Beta(1, b)) and `ExponentialGamma` (Gamma(1, rate)) write the log density without
+    log-gamma functions: the values and gradients of `dist.Beta` and `dist.Gamma`, and scipy's."""
+    from numpyro import distributions as dist
+
+    from dpppl.models.compile import ExponentialGamma, StickBeta
+
+    v, b = jnp.asarray([1e-6, 0.3, 0.5, 0.999]), jnp.asarray([0.2, 1.0, 2.5, 40.0])
+    assert np.allclose(StickBeta(b).log_prob(v), stats.beta.logpdf(v, 1.0, b), rtol=1e-12, atol=0)
+    for ours, theirs in ((StickBeta, lambda b: dist.Beta(1.0, b)), (ExponentialGamma, lambda r: dist.Gamma(1.0, r))):
+        grads = [jax.grad(lambda v, b: f(b).log_prob(v).sum(), argnums=(0, 1))(v, b) for f in (ours, theirs)]
+        for got, want in zip(*grads):
+            np.testing.assert_allclose(got, want, rtol=1e-9)
+    assert np.allclose(ExponentialGamma(b).log_prob(v), stats.gamma.logpdf(v, 1.0, scale=1 / b), rtol=1e-12, atol=0)
+
+
 
 def test_real_n_models_take_n_or_n_by_1_data_and_name_the_site_of_other_shapes():
     """`real[N]` data as (N,) or (N, 1): the same density and gradient (what NUTS runs on), the site
