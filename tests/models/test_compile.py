@@ -68,3 +68,15 @@ def test_real_n_models_take_n_or_n_by_1_data_and_name_the_site_of_other_shapes()
     with pytest.raises(dpppl.DataError, match=r"site 'x': the data have shape \(12, 2\), the model's points are "
                                               r"1-dimensional: expected shape \(N,\) or \(N, 1\)"):
         numpyro.handlers.seed(fn, 0)(np.zeros((12, 2)))
+
+
+def test_stick_breaking_weights_are_the_products_of_the_sticks():
+    """w_k = v_k prod_{j<k} (1 - v_j), w_T = prod_{j<T} (1 - v_j): the weights sum to one, for a batch too."""
+    from dpppl.models.compile import stick_breaking_weights
+
+    v = np.random.default_rng(0).uniform(0.01, 0.99, (3, 7))
+    rest = np.cumprod(1 - v, axis=-1)
+    want = np.concatenate([v, np.ones((3, 1))], -1) * np.concatenate([np.ones((3, 1)), rest], -1)
+    got = np.asarray(stick_breaking_weights(jnp.asarray(v)))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-12)
