@@ -174,8 +174,8 @@ class _Persisted:
             return  # compiled by its first call or an earlier `prepare`
         call = self._found(in_tree, avals)
         specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
-        if call is None:
-            self.jitted.lower(*jax.tree.unflatten(in_tree, specs)).compile()
+        if call is None:  # `args` as given: a pytree of `register_attributes` rebuilt on specs would not flatten alike
+            self.jitted.lower(*args).compile()
         else:
             call.compile(specs)
 

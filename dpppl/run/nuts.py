@@ -34,7 +34,9 @@ from numpyro.infer import NUTS
 from numpyro.infer.hmc import HMC
 from numpyro.util import not_jax_tracer
 
+from dpppl.core.compiled import on_target, prepare
 from dpppl.core.protocols import Target
+from dpppl.core.pytrees import structure_key
 from dpppl.errors import KernelError, ModelError
 from dpppl.kernels.base import register
 from dpppl.models.sites import canonical_in_jit
@@ -137,12 +139,12 @@ def progress_every(num_iterations: int) -> int:
     return max(1, num_iterations // 100)
 
 
-@functools.partial(jax.jit, static_argnames=("truncation", "num_warmup", "num_samples", "thinning", "progress"))
-def run_chains(keys, target: Target, *, truncation: int, num_warmup: int, num_samples: int, thinning: int,
+def run_chains(target: Target, keys, *, truncation: int, num_warmup: int, num_samples: int, thinning: int,
                progress: bool):
-    """Every chain of a NUTS run, one after the other (`lax.map` over `keys`, NumPyro's
-    `chain_method="sequential"`), in one compiled program of which the target (data and resolved
-    hyperparameters) is an argument.
+    """Every chain of a NUTS run, one after the other (`lax.map` over `keys`, the chains' key data,
+    NumPyro's `chain_method="sequential"`), traceable into one program of which the target (data and
+    resolved hyperparameters) is an argument (`sample_nuts` compiles it with `on_target`: dpppl's
+    compile options, kept on disk across processes, as the partition kernels' programs are).
 
     Each chain is what NumPyro's `MCMC(NUTS(model), ...)` runs for its key: NUTS's `init` (the
     search for valid initial parameters as NumPyro's `while_loop`), then `num_warmup + num_samples`
@@ -204,7 +206,7 @@ def run_chains(keys, target: Target, *, truncation: int, num_warmup: int, num_sa
             jax.debug.callback(_advance, total % every, index, False)
         return valid, kept
 
-    return jax.lax.map(chain, (jnp.arange(keys.shape[0]), keys))
+    return jax.lax.map(chain, (jnp.arange(keys.shape[0]), jax.random.wrap_key_data(keys)))
 
 
 def model_truncation(target: Target, truncation: int) -> int:
@@ -223,18 +225,17 @@ def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, nu
     chain finds no initial parameters of finite log density and gradient (NumPyro's 100 draws)."""
     if options:
         raise KernelError(f"kernel 'nuts' takes no options, got {sorted(options)}")
-    keys = chain_keys(seed, num_chains)
+    keys = jax.random.key_data(chain_keys(seed, num_chains))
     statics = dict(truncation=truncation, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
                    progress=progress_bar)
+    run = on_target("nuts", target, functools.partial(run_chains, **statics), *sorted(statics.items()))
     display = RunProgress(num_chains * (num_warmup + num_samples), 0, progress_bar, "nuts")
-    leaves, tree = jax.tree.flatten(target)
-    program = ("nuts", tree, tuple((np.shape(v), np.result_type(v)) for v in leaves), num_chains,
-               tuple(statics.items()))
     try:
-        with display.compiling(program, "the NUTS program"):  # the call below runs the program compiled here
-            run_chains.lower(keys, target, **statics).compile()
+        with display.compiling(("nuts", structure_key(target), num_chains, *sorted(statics.items())),
+                               "the NUTS program"):
+            prepare(run, keys)
         _SHOWN[0] = display
-        valid, records = run_chains(keys, target, **statics)
+        valid, records = run(keys)
         records = jax.tree.map(np.asarray, records)
     finally:
         _SHOWN[0] = None

@@ -1,5 +1,5 @@
 """The NUTS backend's host side (`dpppl.run.nuts.sample_nuts`), without compiling a NUTS program:
-its program (`run_chains`) is replaced by one that reports what a run would. The program itself
+its compiled program (`on_target` of `run_chains`) is replaced by one that reports what a run would. The program itself
 is checked against NumPyro's `MCMC` in tests/run/test_driver.py."""
 
 import numpy as np
@@ -9,27 +9,23 @@ import dpppl
 from dpppl.run import nuts
 
 
-class _Reported:
-    """Stands for `run_chains`: lowers and compiles nothing, returns `valid` and records of 2 draws."""
+def _reported(valid):
+    """Stands for `on_target` of `run_chains`: a run that compiles nothing and returns `valid` and
+    records of 2 draws."""
 
-    def __init__(self, valid):
-        self.valid = np.asarray(valid)
+    def on_target(name, target, fn, *static):
+        shape = (len(valid), 2)
+        records = {"z": np.zeros(shape + (target.num_points,), np.int32), "lp": np.zeros(shape),
+                   "diverging": np.zeros(shape, bool), "acceptance_rate": np.ones(shape)}
+        return lambda keys: (np.asarray(valid), records)
 
-    def lower(self, *args, **kwargs):
-        return self
-
-    def compile(self):
-        return self
-
-    def __call__(self, keys, target, **statics):
-        shape = (len(self.valid), 2)
-        return self.valid, {"z": np.zeros(shape + (target.num_points,), np.int32), "lp": np.zeros(shape),
-                            "diverging": np.zeros(shape, bool), "acceptance_rate": np.ones(shape)}
+    return on_target
 
 
 def test_a_chain_without_valid_initial_parameters_is_a_model_error(monkeypatch, niw_model, two_blobs):
     """NumPyro's RuntimeError ("Cannot find valid initial parameters") is a ModelError naming the chains."""
-    monkeypatch.setattr(nuts, "run_chains", _Reported([True, False, False]))
+    monkeypatch.setattr(nuts, "on_target", _reported([True, False, False]))
+    monkeypatch.setattr(nuts, "prepare", lambda run, keys: None)
     with pytest.raises(dpppl.ModelError, match=r"kernel 'nuts': chain\(s\) 1, 2 found no initial parameters with a "
                                                r"finite log density and gradient in 100 draws"):
         dpppl.sample(niw_model, two_blobs[0], kernel="nuts", num_chains=3, num_warmup=1, num_samples=2,
