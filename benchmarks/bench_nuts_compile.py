@@ -6,7 +6,7 @@ In this process, with the persistent compilation cache off and `jax_log_compiles
 - **dpppl**: one `dpppl.sample(model, x, kernel="nuts", num_warmup=5, num_samples=5, num_chains=2,
   seed=0)` on `bench_compile.data` for `models/gaussian_niw.dp` (`--points` points, default 600);
 - **floor** (`--floor`): a bare NumPyro NUTS, no dpppl, on a model of 2 parameters (the mean and
-  log scale of a Normal, `--points` observations), `MCMC(NUTS(model), 5, 5, num_chains=2,
+  log scale of a Normal, `--points` observations), in float64 as dpppl runs, `MCMC(NUTS(model), 5, 5, num_chains=2,
   chain_method="sequential", jit_model_args=True)`: what NumPyro's tree building and adaptation
   cost to compile whatever the model.
 
@@ -131,10 +131,11 @@ def run_floor(points: int):
             numpyro.sample("y", dist.Normal(mu, jnp.exp(log_sigma)), obs=y)
 
     y = np.random.default_rng(0).normal(1.0, 2.0, points)
-    mcmc = MCMC(NUTS(model), num_warmup=5, num_samples=5, num_chains=2, chain_method="sequential",
-                progress_bar=False, jit_model_args=True)
-    mcmc.run(jax.random.key(0), y)
-    mcmc.get_samples()
+    with jax.enable_x64(True):  # in float64, as dpppl runs
+        mcmc = MCMC(NUTS(model), num_warmup=5, num_samples=5, num_chains=2, chain_method="sequential",
+                    progress_bar=False, jit_model_args=True)
+        mcmc.run(jax.random.key(0), y)
+        mcmc.get_samples()
 
 
 def measure(label: str, run, points: int, top: int, largest: int) -> list[str]:
@@ -175,14 +176,16 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=600)
     parser.add_argument("--floor", action="store_true", help="also a bare NumPyro NUTS on 2 parameters (first)")
+    parser.add_argument("--floor-only", action="store_true", help="the bare NumPyro NUTS alone")
     parser.add_argument("--dump-hlo", action="store_true", help="HLO instructions per program and per source line")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--programs", type=int, default=2, help="how many of the largest programs to break down")
     args = parser.parse_args(argv)
     lines = []
-    if args.floor:
+    if args.floor or args.floor_only:
         lines += measure("bare NumPyro NUTS, 2 parameters", run_floor, args.points, args.top, args.programs)
-    lines += measure(f"dpppl nuts on {MODEL}", run_dpppl, args.points, args.top, args.programs)
+    if not args.floor_only:
+        lines += measure(f"dpppl nuts on {MODEL}", run_dpppl, args.points, args.top, args.programs)
     print("\n".join(lines))
 
 
