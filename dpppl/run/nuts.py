@@ -104,10 +104,9 @@ def init_in_one_program(init, hmc_state, rng_key, num_warmup, init_params=None, 
 def conditioned_model(truncation: int):
     """The NumPyro model NUTS runs, as a function of its target: `model(target)` is the
     target's compiled model (`Target.nuts_model`) conditioned on its data. The target (data
-    and resolved hyperparameters, a pytree) is the model's argument, passed to the compiled
-    programs as such (`jit_model_args=True`) rather than folded into them as constants, so
-    that other data of the same shapes lower the same programs (served by the persistent
-    compilation cache)."""
+    and resolved hyperparameters, a pytree) is the model's argument, an argument of the
+    compiled program (`run_chains`) rather than constants folded into it, so that other data
+    of the same shapes run the same program."""
     def model(target):
         compiled, args = target.nuts_model(truncation)
         return compiled(*args)
