@@ -32,6 +32,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
+from numpyro.distributions.util import validate_sample
 
 from dpppl.core.expressions import depends_on_data, evaluate_traced
 from dpppl.errors import ArgumentError, DataError, ModelError, check_positive_int
@@ -39,8 +40,13 @@ from dpppl.families.base import with_hyperparameters
 
 
 def stick_breaking_weights(v):
-    """Weights (T,) from T-1 stick proportions `v`: w_k = v_k prod_{j<k} (1 - v_j)."""
-    one_minus = jnp.concatenate([jnp.ones(v.shape[:-1] + (1,), v.dtype), jnp.cumprod(1 - v, axis=-1)], axis=-1)
+    """Weights (T,) from T-1 stick proportions `v`: w_k = v_k prod_{j<k} (1 - v_j).
+
+    The products are exp of the partial sums of log(1 - v_j), one product with a triangular matrix
+    of ones: `jnp.cumprod` lowers to a scan whose derivative is several more, hundreds of
+    instructions of every compiled NUTS step for the T sticks."""
+    upper = jnp.triu(jnp.ones((v.shape[-1],) * 2, v.dtype))  # column k sums j <= k
+    one_minus = jnp.concatenate([jnp.ones(v.shape[:-1] + (1,), v.dtype), jnp.exp(jnp.log1p(-v) @ upper)], axis=-1)
     return jnp.concatenate([v, jnp.ones(v.shape[:-1] + (1,), v.dtype)], axis=-1) * one_minus
 
 
@@ -49,8 +55,8 @@ class StickBeta(dist.Beta):
     1 - (1 - v)^b, so V = 1 - (1 - U)^{1/b} = -expm1(log1p(-U) / b) for U ~ Uniform[0, 1).
 
     One uniform per draw where `dist.Beta` draws two Gamma variates, each a rejection loop
-    that dominates the compiled program. Density, support and the clipping of draws to
-    [tiny, 1 - eps] are `dist.Beta`'s.
+    that dominates the compiled program. Support and the clipping of draws to [tiny, 1 - eps]
+    are `dist.Beta`'s, the density too, written for a = 1 (`log_prob`).
     """
 
     def __init__(self, concentration0, *, validate_args=None):
@@ -61,16 +67,30 @@ class StickBeta(dist.Beta):
         v = -jnp.expm1(jnp.log1p(-u) / self.concentration0)
         return jnp.clip(v, jnp.finfo(v.dtype).tiny, 1 - jnp.finfo(v.dtype).eps)
 
+    @validate_sample
+    def log_prob(self, value):
+        """log b + (b - 1) log(1 - v): `dist.Beta`'s log density at a = 1, where its normaliser
+        log Gamma(1 + b) - log Gamma(1) - log Gamma(b) is log b, without the log-gamma functions
+        (and their gradients), which are most of a compiled NUTS step's model code."""
+        b = self.concentration0
+        return jnp.log(b) + (b - 1) * jnp.log1p(-value)
+
 
 class ExponentialGamma(dist.Gamma):
     """Gamma(1, rate), drawn as an Exponential(rate) variate E / rate, E = -log1p(-U): the same
-    law with one uniform instead of a Gamma rejection loop; density and support are `dist.Gamma`'s."""
+    law with one uniform instead of a Gamma rejection loop; support is `dist.Gamma`'s, the density
+    too, written for shape 1 (`log_prob`)."""
 
     def __init__(self, rate, *, validate_args=None):
         super().__init__(1.0, rate, validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
         return jax.random.exponential(key, sample_shape + self.batch_shape) / self.rate
+
+    @validate_sample
+    def log_prob(self, value):
+        """log rate - rate x: `dist.Gamma`'s log density at shape 1, without its log-gamma function."""
+        return jnp.log(self.rate) - self.rate * value
 
 
 def gamma_distribution(shape, rate) -> dist.Gamma:

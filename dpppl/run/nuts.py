@@ -11,9 +11,15 @@ NUTS runs in the target's frame (`Target.nuts_model`): on `target.x` with
 `target.family` (real data translated by their mean, `dpppl.models.mixture.BoundModel`);
 nothing it records is a location.
 
-A chain's first state is built in one compiled program (`init_in_one_program`): NumPyro
-builds it eagerly, one operation at a time (finding valid initial parameters, the potential
-energy and its gradient), each operation another small program to compile on a cold start.
+A run is one compiled program (`run_chains`): every chain's init, warmup, sampling, the kept
+draws' sites, labels and `lp`, of which the target is an argument, so that a new data set of
+the same shapes runs it again without compiling. NumPyro's own `MCMC` compiles its init, its
+sampling loop once per chain (sequential chains rebuild the loop's body, which defeats JAX's
+cache) and the post-processing as programs of their own (docs/kernels/nuts.md).
+
+`init_in_one_program` traces a NumPyro kernel's init into one program, for
+`dpppl.PartitionGibbs` around NumPyro's HMC or NUTS, whose init NumPyro otherwise builds
+eagerly, one operation (one small program to compile) at a time.
 """
 
 from __future__ import annotations
@@ -24,14 +30,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
-from numpyro.infer import MCMC, NUTS
+from numpyro.infer import NUTS
 from numpyro.infer.hmc import HMC
-from numpyro.util import identity, not_jax_tracer
+from numpyro.util import not_jax_tracer
 
+from dpppl.core.compiled import on_target, prepare
 from dpppl.core.protocols import Target
-from dpppl.errors import KernelError
+from dpppl.core.pytrees import structure_key
+from dpppl.errors import KernelError, ModelError
 from dpppl.kernels.base import register
+from dpppl.models.sites import canonical_in_jit
 from dpppl.run.interrupts import hold
+from dpppl.run.progress import RunProgress
 
 
 def one_program_init(kernel: HMC) -> bool:
@@ -91,33 +101,12 @@ def init_in_one_program(init, hmc_state, rng_key, num_warmup, init_params=None, 
     return state
 
 
-class _NUTS(NUTS):
-    """NumPyro's NUTS, each chain's first state built by `init_in_one_program` and the draws'
-    post-processing (the model replayed for its deterministic sites) one jitted program, which
-    NumPyro's sampling loop otherwise runs eagerly on the first state to shape its buffers."""
-
-    def init(self, rng_key, num_warmup, init_params=None, model_args=(), model_kwargs=None):
-        return init_in_one_program(super().init, identity, rng_key, num_warmup, init_params, model_args, model_kwargs,
-                                   self.__dict__.setdefault("_init_programs", {}))
-
-    def postprocess_fn(self, model_args, model_kwargs):
-        return functools.partial(_postprocessed, self, model_args=model_args, model_kwargs=model_kwargs)
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _postprocessed(sampler: NUTS, z, model_args, model_kwargs):
-    """NumPyro's post-processing of the draw `z` (the model replayed for its deterministic sites),
-    one program of which the model's arguments are arguments, not constants."""
-    return NUTS.postprocess_fn(sampler, model_args, model_kwargs)(z)
-
-
 def conditioned_model(truncation: int):
     """The NumPyro model NUTS runs, as a function of its target: `model(target)` is the
     target's compiled model (`Target.nuts_model`) conditioned on its data. The target (data
-    and resolved hyperparameters, a pytree) is the model's argument, passed to the compiled
-    programs as such (`jit_model_args=True`) rather than folded into them as constants, so
-    that other data of the same shapes lower the same programs (served by the persistent
-    compilation cache)."""
+    and resolved hyperparameters, a pytree) is the model's argument, an argument of the
+    compiled program (`run_chains`) rather than constants folded into it, so that other data
+    of the same shapes run the same program."""
     def model(target):
         compiled, args = target.nuts_model(truncation)
         return compiled(*args)
@@ -125,47 +114,142 @@ def conditioned_model(truncation: int):
     return model
 
 
+def chain_keys(seed: int, num_chains: int):
+    """The chains' keys (num_chains,), those NumPyro's `MCMC.run(jax.random.key(seed), ...)` gives
+    its chains: the seed's key itself for one chain, else its split into `num_chains`."""
+    key = jax.random.key(seed)
+    return key[None] if num_chains == 1 else jax.random.split(key, num_chains)
+
+
+_SHOWN: list = [None]
+"""The `RunProgress` of the NUTS run in progress, which the compiled program's progress callback
+advances (the program is shared by every run of its shapes, so it cannot hold a run's own bar)."""
+
+
+def _advance(done, chain, warmup):
+    """Host side of the program's progress callback: `done` more iterations of chain `chain`."""
+    display = _SHOWN[0]
+    if display is not None:
+        display.update(int(done), f"chain {int(chain) + 1}" + (" (warmup)" if bool(warmup) else ""))
+
+
+def progress_every(num_iterations: int) -> int:
+    """Iterations between two updates of the bar from inside the program: about 100 updates a chain."""
+    return max(1, num_iterations // 100)
+
+
+def run_chains(target: Target, keys, *, truncation: int, num_warmup: int, num_samples: int, thinning: int,
+               progress: bool):
+    """Every chain of a NUTS run, one after the other (`lax.map` over `keys`, the chains' key data,
+    NumPyro's `chain_method="sequential"`), traceable into one program of which the target (data and
+    resolved hyperparameters) is an argument (`sample_nuts` compiles it with `on_target`: dpppl's
+    compile options, kept on disk across processes, as the partition kernels' programs are).
+
+    Each chain is what NumPyro's `MCMC(NUTS(model), ...)` runs for its key: NUTS's `init` (the
+    search for valid initial parameters as NumPyro's `while_loop`), then `num_warmup + num_samples`
+    NUTS transitions in one loop (one copy of the transition in the program), the step size and
+    mass matrix adapted during warmup, of which the kept draws are the states NumPyro's
+    `fori_collect` keeps (after the first `num_warmup + num_samples % thinning` iterations, the last
+    of every `thinning`), their records computed on those iterations only (`lax.cond`). NumPyro
+    compiles the init, its sampling loop once for each chain and the post-processing as programs
+    of their own; here the sites of each kept draw (the model replayed, NumPyro's
+    post-processing), its labels (`assignment`, renumbered by first appearance for an
+    exchangeable prior, as `prior.canonical` does) and its `lp` (`Target.lp_of_draw`) are part
+    of the same program.
+
+    Returns (valid (chains,): whether the chain's initial potential energy and gradient are finite,
+    records): `z` (chains, draws, N) labels, `lp`, `diverging`, `acceptance_rate`, `alpha` when it
+    is random and each random hyperparameter (chains, draws). With `progress`, the program advances
+    the run's bar (`_SHOWN`) every `progress_every` iterations.
+    """
+    model = conditioned_model(truncation)
+    prior = target.prior
+    total = num_warmup + num_samples
+    every = progress_every(total)
+
+    num_sticks = model_truncation(target, truncation)
+
+    def chain(inputs):
+        index, key = inputs
+        kernel = NUTS(model)
+        state = kernel.init(key, num_warmup, None, (target,), {})
+        valid = jnp.isfinite(state.potential_energy) & jnp.all(jnp.isfinite(ravel_pytree(state.z_grad)[0]))
+        constrained = kernel.postprocess_fn((target,), {})
+
+        def record(state):
+            sites = constrained(state.z)
+            component = sites["assignment"].astype(jnp.int32)
+            labels = component if prior.labelled else canonical_in_jit(component, num_sticks)
+            out = {"z": labels, "lp": target.lp_of_draw(labels, sites, num_sticks),
+                   "diverging": state.diverging, "acceptance_rate": state.accept_prob}
+            out.update({name: sites[name] for name in ("alpha", *target.model.hyperpriors) if name in sites})
+            return out
+
+        def step(i, carry):  # iteration i (0-based) of the chain, one NUTS transition (one copy in the program)
+            state, kept = carry
+            state = kernel.sample(state, (target,), {})
+            if progress:
+                jax.lax.cond((i + 1) % every == 0, lambda: jax.debug.callback(_advance, every, index, i < num_warmup),
+                             lambda: None)
+            after = i - skipped
+
+            def write():
+                return jax.tree.map(lambda buffer, v: buffer.at[after // thinning].set(v), kept, record(state))
+            return state, jax.lax.cond((after >= 0) & (after % thinning == thinning - 1), write, lambda: kept)
+
+        skipped = num_warmup + num_samples % thinning  # NumPyro's fori_collect: then every thinning-th is kept
+        shapes = jax.eval_shape(record, state)
+        kept = jax.tree.map(lambda v: jnp.zeros((num_samples // thinning,) + v.shape, v.dtype), shapes)
+        _, kept = jax.lax.fori_loop(0, total, step, (state, kept))
+        if progress and total % every:
+            jax.debug.callback(_advance, total % every, index, False)
+        return valid, kept
+
+    return jax.lax.map(chain, (jnp.arange(keys.shape[0]), jax.random.wrap_key_data(keys)))
+
+
+def model_truncation(target: Target, truncation: int) -> int:
+    """The number of sticks of the model NUTS runs: `truncation`, or fewer for a finite labelled prior."""
+    return target.nuts_model(truncation)[0].truncation
+
+
 def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
                 num_chains: int, seed: int, thinning: int, progress_bar: bool, truncation: int, **_):
-    """Run NUTS; return (records, attrs, record_dims) as the partition backend does: each random
-    hyperparameter of the base measure (a site of the compiled model under its name) is recorded
-    under its name, in `posterior`, as the partition kernels' hyperparameter move records it.
+    """Run NUTS (`run_chains`); return (records, attrs, record_dims) as the partition backend does:
+    each random hyperparameter of the base measure (a site of the compiled model under its name) is
+    recorded under its name, in `posterior`, as the partition kernels' hyperparameter move records it.
 
     Thinning follows the rule of every backend: `num_samples` iterations after warmup, of
-    which `num_samples // thinning` are kept (NumPyro's, every `thinning`-th)."""
+    which `num_samples // thinning` are kept (NumPyro's, every `thinning`-th). ModelError when a
+    chain finds no initial parameters of finite log density and gradient (NumPyro's 100 draws)."""
     if options:
         raise KernelError(f"kernel 'nuts' takes no options, got {sorted(options)}")
-    num_sticks = target.nuts_model(truncation)[0].truncation
-    mcmc = MCMC(_NUTS(conditioned_model(truncation)), num_warmup=num_warmup, num_samples=num_samples,
-                num_chains=num_chains, thinning=thinning, chain_method="sequential", progress_bar=progress_bar,
-                jit_model_args=True)
-    mcmc.run(jax.random.key(seed), target, extra_fields=("diverging", "accept_prob"))
+    keys = jax.random.key_data(chain_keys(seed, num_chains))
+    statics = dict(truncation=truncation, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
+                   progress=progress_bar)
+    run = on_target("nuts", target, functools.partial(run_chains, **statics), *sorted(statics.items()))
+    display = RunProgress(num_chains * (num_warmup + num_samples), 0, progress_bar, "nuts")
+    try:
+        with display.compiling(("nuts", structure_key(target), num_chains, *sorted(statics.items())),
+                               "the NUTS program"):
+            prepare(run, keys)
+        _SHOWN[0] = display
+        valid, records = run(keys)
+        records = jax.tree.map(np.asarray, records)
+    finally:
+        _SHOWN[0] = None
+        display.close()
     hold()  # the last iteration is done (dpppl.run.interrupts)
-    samples = mcmc.get_samples(group_by_chain=True)
-    extra = mcmc.get_extra_fields(group_by_chain=True)
-    component = np.asarray(samples["assignment"])
-    chains, draws, n = component.shape
-    flat = np.stack([target.prior.canonical(row) for row in component.reshape(-1, n).astype(np.int64)])
-    alpha = (np.asarray(samples["alpha"]).reshape(-1) if target.prior.alpha_is_random
-             else np.full(flat.shape[0], target.prior.initial_alpha))
-
-    lp = _draws_lp(flat, samples, target, num_sticks)
-    shape = (chains, draws)
-    records = {"z": flat.reshape(chains, draws, n), "alpha": alpha.reshape(shape),
-               "lp": np.asarray(lp).reshape(shape), "diverging": np.asarray(extra["diverging"]),
-               "acceptance_rate": np.asarray(extra["accept_prob"])}
+    stuck = np.flatnonzero(~np.asarray(valid))
+    if stuck.size:
+        raise ModelError(f"kernel 'nuts': chain(s) {', '.join(str(c) for c in stuck)} found no initial "
+                         "parameters with a finite log density and gradient in 100 draws (NumPyro's "
+                         "init_to_uniform, unconstrained values in [-2, 2]): check the model and the data's scale")
+    if not target.prior.alpha_is_random:
+        records["alpha"] = np.full(records["lp"].shape, target.prior.initial_alpha)
     hyper = target.model.hyperpriors
-    records.update({name: np.asarray(samples[name]) for name in hyper})
     return (records, dict(kernel="nuts", exact=0, truncation=truncation, interrupted=0, init="nuts"),
             {name: [] for name in hyper} or None)
-
-
-@functools.partial(jax.jit, static_argnums=3)
-def _draws_lp(flat, samples, target: Target, num_sticks: int):
-    """Each draw's `lp` (`Target.lp_of_draw` of its partition `flat` (draws, N) and its sites
-    `samples` (chains, draws, ...)), in one program of which the target is an argument."""
-    sites = {k: jnp.reshape(v, (-1,) + v.shape[2:]) for k, v in samples.items()}
-    return jax.lax.map(lambda args: target.lp_of_draw(args[0], args[1], num_sticks), (flat, sites))
 
 
 register("nuts", None, exact=False, backend="nuts",
@@ -173,4 +257,5 @@ register("nuts", None, exact=False, backend="nuts",
                      "too); approximate")
 
 
-__all__ = ["conditioned_model", "init_in_one_program", "one_program_init", "sample_nuts"]
+__all__ = ["chain_keys", "conditioned_model", "init_in_one_program", "model_truncation", "one_program_init",
+           "run_chains", "sample_nuts"]

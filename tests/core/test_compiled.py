@@ -2,6 +2,7 @@
 one after `clear`, runs the exported program without tracing; an entry that is damaged, foreign or
 not this user's own is never trusted: the function is traced again."""
 
+import logging
 import os
 import subprocess
 import sys
@@ -248,3 +249,32 @@ def test_the_memory_maps_are_this_process_s_and_the_limit_linux_s():
         assert abs(held - len(f.readlines())) < 50
     with open("/proc/sys/vm/max_map_count") as f:
         assert limit == int(f.read())
+def test_prepare_without_the_disk_cache_compiles_a_bound_models_program(cache, niw_model, two_blobs):
+    """`prepare` of a program on a bound model (a pytree whose leaves are found by their values) with
+    the disk cache off: the program is lowered on the arguments as given (rebuilt on shape specs, the
+    model flattened differently and JAX refused it), and the call after it compiles nothing."""
+    jax.config.update("jax_compilation_cache_dir", None)  # the fixture restores it
+    target = niw_model.bind(two_blobs[0])
+    fn = compiled.on_target("test-prepare", target, lambda t, y: jnp.sum(t.x) + y)
+    compiled.prepare(fn, jnp.float64(1.0))
+    with jax.log_compiles(True), _Compiles() as compiles:
+        assert float(fn(jnp.float64(1.0))) == pytest.approx(float(np.sum(target.x)) + 1.0)
+    assert compiles.count == 0
+
+
+class _Compiles(logging.Handler):
+    """Counts JAX's "Compiling ..." log records while in use (`with`)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record):
+        self.count += record.getMessage().startswith("Compiling ")
+
+    def __enter__(self):
+        logging.getLogger("jax").addHandler(self)
+        return self
+
+    def __exit__(self, *exc):
+        logging.getLogger("jax").removeHandler(self)

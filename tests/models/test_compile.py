@@ -27,6 +27,22 @@ def test_compiled_numpyro_model_has_beta_a_i_b_i_sticks():
     assert finite.truncation == 3  # V_3 = 1: three sticks are the exact model
 
 
+def test_a_dps_sticks_and_an_exponential_alpha_have_numpyros_densities():
+    """`StickBeta` (Beta(1, b)) and `ExponentialGamma` (Gamma(1, rate)) write the log density without
+    log-gamma functions: the values and gradients of `dist.Beta` and `dist.Gamma`, and scipy's."""
+    from numpyro import distributions as dist
+
+    from dpppl.models.compile import ExponentialGamma, StickBeta
+
+    v, b = jnp.asarray([1e-6, 0.3, 0.5, 0.999]), jnp.asarray([0.2, 1.0, 2.5, 40.0])
+    assert np.allclose(StickBeta(b).log_prob(v), stats.beta.logpdf(v, 1.0, b), rtol=1e-12, atol=0)
+    for ours, theirs in ((StickBeta, lambda b: dist.Beta(1.0, b)), (ExponentialGamma, lambda r: dist.Gamma(1.0, r))):
+        grads = [jax.grad(lambda v, b: f(b).log_prob(v).sum(), argnums=(0, 1))(v, b) for f in (ours, theirs)]
+        for got, want in zip(*grads):
+            np.testing.assert_allclose(got, want, rtol=1e-9)
+    assert np.allclose(ExponentialGamma(b).log_prob(v), stats.gamma.logpdf(v, 1.0, scale=1 / b), rtol=1e-12, atol=0)
+
+
 
 def test_real_n_models_take_n_or_n_by_1_data_and_name_the_site_of_other_shapes():
     """`real[N]` data as (N,) or (N, 1): the same density and gradient (what NUTS runs on), the site
@@ -52,3 +68,15 @@ def test_real_n_models_take_n_or_n_by_1_data_and_name_the_site_of_other_shapes()
     with pytest.raises(dpppl.DataError, match=r"site 'x': the data have shape \(12, 2\), the model's points are "
                                               r"1-dimensional: expected shape \(N,\) or \(N, 1\)"):
         numpyro.handlers.seed(fn, 0)(np.zeros((12, 2)))
+
+
+def test_stick_breaking_weights_are_the_products_of_the_sticks():
+    """w_k = v_k prod_{j<k} (1 - v_j), w_T = prod_{j<T} (1 - v_j): the weights sum to one, for a batch too."""
+    from dpppl.models.compile import stick_breaking_weights
+
+    v = np.random.default_rng(0).uniform(0.01, 0.99, (3, 7))
+    rest = np.cumprod(1 - v, axis=-1)
+    want = np.concatenate([v, np.ones((3, 1))], -1) * np.concatenate([np.ones((3, 1)), rest], -1)
+    got = np.asarray(stick_breaking_weights(jnp.asarray(v)))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-12)

@@ -342,6 +342,30 @@ def test_lp_of_nuts_is_the_collapsed_log_joint():
     assert lp == pytest.approx(float(dpppl.log_joint(model, x, z)), rel=1e-9)
 
 
+def test_nuts_draws_what_numpyros_mcmc_draws():
+    """`kernel="nuts"` runs every chain in one compiled program (`dpppl.run.nuts.run_chains`), not
+    NumPyro's `MCMC` loop, and draws what `MCMC(NUTS(model), chain_method="sequential")` draws for the
+    same key: the same transitions (acceptance probabilities to the last bits that fused operations
+    change) and the same kept draws under thinning (the run of `test_lp_of_nuts_is_the_collapsed_log_joint`)."""
+    from numpyro.infer import MCMC, NUTS
+
+    from dpppl.run.nuts import conditioned_model
+
+    x, _ = dpppl.datasets.gaussian_mixture(30, 2, 3, mean_scale=20.0, seed=4)
+    model = dpppl.DPMixture(1.0, dpppl.families.NormalLogNormal())
+    idata = dpppl.sample(model, x, kernel="nuts", num_samples=6, thinning=2, progress_bar=False, truncation=4,
+                         num_warmup=5)
+    with dpppl.config.x64():
+        mcmc = MCMC(NUTS(conditioned_model(4)), num_warmup=5, num_samples=6, thinning=2, progress_bar=False,
+                    jit_model_args=True)
+        mcmc.run(jax.random.key(0), model.bind(x), extra_fields=("accept_prob",))
+    accept = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["accept_prob"])
+    np.testing.assert_allclose(group(idata, "sample_stats")["acceptance_rate"].values, accept, rtol=1e-9)
+    assignment = np.asarray(mcmc.get_samples(group_by_chain=True)["assignment"])[0]
+    expected = np.stack([canonical_labels(row) for row in assignment])
+    np.testing.assert_array_equal(partition_group(idata)["z"].values[0], expected)
+
+
 def test_log_joint_is_labelled():
     model = dpppl.StickBreakingMixture(*FIG1_PRIOR, component=NKC)
     z = np.array([0, 0, 1, 1])

@@ -12,6 +12,7 @@ from numpyro.infer import NUTS
 import dpppl
 from dpppl.diagnostics.arviz_compat import arviz, group, labels
 from dpppl.errors import ArgumentError, KernelError
+from dpppl.run.nuts import init_in_one_program
 
 MIXTURE = dpppl.DPMixture(dpppl.Gamma(2.0, 2.0), dpppl.NormalKnownCov(sigma2=0.25, mu0=0.0, tau2=4.0))
 RNG = np.random.default_rng(0)
@@ -69,32 +70,36 @@ def test_inputs_are_checked_before_sampling():
         dpppl.sample(regression, model_args=(X, Y), log_likelihood=1)
 
 
+def _staged_init(kernel, programs=None):
+    """`kernel`'s init as `init_in_one_program` runs it (the state of a NumPyro HMC is itself)."""
+    return lambda key, *args: init_in_one_program(kernel.init, lambda state: state, key, *args, programs=programs)
+
+
 def test_nuts_first_state_in_one_program_is_numpyros():
-    """`init_in_one_program` (dpppl's NUTS and PartitionGibbs) gives NumPyro's own eager init state
-    (the same draws; floats to the last bits, which fused operations may change: here the
+    """`init_in_one_program` (PartitionGibbs around NumPyro's NUTS) gives NumPyro's own eager init
+    state (the same draws; floats to the last bits, which fused operations may change: here the
     gradient's), and NumPyro's error when no valid initial parameters exist."""
-    from dpppl.run.nuts import _NUTS
 
     def model(y):
         scale = numpyro.sample("scale", dist.LogNormal(0.0, 1.0))
         numpyro.sample("y", dist.Normal(0.0, scale), obs=y)
 
     key, y = jax.random.key(5), jnp.asarray([0.3, -1.2])
-    eager, staged = (kernel(model).init(key, 10, None, (y,), {}) for kernel in (NUTS, _NUTS))
+    eager = NUTS(model).init(key, 10, None, (y,), {})
+    staged = _staged_init(NUTS(model))(key, 10, None, (y,), {})
     assert jax.tree.structure(staged) == jax.tree.structure(eager)
     for a, b in zip(jax.tree.leaves(staged), jax.tree.leaves(eager)):
         if jnp.issubdtype(a.dtype, jax.dtypes.prng_key):
             a, b = jax.random.key_data(a), jax.random.key_data(b)
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
     with pytest.raises(RuntimeError, match="Cannot find valid initial parameters"):
-        _NUTS(model).init(key, 10, None, (jnp.asarray([np.inf]),), {})
+        _staged_init(NUTS(model))(key, 10, None, (jnp.asarray([np.inf]),), {})
 
 
 def test_a_later_chain_runs_the_first_chains_init_program():
     """NumPyro inits each chain of a sequential run with the same kernel: the second init runs the
-    first one's program (the model is not traced again) and gives NumPyro's eager state for its key."""
-    from dpppl.run.nuts import _NUTS
-
+    first one's program (kept in the kernel's `programs`; the model is not traced again) and gives
+    NumPyro's eager state for its key."""
     traces = []
 
     def model(y):
@@ -103,11 +108,11 @@ def test_a_later_chain_runs_the_first_chains_init_program():
         numpyro.sample("y", dist.Normal(0.0, scale), obs=y)
 
     first_key, second_key = jax.random.split(jax.random.key(7))
-    y, kernel = jnp.asarray([0.3, -1.2]), _NUTS(model)
-    kernel.init(first_key, 10, None, (y,), {})
+    y, kernel = jnp.asarray([0.3, -1.2]), _staged_init(NUTS(model), programs={})
+    kernel(first_key, 10, None, (y,), {})
     traced = len(traces)
     assert traced > 0
-    second = kernel.init(second_key, 10, None, (y + 0.5,), {})
+    second = kernel(second_key, 10, None, (y + 0.5,), {})
     assert len(traces) == traced, "the second chain's init traced the model again"
     eager = NUTS(model).init(second_key, 10, None, (y + 0.5,), {})
     for a, b in zip(jax.tree.leaves(second), jax.tree.leaves(eager)):
