@@ -16,7 +16,7 @@ chains, capacity, points and dimensions:
   concatenation at the end), and one block of `blocked_label_summaries`' temporaries.
 
 `kernel="nuts"` holds per kept draw each point's component (int32) and its canonical labels
-(int64) plus the truncated model's sites (sticks and component parameters).
+(int32) plus the truncated model's sites (sticks and component parameters).
 
 The machine's memory is `MemAvailable` of `/proc/meminfo` (`os.sysconf` elsewhere); the
 environment variable `DPPPL_MEMORY_LIMIT` (bytes, or with a unit: `16G`, `500M`) overrides it
@@ -41,7 +41,7 @@ MEMORY_LIMIT_VARIABLE = "DPPPL_MEMORY_LIMIT"
 """The environment variable that sets the memory a run may use (instead of the machine's)."""
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _SUMMARY_TEMPORARY = 24  # bytes per label of label_summaries' int64 temporaries
-_NUTS_LABELS = 12  # bytes per point and kept draw of kernel="nuts": int32 component, int64 canonical labels
+_NUTS_LABELS = 8  # bytes per point and kept draw of kernel="nuts": int32 component, int32 canonical labels
 
 
 def available_memory() -> tuple[int, str]:
