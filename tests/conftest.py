@@ -55,7 +55,7 @@ _TESTS_RUN = [0]
 def _room_for_compiled_programs():
     """Every 20th test of a process, a process past half of the memory maps Linux allows it frees its
     compiled programs (`dpppl.core.compiled.make_room`). XLA's CPU programs hold three maps per kernel while
-    kept (an xdist worker of the suite held 8,700 after its first 35 tests), and a process at
+    kept (in a CI-like run an xdist worker ended the suite holding 62,369 of them), and a process at
     vm.max_map_count (65,530) dies inside XLA with SIGABRT or SIGSEGV, as CI workers did in
     `executable.serialize()` (docs/configuration.md#memory-maps). dpppl frees them itself past three
     quarters; freeing between tests first keeps that from happening inside a test that counts its
