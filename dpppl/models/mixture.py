@@ -21,6 +21,7 @@ from dpppl.core.expressions import Expr, Number, Span, parse_expression
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.pytrees import register_attributes
 from dpppl.core.state import PartitionState
+from dpppl.core.summaries import RowSummaries
 from dpppl.errors import DataError, HyperparameterError, ModelError
 from dpppl.families.base import Family, cluster_log_marginals, segment_stats, translated
 from dpppl.models.compile import compile_numpyro, family_at_hyperparameters
@@ -113,17 +114,21 @@ class Model:
                 out[f.name] = expr
         return out
 
-    def bind(self, x) -> "BoundModel":
+    def bind(self, x, summaries: RowSummaries | None = None) -> "BoundModel":
         """Validate `x` against the model; check the prior's hyperparameters for these N
         points and resolve the component's; translate data and family by `data_shift` (see
-        `BoundModel`). Raises DataError (a
-        [`HyperparameterError`][dpppl.errors.HyperparameterError] for a hyperparameter out of range)."""
+        `BoundModel`). With `summaries` (those of a data set `x` is part of: the rows of every
+        process of a multi-process run, `dpppl.run.distributed`), the prior's checks, the
+        hyperparameters and the shift are those of the summarised data set, not of `x`. Raises
+        DataError (a [`HyperparameterError`][dpppl.errors.HyperparameterError] for a hyperparameter
+        out of range)."""
         arr = validate_data(x, self.data, self.component)
+        rows = arr if summaries is None else summaries
         component = self.initial_component()
         with self.located():
-            self.prior.check_hyperparameters(arr.shape[0])
-            family = component.resolve(arr)
-        shift = data_shift(family, arr)
+            self.prior.check_hyperparameters(rows.shape[0])
+            family = component.resolve(rows)
+        shift = data_shift(family, rows)
         return BoundModel(self, arr if shift is None else arr - shift, translated(family, shift), shift, arr)
 
     def initial_component(self) -> Family:
