@@ -19,6 +19,7 @@ import numpy as np
 from dpppl.core.compiled import on_target
 from dpppl.core.expressions import Expr, Number, Span, parse_expression
 from dpppl.core.fingerprint import fingerprint
+from dpppl.core.points import num_real, real_rows
 from dpppl.core.pytrees import register_attributes
 from dpppl.core.state import PartitionState
 from dpppl.core.summaries import RowSummaries
@@ -223,7 +224,9 @@ class BoundModel:
     family: Family
     shift: Optional[np.ndarray]
     observed_x: Optional[np.ndarray]
-    #: with `padded`: the number of real points (an int32 array, a leaf), the first rows of `x`
+    #: with `padded`: the number of real points (an int32 array, a leaf), the first rows of `x`; in a run
+    #: over several processes one count per process, the first rows of each process's segment of `x`
+    #: (`dpppl.core.points`, `dpppl.run.distributed`)
     num_valid: Any = None
     #: with `at_hyperparameters`: the value of a random Pitman-Yor discount (a leaf)
     discount: Any = None
@@ -249,7 +252,8 @@ class BoundModel:
     def points(self):
         """The number of real points: `num_points`, or `num_valid` (traced in a compiled
         program) when the points are padded to a shape class."""
-        return self.num_points if self.num_valid is None else self.num_valid
+        return self.num_points if self.num_valid is None or np.ndim(self.num_valid) == 0 else \
+            num_real(self.num_valid, self.num_points)
 
     def padded(self, size: int) -> "BoundModel":
         """This target with its points padded to `size` rows (zeros) and `num_valid` the real
@@ -330,7 +334,7 @@ class BoundModel:
     # ----- the target protocol (traceable, one chain) ------------------------------
     def empty_state(self, capacity: int) -> PartitionState:
         dtype = jnp.asarray(self.x).dtype
-        unassigned = jnp.where(jnp.arange(self.num_points) < self.points, 0, -1).astype(jnp.int32)
+        unassigned = jnp.where(real_rows(self.num_valid, self.num_points), 0, -1).astype(jnp.int32)
         return PartitionState(unassigned, self.family.empty_stats((capacity,)),
                               jnp.asarray(self.prior.initial_alpha, dtype), jnp.zeros((), bool),
                               hyper=self.initial_hyperparameters())

@@ -52,6 +52,7 @@ from jax.scipy.special import gammaln
 
 from dpppl.families.base import Family, segment_sums, segment_sums_by_sorting, take, translated_params
 from dpppl.families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
+from dpppl.core.points import num_real, real_index, real_rows, row_of_real, uniforms_at
 from dpppl.core.numerics import log_gamma_draw
 from dpppl.core.state import is_point_field
 from dpppl.errors import KernelError
@@ -200,9 +201,11 @@ def block_size_for(n, dim, capacity_hint=64, budget=2**18):
 class _Setup:
     """What the pieces of a step share: the family, the builder's options, and the layout of
     the N rows of points in `num_blocks` blocks of `block` points (the last padded with `pad`),
-    `blocks_per_shard` per device of `mesh` (None on one device). The first `num_valid` rows
-    (traced, `BoundModel.padded`; N when the points are not padded) are the real points: the
-    others are never counted, never in a sum and keep the label -1. Likelihoods run in
+    `blocks_per_shard` per device of `mesh` (None on one device). `num_valid` says which rows are
+    real (`dpppl.core.points`): the first `num_valid` (traced, `BoundModel.padded`; N when the points
+    are not padded), or in a run over several processes the first `num_valid[s]` of each process's
+    segment, each device's rows whole blocks, and each point's uniforms by its index among the real
+    points. The others are never counted, never in a sum and keep the label -1. Likelihoods run in
     `ll_dtype` (real data arrive centred: `BoundModel` translates them by their mean)."""
 
     family: Family
@@ -268,12 +271,15 @@ class _Setup:
         """Uniforms `per_point` (a shape) for every point, in blocks: one draw with the points
         on its leading axis, so that (partitionable threefry) a point's uniforms depend on its
         index only, not on the blocks, the number of devices or the padding."""
-        u = jax.random.uniform(rng_key, (self.num_blocks * self.block,) + tuple(per_point), dtype=self.ll_dtype)
+        if jnp.ndim(self.num_valid) == 1:  # points in segments, one per process: by each row's point index
+            u = uniforms_at(rng_key, real_index(self.num_valid, self.n), per_point, self.ll_dtype)
+        else:
+            u = jax.random.uniform(rng_key, (self.num_blocks * self.block,) + tuple(per_point), dtype=self.ll_dtype)
         return u.reshape((self.num_blocks, self.block) + tuple(per_point))
 
     def real_points(self):
         """The mask of the real points in blocks (False for padded rows and the blocks' padding)."""
-        return self.as_blocks(jnp.arange(self.n) < self.num_valid)
+        return self.as_blocks(real_rows(self.num_valid, self.n))
 
 
 class SubclusterSlots(NamedTuple):
@@ -708,10 +714,11 @@ def _claim_pairs(setup, rng_key, z, capacity, num_pairs, near, x_ll):
     was claimed by an earlier active pair, and then claims them (design notes, "Several moves at
     once")."""
     u = jax.random.uniform(rng_key, (num_pairs, 2 + NEAR_CANDIDATES))  # i, the candidates for j, acceptance
-    count = jnp.asarray(setup.num_valid, jnp.int32)
+    count = jnp.asarray(num_real(setup.num_valid, setup.n), jnp.int32)
     i = jnp.minimum(jnp.floor(u[:, 0] * count).astype(jnp.int32), count - 1)
     candidates = jnp.minimum(jnp.floor(u[:, 1:-1] * (count - 1)).astype(jnp.int32), count - 2)
-    candidates = candidates + (candidates >= i[:, None])
+    # the points by their index among the real points, then their rows (the same rows unless in segments)
+    i, candidates = (row_of_real(setup.num_valid, setup.n, k) for k in (i, candidates + (candidates >= i[:, None])))
     points = x_ll.reshape(-1, setup.dim)
     distance = jnp.sum((points[candidates] - points[i][:, None]) ** 2, axis=-1)
     j = jnp.where(near, jnp.take_along_axis(candidates, jnp.argmin(distance, axis=1)[:, None], axis=1)[:, 0],
@@ -1132,11 +1139,11 @@ def _with_subset_sweep(setup, prior, size, exact_step, rng_key, state, x):
     is one O(N) top-k of uniforms; the sequential part costs O(size K D^2)."""
     k_pick, k_order, k_step = jax.random.split(rng_key, 3)
     n = x.shape[0]
-    keys = jnp.where(jnp.arange(n) < setup.num_valid, jax.random.uniform(k_pick, (n,), x.dtype), -1.0)
+    keys = jnp.where(real_rows(setup.num_valid, n), jax.random.uniform(k_pick, (n,), x.dtype), -1.0)
     _, chosen = jax.lax.top_k(keys, size)  # real points first: padded ones have key -1
     shuffle, uniforms = sweep_draws(k_order, x[chosen])
     moved = seat_points(setup.family, prior, x[chosen], shuffle, uniforms, state._replace(z=state.z[chosen]),
-                        remove_first=True, num_valid=jnp.minimum(size, setup.num_valid))
+                        remove_first=True, num_valid=jnp.minimum(size, num_real(setup.num_valid, n)))
     state = state._replace(z=state.z.at[chosen].set(moved.z), stats=moved.stats, overflow=moved.overflow)
     return exact_step(k_step, state, x)
 
@@ -1321,9 +1328,13 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         except KernelError as e:
             raise KernelError(f"subcluster: {e}") from None
     n, dim = bound_model.x.shape
-    block = int(block_size) if block_size else block_size_for(n, dim)
     devices = _resolve_devices(devices)
     num_shards = len(devices)
+    segments = bound_model.num_valid is not None and np.ndim(bound_model.num_valid) == 1
+    block = int(block_size) if block_size else block_size_for(n // num_shards if segments else n, dim)
+    if segments and (n // num_shards) % block:  # a run over several processes: each device's rows in whole blocks
+        raise KernelError(f"subcluster: block_size={block} does not divide the {n // num_shards} rows each of the "
+                          f"{num_shards} devices of this multi-process run holds; leave block_size out")
     blocks_per_shard = -(-n // (block * num_shards))
     num_blocks = blocks_per_shard * num_shards
     setup = _Setup(
@@ -1332,7 +1343,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         ll_dtype=jnp.float32 if likelihood_dtype == "float32" else jnp.asarray(bound_model.x).dtype,
         n=n, dim=dim, block=block, num_blocks=num_blocks, blocks_per_shard=blocks_per_shard,
         pad=num_blocks * block - n, mesh=Mesh(np.asarray(devices), ("points",)) if num_shards > 1 else None,
-        num_valid=bound_model.points, num_pairs=int(split_merge_pairs), launch_scans=int(launch_scans),
+        num_valid=bound_model.num_valid if segments else bound_model.points, num_pairs=int(split_merge_pairs),
+        launch_scans=int(launch_scans),
         auxiliary_every=int(auxiliary_every))
     if conjugate:
         one_row = jax.eval_shape(family.posterior_draw, jax.random.key(0), family.empty_stats())
