@@ -298,3 +298,25 @@ def test_the_command_line_refuses_a_malformed_distributed_value(capsys):
     assert main(["sample", "models/gaussian_niw.dp", "--data", "galaxies", "--distributed", "localhost:1,2"]) == 2
     assert ("--distributed 'localhost:1,2': expected ADDRESS:PORT,NUM_PROCESSES,PROCESS_ID such as "
             "'localhost:12345,2,0'") in capsys.readouterr().err
+
+
+def test_the_command_line_resume_refuses_a_malformed_distributed_value(capsys):
+    from dpppl.cli import main
+
+    assert main(["resume", "run.ckpt", "--distributed", "localhost:1,2,x"]) == 2
+    assert ("--distributed 'localhost:1,2,x': expected ADDRESS:PORT,NUM_PROCESSES,PROCESS_ID such as "
+            "'localhost:12345,2,0'") in capsys.readouterr().err
+
+
+def test_the_command_line_resume_joins_the_run_and_writes_this_process_s_own_file(monkeypatch):
+    """`dpppl resume --distributed` joins the processes as `dpppl sample --distributed` does (the cluster
+    detected when no value is given) and a '{process}' in --out becomes this process's index."""
+    from dpppl import cli
+
+    joined = []
+    monkeypatch.setattr(cli, "initialize", joined.append)
+    monkeypatch.setattr(jax, "process_index", lambda: 1)
+    for given, expected in ((["--distributed"], None), (["--distributed", "localhost:5,2,1"], "localhost:5,2,1")):
+        args = cli._parser().parse_args(["resume", "run.ckpt", "--out", "run-{process}.nc", *given])
+        cli._join(args)
+        assert joined[-1] == expected and args.out == "run-1.nc" and args.checkpoint == "run.ckpt"
