@@ -252,8 +252,9 @@ class BoundModel:
     def points(self):
         """The number of real points: `num_points`, or `num_valid` (traced in a compiled
         program) when the points are padded to a shape class."""
-        return self.num_points if self.num_valid is None or np.ndim(self.num_valid) == 0 else \
-            num_real(self.num_valid, self.num_points)
+        if self.num_valid is None:
+            return self.num_points
+        return self.num_valid if np.ndim(self.num_valid) == 0 else num_real(self.num_valid, self.num_points)
 
     def padded(self, size: int) -> "BoundModel":
         """This target with its points padded to `size` rows (zeros) and `num_valid` the real

@@ -40,6 +40,7 @@ import os
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
@@ -256,10 +257,14 @@ def start(init: str, target, own: ProcessRows):
             labels = np.asarray(initial_states(target, "sequential", keys).z)
             widths = multihost_utils.process_allgather(np.asarray(labels.max(initial=0) + 1, np.int64))
             labels = labels + int(np.sum(np.asarray(widths)[:jax.process_index()]))
-        elif init == "prior":
-            draw = jax.jit(jax.vmap(lambda k: target.prior.draw_labels(k, own.total, own.total + 1,
-                                                                       target.prior.initial_alpha)))
-            labels = np.stack([target.prior.canonical(row) for row in np.asarray(draw(keys))])
+        elif init == "prior":  # the draw of `dpppl.models.init.prior` on the N points: one process's labels
+            prior, n = target.prior, own.total
+            slots = min(prior.max_slots(n), max(n + 1, prior.min_slots(n)))
+            draw = jax.jit(jax.vmap(lambda k: prior.draw_labels(k, n, slots, jnp.asarray(prior.initial_alpha,
+                                                                                          target.x.dtype))))
+            keys = jax.vmap(jax.random.split, out_axes=1)(keys)
+            labels = np.stack([prior.canonical(row) for row in np.asarray(draw(keys[0]))])
+            keys = keys[1]
             labels = labels[:, own.start:own.start + target.num_points]
         else:
             labels = np.zeros((len(keys), target.num_points), np.int32)

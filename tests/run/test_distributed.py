@@ -216,12 +216,12 @@ def test_data_that_are_not_this_process_rows_are_refused(two_processes):
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_two_processes_draw_what_one_process_draws():
-    """P = 2 against P = 1 on the same rows, seed and options, both from one cluster: the same number of
-    clusters at every draw and the same labels; `lp` equal up to the rounding of statistics summed across
-    two devices (issue 34 item 3: each point's uniforms come from its index in the global data set, whatever
-    process and row hold it). (From `init="sequential"` the processes seat their own rows apart, a start of
-    their own.)"""
-    (one,), two = _run(1, WORKER, "single"), _run(2, WORKER, "single")
+    """P = 2 against P = 1 on the same rows, seed and options, both from the same prior draw of the 301
+    points' partition (`init="prior"`; from `init="sequential"` each process seats its own rows, a start of
+    its own): the same number of clusters at every draw and the same labels; `lp` equal up to the rounding
+    of statistics summed across two devices (issue 34 item 3: each point's uniforms come from its index in
+    the global data set, whatever process and row hold it)."""
+    (one,), two = _run(1, WORKER, "prior"), _run(2, WORKER, "prior")
     assert two[0]["num_clusters"] == one["num_clusters"]
     np.testing.assert_allclose(two[0]["lp"], one["lp"], rtol=1e-9)
     np.testing.assert_array_equal(np.concatenate([two[0]["z"], two[1]["z"]]), one["z"])

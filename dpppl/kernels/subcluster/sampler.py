@@ -264,6 +264,24 @@ class _Setup:
 
         return jax.tree_util.tree_map_with_path(place, tree)
 
+    def rows_at(self, a, rows):
+        """The rows `rows` (indices of points) of the points in blocks `a` (num_blocks, block, ...): on
+        one device by indexing; on several, each device reads those among its own blocks and the reads
+        are summed across devices (a psum of `len(rows)` values, where indexing the split array would
+        gather it whole on every device)."""
+        if self.mesh is None:
+            return a.reshape((-1,) + a.shape[2:])[rows]
+        per_device = self.blocks_per_shard * self.block
+
+        def local(own, rows):
+            offset = jax.lax.axis_index("points") * per_device
+            got = own.reshape((-1,) + own.shape[2:])[jnp.clip(rows - offset, 0, per_device - 1)]
+            here = (rows >= offset) & (rows < offset + per_device)
+            return jax.lax.psum(jnp.where(_expand(here, got), got, jnp.zeros((), got.dtype)), "points")
+
+        return jax.shard_map(local, mesh=self.mesh, in_specs=(P("points"), P()), out_specs=P(), check_vma=False)(
+            a, rows)
+
     def across_devices(self, total):
         return jax.lax.psum(total, "points") if self.mesh is not None else total
 
@@ -719,12 +737,10 @@ def _claim_pairs(setup, rng_key, z, capacity, num_pairs, near, x_ll):
     candidates = jnp.minimum(jnp.floor(u[:, 1:-1] * (count - 1)).astype(jnp.int32), count - 2)
     # the points by their index among the real points, then their rows (the same rows unless in segments)
     i, candidates = (row_of_real(setup.num_valid, setup.n, k) for k in (i, candidates + (candidates >= i[:, None])))
-    points = x_ll.reshape(-1, setup.dim)
-    distance = jnp.sum((points[candidates] - points[i][:, None]) ** 2, axis=-1)
+    distance = jnp.sum((setup.rows_at(x_ll, candidates) - setup.rows_at(x_ll, i)[:, None]) ** 2, axis=-1)
     j = jnp.where(near, jnp.take_along_axis(candidates, jnp.argmin(distance, axis=1)[:, None], axis=1)[:, 0],
                   candidates[:, 0])
-    z_flat = z.reshape(-1)
-    ci, cj = z_flat[i], z_flat[j]
+    ci, cj = setup.rows_at(z, i), setup.rows_at(z, j)
 
     def claim(b, carry):
         claimed, active = carry
@@ -838,8 +854,7 @@ def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
     forced = jnp.where(index == jnp.append(moves.i, -1)[pair], 0,
                        jnp.where(index == jnp.append(moves.j, -1)[pair], 1, -1))
     forced = jnp.where(aux_point, -1, forced)
-    x_flat = x_blocks.reshape(-1, setup.dim)
-    x_i, x_j = x_flat[moves.i], x_flat[moves.j]
+    x_i, x_j = setup.rows_at(x_blocks, moves.i), setup.rows_at(x_blocks, moves.j)
     mid, normal = (jnp.concatenate([a, jnp.zeros((1, setup.dim), a.dtype)])[pair]
                    for a in ((x_i + x_j) / 2, x_j - x_i))
     launch = (jnp.sum((x_blocks - mid) * normal, axis=-1) > 0).astype(jnp.int32)
