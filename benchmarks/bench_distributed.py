@@ -67,7 +67,7 @@ if data == "per-process":  # W3's mixture, this process's points only
     means = np.array([sample_x[sample_y == k].mean(axis=0) for k in labels])
     roots = np.array([np.linalg.cholesky(np.cov(sample_x[sample_y == k], rowvar=False)) for k in labels])
     rng = np.random.default_rng([seed, pid])
-    y = rng.choice(len(labels), size=len(np.array_split(np.arange(n), nproc)[pid]), p=weights)
+    y = rng.choice(len(labels), size=n // nproc + (pid < n % nproc), p=weights)  # this process's share of n
     x = means[y] + np.einsum("nij,nj->ni", roots[y], rng.standard_normal((len(y), 2)))
 else:
     x, y = (dpppl.datasets.load("w3") if data == "w3"
@@ -76,6 +76,7 @@ else:
     x, y = x[rows], y[rows]  # this process's rows only from here on
     del rows
 model = dpppl.load("models/gaussian_niw.dp")
+rss_with_rows_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # jax, dpppl and this process's rows
 def run(num_warmup, num_samples):
     tic = time.perf_counter()
     idata = dpppl.sample(model, x, num_warmup=num_warmup, num_samples=num_samples, num_chains=1, seed=seed,
@@ -127,6 +128,7 @@ print(json.dumps({"process": pid, "kernel": idata.attrs["kernel"], "rows": int(l
                   "collectives": {k: [len(v), int(sum(v))] for k, v in collectives.items()},
                   "collective_count": len(sizes), "collective_bytes": int(sum(sizes)), "replayed_s": replayed,
                   "communication_share": replayed / (timed / (warmup + samples)), "collectives_failure": failure,
+                  "rows_mb": x.nbytes / 2**20, "rss_with_rows_mb": rss_with_rows_mb,
                   "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -242,7 +244,7 @@ def main() -> None:
              "end (a shared machine: the seconds are the loaded machine's).", "",
              "| processes | process | rows | kernel | K (last draw) | NMI own points | compiling call s | "
              "timed call s | s / iteration | collectives / iteration | bytes / iteration | replayed s | "
-             "communication share | peak RSS MB | same posterior |", "|" + " --- |" * 15]
+             "communication share | RSS before sampling MB | peak RSS MB | same posterior |", "|" + " --- |" * 16]
     for result in results:
         for r in result["reports"]:
             measured = (f"{r['collective_count']} | {r['collective_bytes']} | {r['replayed_s']:.4f} | "
@@ -250,7 +252,8 @@ def main() -> None:
             lines.append(f"| {result['processes']} | {r['process']} | {r['rows']} | {r['kernel']} | "
                          f"{r['num_clusters'][-1]} | {r['nmi']:.3f} | {r['compiling_call_s']:.1f} | "
                          f"{r['timed_call_s']:.1f} | {r['s_per_iteration']:.3f} | {measured} | "
-                         f"{r['max_rss_mb']:.0f} | {result['same_posterior']} |")
+                         f"{r.get('rss_with_rows_mb', float('nan')):.0f} | {r['max_rss_mb']:.0f} | "
+                         f"{result['same_posterior']} |")
     (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {RESULTS / stem}.json and .md")
 

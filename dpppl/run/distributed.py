@@ -244,14 +244,15 @@ def program_of(target, own: ProcessRows):
     return dataclasses.replace(target, x=rows, observed_x=None, num_valid=np.asarray(own.counts, np.int32))
 
 
-def start(init: str, target, own: ProcessRows):
+def start(init: str, target, own: ProcessRows, program):
     """The strategy (`dpppl.models.init`) that starts the chains of a multi-process run on its global
     points, each process labelling its own: `"single"`, one cluster; `"sequential"`, each process
     seats its own rows (sequential prediction against its rows seated before), each process's clusters
     apart from the others' (the sub-cluster sampler's merges join them); `"prior"`, every process
     draws the same labels of the global data set's N points from the prior and keeps its own. The
     clusters' statistics are each process's sums of its own points, added across processes (one
-    all-gather of the statistics of the slots)."""
+    all-gather of the statistics of the slots); the chains' capacity is sized on `program`, alike on every
+    process."""
     def strategy(_, keys, capacity=None):
         if init == "sequential":
             labels = np.asarray(initial_states(target, "sequential", keys).z)
@@ -269,7 +270,7 @@ def start(init: str, target, own: ProcessRows):
         else:
             labels = np.zeros((len(keys), target.num_points), np.int32)
         in_use = int(np.max(multihost_utils.process_allgather(np.asarray(labels.max(initial=0) + 1, np.int64))))
-        states = states_from_labels(target, keys, labels, initial_slots(target, in_use, capacity))
+        states = states_from_labels(target, keys, labels, initial_slots(program, in_use, capacity))
         stats = jax.tree.map(lambda s: np.sum(np.asarray(s), axis=0),
                              multihost_utils.process_allgather(jax.tree.map(np.asarray, states.stats)))
         return jax.tree.map(np.asarray, states)._replace(z=global_points(labels, own, -1), stats=stats)

@@ -185,8 +185,8 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         distributed.check_kernel(kernel)
         distributed.check_options(init)
         target, own = distributed.bound(model, data)
-        data, run_on = own.rows, dict(program=distributed.program_of(target, own), init=distributed.start(
-            init, target, own))
+        program = distributed.program_of(target, own)
+        data, run_on = own.rows, dict(program=program, init=distributed.start(init, target, own, program))
     else:
         data, target = bind_data(model if isinstance(given, (str, os.PathLike)) else given, data)
     requested = kernel

@@ -302,7 +302,8 @@ def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinn
     on_device = program if jax.process_count() > 1 else jax.device_put(program)
     length = chunk_length(num_chains, program.num_points)
     per_iter, interrupted, saved_at = None, False, time.monotonic()
-    limit = target.max_slots()
+    sizing = program if jax.process_count() > 1 else target  # every process sizes the clusters alike
+    limit = sizing.max_slots()
     try:
         while progress.t < total:
             t, states = progress.t, progress.states
@@ -324,9 +325,9 @@ def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinn
                 if not overflow.any():
                     break
                 if capacity >= limit:
-                    _check_label_limit(target, limit)
+                    _check_label_limit(sizing, limit)
                     break
-                states = grow(states, grown_slots(target, capacity))
+                states = grow(states, grown_slots(sizing, capacity))
             host = jax.tree.map(lambda b: host_value(b)[:, :n_iter], buf)
             if "z" in host:
                 host["z"] = host["z"][..., :n]
