@@ -107,12 +107,13 @@ def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, c
         # large step, such as subcluster's, costs seconds of Python; evaluating its jaxpr again, little)
         closed, shapes = jax.make_jaxpr(one, return_shape=True)(state, start)
         one_traced, out_tree = jax.extend.core.jaxpr_as_fun(closed), jax.tree.structure(shapes)
-        buf = jax.tree.map(lambda s: jnp.zeros((length,) + s.shape, s.dtype), shapes[1])
+        # the record buffer split as the chunk returns it: the recorded labels stay on their points' devices
+        buf = _on_every_process(jax.tree.map(lambda s: jnp.zeros((length,) + s.shape, s.dtype), shapes[1]))
 
         def body(t, carry):
             state, buf = carry
             state, rec = jax.tree.unflatten(out_tree, one_traced(*jax.tree.leaves((state, start + t))))
-            return state, jax.tree.map(lambda b, r: b.at[t].set(r), buf, rec)
+            return state, _on_every_process(jax.tree.map(lambda b, r: b.at[t].set(r), buf, rec))
 
         return jax.lax.fori_loop(0, n_iter, body, (state, buf))
 

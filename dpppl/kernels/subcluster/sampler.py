@@ -885,7 +885,10 @@ def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
         n = counts + 1.0
         log_w = jnp.where(auxiliary[:, None], jnp.stack([jnp.log(w), jnp.log1p(-w)], axis=1),
                           jnp.log(n) - jnp.log(jnp.sum(n, axis=1, keepdims=True)))
-        logits = _pair_side_logits(setup, params, log_w, x_ll, pair, num_pairs)
+        # per device on its own blocks: a loop over the split blocks' axis would gather them whole
+        logits = setup.per_shard(functools.partial(_pair_side_logits, setup, num_pairs=num_pairs),
+                                 in_specs=(P(), P(), P("points"), P("points")), out_specs=P("points"))(
+            params, log_w, x_ll, pair)
         log_total = jax.scipy.special.logsumexp(logits, axis=-1)
         log_p = logits - log_total[..., None]
         log_f = jnp.sum(logits, axis=-1) - jnp.append(jnp.sum(log_w, axis=1), 0.0)[pair].astype(logits.dtype)
