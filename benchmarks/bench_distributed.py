@@ -15,7 +15,9 @@ twice: once with one warmup and one kept iteration, which compiles every program
 the timed run (`--warmup` + `--samples` iterations), which compiles nothing. It reports the kernel auto
 chose, its `num_clusters` draws, a digest of its `posterior` and `sample_stats`, the NMI of its own
 points' last labels against the truth, the compiling call's and the timed run's wall seconds, seconds
-per iteration (the timed run over its iterations, its chains' start included), its peak resident memory,
+per iteration (the timed run over its iterations, its chains' start included), its peak resident memory
+(and, with the compiles left out, the timed run's: the high-water mark reset before it, Linux
+`/proc/self/clear_refs`; and its resident memory with its rows before the first call),
 and the collectives of its compiled step: those in the optimised HLO of the largest chunk program
 (all-reduce, all-gather, collective-permute, all-to-all, reduce-scatter: count and bytes of their results;
 each runs once per iteration; process 0 compiles without the persistent cache, with
@@ -67,7 +69,7 @@ if data == "per-process":  # W3's mixture, this process's points only
     means = np.array([sample_x[sample_y == k].mean(axis=0) for k in labels])
     roots = np.array([np.linalg.cholesky(np.cov(sample_x[sample_y == k], rowvar=False)) for k in labels])
     rng = np.random.default_rng([seed, pid])
-    y = rng.choice(len(labels), size=len(np.array_split(np.arange(n), nproc)[pid]), p=weights)
+    y = rng.choice(len(labels), size=n // nproc + (pid < n % nproc), p=weights)  # this process's share of n
     x = means[y] + np.einsum("nij,nj->ni", roots[y], rng.standard_normal((len(y), 2)))
 else:
     x, y = (dpppl.datasets.load("w3") if data == "w3"
@@ -76,13 +78,19 @@ else:
     x, y = x[rows], y[rows]  # this process's rows only from here on
     del rows
 model = dpppl.load("models/gaussian_niw.dp")
+rss_with_rows_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # jax, dpppl and this process's rows
 def run(num_warmup, num_samples):
     tic = time.perf_counter()
     idata = dpppl.sample(model, x, num_warmup=num_warmup, num_samples=num_samples, num_chains=1, seed=seed,
                          progress_bar=False)
     return idata, time.perf_counter() - tic
+def status_mb(field):  # a field of /proc/self/status (Linux), in MB
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(field)) / 1024
 _, compiling = run(1, 1)
+open("/proc/self/clear_refs", "w").write("5")  # the peak from here on: the timed run's, the compiles' left out
+rss_before_timed_mb = status_mb("VmRSS:")
 idata, timed = run(warmup, samples)
+timed_peak_rss_mb = status_mb("VmHWM:")
 digest = hashlib.sha256()
 for group in ("posterior", "sample_stats"):
     for name in sorted(idata[group].data_vars):
@@ -127,6 +135,8 @@ print(json.dumps({"process": pid, "kernel": idata.attrs["kernel"], "rows": int(l
                   "collectives": {k: [len(v), int(sum(v))] for k, v in collectives.items()},
                   "collective_count": len(sizes), "collective_bytes": int(sum(sizes)), "replayed_s": replayed,
                   "communication_share": replayed / (timed / (warmup + samples)), "collectives_failure": failure,
+                  "rows_mb": x.nbytes / 2**20, "rss_with_rows_mb": rss_with_rows_mb,
+                  "rss_before_timed_mb": rss_before_timed_mb, "timed_peak_rss_mb": timed_peak_rss_mb,
                   "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -242,7 +252,8 @@ def main() -> None:
              "end (a shared machine: the seconds are the loaded machine's).", "",
              "| processes | process | rows | kernel | K (last draw) | NMI own points | compiling call s | "
              "timed call s | s / iteration | collectives / iteration | bytes / iteration | replayed s | "
-             "communication share | peak RSS MB | same posterior |", "|" + " --- |" * 15]
+             "communication share | RSS before sampling MB | peak RSS MB | RSS before timed run MB | "
+             "timed run's peak RSS MB | same posterior |", "|" + " --- |" * 18]
     for result in results:
         for r in result["reports"]:
             measured = (f"{r['collective_count']} | {r['collective_bytes']} | {r['replayed_s']:.4f} | "
@@ -250,7 +261,9 @@ def main() -> None:
             lines.append(f"| {result['processes']} | {r['process']} | {r['rows']} | {r['kernel']} | "
                          f"{r['num_clusters'][-1]} | {r['nmi']:.3f} | {r['compiling_call_s']:.1f} | "
                          f"{r['timed_call_s']:.1f} | {r['s_per_iteration']:.3f} | {measured} | "
-                         f"{r['max_rss_mb']:.0f} | {result['same_posterior']} |")
+                         f"{r.get('rss_with_rows_mb', float('nan')):.0f} | {r['max_rss_mb']:.0f} | "
+                         f"{r.get('rss_before_timed_mb', float('nan')):.0f} | "
+                         f"{r.get('timed_peak_rss_mb', float('nan')):.0f} | {result['same_posterior']} |")
     (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {RESULTS / stem}.json and .md")
 

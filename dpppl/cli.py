@@ -137,11 +137,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="save the run in this file (at the end of warmup, at the end, on Ctrl-C and every "
                    "--checkpoint-every seconds) to continue it with `dpppl resume PATH`; not with --kernel nuts")
     _checkpoint_every(s)
-    s.add_argument("--distributed", nargs="?", const="detect", default=None, metavar="ADDRESS:PORT,NUM,ID",
-                   help="one of several processes of a jax.distributed run (docs/distributed.md): the cluster "
-                   "detected (SLURM, Open MPI, ...) or given as coordinator,processes,this process's id; each "
-                   "process reads its own rows and writes its own run (a '{process}' in --data and --out is this "
-                   "process's index)")
+    _distributed(s, "reads its own rows and writes its own run (a '{process}' in --data and --out is this "
+                 "process's index)")
 
     r = sub.add_parser("resume", help="continue a run saved with `dpppl sample --checkpoint`: the draws of the "
                        "run that was not stopped")
@@ -151,6 +148,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=None, help="netCDF file to write (default: print a summary only)")
     r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     _checkpoint_every(r)
+    _distributed(r, "reads the run's file and its own part of the checkpoint and writes its own run (a "
+                 "'{process}' in --out is this process's index); launched as the run was, on as many processes")
 
     m = sub.add_parser("summary", help="summarise a run: label-invariant statistics, ESS, R-hat")
     m.add_argument("run", help="netCDF file written by `dpppl sample`")
@@ -459,11 +458,21 @@ def _interrupted_line(idata, args, written: str | None, partial: bool) -> str:
     return f"dpppl: interrupted{where}{how}"
 
 
+def _distributed(parser, what: str) -> None:
+    """The `--distributed` option of `parser` (`dpppl sample`, `dpppl resume`); `what` says what each
+    process does."""
+    parser.add_argument("--distributed", nargs="?", const="detect", default=None, metavar="ADDRESS:PORT,NUM,ID",
+                        help="one of several processes of a jax.distributed run (docs/distributed.md): the cluster "
+                        "detected (SLURM, Open MPI, ...) or given as coordinator,processes,this process's id; each "
+                        f"process {what}")
+
+
 def _join(args) -> None:
-    """`dpppl sample --distributed`: join the run's processes; this process's rows and output file."""
+    """`dpppl sample --distributed`, `dpppl resume --distributed`: join the run's processes; this
+    process's rows (`--data`, sample only) and output file."""
     initialize(None if args.distributed == "detect" else args.distributed)
     for name in ("data", "out"):
-        if getattr(args, name):
+        if getattr(args, name, None):
             setattr(args, name, getattr(args, name).replace("{process}", str(jax.process_index())))
 
 
@@ -511,6 +520,8 @@ def _run(args) -> int:
     with warnings.catch_warnings(), run_groups_only():  # an interrupted run is reported below, in one line
         warnings.filterwarnings("ignore", message="interrupted after", category=RuntimeWarning)
         if args.command == "resume":
+            if args.distributed:
+                _join(args)
             return _report(*_sampled(lambda: dpppl.resume(
                 args.checkpoint, num_samples=args.samples, progress_bar=not args.no_progress,
                 checkpoint_every=args.checkpoint_every)), args)

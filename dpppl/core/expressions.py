@@ -55,6 +55,7 @@ from lark import Transformer, v_args
 from lark.exceptions import VisitError
 
 from dpppl.config import float_dtype
+from dpppl.core.summaries import RowSummaries
 from dpppl.errors import DataError, HyperparameterError, ModelError
 
 # ---------------------------------------------------------------------------- positions
@@ -222,7 +223,8 @@ class Name(Expr):
         if self.name not in env:
             raise self.error(f"unknown name '{self.name}'{suggest(self.name, env)}; the names "
                              f"are {', '.join(sorted(env))}")
-        return np.asarray(env[self.name], dtype=float)
+        value = env[self.name]
+        return value if isinstance(value, RowSummaries) else np.asarray(value, dtype=float)
 
     def substitute(self, mapping):
         if self.name not in mapping:
@@ -724,7 +726,11 @@ def evaluate_traced(expr: Expr, values: Mapping[str, Any], env: Mapping[str, Any
 
 def data_environment(x: np.ndarray) -> dict[str, Any]:
     """The names an expression may use for data `x` of shape (N, D) (a 1-D array is
-    one column): `x`, `N`, `D` and its alias `V`."""
+    one column): `x`, `N`, `D` and its alias `V`. `x` may be the rows' summaries
+    (`dpppl.core.summaries.RowSummaries`, what a run over several processes resolves from)."""
+    if isinstance(x, RowSummaries):
+        n, d = x.shape
+        return {"x": x, "N": n, "D": d, "V": d}
     x = np.asarray(x, dtype=float)
     if x.ndim == 1:
         x = x[:, None]

@@ -85,11 +85,18 @@ def label_summaries(z) -> dict[str, np.ndarray]:
         (int32, shape (..., K_max), decreasing, zero-padded) and `entropy` (float64,
         shape (...)).
     """
-    _, counts = compact_labels(z)
+    return count_summaries(compact_labels(z)[1])
+
+
+def count_summaries(counts) -> dict[str, np.ndarray]:
+    """`label_summaries` from the partitions' cluster sizes `counts` (..., slots) instead of their
+    labels: in any order, 0 for an empty slot (what a run over several processes records,
+    docs/distributed.md: no process holds every label)."""
+    counts = np.asarray(counts, np.int64)
     n = counts.sum(axis=-1, keepdims=True)
     share = counts / n
     entropy = -np.sum(np.where(counts > 0, share * np.log(np.where(counts > 0, share, 1.0)), 0.0), axis=-1)
-    sizes = -np.sort(-counts, axis=-1)
+    sizes = -np.sort(-counts, axis=-1)[..., :max(int(np.count_nonzero(counts, axis=-1).max(initial=0)), 1)]
     return {"num_clusters": np.count_nonzero(counts, axis=-1).astype(np.int32),
             "largest_cluster": sizes[..., 0].astype(np.int32),
             "cluster_sizes": sizes.astype(np.int32),

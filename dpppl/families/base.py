@@ -29,6 +29,7 @@ import numpy as np
 
 from dpppl.core.expressions import Expr, Resolved, data_environment, evaluate, float_limits, parse_expression
 from dpppl.core.pytrees import register_attributes
+from dpppl.core.summaries import RowSummaries
 from dpppl.errors import DataError, HyperparameterError
 
 Stats = Any  # a NamedTuple of arrays with first field ``n``
@@ -294,9 +295,10 @@ def squared_deviations(family_name: str, x: np.ndarray, mu0: np.ndarray, name: s
     """sum_i (x_id - mu0_d)^2 per dimension d, in float64: the largest sum of squared
     deviations any cluster of `x` holds. Raises
     [`HyperparameterError`][dpppl.errors.HyperparameterError] naming the prior mean `name`
-    when it overflows the run's float dtype (a prior mean far outside the data's scale)."""
+    when it overflows the run's float dtype (a prior mean far outside the data's scale). `x` may be
+    the rows' summaries (`RowSummaries`)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        squares = np.sum((x - mu0) ** 2, axis=0)
+        squares = x.squared_deviations(mu0) if isinstance(x, RowSummaries) else np.sum((x - mu0) ** 2, axis=0)
     if not np.all(squares <= float_limits().max):
         raise HyperparameterError(
             f"{family_name}: hyperparameter {name} = {mu0} is so far from the data that sum (x - {name})^2 "

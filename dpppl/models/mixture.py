@@ -19,8 +19,10 @@ import numpy as np
 from dpppl.core.compiled import on_target
 from dpppl.core.expressions import Expr, Number, Span, parse_expression
 from dpppl.core.fingerprint import fingerprint
+from dpppl.core.points import num_real, real_rows
 from dpppl.core.pytrees import register_attributes
 from dpppl.core.state import PartitionState
+from dpppl.core.summaries import RowSummaries
 from dpppl.errors import DataError, HyperparameterError, ModelError
 from dpppl.families.base import Family, cluster_log_marginals, segment_stats, translated
 from dpppl.models.compile import compile_numpyro, family_at_hyperparameters
@@ -113,17 +115,21 @@ class Model:
                 out[f.name] = expr
         return out
 
-    def bind(self, x) -> "BoundModel":
+    def bind(self, x, summaries: RowSummaries | None = None) -> "BoundModel":
         """Validate `x` against the model; check the prior's hyperparameters for these N
         points and resolve the component's; translate data and family by `data_shift` (see
-        `BoundModel`). Raises DataError (a
-        [`HyperparameterError`][dpppl.errors.HyperparameterError] for a hyperparameter out of range)."""
+        `BoundModel`). With `summaries` (those of a data set `x` is part of: the rows of every
+        process of a multi-process run, `dpppl.run.distributed`), the prior's checks, the
+        hyperparameters and the shift are those of the summarised data set, not of `x`. Raises
+        DataError (a [`HyperparameterError`][dpppl.errors.HyperparameterError] for a hyperparameter
+        out of range)."""
         arr = validate_data(x, self.data, self.component)
+        rows = arr if summaries is None else summaries
         component = self.initial_component()
         with self.located():
-            self.prior.check_hyperparameters(arr.shape[0])
-            family = component.resolve(arr)
-        shift = data_shift(family, arr)
+            self.prior.check_hyperparameters(rows.shape[0])
+            family = component.resolve(rows)
+        shift = data_shift(family, rows)
         return BoundModel(self, arr if shift is None else arr - shift, translated(family, shift), shift, arr)
 
     def initial_component(self) -> Family:
@@ -218,7 +224,9 @@ class BoundModel:
     family: Family
     shift: Optional[np.ndarray]
     observed_x: Optional[np.ndarray]
-    #: with `padded`: the number of real points (an int32 array, a leaf), the first rows of `x`
+    #: with `padded`: the number of real points (an int32 array, a leaf), the first rows of `x`; in a run
+    #: over several processes one count per process, the first rows of each process's segment of `x`
+    #: (`dpppl.core.points`, `dpppl.run.distributed`)
     num_valid: Any = None
     #: with `at_hyperparameters`: the value of a random Pitman-Yor discount (a leaf)
     discount: Any = None
@@ -244,7 +252,9 @@ class BoundModel:
     def points(self):
         """The number of real points: `num_points`, or `num_valid` (traced in a compiled
         program) when the points are padded to a shape class."""
-        return self.num_points if self.num_valid is None else self.num_valid
+        if self.num_valid is None:
+            return self.num_points
+        return self.num_valid if np.ndim(self.num_valid) == 0 else num_real(self.num_valid, self.num_points)
 
     def padded(self, size: int) -> "BoundModel":
         """This target with its points padded to `size` rows (zeros) and `num_valid` the real
@@ -325,7 +335,7 @@ class BoundModel:
     # ----- the target protocol (traceable, one chain) ------------------------------
     def empty_state(self, capacity: int) -> PartitionState:
         dtype = jnp.asarray(self.x).dtype
-        unassigned = jnp.where(jnp.arange(self.num_points) < self.points, 0, -1).astype(jnp.int32)
+        unassigned = jnp.where(real_rows(self.num_valid, self.num_points), 0, -1).astype(jnp.int32)
         return PartitionState(unassigned, self.family.empty_stats((capacity,)),
                               jnp.asarray(self.prior.initial_alpha, dtype), jnp.zeros((), bool),
                               hyper=self.initial_hyperparameters())

@@ -5,29 +5,32 @@ detects SLURM, Open MPI and Kubernetes; two local processes take a coordinator a
 process calls `dpppl.sample(model, x_local, ...)` with its own rows and the same arguments. The run
 is then one run over the global data set, the rows of process 0, then those of process 1, ...:
 
-- `global_rows` gathers every process's row count and trailing shape (one all-gather of two small
-  vectors) and then the rows themselves, each process's rows padded to the largest count so that
-  the all-gather has one shape, the padding dropped after it; the model is bound to the global
-  rows, so data-dependent hyperparameters (`mean(x)`, `cov(x)`) and the data's translation are the
-  global data set's, and `kernel="auto"` and the sub-cluster kernel's blocks see the global N;
-- the sub-cluster kernel's mesh spans the devices of every process (`jax.devices()`), so each
-  device runs the label and statistics passes of its own range of points and the statistics are
-  summed across devices and processes (`psum` over gloo on CPU, NCCL on GPUs); what is per cluster
-  runs replicated, from the same keys, so every process holds the same clusters, while the labels stay
-  split across the devices between steps;
+- every point stays on its process: `own_rows` validates the process's rows and all-gathers only a
+  small header (row counts, shapes) and the summaries of each process's rows (count, sum, scatter,
+  minimum, maximum: `dpppl.core.summaries.RowSummaries`), from which the model is bound (`bound`):
+  data-dependent hyperparameters (`mean(x)`, `cov(x) / 10`, ...) and the data's translation are the
+  global data set's, and `kernel="auto"` and the sub-cluster kernel see the global N;
+- the programs run on the global points as one global array (`program_of`:
+  `jax.make_array_from_process_local_data` over `jax.devices()`, sharded on the points' axis), each
+  process's rows padded to one size (`local_size`: whole blocks of the sub-cluster sampler on each
+  device) on its own devices, the real rows said by every process's count (`BoundModel.num_valid`,
+  `dpppl.core.points`); the sub-cluster kernel's mesh spans the devices of every process, so each
+  device runs the label and statistics passes of its own points and the statistics are summed
+  across devices and processes (`psum` over gloo on CPU, NCCL on GPUs); what is per cluster runs
+  replicated, from the same keys, so every process holds the same clusters, while the labels stay
+  split across the devices, each process reading its own (`dpppl.run.runner.host_value`);
+- the chains start from labels each process gives its own points (`start`);
 - a checkpoint is the run's file, written by process 0, and one part per process with its rows and
-  its points' labels (`dpppl.run.checkpoint.ProcessCheckpointFile`); `resumed_run` reads them back on
-  every process and puts the global rows and labels together (`gathered_points`);
-- `own_points` cuts the InferenceData every process builds to that process's points:
-  `posterior` and `sample_stats` are the global run's, identical on every process, while
-  `posterior_partition`, `log_likelihood` and `observed_data` hold its own rows, their `point`
-  coordinate the rows' indices in the global data set.
+  its points' labels (`dpppl.run.checkpoint.ProcessCheckpointFile`); `resumed_run` reads the run's
+  file and this process's part, `placed` puts its labels back on its devices;
+- every process's InferenceData has the global run's `posterior` and `sample_stats` (the label
+  summaries from the clusters' recorded sizes), identical on every process, and its own points in
+  `posterior_partition` and `observed_data`, their `point` coordinate the points' indices in the
+  global data set.
 
-Each process holds the global rows on its host (the all-gather) and its devices hold them as the
-programs' argument; what is split across processes is the work over points. Only the sub-cluster
-sampler runs this way (`MULTI_PROCESS_KERNELS`): the collapsed Gibbs sweep and the moves built on it
-seat points one after another, each seating conditioned on the ones before, so they have no
-data-parallel form.
+Only the sub-cluster sampler runs this way (`MULTI_PROCESS_KERNELS`): the collapsed Gibbs sweep and
+the moves built on it seat points one after another, each seating conditioned on the ones before, so
+they have no data-parallel form.
 """
 
 from __future__ import annotations
@@ -37,13 +40,22 @@ import os
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from dpppl.core.state import is_point_field
+from dpppl.core.summaries import RowSummaries
 from dpppl.errors import ArgumentError, DataError, KernelError
 from dpppl.kernels.auto import AUTO, MULTI_PROCESS_KERNELS
 from dpppl.kernels.base import parse_kernel_name
+from dpppl.kernels.subcluster.sampler import block_size_for
+from dpppl.models.init import initial_slots, initial_states, states_from_labels
+from dpppl.models.mixture import validate_data
 from dpppl.run.checkpoint import Progress, RunSpec, joined_points, read_checkpoint, read_shard, shard_path
+from dpppl.run.runner import point_class
 
 
 def initialize(where: str | None = None) -> None:
@@ -87,30 +99,71 @@ def check_kernel(kernel: str) -> None:
             f"(kernel='auto' picks it); docs/distributed.md")
 
 
+STARTS = ("sequential", "single", "prior")
+"""The `init` strategies a multi-process run takes (`start`)."""
+
+
 def check_options(init) -> None:
-    """Raise [`ArgumentError`][dpppl.ArgumentError] for what a multi-process run does not take:
-    initial labels given as an array (each process's labels of its own rows are not gathered)."""
-    if process_count() > 1 and not isinstance(init, str) and not callable(init):
-        raise ArgumentError(f"init: initial labels given as an array are not taken by a run over {process_count()} "
-                            "processes; use init='sequential', 'single', 'prior' or 'search'")
+    """Raise [`ArgumentError`][dpppl.ArgumentError] for what a multi-process run does not take: an
+    `init` other than `STARTS` (initial labels given as an array, a strategy callable, `"search"`:
+    each would need every process's rows)."""
+    if process_count() == 1 or (isinstance(init, str) and init in STARTS):
+        return
+    what = "initial labels given as an array are" if not isinstance(init, str) and not callable(init) else \
+        f"init={init!r} is"
+    raise ArgumentError(f"init: {what} not taken by a run over {process_count()} processes (each process holds "
+                        f"its own rows only); use init={STARTS[0]!r}, {STARTS[1]!r} or {STARTS[2]!r}")
 
 
 class ProcessRows(NamedTuple):
-    """The global data set of a multi-process run as `global_rows` forms it: `whole`, the rows of
-    every process in process order; `rows`, the slice of them that are this process's; `counts`,
-    every process's number of rows (an int64 array, one per process)."""
+    """This process's points in a multi-process run: `rows`, its own rows (validated, (N_p, D));
+    `counts`, every process's number of rows (an int64 array, one per process); `size`, the rows
+    every process holds in the run's global arrays (its own, then padding: `local_size`); and
+    `summaries`, those of the global data set (`RowSummaries`, combined from every process's)."""
 
-    whole: np.ndarray
-    rows: slice
+    rows: np.ndarray
     counts: np.ndarray
+    size: int
+    summaries: RowSummaries
+
+    @property
+    def start(self) -> int:
+        """The index in the global data set of this process's first point."""
+        return int(self.counts[:jax.process_index()].sum())
+
+    @property
+    def points(self) -> np.ndarray:
+        """The indices of this process's points in the global data set (the `point` coordinate)."""
+        return np.arange(self.start, self.start + len(self.rows))
+
+    @property
+    def total(self) -> int:
+        """The number of points of the global data set."""
+        return int(self.counts.sum())
 
 
-def global_rows(data) -> ProcessRows:
-    """The global data set of a multi-process run and the rows of it that are this process's.
-    `data` are this process's rows, an array-like (N_p, ...) with the same trailing shape and dtype
-    kind on every process; every process raises the same [`DataError`][dpppl.DataError] when they
-    differ (what each process gave is gathered first), and [`ArgumentError`][dpppl.ArgumentError]
-    when `data` is not an array (a data set name or a file would give every process the same rows)."""
+def local_size(largest: int, devices: int, dim: int) -> int:
+    """The rows each process holds in a multi-process run's global arrays, for `largest` rows on the
+    process with most and `devices` devices per process: each device's share whole blocks of the
+    sub-cluster sampler (`block_size_for` of that share, so that every device's blocks are rows of its
+    own process), at least its share of `largest`, from its `point_class` (runs whose largest process
+    holds a number of rows in the same class compile one program)."""
+    share = point_class(max(-(-largest // devices), 1))
+    while True:
+        block = block_size_for(share, dim)
+        whole = -(-share // block) * block
+        if whole == share:
+            return share * devices
+        share = whole
+
+
+def own_rows(model, data) -> ProcessRows:
+    """This process's rows `data` of a multi-process run, validated against `model`, and what every
+    process gave: its count and shape (one all-gather of a small header) and the summaries of its rows
+    (one all-gather of 1 + D + D^2 + 2D numbers). Every process raises the same error when one gave rows
+    that do not fit: [`ArgumentError`][dpppl.ArgumentError] when `data` is not an array (a data set name
+    or a file would give every process the same rows), [`DataError`][dpppl.DataError] when the processes
+    gave rows of different shapes or kinds, none, or values the model refuses (that process's message)."""
     if data is None or isinstance(data, (str, bytes, os.PathLike)):
         raise ArgumentError(f"in a run over {process_count()} processes data= must be this process's own rows as "
                             f"an array, got {data!r}: a data set name, a file or the model's own data would give "
@@ -119,15 +172,26 @@ def global_rows(data) -> ProcessRows:
     if rows.ndim == 0 or rows.dtype.kind not in "biuf":
         raise DataError(f"in a run over {process_count()} processes data= must be a numeric array of this "
                         f"process's rows, got {rows.dtype} of shape {rows.shape}")
-    header = np.zeros(8, np.int64)  # rows, ndim, up to 5 trailing sizes, float (1) or integer (0)
+    problem = None
+    try:
+        validated = validate_data(rows, model.data, model.component)
+    except DataError as e:
+        problem, validated = e, np.zeros((0, rows.shape[1] if rows.ndim == 2 else 1))
+    header = np.zeros(9, np.int64)  # rows, ndim, up to 5 trailing sizes, float (1) or integer (0), refused (1)
     trailing = rows.shape[1:]
     if len(trailing) > 5:
         raise DataError(f"data of shape {rows.shape}: at most 5 dimensions after the points' axis")
     header[:2 + len(trailing)] = (rows.shape[0], rows.ndim, *trailing)
-    header[7] = rows.dtype.kind == "f"
+    header[7], header[8] = rows.dtype.kind == "f", problem is not None
     headers = np.asarray(multihost_utils.process_allgather(header))
     counts = headers[:, 0]
-    if len({tuple(h[1:]) for h in headers}) > 1:
+    if headers[:, 8].any():
+        refused = [p for p, h in enumerate(headers) if h[8]]
+        if problem is not None:
+            raise problem
+        raise DataError(f"process(es) {refused} of this {process_count()}-process run gave rows the model refuses "
+                        "(their own error says why)")
+    if len({tuple(h[1:8]) for h in headers}) > 1:
         shapes = "; ".join(f"process {p}: {tuple(int(v) for v in h[2:2 + h[1] - 1])} "
                            f"{'float' if h[7] else 'integer'}" for p, h in enumerate(headers))
         raise DataError(f"the processes of this run gave rows of different shapes or kinds after the points' axis "
@@ -136,46 +200,111 @@ def global_rows(data) -> ProcessRows:
         empty = [p for p, c in enumerate(counts) if c == 0]
         raise DataError(f"process(es) {empty} of this {process_count()}-process run gave no rows: every process "
                         "needs at least one")
-    whole = gathered_points(rows.astype(np.float64 if headers[0, 7] else np.int64), counts, axis=0)
-    start = int(counts[:jax.process_index()].sum())
-    return ProcessRows(whole, slice(start, start + rows.shape[0]), counts)
+    dim = validated.shape[1]
+    parts = np.asarray(multihost_utils.process_allgather(RowSummaries.of(validated).packed()))
+    summaries = RowSummaries.combined([RowSummaries.unpacked(part, dim) for part in parts])
+    size = local_size(int(counts.max()), jax.local_device_count(), dim)
+    return ProcessRows(validated, counts, size, summaries)
 
 
-def gathered_points(local: np.ndarray, counts: np.ndarray, axis: int) -> np.ndarray:
-    """Every process's `local` array, whose `axis` indexes its own points (`counts[p]` of them on
-    process p; the other axes alike on every process), joined along `axis` in process order: one
-    all-gather, each process's part padded to the largest count and the padding cut after it."""
+def bound(model, data):
+    """The model bound to this process's rows `data` of a multi-process run, with the global data set's
+    hyperparameters and shift (`Model.bind` with the summaries of every process's rows), and its
+    `ProcessRows` (`own_rows`)."""
+    own = own_rows(model, data)
+    return model.bind(own.rows, own.summaries), own
+
+
+def _mesh() -> Mesh:
+    return Mesh(np.asarray(jax.devices()), ("points",))
+
+
+def global_points(local: np.ndarray, own: ProcessRows, fill) -> jax.Array:
+    """A global array of the run whose last axis is the points' in the global arrays' layout: this
+    process's `local` (..., N_p) padded with `fill` to `own.size`, on its own devices; every process's
+    part in process order (`jax.make_array_from_process_local_data`): nothing is sent."""
     local = np.asarray(local)
-    widths = [(0, 0)] * local.ndim
-    widths[axis] = (0, int(counts.max()) - local.shape[axis])
-    parts = np.asarray(multihost_utils.process_allgather(np.pad(local, widths)))
-    return np.concatenate([np.take(parts[p], np.arange(c), axis=axis) for p, c in enumerate(counts)], axis=axis)
+    widths = [(0, 0)] * (local.ndim - 1) + [(0, own.size - local.shape[-1])]
+    padded = np.pad(local, widths, constant_values=fill)
+    spec = P(*([None] * (local.ndim - 1)), "points")
+    shape = local.shape[:-1] + (own.size * process_count(),)
+    return jax.make_array_from_process_local_data(NamedSharding(_mesh(), spec), padded, shape)
 
 
-def resumed_run(path) -> tuple[RunSpec, Progress, str, ProcessRows]:
-    """What `dpppl.resume(path)` continues on this process of a multi-process run: the run's
-    file `path` (written by process 0) and this process's part (`shard_path`) read, and the run's
-    global rows and per-point state put together from every process's part (all-gathered, as
-    `global_rows` forms the rows of a new run). Returns the run (its data the global rows), its
-    progress, the dpppl version that wrote it and this process's `ProcessRows`.
+def program_of(target, own: ProcessRows):
+    """What the compiled programs of a multi-process run run on: `target` (this process's rows, bound
+    by `bound`) with its points the global data set's as one global array sharded on the points' axis
+    over every process's devices, each process's rows padded to `own.size` (`local_size`) on its own
+    devices, and `num_valid` every process's row count (`dpppl.core.points`: the real rows are the
+    first of each process's)."""
+    x = np.zeros((own.size,) + target.x.shape[1:], target.x.dtype)
+    x[:target.num_points] = target.x
+    sharding = NamedSharding(_mesh(), P("points"))
+    rows = jax.make_array_from_process_local_data(sharding, x, (own.size * process_count(),) + x.shape[1:])
+    return dataclasses.replace(target, x=rows, observed_x=None, num_valid=np.asarray(own.counts, np.int32))
+
+
+def start(init: str, target, own: ProcessRows, program):
+    """The strategy (`dpppl.models.init`) that starts the chains of a multi-process run on its global
+    points, each process labelling its own: `"single"`, one cluster; `"sequential"`, each process
+    seats its own rows (sequential prediction against its rows seated before), each process's clusters
+    apart from the others' (the sub-cluster sampler's merges join them); `"prior"`, every process
+    draws the same labels of the global data set's N points from the prior and keeps its own. The
+    clusters' statistics are each process's sums of its own points, added across processes (one
+    all-gather of the statistics of the slots); the chains' capacity is sized on `program`, alike on every
+    process."""
+    def strategy(_, keys, capacity=None):
+        if init == "sequential":
+            labels = np.asarray(initial_states(target, "sequential", keys).z)
+            widths = multihost_utils.process_allgather(np.asarray(labels.max(initial=0) + 1, np.int64))
+            labels = labels + int(np.sum(np.asarray(widths)[:jax.process_index()]))
+        elif init == "prior":  # the draw of `dpppl.models.init.prior` on the N points: one process's labels
+            prior, n = target.prior, own.total
+            slots = min(prior.max_slots(n), max(n + 1, prior.min_slots(n)))
+            draw = jax.jit(jax.vmap(lambda k: prior.draw_labels(k, n, slots, jnp.asarray(prior.initial_alpha,
+                                                                                          target.x.dtype))))
+            keys = jax.vmap(jax.random.split, out_axes=1)(keys)
+            labels = np.stack([prior.canonical(row) for row in np.asarray(draw(keys[0]))])
+            keys = keys[1]
+            labels = labels[:, own.start:own.start + target.num_points]
+        else:
+            labels = np.zeros((len(keys), target.num_points), np.int32)
+        in_use = int(np.max(multihost_utils.process_allgather(np.asarray(labels.max(initial=0) + 1, np.int64))))
+        states = states_from_labels(target, keys, labels, initial_slots(program, in_use, capacity))
+        stats = jax.tree.map(lambda s: np.sum(np.asarray(s), axis=0),
+                             multihost_utils.process_allgather(jax.tree.map(np.asarray, states.stats)))
+        return jax.tree.map(np.asarray, states)._replace(z=global_points(labels, own, -1), stats=stats)
+
+    return strategy
+
+
+def placed(progress: Progress, own: ProcessRows) -> Progress:
+    """`progress` of this process's points (a checkpoint's part) with its chain states' per-point fields
+    global arrays (`global_points`; labels padded with -1, the others with 0), as a run's chunks take
+    them; the kept draws stay this process's."""
+    return progress._replace(states=jax.tree_util.tree_map_with_path(
+        lambda where, leaf: global_points(leaf, own, -1 if where[-1].name == "z" else 0) if is_point_field(where)
+        else leaf, progress.states))
+
+
+def resumed_run(path, model_of=None) -> tuple[RunSpec, Progress, str, ProcessRows]:
+    """What `dpppl.resume(path)` continues on this process of a multi-process run: the run's file
+    `path` (written by process 0) and this process's part (`shard_path`), read by this process only:
+    its rows, with the summaries of every process's (`own_rows`), and its points' part of the
+    per-point state. Returns the run (its data this process's rows), its progress (its per-point
+    fields this process's points), the dpppl version that wrote it and this process's `ProcessRows`.
     [`ArgumentError`][dpppl.ArgumentError] when the run had another number of processes or this
     process holds another number of rows than it held, and for the errors of `read_shard`."""
     spec, progress, written_by = read_checkpoint(path)
     counts, process = np.asarray(spec.data), jax.process_index()
-    rows, own = read_shard(path, process, progress.t)
+    rows, points = read_shard(path, process, progress.t)
     if counts.ndim != 1 or counts.dtype.kind not in "iu" or len(rows) != counts[process]:
         raise ArgumentError(f"{shard_path(os.fspath(path), process)} holds {len(rows)} rows where the run "
                             f"{os.fspath(path)} says process {process} held {counts if counts.ndim else None}")
-    gathered = global_rows(rows)
-    progress = joined_points(progress, own, lambda part: gathered_points(part, counts, axis=-1))
-    return dataclasses.replace(spec, data=gathered.whole), progress, written_by, gathered
+    own = own_rows(spec.model, rows)
+    progress = joined_points(progress, points, lambda part: part)
+    return dataclasses.replace(spec, data=own.rows), progress, written_by, own
 
 
-def own_points(idata, rows: slice):
-    """`idata` of the global run with every group indexed by point cut to `rows` (this process's
-    points); the `point` coordinate keeps the global indices."""
-    return idata.isel(point=rows)
-
-
-__all__ = ["MULTI_PROCESS_KERNELS", "ProcessRows", "check_kernel", "check_options", "gathered_points", "global_rows",
-           "initialize", "own_points", "process_count", "resumed_run"]
+__all__ = ["MULTI_PROCESS_KERNELS", "ProcessRows", "bound", "check_kernel", "check_options", "global_points",
+           "initialize", "local_size", "own_rows", "placed", "process_count", "program_of", "resumed_run", "start"]

@@ -180,21 +180,24 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
     if kernel != AUTO:
         check_applies(kernel, model)
     _, init_name = resolve_init(init)
-    own = None
+    own = run_on = None
     if distributed.process_count() > 1:  # every process gave its own rows: the run is over all of them
         distributed.check_kernel(kernel)
         distributed.check_options(init)
-        own = distributed.global_rows(data)
-        data = own.whole
-    data, target = bind_data(model if isinstance(given, (str, os.PathLike)) else given, data)
+        target, own = distributed.bound(model, data)
+        program = distributed.program_of(target, own)
+        data, run_on = own.rows, dict(program=program, init=distributed.start(init, target, own, program))
+    else:
+        data, target = bind_data(model if isinstance(given, (str, os.PathLike)) else given, data)
     requested = kernel
-    kernel, kernel_options, choice = resolve(kernel, model, target.num_points, dim_of(target), kernel_options)
+    kernel, kernel_options, choice = resolve(kernel, model, target.num_points if own is None else own.total,
+                                             dim_of(target), kernel_options)
     backend = backend_of(kernel)
     if checkpoint is not None and backend != "partition":
         partition = [name for name in available() if entry(name).backend == "partition"]
         raise ArgumentError(f"kernel {kernel!r} cannot save a checkpoint: the partition kernels "
                             f"({', '.join(partition)}) and their hybrids can")
-    pointwise = check_log_likelihood(log_likelihood, log_likelihood_refusal(target, backend),
+    pointwise = check_log_likelihood(log_likelihood, _log_likelihood_refusal(target, backend),
                                      num_chains * (num_samples // thinning) * target.num_points)
     spec = RunSpec(model, data, kernel, kernel_options, seed, init_name, num_warmup, num_samples, num_chains,
                    thinning, requested, None if choice is None else choice.reason)
@@ -207,13 +210,11 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         compiling = prepare_pointwise(target, num_chains * (num_samples // thinning)) if pointwise else None
         records, attrs, record_dims = BACKENDS[backend](
             target, kernel, kernel_options, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-            seed=seed, init=init, capacity=capacity, thinning=thinning, truncation=truncation,
-            progress_bar=_shows_bar(progress_bar), checkpoint=saved)
+            seed=seed, capacity=capacity, thinning=thinning, truncation=truncation,
+            progress_bar=_shows_bar(progress_bar), checkpoint=saved, **(run_on or dict(init=init)))
         hold()
         settle(compiling)
-        idata = _inference_data(target, spec, records, attrs, record_dims, pointwise)
-    if own is not None:
-        idata = distributed.own_points(idata, own.rows)
+        idata = _inference_data(target, spec, records, attrs, record_dims, pointwise, own)
     return _completed(idata, late)
 
 
@@ -222,7 +223,7 @@ def _checkpoint_file(path, spec: RunSpec, every: float, own: distributed.Process
     the run's file written by process 0 and this process's part (docs/distributed.md)."""
     if own is None:
         return CheckpointFile(path, spec, every)
-    return ProcessCheckpointFile(path, spec, every, jax.process_index(), own.counts, own.rows)
+    return ProcessCheckpointFile(path, spec, every, jax.process_index(), own.counts, slice(0, len(own.rows)))
 
 
 def _sample_numpyro_model(fn, data, kernel, model_args, model_kwargs, *, num_warmup, num_samples, num_chains, seed,
@@ -292,19 +293,30 @@ def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
         warnings.warn(f"{os.fspath(path)} was written by dpppl {written_by}, this is dpppl {__version__}: the "
                       "continued run may not make the draws of an uninterrupted run", RuntimeWarning, stacklevel=2)
     spec = dataclasses.replace(spec, num_samples=num_samples)
-    target = spec.model.bind(spec.data)
+    target = spec.model.bind(spec.data, None if own is None else own.summaries)
     check_states(target, spec.kernel, spec.options, progress)
+    program = None
+    if own is not None:  # this process's points back on its devices, in the run's global arrays
+        program, progress = distributed.program_of(target, own), distributed.placed(progress, own)
     with _checkpoint_file(path, spec, checkpoint_every, own) as saved, finishing() as late:
         records, attrs, record_dims = continue_partition(
             target, spec.kernel, spec.options, progress, num_warmup=spec.num_warmup, num_samples=num_samples,
-            thinning=spec.thinning, progress_bar=_shows_bar(progress_bar), checkpoint=saved)
+            thinning=spec.thinning, progress_bar=_shows_bar(progress_bar), checkpoint=saved, program=program)
         hold()
-        pointwise = check_log_likelihood("auto", log_likelihood_refusal(target),
+        pointwise = check_log_likelihood("auto", _log_likelihood_refusal(target),
                                          num_samples // spec.thinning * spec.num_chains * target.num_points)
-        idata = _inference_data(target, spec, records, attrs, record_dims, pointwise)
-    if own is not None:
-        idata = distributed.own_points(idata, own.rows)
+        idata = _inference_data(target, spec, records, attrs, record_dims, pointwise, own)
     return _completed(idata, late)
+
+
+def _log_likelihood_refusal(target, backend: str = "partition") -> str | None:
+    """Why the run has no pointwise log likelihood (`log_likelihood_refusal`), or in a multi-process run:
+    each point's conditional predictive needs every cluster's statistics at every draw, which no process
+    holds (docs/distributed.md)."""
+    if distributed.process_count() > 1:
+        return (f"a run over {distributed.process_count()} processes has no pointwise log likelihood yet (each "
+                "point's conditional predictive needs every cluster's statistics at each draw; docs/distributed.md)")
+    return log_likelihood_refusal(target, backend)
 
 
 def _check_thinning(thinning: int, num_samples: int) -> None:
@@ -325,12 +337,16 @@ def _shows_bar(progress_bar: bool) -> bool:
     return progress_bar and not os.environ.get("CI") and jax.process_index() == 0
 
 
-def _inference_data(target, spec: RunSpec, records: dict, attrs: dict, record_dims, log_likelihood: bool):
+def _inference_data(target, spec: RunSpec, records: dict, attrs: dict, record_dims, log_likelihood: bool,
+                    own: distributed.ProcessRows | None = None):
+    """The run's InferenceData; in a multi-process run (`own`) its `point` coordinate is the indices of
+    this process's points in the global data set."""
     chosen = {"kernel_requested": spec.kernel_requested or spec.kernel,
               **({"kernel_reason": spec.kernel_reason} if spec.kernel_reason else {})}
     attrs = dict(dict(init=spec.init, seed=spec.seed, num_warmup=spec.num_warmup, thinning=spec.thinning), **attrs,
                  **chosen)
-    return to_inference_data(target, records, attrs, record_dims, log_likelihood)
+    return to_inference_data(target, records, attrs, record_dims, log_likelihood,
+                             None if own is None else own.points)
 
 
 @in_x64

@@ -21,7 +21,7 @@ import numpyro
 from dpppl.core.compiled import in_thread, on_target, persisted, prepare
 from dpppl.core.protocols import Target
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz, to_run_groups, writes_without_arviz
-from dpppl.diagnostics.summaries import compact_labels, label_summaries
+from dpppl.diagnostics.summaries import compact_labels, count_summaries, label_summaries
 from dpppl.errors import ArgumentError
 from dpppl.families.base import segment_stats
 from dpppl.families.generalized_mallows import log_gm
@@ -370,18 +370,22 @@ def pointwise_log_likelihood(target: BoundModel, z: np.ndarray, alpha: np.ndarra
 
 
 def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: dict | None = None,
-                      log_likelihood: bool = False):
+                      log_likelihood: bool = False, points: np.ndarray | None = None):
     """`posterior`: the label-invariant summaries of `z` (scalars per draw), `alpha`
     when it has a prior, a copy of `lp` and the kernel's label-invariant continuous records;
     `posterior_partition`: `z`, `cluster_sizes` and the records indexed by cluster
     (`CLUSTER_DIMS`) or integer-valued (what ArviZ should not see by default); `sample_stats`: `lp` and
     each move's statistics; `observed_data`: the target's observed variables; with
     `log_likelihood` (`check_log_likelihood` decides), `log_likelihood`: the pointwise conditional
-    predictive (`pointwise_log_likelihood`) under the data's name, dims (chain, draw, point)."""
+    predictive (`pointwise_log_likelihood`) under the data's name, dims (chain, draw, point).
+    `points`: the `point` coordinate (the points' indices; 0 to N - 1 by default). Records holding
+    `cluster_counts` (the clusters' sizes at each draw: a run over several processes, whose `z` are
+    this process's points only) give the summaries from them (`count_summaries`), not from `z`."""
     records = dict(records)
     z = records.pop("z").astype(np.int32, copy=False)
     records.pop("num_clusters", None)  # the runner's, for its progress bar; recomputed from z below
-    summaries = blocked_label_summaries(z)
+    counts = records.pop("cluster_counts", None)
+    summaries = blocked_label_summaries(z) if counts is None else count_summaries(counts)
     partition = {"z": z, "cluster_sizes": summaries.pop("cluster_sizes")}
     posterior = dict(summaries)
     alpha = records.pop("alpha")
@@ -425,7 +429,8 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
         hyper = {k: posterior[k] for k in model.hyperpriors}
         groups["log_likelihood"] = {name: pointwise_log_likelihood(target, z, alpha, hyper)}
     convert = to_run_groups if _RUN_GROUPS.get() and writes_without_arviz() else to_arviz
-    return convert(groups, coords={"point": np.arange(target.num_points), "dim": np.arange(target.x.shape[1])},
+    return convert(groups, coords={"point": np.arange(target.num_points) if points is None else points,
+                                   "dim": np.arange(target.x.shape[1])},
                    dims=dims, attrs=all_attrs)
 
 

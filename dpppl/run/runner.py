@@ -37,7 +37,7 @@ from dpppl.core.compiled import in_thread, persisted, prepare
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.pytrees import structure_key
 from dpppl.core.protocols import Target
-from dpppl.core.state import grow, num_clusters
+from dpppl.core.state import grow, is_point_field, num_clusters
 from dpppl.errors import ArgumentError, KernelError
 from dpppl.kernels.base import Kernel, build
 from dpppl.models.init import grown_slots, initial_states, seated_slots
@@ -94,6 +94,8 @@ def _record(kern: Kernel, state, info, with_z: bool) -> dict:
         if kern.record is not None:
             rec.update(kern.record(state))
         rec["z"] = state.z
+        if jax.process_count() > 1:  # the summaries of the labels come from the clusters' sizes (docs/distributed.md)
+            rec["cluster_counts"] = state.stats.n.astype(jnp.int32)
     return rec
 
 
@@ -118,12 +120,13 @@ def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, c
         # large step, such as subcluster's, costs seconds of Python; evaluating its jaxpr again, little)
         closed, shapes = jax.make_jaxpr(one, return_shape=True)(state, start)
         one_traced, out_tree = jax.extend.core.jaxpr_as_fun(closed), jax.tree.structure(shapes)
-        buf = jax.tree.map(lambda s: jnp.zeros((length,) + s.shape, s.dtype), shapes[1])
+        # the record buffer split as the chunk returns it: the recorded labels stay on their points' devices
+        buf = _on_every_process(jax.tree.map(lambda s: jnp.zeros((length,) + s.shape, s.dtype), shapes[1]))
 
         def body(t, carry):
             state, buf = carry
             state, rec = jax.tree.unflatten(out_tree, one_traced(*jax.tree.leaves((state, start + t))))
-            return state, jax.tree.map(lambda b, r: b.at[t].set(r), buf, rec)
+            return state, _on_every_process(jax.tree.map(lambda b, r: b.at[t].set(r), buf, rec))
 
         return jax.lax.fori_loop(0, n_iter, body, (state, buf))
 
@@ -143,12 +146,36 @@ def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, c
 
 def _on_every_process(tree):
     """`tree` (the chains' states out of the kernel's init and out of each chunk, and a chunk's records)
-    whole on every process of a multi-process run, where the kernel keeps arrays indexed by point
-    sharded across the processes' devices: the host of each process reads them (progress, checkpoints)
-    without a collective of its own, and every chunk takes its states in one sharding (one compile)."""
+    in one sharding on the devices of every process of a multi-process run: what is indexed by point
+    (the labels, `is_point_field`, and the recorded labels `z`) split on its last axis, each process's
+    devices holding its own points' (`dpppl.run.distributed`), everything else whole on every process,
+    so that each host reads it (progress, checkpoints) without a collective of its own, and every chunk
+    takes its states in one sharding (one compile)."""
     if jax.process_count() == 1:
         return tree
-    return jax.lax.with_sharding_constraint(tree, NamedSharding(Mesh(np.asarray(jax.devices()), ("points",)), P()))
+    mesh = Mesh(np.asarray(jax.devices()), ("points",))
+
+    def place(where, leaf):
+        by_point = is_point_field(where) or where[-1] == jax.tree_util.DictKey("z")
+        spec = P(*([None] * (leaf.ndim - 1)), "points") if by_point else P()
+        return jax.lax.with_sharding_constraint(leaf, NamedSharding(mesh, spec))
+
+    return jax.tree_util.tree_map_with_path(place, tree)
+
+
+def host_value(a) -> np.ndarray:
+    """`a` on this process's host: as it is in one process; in a multi-process run a value whole on
+    every process from one of its local copies, and one split on its last axis (the points'; see
+    `_on_every_process`) as this process's part of it, its local shards put together."""
+    if not isinstance(a, jax.Array) or a.is_fully_addressable or a.is_fully_replicated:
+        return np.asarray(a)
+    shards = sorted(a.addressable_shards, key=lambda s: s.index[-1].start or 0)
+    parts, seen = [], set()
+    for shard in shards:  # a shard replicated over several local devices is read once
+        if shard.index[-1].start not in seen:
+            seen.add(shard.index[-1].start)
+            parts.append(np.asarray(shard.data))
+    return np.concatenate(parts, axis=-1)
 
 
 def _due_on_every_process(due: bool) -> bool:
@@ -161,12 +188,13 @@ def _due_on_every_process(due: bool) -> bool:
 
 def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
                      num_chains: int, seed: int, init, capacity, thinning: int, progress_bar,
-                     checkpoint: CheckpointFile | None = None, **_):
+                     checkpoint: CheckpointFile | None = None, program: Target | None = None, **_):
     """Run `spec` on `target` from the chains' initial states; return (records, attrs,
     record_dims). With `checkpoint`, the run is saved there every `checkpoint.every` seconds,
     at the end of warmup, at the end and on Ctrl-C. Options of other backends (`truncation`)
-    are ignored."""
-    program, (kern, kernel_key, make) = _program(spec, target, options)
+    are ignored. `program`: the target the chunks run on, when not `target` or its points padded (a
+    multi-process run's global points, `target` this process's own; `init` then starts them)."""
+    program, (kern, kernel_key, make) = _program(spec, target, options, program)
     display = RunProgress(num_warmup + num_samples, 0, progress_bar, kern.name)
     try:
         first = _first_chunk(program, (kern, kernel_key, make), init, capacity, num_chains, num_warmup > 0)
@@ -211,11 +239,13 @@ def _first_chunk(program: Target, kernel: tuple, init, capacity, num_chains: int
 
 
 def continue_partition(target: Target, spec: str, options: dict, progress: Progress, *, num_warmup: int,
-                       num_samples: int, thinning: int, progress_bar, checkpoint: CheckpointFile | None = None):
+                       num_samples: int, thinning: int, progress_bar, checkpoint: CheckpointFile | None = None,
+                       program: Target | None = None):
     """Continue `spec` on `target` from `progress` (a checkpoint's) to `num_warmup + num_samples`
     iterations; return what [`sample_partition`][dpppl.run.runner.sample_partition] returns.
-    The draws are those of the run that was not stopped."""
-    program, kernel = _program(spec, target, options)
+    The draws are those of the run that was not stopped. `program` as `sample_partition` takes it
+    (`progress` then on its points)."""
+    program, kernel = _program(spec, target, options, program)
     display = RunProgress(num_warmup + num_samples, progress.t, progress_bar, kernel[0].name)
     progress = progress._replace(states=_padded_labels(progress.states, program.num_points))
     return _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinning, display, checkpoint)
@@ -262,10 +292,13 @@ def point_class(n: int) -> int:
     return next(m << k for m in (4, 5, 6, 7, 8) if m << k >= n)
 
 
-def _program(spec: str, target: Target, options: dict):
-    """The target the compiled chunks run on and `built_kernel` on it: `target` itself, or, for a
-    kernel that takes masked points (`Kernel.masked_points`) on at least `PADDED_FROM` points,
-    `target.padded(point_class(N))`, so one program serves every number of points of the class."""
+def _program(spec: str, target: Target, options: dict, program: Target | None = None):
+    """The target the compiled chunks run on and `built_kernel` on it: `program` when given, else
+    `target` itself, or, for a kernel that takes masked points (`Kernel.masked_points`) on at least
+    `PADDED_FROM` points, `target.padded(point_class(N))`, so one program serves every number of
+    points of the class."""
+    if program is not None:
+        return program, built_kernel(spec, program, options)
     kernel = built_kernel(spec, target, options)
     n = target.num_points
     if not kernel[0].masked_points or n < PADDED_FROM or point_class(n) == n:
@@ -284,7 +317,13 @@ def _padded_labels(states, size: int):
 
 
 def _unpadded(progress: Progress, n: int) -> Progress:
-    """`progress` with its states' labels cut to the n real points (what a checkpoint holds)."""
+    """`progress` with its states' labels cut to the n real points (what a checkpoint holds); in a
+    multi-process run its states on this process's host (`host_value`), each per-point field cut to
+    this process's n points."""
+    if jax.process_count() > 1:
+        return progress._replace(states=jax.tree_util.tree_map_with_path(
+            lambda where, leaf: host_value(leaf)[..., :n] if is_point_field(where) else host_value(leaf),
+            progress.states))
     return progress._replace(states=progress.states._replace(z=np.asarray(progress.states.z)[..., :n]))
 
 
@@ -297,10 +336,12 @@ def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinn
     total = num_warmup + num_samples
     chain_keys = progress.chain_keys
     num_chains, n = chain_keys.shape[0], target.num_points
-    on_device = jax.device_put(program)  # the chunks' argument, moved to the device once
+    # the chunks' argument, moved to the device once (a multi-process run's points are already on theirs)
+    on_device = program if jax.process_count() > 1 else jax.device_put(program)
     length = chunk_length(num_chains, program.num_points)
     per_iter, interrupted, saved_at = None, False, time.monotonic()
-    limit = target.max_slots()
+    sizing = program if jax.process_count() > 1 else target  # every process sizes the clusters alike
+    limit = sizing.max_slots()
     try:
         while progress.t < total:
             t, states = progress.t, progress.states
@@ -318,16 +359,16 @@ def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinn
                         concurrent.futures.wait([first[1]])
                     tic = time.perf_counter()
                     new_states, buf = fn(states, chain_keys, np.int32(t), np.int32(n_iter), on_device)
-                    overflow = np.asarray(new_states.overflow)
+                    overflow = host_value(new_states.overflow)
                 # sizes the next chunk (one that compiled is slow: the next then runs one step)
                 per_iter = (time.perf_counter() - tic) / n_iter
                 if not overflow.any():
                     break
                 if capacity >= limit:
-                    _check_label_limit(target, limit)
+                    _check_label_limit(sizing, limit)
                     break
-                states = grow(states, grown_slots(target, capacity))
-            host = jax.tree.map(lambda b: np.asarray(b)[:, :n_iter], buf)
+                states = grow(states, grown_slots(sizing, capacity))
+            host = jax.tree.map(lambda b: host_value(b)[:, :n_iter], buf)
             if "z" in host:
                 host["z"] = host["z"][..., :n]
             _check_finite(host["lp"], t, num_warmup, kern.name)
@@ -423,4 +464,4 @@ def _check_label_limit(target, limit):
 
 
 __all__ = ["CHUNK_LENGTH", "PADDED_FROM", "built_kernel", "check_states", "chunk_length", "continue_partition",
-           "kept_records", "point_class", "sample_partition"]
+           "host_value", "kept_records", "point_class", "sample_partition"]

@@ -8,6 +8,7 @@
 The refusals run in this process with `jax.process_count` reporting two processes."""
 
 import contextlib
+import dataclasses
 import json
 import os
 import socket
@@ -22,6 +23,9 @@ import pytest
 import dpppl
 from dpppl.errors import ArgumentError, KernelError
 from dpppl.kernels.auto import choose
+from dpppl.kernels.base import build
+from dpppl.kernels.subcluster.sampler import block_size_for
+from dpppl.run.distributed import local_size
 from dpppl.run.checkpoint import (ProcessCheckpointFile, Progress, RunSpec, joined_points, read_checkpoint,
                                   read_shard)
 from dpppl.testing import check_kernel_samples, exact_posterior
@@ -32,6 +36,7 @@ import json, sys
 import jax
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 port, process_id, num_processes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+init = sys.argv[4] if len(sys.argv) > 4 else "sequential"
 if num_processes > 1:
     jax.distributed.initialize(f"localhost:{port}", num_processes=num_processes, process_id=process_id)
 import numpy as np
@@ -49,7 +54,7 @@ rows = slice(0, 301) if num_processes == 1 else slice(0, 140) if process_id == 0
 kernel = "auto" if num_processes > 1 else "subcluster"
 idata = dpppl.sample(dpppl.DPMixture(1.0, NormalInverseWishart()), x[rows], kernel, num_warmup=4, num_samples=4,
                      warmup_variant=None, split_merge_pairs=0, collapsed_below=0, record_parameters=False,
-                     log_likelihood=False, progress_bar=False, seed=4)
+                     log_likelihood=False, progress_bar=False, seed=4, init=init)
 z = idata.posterior_partition["z"].values
 print(json.dumps({"kernel": idata.attrs["kernel"], "num_clusters": idata.posterior["num_clusters"].values.tolist(),
                   "lp": idata.sample_stats["lp"].values.tolist(),
@@ -215,10 +220,12 @@ def test_data_that_are_not_this_process_rows_are_refused(two_processes):
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_two_processes_draw_what_one_process_draws():
-    """P = 2 against P = 1 on the same rows, seed and options: the same number of clusters at every draw
-    and the same labels; `lp` equal up to the rounding of statistics summed across two devices (issue 34
-    item 3: each point's uniforms come from its global index, whatever process holds it)."""
-    (one,), two = _run(1), _run(2)
+    """P = 2 against P = 1 on the same rows, seed and options, both from the same prior draw of the 301
+    points' partition (`init="prior"`; from `init="sequential"` each process seats its own rows, a start of
+    its own): the same number of clusters at every draw and the same labels; `lp` equal up to the rounding
+    of statistics summed across two devices (issue 34 item 3: each point's uniforms come from its index in
+    the global data set, whatever process and row hold it)."""
+    (one,), two = _run(1, WORKER, "prior"), _run(2, WORKER, "prior")
     assert two[0]["num_clusters"] == one["num_clusters"]
     np.testing.assert_allclose(two[0]["lp"], one["lp"], rtol=1e-9)
     np.testing.assert_array_equal(np.concatenate([two[0]["z"], two[1]["z"]]), one["z"])
@@ -295,3 +302,106 @@ def test_the_command_line_refuses_a_malformed_distributed_value(capsys):
     assert main(["sample", "models/gaussian_niw.dp", "--data", "galaxies", "--distributed", "localhost:1,2"]) == 2
     assert ("--distributed 'localhost:1,2': expected ADDRESS:PORT,NUM_PROCESSES,PROCESS_ID such as "
             "'localhost:12345,2,0'") in capsys.readouterr().err
+
+
+def test_the_command_line_resume_refuses_a_malformed_distributed_value(capsys):
+    from dpppl.cli import main
+
+    assert main(["resume", "run.ckpt", "--distributed", "localhost:1,2,x"]) == 2
+    assert ("--distributed 'localhost:1,2,x': expected ADDRESS:PORT,NUM_PROCESSES,PROCESS_ID such as "
+            "'localhost:12345,2,0'") in capsys.readouterr().err
+
+
+def test_the_command_line_resume_joins_the_run_and_writes_this_process_s_own_file(monkeypatch):
+    """`dpppl resume --distributed` joins the processes as `dpppl sample --distributed` does (the cluster
+    detected when no value is given) and a '{process}' in --out becomes this process's index."""
+    from dpppl import cli
+
+    joined = []
+    monkeypatch.setattr(cli, "initialize", joined.append)
+    monkeypatch.setattr(jax, "process_index", lambda: 1)
+    for given, expected in ((["--distributed"], None), (["--distributed", "localhost:5,2,1"], "localhost:5,2,1")):
+        args = cli._parser().parse_args(["resume", "run.ckpt", "--out", "run-{process}.nc", *given])
+        cli._join(args)
+        assert joined[-1] == expected and args.out == "run-1.nc" and args.checkpoint == "run.ckpt"
+
+
+SEGMENTED_READS = """
+import json
+import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from dpppl.core.points import real_index, uniforms_at
+from dpppl.kernels.subcluster.sampler import _Setup
+
+# four processes' worth of points on four devices: 8 rows each (2 blocks of 4), 5, 7, 8 and 6 of them real
+counts = np.array([5, 7, 8, 6], np.int32)
+mesh = Mesh(np.asarray(jax.devices()), ("points",))
+setup = _Setup(family=None, use_sub=False, conjugate=True, whitened=False, super_clusters=False, a_merge=1.0,
+               ll_dtype=jnp.float64, n=32, dim=2, block=4, num_blocks=8, blocks_per_shard=2, pad=0, mesh=mesh,
+               num_valid=counts)
+x = np.arange(64.0).reshape(8, 4, 2)
+rows = np.array([0, 9, 31, 17, 9])
+on_devices = jax.device_put(x, NamedSharding(mesh, P("points")))
+read = jax.jit(setup.rows_at)(on_devices, rows)
+key = jax.random.key(7)
+u = jax.jit(lambda k: setup.point_uniforms(k, (3,)))(key)
+expected_u = uniforms_at(key, real_index(counts, 32), (3,), jnp.float64).reshape(8, 4, 3)
+print(json.dumps({"read": np.asarray(read).tolist(), "expected": x.reshape(32, 2)[rows].tolist(),
+                  "uniforms_by_point": bool(np.array_equal(np.asarray(u), np.asarray(expected_u))),
+                  "first_point_of_process_1": float(np.asarray(u)[2, 0, 0]),
+                  "point_5_of_one_draw": float(jax.random.uniform(key, (40, 3), jnp.float64)[5, 0])}))
+"""
+
+
+def test_points_in_segments_are_read_across_devices_and_draw_by_their_index():
+    """Four processes' worth of points in segments on four host devices (one process): the anchor pairs'
+    reads of single rows (`_Setup.rows_at`, a psum of each device's reads) give the rows themselves, and
+    each real point's uniforms are those of its index among the real points (the first point of the second
+    segment, row 8, is point 5: it draws what point 5 of one draw of every point draws)."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip()}
+    done = subprocess.run([sys.executable, "-c", SEGMENTED_READS], env=env, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["read"] == result["expected"]
+    assert result["uniforms_by_point"] and result["first_point_of_process_1"] == result["point_5_of_one_draw"]
+
+
+def test_a_block_size_that_splits_a_process_s_rows_is_refused(niw_model, two_blobs):
+    """In segments (one count per process), each device's rows are whole blocks of the sampler."""
+    program = dataclasses.replace(niw_model.bind(two_blobs[0]), num_valid=np.array([20, 10], np.int32))
+    with pytest.raises(KernelError, match=r"subcluster: block_size=7 does not divide the 30 rows each of the 1 "
+                                          r"devices of this multi-process run holds; leave block_size out"):
+        build("subcluster", program, block_size=7)
+
+
+def test_the_size_of_each_process_s_rows_is_whole_blocks_of_its_devices():
+    for largest, devices in ((161, 1), (2_500_000, 1), (1000, 4), (37, 2)):
+        size = local_size(largest, devices, 2)
+        share = size // devices
+        assert size % devices == 0 and share >= -(-largest // devices)
+        assert share % block_size_for(share, 2) == 0, (largest, devices, size)
+
+
+def test_a_start_that_needs_every_process_s_rows_is_refused(two_processes):
+    case = CASES["niw_2d_separated"]
+    with pytest.raises(ArgumentError, match=r"init: init='search' is not taken by a run over 2 processes \(each "
+                                            r"process holds its own rows only\); use init='sequential', 'single' "
+                                            r"or 'prior'"):
+        dpppl.sample(case.model, case.x, kernel="subcluster", init="search", progress_bar=False)
+
+
+def test_a_pointwise_log_likelihood_is_refused_over_several_processes(two_processes):
+    from dpppl.run.driver import _log_likelihood_refusal
+    from dpppl.run.output import check_log_likelihood
+
+    why = _log_likelihood_refusal(CASES["niw_2d_separated"].model.bind(CASES["niw_2d_separated"].x))
+    assert check_log_likelihood("auto", why, 10) is False
+    with pytest.raises(ArgumentError, match=r"log_likelihood=True: a run over 2 processes has no pointwise log "
+                                            r"likelihood yet \(each point's conditional predictive needs every "
+                                            r"cluster's statistics"):
+        check_log_likelihood(True, why, 10)

@@ -52,6 +52,7 @@ from jax.scipy.special import gammaln
 
 from dpppl.families.base import Family, segment_sums, segment_sums_by_sorting, take, translated_params
 from dpppl.families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
+from dpppl.core.points import num_real, real_index, real_rows, row_of_real, uniforms_at
 from dpppl.core.numerics import log_gamma_draw
 from dpppl.core.state import is_point_field
 from dpppl.errors import KernelError
@@ -200,9 +201,11 @@ def block_size_for(n, dim, capacity_hint=64, budget=2**18):
 class _Setup:
     """What the pieces of a step share: the family, the builder's options, and the layout of
     the N rows of points in `num_blocks` blocks of `block` points (the last padded with `pad`),
-    `blocks_per_shard` per device of `mesh` (None on one device). The first `num_valid` rows
-    (traced, `BoundModel.padded`; N when the points are not padded) are the real points: the
-    others are never counted, never in a sum and keep the label -1. Likelihoods run in
+    `blocks_per_shard` per device of `mesh` (None on one device). `num_valid` says which rows are
+    real (`dpppl.core.points`): the first `num_valid` (traced, `BoundModel.padded`; N when the points
+    are not padded), or in a run over several processes the first `num_valid[s]` of each process's
+    segment, each device's rows whole blocks, and each point's uniforms by its index among the real
+    points. The others are never counted, never in a sum and keep the label -1. Likelihoods run in
     `ll_dtype` (real data arrive centred: `BoundModel` translates them by their mean)."""
 
     family: Family
@@ -261,6 +264,24 @@ class _Setup:
 
         return jax.tree_util.tree_map_with_path(place, tree)
 
+    def rows_at(self, a, rows):
+        """The rows `rows` (indices of points) of the points in blocks `a` (num_blocks, block, ...): on
+        one device by indexing; on several, each device reads those among its own blocks and the reads
+        are summed across devices (a psum of `len(rows)` values, where indexing the split array would
+        gather it whole on every device)."""
+        if self.mesh is None:
+            return a.reshape((-1,) + a.shape[2:])[rows]
+        per_device = self.blocks_per_shard * self.block
+
+        def local(own, rows):
+            offset = jax.lax.axis_index("points") * per_device
+            got = own.reshape((-1,) + own.shape[2:])[jnp.clip(rows - offset, 0, per_device - 1)]
+            here = (rows >= offset) & (rows < offset + per_device)
+            return jax.lax.psum(jnp.where(_expand(here, got), got, jnp.zeros((), got.dtype)), "points")
+
+        return jax.shard_map(local, mesh=self.mesh, in_specs=(P("points"), P()), out_specs=P(), check_vma=False)(
+            a, rows)
+
     def across_devices(self, total):
         return jax.lax.psum(total, "points") if self.mesh is not None else total
 
@@ -268,12 +289,15 @@ class _Setup:
         """Uniforms `per_point` (a shape) for every point, in blocks: one draw with the points
         on its leading axis, so that (partitionable threefry) a point's uniforms depend on its
         index only, not on the blocks, the number of devices or the padding."""
-        u = jax.random.uniform(rng_key, (self.num_blocks * self.block,) + tuple(per_point), dtype=self.ll_dtype)
+        if jnp.ndim(self.num_valid) == 1:  # points in segments, one per process: by each row's point index
+            u = uniforms_at(rng_key, real_index(self.num_valid, self.n), per_point, self.ll_dtype)
+        else:
+            u = jax.random.uniform(rng_key, (self.num_blocks * self.block,) + tuple(per_point), dtype=self.ll_dtype)
         return u.reshape((self.num_blocks, self.block) + tuple(per_point))
 
     def real_points(self):
         """The mask of the real points in blocks (False for padded rows and the blocks' padding)."""
-        return self.as_blocks(jnp.arange(self.n) < self.num_valid)
+        return self.as_blocks(real_rows(self.num_valid, self.n))
 
 
 class SubclusterSlots(NamedTuple):
@@ -708,16 +732,15 @@ def _claim_pairs(setup, rng_key, z, capacity, num_pairs, near, x_ll):
     was claimed by an earlier active pair, and then claims them (design notes, "Several moves at
     once")."""
     u = jax.random.uniform(rng_key, (num_pairs, 2 + NEAR_CANDIDATES))  # i, the candidates for j, acceptance
-    count = jnp.asarray(setup.num_valid, jnp.int32)
+    count = jnp.asarray(num_real(setup.num_valid, setup.n), jnp.int32)
     i = jnp.minimum(jnp.floor(u[:, 0] * count).astype(jnp.int32), count - 1)
     candidates = jnp.minimum(jnp.floor(u[:, 1:-1] * (count - 1)).astype(jnp.int32), count - 2)
-    candidates = candidates + (candidates >= i[:, None])
-    points = x_ll.reshape(-1, setup.dim)
-    distance = jnp.sum((points[candidates] - points[i][:, None]) ** 2, axis=-1)
+    # the points by their index among the real points, then their rows (the same rows unless in segments)
+    i, candidates = (row_of_real(setup.num_valid, setup.n, k) for k in (i, candidates + (candidates >= i[:, None])))
+    distance = jnp.sum((setup.rows_at(x_ll, candidates) - setup.rows_at(x_ll, i)[:, None]) ** 2, axis=-1)
     j = jnp.where(near, jnp.take_along_axis(candidates, jnp.argmin(distance, axis=1)[:, None], axis=1)[:, 0],
                   candidates[:, 0])
-    z_flat = z.reshape(-1)
-    ci, cj = z_flat[i], z_flat[j]
+    ci, cj = setup.rows_at(z, i), setup.rows_at(z, j)
 
     def claim(b, carry):
         claimed, active = carry
@@ -831,8 +854,7 @@ def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
     forced = jnp.where(index == jnp.append(moves.i, -1)[pair], 0,
                        jnp.where(index == jnp.append(moves.j, -1)[pair], 1, -1))
     forced = jnp.where(aux_point, -1, forced)
-    x_flat = x_blocks.reshape(-1, setup.dim)
-    x_i, x_j = x_flat[moves.i], x_flat[moves.j]
+    x_i, x_j = setup.rows_at(x_blocks, moves.i), setup.rows_at(x_blocks, moves.j)
     mid, normal = (jnp.concatenate([a, jnp.zeros((1, setup.dim), a.dtype)])[pair]
                    for a in ((x_i + x_j) / 2, x_j - x_i))
     launch = (jnp.sum((x_blocks - mid) * normal, axis=-1) > 0).astype(jnp.int32)
@@ -863,7 +885,10 @@ def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
         n = counts + 1.0
         log_w = jnp.where(auxiliary[:, None], jnp.stack([jnp.log(w), jnp.log1p(-w)], axis=1),
                           jnp.log(n) - jnp.log(jnp.sum(n, axis=1, keepdims=True)))
-        logits = _pair_side_logits(setup, params, log_w, x_ll, pair, num_pairs)
+        # per device on its own blocks: a loop over the split blocks' axis would gather them whole
+        logits = setup.per_shard(functools.partial(_pair_side_logits, setup, num_pairs=num_pairs),
+                                 in_specs=(P(), P(), P("points"), P("points")), out_specs=P("points"))(
+            params, log_w, x_ll, pair)
         log_total = jax.scipy.special.logsumexp(logits, axis=-1)
         log_p = logits - log_total[..., None]
         log_f = jnp.sum(logits, axis=-1) - jnp.append(jnp.sum(log_w, axis=1), 0.0)[pair].astype(logits.dtype)
@@ -1132,11 +1157,11 @@ def _with_subset_sweep(setup, prior, size, exact_step, rng_key, state, x):
     is one O(N) top-k of uniforms; the sequential part costs O(size K D^2)."""
     k_pick, k_order, k_step = jax.random.split(rng_key, 3)
     n = x.shape[0]
-    keys = jnp.where(jnp.arange(n) < setup.num_valid, jax.random.uniform(k_pick, (n,), x.dtype), -1.0)
+    keys = jnp.where(real_rows(setup.num_valid, n), jax.random.uniform(k_pick, (n,), x.dtype), -1.0)
     _, chosen = jax.lax.top_k(keys, size)  # real points first: padded ones have key -1
     shuffle, uniforms = sweep_draws(k_order, x[chosen])
     moved = seat_points(setup.family, prior, x[chosen], shuffle, uniforms, state._replace(z=state.z[chosen]),
-                        remove_first=True, num_valid=jnp.minimum(size, setup.num_valid))
+                        remove_first=True, num_valid=jnp.minimum(size, num_real(setup.num_valid, n)))
     state = state._replace(z=state.z.at[chosen].set(moved.z), stats=moved.stats, overflow=moved.overflow)
     return exact_step(k_step, state, x)
 
@@ -1321,9 +1346,13 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         except KernelError as e:
             raise KernelError(f"subcluster: {e}") from None
     n, dim = bound_model.x.shape
-    block = int(block_size) if block_size else block_size_for(n, dim)
     devices = _resolve_devices(devices)
     num_shards = len(devices)
+    segments = bound_model.num_valid is not None and np.ndim(bound_model.num_valid) == 1
+    block = int(block_size) if block_size else block_size_for(n // num_shards if segments else n, dim)
+    if segments and (n // num_shards) % block:  # a run over several processes: each device's rows in whole blocks
+        raise KernelError(f"subcluster: block_size={block} does not divide the {n // num_shards} rows each of the "
+                          f"{num_shards} devices of this multi-process run holds; leave block_size out")
     blocks_per_shard = -(-n // (block * num_shards))
     num_blocks = blocks_per_shard * num_shards
     setup = _Setup(
@@ -1332,7 +1361,8 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         ll_dtype=jnp.float32 if likelihood_dtype == "float32" else jnp.asarray(bound_model.x).dtype,
         n=n, dim=dim, block=block, num_blocks=num_blocks, blocks_per_shard=blocks_per_shard,
         pad=num_blocks * block - n, mesh=Mesh(np.asarray(devices), ("points",)) if num_shards > 1 else None,
-        num_valid=bound_model.points, num_pairs=int(split_merge_pairs), launch_scans=int(launch_scans),
+        num_valid=bound_model.num_valid if segments else bound_model.points, num_pairs=int(split_merge_pairs),
+        launch_scans=int(launch_scans),
         auxiliary_every=int(auxiliary_every))
     if conjugate:
         one_row = jax.eval_shape(family.posterior_draw, jax.random.key(0), family.empty_stats())
