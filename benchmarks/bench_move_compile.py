@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import glob
 import json
 import logging
@@ -263,24 +264,34 @@ class ProgramTimes(logging.Handler):
                 return
 
 
-def first_call_programs(spec: str, path: str, data) -> dict:
-    """The first `dpppl.sample` call of `benchmarks/bench_compile.py` (5 + 5 iterations, 2 chains,
-    seed 0) in this process: the CPU seconds of each program it traces, lowers and compiles, and of
-    the call."""
-    import dpppl  # noqa: PLC0415
-
+@contextlib.contextmanager
+def logged_programs():
+    """`ProgramTimes` on JAX's logger, with `jax_log_compiles` on, while in use: the programs traced,
+    lowered and compiled inside the `with` (its CPU clock started when it is entered)."""
     handler = ProgramTimes()
     logger = logging.getLogger("jax")
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
     jax.config.update("jax_log_compiles", True)
-    start = handler.start = time.process_time()
-    dpppl.sample(os.path.join(ROOT, path), data, kernel=spec, num_warmup=5, num_samples=5, num_chains=2, seed=0,
-                 progress_bar=False)
-    jax.config.update("jax_log_compiles", False)
-    logger.removeHandler(handler)
-    return {"kernel": spec, "call_cpu_s": time.process_time() - start, "programs": handler.rows}
+    handler.start = time.process_time()
+    try:
+        yield handler
+    finally:
+        jax.config.update("jax_log_compiles", False)
+        logger.removeHandler(handler)
+
+
+def first_call_programs(spec: str, path: str, data) -> dict:
+    """The first `dpppl.sample` call of `benchmarks/bench_compile.py` (5 + 5 iterations, 2 chains,
+    seed 0) in this process: the CPU seconds of each program it traces, lowers and compiles, and of
+    the call."""
+    import dpppl  # noqa: PLC0415
+
+    with logged_programs() as handler:
+        dpppl.sample(os.path.join(ROOT, path), data, kernel=spec, num_warmup=5, num_samples=5, num_chains=2, seed=0,
+                     progress_bar=False)
+    return {"kernel": spec, "call_cpu_s": time.process_time() - handler.start, "programs": handler.rows}
 
 
 def render(job: str, r: dict) -> str:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import collections
 import glob
-import logging
 import os
 import re
 import sys
@@ -44,38 +43,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]  # this tree's dpppl, then the benchmarks
 import jax  # noqa: E402
 from bench_compile import data  # noqa: E402
-from bench_move_compile import _tables, hlo_instructions  # noqa: E402  (every frame into HLO locations; its own --hlo dump is not ours)
+from bench_move_compile import _tables, hlo_instructions, logged_programs  # noqa: E402  (every frame into HLO locations; its own --hlo dump is not ours)
 from harness import load_average  # noqa: E402
 
 MODEL = "models/gaussian_niw.dp"
-_EVENT = re.compile(r"Finished (tracing|jaxpr to MLIR module conversion|XLA compilation of) (?:jit\()?([^\s)]+)\)?"
-                    r"(?: for jit)? in ([\d.e-]+) sec")
-_PHASE = {"tracing": "trace", "jaxpr to MLIR module conversion": "lower", "XLA compilation of": "compile"}
 
 
-class _Log(logging.Handler):
-    """JAX's "Finished tracing / jaxpr to MLIR / XLA compilation" lines, with the process CPU clock."""
-
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.events = []
-
-    def emit(self, record):
-        found = _EVENT.search(record.getMessage())
-        if found:
-            self.events.append((time.process_time(), _PHASE[found.group(1)], found.group(2), float(found.group(3))))
-
-
-def programs(events: list, cpu0: float) -> list[dict]:
-    """One row per compiled program, in order: its name, trace / lower / compile wall seconds and the
-    process CPU from the previous program's compile to its own."""
-    rows, pending, last = [], {}, cpu0
-    for cpu, phase, name, seconds in events:
-        pending.setdefault(name, {})[phase] = seconds
-        if phase == "compile":
-            rows.append({"name": name, **pending.pop(name), "cpu_s": cpu - last})
-            last = cpu
-    return rows
+def programs(rows: list) -> list[dict]:
+    """One row per compiled program of `ProgramTimes.rows`, in the order their compiles finished: its name,
+    trace / lower / compile wall seconds and the process CPU from the previous program's compile to its own."""
+    compiled = sorted((r for r in rows if r["cpu_at_end"] is not None), key=lambda r: r["cpu_at_end"])
+    out, last = [], 0.0
+    for r in compiled:
+        out.append({"name": r["program"], "trace": r["tracing"], "lower": r["lower"] or 0.0, "compile": r["XLA"],
+                    "cpu_s": r["cpu_at_end"] - last})
+        last = r["cpu_at_end"]
+    return out
 
 
 def by_source(text: str) -> collections.Counter:
@@ -139,18 +122,12 @@ def run_floor(points: int):
 
 
 def measure(label: str, run, points: int, top: int, largest: int) -> list[str]:
-    log = _Log()
-    logger = logging.getLogger("jax")
-    logger.addHandler(log)
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    jax.config.update("jax_log_compiles", True)
     jax.clear_caches()
-    start, load, cpu0 = time.time(), load_average(), time.process_time()
-    run(points)
-    total = time.process_time() - cpu0
-    logger.removeHandler(log)
-    rows = programs(log.events, cpu0)
+    start, load = time.time(), load_average()
+    with logged_programs() as log:
+        run(points)
+    total = time.process_time() - log.start
+    rows = programs(log.rows)
     lines = [f"\n### {label}, {points} points: {total:.2f} process CPU s, {len(rows)} programs compiled "
              f"(load average {load} -> {load_average()})\n",
              "| program | trace s | lower s | XLA compile s | process CPU s |", "|---|---|---|---|---|"]

@@ -246,6 +246,7 @@ class _Persisted:
         if call is None:  # no disk cache: the program compiled here serves the calls (`jitted` would trace again)
             def flat(*leaves):  # traced on the leaves, as a call's arguments are (a pytree's static fields as given)
                 return self.fn(*jax.tree.unflatten(in_tree, leaves))
+            flat.__name__ = getattr(self.fn, "__name__", "flat")  # the program's name in JAX's logs and XLA's dumps
             program = jax.jit(flat, compiler_options=self.options or None).lower(*specs).compile()
             self.calls[_types(in_tree, avals)] = lambda leaves: program(*leaves)
         else:
