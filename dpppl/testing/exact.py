@@ -590,7 +590,8 @@ class HarnessResult:
         return tuple(c for c in self.checks if c.group == name)
 
 
-def _t_checks(group, names, per_chain, expected, num_draws, min_count, share, exact_variance=None):
+def _t_checks(group, names, per_chain, expected, num_draws, min_count, share, exact_variance=None,
+              excursion_inflation=None):
     """Student-t tests of means over independent chains, Bonferroni within the group.
 
     `per_chain` (C, m) holds each chain's estimate of m quantities with exact values
@@ -602,7 +603,10 @@ def _t_checks(group, names, per_chain, expected, num_draws, min_count, share, ex
     / T (dominated by the well-estimated, common quantities). The sample variance of a
     rare event's per-chain frequencies is skewed and usually too small, which would make
     t far too large when fewer events than expected happen; the floor gives such a
-    quantity the Monte Carlo error of an average one. A quantity whose expected
+    quantity the Monte Carlo error of an average one. Where the chains entered a
+    quantity's rare side too seldom for s^2 to say anything (a state behind a bottleneck:
+    a few long excursions, or none), `excursion_inflation` (from `_excursion_inflation`)
+    raises that floor to the longest excursion seen in the group. A quantity whose expected
     effective count min(p, 1 - p) ESS, ESS = C p (1 - p) / s^2, is below `min_count`
     is not tested; one whose exact value is 0 or 1 fails on any deviation.
     """
@@ -615,6 +619,8 @@ def _t_checks(group, names, per_chain, expected, num_draws, min_count, share, ex
         exact_variance = expected * (1.0 - expected)
         iid = exact_variance / num_draws
         inflation = max(var.sum() / iid.sum(), 1.0) if iid.sum() > 0 else 1.0
+        if excursion_inflation is not None:
+            inflation = np.maximum(inflation, excursion_inflation)
         var = np.maximum(var, inflation * iid)
         structural = exact_variance <= 0.0
     else:
@@ -641,6 +647,46 @@ def _t_checks(group, names, per_chain, expected, num_draws, min_count, share, ex
                                  float(ess[j]), float(t[j]), float(threshold), float(C - 1),
                                  float(p_value[j]), float(level), bool(tested[j]), passed, note))
     return out
+
+
+RARE_SIDE = 0.05  # events this rare show the sojourns of rare states (`_excursion_inflation`)
+
+
+def _excursion_inflation(indicators, expected, min_count):
+    """Variance inflation floors for quantities whose rare side the chains seldom entered.
+
+    `indicators` (C, T, m) says in which draws each of m events held; `expected` (m,) their
+    exact probabilities; the rare side of event j is the event if p_j < 1/2, else its
+    complement. The across-chain variance of a frequency is a trustworthy Monte Carlo error
+    only when the chains entered the rare side many times. When the rare side sits behind a
+    bottleneck (e.g. two separated pairs of points merged: a single-site Gibbs sampler must
+    pass through far rarer states to enter or leave it), it is entered in a few long
+    excursions, or none in a finite run, and the sample variance says nothing. An
+    excursion of L draws carries the information of about one draw, so a frequency whose
+    excursions last L draws has variance inflation about 2 L - 1 over independent draws
+    (a two-state Markov chain that leaves the rare side with probability 1/L per step).
+
+    Returns (m,) floors: 2 L* - 1 for the events entered fewer than `min_count` times over
+    all chains, L* the longest excursion of the run to the rare side of any event of the
+    group whose rare side has probability below `RARE_SIDE` (what the run shows a sojourn in
+    a rare state can last; the rare side of a common event has long runs even in i.i.d.
+    draws), and 1 for the others. This lowers the expected effective count of such a
+    quantity, so a state the run could not have entered often enough is reported as too
+    rare to test rather than failed or passed on noise, while a sampler that never enters
+    a state of probability 0.01 in 64 x 500 i.i.d.-like draws still fails.
+    """
+    expected = np.asarray(expected)
+    rare_side = np.where(expected < 0.5, indicators, ~indicators)
+    starts = rare_side & ~np.concatenate([np.zeros_like(rare_side[:, :1]), rare_side[:, :-1]], axis=1)
+    entries = starts.sum(axis=(0, 1))
+    # length of the excursion each draw ends: draws on the rare side since the last draw off it
+    run = np.zeros((rare_side.shape[0], rare_side.shape[2]), dtype=np.int64)
+    longest = 0
+    rare = np.minimum(expected, 1.0 - expected) < RARE_SIDE
+    for t in range(rare_side.shape[1]):
+        run = np.where(rare_side[:, t], run + 1, 0)
+        longest = max(longest, int(run[:, rare].max(initial=0)))
+    return np.where(entries < min_count, max(2.0 * longest - 1.0, 1.0), 1.0)
 
 
 def _partition_law_check(freq, prob, num_draws, min_cell_count, share):
@@ -783,13 +829,19 @@ def check_kernel_samples(exact: ExactPosterior, labels, *, alpha=None, hyper: Op
         checks.append(_partition_law_check(freq, exact.prob, T, min_cell_count, share))
 
     k_values = np.arange(1, n + 1)
-    per_chain_k = freq @ (exact.num_clusters[:, None] == k_values[None, :]).astype(float)
+    has_k = exact.num_clusters[:, None] == k_values[None, :]
+    per_chain_k = freq @ has_k.astype(float)
     checks += _t_checks("P(K=k)", [f"P(K={k})" for k in k_values], per_chain_k,
-                        exact.p_num_clusters[1:], T, min_effective_count, share)
+                        exact.p_num_clusters[1:], T, min_effective_count, share,
+                        excursion_inflation=_excursion_inflation(has_k[index], exact.p_num_clusters[1:],
+                                                                 min_effective_count))
     iu = np.triu_indices(n, 1)
-    per_chain_pairs = freq @ (exact.partitions[:, iu[0]] == exact.partitions[:, iu[1]]).astype(float)
+    together = exact.partitions[:, iu[0]] == exact.partitions[:, iu[1]]
+    per_chain_pairs = freq @ together.astype(float)
     checks += _t_checks("co-clustering", [f"P(z{i}=z{j})" for i, j in zip(*iu)], per_chain_pairs,
-                        exact.coclustering[iu], T, min_effective_count, share)
+                        exact.coclustering[iu], T, min_effective_count, share,
+                        excursion_inflation=_excursion_inflation(together[index], exact.coclustering[iu],
+                                                                 min_effective_count))
     if has_alpha:
         alpha = np.asarray(alpha, dtype=float)
         if alpha.shape != (C, T):

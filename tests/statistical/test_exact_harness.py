@@ -389,6 +389,42 @@ def test_sticky_chains_have_the_right_law_and_autocorrelation():
     assert same == pytest.approx(0.7 + 0.3 * np.sum(e.prob**2), abs=0.01)
 
 
+def bottleneck_chains(exact, rng, num_chains, num_draws, sticky, hold):
+    """Chains with the exact law that stay in the partitions `sticky` for 1 / (1 - hold)
+    draws on average: each step holds with probability h(b) (`hold` on `sticky`, else 0)
+    and otherwise draws from q(b) ~ p(b) (1 - h(b)), whose stationary law is p."""
+    h = np.where(sticky, hold, 0.0)
+    q = exact.prob * (1.0 - h)
+    state = rng.choice(exact.prob.size, size=num_chains, p=exact.prob / exact.prob.sum())
+    index = np.empty((num_chains, num_draws), dtype=np.int64)
+    for t in range(num_draws):
+        move = rng.random(num_chains) >= h[state]
+        state = np.where(move, rng.choice(exact.prob.size, size=num_chains, p=q / q.sum()), state)
+        index[:, t] = state
+    return exact.partitions[index]
+
+
+def test_a_state_behind_a_bottleneck_is_too_rare_to_test_not_failed():
+    """niw_2d_separated: the partitions joining points 2 and 4 (0.1% in all) held for 100
+    draws on average, as a single-site Gibbs sampler holds them (it must pass through far
+    rarer states to leave): a run of 64 x 500 draws enters them 0.4 times on average, so the
+    across-chain variance says nothing and most runs see none; the harness reports
+    P(z2=z4) too rare to test instead of failing it (it failed with t = -4.8 on gibbs's
+    own draws). Chains that never visit the K = 2 partitions (1.3%) still fail."""
+    e = exact_of("niw_2d_separated")
+    joined = e.partitions[:, 2] == e.partitions[:, 4]
+    rng = np.random.default_rng(11)
+    results = [check_kernel_samples(e, bottleneck_chains(e, rng, 64, 500, joined, 1 - 1 / 100)) for _ in range(12)]
+    assert all(r.passed for r in results), [r.report for r in results if not r.passed]
+    pair = [next(c for c in r.group("co-clustering") if c.name == "P(z2=z4)") for r in results]
+    assert sum(c.observed == 0 for c in pair) >= 2, [c.observed for c in pair]  # what the old floor failed
+    assert all(not c.tested and "too rare" in c.note for c in pair if c.observed == 0)
+    two = e.num_clusters == 2
+    never_two = dataclasses.replace(e, log_prob=np.where(two, -np.inf, e.log_prob))
+    r = check_kernel_samples(e, sample_exact(never_two, rng, (64, 500)))
+    assert "P(K=2)" in [c.name for c in r.failures], r.report
+
+
 # ----- power ------------------------------------------------------------------------------------
 
 def test_power_curve_detects_a_large_bias():
