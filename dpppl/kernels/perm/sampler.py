@@ -595,12 +595,15 @@ def every_kernel(move: Kernel, every: int) -> Kernel:
             extras = state.extras
             inner = state._replace(extras=extras.move)
             due = extras.steps % every == 0
-            zeros = jax.tree.map(lambda v: jnp.zeros(v.shape, v.dtype),
-                                 jax.eval_shape(move_step, rng_key, inner, x)[1])
+            # the move is traced once: its jaxpr gives the info's shapes and is the loop's body
+            # (`jax.eval_shape` and the body would trace it twice)
+            closed, shapes = jax.make_jaxpr(move_step, return_shape=True)(rng_key, inner, x)
+            moved_fn, out_tree = jax.extend.core.jaxpr_as_fun(closed), jax.tree.structure(shapes)
+            zeros = jax.tree.map(lambda v: jnp.zeros(v.shape, v.dtype), shapes[1])
 
             def body(carry):
                 _, moved, _ = carry
-                moved, info = move_step(rng_key, moved, x)
+                moved, info = jax.tree.unflatten(out_tree, moved_fn(*jax.tree.leaves((rng_key, moved, x))))
                 return jnp.zeros((), bool), moved, info
 
             _, inner, info = jax.lax.while_loop(lambda c: c[0], body, (due, inner, zeros))

@@ -77,6 +77,7 @@ VARIANTS = ("paper", "exact")
 
 
 SLOT_KEYS = 4  # keys per slot in `_StepKeys`: its Gamma variates, its cluster's and sub-clusters' parameters
+SPLIT_MERGE_KEYS = 2  # the keys `build_splitmerge_kernel`'s step takes at once (its `keys_per_step`)
 REST_STREAM = 2**31 - 1  # `_step_keys`: the keys of no slot are streams REST_STREAM - j (slot k's: SLOT_KEYS k + j)
 ROW_UNIFORMS = 5  # uniforms per row in `_draw_parameters`, before a slot's direction (`_StepUniforms`)
 
@@ -88,7 +89,8 @@ class _StepKeys(NamedTuple):
     step's cluster-level uniforms (`uniforms`, `_StepUniforms`), of the points' uniforms
     (`points`), of the super-clusters (`group`), of the pair moves (`pairs`: the anchor pairs or
     the pair merges), of the anchor pairs' scans (`launch`), of the collapsed step's sweep and
-    split-merge moves (`sweep`, `split_merge`), and of the non-conjugate proposals of the random
+    split-merge moves (`sweep`, and `split_merge`: the `SPLIT_MERGE_KEYS` keys the move takes at
+    once, `Kernel.keys_per_step`, so it splits none), and of the non-conjugate proposals of the random
     split's halves, of its merge and of the sub-cluster splits (`q_half`, `q_merge`, `q_sub`)."""
 
     slots: jax.Array
@@ -109,12 +111,18 @@ class _StepKeys(NamedTuple):
 def _step_keys(rng_key, capacity):
     """Every key of a step, each `rng_key` with its stream index folded in, all in one call (each
     `jax.random` call is a threefry expansion of hundreds of instructions in the compiled step):
-    slot k's keys are streams `SLOT_KEYS` k + j, so a slot's draws do not depend on the capacity."""
+    slot k's keys are streams `SLOT_KEYS` k + j, so a slot's draws do not depend on the capacity;
+    field j of no slot is stream `REST_STREAM` - j, and the split-merge move's further keys the
+    streams after the last field's."""
     rest = len(_StepKeys._fields) - 1
+    extra = SPLIT_MERGE_KEYS - 1
     index = jnp.concatenate([jnp.arange(capacity * SLOT_KEYS, dtype=jnp.int32),
-                             REST_STREAM - jnp.arange(rest, dtype=jnp.int32)])
+                             REST_STREAM - jnp.arange(rest + extra, dtype=jnp.int32)])
     keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(rng_key, index)
-    return _StepKeys(keys[:-rest].reshape(capacity, SLOT_KEYS), *keys[-rest:])
+    slots, tail = keys[:capacity * SLOT_KEYS], keys[capacity * SLOT_KEYS:]
+    own = dict(zip(_StepKeys._fields[1:], tail))
+    own["split_merge"] = jnp.concatenate([tail[_StepKeys._fields.index("split_merge") - 1][None], tail[rest:]])
+    return _StepKeys(slots.reshape(capacity, SLOT_KEYS), **own)
 
 
 def _slot_draws(keys, shapes, rest):
@@ -863,11 +871,17 @@ def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
                                 in_specs=(P("points"), P("points")), out_specs=P())
     aux_split = auxiliary & is_split
 
-    def side_log_probs(key, side):
+    def side_log_probs(t, side):
         """log P(side 0), log P(side 1) per point, from parameters and side weights drawn given
         the sides (an auxiliary pair's: its auxiliary law or its merge proposal), the log of the
-        sum of the two sides' unnormalised probabilities, log f_0 + log f_1, and the sides drawn."""
-        k_draw, k_weight, k_points = jax.random.split(key, 3)
+        sum of the two sides' unnormalised probabilities, log f_0 + log f_1, and the sides drawn,
+        in scan `t`: its keys (the 2 P parameter draws', the weights' and the points') are streams
+        t (2 P + 2) + i of the scans' key, one vmapped fold-in (one threefry hash in the
+        compiled scan, where a fold-in and two splits were three)."""
+        streams = 2 * num_pairs + 2
+        keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(
+            k_launch, (t * streams + jnp.arange(streams)).astype(jnp.uint32))
+        k_draw, k_weight, k_points = keys[:2 * num_pairs], keys[2 * num_pairs], keys[2 * num_pairs + 1]
         segments = jnp.where(in_move, 2 * pair + jnp.where(aux_point, moves.side, side), 2 * num_pairs)
         stats = jax.tree.map(lambda a: a.reshape((num_pairs, 2) + a.shape[1:]), rows_pass(x_blocks, segments)[0])
         counts = stats.n
@@ -877,7 +891,7 @@ def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
         beta = _auxiliary_beta(counts[:, 0])
         stats = jax.tree.map(lambda a: jnp.where(_expand(aux_split, a), (_expand(beta, a[:, 0]) * a[:, 0])[:, None],
                                                  a), stats)
-        params = jax.vmap(family.posterior_draw)(jax.random.split(k_draw, 2 * num_pairs),
+        params = jax.vmap(family.posterior_draw)(k_draw,
                                                  jax.tree.map(lambda a: a.reshape((2 * num_pairs,) + a.shape[2:]),
                                                               stats))
         grid_logits = jnp.where(aux_split[:, None], 0.0, _log_weight_grid(counts[:, 0], counts[:, 1]))
@@ -899,7 +913,7 @@ def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
     # are those of the sides it drew, `proposed`
     zeros = jnp.zeros(launch.shape, setup.ll_dtype)
     log_p, log_total, log_f, proposed = jax.lax.fori_loop(
-        0, setup.launch_scans + 1, lambda t, carry: side_log_probs(jax.random.fold_in(k_launch, t), carry[3]),
+        0, setup.launch_scans + 1, lambda t, carry: side_log_probs(t, carry[3]),
         (jnp.zeros(launch.shape + (2,), setup.ll_dtype), zeros, zeros, launch))
     split_point = jnp.append(is_split, False)[pair]
     chosen = jnp.where(split_point, proposed, moves.side)
@@ -1358,17 +1372,13 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
     setup = _Setup(
         family=family, use_sub=use_sub, conjugate=conjugate, whitened=hasattr(family, "whitening"),
         super_clusters=super_clusters, a_merge=float(merge_concentration),
-        ll_dtype=jnp.float32 if likelihood_dtype == "float32" else jnp.asarray(bound_model.x).dtype,
+        ll_dtype=jnp.float32 if likelihood_dtype == "float32" else jnp.result_type(bound_model.x),
         n=n, dim=dim, block=block, num_blocks=num_blocks, blocks_per_shard=blocks_per_shard,
         pad=num_blocks * block - n, mesh=Mesh(np.asarray(devices), ("points",)) if num_shards > 1 else None,
         num_valid=bound_model.num_valid if segments else bound_model.points, num_pairs=int(split_merge_pairs),
         launch_scans=int(launch_scans),
         auxiliary_every=int(auxiliary_every))
-    if conjugate:
-        one_row = jax.eval_shape(family.posterior_draw, jax.random.key(0), family.empty_stats())
-    else:
-        num_u = family.num_unconstrained
-        one_row = jax.eval_shape(family.params_of, jax.ShapeDtypeStruct((num_u,), jnp.asarray(bound_model.x).dtype))
+    one_row = jax.eval_shape(_one_row, family, jnp.result_type(bound_model.x))
     recorded_params = tuple(one_row) if record_parameters else ()
     record_dims = {"weights": ["slot"], **{f"theta_{name}": ["slot"] + [f"theta_{name}_dim_{j}" for j in
                                                                         range(len(one_row[name].shape))]
@@ -1405,6 +1415,17 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
     return Kernel("subcluster", exact=variant == "exact", step=step_of(variant),
                   warmup_step=step_of(warmup_variant) if warmup_variant != variant else None, init=init,
                   info_type=info_of, record=record, record_dims=record_dims, masked_points=True, note=note)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _one_row(family, dtype):
+    """One cluster's parameters (`jax.eval_shape` gives their shapes): a posterior draw given no
+    points for a conjugate family, else the parameters of the unconstrained zeros. A function of
+    the family as an argument, traced inside (no key or statistics made eagerly), so that the
+    kernel built again for the same family (the run builds it more than once) reuses the trace."""
+    if family.conjugate:
+        return family.posterior_draw(jax.random.key(0), family.empty_stats())
+    return family.params_of(jnp.zeros((family.num_unconstrained,), dtype))
 
 
 def _resolve_devices(devices):

@@ -12,6 +12,7 @@ segmentations. (e) Options, exactness flags, hybrids, capacity growth, the CLI.
 The permutation samplers are in tests/kernels/perm/test_permutations.py, chains against
 the enumerated posterior in tests/statistical/test_perm_exactness.py."""
 
+import dataclasses
 import itertools
 import math
 
@@ -451,6 +452,27 @@ def test_perm_every_runs_the_move_on_its_schedule(two_blobs):
     assert np.asarray(states.extras.steps).tolist() == [7, 7]
     assert len(np.unique(np.asarray(states.z))) > 1  # the move ran: it split the single cluster
     assert kernels.entry("perm-every").options[0] == "every" and "beam_width" in kernels.entry("perm-every").options
+
+
+def test_perm_every_traces_the_move_once(two_blobs):
+    """`perm-every` traces its move once per trace of its step: the move's jaxpr gives the info's
+    shapes and is the loop's body (an `eval_shape` beside the body traced the whole dynamic
+    program twice)."""
+    x, _ = two_blobs
+    b = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=25.0)).bind(x)
+    move = kernels.build("perm-move", b, dp="exact")
+    traced = []
+
+    def counted(rng_key, state, x):
+        traced.append(1)
+        return move.step(rng_key, state, x)
+
+    kern = P.every_kernel(dataclasses.replace(move, step=counted), 3)
+    xb = jnp.asarray(b.x)
+    state = kern.init(state_from_labels(b.family, xb, jnp.zeros(30, jnp.int32), 31, 1.0), xb)
+    new, info = jax.jit(kern.step)(jax.random.key(0), state, xb)
+    assert len(traced) == 1
+    assert int(info.ran) == 1 and int(new.extras.steps) == 1
 
 
 def test_default_beam_from_its_threshold():

@@ -19,8 +19,9 @@ from dpppl.errors import KernelError
 from dpppl import kernels
 from dpppl.models.mixture import state_from_labels
 from dpppl.families.base import segment_sums
+from dpppl.kernels.splitmerge import build_splitmerge_kernel
 from dpppl.kernels.subcluster.sampler import block_size_for
-from dpppl.kernels.subcluster.sampler import _slot_draws, _step_keys, log_split_gain
+from dpppl.kernels.subcluster.sampler import REST_STREAM, _slot_draws, _step_keys, log_split_gain
 from tests.helpers.cases import CASES
 
 
@@ -138,6 +139,44 @@ def test_a_slots_draws_do_not_depend_on_the_capacity():
     np.testing.assert_array_equal(jax.random.key_data(small_keys.slots), jax.random.key_data(large_keys.slots[:3]))
     np.testing.assert_array_equal(jax.random.key_data(small_keys.q_sub), jax.random.key_data(large_keys.q_sub))
     assert np.isneginf(small[1, 0]) and np.isfinite(np.delete(np.asarray(small).ravel(), 3)).all()
+
+
+def test_the_collapsed_step_hands_split_merge_its_keys():
+    """`_step_keys` draws the keys split-merge takes at once (`Kernel.keys_per_step`), so the
+    collapsed step's move splits none (one threefry expansion fewer in the compiled step): that
+    many distinct keys, the same whatever the capacity, and the other fields' streams as before."""
+    case = CASES["niw_2d_overlap"]
+    count = build_splitmerge_kernel(case.model.bind(case.x)).keys_per_step
+    small, large = _step_keys(jax.random.key(4), 3), _step_keys(jax.random.key(4), 8)
+    assert small.split_merge.shape == (count,)
+    data = np.asarray(jax.random.key_data(small.split_merge))
+    np.testing.assert_array_equal(data, jax.random.key_data(large.split_merge))
+    assert len({tuple(row) for row in data} | {tuple(np.asarray(jax.random.key_data(small.sweep)))}) == count + 1
+    sweep_stream = REST_STREAM - (small._fields.index("sweep") - 1)  # field j of no slot: stream REST_STREAM - j
+    np.testing.assert_array_equal(jax.random.key_data(small.sweep),
+                                  jax.random.key_data(jax.random.fold_in(jax.random.key(4), sweep_stream)))
+
+
+def test_building_the_kernel_again_traces_no_posterior_draw(monkeypatch):
+    """The shapes of a cluster's parameters are traced once per family (`_one_row`, a function of the
+    family as an argument): the run builds the kernel more than once (memory estimate, chunks)."""
+    case = CASES["niw_2d_overlap"]
+    bound = case.model.bind(case.x)
+    family_type = type(bound.family)
+    draw, traced = family_type.posterior_draw, []
+
+    def counted(self, rng_key, stats):
+        traced.append(1)
+        return draw(self, rng_key, stats)
+
+    monkeypatch.setattr(family_type, "posterior_draw", counted)
+    jax.clear_caches()
+    first = kernels.build("subcluster", bound)
+    second = kernels.build("subcluster", bound)
+    assert len(traced) == 1
+    assert first.record_dims == second.record_dims == {
+        "weights": ["slot"], "theta_mu": ["slot", "theta_mu_dim_0"],
+        "theta_cov": ["slot", "theta_cov_dim_0", "theta_cov_dim_1"]}
 
 
 @pytest.mark.slow
