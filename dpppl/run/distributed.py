@@ -19,7 +19,8 @@ is then one run over the global data set, the rows of process 0, then those of p
   across devices and processes (`psum` over gloo on CPU, NCCL on GPUs); what is per cluster runs
   replicated, from the same keys, so every process holds the same clusters, while the labels stay
   split across the devices, each process reading its own (`dpppl.run.runner.host_value`);
-- the chains start from labels each process gives its own points (`start`);
+- the chains start from labels each process gives its own points (`start`); with `init="sequential"`
+  each process seats its own rows and the processes' clusters are then merged (`merged_seating`);
 - a checkpoint is the run's file, written by process 0, and one part per process with its rows and
   its points' labels (`dpppl.run.checkpoint.ProcessCheckpointFile`); `resumed_run` reads the run's
   file and this process's part, `placed` puts its labels back on its devices;
