@@ -26,6 +26,7 @@ all-gathers and psums of the same sizes across the processes, one after the othe
 repetitions): their share of an iteration is the communication share. The parent checks
 that every process reports the same posterior and writes `benchmarks/results/distributed-<name>.{json,md}`.
 
+    nice -n 10 python benchmarks/bench_distributed.py --processes 1 2 --seeds 0 1 2 --no-dump --name start
     nice -n 10 python benchmarks/bench_distributed.py --processes 1 2 4 --data w3 --warmup 40 --samples 10
     nice -n 10 python benchmarks/bench_distributed.py --processes 4 --data per-process --n 10000000 ...
 
@@ -56,7 +57,7 @@ import glob, hashlib, json, os, resource, sys, time
 import jax
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 port, pid, nproc, n, warmup, samples, seed = sys.argv[1], *map(int, sys.argv[2:8])
-data, dump = sys.argv[8], sys.argv[9]
+data, dump, kernel, labels_out = sys.argv[8], sys.argv[9], sys.argv[10], sys.argv[11]
 if nproc > 1:
     jax.distributed.initialize(f"localhost:{port}", num_processes=nproc, process_id=pid)
 import numpy as np
@@ -81,7 +82,7 @@ model = dpppl.load("models/gaussian_niw.dp")
 rss_with_rows_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # jax, dpppl and this process's rows
 def run(num_warmup, num_samples):
     tic = time.perf_counter()
-    idata = dpppl.sample(model, x, num_warmup=num_warmup, num_samples=num_samples, num_chains=1, seed=seed,
+    idata = dpppl.sample(model, x, kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=1, seed=seed,
                          progress_bar=False)
     return idata, time.perf_counter() - tic
 def status_mb(field):  # a field of /proc/self/status (Linux), in MB
@@ -96,6 +97,23 @@ for group in ("posterior", "sample_stats"):
     for name in sorted(idata[group].data_vars):
         digest.update(np.ascontiguousarray(idata[group][name].values).tobytes())
 z = idata.posterior_partition["z"].values[0, -1]
+if labels_out != "-":  # this process's points' last labels and true labels, for the global partition
+    np.save(labels_out, np.stack([z, y]))
+start = {}
+if data == "six":  # a start as the run's (another key): K of each process's seating, and after the merge
+    from dpppl.models.init import initial_states
+    keys = jax.random.split(jax.random.key(seed + 1000), 1)
+    with dpppl.config.x64():
+        if nproc > 1:
+            from jax.experimental import multihost_utils
+            from dpppl.run.distributed import bound, merged_seating
+            target, _ = bound(model, x)
+            seated = np.asarray(initial_states(target, "sequential", keys).z)[0]
+            merged = merged_seating(target, keys)[0]
+            start = {"seated_k": len(np.unique(seated)), "merged_k": int(np.max(multihost_utils.process_allgather(
+                np.asarray(merged.max() + 1, np.int64))))}
+        else:
+            start = {"seated_k": len(np.unique(np.asarray(initial_states(model.bind(x), "sequential", keys).z)[0]))}
 # bytes of each collective of an iteration of the largest chunk program (process 0 dumped it), by kind
 sizes, collectives, replayed, failure = [], {}, 0.0, None
 try:
@@ -128,7 +146,7 @@ try:
             replayed = (time.perf_counter() - tic) / 20
 except Exception as e:  # the run's figures are worth more than these
     failure = f"{type(e).__name__}: {e}"[:300]
-print(json.dumps({"process": pid, "kernel": idata.attrs["kernel"], "rows": int(len(x)),
+print(json.dumps({"process": pid, "kernel": idata.attrs["kernel"], "rows": int(len(x)), "start": start,
                   "num_clusters": idata.posterior["num_clusters"].values[0].tolist(),
                   "digest": digest.hexdigest(), "nmi": float(dpppl.metrics.normalized_mutual_information(z, y)),
                   "compiling_call_s": compiling, "timed_call_s": timed, "s_per_iteration": timed / (warmup + samples),
@@ -190,9 +208,11 @@ def _free_port() -> int:
 
 
 def launch(processes: int, n: int, warmup: int, samples: int, seed: int, data: str,
-           dump_hlo: bool = True) -> list[dict]:
-    """Run the worker on `processes` local processes; their reports, in process order. Without `dump_hlo`
-    no process dumps its HLO (no collectives are reported) and all use the persistent compilation cache."""
+           dump_hlo: bool = True, kernel: str = "auto") -> list[dict]:
+    """Run the worker on `processes` local processes; their reports, in process order, each with
+    `partition`: its points' last labels and true labels ((2, rows), read back from the file the
+    worker saved). Without `dump_hlo` no process dumps its HLO (no collectives are reported) and all
+    use the persistent compilation cache."""
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("XLA_FLAGS", None)  # one CPU device per process
     port = str(_free_port())
@@ -200,7 +220,8 @@ def launch(processes: int, n: int, warmup: int, samples: int, seed: int, data: s
     # process 0 compiles (no persistent cache, which would skip the compile and its dump) and dumps its HLO
     dumping = {**env, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text", "DPPPL_COMPILATION_CACHE": "off"}
     workers = [subprocess.Popen([sys.executable, "-c", WORKER, port, str(p), str(processes), str(n), str(warmup),
-                                 str(samples), str(seed), data, dump], env=dumping if p == 0 and dump_hlo else env,
+                                 str(samples), str(seed), data, dump, kernel, os.path.join(dump, f"labels-{p}.npy")],
+                                env=dumping if p == 0 and dump_hlo else env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 cwd=pathlib.Path(__file__).resolve().parent.parent)
                for p in range(processes)]
@@ -210,8 +231,40 @@ def launch(processes: int, n: int, warmup: int, samples: int, seed: int, data: s
         if w.returncode != 0:
             raise SystemExit(f"process {p} failed:\n{err[-4000:]}")
         reports.append(json.loads(out.strip().splitlines()[-1]))
+        reports[-1]["partition"] = np.load(os.path.join(dump, f"labels-{p}.npy"))
     shutil.rmtree(dump, ignore_errors=True)  # hundreds of MB of HLO text
     return reports
+
+
+def ceiling(x: np.ndarray, y: np.ndarray, seed: int = 0) -> dict:
+    """What labels given the true clusters' parameters score against the truth `y` on `x`: each
+    cluster's weight, mean and covariance those of its points (at 2 x 10^5 points, the generator's up to
+    sampling error); `draw`, the NMI of labels drawn from each point's posterior over the clusters (what
+    a sampler at the truth's parameters draws); `most_probable`, that of each point's most probable
+    cluster."""
+    from scipy.special import logsumexp
+    from scipy.stats import multivariate_normal
+
+    from dpppl.metrics import normalized_mutual_information
+
+    logp = np.stack([np.log(np.mean(y == k)) + multivariate_normal(x[y == k].mean(0), np.cov(x[y == k].T)).logpdf(x)
+                     for k in np.unique(y)], axis=1)
+    p = np.exp(logp - logsumexp(logp, axis=1, keepdims=True))
+    u = np.random.default_rng(seed).random(len(x))
+    drawn = np.minimum((np.cumsum(p, axis=1) < u[:, None]).sum(axis=1), p.shape[1] - 1)
+    return {"draw": float(normalized_mutual_information(drawn, y)),
+            "most_probable": float(normalized_mutual_information(np.argmax(p, axis=1), y))}
+
+
+def partition(reports: list[dict]) -> dict:
+    """The global run's last partition from every process's part (`launch`'s `partition`, popped from
+    the reports): K, the NMI of all points against the truth, and for each cluster how many points of
+    each true cluster it holds."""
+    from dpppl.metrics import normalized_mutual_information
+
+    z, y = np.concatenate([r.pop("partition") for r in reports], axis=1)
+    held = {int(c): np.bincount(y[z == c], minlength=int(y.max()) + 1).tolist() for c in np.unique(z)}
+    return {"k": len(held), "nmi": float(normalized_mutual_information(z, y)), "held": held}
 
 
 def main() -> None:
@@ -220,7 +273,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200_000)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--samples", type=int, default=50)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="one run per seed (and process count)")
+    ap.add_argument("--kernel", default="auto")
     ap.add_argument("--data", choices=["six", "w3", "per-process"], default="six")
     ap.add_argument("--name", default=None, help="results file stem after 'distributed-' (default: the data)")
     ap.add_argument("--quick", action="store_true", help="10^4 points, 20 + 10 iterations")
@@ -232,23 +286,31 @@ def main() -> None:
         args.n = 1_000_000
     results = []
     for processes in args.processes:
-        tic = time.perf_counter()
-        reports = launch(processes, args.n, args.warmup, args.samples, args.seed, args.data, not args.no_dump)
-        same = len({r["digest"] for r in reports}) == 1
-        results.append({"processes": processes, "wall_s": time.perf_counter() - tic, "same_posterior": same,
-                        "reports": reports})
-        print(json.dumps(results[-1]), flush=True)
+        for seed in args.seeds:
+            tic = time.perf_counter()
+            reports = launch(processes, args.n, args.warmup, args.samples, seed, args.data, not args.no_dump,
+                             args.kernel)
+            same = len({r["digest"] for r in reports}) == 1
+            results.append({"processes": processes, "seed": seed, "wall_s": time.perf_counter() - tic,
+                            "same_posterior": same, "partition": partition(reports), "reports": reports})
+            print(json.dumps(results[-1]), flush=True)
     load = os.getloadavg()
     clusters = 6 if args.data == "six" else 20
     meta = {"data": args.data, "n": args.n, "dim": 2, "clusters": clusters, "warmup": args.warmup,
-            "samples": args.samples, "seed": args.seed, "load_average": load, "cpus": os.cpu_count(),
-            "results": results}
+            "samples": args.samples, "seeds": args.seeds, "kernel": args.kernel, "load_average": load,
+            "cpus": os.cpu_count(), "results": results}
+    if args.data == "six":
+        import dpppl
+
+        meta["ceiling"] = ceiling(*dpppl.datasets.gaussian_mixture(args.n, 2, 6, mean_scale=25.0,
+                                                                   covariance="random", seed=3))
     stem = f"distributed-{args.name or ('quick' if args.quick else args.data)}"
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{stem}.json").write_text(json.dumps(meta, indent=1) + "\n")
     lines = ["# `dpppl.sample` over local processes (`benchmarks/bench_distributed.py`)", "",
              f"{args.data}: {args.n} x 2, {clusters} clusters, {args.warmup} warmup + {args.samples} kept "
-             f"iterations, one chain, seed {args.seed}; {os.cpu_count()} CPUs, load average {load[0]:.1f} at the "
+             f"iterations, one chain, kernel {args.kernel!r}, seeds {args.seeds}; {os.cpu_count()} CPUs, load "
+             f"average {load[0]:.1f} at the "
              "end (a shared machine: the seconds are the loaded machine's).", "",
              "| processes | process | rows | kernel | K (last draw) | NMI own points | compiling call s | "
              "timed call s | s / iteration | collectives / iteration | bytes / iteration | replayed s | "
@@ -264,6 +326,23 @@ def main() -> None:
                          f"{r.get('rss_with_rows_mb', float('nan')):.0f} | {r['max_rss_mb']:.0f} | "
                          f"{r.get('rss_before_timed_mb', float('nan')):.0f} | "
                          f"{r.get('timed_peak_rss_mb', float('nan')):.0f} | {result['same_posterior']} |")
+    lines += ["", "The global run's last partition (every process's points together), per run:", "",
+              "| processes | seed | start: K seated per process -> merged | K of the kept draws | K | NMI all points | "
+              "points of each true cluster in each cluster | same posterior |", "|" + " --- |" * 8]
+    for result in results:
+        starts = [r["start"] for r in result["reports"]]
+        start = (" + ".join(str(s.get("seated_k", "-")) for s in starts)
+                 + (f" -> {starts[0]['merged_k']}" if "merged_k" in starts[0] else ""))
+        kept = result["reports"][0]["num_clusters"]
+        trace = f"{kept[0]}, ..., {kept[-1]} (min {min(kept)}, max {max(kept)})"
+        found = result["partition"]
+        held = "; ".join(f"{c}: {counts}" for c, counts in found["held"].items())
+        lines.append(f"| {result['processes']} | {result['seed']} | {start} | {trace} | {found['k']} | "
+                     f"{found['nmi']:.3f} | {held} | {result['same_posterior']} |")
+    if "ceiling" in meta:
+        lines += ["", f"Labels given the true clusters' parameters (their points' weights, means and covariances): "
+                      f"drawn from each point's posterior, NMI {meta['ceiling']['draw']:.3f}; each point's most "
+                      f"probable cluster, NMI {meta['ceiling']['most_probable']:.3f}."]
     (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {RESULTS / stem}.json and .md")
 

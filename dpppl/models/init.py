@@ -18,6 +18,7 @@ from dpppl.core.compiled import on_target
 from dpppl.core.protocols import InitStrategy, Target
 from dpppl.core.state import PartitionState, grow
 from dpppl.errors import ArgumentError, check_positive_int
+from dpppl.families.base import cluster_log_marginals, segment_stats
 
 _STRATEGIES: dict[str, InitStrategy] = {}
 
@@ -145,6 +146,92 @@ def prior(target: Target, keys, capacity=None) -> PartitionState:
     return states_from_labels(target, k_state, labels, initial_slots(target, int(labels.max()) + 1, capacity))
 
 
+REASSIGN_BLOCK = 4096
+"""Points `reassigned` scores against every cluster at once (block x capacity predictive densities)."""
+
+
+def reassigned(target: Target, stats) -> tuple[np.ndarray, object]:
+    """Each point of `target` given to the cluster, of those with statistics `stats` (leaves with
+    leading axes (chains, C); a conjugate family's), whose size times posterior predictive density
+    at the point is highest (a hard assignment, `REASSIGN_BLOCK` points at a time): the labels
+    (chains, N) int32 and the statistics of the target's points under them (leading axes (chains,
+    C)). What `dpppl.run.distributed.merged_seating` does to each process's points against the
+    clusters every process seated, so that points a process's seating put in a cluster spanning two
+    groups go to the other processes' clusters of their own group before the clusters are merged."""
+    slots = int(np.shape(stats.n)[-1])
+    assign = on_target("reassigned", target, lambda t, stats: jax.vmap(lambda s: _reassigned(t, s))(stats), slots)
+    labels, own = assign(jax.tree.map(jnp.asarray, stats))
+    return np.asarray(labels), jax.tree.map(np.asarray, own)
+
+
+def _reassigned(target: Target, stats):
+    """`reassigned` for one chain's statistics `stats` (leading axis C)."""
+    family, x = target.family, jnp.asarray(target.x)
+    params = family.predictive_params(stats)
+    log_size = jnp.where(stats.n > 0, jnp.log(jnp.where(stats.n > 0, stats.n, 1.0)), -jnp.inf)
+    n, block = x.shape[0], min(REASSIGN_BLOCK, x.shape[0])
+    blocks = -(-n // block)
+    padded = jnp.pad(x, [(0, blocks * block - n)] + [(0, 0)] * (x.ndim - 1))
+    best = jax.lax.map(lambda rows: jnp.argmax(jax.vmap(lambda point: log_size + family.log_predictive(params, point))(
+        rows), axis=-1), padded.reshape((blocks, block) + x.shape[1:]))
+    labels = best.reshape(-1)[:n].astype(jnp.int32)
+    return labels, segment_stats(family, x, labels, stats.n.shape[0])
+
+
+def merged_labels(target: Target, stats) -> np.ndarray:
+    """The clusters of a greedy agglomerative pass over each chain's clusters, given their statistics
+    `stats` (leaves with leading axes (chains, C), as a state holds them; empty slots have `n` 0): while
+    merging some two clusters raises the collapsed log joint (the prior's EPPF at its initial alpha plus
+    each cluster's log marginal, the family's closed form or numerical one: `BoundModel.lp` at the start's
+    hyperparameters, without alpha's prior density, which no merge changes), the two whose merge raises it
+    most are merged. Returns (chains, C) int32: the label each slot's points take, the merged clusters
+    numbered 0, 1, ... in the order of their lowest slot (an empty slot's entry is that of the cluster it
+    would join, unused). What `dpppl.run.distributed.start` uses to join the copies of one cluster that
+    the processes' own seatings made: an initialisation, not an MCMC move. One compiled program per
+    target structure and C; O(C^2) log marginals, then O(C) per merge."""
+    slots = int(np.shape(stats.n)[-1])
+    merge = on_target("merged_labels", target, lambda t, stats: jax.vmap(lambda s: _merged(t, s))(stats), slots)
+    return np.asarray(merge(jax.tree.map(jnp.asarray, stats)))
+
+
+def _merged(target: Target, stats) -> jax.Array:
+    """`merged_labels` of one chain's statistics `stats` (leading axis C)."""
+    family, prior = target.family, target.prior
+    slots, n0 = stats.n.shape[0], stats.n
+    alpha = jnp.asarray(prior.initial_alpha, n0.dtype)
+    index = jnp.arange(slots)
+
+    def log_marginals(s):  # log p(x_c) of each row, 0 for an empty one
+        return jnp.where(s.n > 0, cluster_log_marginals(family, s), 0.0)
+
+    def unions(s, a):  # the log marginal of row a's points with each row's
+        return log_marginals(jax.tree.map(lambda v: v + v[a], s))
+
+    def gains(n, own, joint):  # the change of the log joint of merging rows a < b, -inf for no pair
+        eppf = jax.vmap(lambda a: jax.vmap(lambda b: prior.log_eppf_change(
+            jnp.stack([n[a], n[b]]), jnp.stack([n[a] + n[b], jnp.zeros_like(n[b])]), n, alpha))(index))(index)
+        pair = (index[:, None] < index[None, :]) & (n[:, None] > 0) & (n[None, :] > 0)
+        return jnp.where(pair, eppf + joint - own[:, None] - own[None, :], -jnp.inf)
+
+    def merge(carry):
+        s, own, joint, joins, _ = carry
+        a, b = jnp.divmod(jnp.argmax(carry[4]), slots)
+        s = jax.tree.map(lambda v: v.at[a].add(v[b]).at[b].set(jnp.zeros_like(v[b])), s)
+        own = own.at[a].set(joint[a, b]).at[b].set(0.0)
+        row = unions(s, a)
+        joint = joint.at[a].set(row).at[:, a].set(row)
+        return s, own, joint, joins.at[b].set(a), gains(s.n, own, joint)
+
+    own = log_marginals(stats)
+    joint = jax.lax.map(lambda a: unions(stats, a), index)
+    carry = (stats, own, joint, index, gains(n0, own, joint))
+    joins = jax.lax.while_loop(lambda c: jnp.max(c[4]) > 0, merge, carry)[3]
+    # each slot joins a lower one (a < b): its cluster is that of the slot it joined, resolved upwards
+    root = jax.lax.fori_loop(0, slots, lambda i, r: r.at[i].set(r[joins[i]]), index)
+    first = (root == index) & (n0 > 0)
+    return (jnp.cumsum(first) - 1)[root].astype(jnp.int32)
+
+
 register_init("sequential", sequential)
 register_init("single", single)
 register_init("prior", prior)
@@ -170,5 +257,6 @@ def initial_states(target: Target, init, keys, capacity: int | None = None) -> P
 
 
 __all__ = ["capacity_class", "check_labels", "from_labels", "grown_slots", "init_names", "initial_slots",
-           "initial_states", "prior", "register_init", "resolve_init", "sequential", "single", "states_from_labels"]
+           "initial_states", "merged_labels", "prior", "reassigned", "register_init", "resolve_init", "sequential",
+           "single", "states_from_labels"]
 

@@ -6,7 +6,8 @@ import pytest
 
 import dpppl
 from dpppl.diagnostics.arviz_compat import group
-from dpppl.models.init import check_labels, grown_slots, initial_slots, initial_states, resolve_init, sequential
+from dpppl.models.init import (check_labels, grown_slots, initial_slots, initial_states, merged_labels, reassigned,
+                               resolve_init, sequential, states_from_labels)
 from tests.helpers.stick_breaking import FIG1_PRIOR, NKC
 
 
@@ -91,3 +92,42 @@ def test_prior_init_draws_partitions_from_the_prior(niw_model, two_blobs):
     # CRP(alpha = E[alpha] = 1) on 30 points: E[K] = sum_i 1 / i = 3.99, sd about 1.4
     expected = dpppl.simulate.expected_num_clusters(dpppl.CRP(1.0), 30)
     assert abs(k.mean() - expected) < 4 * 1.4 / np.sqrt(200)
+
+
+def test_the_merge_pass_joins_the_pieces_of_each_group_and_no_two_groups(niw_model, two_blobs):
+    """`merged_labels` (the multi-process start's merge of the processes' clusters, run here on one
+    process's statistics): each blob cut in pieces, as P processes' seatings leave it (with empty slots
+    between, as after a process's seating), comes back as one cluster per blob, numbered in the order
+    of their lowest slots; the blobs stay apart, and the pass stops where no merge raises the log joint."""
+    x, truth = two_blobs
+    target = niw_model.bind(x)
+    pieces = np.stack([np.where(truth == 0, 5 - np.arange(30) % 3, np.arange(30) % 2 * 2),  # slots 0, 2 / 3, 4, 5
+                       np.where(truth == 0, 1, 3 + np.arange(30) % 3)])  # slot 1 / 3, 4, 5
+    keys = jax.random.split(jax.random.key(0), 2)
+    with dpppl.config.x64():
+        states = states_from_labels(target, keys, pieces, 8)
+        merged = np.take_along_axis(merged_labels(target, states.stats), pieces, axis=1)
+        np.testing.assert_array_equal(merged, [1 - truth, truth])
+        joined = float(target.log_joint_of_labels(truth))
+        assert joined > max(float(target.log_joint_of_labels(row)) for row in pieces)
+        assert joined > float(target.log_joint_of_labels(np.zeros(30, int)))  # the two blobs merged
+
+
+def test_reassigned_points_leave_a_cluster_spanning_two_groups_for_those_of_their_own(niw_model, two_blobs):
+    """`reassigned` (the multi-process start's hard assignment against every process's clusters): with one
+    cluster holding a third of each blob, and one cluster for the rest of each blob, the points leave the
+    spanning cluster for their own blob's within three rounds (each round's statistics those of the last
+    round's labels), all but those it keeps to itself (its statistics include theirs: a point alone in it
+    stays), and the merge pass after them gives one cluster per blob, as the start does."""
+    x, truth = two_blobs
+    target = niw_model.bind(x)
+    spanning = np.arange(30) % 3 == 0
+    labels = np.where(spanning, 0, truth + 1)[None]
+    with dpppl.config.x64():
+        stats = states_from_labels(target, jax.random.split(jax.random.key(0), 1), labels, 8).stats
+        for _ in range(3):
+            labels, stats = reassigned(target, stats)
+        assert set(truth[labels[0] == 0]) != {0, 1} and np.sum(labels[0] == 0) < np.sum(spanning)
+        np.testing.assert_array_equal(labels[0][labels[0] != 0], (truth + 1)[labels[0] != 0])
+        merged = merged_labels(target, stats)[0][labels[0]]
+    assert [len(np.unique(merged[truth == b])) for b in (0, 1)] == [1, 1] and merged[0] != merged[-1]

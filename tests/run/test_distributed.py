@@ -56,11 +56,17 @@ idata = dpppl.sample(dpppl.DPMixture(1.0, NormalInverseWishart()), x[rows], kern
                      warmup_variant=None, split_merge_pairs=0, collapsed_below=0, record_parameters=False,
                      log_likelihood=False, progress_bar=False, seed=4, init=init)
 z = idata.posterior_partition["z"].values
+start = []  # the sequential start alone (its programs compiled by the run): the seatings, then the merge pass
+if num_processes > 1 and init == "sequential":
+    from dpppl.run.distributed import bound, merged_seating
+    with dpppl.config.x64():
+        target, _ = bound(dpppl.DPMixture(1.0, NormalInverseWishart()), x[rows])
+        start = merged_seating(target, jax.random.split(jax.random.key(4), 1))[0].tolist()
 print(json.dumps({"kernel": idata.attrs["kernel"], "num_clusters": idata.posterior["num_clusters"].values.tolist(),
                   "lp": idata.sample_stats["lp"].values.tolist(),
                   "points": idata.posterior_partition["point"].values.tolist(),
                   "observed": idata.observed_data["x"].values.tolist(), "z": z[0, -1].tolist(),
-                  "truth": truth[rows].tolist(), "x": x[rows].tolist()}))
+                  "truth": truth[rows].tolist(), "x": x[rows].tolist(), "start": start}))
 """
 
 HARNESS_WORKER = """
@@ -140,10 +146,17 @@ def test_two_processes_report_the_global_run_and_their_own_points():
     points (global indices 0-139 and 140-300), and their labels put together are one partition of all
     the points: no cluster holds points of two blobs (a process that sampled its rows alone would
     give cluster numbers that mean other clusters on the other process) and every blob is found. Eight
-    exact steps from sequential seating may leave a blob in two clusters (seating makes 4-6 here), and in
-    about one chain in 32 a cluster across two blobs (one process, these options, seeds 0-15: 1 of 32 chains,
-    before and after the NIW parameter draws changed; seed 3 drew one such chain at P = 2 then, seed 4 does not)."""
+    exact steps from sequential seating may leave a blob in two clusters, and in about one chain in 32 a
+    cluster across two blobs (one process, these options, seeds 0-15: 1 of 32 chains, before and after the
+    NIW parameter draws changed; seed 3 drew one such chain at P = 2 then, seed 4 does not). The start
+    (`merged_seating`: each process seats its own rows, then the processes' clusters are merged) gives
+    each blob one label on both processes: the processes' copies of a blob are merged (here process 0's
+    seating put two blobs in one cluster and process 1's made 4 clusters: 6 in all, 2 after the merge
+    pass, which joins clusters and never splits one; the exact steps split it)."""
     first, second = _run(2)
+    start, blobs = np.concatenate([first["start"], second["start"]]), np.concatenate([first["truth"],
+                                                                                     second["truth"]])
+    assert [len(np.unique(start[blobs == b])) for b in range(3)] == [1, 1, 1], start
     assert first["kernel"] == second["kernel"] == "subcluster"
     assert first["num_clusters"] == second["num_clusters"]
     np.testing.assert_array_equal(first["lp"], second["lp"])
