@@ -258,12 +258,14 @@ def point_stats_one(ranking) -> RankingStats:
     return RankingStats(jnp.ones(()), R, Nj)
 
 
-def log_gm(ranking, pos, theta, m):
+def log_gm(ranking, pos, theta, m, log_psi_theta=None):
     """log GM(pi | sigma, theta) of one ranking against central positions `pos` (..., n)
-    and dispersions `theta` (..., n-1); `m` = `stage_sizes`."""
+    and dispersions `theta` (..., n-1); `m` = `stage_sizes`; `log_psi_theta`, when given, is
+    `log_psi(theta, m)` (what a caller that keeps it passes, so it is not computed again)."""
     s = codes(ranking, pos)
     stage = jnp.arange(ranking.shape[-1] - 1) < ranking_lengths(ranking)
-    return -jnp.sum(theta * s + jnp.where(stage, log_psi(theta, m), 0.0), axis=-1)
+    lpsi = log_psi(theta, m) if log_psi_theta is None else log_psi_theta
+    return -jnp.sum(theta * s + jnp.where(stage, lpsi, 0.0), axis=-1)
 
 
 def all_permutations(n: int) -> np.ndarray:

@@ -112,7 +112,11 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
         rest_cov = tuple(c[:, m:] for c in covs)
     cov_slot = family.covariance_index(slices)
     stats = state.stats
-    prec, logdet = family.precision(_safe_cov(stats.sigma, stats.n > 0.5))
+    if remove_first:
+        prec, logdet = family.precision(_safe_cov(stats.sigma, stats.n > 0.5))
+    else:  # no label is used yet: a label's row is set when it is placed, so no factorisation here
+        prec = jnp.broadcast_to(jnp.eye(family.dim, dtype=stats.sigma.dtype), stats.sigma.shape)
+        logdet = jnp.zeros(stats.sigma.shape[:-2], stats.sigma.dtype)
 
     def column(mu, prec, logdet):  # log N(x_n; mu_{t_n}, Sigma_{s(t_n)}) of every point for one label
         return _log_lik(x, mu[slices], prec[cov_slot], logdet[cov_slot])

@@ -12,7 +12,7 @@ from scipy import integrate
 
 from dpppl.families.generalized_mallows import (MallowsTheta, UniformPermutation, all_permutations, log_gm,
                                                 log_psi, log_tbeta, lsigma)
-from tests.helpers.mallows import family, np_log_psi, padded
+from tests.helpers.mallows import MODEL_TEXT, family, np_log_psi, padded
 
 
 # ----------------------------------------------------------------------- family ---
@@ -23,7 +23,10 @@ def test_gm_normalises_over_all_top_t_rankings(n):
     pos = jnp.asarray(rng.permutation(n))
     theta = jnp.asarray(rng.uniform(0.05, 2.0, n - 1))
     rows = np.concatenate([padded(itertools.permutations(range(n), t), n) for t in range(1, n + 1)])
-    logp = np.asarray(jax.jit(jax.vmap(lambda x: log_gm(x.astype(jnp.int32), pos, theta, fam.m)))(jnp.asarray(rows)))
+    logp, given = (np.asarray(v) for v in jax.jit(jax.vmap(lambda x: (
+        log_gm(x.astype(jnp.int32), pos, theta, fam.m),
+        log_gm(x.astype(jnp.int32), pos, theta, fam.m, log_psi(theta, fam.m)))))(jnp.asarray(rows)))
+    np.testing.assert_array_equal(given, logp)  # log psi given (what the Mallows sweeps carry) changes nothing
     t_of_row = (rows >= 0).sum(axis=1)
     for t in range(1, n + 1):
         total = np.exp(logp[t_of_row == t]).sum()
@@ -39,6 +42,18 @@ def test_tbeta_matches_adaptive_quadrature():
         pts = [0, mode / 10, mode, 10 * mode, np.inf]
         q = sum(integrate.quad(f, lo, hi, limit=400, epsabs=0, epsrel=1e-12)[0] for lo, hi in zip(pts, pts[1:]))
         assert abs(float(log_tbeta(a, c, m)) - np.log(q)) < 1e-9
+
+
+def test_the_mallows_sweeps_lemma1_table():
+    """The Mallows kernels' new-cluster likelihood (n - t)!/n! (Lemma 1), read from a table of
+    log k!, for every ranking length t of n = 4 items."""
+    import dpppl
+    from dpppl.kernels.mallows.sampler import _GM
+
+    x = padded([[2, 0, 3, 1][:t] for t in (1, 2, 3, 4)], 4)
+    gm = _GM(dpppl.parse(MODEL_TEXT).bind(x), 5)
+    want = [math.log(math.factorial(4 - t) / math.factorial(4)) for t in (1, 2, 3, 4)]
+    np.testing.assert_allclose(np.asarray(gm.lemma1(jnp.asarray(x, jnp.int32))), want, rtol=1e-6)
 
 
 def test_lemma1_and_marginal_against_direct_integration():

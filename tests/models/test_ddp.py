@@ -80,3 +80,22 @@ def test_padded_points_are_in_no_slice_and_no_label():
     for got, want in zip(slot_statistics(jnp.asarray(padded.x), jnp.asarray(padded.slices), padded_labels, 4, 3),
                          real):
         np.testing.assert_array_equal(got, want)
+
+
+def test_sequential_start_is_the_seating_alone(monkeypatch):
+    """`DDPBound.seat` (a chain's sequential start) seats the points and stops: no parameter update
+    (eq. 11) is traced into its program, which is the seating alone (issue 35). Traced, not run."""
+    import jax
+
+    import dpppl.models.ddp as ddp_module
+
+    def no_update(*args, **kwargs):
+        raise AssertionError("the sequential start ran a parameter update")
+
+    monkeypatch.setattr(ddp_module, "update_parameters", no_update)
+    x = np.random.default_rng(0).normal(size=(7, 2))
+    bound = small_model().bind((x, np.array([0.0, 0.0, 1.0, 1.0, 1.0, 3.0, 3.0])))
+    shapes = jax.eval_shape(lambda key: bound.seat(key, bound.empty_state(4)), jax.random.key(0))
+    assert shapes.z.shape == (7,) and shapes.stats.mu.shape == (4, 3, 2)
+    with pytest.raises(AssertionError, match="ran a parameter update"):  # the labels' start still updates
+        jax.eval_shape(lambda key: bound.state_from_labels(key, jnp.zeros(7, jnp.int32), 4), jax.random.key(0))

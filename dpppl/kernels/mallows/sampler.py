@@ -104,9 +104,12 @@ class _GM:
         return stats._replace(n=stats.n.at[k].add(sign), Nj=stats.Nj.at[k].add(sign * valid),
                               R=stats.R.at[k, jnp.arange(self.n - 1), first].add(sign * A))
 
-    def lemma1(self, ranking):
-        t = jnp.sum(ranking >= 0)
-        return gammaln(self.n - t + 1.0) - gammaln(self.n + 1.0)
+    def lemma1(self, rankings):
+        """log (n - t)!/n! (Lemma 1) of each ranking of `rankings` (..., n): a new cluster's
+        likelihood, from a table of log k! (no log-gamma in the compiled program)."""
+        t = jnp.sum(rankings >= 0, axis=-1)
+        log_factorial = jnp.asarray([math.lgamma(k + 1.0) for k in range(self.n + 1)])
+        return log_factorial[self.n - t] - log_factorial[self.n]
 
     def order(self, rng_key, x):
         """The visiting order of a sweep and the number of points it visits: a uniform
@@ -116,15 +119,30 @@ class _GM:
         return permutation_of_first(rng_key, size, self.num_valid), (size if self.num_valid is None
                                                                      else self.num_valid)
 
-    def seat_logits(self, counts, alpha, log_lik_existing, ranking):
-        """Seating logits over slots and the first empty slot (None-safe: `has_empty`)."""
+    def seat_logits(self, counts, alpha, log_lik_existing, log_lik_new):
+        """Seating logits over slots and the first empty slot (None-safe: `has_empty`);
+        `log_lik_new` is the ranking's `lemma1`."""
         log_existing, log_new = self.prior.log_seat_weights(counts, alpha)
         empty = counts < 0.5
         has_empty = jnp.any(empty)
         first_empty = jnp.argmax(empty)
         logits = jnp.where(empty, -jnp.inf, log_existing + log_lik_existing)
-        logits = jnp.where(has_empty, logits.at[first_empty].set(log_new + self.lemma1(ranking)), logits)
+        logits = jnp.where(has_empty, logits.at[first_empty].set(log_new + log_lik_new), logits)
         return logits, has_empty
+
+    def visits(self, k_order, k_u, x, code_logits):
+        """What a sweep needs per visit before it starts: `(order, visits, uniforms, rankings,
+        lemma, new_pos)`, the visiting order and its length (`order`, from `k_order`), one (N, 2n)
+        uniform block (from `k_u`) by point (its seat, then a new sigma's 2n - 1), the rankings in visiting order, their
+        `lemma1`, and the central permutation each would take if it opened a new cluster
+        (`insert_code_given` with `code_logits` (N, n-1, n) by visit): drawn for every visit at
+        once, vectorised, where the sweep's loop reads one row (the draws are the same as
+        drawing inside the loop, which under the chains' vmap ran for every point)."""
+        order, visits = self.order(k_order, x)
+        uniforms = jax.random.uniform(k_u, (x.shape[0], 2 * self.n), x.dtype)
+        rankings = x[order].astype(jnp.int32)
+        new_pos = jax.vmap(insert_code_given)(uniforms[order, 1:], rankings, code_logits)
+        return order, visits, uniforms, rankings, self.lemma1(rankings), new_pos
 
     def update_slots(self, rng_key, state, one_slot):
         """Apply `one_slot(key, R, Nj, n, pos, theta) -> (pos, theta, accepted)` to every
@@ -203,31 +221,27 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
 
     def sweep(rng_key, state, x):
         k_order, k_u, k_theta = jax.random.split(rng_key, 3)
-        N = x.shape[0]
-        order, visits = gm.order(k_order, x)
-        uniforms = jax.random.uniform(k_u, (N, 2 * n), x.dtype)  # point i: its seat, then a new sigma's 2n - 1
-        new_theta = prior_thetas(k_theta, N)
+        new_theta = prior_thetas(k_theta, x.shape[0])  # by visit
+        order, visits, uniforms, rankings, lemma, new_pos = gm.visits(
+            k_order, k_u, x, jax.vmap(code_logits_given_theta, in_axes=(0, None, None))(new_theta, m, n))
+        new_log_psi = log_psi(new_theta, m)
 
-        def body(t, carry):
-            z, stats, pos, theta, overflow = carry
-            i = order[t]
-            ranking = x[i].astype(jnp.int32)
+        def body(t, carry):  # the slots' log psi_m(theta) carried: a point's likelihoods need no log
+            z, stats, pos, theta, lpsi, overflow = carry
+            i, ranking = order[t], rankings[t]
             stats = gm.move_point(stats, z[i], ranking, -1.0)
-            ll = log_gm(ranking, pos, theta, m)
-            logits, has_empty = gm.seat_logits(stats.n, state.alpha, ll, ranking)
+            ll = log_gm(ranking, pos, theta, m, lpsi)
+            logits, has_empty = gm.seat_logits(stats.n, state.alpha, ll, lemma[t])
             k = sample_index(logits, uniforms[i, 0])
             is_new = stats.n[k] < 0.5
-            theta_k = jnp.where(is_new, new_theta[t], theta[k])
-            pos_k = jax.lax.cond(is_new, lambda: insert_code_given(uniforms[i, 1:], ranking,
-                                                                   code_logits_given_theta(theta_k, m, n)),
-                                 lambda: pos[k])
             stats = gm.move_point(stats, k, ranking, 1.0)
-            return (z.at[i].set(k), stats, pos.at[k].set(pos_k), theta.at[k].set(theta_k),
-                    overflow | ~has_empty)
+            return (z.at[i].set(k), stats, pos.at[k].set(jnp.where(is_new, new_pos[t], pos[k])),
+                    theta.at[k].set(jnp.where(is_new, new_theta[t], theta[k])),
+                    lpsi.at[k].set(jnp.where(is_new, new_log_psi[t], lpsi[k])), overflow | ~has_empty)
 
         slots = state.extras.slots
-        z, stats, pos, theta, overflow = jax.lax.fori_loop(
-            0, visits, body, (state.z, state.stats, slots.pos, slots.theta, state.overflow))
+        z, stats, pos, theta, _, overflow = jax.lax.fori_loop(
+            0, visits, body, (state.z, state.stats, slots.pos, slots.theta, log_psi(slots.theta, m), state.overflow))
         return state._replace(z=z, stats=stats, overflow=overflow, extras=MallowsExtras(MallowsSlots(pos, theta)))
 
     def log_joint(state):
@@ -295,10 +309,8 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
                 jnp.where(single, 1.0, acc / num_gibbs))
 
     def sweep(rng_key, state, x):
-        k_order, k_u = jax.random.split(rng_key)
-        N = x.shape[0]
-        order, visits = gm.order(k_order, x)
-        uniforms = jax.random.uniform(k_u, (N, 2 * n), x.dtype)  # point i: its seat, then a new sigma's 2n - 1
+        order, visits, uniforms, rankings, lemma, new_pos = gm.visits(
+            *jax.random.split(rng_key), x, jnp.broadcast_to(n1_logits, (x.shape[0],) + n1_logits.shape))
         slots = state.extras.slots
 
         def refresh(cache, S, Nj, c):
@@ -306,18 +318,16 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
 
         def body(t, carry):
             z, stats, pos, S, cache, overflow = carry
-            i = order[t]
-            ranking = x[i].astype(jnp.int32)
+            i, ranking = order[t], rankings[t]
             c = z[i]
             stats = gm.move_point(stats, c, ranking, -1.0)
             S = S.at[c].add(-codes(ranking, pos[c]))
             cache = refresh(cache, S, stats.Nj, c)
             ll = _beta_log_lik_existing(nu, r, ranking, pos, S, stats.Nj, cache)
-            logits, has_empty = gm.seat_logits(stats.n, state.alpha, ll, ranking)
+            logits, has_empty = gm.seat_logits(stats.n, state.alpha, ll, lemma[t])
             k = sample_index(logits, uniforms[i, 0])
             is_new = stats.n[k] < 0.5
-            pos_k = jax.lax.cond(is_new, lambda: insert_code_given(uniforms[i, 1:], ranking, n1_logits),
-                                 lambda: pos[k])
+            pos_k = jnp.where(is_new, new_pos[t], pos[k])
             pos = pos.at[k].set(pos_k)
             S = S.at[k].set(jnp.where(is_new, 0.0, S[k]) + codes(ranking, pos_k))
             stats = gm.move_point(stats, k, ranking, 1.0)
