@@ -20,11 +20,12 @@ os.environ.setdefault("DPPPL_CPU_THREADING", "strict")
 # faster overall when it applied to every program (tests/run + tests/analysis +
 # test_splitmerge: 236 s -> 193 s). XLA's older elemental fusion emitters instead of the MLIR ones
 # (--xla_cpu_use_fusion_emitters=false, every program, dpppl's included) cut the CPU of test files
-# by about a third (process CPU, fresh cache: 241 tests of tests/models and tests/run 430 -> 265 s;
-# subcluster/test_sampler.py + analysis/test_partitions.py 108 -> 77 s; run side by side,
-# statistical/test_exactness.py + test_hyperparameter_exactness.py 179 -> 128 s). They were left
-# out while a run resumed from a checkpoint ran chunk programs of other lengths, whose draws
-# differed from the unstopped run's in the last bit; a run's chunks now have one buffer length
+# by about a third (process CPU, fresh cache: 310 tests of tests/models, tests/run and three
+# kernel files 509 -> 305 s; subcluster/test_sampler.py + analysis/test_partitions.py 108 -> 77 s;
+# run side by side, statistical/test_exactness.py + test_hyperparameter_exactness.py 179 -> 128 s;
+# every default test passes with them, run file group by file group). They were left out while a
+# run resumed from a checkpoint ran chunk programs of other lengths, whose draws differed from the
+# unstopped run's in the last bit; a run's chunks now have one buffer length
 # (`dpppl.run.runner.chunk_length`), and the resume tests (test_checkpoint.py, test_cli.py) pass
 # with them. The compiled programs compute the same operations (float results may differ in the
 # last bits from a user's default build, so no test compares against draws made outside the
