@@ -36,6 +36,7 @@ OPTIONS = {
     "split1": {"xla_cpu_parallel_codegen_split_count": 1},
     "noexp": {"xla_llvm_disable_expensive_passes": True},
     "nofusionemit": {"xla_cpu_use_fusion_emitters": False},
+    "O1nofusion": {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False},
 }
 
 DRIVER = r"""
