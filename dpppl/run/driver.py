@@ -30,8 +30,8 @@ from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, ProcessCheckpoin
 from dpppl.run.interrupts import Completed, finishing, hold
 from dpppl.run.memory import check_memory, run_bytes
 from dpppl.run.nuts import sample_nuts
-from dpppl.run.output import (check_log_likelihood, log_likelihood_refusal, prepare_pointwise, settle,
-                              to_inference_data)
+from dpppl.run.output import (check_log_likelihood, import_conversion_modules, log_likelihood_refusal,
+                              prepare_pointwise, settle, to_inference_data)
 from dpppl.run.partition_gibbs import sample_model
 from dpppl.run.runner import check_states, continue_partition, sample_partition
 from dpppl.version import __version__
@@ -208,6 +208,7 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
                                thinning=thinning, capacity=capacity, truncation=truncation))
         # the pointwise program compiles in a thread while the chains compile and run
         compiling = prepare_pointwise(target, num_chains * (num_samples // thinning)) if pointwise else None
+        import_conversion_modules()  # while the chains run
         records, attrs, record_dims = BACKENDS[backend](
             target, kernel, kernel_options, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
             seed=seed, capacity=capacity, thinning=thinning, truncation=truncation,
@@ -299,6 +300,7 @@ def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
     if own is not None:  # this process's points back on its devices, in the run's global arrays
         program, progress = distributed.program_of(target, own), distributed.placed(progress, own)
     with _checkpoint_file(path, spec, checkpoint_every, own) as saved, finishing() as late:
+        import_conversion_modules()  # while the chains run
         records, attrs, record_dims = continue_partition(
             target, spec.kernel, spec.options, progress, num_warmup=spec.num_warmup, num_samples=num_samples,
             thinning=spec.thinning, progress_bar=_shows_bar(progress_bar), checkpoint=saved, program=program)

@@ -11,6 +11,8 @@ import concurrent.futures
 import contextlib
 import contextvars
 import functools
+import importlib
+import threading
 import warnings
 
 import jax
@@ -434,6 +436,31 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
                    dims=dims, attrs=all_attrs)
 
 
+CONVERSION_MODULES = ("xarray", "h5netcdf")
+"""What `to_inference_data` and the netCDF write of a `RunGroups` import on first use (xarray and its
+pandas: about 0.8 s of a new process), imported in a thread while the chains run
+(`import_conversion_modules`)."""
+
+
+def import_conversion_modules() -> threading.Thread | None:
+    """Start importing `CONVERSION_MODULES` in a thread of its own inside `run_groups_only` (where ArviZ
+    0.x is installed; the command line's runs), so that the import overlaps the run's compiled programs,
+    which release the interpreter, instead of following them; None elsewhere (ArviZ is imported
+    where it is used, in the caller's thread). An import that fails there fails again, with its
+    error, where the module is used."""
+    if not (_RUN_GROUPS.get() and writes_without_arviz()):
+        return None
+
+    def run():
+        for name in CONVERSION_MODULES:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=run, name="dpppl-imports", daemon=True)
+    thread.start()
+    return thread
+
+
 @contextlib.contextmanager
 def run_groups_only():
     """Within it, `to_inference_data` returns a `RunGroups` (where ArviZ 0.x is installed): for a
@@ -445,8 +472,9 @@ def run_groups_only():
         _RUN_GROUPS.reset(token)
 
 
-__all__ = ["CLUSTER_DIMS", "LOG_LIKELIHOOD_BUDGET", "MIN_SLOTS", "POINTWISE_BATCH", "SUMMARY_BLOCK",
-           "blocked_label_summaries", "check_log_likelihood", "check_log_likelihood_option",
-           "conditional_log_predictive", "ddp_atoms_at_points", "ddp_log_likelihood", "log_likelihood_refusal",
+__all__ = ["CLUSTER_DIMS", "CONVERSION_MODULES", "LOG_LIKELIHOOD_BUDGET", "MIN_SLOTS", "POINTWISE_BATCH",
+           "SUMMARY_BLOCK", "blocked_label_summaries", "check_log_likelihood", "check_log_likelihood_option",
+           "conditional_log_predictive", "ddp_atoms_at_points", "ddp_log_likelihood", "import_conversion_modules",
+           "log_likelihood_refusal",
            "pointwise_log_likelihood", "ranking_log_likelihood", "recorded_cluster", "run_groups_only",
            "slot_labels", "to_inference_data"]
