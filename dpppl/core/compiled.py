@@ -268,7 +268,7 @@ class _Persisted:
             return None
         read = _read(path, avals)
         if read is not None:
-            return _flat_caller(*read, self.options)
+            return _flat_caller(*read, self.options, self.name)
         out_trees = []
 
         def flat(*leaves):
@@ -276,6 +276,8 @@ class _Persisted:
             out_leaves, out_tree = jax.tree.flatten(out)
             out_trees.append(out_tree)
             return out_leaves
+
+        flat.__name__ = self.name  # the program's name in JAX's logs and XLA's dumps (not "flat")
 
         specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
         jitted = jax.jit(flat)
@@ -287,7 +289,15 @@ class _Persisted:
         except Exception:  # noqa: BLE001  (what jax.export cannot take, jit can: trace as before)
             return None
         _write(path, exported, out_trees[-1])
-        return _flat_caller(exported, out_trees[-1], self.options)
+        return _flat_caller(exported, out_trees[-1], self.options, self.name)
+
+    @property
+    def name(self) -> str:
+        """What the program is, as JAX's logs and XLA's dumps name it: the first word of its key
+        (`"chunk"`, `"seat"`, `"pointwise_log_predictive"`, ...), else the function's name."""
+        if isinstance(self.key, tuple) and self.key and isinstance(self.key[0], str):
+            return self.key[0]
+        return getattr(self.fn, "__name__", "program")
 
 
 def _types(in_tree, avals) -> tuple:
@@ -299,13 +309,17 @@ def _on_several_devices(leaf) -> bool:
     return isinstance(leaf, jax.Array) and len(leaf.sharding.device_set) > 1
 
 
-def _flat_caller(exported, out_tree, options: dict) -> Callable:
+def _flat_caller(exported, out_tree, options: dict, name: str) -> Callable:
     # every argument on the default device, committed or not: one compilation, as `jax.jit(fn)` has;
     # the compile options are not part of the exported program (JAX's cache keys its code by them)
     device = jax.config.jax_default_device
     if not isinstance(device, jax.Device):  # unset, or a platform's name
         device = jax.devices(device)[0] if isinstance(device, str) else jax.devices()[0]
-    call = jax.jit(exported.call, in_shardings=jax.sharding.SingleDeviceSharding(device),
+    def program(*leaves):
+        return exported.call(*leaves)
+
+    program.__name__ = name  # "call" in JAX's logs otherwise
+    call = jax.jit(program, in_shardings=jax.sharding.SingleDeviceSharding(device),
                    compiler_options=options or None)
 
     def run(leaves):

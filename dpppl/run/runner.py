@@ -39,7 +39,7 @@ from dpppl.core.pytrees import structure_key
 from dpppl.core.protocols import Target
 from dpppl.core.state import grow, is_point_field, num_clusters
 from dpppl.errors import ArgumentError, KernelError
-from dpppl.kernels.base import Kernel, build
+from dpppl.kernels.base import Kernel, build, folded_keys
 from dpppl.models.init import grown_slots, initial_states, seated_slots
 from dpppl.run.checkpoint import CheckpointFile, Interrupted, Progress
 from dpppl.run.progress import RunProgress, chain_status
@@ -117,13 +117,13 @@ def threefry_split(seed: int, shape: tuple) -> np.ndarray:
 def step_keys(chain_key, t, count: int):
     """The key of step `t` of the chain whose key is `chain_key`: `fold_in(chain_key, t)`, or, for a
     kernel whose step takes `count` > 1 keys (`Kernel.keys_per_step`), the keys
-    `fold_in(chain_key, t * count + i)`, i < count, drawn as one vmapped fold-in: one threefry hash
+    `fold_in(chain_key, t * count + i)`, i < count, drawn as one hash (`folded_keys`): one threefry hash
     in the compiled step (on CPU a loop of some 150-200 instructions each) where a fold-in and the
     hybrid's split were two. Distinct for every step below 2^32 / count (the fold-in's data is 32 bits)."""
     if count == 1:
         return jax.random.fold_in(chain_key, t)
     first = jnp.asarray(t, jnp.uint32) * jnp.uint32(count)
-    return jax.vmap(lambda i: jax.random.fold_in(chain_key, first + i))(jnp.arange(count, dtype=jnp.uint32))
+    return folded_keys(chain_key, first + jnp.arange(count, dtype=jnp.uint32))
 
 
 def _record(kern: Kernel, state, info, with_z: bool) -> dict:
@@ -227,12 +227,15 @@ def _due_on_every_process(due: bool) -> bool:
 
 def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
                      num_chains: int, seed: int, init, capacity, thinning: int, progress_bar,
-                     checkpoint: CheckpointFile | None = None, program: Target | None = None, **_):
+                     checkpoint: CheckpointFile | None = None, program: Target | None = None,
+                     on_kept: Callable[[dict], None] | None = None, **_):
     """Run `spec` on `target` from the chains' initial states; return (records, attrs,
     record_dims). With `checkpoint`, the run is saved there every `checkpoint.every` seconds,
     at the end of warmup, at the end and on Ctrl-C. Options of other backends (`truncation`)
     are ignored. `program`: the target the chunks run on, when not `target` or its points padded (a
-    multi-process run's global points, `target` this process's own; `init` then starts them)."""
+    multi-process run's global points, `target` this process's own; `init` then starts them).
+    `on_kept(records)`: called with each chunk's kept draws (chain, draw, ...) as the run keeps them
+    (`dpppl.run.output.PointwiseParts.add`)."""
     program, (kern, kernel_key, make) = _program(spec, target, options, program)
     display = RunProgress(num_warmup + num_samples, 0, progress_bar, kern.name)
     try:
@@ -252,7 +255,7 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
         raise
     start = Progress(0, states, chain_keys, ())
     return _run(target, program, spec, (kern, kernel_key, make), start, num_warmup, num_samples, thinning, display,
-                checkpoint, first)
+                checkpoint, first, on_kept)
 
 
 def _first_chunk(program: Target, kernel: tuple, init, capacity, num_chains: int, warmup: bool):
@@ -367,10 +370,11 @@ def _unpadded(progress: Progress, n: int) -> Progress:
 
 
 def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinning, display: RunProgress,
-         checkpoint, first=None):
+         checkpoint, first=None, on_kept=None):
     """The chunks of `kernel` (built on `program`: `target`, or its points padded, `_program`) from
     `progress`; what a run records and saves is of `target`'s N points. `first`: `_first_chunk`'s,
-    whose compilation the chunk waits for rather than tracing it a second time."""
+    whose compilation the chunk waits for rather than tracing it a second time; `on_kept`:
+    `sample_partition`'s."""
     kern, kernel_key, make = kernel
     total = num_warmup + num_samples
     chain_keys = progress.chain_keys
@@ -418,6 +422,8 @@ def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinn
                 chunk = (jax.tree.map(lambda h: h[:, keep], host),)
             # one assignment: a Ctrl-C leaves either the progress before this chunk or after it
             progress = Progress(t + n_iter, new_states, chain_keys, progress.kept + chunk)
+            if chunk and on_kept is not None:
+                on_kept(chunk[0])
             display.update(n_iter, chain_status(host["num_clusters"][:, -1], host["lp"][:, -1], warmup))
             if checkpoint is not None and (progress.t in (num_warmup, total) or _due_on_every_process(
                     time.monotonic() - saved_at >= checkpoint.every)):
