@@ -180,14 +180,20 @@ def on_target(name: str, target: Any, fn: Callable, *static: Hashable) -> Callab
     return functools.partial(persisted((name, structure_key(target), static), fn), target)
 
 
-def prepare(fn: Callable, *args) -> None:
+def prepare(fn: Callable, *args, lowered: threading.Event | None = None) -> None:
     """Trace (or read from disk) and compile the program that `fn` (what `persisted` or `on_target`
     returns) runs on arguments of the types of `args` (arrays or `jax.ShapeDtypeStruct`s), so that a
     later call on arguments of those types runs it without compiling: what a thread does while the
-    process does something else."""
+    process does something else. `lowered` is set once the program is traced and lowered (the
+    Python part of its preparation; XLA's compile, which follows, releases the interpreter), or
+    when the preparation ends otherwise."""
     if isinstance(fn, functools.partial):  # `on_target`'s: the target first
         fn, args = fn.func, fn.args + args
-    fn.prepare(*args)
+    try:
+        fn.prepare(*args, lowered=lowered)
+    finally:
+        if lowered is not None:
+            lowered.set()
 
 
 def in_thread(fn: Callable[[], Any], name: str) -> concurrent.futures.Future:
@@ -235,8 +241,10 @@ class _Persisted:
         call = self._found(in_tree, tuple(jax.typeof(leaf) for leaf in leaves))
         return self.jitted(*args) if call is None else call(leaves)
 
-    def prepare(self, *args):
-        """Compile the program for arguments of the types of `args` (`prepare`)."""
+    def prepare(self, *args, lowered: threading.Event | None = None):
+        """Compile the program for arguments of the types of `args` (`prepare`; `lowered` set between
+        the lowering and XLA's compile)."""
+        signal = lowered.set if lowered is not None else (lambda: None)
         leaves, in_tree = jax.tree.flatten(args)
         avals = tuple(jax.typeof(leaf) for leaf in leaves)
         if _types(in_tree, avals) in self.calls:
@@ -247,10 +255,14 @@ class _Persisted:
             def flat(*leaves):  # traced on the leaves, as a call's arguments are (a pytree's static fields as given)
                 return self.fn(*jax.tree.unflatten(in_tree, leaves))
             flat.__name__ = getattr(self.fn, "__name__", "flat")  # the program's name in JAX's logs and XLA's dumps
-            program = jax.jit(flat, compiler_options=self.options or None).lower(*specs).compile()
+            program = jax.jit(flat, compiler_options=self.options or None).lower(*specs)
+            signal()
+            program = program.compile()
             self.calls[_types(in_tree, avals)] = lambda leaves: program(*leaves)
         else:
-            call.compile(specs)
+            program = call.lower(specs)
+            signal()
+            program.compile()
 
     def _found(self, in_tree, avals) -> Callable | None:
         """The flat caller of arguments `in_tree` of types `avals`, made once (`_caller`)."""
@@ -325,7 +337,7 @@ def _flat_caller(exported, out_tree, options: dict, name: str) -> Callable:
     def run(leaves):
         return jax.tree.unflatten(out_tree, call(*leaves))
 
-    run.compile = lambda specs: call.lower(*specs).compile()  # ahead of the first call (`prepare`)
+    run.lower = lambda specs: call.lower(*specs)  # compiled ahead of the first call (`prepare`)
     return run
 
 

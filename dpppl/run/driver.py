@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import threading
 import warnings
 from typing import Any
 
@@ -206,17 +207,23 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
     with saving as saved, finishing() as late:  # a Ctrl-C after the last iteration: `Completed`, holding the run
         check_memory(run_bytes(target, kernel, kernel_options, backend, num_chains=num_chains, num_samples=num_samples,
                                thinning=thinning, capacity=capacity, truncation=truncation))
-        # the pointwise program compiles in a thread while the chains compile and run
-        compiling = prepare_pointwise(target, num_chains * (num_samples // thinning)) if pointwise else None
+        # the pointwise program compiles in a thread while the chains run, traced once the first chunk is lowered
+        lowered = threading.Event() if backend == "partition" else None
+        compiling = prepare_pointwise(target, num_chains * (num_samples // thinning), lowered) if pointwise else None
         import_conversion_modules()  # while the chains run
         # the pointwise log likelihood of each chunk's kept draws, in a thread while the next chunks run
         parts = (PointwiseParts(target, num_chains * (num_samples // thinning))
                  if compiling is not None and backend == "partition" else None)
-        records, attrs, record_dims = BACKENDS[backend](
-            target, kernel, kernel_options, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-            seed=seed, capacity=capacity, thinning=thinning, truncation=truncation,
-            progress_bar=_shows_bar(progress_bar), checkpoint=saved, **(run_on or dict(init=init)),
-            **({} if parts is None else dict(on_kept=parts.add)))
+        try:
+            records, attrs, record_dims = BACKENDS[backend](
+                target, kernel, kernel_options, num_warmup=num_warmup, num_samples=num_samples,
+                num_chains=num_chains, seed=seed, capacity=capacity, thinning=thinning, truncation=truncation,
+                progress_bar=_shows_bar(progress_bar), checkpoint=saved, **(run_on or dict(init=init)),
+                **({} if parts is None else dict(on_kept=parts.add)), **({} if lowered is None else dict(
+                    first_lowered=lowered)))
+        finally:  # however the run ended, the pointwise thread does not wait for a chunk that was never lowered
+            if lowered is not None:
+                lowered.set()
         hold()
         settle(compiling)
         idata = _inference_data(target, spec, records, attrs, record_dims, pointwise, own, parts)

@@ -312,17 +312,22 @@ def _pointwise_program(target: BoundModel, draws: int, capacity: int, num_labels
     return fn, size, block
 
 
-def prepare_pointwise(target, draws: int) -> concurrent.futures.Future | None:
+def prepare_pointwise(target, draws: int, after: threading.Event | None = None) -> concurrent.futures.Future | None:
     """Start compiling, in a thread of its own, the program `pointwise_log_likelihood` runs for `draws`
     draws (chains x kept draws) of a run of `target` whose draws have fewer than `MIN_SLOTS` clusters
     (and, for a labelled prior, labels below the slots it starts with): the program's shapes are known
     before the chains run, so its compilation overlaps theirs. Returns the thread's future (None for a
     target whose pointwise log likelihood is not a conditional predictive); wait for it before
-    `pointwise_log_likelihood` (`settle`). A run whose draws need more slots compiles its own program then."""
+    `pointwise_log_likelihood` (`settle`). A run whose draws need more slots compiles its own program then.
+    `after`: an event the thread waits for before it traces (the runner's first chunk lowered:
+    `sample_partition`'s `first_lowered`), so that the two programs' tracing, which holds the
+    interpreter, does not share it; their XLA compiles overlap."""
     if isinstance(target, DDPBound) or not isinstance(target, BoundModel) or target.family.data_kind == "ranking":
         return None
 
     def compile_it():
+        if after is not None:
+            after.wait()
         n, capacity = target.num_points, MIN_SLOTS
         num_labels = (1 << (target.prior.initial_capacity(n) - 1).bit_length() if target.prior.labelled
                       else capacity)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import threading
 import time
 import warnings
 from typing import Callable
@@ -228,18 +229,23 @@ def _due_on_every_process(due: bool) -> bool:
 def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
                      num_chains: int, seed: int, init, capacity, thinning: int, progress_bar,
                      checkpoint: CheckpointFile | None = None, program: Target | None = None,
-                     on_kept: Callable[[dict], None] | None = None, **_):
+                     on_kept: Callable[[dict], None] | None = None, first_lowered: threading.Event | None = None,
+                     **_):
     """Run `spec` on `target` from the chains' initial states; return (records, attrs,
     record_dims). With `checkpoint`, the run is saved there every `checkpoint.every` seconds,
     at the end of warmup, at the end and on Ctrl-C. Options of other backends (`truncation`)
     are ignored. `program`: the target the chunks run on, when not `target` or its points padded (a
     multi-process run's global points, `target` this process's own; `init` then starts them).
     `on_kept(records)`: called with each chunk's kept draws (chain, draw, ...) as the run keeps them
-    (`dpppl.run.output.PointwiseParts.add`)."""
+    (`dpppl.run.output.PointwiseParts.add`). `first_lowered`: set once the first chunk's program is traced
+    and lowered (XLA compiles it next), or now when it is not compiled ahead."""
     program, (kern, kernel_key, make) = _program(spec, target, options, program)
     display = RunProgress(num_warmup + num_samples, 0, progress_bar, kern.name)
     try:
-        first = _first_chunk(program, (kern, kernel_key, make), init, capacity, num_chains, num_warmup > 0)
+        first = _first_chunk(program, (kern, kernel_key, make), init, capacity, num_chains, num_warmup > 0,
+                             first_lowered)
+        if first is None and first_lowered is not None:
+            first_lowered.set()
         init_keys, chain_keys = _chain_keys(seed, num_chains)
         with display.compiling(("init", kernel_key, init if isinstance(init, str) else id(init)), "the chains' start"):
             if program is not target and isinstance(init, str) and init == "sequential":  # seated padded: one program
@@ -258,12 +264,13 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
                 checkpoint, first, on_kept)
 
 
-def _first_chunk(program: Target, kernel: tuple, init, capacity, num_chains: int, warmup: bool):
+def _first_chunk(program: Target, kernel: tuple, init, capacity, num_chains: int, warmup: bool,
+                 lowered: threading.Event | None = None):
     """`(chunk, future)`: the chunk of a run's first iterations, being compiled in a thread of its own
-    (`dpppl.core.compiled.in_thread`) while the chains' keys and start are compiled and run on this
+    (`dpppl.core.compiled.in_thread`) while the chains' start is compiled and run on this
     one, for the states a sequential seating gives (`seated_slots`: the capacity unless a chain's
     seating filled its slots); None for another init, whose states are not known before it runs,
-    and in a multi-process run."""
+    and in a multi-process run. `lowered`: `prepare`'s, set once the chunk is lowered."""
     if not (isinstance(init, str) and init == "sequential") or jax.process_count() > 1:
         return None
     kern, kernel_key, make = kernel
@@ -277,7 +284,7 @@ def _first_chunk(program: Target, kernel: tuple, init, capacity, num_chains: int
 
     on_device = jax.device_put(program)  # the argument `_run` gives it: the same types (weak floats as they are)
     return fn, in_thread(lambda: prepare(fn, jax.eval_shape(states), chain_keys, np.int32(0), np.int32(1),
-                                         on_device), "dpppl-chunk")
+                                         on_device, lowered=lowered), "dpppl-chunk")
 
 
 def continue_partition(target: Target, spec: str, options: dict, progress: Progress, *, num_warmup: int,
