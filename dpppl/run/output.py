@@ -14,6 +14,7 @@ import functools
 import importlib
 import threading
 import warnings
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -407,7 +408,8 @@ class PointwiseParts:
         if sum(r["z"].shape[0] * r["z"].shape[1] for r in self.pending) >= self.PART_DRAWS:
             self._start()
 
-    def _start(self) -> None:
+    def _part(self) -> Callable[[], np.ndarray]:
+        """The pointwise log likelihood of the chunks kept so far, to compute (they are then done with)."""
         kept = {k: np.concatenate([r[k] for r in self.pending], axis=1) for k in self.pending[0]}
         self.pending = []
 
@@ -415,17 +417,19 @@ class PointwiseParts:
             with x64():
                 return pointwise_log_likelihood(self.target, kept["z"], kept["alpha"],
                                                 {k: kept[k] for k in self.hyper}, self.run_draws)
+        return part
 
-        self.parts.append(self.pool.submit(part))
+    def _start(self) -> None:
+        self.parts.append(self.pool.submit(self._part()))
 
     def result(self, draws: int) -> np.ndarray | None:
         """The parts put together (chain, draw, point) when they hold the run's `draws` kept draws per
         chain, else None (a run stopped between keeping a chunk and adding it: the caller computes the
-        whole); a part's error is raised here."""
-        if self.pending:
-            self._start()
+        whole); a part's error is raised here. The chunks kept after the last part are computed here,
+        in the caller's thread (the run is over: nothing to overlap)."""
+        last = self._part()() if self.pending else None
         self.pool.shutdown(wait=True)
-        values = [part.result() for part in self.parts]
+        values = [part.result() for part in self.parts] + ([] if last is None else [last])
         if sum(v.shape[1] for v in values) != draws:
             return None
         return np.concatenate(values, axis=1)

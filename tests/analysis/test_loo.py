@@ -107,9 +107,9 @@ def test_a_run_s_pointwise_group_computed_chunk_by_chunk_holds_the_values_of_its
     monkeypatch.setattr(runner, "CHUNK_SECONDS", 0.0)  # one iteration a chunk
     monkeypatch.setattr(output.PointwiseParts, "PART_DRAWS", 3)  # parts of 3 draws, the last of 2
     parts = []
-    start = output.PointwiseParts._start
-    monkeypatch.setattr(output.PointwiseParts, "_start", lambda self: parts.append(
-        sum(r["z"].shape[1] for r in self.pending)) or start(self))
+    part = output.PointwiseParts._part
+    monkeypatch.setattr(output.PointwiseParts, "_part", lambda self: parts.append(
+        sum(r["z"].shape[1] for r in self.pending)) or part(self))
     x = np.concatenate([np.linspace(-3, -2, 10), np.linspace(2, 3, 10)])[:, None]
     model = dpppl.load("models/gaussian_known.dp")
     idata = dpppl.sample(model, x, kernel="gibbs", num_samples=20, num_warmup=10, num_chains=1, progress_bar=False)
