@@ -180,14 +180,20 @@ def on_target(name: str, target: Any, fn: Callable, *static: Hashable) -> Callab
     return functools.partial(persisted((name, structure_key(target), static), fn), target)
 
 
-def prepare(fn: Callable, *args) -> None:
+def prepare(fn: Callable, *args, lowered: threading.Event | None = None) -> None:
     """Trace (or read from disk) and compile the program that `fn` (what `persisted` or `on_target`
     returns) runs on arguments of the types of `args` (arrays or `jax.ShapeDtypeStruct`s), so that a
     later call on arguments of those types runs it without compiling: what a thread does while the
-    process does something else."""
+    process does something else. `lowered` is set once the program is traced and lowered (the
+    Python part of its preparation; XLA's compile, which follows, releases the interpreter), or
+    when the preparation ends otherwise."""
     if isinstance(fn, functools.partial):  # `on_target`'s: the target first
         fn, args = fn.func, fn.args + args
-    fn.prepare(*args)
+    try:
+        fn.prepare(*args, lowered=lowered)
+    finally:
+        if lowered is not None:
+            lowered.set()
 
 
 def in_thread(fn: Callable[[], Any], name: str) -> concurrent.futures.Future:
@@ -235,8 +241,10 @@ class _Persisted:
         call = self._found(in_tree, tuple(jax.typeof(leaf) for leaf in leaves))
         return self.jitted(*args) if call is None else call(leaves)
 
-    def prepare(self, *args):
-        """Compile the program for arguments of the types of `args` (`prepare`)."""
+    def prepare(self, *args, lowered: threading.Event | None = None):
+        """Compile the program for arguments of the types of `args` (`prepare`; `lowered` set between
+        the lowering and XLA's compile)."""
+        signal = lowered.set if lowered is not None else (lambda: None)
         leaves, in_tree = jax.tree.flatten(args)
         avals = tuple(jax.typeof(leaf) for leaf in leaves)
         if _types(in_tree, avals) in self.calls:
@@ -247,10 +255,14 @@ class _Persisted:
             def flat(*leaves):  # traced on the leaves, as a call's arguments are (a pytree's static fields as given)
                 return self.fn(*jax.tree.unflatten(in_tree, leaves))
             flat.__name__ = getattr(self.fn, "__name__", "flat")  # the program's name in JAX's logs and XLA's dumps
-            program = jax.jit(flat, compiler_options=self.options or None).lower(*specs).compile()
+            program = jax.jit(flat, compiler_options=self.options or None).lower(*specs)
+            signal()
+            program = program.compile()
             self.calls[_types(in_tree, avals)] = lambda leaves: program(*leaves)
         else:
-            call.compile(specs)
+            program = call.lower(specs)
+            signal()
+            program.compile()
 
     def _found(self, in_tree, avals) -> Callable | None:
         """The flat caller of arguments `in_tree` of types `avals`, made once (`_caller`)."""
@@ -268,7 +280,7 @@ class _Persisted:
             return None
         read = _read(path, avals)
         if read is not None:
-            return _flat_caller(*read, self.options)
+            return _flat_caller(*read, self.options, self.name)
         out_trees = []
 
         def flat(*leaves):
@@ -276,6 +288,8 @@ class _Persisted:
             out_leaves, out_tree = jax.tree.flatten(out)
             out_trees.append(out_tree)
             return out_leaves
+
+        flat.__name__ = self.name  # the program's name in JAX's logs and XLA's dumps (not "flat")
 
         specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
         jitted = jax.jit(flat)
@@ -287,7 +301,15 @@ class _Persisted:
         except Exception:  # noqa: BLE001  (what jax.export cannot take, jit can: trace as before)
             return None
         _write(path, exported, out_trees[-1])
-        return _flat_caller(exported, out_trees[-1], self.options)
+        return _flat_caller(exported, out_trees[-1], self.options, self.name)
+
+    @property
+    def name(self) -> str:
+        """What the program is, as JAX's logs and XLA's dumps name it: the first word of its key
+        (`"chunk"`, `"seat"`, `"pointwise_log_predictive"`, ...), else the function's name."""
+        if isinstance(self.key, tuple) and self.key and isinstance(self.key[0], str):
+            return self.key[0]
+        return getattr(self.fn, "__name__", "program")
 
 
 def _types(in_tree, avals) -> tuple:
@@ -299,19 +321,23 @@ def _on_several_devices(leaf) -> bool:
     return isinstance(leaf, jax.Array) and len(leaf.sharding.device_set) > 1
 
 
-def _flat_caller(exported, out_tree, options: dict) -> Callable:
+def _flat_caller(exported, out_tree, options: dict, name: str) -> Callable:
     # every argument on the default device, committed or not: one compilation, as `jax.jit(fn)` has;
     # the compile options are not part of the exported program (JAX's cache keys its code by them)
     device = jax.config.jax_default_device
     if not isinstance(device, jax.Device):  # unset, or a platform's name
         device = jax.devices(device)[0] if isinstance(device, str) else jax.devices()[0]
-    call = jax.jit(exported.call, in_shardings=jax.sharding.SingleDeviceSharding(device),
+    def program(*leaves):
+        return exported.call(*leaves)
+
+    program.__name__ = name  # "call" in JAX's logs otherwise
+    call = jax.jit(program, in_shardings=jax.sharding.SingleDeviceSharding(device),
                    compiler_options=options or None)
 
     def run(leaves):
         return jax.tree.unflatten(out_tree, call(*leaves))
 
-    run.compile = lambda specs: call.lower(*specs).compile()  # ahead of the first call (`prepare`)
+    run.lower = lambda specs: call.lower(*specs)  # compiled ahead of the first call (`prepare`)
     return run
 
 

@@ -24,6 +24,7 @@ from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+from jax.extend.random import threefry2x32_p
 
 from dpppl.core.numerics import sample_index
 from dpppl.core.state import HybridExtras, NoExtras
@@ -53,6 +54,22 @@ def own_keys(rng_key, count: int):
     itself when it is those keys already (the runner draws them in one hash, `dpppl.run.runner.step_keys`),
     else `count` keys split from the single key `rng_key`."""
     return rng_key if jnp.shape(rng_key) == (count,) else jax.random.split(rng_key, count)
+
+
+def folded_keys(key, data):
+    """The keys `jax.random.fold_in(key, d)` for the uint32 numbers `d` of the 1-D array `data`, as one
+    hash: a threefry key folds `d` in by hashing the counter (0, d) under its words, so the keys are one
+    `threefry2x32` of the counters (0, data), the numbers `fold_in` gives, where a vmapped `fold_in`
+    made XLA a few hundred instructions more of the compiled step (under `jax_threefry_partitionable`,
+    JAX's default, as every draw here). A key of another implementation (or a raw key) folds them in
+    one by one."""
+    data = jnp.asarray(data, jnp.uint32)
+    if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) or str(jax.random.key_impl(key)) != "threefry2x32":
+        return jax.vmap(lambda d: jax.random.fold_in(key, d))(data)
+    words = jax.random.key_data(key)
+    bits = threefry2x32_p.bind(*(jnp.broadcast_to(w, data.shape) for w in (words[0], words[1])),
+                               jnp.zeros_like(data), data)
+    return jax.random.wrap_key_data(jnp.stack(bits, axis=-1), impl="threefry2x32")
 
 
 @functools.lru_cache(maxsize=None)

@@ -29,10 +29,10 @@ import jax.numpy as jnp
 
 from dpppl.errors import KernelError
 from dpppl.families.base import add_point, segment_stats, take
-from dpppl.kernels.base import Kernel, exchangeable_prior_only, own_keys, register
+from dpppl.kernels.base import Kernel, exchangeable_prior_only, folded_keys, own_keys, register
 from dpppl.core.state import PartitionState, set_row
 from dpppl.core.numerics import sample_index
-from dpppl.models.native_seating import native_allocation_pass, native_splitmerge_step, use_native
+from dpppl.models.native_seating import native_allocation_pass, native_splitmerge_step, threefry_words, use_native
 
 METHODS = ("sams", "restricted_gibbs")
 DEFAULT_NUM_PROPOSALS = 10
@@ -294,12 +294,14 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         u_accept, keys = per_proposal[:, 2], uniforms[3 * num_proposals:]
         if bound_model.num_valid is not None:  # padded points: last in the permutation, never chosen
             keys = jnp.where(jnp.arange(n) < bound_model.num_valid, keys, 2.0)
-        if run_native and method == "sams":  # the whole step in one native call, the same draws up to rounding
+        # the whole step in one native call, the same draws up to rounding: each proposal's allocation
+        # uniforms are those of `proposal_uniforms` on its key, drawn natively for the points its pass visits
+        allocation_keys = threefry_words(folded_keys(k_proposals, jnp.arange(num_proposals))) if (
+            run_native and method == "sams") else None
+        if allocation_keys is not None:
             pairs = jnp.stack([pairs_i, pairs_j], axis=-1)
-            allocation = jax.vmap(lambda t: proposal_uniforms(jax.random.fold_in(k_proposals, t), n, 1, x.dtype))(
-                jnp.arange(num_proposals))[..., 0]
             state, total_p, counts = native_splitmerge_step(family, prior, x, state, pairs, u_accept, keys,
-                                                            allocation)
+                                                            allocation_keys)
             return state, SplitMergeInfo(accept_prob=total_p / num_proposals, split_proposed=counts[0],
                                          split_accepted=counts[1], merge_proposed=counts[2], merge_accepted=counts[3])
         permutation = jnp.argsort(keys)

@@ -63,6 +63,46 @@ inline double log_gamma(double v) {
 // A split-merge merge whose acceptance probability is known to be below this stops its pass (splitmerge_chain).
 constexpr double NEGLIGIBLE = 1e-12;
 
+// JAX's Threefry-2x32 hash (20 rounds; Salmon et al. 2011; jax._src.random.threefry2x32) of the counter
+// (x0, x1) under the key (k0, k1), in place.
+inline void threefry2x32(uint32_t k0, uint32_t k1, uint32_t& x0, uint32_t& x1) {
+  static const int rotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+  x0 += ks[0], x1 += ks[1];
+  for (int group = 0; group < 5; ++group) {
+    for (const int r : rotations[group % 2]) {
+      x0 += x1;
+      x1 = x0 ^ ((x1 << r) | (x1 >> (32 - r)));
+    }
+    x0 += ks[(group + 1) % 3];
+    x1 += ks[(group + 2) % 3] + uint32_t(group + 1);
+  }
+}
+
+// Element `index` (< 2^32) of jax.random.uniform(key, shape, T) for a key of JAX's default
+// implementation (threefry, partitionable: the element's bits hash its flat index as the counter
+// (0, index)), bit for bit: the top mantissa bits of the hash under the exponent of 1, minus 1.
+template <typename T>
+T threefry_uniform(const uint32_t* key, uint32_t index);
+template <>
+double threefry_uniform<double>(const uint32_t* key, uint32_t index) {
+  uint32_t hi = 0, lo = index;
+  threefry2x32(key[0], key[1], hi, lo);
+  const uint64_t bits = ((uint64_t(hi) << 32 | lo) >> 12) | 0x3FF0000000000000ull;
+  double value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value - 1.0;
+}
+template <>
+float threefry_uniform<float>(const uint32_t* key, uint32_t index) {
+  uint32_t hi = 0, lo = index;
+  threefry2x32(key[0], key[1], hi, lo);
+  const uint32_t bits = ((hi ^ lo) >> 9) | 0x3F800000u;
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value - 1.0f;
+}
+
 // log and exp of whole arrays (length a multiple of 4). On x86-64 glibc with AVX2 they go 4 at
 // a time through glibc's vector math library (libmvec, found at run time; <= 4 ulp, which the
 // logits' absolute error does not notice); elsewhere, and in float32, one at a time. They are
@@ -515,13 +555,14 @@ bool sb_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unifor
 // (dpppl/kernels/splitmerge.py, allocation_pass): the points order[:count] in turn, each first
 // leaving its side side[k] when `reseat` (a restricted Gibbs scan), then placed on side c with
 //   P(c) ∝ (n_c - d) t_c(x_k)      (log(n_c - d) of prior.log_seat_weights; -inf when empty)
-// drawn by inverting the CDF at uniforms[t] (sample_index over the two logits), or, when `force`,
+// drawn by inverting the CDF at uniform(t) (sample_index over the two logits; `uniform` is only called
+// for a drawn side), or, when `force`,
 // the side target[k]. Returns log_q = sum_t log P(side taken), each term the log_softmax of the
 // two logits at that side (each <= 0, so the partial sums only decrease, rounded too). The pass stops
 // early, returning the partial log_q, once offset + log_q < stop (by default never).
 // log_size[m] caches log(m - d) for a cluster of m points (NaN: not yet computed; N + 1 entries).
-template <typename T, typename Family>
-T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* uniforms, bool force,
+template <typename T, typename Family, typename Uniform>
+T allocate_chain(int D, const T* x, const int32_t* order, int count, const Uniform& uniform, bool force,
                  const int32_t* target, int32_t* side, T* n, T* s1, T* s2, T discount, bool reseat, Family& fam,
                  std::vector<T>& log_size, T offset = T(0), T stop = -std::numeric_limits<T>::infinity()) {
   const int DD = fam.second_size();
@@ -545,7 +586,7 @@ T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* un
     for (int c = 0; c < 2; ++c) logits[c] += weight(n[c]);
     const T top = std::max(logits[0], logits[1]);
     const T p0 = std::exp(logits[0] - top), total = p0 + std::exp(logits[1] - top);
-    const int s = force ? target[k] : int(p0 < std::max(uniforms[t], tiny) * total);
+    const int s = force ? target[k] : int(p0 < std::max(uniform(t), tiny) * total);
     log_q += (logits[s] - top) - std::log(total);
     if (offset + log_q < stop) return log_q;
     move_point(s, xk, T(1), D, n, s1, s2, fam);
@@ -558,7 +599,9 @@ T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* un
 // with method="sams"), in order, each on the state the previous one left. Proposal t takes the pair
 // (i, j) = pairs[t] (i != j, real points) with c_i = z[i], c_j = z[j]; S is the other points of c_i
 // and c_j in the order of `permutation`; i and j seed slots 0 and 1 and S is allocated by
-// allocate_chain with the uniforms uniforms[t] (N), forced to the current sides (target: 1 for the
+// allocate_chain with the uniforms of jax.random.uniform(key, (N, 1)) for the threefry key
+// allocation_keys[t] (2 words), the u-th point visited taking element u, computed as the pass draws
+// them (a merge's forced pass draws none), forced to the current sides (target: 1 for the
 // points of c_j) for a merge (c_i == c_j is a split). With the split's new slot b the first empty slot
 // (c_j for a merge; a split with no empty slot is infeasible: rejected, and sets *overflow), the
 // proposed rows are A = (slot 0 for a split, c_i + c_j for a merge) and B = (slot 1, or empty), the
@@ -578,7 +621,7 @@ T allocate_chain(int D, const T* x, const int32_t* order, int count, const T* un
 // `keys` (ascending, ties by index: jnp.argsort's).
 template <typename T, typename Family>
 void splitmerge_chain(int N, int D, int C, int P, const T* x, const int32_t* pairs, const T* u_accept,
-                      const T* keys, const T* uniforms, int32_t* z, T* n, T* s1, T* s2, T alpha,
+                      const T* keys, const uint32_t* allocation_keys, int32_t* z, T* n, T* s1, T* s2, T alpha,
                       T discount, Family& fam, bool* overflow, T* total_p, int32_t* counts) {
   const int DD = fam.second_size();
   std::vector<int32_t> permutation(N), order(N), target(N, 0), side(N, 0);
@@ -636,16 +679,18 @@ void splitmerge_chain(int N, int D, int C, int P, const T* x, const int32_t* pai
              - marginal(nb, s1 + size_t(b) * D, s2 + size_t(b) * DD);
     };
     const T log_u = std::log(u_accept[t]);
+    const uint32_t* key = allocation_keys + 2 * size_t(t);
+    const auto uniform = [key](int u) { return threefry_uniform<T>(key, uint32_t(u)); };
     T log_accept = neg_inf, nA = 0, nB = 0;
     if (split) {
-      const T log_q = allocate_chain(D, x, order.data(), count, uniforms + size_t(t) * N, false, target.data(),
+      const T log_q = allocate_chain(D, x, order.data(), count, uniform, false, target.data(),
                                      side.data(), n2.data(), a2.data(), b2.data(), discount, false, fam, log_size);
       nA = n2[0], nB = n2[1];
       if (feasible) log_accept = bracket(nA, nB) - log_q;
     } else {
       nA = nI + n[cj];
       const T log_ratio = bracket(nA, nB);
-      const T log_q = allocate_chain(D, x, order.data(), count, uniforms + size_t(t) * N, true, target.data(),
+      const T log_q = allocate_chain(D, x, order.data(), count, uniform, true, target.data(),
                                      side.data(), n2.data(), a2.data(), b2.data(), discount, false, fam, log_size,
                                      log_ratio, std::min(log_u, log_negligible));
       log_accept = log_ratio + log_q;
@@ -991,7 +1036,7 @@ ffi::Error Allocate(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> order, ffi::Buffer<
     hyper.with_family(family, b, D, 2, N, [&](auto& fam) {
       log_q_out->typed_data()[b] = allocate_chain(
           D, ox.at(x.typed_data(), b), oo.at(order.typed_data(), b), *oc.at(count.typed_data(), b),
-          ou.at(uniforms.typed_data(), b), *of.at(force.typed_data(), b), ot.at(target.typed_data(), b), side, n,
+          [u = ou.at(uniforms.typed_data(), b)](int t) { return u[t]; }, *of.at(force.typed_data(), b), ot.at(target.typed_data(), b), side, n,
           s1, s2, hyper.discount(b), reseat != 0, fam, log_size);
     });
   });
@@ -1002,7 +1047,7 @@ ffi::Error Allocate(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> order, ffi::Buffer<
 template <ffi::DataType DT>
 ffi::Error SplitMerge(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> z_in, ffi::Buffer<DT> n_in, ffi::Buffer<DT> s1_in,
                       ffi::Buffer<DT> s2_in, ffi::Buffer<DT> alpha, ffi::Buffer<ffi::S32> pairs, ffi::Buffer<DT> u_accept,
-                      ffi::Buffer<DT> keys, ffi::Buffer<DT> uniforms, ffi::Buffer<DT> h1,
+                      ffi::Buffer<DT> keys, ffi::Buffer<ffi::U32> allocation_keys, ffi::Buffer<DT> h1,
                       ffi::Buffer<DT> h2, ffi::Buffer<DT> h3, ffi::Buffer<DT> scalars,
                       ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out, ffi::ResultBuffer<DT> s1_out,
                       ffi::ResultBuffer<DT> s2_out, ffi::ResultBuffer<ffi::PRED> overflow_out,
@@ -1018,7 +1063,7 @@ ffi::Error SplitMerge(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> z_in, ffi::Buffer
   const int64_t B = batch_of(z_out->dimensions(), 1);
   const size_t full = family == 0;
   const Operand ox(xd, 2, B), oa(alpha.dimensions(), 0, B), op(pd, 2, B), ou(u_accept.dimensions(), 1, B),
-                om(keys.dimensions(), 1, B), ow(uniforms.dimensions(), 2, B);
+                om(keys.dimensions(), 1, B), ow(allocation_keys.dimensions(), 2, B);
   const SweepState<DT> state(z_in, n_in, s1_in, s2_in, z_out, n_out, s1_out, s2_out, N, C, D, full, B);
   const Hyper<DT> hyper(h1, h2, h3, scalars, full, B);
   // labels index the slots (-1: a padded point) and pairs index the points
@@ -1043,7 +1088,7 @@ ffi::Error SplitMerge(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> z_in, ffi::Buffer
     hyper.with_family(family, b, D, 2, N, [&](auto& fam) {
       splitmerge_chain(N, D, C, P, ox.at(x.typed_data(), b), op.at(pairs.typed_data(), b),
                        ou.at(u_accept.typed_data(), b), om.at(keys.typed_data(), b),
-                       ow.at(uniforms.typed_data(), b), st.z, st.n, st.s1, st.s2, *oa.at(alpha.typed_data(), b),
+                       ow.at(allocation_keys.typed_data(), b), st.z, st.n, st.s1, st.s2, *oa.at(alpha.typed_data(), b),
                        hyper.discount(b), fam, overflow, total_p, counts);
     });
   });
@@ -1158,7 +1203,7 @@ ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi
       .Arg<ffi::Buffer<ffi::S32>>()   /* pairs (P, 2): each proposal's (i, j) */                \
       .Arg<ffi::Buffer<DT>>()         /* u_accept (P,): the acceptance uniforms */              \
       .Arg<ffi::Buffer<DT>>()         /* keys (N,): S is visited in the order of their argsort */ \
-      .Arg<ffi::Buffer<DT>>()         /* uniforms (P, N): proposal t's allocation uniforms */   \
+      .Arg<ffi::Buffer<ffi::U32>>()   /* allocation_keys (P, 2): proposal t's threefry key */   \
       .Arg<ffi::Buffer<DT>>()         /* h1: hyperparameters (see Hyper) */                     \
       .Arg<ffi::Buffer<DT>>()         /* h2 */                                                  \
       .Arg<ffi::Buffer<DT>>()         /* h3 */                                                  \

@@ -156,12 +156,27 @@ def native_allocation_pass(family, prior, x, stats2, side, order, count, uniform
     return type(stats2)(n, s1, s2), side, log_q
 
 
-def native_splitmerge_step(family, prior, x, state: PartitionState, pairs, u_accept, keys, uniforms):
+def threefry_words(key):
+    """The two uint32 words of `key` when the native code can draw what `jax.random.uniform(key, ...)`
+    draws: a threefry key (typed, or raw uint32 (2,)) with JAX's partitionable threefry (its default);
+    None for any other key or setting."""
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        if str(jax.random.key_impl(key)) != "threefry2x32":
+            return None
+        key = jax.random.key_data(key)
+    if key.dtype != jnp.uint32 or key.shape[-1:] != (2,) or not jax.config.jax_threefry_partitionable:
+        return None
+    return key
+
+
+def native_splitmerge_step(family, prior, x, state: PartitionState, pairs, u_accept, keys, allocation_keys):
     """The proposals of one SAMS split-merge step (the `step` of
     [`build_splitmerge_kernel`][dpppl.kernels.splitmerge.build_splitmerge_kernel] with
     `method="sams"`) in one FFI call, each on the state the one before left: proposal t pairs the
     points `pairs[t]` (P, 2), visits S in the order of `argsort(keys)` (`keys` (N,), ties by index,
-    as `jnp.argsort`) with the allocation uniforms `uniforms[t]` (P, N), and is accepted when
+    as `jnp.argsort`) with the allocation uniforms of `jax.random.uniform(k_t, (N, 1))` for the
+    threefry key words `allocation_keys[t]` (P, 2; `threefry_words`), computed natively as the pass
+    uses them (a merge's pass, whose sides are forced, draws none), and is accepted when
     `log(u_accept[t])` is below its log Metropolis-Hastings ratio
     ([`propose`][dpppl.kernels.splitmerge.propose]'s, the same up to rounding). A merge whose
     ratio falls below both `log(u_accept[t])` and log 1e-12 while its reverse split is scored is
@@ -178,7 +193,7 @@ def native_splitmerge_step(family, prior, x, state: PartitionState, pairs, u_acc
     hyper, family_index = _family_operands(family, prior, dtype)
     z, n, s1, s2, overflow, total_p, counts = call(
         x, state.z, *(s.astype(dtype) for s in stats), jnp.asarray(state.alpha, dtype), pairs.astype(jnp.int32),
-        u_accept.astype(dtype), keys.astype(dtype), uniforms.astype(dtype), *hyper,
+        u_accept.astype(dtype), keys.astype(dtype), allocation_keys.astype(jnp.uint32), *hyper,
         family=family_index, num_threads=threads)
     return state._replace(z=z, stats=type(stats)(n, s1, s2), overflow=state.overflow | overflow), total_p, counts
 

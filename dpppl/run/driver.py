@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import threading
 import warnings
 from typing import Any
 
@@ -30,8 +31,8 @@ from dpppl.run.checkpoint import DEFAULT_EVERY, CheckpointFile, ProcessCheckpoin
 from dpppl.run.interrupts import Completed, finishing, hold
 from dpppl.run.memory import check_memory, run_bytes
 from dpppl.run.nuts import sample_nuts
-from dpppl.run.output import (check_log_likelihood, log_likelihood_refusal, prepare_pointwise, settle,
-                              to_inference_data)
+from dpppl.run.output import (PointwiseParts, check_log_likelihood, import_conversion_modules,
+                              log_likelihood_refusal, prepare_pointwise, settle, to_inference_data)
 from dpppl.run.partition_gibbs import sample_model
 from dpppl.run.runner import check_states, continue_partition, sample_partition
 from dpppl.version import __version__
@@ -206,15 +207,26 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
     with saving as saved, finishing() as late:  # a Ctrl-C after the last iteration: `Completed`, holding the run
         check_memory(run_bytes(target, kernel, kernel_options, backend, num_chains=num_chains, num_samples=num_samples,
                                thinning=thinning, capacity=capacity, truncation=truncation))
-        # the pointwise program compiles in a thread while the chains compile and run
-        compiling = prepare_pointwise(target, num_chains * (num_samples // thinning)) if pointwise else None
-        records, attrs, record_dims = BACKENDS[backend](
-            target, kernel, kernel_options, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-            seed=seed, capacity=capacity, thinning=thinning, truncation=truncation,
-            progress_bar=_shows_bar(progress_bar), checkpoint=saved, **(run_on or dict(init=init)))
+        # the pointwise program compiles in a thread while the chains run, traced once the first chunk is lowered
+        lowered = threading.Event() if backend == "partition" else None
+        compiling = prepare_pointwise(target, num_chains * (num_samples // thinning), lowered) if pointwise else None
+        import_conversion_modules()  # while the chains run
+        # the pointwise log likelihood of each chunk's kept draws, in a thread while the next chunks run
+        parts = (PointwiseParts(target, num_chains * (num_samples // thinning))
+                 if compiling is not None and backend == "partition" else None)
+        try:
+            records, attrs, record_dims = BACKENDS[backend](
+                target, kernel, kernel_options, num_warmup=num_warmup, num_samples=num_samples,
+                num_chains=num_chains, seed=seed, capacity=capacity, thinning=thinning, truncation=truncation,
+                progress_bar=_shows_bar(progress_bar), checkpoint=saved, **(run_on or dict(init=init)),
+                **({} if parts is None else dict(on_kept=parts.add)), **({} if lowered is None else dict(
+                    first_lowered=lowered)))
+        finally:  # however the run ended, the pointwise thread does not wait for a chunk that was never lowered
+            if lowered is not None:
+                lowered.set()
         hold()
         settle(compiling)
-        idata = _inference_data(target, spec, records, attrs, record_dims, pointwise, own)
+        idata = _inference_data(target, spec, records, attrs, record_dims, pointwise, own, parts)
     return _completed(idata, late)
 
 
@@ -299,6 +311,7 @@ def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
     if own is not None:  # this process's points back on its devices, in the run's global arrays
         program, progress = distributed.program_of(target, own), distributed.placed(progress, own)
     with _checkpoint_file(path, spec, checkpoint_every, own) as saved, finishing() as late:
+        import_conversion_modules()  # while the chains run
         records, attrs, record_dims = continue_partition(
             target, spec.kernel, spec.options, progress, num_warmup=spec.num_warmup, num_samples=num_samples,
             thinning=spec.thinning, progress_bar=_shows_bar(progress_bar), checkpoint=saved, program=program)
@@ -338,15 +351,16 @@ def _shows_bar(progress_bar: bool) -> bool:
 
 
 def _inference_data(target, spec: RunSpec, records: dict, attrs: dict, record_dims, log_likelihood: bool,
-                    own: distributed.ProcessRows | None = None):
+                    own: distributed.ProcessRows | None = None, pointwise: PointwiseParts | None = None):
     """The run's InferenceData; in a multi-process run (`own`) its `point` coordinate is the indices of
-    this process's points in the global data set."""
+    this process's points in the global data set. `pointwise`: its pointwise log likelihood computed
+    while it ran."""
     chosen = {"kernel_requested": spec.kernel_requested or spec.kernel,
               **({"kernel_reason": spec.kernel_reason} if spec.kernel_reason else {})}
     attrs = dict(dict(init=spec.init, seed=spec.seed, num_warmup=spec.num_warmup, thinning=spec.thinning), **attrs,
                  **chosen)
     return to_inference_data(target, records, attrs, record_dims, log_likelihood,
-                             None if own is None else own.points)
+                             None if own is None else own.points, pointwise)
 
 
 @in_x64

@@ -11,13 +11,17 @@ import concurrent.futures
 import contextlib
 import contextvars
 import functools
+import importlib
+import threading
 import warnings
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
 
+from dpppl.config import x64
 from dpppl.core.compiled import in_thread, on_target, persisted, prepare
 from dpppl.core.protocols import Target
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz, to_run_groups, writes_without_arviz
@@ -309,17 +313,22 @@ def _pointwise_program(target: BoundModel, draws: int, capacity: int, num_labels
     return fn, size, block
 
 
-def prepare_pointwise(target, draws: int) -> concurrent.futures.Future | None:
+def prepare_pointwise(target, draws: int, after: threading.Event | None = None) -> concurrent.futures.Future | None:
     """Start compiling, in a thread of its own, the program `pointwise_log_likelihood` runs for `draws`
     draws (chains x kept draws) of a run of `target` whose draws have fewer than `MIN_SLOTS` clusters
     (and, for a labelled prior, labels below the slots it starts with): the program's shapes are known
     before the chains run, so its compilation overlaps theirs. Returns the thread's future (None for a
     target whose pointwise log likelihood is not a conditional predictive); wait for it before
-    `pointwise_log_likelihood` (`settle`). A run whose draws need more slots compiles its own program then."""
+    `pointwise_log_likelihood` (`settle`). A run whose draws need more slots compiles its own program then.
+    `after`: an event the thread waits for before it traces (the runner's first chunk lowered:
+    `sample_partition`'s `first_lowered`), so that the two programs' tracing, which holds the
+    interpreter, does not share it; their XLA compiles overlap."""
     if isinstance(target, DDPBound) or not isinstance(target, BoundModel) or target.family.data_kind == "ranking":
         return None
 
     def compile_it():
+        if after is not None:
+            after.wait()
         n, capacity = target.num_points, MIN_SLOTS
         num_labels = (1 << (target.prior.initial_capacity(n) - 1).bit_length() if target.prior.labelled
                       else capacity)
@@ -341,18 +350,21 @@ def settle(future: concurrent.futures.Future | None) -> None:
             future.result()
 
 
-def pointwise_log_likelihood(target: BoundModel, z: np.ndarray, alpha: np.ndarray, hyper: dict) -> np.ndarray:
+def pointwise_log_likelihood(target: BoundModel, z: np.ndarray, alpha: np.ndarray, hyper: dict,
+                             run_draws: int | None = None) -> np.ndarray:
     """`conditional_log_predictive` of every draw (chain, draw, point) of a run of `target`: labels `z`
     (chain, draw, N), `alpha` (chain, draw) and the random hyperparameters of the base measure
     `hyper` ({name: (chain, draw)}; the family at each draw's values). One compiled program per shape
     class (`on_target`: the data are an argument, padded to `point_class` rows, the cluster slots
     `slot_labels` says), run on blocks of draws (`_pointwise_program`; the last block padded with
     copies of the first draw), so the number of draws is not part of it. The draws run in order of
-    their number of clusters, so a block's cost follows its draws' clusters (`SLOT_CHUNK`)."""
+    their number of clusters, so a block's cost follows its draws' clusters (`SLOT_CHUNK`). `run_draws`: the
+    draws (chains x kept) of the whole run when `z` is a part of them (`PointwiseParts`), whose blocks
+    are then the whole run's (one program)."""
     lead, n = z.shape[:-1], target.num_points
     labels, slot, capacity, num_labels = slot_labels(target.prior, z.reshape(-1, n), n)
     draws = labels.shape[0]
-    fn, size, block = _pointwise_program(target, draws, capacity, num_labels)
+    fn, size, block = _pointwise_program(target, run_draws or draws, capacity, num_labels)
     clusters = labels.max(axis=1).astype(np.int32) + 1  # each draw's, numbered 0..K-1 by `slot_labels`
     labels = np.pad(labels, [(0, 0), (0, size - n)], constant_values=capacity)
     order = np.argsort(clusters, kind="stable")
@@ -369,8 +381,63 @@ def pointwise_log_likelihood(target: BoundModel, z: np.ndarray, alpha: np.ndarra
     return out[:draws, :n].reshape(lead + (n,))
 
 
+class PointwiseParts:
+    """The pointwise log likelihood (`pointwise_log_likelihood`) of a run's kept draws, computed in a
+    thread of its own part by part as the runner keeps them (`add`, the runner's `on_kept`), so that it
+    overlaps the chains' next chunks instead of following the run (Old Faithful's default run: 0.4 s of
+    2,000 draws). The chunks are gathered into parts of at least `PART_DRAWS` draws (chains x draws, a
+    whole block of the program), each run on the whole run's program (`run_draws`: chains x kept draws);
+    a draw's values depend on that draw only, so they are those of the draws computed together."""
+
+    PART_DRAWS = 256
+
+    def __init__(self, target: BoundModel, run_draws: int):
+        self.target, self.run_draws = target, run_draws
+        self.hyper = tuple(target.model.hyperpriors)
+        self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="dpppl-pointwise")
+        self.parts: list[concurrent.futures.Future] = []
+        self.pending: list[dict] = []
+
+    def add(self, records: dict) -> None:
+        """Keep a chunk's kept records (chain, draw, ...) (its labels `z`, `alpha` and the random
+        hyperparameters of the base measure); start on the chunks kept so far once they hold a part. A
+        chunk that kept no draw (thinning) adds nothing."""
+        if records["z"].shape[1] == 0:
+            return
+        self.pending.append({k: records[k] for k in ("z", "alpha", *self.hyper)})
+        if sum(r["z"].shape[0] * r["z"].shape[1] for r in self.pending) >= self.PART_DRAWS:
+            self._start()
+
+    def _part(self) -> Callable[[], np.ndarray]:
+        """The pointwise log likelihood of the chunks kept so far, to compute (they are then done with)."""
+        kept = {k: np.concatenate([r[k] for r in self.pending], axis=1) for k in self.pending[0]}
+        self.pending = []
+
+        def part():
+            with x64():
+                return pointwise_log_likelihood(self.target, kept["z"], kept["alpha"],
+                                                {k: kept[k] for k in self.hyper}, self.run_draws)
+        return part
+
+    def _start(self) -> None:
+        self.parts.append(self.pool.submit(self._part()))
+
+    def result(self, draws: int) -> np.ndarray | None:
+        """The parts put together (chain, draw, point) when they hold the run's `draws` kept draws per
+        chain, else None (a run stopped between keeping a chunk and adding it: the caller computes the
+        whole); a part's error is raised here. The chunks kept after the last part are computed here,
+        in the caller's thread (the run is over: nothing to overlap)."""
+        last = self._part()() if self.pending else None
+        self.pool.shutdown(wait=True)
+        values = [part.result() for part in self.parts] + ([] if last is None else [last])
+        if sum(v.shape[1] for v in values) != draws:
+            return None
+        return np.concatenate(values, axis=1)
+
+
 def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: dict | None = None,
-                      log_likelihood: bool = False, points: np.ndarray | None = None):
+                      log_likelihood: bool = False, points: np.ndarray | None = None,
+                      pointwise: PointwiseParts | None = None):
     """`posterior`: the label-invariant summaries of `z` (scalars per draw), `alpha`
     when it has a prior, a copy of `lp` and the kernel's label-invariant continuous records;
     `posterior_partition`: `z`, `cluster_sizes` and the records indexed by cluster
@@ -378,7 +445,9 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
     each move's statistics; `observed_data`: the target's observed variables; with
     `log_likelihood` (`check_log_likelihood` decides), `log_likelihood`: the pointwise conditional
     predictive (`pointwise_log_likelihood`) under the data's name, dims (chain, draw, point).
-    `points`: the `point` coordinate (the points' indices; 0 to N - 1 by default). Records holding
+    `points`: the `point` coordinate (the points' indices; 0 to N - 1 by default). `pointwise`: the
+    pointwise log likelihood computed while the run went on (`PointwiseParts`), used when it holds every
+    kept draw. Records holding
     `cluster_counts` (the clusters' sizes at each draw: a run over several processes, whose `z` are
     this process's points only) give the summaries from them (`count_summaries`), not from `z`."""
     records = dict(records)
@@ -426,12 +495,39 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
         else:
             groups["log_likelihood"] = {name: pointwise}
     elif log_likelihood:  # by point only: ArviZ and `to_run_groups` drop the data's `dim` for it
-        hyper = {k: posterior[k] for k in model.hyperpriors}
-        groups["log_likelihood"] = {name: pointwise_log_likelihood(target, z, alpha, hyper)}
+        values = None if pointwise is None else pointwise.result(z.shape[1])
+        if values is None:
+            values = pointwise_log_likelihood(target, z, alpha, {k: posterior[k] for k in model.hyperpriors})
+        groups["log_likelihood"] = {name: values}
     convert = to_run_groups if _RUN_GROUPS.get() and writes_without_arviz() else to_arviz
     return convert(groups, coords={"point": np.arange(target.num_points) if points is None else points,
                                    "dim": np.arange(target.x.shape[1])},
                    dims=dims, attrs=all_attrs)
+
+
+CONVERSION_MODULES = ("xarray", "h5netcdf")
+"""What `to_inference_data` and the netCDF write of a `RunGroups` import on first use (xarray and its
+pandas: about 0.8 s of a new process), imported in a thread while the chains run
+(`import_conversion_modules`)."""
+
+
+def import_conversion_modules() -> threading.Thread | None:
+    """Start importing `CONVERSION_MODULES` in a thread of its own inside `run_groups_only` (where ArviZ
+    0.x is installed; the command line's runs), so that the import overlaps the run's compiled programs,
+    which release the interpreter, instead of following them; None elsewhere (ArviZ is imported
+    where it is used, in the caller's thread). An import that fails there fails again, with its
+    error, where the module is used."""
+    if not (_RUN_GROUPS.get() and writes_without_arviz()):
+        return None
+
+    def run():
+        for name in CONVERSION_MODULES:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=run, name="dpppl-imports", daemon=True)
+    thread.start()
+    return thread
 
 
 @contextlib.contextmanager
@@ -445,8 +541,8 @@ def run_groups_only():
         _RUN_GROUPS.reset(token)
 
 
-__all__ = ["CLUSTER_DIMS", "LOG_LIKELIHOOD_BUDGET", "MIN_SLOTS", "POINTWISE_BATCH", "SUMMARY_BLOCK",
-           "blocked_label_summaries", "check_log_likelihood", "check_log_likelihood_option",
-           "conditional_log_predictive", "ddp_atoms_at_points", "ddp_log_likelihood", "log_likelihood_refusal",
-           "pointwise_log_likelihood", "ranking_log_likelihood", "recorded_cluster", "run_groups_only",
-           "slot_labels", "to_inference_data"]
+__all__ = ["CLUSTER_DIMS", "CONVERSION_MODULES", "LOG_LIKELIHOOD_BUDGET", "MIN_SLOTS", "POINTWISE_BATCH",
+           "SUMMARY_BLOCK", "PointwiseParts", "blocked_label_summaries", "check_log_likelihood",
+           "check_log_likelihood_option", "conditional_log_predictive", "ddp_atoms_at_points", "ddp_log_likelihood",
+           "import_conversion_modules", "log_likelihood_refusal", "pointwise_log_likelihood", "ranking_log_likelihood",
+           "recorded_cluster", "run_groups_only", "slot_labels", "to_inference_data"]

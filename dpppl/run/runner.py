@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import threading
 import time
 import warnings
 from typing import Callable
@@ -39,7 +40,7 @@ from dpppl.core.pytrees import structure_key
 from dpppl.core.protocols import Target
 from dpppl.core.state import grow, is_point_field, num_clusters
 from dpppl.errors import ArgumentError, KernelError
-from dpppl.kernels.base import Kernel, build
+from dpppl.kernels.base import Kernel, build, folded_keys
 from dpppl.models.init import grown_slots, initial_states, seated_slots
 from dpppl.run.checkpoint import CheckpointFile, Interrupted, Progress
 from dpppl.run.progress import RunProgress, chain_status
@@ -68,23 +69,62 @@ def built_kernel(spec: str, target: Target, options: dict) -> tuple[Kernel, tupl
 
 
 @functools.partial(jax.jit, static_argnums=1)
-def _chain_keys(seed, num_chains: int):
-    """Each chain's key for its initial state, and the key data its steps fold `t` into
-    (one compiled program rather than a program per key operation)."""
+def _jitted_chain_keys(seed, num_chains: int):
     keys = jax.random.split(jax.random.key(seed), (2, num_chains))  # one hash, not three (`step_keys`)
     return keys[0], jax.random.key_data(keys[1])
+
+
+def _chain_keys(seed, num_chains: int):
+    """Each chain's key for its initial state, and the key data its steps fold `t` into: the two rows of
+    `jax.random.split(jax.random.key(seed), (2, num_chains))`. With JAX's default keys (threefry,
+    partitionable) computed on the host by `threefry_split`, the same numbers without a program to
+    compile (or, in a process whose compilation cache holds it, to load: 0.15-0.2 s of the README's job
+    either way); with another key implementation, one compiled program."""
+    if jax.config.jax_default_prng_impl != "threefry2x32" or not jax.config.jax_threefry_partitionable:
+        return _jitted_chain_keys(seed, num_chains)
+    keys = threefry_split(int(seed), (2, num_chains))
+    return jax.random.wrap_key_data(keys[0]), jnp.asarray(keys[1])
+
+
+THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+"""The rotations of the Threefry-2x32 hash's rounds (Salmon et al. 2011), alternating by groups of four."""
+
+
+def threefry2x32(k1: np.ndarray, k2: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The Threefry-2x32 hash (20 rounds) of the counters (x1, x2) under the key (k1, k2), all uint32
+    arrays (broadcast): the function of JAX's `threefry2x32_p`, on the host."""
+    ks = (k1, k2, k1 ^ k2 ^ np.uint32(0x1BD11BDA))
+    x1, x2 = x1 + ks[0], x2 + ks[1]
+    for group in range(5):
+        for r in THREEFRY_ROTATIONS[group % 2]:
+            x1 = x1 + x2
+            x2 = x1 ^ ((x2 << np.uint32(r)) | (x2 >> np.uint32(32 - r)))
+        x1 = x1 + ks[(group + 1) % 3]
+        x2 = x2 + ks[(group + 2) % 3] + np.uint32(group + 1)
+    return x1, x2
+
+
+def threefry_split(seed: int, shape: tuple) -> np.ndarray:
+    """The key data (`shape` + (2,), uint32) of `jax.random.split(jax.random.key(seed), shape)` with
+    threefry keys and `jax_threefry_partitionable` (JAX's default): the key (seed >> 32, seed mod 2^32)
+    hashes each key's flat index as a 64-bit counter (high word, low word)."""
+    with np.errstate(over="ignore"):
+        k1, k2 = np.uint32((seed >> 32) & 0xFFFFFFFF), np.uint32(seed & 0xFFFFFFFF)
+        index = np.arange(int(np.prod(shape)), dtype=np.uint64)
+        bits = threefry2x32(k1, k2, (index >> np.uint64(32)).astype(np.uint32), index.astype(np.uint32))
+    return np.stack(bits, axis=-1).reshape(tuple(shape) + (2,))
 
 
 def step_keys(chain_key, t, count: int):
     """The key of step `t` of the chain whose key is `chain_key`: `fold_in(chain_key, t)`, or, for a
     kernel whose step takes `count` > 1 keys (`Kernel.keys_per_step`), the keys
-    `fold_in(chain_key, t * count + i)`, i < count, drawn as one vmapped fold-in: one threefry hash
+    `fold_in(chain_key, t * count + i)`, i < count, drawn as one hash (`folded_keys`): one threefry hash
     in the compiled step (on CPU a loop of some 150-200 instructions each) where a fold-in and the
     hybrid's split were two. Distinct for every step below 2^32 / count (the fold-in's data is 32 bits)."""
     if count == 1:
         return jax.random.fold_in(chain_key, t)
     first = jnp.asarray(t, jnp.uint32) * jnp.uint32(count)
-    return jax.vmap(lambda i: jax.random.fold_in(chain_key, first + i))(jnp.arange(count, dtype=jnp.uint32))
+    return folded_keys(chain_key, first + jnp.arange(count, dtype=jnp.uint32))
 
 
 def _record(kern: Kernel, state, info, with_z: bool) -> dict:
@@ -188,16 +228,24 @@ def _due_on_every_process(due: bool) -> bool:
 
 def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: int, num_samples: int,
                      num_chains: int, seed: int, init, capacity, thinning: int, progress_bar,
-                     checkpoint: CheckpointFile | None = None, program: Target | None = None, **_):
+                     checkpoint: CheckpointFile | None = None, program: Target | None = None,
+                     on_kept: Callable[[dict], None] | None = None, first_lowered: threading.Event | None = None,
+                     **_):
     """Run `spec` on `target` from the chains' initial states; return (records, attrs,
     record_dims). With `checkpoint`, the run is saved there every `checkpoint.every` seconds,
     at the end of warmup, at the end and on Ctrl-C. Options of other backends (`truncation`)
     are ignored. `program`: the target the chunks run on, when not `target` or its points padded (a
-    multi-process run's global points, `target` this process's own; `init` then starts them)."""
+    multi-process run's global points, `target` this process's own; `init` then starts them).
+    `on_kept(records)`: called with each chunk's kept draws (chain, draw, ...) as the run keeps them
+    (`dpppl.run.output.PointwiseParts.add`). `first_lowered`: set once the first chunk's program is traced
+    and lowered (XLA compiles it next), or now when it is not compiled ahead."""
     program, (kern, kernel_key, make) = _program(spec, target, options, program)
     display = RunProgress(num_warmup + num_samples, 0, progress_bar, kern.name)
     try:
-        first = _first_chunk(program, (kern, kernel_key, make), init, capacity, num_chains, num_warmup > 0)
+        first = _first_chunk(program, (kern, kernel_key, make), init, capacity, num_chains, num_warmup > 0,
+                             first_lowered)
+        if first is None and first_lowered is not None:
+            first_lowered.set()
         init_keys, chain_keys = _chain_keys(seed, num_chains)
         with display.compiling(("init", kernel_key, init if isinstance(init, str) else id(init)), "the chains' start"):
             if program is not target and isinstance(init, str) and init == "sequential":  # seated padded: one program
@@ -213,21 +261,22 @@ def sample_partition(target: Target, spec: str, options: dict, *, num_warmup: in
         raise
     start = Progress(0, states, chain_keys, ())
     return _run(target, program, spec, (kern, kernel_key, make), start, num_warmup, num_samples, thinning, display,
-                checkpoint, first)
+                checkpoint, first, on_kept)
 
 
-def _first_chunk(program: Target, kernel: tuple, init, capacity, num_chains: int, warmup: bool):
+def _first_chunk(program: Target, kernel: tuple, init, capacity, num_chains: int, warmup: bool,
+                 lowered: threading.Event | None = None):
     """`(chunk, future)`: the chunk of a run's first iterations, being compiled in a thread of its own
-    (`dpppl.core.compiled.in_thread`) while the chains' keys and start are compiled and run on this
+    (`dpppl.core.compiled.in_thread`) while the chains' start is compiled and run on this
     one, for the states a sequential seating gives (`seated_slots`: the capacity unless a chain's
     seating filled its slots); None for another init, whose states are not known before it runs,
-    and in a multi-process run."""
+    and in a multi-process run. `lowered`: `prepare`'s, set once the chunk is lowered."""
     if not (isinstance(init, str) and init == "sequential") or jax.process_count() > 1:
         return None
     kern, kernel_key, make = kernel
     slots = seated_slots(program, capacity)
     fn = _chunk_function(make, kern, kernel_key, warmup, chunk_length(num_chains, program.num_points), slots)
-    chain_keys = jax.eval_shape(lambda seed: _chain_keys(seed, num_chains), 0)[1]  # their types, not compiled
+    chain_keys = jax.ShapeDtypeStruct((num_chains, 2), np.uint32)  # the type of `_chain_keys`'s key data
 
     def states():
         empty = jax.vmap(lambda _: program.empty_state(slots))(jnp.arange(num_chains))
@@ -235,7 +284,7 @@ def _first_chunk(program: Target, kernel: tuple, init, capacity, num_chains: int
 
     on_device = jax.device_put(program)  # the argument `_run` gives it: the same types (weak floats as they are)
     return fn, in_thread(lambda: prepare(fn, jax.eval_shape(states), chain_keys, np.int32(0), np.int32(1),
-                                         on_device), "dpppl-chunk")
+                                         on_device, lowered=lowered), "dpppl-chunk")
 
 
 def continue_partition(target: Target, spec: str, options: dict, progress: Progress, *, num_warmup: int,
@@ -328,10 +377,11 @@ def _unpadded(progress: Progress, n: int) -> Progress:
 
 
 def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinning, display: RunProgress,
-         checkpoint, first=None):
+         checkpoint, first=None, on_kept=None):
     """The chunks of `kernel` (built on `program`: `target`, or its points padded, `_program`) from
     `progress`; what a run records and saves is of `target`'s N points. `first`: `_first_chunk`'s,
-    whose compilation the chunk waits for rather than tracing it a second time."""
+    whose compilation the chunk waits for rather than tracing it a second time; `on_kept`:
+    `sample_partition`'s."""
     kern, kernel_key, make = kernel
     total = num_warmup + num_samples
     chain_keys = progress.chain_keys
@@ -379,6 +429,8 @@ def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinn
                 chunk = (jax.tree.map(lambda h: h[:, keep], host),)
             # one assignment: a Ctrl-C leaves either the progress before this chunk or after it
             progress = Progress(t + n_iter, new_states, chain_keys, progress.kept + chunk)
+            if chunk and on_kept is not None:
+                on_kept(chunk[0])
             display.update(n_iter, chain_status(host["num_clusters"][:, -1], host["lp"][:, -1], warmup))
             if checkpoint is not None and (progress.t in (num_warmup, total) or _due_on_every_process(
                     time.monotonic() - saved_at >= checkpoint.every)):

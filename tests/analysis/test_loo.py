@@ -97,6 +97,29 @@ def test_a_model_file_run_has_a_pointwise_group_az_loo_counts():
     assert "log_likelihood" not in off.groups()
 
 
+def test_a_run_s_pointwise_group_computed_chunk_by_chunk_holds_the_values_of_its_draws(monkeypatch):
+    """The pointwise log likelihood of each chunk's kept draws is computed while the run goes on
+    (`PointwiseParts`; here chunks of one iteration, gathered three at a time): the group holds, bit for
+    bit, the values of the run's draws computed together."""
+    from dpppl.diagnostics.arviz_compat import partition_group  # noqa: PLC0415
+    from dpppl.run import runner  # noqa: PLC0415
+
+    monkeypatch.setattr(runner, "CHUNK_SECONDS", 0.0)  # one iteration a chunk
+    monkeypatch.setattr(output.PointwiseParts, "PART_DRAWS", 3)  # parts of 3 draws, the last of 2
+    parts = []
+    part = output.PointwiseParts._part
+    monkeypatch.setattr(output.PointwiseParts, "_part", lambda self: parts.append(
+        sum(r["z"].shape[1] for r in self.pending)) or part(self))
+    x = np.concatenate([np.linspace(-3, -2, 10), np.linspace(2, 3, 10)])[:, None]
+    model = dpppl.load("models/gaussian_known.dp")
+    idata = dpppl.sample(model, x, kernel="gibbs", num_samples=20, num_warmup=10, num_chains=1, progress_bar=False)
+    assert parts == [3] * 6 + [2]
+    bound, z = model.bind(x), partition_group(idata)["z"].values
+    hyper = {k: idata.posterior[k].values for k in model.hyperpriors}
+    expected = output.pointwise_log_likelihood(bound, z, np.full(z.shape[:2], bound.prior.initial_alpha), hyper)
+    np.testing.assert_array_equal(group(idata, "log_likelihood")["x"].values, expected)
+
+
 def test_the_option_is_checked_before_sampling(monkeypatch):
     x = np.zeros((4, 1))
     with pytest.raises(dpppl.ArgumentError, match="log_likelihood must be True, False or 'auto', got 'yes'"):

@@ -262,6 +262,31 @@ def test_prepare_without_the_disk_cache_compiles_a_bound_models_program(cache, n
     assert compiles.count == 0
 
 
+@pytest.mark.parametrize("disk", [True, False], ids=["disk-cache", "no-disk-cache"])
+def test_prepare_signals_when_the_program_is_lowered_before_xla_compiles_it(cache, disk, monkeypatch):
+    """`prepare(..., lowered=event)` sets the event once the program is lowered, before XLA's compile
+    (what the pointwise program's thread waits for), with the disk cache or without, and when the
+    preparation fails; the call after it compiles nothing."""
+    if not disk:
+        jax.config.update("jax_compilation_cache_dir", None)  # the fixture restores it
+    fn = compiled.persisted(("test-lowered", disk), lambda y: jnp.sin(y) * 2.0)
+    seen = []
+    compile_ = jax.stages.Lowered.compile
+    monkeypatch.setattr(jax.stages.Lowered, "compile", lambda self, *a, **k: seen.append(event.is_set())
+                        or compile_(self, *a, **k))
+    event = threading.Event()
+    compiled.prepare(fn, jnp.float64(1.0), lowered=event)
+    assert event.is_set() and seen == [True]
+    with jax.log_compiles(True), _Compiles() as compiles:
+        assert float(fn(jnp.float64(1.0))) == pytest.approx(2.0 * np.sin(1.0))
+    assert compiles.count == 0
+    failed = threading.Event()
+    with pytest.raises(TypeError):
+        compiled.prepare(compiled.persisted(("test-lowered-fails", disk), lambda y: y + "x"), jnp.float64(1.0),
+                         lowered=failed)
+    assert failed.is_set()
+
+
 class _Compiles(logging.Handler):
     """Counts JAX's "Compiling ..." log records while in use (`with`)."""
 

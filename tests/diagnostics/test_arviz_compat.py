@@ -4,6 +4,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import sys
+
 import h5py
 import matplotlib.pyplot as plt
 import numpy as np
@@ -12,8 +14,8 @@ import pytest
 import dpppl
 from dpppl.analysis.partitions import coclustering, posterior_draws
 from dpppl.diagnostics.arviz_compat import (PARTITION_GROUPS, RunGroups, arviz, group, has_group, labels,
-                                            partition_group, to_arviz)
-from dpppl.run.output import run_groups_only
+                                            partition_group, to_arviz, writes_without_arviz)
+from dpppl.run.output import CONVERSION_MODULES, import_conversion_modules, run_groups_only
 from dpppl.diagnostics.summaries import label_summaries
 from dpppl.errors import DataError
 
@@ -107,6 +109,20 @@ def _without_created_at(dataset):
     dataset = dataset.copy()
     dataset.attrs.pop("created_at")
     return dataset
+
+
+def test_the_command_line_s_run_imports_xarray_in_a_thread_while_its_chains_run():
+    """Inside `run_groups_only` (where ArviZ 0.x is installed) the run's conversion modules are imported
+    in a thread of their own; elsewhere nothing is started (ArviZ is imported where it is used)."""
+    assert import_conversion_modules() is None
+    with run_groups_only():
+        thread = import_conversion_modules()
+    if not writes_without_arviz():
+        assert thread is None
+        return
+    thread.join(60)
+    assert thread.name == "dpppl-imports" and not thread.is_alive()
+    assert all(name in sys.modules for name in CONVERSION_MODULES)
 
 
 def test_a_run_as_groups_is_the_inference_data_and_writes_the_same_file(idata, niw_model, two_blobs, tmp_path):

@@ -11,7 +11,7 @@ import dpppl
 from dpppl.core import native
 from dpppl.diagnostics.arviz_compat import partition_group
 from dpppl.models.init import initial_states
-from dpppl.models.native_seating import covers, use_native
+from dpppl.models.native_seating import covers, threefry_words, use_native
 from dpppl.models.seating import seat_points, sweep_draws, visiting_order
 
 NIW = dpppl.NormalInverseWishart(mu0=[0.0, 0.0], kappa0=0.1, nu0=4.0, psi0=[[0.5, 0.0], [0.0, 0.5]])
@@ -118,3 +118,14 @@ def test_the_library_is_cached_by_source_and_versions(tmp_path, monkeypatch):
     assert native._build(source) == first and first.stat().st_mtime_ns == mtime  # not rebuilt
     source.write_text('extern "C" int dpppl_test_tiny() { return 2; }\n')
     assert native._build(source) != first
+
+
+def test_the_native_split_merge_step_draws_from_threefry_keys_only():
+    """The native SAMS step computes its allocation uniforms from a proposal's key as JAX's threefry
+    does: it takes the key's words for a threefry key (typed or raw), and none of another
+    implementation (the step then runs the native pass per proposal, with uniforms drawn in JAX)."""
+    key = jax.random.key(3)
+    np.testing.assert_array_equal(threefry_words(key), jax.random.key_data(key))
+    np.testing.assert_array_equal(threefry_words(jax.random.PRNGKey(3)), jax.random.PRNGKey(3))
+    assert threefry_words(jax.random.key(3, impl="rbg")) is None
+

@@ -82,3 +82,18 @@ def test_a_step_s_keys_are_folded_from_its_chain_key_and_its_number():
     assert np.array_equal(four, np.stack([data(jax.random.fold_in(key, 20 + i)) for i in range(4)]))
     bound = dpppl.DPMixture(dpppl.Gamma(1.0, 1.0), dpppl.NormalKnownCov(1.0, 0.0, 4.0)).bind(np.zeros((6, 1)))
     assert base.build("gibbs+splitmerge", bound).keys_per_step == 4
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**31 - 1, 2**32 - 1, 2**32, 2**63 - 1])
+def test_the_chains_keys_are_computed_on_the_host_as_jax_splits_them(seed):
+    """`_chain_keys` (no program compiled) gives the keys of `jax.random.split(jax.random.key(seed),
+    (2, chains))`: the chains' start and steps draw what they drew when a program computed them."""
+    with dpppl.config.x64():
+        for chains in (1, 2, 5):
+            keys = jax.random.split(jax.random.key(seed), (2, chains))
+            init_keys, chain_keys = runner._chain_keys(seed, chains)
+            assert np.array_equal(jax.random.key_data(init_keys), jax.random.key_data(keys[0]))
+            assert np.array_equal(chain_keys, jax.random.key_data(keys[1]))
+            assert jax.typeof(init_keys) == jax.typeof(keys[0]) and chain_keys.dtype == np.uint32
+    assert np.array_equal(runner.threefry_split(seed, (3, 2)),
+                          jax.random.key_data(jax.random.split(jax.random.key(seed), (3, 2))))
