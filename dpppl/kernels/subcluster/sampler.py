@@ -56,7 +56,7 @@ from dpppl.core.points import num_real, real_index, real_rows, row_of_real, unif
 from dpppl.core.numerics import log_gamma_draw
 from dpppl.core.state import is_point_field
 from dpppl.errors import KernelError
-from dpppl.kernels.base import Kernel, exchangeable_prior_only, info_type, register
+from dpppl.kernels.base import Kernel, exchangeable_prior_only, folded_keys, info_type, register
 from dpppl.kernels.gibbs import build_gibbs_kernel
 from dpppl.kernels.splitmerge import build_splitmerge_kernel
 from dpppl.kernels.subcluster.parameter_moves import build_parameter_update
@@ -118,7 +118,7 @@ def _step_keys(rng_key, capacity):
     extra = SPLIT_MERGE_KEYS - 1
     index = jnp.concatenate([jnp.arange(capacity * SLOT_KEYS, dtype=jnp.int32),
                              REST_STREAM - jnp.arange(rest + extra, dtype=jnp.int32)])
-    keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(rng_key, index)
+    keys = folded_keys(rng_key, index)
     slots, tail = keys[:capacity * SLOT_KEYS], keys[capacity * SLOT_KEYS:]
     own = dict(zip(_StepKeys._fields[1:], tail))
     own["split_merge"] = jnp.concatenate([tail[_StepKeys._fields.index("split_merge") - 1][None], tail[rest:]])
@@ -876,11 +876,10 @@ def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
         the sides (an auxiliary pair's: its auxiliary law or its merge proposal), the log of the
         sum of the two sides' unnormalised probabilities, log f_0 + log f_1, and the sides drawn,
         in scan `t`: its keys (the 2 P parameter draws', the weights' and the points') are streams
-        t (2 P + 2) + i of the scans' key, one vmapped fold-in (one threefry hash in the
-        compiled scan, where a fold-in and two splits were three)."""
+        t (2 P + 2) + i of the scans' key, folded in as one threefry hash (`folded_keys`; a fold-in
+        and two splits were three)."""
         streams = 2 * num_pairs + 2
-        keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(
-            k_launch, (t * streams + jnp.arange(streams)).astype(jnp.uint32))
+        keys = folded_keys(k_launch, t * streams + jnp.arange(streams))
         k_draw, k_weight, k_points = keys[:2 * num_pairs], keys[2 * num_pairs], keys[2 * num_pairs + 1]
         segments = jnp.where(in_move, 2 * pair + jnp.where(aux_point, moves.side, side), 2 * num_pairs)
         stats = jax.tree.map(lambda a: a.reshape((num_pairs, 2) + a.shape[1:]), rows_pass(x_blocks, segments)[0])
