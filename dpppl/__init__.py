@@ -31,7 +31,7 @@ from dpppl.search import map_search  # also registers init="search" (dpppl.model
 from dpppl.version import __version__  # noqa: F401  (dpppl.__version__)
 
 if TYPE_CHECKING:  # the names imported on first use, and the moved ones; at run time see __getattr__
-    from dpppl import analysis, metrics, plots  # noqa: F401
+    from dpppl import analysis, metrics, plots, simulate  # noqa: F401
     from dpppl.analysis import point_estimate, posterior_predictive, predict  # noqa: F401
     from dpppl.simulate import sample_prior  # noqa: F401
     from dpppl.families import NormalGamma, NormalInverseWishart, NormalLogNormal  # noqa: F401
@@ -57,7 +57,7 @@ MOVED = {
 
 
 ON_FIRST_USE = {
-    **{name: f"dpppl.{name}" for name in ("analysis", "metrics", "plots")},
+    **{name: f"dpppl.{name}" for name in ("analysis", "metrics", "plots", "simulate")},
     **dict.fromkeys(("point_estimate", "posterior_predictive", "predict"), "dpppl.analysis"),
     "sample_prior": "dpppl.simulate",
 }

@@ -13,8 +13,9 @@ def test_the_command_line_imports_neither_arviz_nor_matplotlib_pandas_xarray_sci
     script = ("import sys, dpppl.cli\n"
               "lazy = ('arviz', 'matplotlib', 'pandas', 'xarray', 'scipy.stats', 'dpppl.analysis')\n"
               "print(sorted(m for m in lazy if m in sys.modules))\n"
-              "print(dpppl.point_estimate.__module__, dpppl.plots.__name__, 'predict' in dir(dpppl))")
+              "print(dpppl.point_estimate.__module__, dpppl.plots.__name__, 'predict' in dir(dpppl))\n"
+              "print(dpppl.simulate.expected_num_clusters.__module__)")
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["[]", "dpppl.analysis.partitions dpppl.plots True"]
+    assert done.stdout.splitlines() == ["[]", "dpppl.analysis.partitions dpppl.plots True", "dpppl.simulate"]
 
