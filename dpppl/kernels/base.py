@@ -24,8 +24,8 @@ from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
-from jax.extend.random import threefry2x32_p
 
+from dpppl.core import numerics_random as random
 from dpppl.core.numerics import sample_index
 from dpppl.core.state import HybridExtras, NoExtras
 from dpppl.errors import KernelError, check_bool
@@ -53,23 +53,16 @@ def own_keys(rng_key, count: int):
     """The `count` keys of a step that takes `count` keys at once (`Kernel.keys_per_step`): `rng_key`
     itself when it is those keys already (the runner draws them in one hash, `dpppl.run.runner.step_keys`),
     else `count` keys split from the single key `rng_key`."""
-    return rng_key if jnp.shape(rng_key) == (count,) else jax.random.split(rng_key, count)
+    return rng_key if jnp.shape(rng_key) == (count,) else random.split(rng_key, count)
 
 
 def folded_keys(key, data):
     """The keys `jax.random.fold_in(key, d)` for the uint32 numbers `d` of the 1-D array `data`, as one
     hash: a threefry key folds `d` in by hashing the counter (0, d) under its words, so the keys are one
-    `threefry2x32` of the counters (0, data), the numbers `fold_in` gives, where a vmapped `fold_in`
-    made XLA a few hundred instructions more of the compiled step (under `jax_threefry_partitionable`,
-    JAX's default, as every draw here). A key of another implementation (or a raw key) folds them in
-    one by one."""
-    data = jnp.asarray(data, jnp.uint32)
-    if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) or str(jax.random.key_impl(key)) != "threefry2x32":
-        return jax.vmap(lambda d: jax.random.fold_in(key, d))(data)
-    words = jax.random.key_data(key)
-    bits = threefry2x32_p.bind(*(jnp.broadcast_to(w, data.shape) for w in (words[0], words[1])),
-                               jnp.zeros_like(data), data)
-    return jax.random.wrap_key_data(jnp.stack(bits, axis=-1), impl="threefry2x32")
+    hash of the counters (0, data) ([`numerics_random.fold_in`][dpppl.core.numerics_random.fold_in]),
+    where a vmapped `fold_in` made XLA a few hundred instructions more of the compiled step. A key of
+    another implementation (or a raw key) folds them in one by one."""
+    return random.fold_in(key, jnp.asarray(data, jnp.uint32))
 
 
 @functools.lru_cache(maxsize=None)
@@ -499,7 +492,7 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
             if jnp.shape(rng_key) == (sum(counts),):  # every part's keys, drawn at once (`keys_per_step`)
                 keys = [rng_key[s] if c == 1 else rng_key[s:s + c] for s, c in zip(starts, counts)]
             else:
-                keys = jax.random.split(rng_key, len(parts))
+                keys = random.split(rng_key, len(parts))
             for part_step, key in zip(steps, keys):
                 state, part_info = part_step(key, state, x)
                 infos.append(part_info)
@@ -510,8 +503,8 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         probs = jnp.asarray(_schedule_probabilities(weights, len(parts)))
 
         def step(rng_key, state, x):
-            k_move, k_step = jax.random.split(rng_key)
-            move = sample_index(jnp.log(probs), jax.random.uniform(k_move))
+            k_move, k_step = random.split(rng_key)
+            move = sample_index(jnp.log(probs), random.uniform(k_move))
             zeros = tuple(jax.tree.map(lambda v: jnp.zeros(v.shape, v.dtype), jax.eval_shape(s, k_step, state, x)[1])
                           for s in steps)
 
