@@ -117,6 +117,11 @@ class Kernel:
         only, with random numbers whose shapes do not depend on the padding, so its draws are
         those of the unpadded target. The runner pads only for such kernels (a hybrid: every
         part).
+    light_compile : bool
+        True when the move's step runs native calls and scalar arithmetic, not large XLA-emitted
+        loops (the native Gibbs sweep and split-merge step, the alpha and hyperparameter moves): the
+        runner's chunks of a kernel whose every move has it compile with XLA's elemental emitters
+        (`dpppl.core.compiled.LIGHT_OPTIONS`), in about half the CPU, running as fast.
     keys_per_step : int
         How many keys `step` can take at once, as one array of that many keys: 1 (a single key), more
         for a move that would split its key (`own_keys`), and for a hybrid run in sequence the sum of
@@ -138,6 +143,7 @@ class Kernel:
     masked_points: bool = False
     note: str = ""
     keys_per_step: int = 1
+    light_compile: bool = False
 
     @property
     def warmup(self) -> Callable:
@@ -544,4 +550,5 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         masked_points=all(p.masked_points for p in parts),
         note="; ".join(p.note for p in parts if p.note),
         keys_per_step=sum(counts) if schedule == "sequence" else 1,
+        light_compile=all(p.light_compile for p in parts),
     )

@@ -316,6 +316,7 @@ def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Ke
         return {**hyper, **at(pick(to_value, slice_update(key, u0, log_density, width, stream=h)))}
 
     return Kernel("hyperparameters", exact=True, step=step, masked_points=True, keys_per_step=2 if fields else 1,
+                  light_compile=True,
                   record=lambda state: dict(state.hyper),
                   record_dims={name: [] for name in bound_model.model.hyperpriors})
 

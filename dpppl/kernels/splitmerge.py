@@ -327,7 +327,8 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         return state, SplitMergeInfo(accept_prob=total_p / num_proposals, split_proposed=counts[0],
                                      split_accepted=counts[1], merge_proposed=counts[2], merge_accepted=counts[3])
 
-    return Kernel("splitmerge", exact=True, step=step, info_type=SplitMergeInfo, masked_points=True, keys_per_step=2)
+    return Kernel("splitmerge", exact=True, step=step, info_type=SplitMergeInfo, masked_points=True, keys_per_step=2,
+                  light_compile=run_native and method == "sams")  # the whole step one native call (Kernel)
 
 
 register("splitmerge", build_splitmerge_kernel, exact=True, applies=exchangeable_prior_only,

@@ -182,7 +182,7 @@ def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, c
         out = per_chain(jax.tree.map(lambda a: a[0], states), chain_keys[0], start, n_iter, target)
         return _on_every_process(jax.tree.map(lambda a: a[None], out))
 
-    return persisted(("chunk", kernel_key, warmup, length, capacity), chunk)
+    return persisted(("chunk", kernel_key, warmup, length, capacity), chunk, kern.light_compile)  # LIGHT_OPTIONS
 
 
 def _on_every_process(tree):
