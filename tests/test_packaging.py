@@ -88,9 +88,10 @@ def _check_wheel(wheel):
         licence = archive.read(f"dpppl-{VERSION}.dist-info/licenses/LICENSE").decode()
     missing = set(_package_files()) - names
     assert not missing, f"not in the wheel: {sorted(missing)}"
-    # package data: a data set, the grammar, the C++ sources of the native Gibbs sweep and SALSO pass
-    # (compiled on first use)
-    assert {"dpppl/datasets/data/galaxies.csv", "dpppl/core/grammar.lark", "dpppl/models/native_seating.cc",
+    # package data: a data set, the grammar, the C++ sources of the native hash, Gibbs sweep and SALSO
+    # pass (compiled on first use)
+    assert {"dpppl/datasets/data/galaxies.csv", "dpppl/core/grammar.lark", "dpppl/core/numerics_threefry.cc",
+            "dpppl/core/numerics_threefry.h", "dpppl/models/native_seating.cc",
             "dpppl/analysis/salso_native.cc"} <= names
     assert meta["Version"] == VERSION and meta["License-Expression"] == "Apache-2.0"
     assert licence == (REPO / "LICENSE").read_text() and "Apache License" in licence

@@ -122,13 +122,28 @@ def _map_limit() -> int:
     return int(pathlib.Path("/proc/sys/vm/max_map_count").read_text())
 
 
-def persisted(key: Hashable, fn: Callable) -> Callable:
+LIGHT_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+"""XLA compile options added to dpppl's default ones for a program whose run time is not XLA's code
+(`persisted(..., light=True)`): XLA's elemental emitters, which compile such a program in about half the
+CPU of its fusion emitters and run it as fast. The pointwise log likelihood (called a few times a run:
+Old Faithful 2.3-3.0 -> 1.4 CPU s, galaxies 1.8 -> 1.0, the same eval time and values) and the chunks of a
+kernel whose every move has `Kernel.light_compile` (the native Gibbs sweep and split-merge step, the alpha
+and hyperparameter moves: `gibbs+splitmerge` at 600 points 1.98 -> 0.98 CPU s, 0.72 ms per step either
+way; galaxies 2.73 -> 1.18). Other kernels' chunks keep dpppl's options: their XLA-emitted steps ran up
+to 1.46x slower (benchmarks/results/compile_options_fusion.md). Options a user chose
+(`DPPPL_XLA_OPTIONS`, `set_compiler_options`) are taken as they are."""
+
+
+def persisted(key: Hashable, fn: Callable, light: bool = False) -> Callable:
     """`jax.jit(fn)` kept under `key` (as `compiled` keeps it) whose programs are also kept on
     disk, so that another process with the same `key` and arguments of the same tree, shapes and
     dtypes runs the program without tracing `fn` (module docstring). `key` must say everything
     `fn` closes over, as for `compiled`. Its programs compile with the XLA compile options
-    `dpppl.config.compiler_options()` names when it is first made (part of what it is kept by)."""
+    `dpppl.config.compiler_options()` names when it is first made (part of what it is kept by),
+    with `LIGHT_OPTIONS` added to dpppl's default ones when `light` (a program whose run time is not XLA's code)."""
     options = compiler_options()
+    if light and config.compiler_options_source().startswith("dpppl default"):  # not options a user chose
+        options = {**options, **LIGHT_OPTIONS}
     return compiled(("persisted", key, tuple(sorted(options.items()))), lambda: _Persisted(key, fn, options))
 
 
@@ -172,12 +187,12 @@ def _option_value(text: str):
     return text.strip()
 
 
-def on_target(name: str, target: Any, fn: Callable, *static: Hashable) -> Callable:
+def on_target(name: str, target: Any, fn: Callable, *static: Hashable, light: bool = False) -> Callable:
     """`jax.jit(fn)` applied to `target`: call the result with `fn`'s other arguments. Kept per
     `name`, `static` (what `fn` closes over: a capacity, a length) and the target's structure, so
     `fn` must read the target only through its argument, never from a closure; kept on disk
-    too (`persisted`)."""
-    return functools.partial(persisted((name, structure_key(target), static), fn), target)
+    too (`persisted`, with its `light`)."""
+    return functools.partial(persisted((name, structure_key(target), static), fn, light), target)
 
 
 def prepare(fn: Callable, *args, lowered: threading.Event | None = None) -> None:
@@ -527,5 +542,5 @@ def _prune(directory: pathlib.Path) -> None:
         total -= size
 
 
-__all__ = ["EXPORT_DIRECTORY", "EXPORT_MAX_BYTES", "MAPS_FRACTION", "clear", "compiled", "make_room", "on_target",
-           "persisted", "prepare"]
+__all__ = ["EXPORT_DIRECTORY", "EXPORT_MAX_BYTES", "MAPS_FRACTION", "LIGHT_OPTIONS", "clear", "compiled", "make_room",
+           "on_target", "persisted", "prepare"]

@@ -2,8 +2,8 @@
 
 A C++ source shipped in the package is compiled on first use with the machine's C++
 compiler (`$CXX`, else `g++`/`c++`) against the headers of the installed jaxlib
-(`jax.ffi.include_dir()`), into a per-user cache directory keyed by a hash of the source,
-the compiler command and the jax/jaxlib versions, so each machine compiles each version
+(`jax.ffi.include_dir()`), into a per-user cache directory keyed by a hash of the source (and of
+the local headers it includes), the compiler command and the jax/jaxlib versions, so each machine compiles each version
 once (seconds); the library is loaded and its handlers registered as XLA FFI targets for
 the CPU platform. When there is no compiler, or the build or load fails, `load` warns once
 and returns None, and the caller runs its JAX path.
@@ -30,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -117,7 +118,7 @@ def _build(source: Path) -> Path:
         raise RuntimeError("no C++ compiler found (set CXX, or install g++)")
     flags = _flags()
     include = jax.ffi.include_dir()
-    text = source.read_bytes()
+    text = _source_bytes(source)
     key = hashlib.sha256(b"\0".join([text, cxx.encode(), " ".join(flags).encode(), jax.__version__.encode(),
                                      jaxlib.__version__.encode(), sys.platform.encode()])).hexdigest()[:20]
     directory = cache_dir()
@@ -149,6 +150,15 @@ def _build(source: Path) -> Path:
             if os.path.exists(path):
                 os.remove(path)
     return library
+
+
+def _source_bytes(source: Path) -> bytes:
+    """The bytes of `source` and of the local headers it includes (`#include "path"`, relative to it),
+    what a library is keyed by: editing a header rebuilds every library that includes it."""
+    text = source.read_bytes()
+    headers = re.findall(rb'^\s*#\s*include\s+"([^"]+)"', text, re.M)
+    return b"\0".join([text] + [(source.parent / h.decode()).read_bytes() for h in headers
+                                 if (source.parent / h.decode()).is_file()])
 
 
 def _hash_file(library: Path) -> Path:

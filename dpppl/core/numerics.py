@@ -7,6 +7,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpppl.core import numerics_random as random
+
+
 def sample_index(logits: jax.Array, u: jax.Array) -> jax.Array:
     """Draw an index from unnormalised `logits` by inverting the CDF at `u` in [0, 1).
 
@@ -40,7 +43,7 @@ def log_gamma_draw(rng_key, shape_param, shape=(), dtype=None) -> jax.Array:
 
     def body(carry):
         i, done, value = carry
-        u = jax.random.uniform(jax.random.fold_in(rng_key, i), (4,) + tuple(shape), dtype)
+        u = random.uniform(random.fold_in(rng_key, i), (4,) + tuple(shape), dtype)
         x = jnp.sqrt(-2.0 * jnp.log1p(-u[0])) * jnp.cos(2.0 * np.pi * u[1])  # N(0, 1) (Box-Muller)
         v = (1.0 + c * x) ** 3
         log_v = jnp.log(jnp.where(v > 0, v, 1.0))
@@ -67,8 +70,8 @@ def permutation_of_first(rng_key, size: int, n=None) -> jax.Array:
     order = jnp.arange(size, dtype=jnp.int32)
     real = None if n is None else jnp.arange(size) < n
     for r in range(_shuffle_rounds(size)):
-        rng_key, subkey = jax.random.split(rng_key)
-        keys = jax.random.bits(subkey, (size,), jnp.uint32)
+        rng_key, subkey = random.split(rng_key)
+        keys = random.bits(subkey, (size,))
         if real is None:
             order = jax.lax.sort_key_val(keys, order)[1]
         else:
@@ -112,10 +115,10 @@ def slice_log(rng_key, u0, target, width=1.0, max_steps=32, max_shrinks=200):
     point, or no proposal is accepted within the cap (each rejection shrinks the
     interval, so this takes more than 2^-200 of its width), u is left unchanged.
     """
-    k_level, k_pos, k_shrink = jax.random.split(rng_key, 3)
+    k_level, k_pos, k_shrink = random.split(rng_key, 3)
     target0 = target(u0)
-    level = target0 + jnp.log(jax.random.uniform(k_level, minval=1e-300))
-    left = u0 - width * jax.random.uniform(k_pos)
+    level = target0 + jnp.log(random.uniform(k_level, minval=1e-300))
+    left = u0 - width * random.uniform(k_pos)
     right = left + width
 
     def step_out(bound, direction):
@@ -131,8 +134,8 @@ def slice_log(rng_key, u0, target, width=1.0, max_steps=32, max_shrinks=200):
 
     def shrink(c):
         lo, hi, key, _, _, i = c
-        key, sub = jax.random.split(key)
-        u = jax.random.uniform(sub, minval=lo, maxval=hi)
+        key, sub = random.split(key)
+        u = random.uniform(sub, minval=lo, maxval=hi)
         ok = target(u) >= level
         lo = jnp.where(~ok & (u < u0), u, lo)
         hi = jnp.where(~ok & (u >= u0), u, hi)
@@ -151,5 +154,5 @@ def normal_draw(rng_key, shape=(), dtype=None) -> jax.Array:
     threefry), so a leading axis of points padded to a shape class leaves the real points' draws as
     they are."""
     dtype = dtype or jnp.result_type(float)
-    u = jax.random.uniform(rng_key, tuple(shape) + (2,), dtype)
+    u = random.uniform(rng_key, tuple(shape) + (2,), dtype)
     return jnp.sqrt(-2.0 * jnp.log1p(-u[..., 0])) * jnp.cos(2.0 * np.pi * u[..., 1])

@@ -84,7 +84,7 @@ def build_alpha_kernel(bound_model) -> Kernel:
             alpha = _normal(slice_log(rng_key, jnp.log(state.alpha), target))
             return state._replace(alpha=alpha.astype(state.alpha.dtype)), NoInfo()
 
-    return Kernel("alpha", exact=True, step=step, masked_points=True)
+    return Kernel("alpha", exact=True, step=step, masked_points=True, light_compile=True)
 
 
 register_prior_move("alpha", build_alpha_kernel)

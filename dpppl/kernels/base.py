@@ -24,8 +24,8 @@ from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
-from jax.extend.random import threefry2x32_p
 
+from dpppl.core import numerics_random as random
 from dpppl.core.numerics import sample_index
 from dpppl.core.state import HybridExtras, NoExtras
 from dpppl.errors import KernelError, check_bool
@@ -53,23 +53,16 @@ def own_keys(rng_key, count: int):
     """The `count` keys of a step that takes `count` keys at once (`Kernel.keys_per_step`): `rng_key`
     itself when it is those keys already (the runner draws them in one hash, `dpppl.run.runner.step_keys`),
     else `count` keys split from the single key `rng_key`."""
-    return rng_key if jnp.shape(rng_key) == (count,) else jax.random.split(rng_key, count)
+    return rng_key if jnp.shape(rng_key) == (count,) else random.split(rng_key, count)
 
 
 def folded_keys(key, data):
     """The keys `jax.random.fold_in(key, d)` for the uint32 numbers `d` of the 1-D array `data`, as one
     hash: a threefry key folds `d` in by hashing the counter (0, d) under its words, so the keys are one
-    `threefry2x32` of the counters (0, data), the numbers `fold_in` gives, where a vmapped `fold_in`
-    made XLA a few hundred instructions more of the compiled step (under `jax_threefry_partitionable`,
-    JAX's default, as every draw here). A key of another implementation (or a raw key) folds them in
-    one by one."""
-    data = jnp.asarray(data, jnp.uint32)
-    if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) or str(jax.random.key_impl(key)) != "threefry2x32":
-        return jax.vmap(lambda d: jax.random.fold_in(key, d))(data)
-    words = jax.random.key_data(key)
-    bits = threefry2x32_p.bind(*(jnp.broadcast_to(w, data.shape) for w in (words[0], words[1])),
-                               jnp.zeros_like(data), data)
-    return jax.random.wrap_key_data(jnp.stack(bits, axis=-1), impl="threefry2x32")
+    hash of the counters (0, data) ([`numerics_random.fold_in`][dpppl.core.numerics_random.fold_in]),
+    where a vmapped `fold_in` made XLA a few hundred instructions more of the compiled step. A key of
+    another implementation (or a raw key) folds them in one by one."""
+    return random.fold_in(key, jnp.asarray(data, jnp.uint32))
 
 
 @functools.lru_cache(maxsize=None)
@@ -124,6 +117,11 @@ class Kernel:
         only, with random numbers whose shapes do not depend on the padding, so its draws are
         those of the unpadded target. The runner pads only for such kernels (a hybrid: every
         part).
+    light_compile : bool
+        True when the move's step runs native calls and scalar arithmetic, not large XLA-emitted
+        loops (the native Gibbs sweep and split-merge step, the alpha and hyperparameter moves): the
+        runner's chunks of a kernel whose every move has it compile with XLA's elemental emitters
+        (`dpppl.core.compiled.LIGHT_OPTIONS`), in about half the CPU, running as fast.
     keys_per_step : int
         How many keys `step` can take at once, as one array of that many keys: 1 (a single key), more
         for a move that would split its key (`own_keys`), and for a hybrid run in sequence the sum of
@@ -145,6 +143,7 @@ class Kernel:
     masked_points: bool = False
     note: str = ""
     keys_per_step: int = 1
+    light_compile: bool = False
 
     @property
     def warmup(self) -> Callable:
@@ -499,7 +498,7 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
             if jnp.shape(rng_key) == (sum(counts),):  # every part's keys, drawn at once (`keys_per_step`)
                 keys = [rng_key[s] if c == 1 else rng_key[s:s + c] for s, c in zip(starts, counts)]
             else:
-                keys = jax.random.split(rng_key, len(parts))
+                keys = random.split(rng_key, len(parts))
             for part_step, key in zip(steps, keys):
                 state, part_info = part_step(key, state, x)
                 infos.append(part_info)
@@ -510,8 +509,8 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         probs = jnp.asarray(_schedule_probabilities(weights, len(parts)))
 
         def step(rng_key, state, x):
-            k_move, k_step = jax.random.split(rng_key)
-            move = sample_index(jnp.log(probs), jax.random.uniform(k_move))
+            k_move, k_step = random.split(rng_key)
+            move = sample_index(jnp.log(probs), random.uniform(k_move))
             zeros = tuple(jax.tree.map(lambda v: jnp.zeros(v.shape, v.dtype), jax.eval_shape(s, k_step, state, x)[1])
                           for s in steps)
 
@@ -551,4 +550,5 @@ def compose(parts: list[Kernel], name: str | None = None, schedule: str = "seque
         masked_points=all(p.masked_points for p in parts),
         note="; ".join(p.note for p in parts if p.note),
         keys_per_step=sum(counts) if schedule == "sequence" else 1,
+        light_compile=all(p.light_compile for p in parts),
     )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 
 from dpppl.kernels.base import Kernel, NoInfo, exchangeable_prior_only, register
+from dpppl.models.native_seating import use_native
 from dpppl.models.seating import seat_points, sweep_draws
 
 
@@ -38,7 +39,8 @@ def build_gibbs_kernel(bound_model, *, native: bool | None = None) -> Kernel:
         return seat_points(family, prior, x, shuffle, uniforms, state, remove_first=True, native=native,
                            num_valid=bound_model.num_valid), NoInfo()
 
-    return Kernel("gibbs", exact=True, step=step, masked_points=True)
+    return Kernel("gibbs", exact=True, step=step, masked_points=True,
+                  light_compile=use_native(family, prior, native))  # the sweep one native call (Kernel)
 
 
 register("gibbs", build_gibbs_kernel, exact=True, applies=exchangeable_prior_only,

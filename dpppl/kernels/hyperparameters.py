@@ -81,6 +81,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from dpppl.core import numerics_random as random
 from dpppl.core.expressions import Name, Vector
 from dpppl.errors import ArgumentError
 from dpppl.families.base import cluster_log_marginals
@@ -141,8 +142,8 @@ def slice_update(rng_key, u0, log_density, width, max_steps: int = MAX_STEPS, ma
                        shrinks=zero)
 
     def body(c: _SliceLoop) -> _SliceLoop:
-        draw = jax.random.fold_in(rng_key, stream * (max_shrinks + 1) + c.shrinks)
-        u_level, u_place, u_split, u_shrink = jax.random.uniform(draw, (4,), dtype=dtype)
+        draw = random.fold_in(rng_key, stream * (max_shrinks + 1) + c.shrinks)
+        u_level, u_place, u_split, u_shrink = random.uniform(draw, (4,), dtype=dtype)
         first = c.phase == _LEVEL
         lo = jnp.where(first, u0 - width * u_place, c.lo)
         hi = jnp.where(first, lo + width, c.hi)
@@ -211,7 +212,7 @@ def conjugate_update(rng_key, bound_model, state, hyper: dict, fields: dict) -> 
     West's route (module docstring): the occupied clusters' parameters drawn given their points,
     then each hyperparameter from its Normal or Gamma conditional given them, in turn (the entries of
     a vector location jointly, `_vector_location`)."""
-    k_params, *keys = jax.random.split(rng_key, 1 + len(fields))
+    k_params, *keys = random.split(rng_key, 1 + len(fields))
     params = bound_model.at_hyperparameters(hyper).family.posterior_draw(k_params, state.stats)
     mu = params["mu"]
     occupied = state.stats.n > 0
@@ -233,7 +234,7 @@ def conjugate_update(rng_key, bound_model, state, hyper: dict, fields: dict) -> 
             row_sums = jnp.sum(precision, axis=-1)  # P_c 1 (P_c symmetric)
             total = 1.0 / b**2 + jnp.sum(row_sums)
             weighted = a / b**2 + jnp.sum(row_sums * (mu + shift))
-            value = weighted / total + jax.random.normal(key, (), mu.dtype) / jnp.sqrt(total)
+            value = weighted / total + random.normal(key, (), mu.dtype) / jnp.sqrt(total)
         elif field == "kappa0":  # kappa0 = t ~ Gamma(a, b): P_c / t = Sigma_c^-1
             deviation = mu - family.mu0
             quadratic = jnp.einsum("ci,cij,cj->", deviation, precision, deviation) / current
@@ -258,7 +259,7 @@ def _vector_location(key, bound_model, expr: Vector, precision, mu) -> dict:
     weighted = a / b**2 + jnp.einsum("cij,cj->i", precision, mu)
     lower = jnp.linalg.cholesky(total)  # S = L L^T: S^-1 M + L^-T z has covariance S^-1
     mean = jax.scipy.linalg.cho_solve((lower, True), weighted)
-    noise = jax.scipy.linalg.solve_triangular(lower.T, jax.random.normal(key, mean.shape, mu.dtype), lower=False)
+    noise = jax.scipy.linalg.solve_triangular(lower.T, random.normal(key, mean.shape, mu.dtype), lower=False)
     return {item.name: (mean + noise)[j] for j, item in enumerate(expr.items)}
 
 
@@ -315,6 +316,7 @@ def build_hyperparameter_kernel(bound_model, *, hyper_move: str = "slice") -> Ke
         return {**hyper, **at(pick(to_value, slice_update(key, u0, log_density, width, stream=h)))}
 
     return Kernel("hyperparameters", exact=True, step=step, masked_points=True, keys_per_step=2 if fields else 1,
+                  light_compile=True,
                   record=lambda state: dict(state.hyper),
                   record_dims={name: [] for name in bound_model.model.hyperpriors})
 

@@ -31,6 +31,7 @@ from dpppl.errors import KernelError
 from dpppl.families.base import add_point, segment_stats, take
 from dpppl.kernels.base import Kernel, exchangeable_prior_only, folded_keys, own_keys, register
 from dpppl.core.state import PartitionState, set_row
+from dpppl.core import numerics_random as random
 from dpppl.core.numerics import sample_index
 from dpppl.models.native_seating import native_allocation_pass, native_splitmerge_step, threefry_words, use_native
 
@@ -191,7 +192,7 @@ def propose(family, prior, state: PartitionState, x, i, j, permutation, rng_key,
 def proposal_uniforms(rng_key, n: int, columns: int, dtype):
     """A proposal's uniforms from its key: one (n, columns) draw, the points on the leading axis
     (`propose`'s docstring says which column does what)."""
-    return jax.random.uniform(rng_key, (n, columns), dtype=dtype)
+    return random.uniform(rng_key, (n, columns), dtype=dtype)
 
 
 def choose_pair(u, n):
@@ -288,7 +289,7 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         # (points last, so with padded points the real points' keys are those of the unpadded
         # draw); each proposal's own uniforms come from the key it folds its index into
         k_uniform, k_proposals = own_keys(rng_key, 2)
-        uniforms = jax.random.uniform(k_uniform, (3 * num_proposals + n,), dtype=x.dtype)
+        uniforms = random.uniform(k_uniform, (3 * num_proposals + n,), dtype=x.dtype)
         per_proposal = uniforms[:3 * num_proposals].reshape(num_proposals, 3)
         pairs_i, pairs_j = choose_pair(per_proposal[:, :2], bound_model.points)
         u_accept, keys = per_proposal[:, 2], uniforms[3 * num_proposals:]
@@ -309,7 +310,7 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         def one(t, carry):
             state, total_p, counts = carry
             prop = propose(family, prior, state, x, pairs_i[t], pairs_j[t], permutation,
-                           jax.random.fold_in(k_proposals, t), method=method,
+                           random.fold_in(k_proposals, t), method=method,
                            num_restricted_scans=num_restricted_scans, native=run_native)
             accept = jnp.log(u_accept[t]) < prop.log_accept
             state = state._replace(
@@ -326,7 +327,8 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
         return state, SplitMergeInfo(accept_prob=total_p / num_proposals, split_proposed=counts[0],
                                      split_accepted=counts[1], merge_proposed=counts[2], merge_accepted=counts[3])
 
-    return Kernel("splitmerge", exact=True, step=step, info_type=SplitMergeInfo, masked_points=True, keys_per_step=2)
+    return Kernel("splitmerge", exact=True, step=step, info_type=SplitMergeInfo, masked_points=True, keys_per_step=2,
+                  light_compile=run_native and method == "sams")  # the whole step one native call (Kernel)
 
 
 register("splitmerge", build_splitmerge_kernel, exact=True, applies=exchangeable_prior_only,

@@ -48,6 +48,7 @@
 #include <immintrin.h>
 #endif
 
+#include "../core/numerics_threefry.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -63,21 +64,7 @@ inline double log_gamma(double v) {
 // A split-merge merge whose acceptance probability is known to be below this stops its pass (splitmerge_chain).
 constexpr double NEGLIGIBLE = 1e-12;
 
-// JAX's Threefry-2x32 hash (20 rounds; Salmon et al. 2011; jax._src.random.threefry2x32) of the counter
-// (x0, x1) under the key (k0, k1), in place.
-inline void threefry2x32(uint32_t k0, uint32_t k1, uint32_t& x0, uint32_t& x1) {
-  static const int rotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-  const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
-  x0 += ks[0], x1 += ks[1];
-  for (int group = 0; group < 5; ++group) {
-    for (const int r : rotations[group % 2]) {
-      x0 += x1;
-      x1 = x0 ^ ((x1 << r) | (x1 >> (32 - r)));
-    }
-    x0 += ks[(group + 1) % 3];
-    x1 += ks[(group + 2) % 3] + uint32_t(group + 1);
-  }
-}
+using dpppl::threefry2x32;  // JAX's Threefry-2x32 hash (../core/numerics_threefry.h)
 
 // Element `index` (< 2^32) of jax.random.uniform(key, shape, T) for a key of JAX's default
 // implementation (threefry, partitionable: the element's bits hash its flat index as the counter

@@ -17,6 +17,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from dpppl.core import numerics_random as random
 from dpppl.core.numerics import sample_index
 from dpppl.core.state import PartitionState, set_row
 from dpppl.families.base import add_point, take
@@ -40,7 +41,7 @@ def sweep_draws(rng_key, x):
     than three (a split and two draws; on CPU each is a loop of some 150-200 instructions), and
     row i is the same for every N >= i (the draw's counters run row by row), so points padded
     at the end never change the real points' numbers."""
-    u = jax.random.uniform(rng_key, (x.shape[0], 2), dtype=x.dtype)
+    u = random.uniform(rng_key, (x.shape[0], 2), dtype=x.dtype)
     return u[:, 0], u[:, 1]
 
 

@@ -309,7 +309,7 @@ def _pointwise_program(target: BoundModel, draws: int, capacity: int, num_labels
     block = max(1, min(256, 1 << (draws - 1).bit_length(), POINTWISE_BATCH // per_draw))
     fn = on_target("pointwise_log_predictive", target.padded(size) if size > n else target,
                    functools.partial(_pointwise_draws, capacity=capacity, num_labels=num_labels),
-                   capacity, num_labels, block)
+                   capacity, num_labels, block, light=True)  # run a few times a run: LIGHT_OPTIONS
     return fn, size, block
 
 

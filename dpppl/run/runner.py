@@ -34,6 +34,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from dpppl.core import numerics_random as random
 from dpppl.core.compiled import in_thread, persisted, prepare
 from dpppl.core.fingerprint import fingerprint
 from dpppl.core.pytrees import structure_key
@@ -122,7 +123,7 @@ def step_keys(chain_key, t, count: int):
     in the compiled step (on CPU a loop of some 150-200 instructions each) where a fold-in and the
     hybrid's split were two. Distinct for every step below 2^32 / count (the fold-in's data is 32 bits)."""
     if count == 1:
-        return jax.random.fold_in(chain_key, t)
+        return random.fold_in(chain_key, t)
     first = jnp.asarray(t, jnp.uint32) * jnp.uint32(count)
     return folded_keys(chain_key, first + jnp.arange(count, dtype=jnp.uint32))
 
@@ -181,7 +182,7 @@ def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, c
         out = per_chain(jax.tree.map(lambda a: a[0], states), chain_keys[0], start, n_iter, target)
         return _on_every_process(jax.tree.map(lambda a: a[None], out))
 
-    return persisted(("chunk", kernel_key, warmup, length, capacity), chunk)
+    return persisted(("chunk", kernel_key, warmup, length, capacity), chunk, kern.light_compile)  # LIGHT_OPTIONS
 
 
 def _on_every_process(tree):

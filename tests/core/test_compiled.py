@@ -180,6 +180,13 @@ def test_a_malformed_environment_variable_is_an_argument_error_naming_it(cache, 
         run()
 
 
+def test_a_light_program_adds_the_light_options_to_dpppl_s_own_only(options):
+    assert compiled.persisted(("test", "light"), step, light=True).options == {**config.COMPILER_OPTIONS,
+                                                                                **compiled.LIGHT_OPTIONS}
+    config.set_compiler_options({"xla_backend_optimization_level": 2})  # a user's choice is taken as it is
+    assert compiled.persisted(("test", "light"), step, light=True).options == {"xla_backend_optimization_level": 2}
+
+
 def test_other_compile_options_compile_another_program_of_the_same_draws(cache, options):
     first = run()
     assert compiled.persisted(("test", "step"), step).options == config.COMPILER_OPTIONS

@@ -29,6 +29,15 @@ def test_a_build_records_the_sha256_of_its_library(source):
     assert sorted(p.name for p in library.parent.iterdir()) == [library.name, recorded.name]  # no partial files
 
 
+def test_editing_an_included_header_builds_another_library(source):
+    header = source.with_name("tiny.h")
+    header.write_text("#define SEVEN 7\n")
+    source.write_text('#include "tiny.h"\nextern "C" int dpppl_tiny() { return SEVEN; }\n')
+    first = native._build(source)
+    header.write_text("#define SEVEN 8\n")
+    assert native._build(source) != first
+
+
 def test_a_tampered_library_is_rebuilt_with_a_warning(source):
     library = native._build(source)
     good = library.read_bytes()

@@ -110,3 +110,22 @@ def test_a_sequence_hybrid_takes_every_part_s_keys_at_once():
     k_inner, k_c = jax.random.split(key)
     k_a, k_b = jax.random.split(k_inner)
     assert seen == [(name, jax.random.key_data(k).tolist()) for name, k in (("a", k_a), ("b", k_b), ("c", k_c))]
+
+
+@pytest.mark.skipif(dpppl.core.native._compiler() is None, reason="no C++ compiler")
+def test_a_kernel_of_native_moves_compiles_its_chunks_light_and_one_with_a_jax_loop_does_not():
+    """The default moves run native calls and scalar arithmetic (`Kernel.light_compile`): their chunks
+    compile with XLA's elemental emitters (`LIGHT_OPTIONS`); the JAX Gibbs loop, or a hybrid with a part
+    that is not light, keeps dpppl's options. Built only: nothing is compiled."""
+    from dpppl.config import COMPILER_OPTIONS
+    from dpppl.core.compiled import LIGHT_OPTIONS
+    from dpppl.run import runner
+
+    case = CASES["niw_2d_overlap"]  # alpha ~ Gamma: the alpha move is appended
+    bound = case.model.bind(case.x)
+    for spec, options, light in [("gibbs+splitmerge", {}, True), ("gibbs", {"native": False}, False),
+                                 ("gibbs+perm-move", {}, False)]:
+        kern, key, make = runner._program(spec, bound, options)[1]
+        assert kern.light_compile is light, spec
+        chunk = runner._chunk_function(make, kern, key, False, 8, 6)
+        assert chunk.options == ({**COMPILER_OPTIONS, **LIGHT_OPTIONS} if light else COMPILER_OPTIONS), spec

@@ -1,0 +1,131 @@
+"""JAX's random draws (`split`, `fold_in`, `bits`, `uniform`, `normal`), bit for bit, with the
+Threefry hash as one native call on CPU.
+
+Every `jax.random` call compiles to a Threefry-2x32 hash, which XLA's CPU backend writes out as a
+loop of 20 rounds of 32-bit arithmetic at each call site: 150-450 HLO instructions each, a
+thousand of the ~3,000 instructions of a default sampling chunk (issue 35), compiled anew in every
+process whose compilation cache is empty. The functions here compute what `jax.random`'s do for
+a key of JAX's default implementation (threefry, `jax_threefry_partitionable`, JAX's default: the
+element at flat index i hashes the counter (0, i)), from the same hash of the same counters and
+the same arithmetic on its bits, so they return the same values bit for bit; on the CPU backend,
+when the native library builds (`dpppl.core.native`, `DPPPL_NATIVE`), the hash itself is one FFI
+call of `numerics_threefry.cc` (one instruction in the program), elsewhere JAX's `threefry2x32`.
+
+Any other key (another implementation, a raw uint32 key, an array of keys), or the
+non-partitionable Threefry, is handed to `jax.random` itself.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend.random import threefry2x32_p
+
+from dpppl.core import native
+
+SOURCE = Path(__file__).with_name("numerics_threefry.cc")
+_TARGET = "dpppl_threefry2x32"
+
+
+def _native() -> bool:
+    """Whether the hash runs as the native call: the CPU backend, `DPPPL_NATIVE` not off, the library built."""
+    if jax.default_backend() != "cpu":
+        return False
+    choice = native.wanted(None)
+    return choice is not False and native.load(SOURCE, {_TARGET: "DppplThreefry2x32"}, required=bool(choice))
+
+
+def hash2x32(k0, k1, x0, x1) -> tuple[jax.Array, jax.Array]:
+    """The Threefry-2x32 hash of the counters (x0, x1) under the keys (k0, k1) (uint32, broadcast
+    together): `jax.extend.random.threefry2x32_p`'s values, as one native call on CPU."""
+    operands = [jnp.asarray(a, jnp.uint32) for a in (k0, k1, x0, x1)]
+    shape = jnp.broadcast_shapes(*(a.shape for a in operands))
+    operands = [jnp.broadcast_to(a, shape) for a in operands]
+    if math.prod(shape) == 0 or not _native():
+        return tuple(threefry2x32_p.bind(*operands))
+    out = jax.ShapeDtypeStruct(shape, jnp.uint32)
+    return tuple(jax.ffi.ffi_call(_TARGET, (out, out), vmap_method="broadcast_all")(*operands))
+
+
+def _words(key):
+    """The two uint32 words of `key` when it is one key of JAX's partitionable Threefry, else None."""
+    if (not hasattr(key, "dtype") or not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) or key.shape != ()
+            or str(jax.random.key_impl(key)) != "threefry2x32" or not jax.config.jax_threefry_partitionable):
+        return None
+    words = jax.random.key_data(key)
+    return words[0], words[1]
+
+
+def _counters(shape) -> tuple[jax.Array, jax.Array]:
+    """The high and low words of each element's flat index (`shape`, row-major), below 2^32."""
+    lo = jax.lax.iota(jnp.uint32, math.prod(shape)).reshape(shape)
+    return jnp.zeros(shape, jnp.uint32), lo
+
+
+def _keys(b0, b1):
+    return jax.random.wrap_key_data(jnp.stack([b0, b1], axis=-1), impl="threefry2x32")
+
+
+def split(key, num: int = 2):
+    """`jax.random.split(key, num)`: `num` keys (an int `num`; a shape for `jax.random`'s other keys)."""
+    words = _words(key)
+    if words is None or not isinstance(num, int):
+        return jax.random.split(key, num)
+    return _keys(*hash2x32(*words, *_counters((num,))))
+
+
+def fold_in(key, data):
+    """`jax.random.fold_in(key, data)` for a scalar `data` (uint32), or, for a 1-D `data`, the keys
+    `fold_in(key, d)` of its numbers d, as one hash: the counter (0, d) hashed under the key."""
+    words = _words(key)
+    data = jnp.asarray(data, jnp.uint32) if words is not None else jnp.asarray(data)
+    if words is None:
+        return jax.random.fold_in(key, data) if data.ndim == 0 else jax.vmap(lambda d: jax.random.fold_in(key, d))(data)
+    return _keys(*hash2x32(*words, jnp.zeros_like(data), data))
+
+
+def bits(key, shape=()):
+    """`jax.random.bits(key, shape, jnp.uint32)`."""
+    shape = tuple(shape)
+    words = _words(key)
+    if words is None or math.prod(shape) >= 2**32:
+        return jax.random.bits(key, shape, jnp.uint32)
+    b0, b1 = hash2x32(*words, *_counters(shape))
+    return b0 ^ b1
+
+
+def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
+    """`jax.random.uniform(key, shape, dtype, minval, maxval)`: the top mantissa bits of the hash
+    under the exponent of 1, minus 1, scaled to [minval, maxval) (float32 or float64)."""
+    shape = tuple(shape)
+    dtype = jnp.dtype(dtype or jnp.result_type(float))
+    words = _words(key)
+    if words is None or dtype not in (jnp.float32, jnp.float64) or math.prod(shape) >= 2**32:
+        return jax.random.uniform(key, shape, dtype, minval, maxval)
+    b0, b1 = hash2x32(*words, *_counters(shape))
+    finfo = jnp.finfo(dtype)
+    if finfo.bits == 64:
+        raw = jax.lax.shift_left(b0.astype(jnp.uint64), jnp.uint64(32)) | b1.astype(jnp.uint64)
+    else:
+        raw = b0 ^ b1
+    uint = raw.dtype
+    mantissa = jax.lax.shift_right_logical(raw, jnp.asarray(finfo.bits - finfo.nmant, uint))
+    one = jnp.asarray(np.array(1.0, dtype).view(uint), uint)
+    floats = jax.lax.bitcast_convert_type(jax.lax.bitwise_or(mantissa, one), dtype) - jnp.asarray(1.0, dtype)
+    minval = jax.lax.broadcast_to_rank(jax.lax.convert_element_type(minval, dtype), len(shape))
+    maxval = jax.lax.broadcast_to_rank(jax.lax.convert_element_type(maxval, dtype), len(shape))
+    return jax.lax.max(minval, jax.lax.reshape(floats * (maxval - minval) + minval, shape))
+
+
+def normal(key, shape=(), dtype=None):
+    """`jax.random.normal(key, shape, dtype)` (real dtypes): sqrt(2) erfinv(u), u uniform on [-1, 1)."""
+    dtype = jnp.dtype(dtype or jnp.result_type(float))
+    if _words(key) is None or dtype not in (jnp.float32, jnp.float64):
+        return jax.random.normal(key, shape, dtype)
+    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype), dtype=dtype)
+    u = uniform(key, shape, dtype, lo, np.array(1.0, dtype))
+    return jax.lax.mul(np.array(np.sqrt(2), dtype), jax.lax.erf_inv(u))
