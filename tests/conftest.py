@@ -30,8 +30,9 @@ os.environ.setdefault("DPPPL_CPU_THREADING", "strict")
 # buffer length (`dpppl.run.runner.chunk_length`), and the resume tests (test_checkpoint.py,
 # test_cli.py) pass with them. One LLVM module per program (--xla_cpu_parallel_codegen_split_count=1),
 # not parts compiled side by side: two workers already keep two cores busy, and each part costs CPU of
-# its own (first calls of subcluster then gibbs+splitmerge on 60 points, fresh cache, process CPU:
-# 6.10-6.13 s split, 5.64-5.67 s whole). The compiled programs compute the same operations (float
+# its own (fresh cache, process CPU: first calls of subcluster then gibbs+splitmerge on 60 points,
+# three runs each, 6.10-6.31 s split, 5.64-6.06 s whole; statistical/test_partition_gibbs.py +
+# test_geweke.py side by side, 47.0 -> 44.2 s). The compiled programs compute the same operations (float
 # results may differ in the last bits from a user's default build, so no test compares against draws
 # made outside the suite). DPPPL_TEST_XLA_OPT=default keeps XLA's defaults and dpppl's options; a flag
 # already in XLA_FLAGS, or DPPPL_XLA_OPTIONS already set, is kept.
