@@ -15,25 +15,33 @@ os.environ.setdefault("JAX_ENABLE_X64", "1")
 os.environ.setdefault("DPPPL_CPU_THREADING", "strict")
 # XLA's CPU backend tuned for compile time: most of the suite's time is compiling small programs
 # that run briefly (a fresh run spends ~75% of its time in XLA compiles and another ~14% tracing
-# and lowering). Optimisation level 0 for the programs that do not name their own (dpppl's
-# programs compile at `dpppl.config.COMPILER_OPTIONS`'s level 1 whatever XLA_FLAGS says): ~18%
-# faster overall when it applied to every program (tests/run + tests/analysis +
-# test_splitmerge: 236 s -> 193 s). XLA's older elemental fusion emitters instead of the MLIR ones
-# (--xla_cpu_use_fusion_emitters=false, every program, dpppl's included) cut the CPU of test files
-# by about a third (process CPU, fresh cache: 310 tests of tests/models, tests/run and three
-# kernel files 509 -> 305 s; subcluster/test_sampler.py + analysis/test_partitions.py 108 -> 77 s;
-# run side by side, statistical/test_exactness.py + test_hyperparameter_exactness.py 179 -> 128 s;
-# every default test passes with them, run file group by file group). They were left out while a
-# run resumed from a checkpoint ran chunk programs of other lengths, whose draws differed from the
-# unstopped run's in the last bit; a run's chunks now have one buffer length
-# (`dpppl.run.runner.chunk_length`), and the resume tests (test_checkpoint.py, test_cli.py) pass
-# with them. The compiled programs compute the same operations (float results may differ in the
-# last bits from a user's default build, so no test compares against draws made outside the
-# suite). DPPPL_TEST_XLA_OPT=default keeps XLA's defaults; a flag already in XLA_FLAGS is kept.
+# and lowering). Optimisation level 0 for every program: ~18% faster overall when it first applied
+# (tests/run + tests/analysis + test_splitmerge: 236 s -> 193 s). dpppl's own programs (the chunks,
+# the seating, states from labels, the pointwise log likelihood: most of the suite's compile time)
+# take it too: DPPPL_XLA_OPTIONS=xla compiles them with XLA's own options, so at this level 0, not at
+# dpppl's level 1 (`dpppl.config.COMPILER_OPTIONS`, what users' programs get). XLA's older elemental
+# fusion emitters instead of the MLIR ones (--xla_cpu_use_fusion_emitters=false, every program, dpppl's
+# included) cut the CPU of test files by about a third (process CPU, fresh cache: 310 tests of
+# tests/models, tests/run and three kernel files 509 -> 305 s; subcluster/test_sampler.py +
+# analysis/test_partitions.py 108 -> 77 s; run side by side, statistical/test_exactness.py +
+# test_hyperparameter_exactness.py 179 -> 128 s; every default test passes with them, run file group
+# by file group). They were left out while a run resumed from a checkpoint ran chunk programs of other
+# lengths, whose draws differed from the unstopped run's in the last bit; a run's chunks now have one
+# buffer length (`dpppl.run.runner.chunk_length`), and the resume tests (test_checkpoint.py,
+# test_cli.py) pass with them. One LLVM module per program (--xla_cpu_parallel_codegen_split_count=1),
+# not parts compiled side by side: two workers already keep two cores busy, and each part costs CPU of
+# its own (fresh cache, process CPU: first calls of subcluster then gibbs+splitmerge on 60 points,
+# three runs each, 6.10-6.31 s split, 5.64-6.06 s whole; statistical/test_partition_gibbs.py +
+# test_geweke.py side by side, 47.0 -> 44.2 s). The compiled programs compute the same operations (float
+# results may differ in the last bits from a user's default build, so no test compares against draws
+# made outside the suite). DPPPL_TEST_XLA_OPT=default keeps XLA's defaults and dpppl's options; a flag
+# already in XLA_FLAGS, or DPPPL_XLA_OPTIONS already set, is kept.
 if os.environ.get("DPPPL_TEST_XLA_OPT", "0") != "default":
     os.environ["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", "")] + [
-        flag for flag in ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+        flag for flag in ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false",
+                          "--xla_cpu_parallel_codegen_split_count=1")
         if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", "")]).strip()
+    os.environ.setdefault("DPPPL_XLA_OPTIONS", "xla")
 # One compilation cache for the session's workers (and their subprocesses): tests that
 # sample the same model on the same data compile it once.
 os.environ.setdefault("DPPPL_COMPILATION_CACHE", os.path.join(tempfile.gettempdir(), "dpppl-test-xla-cache"))

@@ -133,10 +133,10 @@ def test_a_prepared_program_is_the_one_a_later_call_runs(cache, use_cache):
 
 
 @pytest.fixture
-def options():
-    """dpppl's compile options back to its defaults after the test."""
+def options(monkeypatch):
+    """dpppl's compile options back to what they were after the test (the suite's: tests/conftest.py)."""
+    monkeypatch.setattr(config, "_compiler_options", config._compiler_options)
     yield
-    config.set_compiler_options(None)
     compiled.clear()
 
 
@@ -188,6 +188,7 @@ def test_a_light_program_adds_the_light_options_to_dpppl_s_own_only(options):
 
 
 def test_other_compile_options_compile_another_program_of_the_same_draws(cache, options):
+    config.set_compiler_options(None)  # dpppl's defaults (the suite's are XLA's: tests/conftest.py)
     first = run()
     assert compiled.persisted(("test", "step"), step).options == config.COMPILER_OPTIONS
     config.set_compiler_options({})  # XLA's own defaults

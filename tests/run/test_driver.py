@@ -109,7 +109,8 @@ def test_capacity_growth_does_not_change_the_draws(niw_model, two_blobs):
 @pytest.mark.parametrize("init", ["single", "sequential", "prior"])
 def test_init_methods(niw_model, two_blobs, init):
     x, _ = two_blobs
-    out = dpppl.sample(niw_model, x, init=init, capacity=24, **{**RUN, "num_warmup": 0, "num_samples": 2})
+    out = dpppl.sample(niw_model, x, init=init, capacity=24, log_likelihood=False,
+                       **{**RUN, "num_warmup": 0, "num_samples": 2})
     assert partition_group(out)["z"].shape == (2, 2, 30)
     assert group(out, "posterior").attrs["init"] == init
 
@@ -129,7 +130,7 @@ def test_init_labels_and_their_errors(niw_model, two_blobs):
 def test_thinning_and_fixed_alpha(run):
     model, x, _ = run  # the conftest's fixed-alpha run: its programs (tests/analysis/test_partitions.py)
     out = dpppl.sample(model, x, num_warmup=0, num_samples=10, num_chains=2, thinning=3, init="single",
-                       progress_bar=False)
+                       progress_bar=False, log_likelihood=False)
     post = group(out, "posterior")
     assert partition_group(out)["z"].shape == (2, 3, 24)
     assert "alpha" not in post
@@ -383,7 +384,7 @@ def test_log_joint_is_labelled():
 
 def test_data_given_by_name_or_file_path(niw_model, tmp_path):
     """A string is what the CLI's --data takes: a data set name or a file."""
-    run = dict(num_warmup=0, num_samples=2, progress_bar=False)
+    run = dict(num_warmup=0, num_samples=2, progress_bar=False, log_likelihood=False)
     by_name = dpppl.sample(niw_model, "Faithful", **run)
     x = dpppl.datasets.load("faithful")[0]
     np.testing.assert_array_equal(group(by_name, "observed_data")["x"].values, x)

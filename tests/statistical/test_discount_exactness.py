@@ -35,7 +35,7 @@ def exact():
 def check(kernel: str, exact_post, prior: str = PRIOR, seed: int = 0):
     idata = dpppl.sample(dpppl.parse(MODEL.format(prior=prior)), X, kernel=kernel, num_warmup=0,
                          num_samples=NUM_WARMUP + NUM_SAMPLES, num_chains=NUM_CHAINS, seed=seed, init="prior",
-                         progress_bar=False)
+                         progress_bar=False, log_likelihood=False)
     post = group(idata, "posterior")
     return check_kernel_samples(exact_post, partition_group(idata)["z"].values[:, NUM_WARMUP:],
                                 hyper={"d": post["d"].values[:, NUM_WARMUP:]})
@@ -67,7 +67,7 @@ def test_a_random_discount_beside_a_random_alpha_matches_enumeration():
     the partition law, E[alpha] and E[d] of the enumeration, where alpha is integrated per K at each d."""
     model = dpppl.parse(JOINT.format(prior=PRIOR))
     idata = dpppl.sample(model, X, kernel="gibbs", num_warmup=0, num_samples=NUM_WARMUP + NUM_SAMPLES,
-                         num_chains=NUM_CHAINS, seed=0, init="prior", progress_bar=False)
+                         num_chains=NUM_CHAINS, seed=0, init="prior", progress_bar=False, log_likelihood=False)
     post = group(idata, "posterior")
     result = check_kernel_samples(exact_posterior(model, X), partition_group(idata)["z"].values[:, NUM_WARMUP:],
                                   alpha=post["alpha"].values[:, NUM_WARMUP:],

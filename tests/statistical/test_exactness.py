@@ -65,7 +65,7 @@ def _check(kernel, case, exact_post, seed, model=None, **options):
     warmup step of its own makes the very draws it makes with `num_warmup=NUM_WARMUP`."""
     idata = dpppl.sample(model or case.model, case.x, kernel=kernel, num_warmup=0,
                          num_samples=NUM_WARMUP + NUM_SAMPLES, num_chains=NUM_CHAINS, seed=seed, init="prior",
-                         progress_bar=False, **options)
+                         progress_bar=False, log_likelihood=False, **options)
     post = group(idata, "posterior")
     alpha = post["alpha"].values[:, NUM_WARMUP:] if case.model.prior.alpha_is_random else None
     return check_kernel_samples(exact_post, partition_group(idata)["z"].values[:, NUM_WARMUP:], alpha=alpha)

@@ -62,7 +62,8 @@ def exact():
 
 def check(kernel: str, case: str, exact_post, sampled: dpppl.Model = None, seed: int = 0, *, hyper_move: str):
     idata = dpppl.sample(sampled or model(case), X, kernel=kernel, num_warmup=0, num_samples=NUM_WARMUP + NUM_SAMPLES,
-                         num_chains=NUM_CHAINS, seed=seed, init="prior", progress_bar=False, hyper_move=hyper_move)
+                         num_chains=NUM_CHAINS, seed=seed, init="prior", progress_bar=False,
+                         log_likelihood=False, hyper_move=hyper_move)
     post = group(idata, "posterior")
     alpha = post["alpha"].values[:, NUM_WARMUP:] if "alpha" in post else None
     return check_kernel_samples(exact_post, partition_group(idata)["z"].values[:, NUM_WARMUP:], alpha=alpha,
@@ -123,7 +124,8 @@ def test_a_vector_mean_matches_enumeration_on_two_dimensional_data(hyper_move):
     E[m1], E[m2] of the enumeration (the two integrated on a 201 x 201 grid)."""
     model_2d = dpppl.parse(VECTOR)
     idata = dpppl.sample(model_2d, X2, kernel="gibbs", num_warmup=0, num_samples=NUM_WARMUP + NUM_SAMPLES,
-                         num_chains=NUM_CHAINS, seed=0, init="prior", progress_bar=False, hyper_move=hyper_move)
+                         num_chains=NUM_CHAINS, seed=0, init="prior", progress_bar=False,
+                         log_likelihood=False, hyper_move=hyper_move)
     post = group(idata, "posterior")
     result = check_kernel_samples(exact_posterior(model_2d, X2), partition_group(idata)["z"].values[:, NUM_WARMUP:],
                                   hyper={name: post[name].values[:, NUM_WARMUP:] for name in ("m1", "m2")})

@@ -23,7 +23,7 @@ def _harness(kernel, model, seed, num_chains=48, num_samples=250):
     exact = exact_posterior(model, HARNESS_X)
     # burn-in by dropping the first draws: one compiled chunk instead of a warmup one too
     idata = dpppl.sample(model, HARNESS_X, kernel=kernel, num_warmup=0, num_samples=num_samples + BURN_IN,
-                         num_chains=num_chains, seed=seed, init="prior", progress_bar=False,
+                         num_chains=num_chains, seed=seed, init="prior", progress_bar=False, log_likelihood=False,
                          num_gibbs=2, record_clusters=3)
     post = group(idata, "posterior")
     alpha = post["alpha"].values[:, BURN_IN:] if model.prior.alpha_is_random else None

@@ -22,7 +22,8 @@ def run_check(kernel, name, seed, num_chains=64, burn=100, num_samples=500, **op
     tests/kernels/perm)."""
     case = CASES[name]
     idata = dpppl.sample(case.model, case.x, kernel=kernel, num_warmup=0, num_samples=burn + num_samples,
-                         num_chains=num_chains, seed=seed, init="prior", progress_bar=False, **options)
+                         num_chains=num_chains, seed=seed, init="prior", progress_bar=False,
+                         log_likelihood=False, **options)
     post = group(idata, "posterior")
     alpha = post["alpha"].values[:, burn:] if case.model.prior.alpha_is_random else None
     return check_kernel_samples(exact_posterior(case.model, case.x), partition_group(idata)["z"].values[:, burn:],

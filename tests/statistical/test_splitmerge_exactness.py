@@ -19,7 +19,8 @@ def check(kernel, name, *, seed=0, num_chains=100, burn=30, num_samples=330, **o
     for the whole run instead of one for warmup and one for sampling)."""
     case = CASES[name]
     idata = dpppl.sample(case.model, case.x, kernel=kernel, num_chains=num_chains, num_warmup=0,
-                         num_samples=num_samples, seed=seed, init="prior", progress_bar=False, **options)
+                         num_samples=num_samples, seed=seed, init="prior", progress_bar=False,
+                         log_likelihood=False, **options)
     post = group(idata, "posterior")
     alpha = post["alpha"].values[:, burn:] if case.model.prior.alpha_is_random else None
     z = partition_group(idata)["z"].values[:, burn:]

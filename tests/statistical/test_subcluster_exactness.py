@@ -27,7 +27,7 @@ def _harness(case_name, *, num_chains, num_samples, seed, burn_in=100, warmup=Fa
     kept = 0 if warmup else burn_in
     idata = dpppl.sample(case.model, case.x, kernel="subcluster", num_warmup=burn_in if warmup else 0,
                          num_samples=kept + num_samples, num_chains=num_chains, seed=seed, init="prior",
-                         progress_bar=False, **options)
+                         progress_bar=False, log_likelihood=False, **options)
     post = group(idata, "posterior")
     alpha = post["alpha"].values[:, kept:] if case.model.prior.alpha_is_random else None
     z = partition_group(idata)["z"].values[:, kept:]

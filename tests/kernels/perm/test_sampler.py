@@ -319,8 +319,11 @@ def test_k_ref_adapts_in_warmup_and_is_fixed_after(two_blobs):
     chain: the mean K over the warmup."""
     x, _ = two_blobs
     model = dpppl.DPMixture(1.0, dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=25.0))
+    # capacity N + 1 from the start: the uniform warmup permutations outgrow 16 slots, and a run that grows
+    # its capacity compiles its chunk again (the same draws: test_driver's capacity-growth test)
     idata = dpppl.sample(model, x, kernel="perm-move", num_warmup=30, num_samples=40, num_chains=2, seed=1,
-                         init="single", progress_bar=False, warmup_permutation="uniform")
+                         init="single", capacity=31, progress_bar=False, log_likelihood=False,
+                         warmup_permutation="uniform")
     stats = group(idata, "sample_stats")
     k_ref = stats["k_ref"].values
     assert np.all(k_ref == k_ref[:, :1]) and np.all((k_ref >= 1) & (k_ref <= 30))

@@ -200,7 +200,7 @@ def test_finds_separated_clusters_from_one_cluster():
     # drawn in one split (CHANGELOG), seeds 0-5 give NMI 0.905-0.928
     with pytest.warns(UserWarning, match="approximate"):  # the published variant in the kept draws
         idata = dpppl.sample(model, x, kernel="subcluster", variant="paper", num_warmup=0, num_samples=60,
-                             init="single", seed=1, progress_bar=False)
+                             init="single", seed=1, progress_bar=False, log_likelihood=False)
     z = partition_group(idata)["z"].values[0, -1]
     assert dpppl.metrics.normalized_mutual_information(z, labels) > 0.9
     post = partition_group(idata)
@@ -222,7 +222,7 @@ def test_kept_draw_step_alone_finds_separated_clusters_from_one_cluster():
     x, labels = dpppl.datasets.load("w2", n=3000, num_clusters=6, seed=2)
     model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
     idata = dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=30, init="single", seed=0,
-                         progress_bar=False)
+                         progress_bar=False, log_likelihood=False)
     assert idata.attrs["exact"] == 1
     z = partition_group(idata)["z"].values[0, -1]
     assert dpppl.metrics.normalized_mutual_information(z, labels) > 0.9
@@ -289,7 +289,7 @@ def test_pair_merges_join_an_over_split_clustering():
     with pytest.warns(UserWarning, match="approximate"):
         idata = dpppl.sample(model, x, kernel="subcluster", variant="paper", pair_merges=True, split_delay=50,
                              num_warmup=0, num_samples=30, init=2 * truth + rng.integers(0, 2, len(truth)),
-                             seed=1, progress_bar=False)
+                             seed=1, progress_bar=False, log_likelihood=False)
     stats = group(idata, "sample_stats")
     assert int(stats["num_pair_merges"].sum()) >= 3
     assert idata.posterior["num_clusters"].values[0, -1] <= 7
