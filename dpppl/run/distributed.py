@@ -37,6 +37,7 @@ they have no data-parallel form.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from typing import NamedTuple
 
@@ -56,7 +57,10 @@ from dpppl.kernels.subcluster.sampler import block_size_for
 from dpppl.models.init import (capacity_class, initial_slots, initial_states, merged_labels, reassigned,
                                states_from_labels)
 from dpppl.models.mixture import validate_data
+from dpppl.core.compiled import on_target
+from dpppl.families.base import segment_stats
 from dpppl.run.checkpoint import Progress, RunSpec, joined_points, read_checkpoint, read_shard, shard_path
+from dpppl.run.output import MIN_SLOTS, POINTWISE_BATCH, SLOT_CHUNK, conditional_log_predictive
 from dpppl.run.runner import point_class
 
 
@@ -326,6 +330,76 @@ def merged_seating(target, keys) -> np.ndarray:
     return np.take_along_axis(merged, labels, axis=1)
 
 
+def _draws_stats(target, z, *, capacity):
+    """The clusters' statistics of this process's points `target.x` in each draw of a block, labels `z`
+    (block, rows), on `capacity` slots (labels of `capacity`: padded rows, in no cluster)."""
+    return jax.vmap(lambda labels: segment_stats(target.family, jnp.asarray(target.x), labels, capacity))(z)
+
+
+def _draws_log_predictive(target, z, stats, num_clusters, alpha, hyper, *, capacity):
+    """`conditional_log_predictive` of this process's points in each draw of a block, against the draw's
+    clusters' statistics over every process's points `stats` (block, capacity, ...)."""
+    most = jnp.max(num_clusters)  # one count for the block: a loop its draws share
+
+    def one(labels, draw_stats, a, h):
+        at = target.at_hyperparameters(h)
+        return conditional_log_predictive(at.family, at.prior, jnp.asarray(at.x), labels, a, capacity,
+                                          num_clusters=most, stats=draw_stats)
+
+    return jax.vmap(one)(z, stats, alpha, hyper)
+
+
+def pointwise_log_likelihood(target, z: np.ndarray, alpha: np.ndarray, hyper: dict) -> np.ndarray:
+    """The pointwise log likelihood (chain, draw, N_p) of this process's points in a run over several
+    processes: each point's conditional predictive log p(x_i | x_-i, z_-i, alpha, h)
+    (`dpppl.run.output.conditional_log_predictive`) at every kept draw, against the draw's clusters
+    over **every** process's points, so that the processes' columns put together in process order are what
+    one process holding all the points writes for the same draws (up to the rounding of sums taken in
+    another order). `target`: the model bound to this process's rows (`bound`); `z` (chain, draw, N_p)
+    its points' labels, the run's label slots (the same clusters on every process); `alpha` (chain, draw)
+    and the random hyperparameters of the base measure `hyper` ({name: (chain, draw)}), the global run's.
+
+    Every process calls it with the same draws. One all-gather of each process's row count and largest
+    label, one of which label slots each draw occupies on each process (draws x slots booleans): the
+    draws' clusters are numbered 0..K-1 in the order of their slots on every process, as
+    `dpppl.diagnostics.summaries.compact_labels` numbers them in one process. Then, by blocks of draws
+    (the same blocks on every process), each process's sums of its points' statistics in each cluster
+    (one compiled program), all-gathered and added (capacity x (1 + D + D^2) numbers per draw and
+    process), and its points' predictive against them (another program); neither program holds a
+    collective, and both are those of every process whose rows have the same `point_class`."""
+    lead, n = z.shape[:-1], target.num_points
+    labels = np.asarray(z).reshape(-1, n).astype(np.int64)
+    draws = len(labels)
+    header = np.asarray(multihost_utils.process_allgather(np.array([n, labels.max(initial=0) + 1], np.int64)))
+    size, width = point_class(int(header[:, 0].max())), int(header[:, 1].max())
+    local = np.zeros((draws, width), bool)
+    local[np.arange(draws)[:, None], labels] = True
+    occupied = np.asarray(multihost_utils.process_allgather(local)).any(axis=0)  # (draws, width): every process's
+    numbers = np.cumsum(occupied, axis=1) - 1  # a slot's cluster among its draw's occupied slots, in slot order
+    clusters = occupied.sum(axis=1).astype(np.int32)
+    capacity = max(MIN_SLOTS, 1 << int(clusters.max()).bit_length())
+    labels = np.pad(np.take_along_axis(numbers, labels, axis=1).astype(np.int32), [(0, 0), (0, size - n)],
+                    constant_values=capacity)  # padded rows (zeros) in no cluster
+    padded = target.padded(size) if size > n else target
+    dim = target.x.shape[1]
+    per_draw = size * (SLOT_CHUNK + dim * dim + 2) + capacity * (1 + dim + dim * dim)
+    block = max(1, min(256, 1 << (draws - 1).bit_length(), POINTWISE_BATCH // per_draw))
+    sums = on_target("process_cluster_stats", padded, functools.partial(_draws_stats, capacity=capacity), capacity)
+    predictive = on_target("process_log_predictive", padded,
+                           functools.partial(_draws_log_predictive, capacity=capacity), capacity)
+    dtype = jax.dtypes.canonicalize_dtype(target.x.dtype)
+    rows = -(-draws // block) * block  # the last block padded with copies of the first draw
+    inputs = [labels, clusters] + [np.reshape(v, -1).astype(dtype) for v in [alpha, *hyper.values()]]
+    inputs = [np.concatenate([v, np.broadcast_to(v[:1], (rows - draws,) + v.shape[1:])]) for v in inputs]
+    out = np.empty((rows, size))
+    for i in range(0, rows, block):  # NumPy arguments: one program per shape class
+        part = [v[i:i + block] for v in inputs]
+        stats = jax.tree.map(lambda s: np.sum(np.asarray(s), axis=0),
+                             multihost_utils.process_allgather(jax.tree.map(np.asarray, sums(part[0]))))
+        out[i:i + block] = np.asarray(predictive(part[0], stats, *part[1:3], dict(zip(hyper, part[3:]))))
+    return out[:draws, :n].reshape(lead + (n,))
+
+
 def placed(progress: Progress, own: ProcessRows) -> Progress:
     """`progress` of this process's points (a checkpoint's part) with its chain states' per-point fields
     global arrays (`global_points`; labels padded with -1, the others with 0), as a run's chunks take
@@ -355,5 +429,5 @@ def resumed_run(path, model_of=None) -> tuple[RunSpec, Progress, str, ProcessRow
 
 
 __all__ = ["MULTI_PROCESS_KERNELS", "ProcessRows", "bound", "check_kernel", "check_options", "global_points",
-           "initialize", "local_size", "merged_seating", "own_rows", "placed", "process_count", "program_of",
-           "resumed_run", "start"]
+           "initialize", "local_size", "merged_seating", "own_rows", "placed", "pointwise_log_likelihood",
+           "process_count", "program_of", "resumed_run", "start"]
