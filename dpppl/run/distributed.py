@@ -50,6 +50,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from dpppl.core.state import is_point_field
 from dpppl.core.summaries import RowSummaries
+from dpppl.diagnostics.arviz_compat import group, has_group, with_groups
 from dpppl.errors import ArgumentError, DataError, KernelError
 from dpppl.kernels.auto import AUTO, MULTI_PROCESS_KERNELS
 from dpppl.kernels.base import parse_kernel_name
@@ -57,6 +58,7 @@ from dpppl.kernels.subcluster.sampler import block_size_for
 from dpppl.models.init import (capacity_class, initial_slots, initial_states, merged_labels, reassigned,
                                states_from_labels)
 from dpppl.models.mixture import validate_data
+from dpppl.config import x64
 from dpppl.core.compiled import on_target
 from dpppl.families.base import segment_stats
 from dpppl.run.checkpoint import Progress, RunSpec, joined_points, read_checkpoint, read_shard, shard_path
@@ -400,6 +402,31 @@ def pointwise_log_likelihood(target, z: np.ndarray, alpha: np.ndarray, hyper: di
     return out[:draws, :n].reshape(lead + (n,))
 
 
+def gathered_log_likelihood(idata):
+    """A copy of this process's InferenceData `idata` of a run over several processes whose
+    `log_likelihood` group holds every process's points (chain, draw, N), in process order, their `point`
+    coordinate the points' indices in the global data set: what `az.loo` and `az.compare` take on any
+    process (the same on every one). Every process calls it: one all-gather of the processes' column
+    counts, one of their columns (chains x draws x the most points a process holds, per process) and one
+    of their points' indices, so each process then holds N columns, as a one-process run does.
+    [`DataError`][dpppl.DataError] when `idata` has no `log_likelihood` group (every process's `idata`
+    has the same groups)."""
+    if not has_group(idata, "log_likelihood"):
+        raise DataError("the InferenceData has no 'log_likelihood' group to gather across processes: sample with "
+                        "log_likelihood=True (or 'auto' within its budget; docs/distributed.md)")
+    values = group(idata, "log_likelihood")
+    name = next(iter(values.data_vars))
+    own, points = np.asarray(values[name]), np.asarray(values["point"])
+    with x64():  # float64 columns and int64 indices crossing as they are
+        counts = np.asarray(multihost_utils.process_allgather(np.asarray(own.shape[-1], np.int64)))
+        width = [(0, 0)] * (own.ndim - 1) + [(0, int(counts.max()) - own.shape[-1])]
+        columns, indices = multihost_utils.process_allgather((np.pad(own, width), np.pad(points, width[-1])))
+    return with_groups(idata.copy(), {"log_likelihood": {
+        name: np.concatenate([part[..., :c] for part, c in zip(np.asarray(columns), counts)], axis=-1)}},
+        coords={"point": np.concatenate([part[:c] for part, c in zip(np.asarray(indices), counts)])},
+        dims={name: ["point"]})
+
+
 def placed(progress: Progress, own: ProcessRows) -> Progress:
     """`progress` of this process's points (a checkpoint's part) with its chain states' per-point fields
     global arrays (`global_points`; labels padded with -1, the others with 0), as a run's chunks take
@@ -428,6 +455,6 @@ def resumed_run(path, model_of=None) -> tuple[RunSpec, Progress, str, ProcessRow
     return dataclasses.replace(spec, data=own.rows), progress, written_by, own
 
 
-__all__ = ["MULTI_PROCESS_KERNELS", "ProcessRows", "bound", "check_kernel", "check_options", "global_points",
-           "initialize", "local_size", "merged_seating", "own_rows", "placed", "pointwise_log_likelihood",
-           "process_count", "program_of", "resumed_run", "start"]
+__all__ = ["MULTI_PROCESS_KERNELS", "ProcessRows", "bound", "check_kernel", "check_options", "gathered_log_likelihood",
+           "global_points", "initialize", "local_size", "merged_seating", "own_rows", "placed",
+           "pointwise_log_likelihood", "process_count", "program_of", "resumed_run", "start"]

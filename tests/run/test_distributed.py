@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 import dpppl
-from dpppl.errors import ArgumentError, KernelError
+from dpppl.diagnostics.arviz_compat import to_arviz
+from dpppl.errors import ArgumentError, DataError, KernelError
 from dpppl.families import NormalInverseWishart
 from dpppl.kernels.auto import choose
 from dpppl.kernels.base import build
@@ -59,6 +60,7 @@ idata = dpppl.sample(dpppl.DPMixture(1.0, NormalInverseWishart()), x[rows], kern
                      warmup_variant=None, split_merge_pairs=0, collapsed_below=0, record_parameters=False,
                      progress_bar=False, seed=4, init=init)  # log_likelihood="auto": each process's own points'
 log_likelihood = idata.log_likelihood["x"]
+gathered = dpppl.run.distributed.gathered_log_likelihood(idata).log_likelihood["x"]  # every process's columns
 z = idata.posterior_partition["z"].values
 start = []  # the sequential start alone (its programs compiled by the run): the seatings, then the merge pass
 if num_processes > 1 and init == "sequential":
@@ -72,6 +74,7 @@ print(json.dumps({"kernel": idata.attrs["kernel"], "num_clusters": idata.posteri
                   "observed": idata.observed_data["x"].values.tolist(), "z": z[0, -1].tolist(), "draws": z.tolist(),
                   "log_likelihood": log_likelihood.values.tolist(),
                   "log_likelihood_points": log_likelihood["point"].values.tolist(),
+                  "gathered": gathered.values.tolist(), "gathered_points": gathered["point"].values.tolist(),
                   "truth": truth[rows].tolist(), "x": x[rows].tolist(), "start": start}))
 """
 
@@ -162,7 +165,7 @@ def test_two_processes_report_the_global_run_and_their_own_points():
     `log_likelihood` group holds its own points' columns (140 and 161), computed against every process's
     clusters at each kept draw: put together, they are what one process holding the 301 points writes for
     the same draws (`dpppl.run.output.pointwise_log_likelihood`, evaluated here), up to the rounding of
-    statistics summed across processes."""
+    statistics summed across processes. `gathered_log_likelihood` gives every process all 301 columns."""
     first, second = _run(2)
     start, blobs = np.concatenate([first["start"], second["start"]]), np.concatenate([first["truth"],
                                                                                      second["truth"]])
@@ -181,12 +184,15 @@ def test_two_processes_report_the_global_run_and_their_own_points():
     assert sorted({int(blobs[0]) for blobs in blobs_of_each_cluster}) == [0, 1, 2]
     assert np.shape(first["log_likelihood"]) == (1, 4, 140) and np.shape(second["log_likelihood"]) == (1, 4, 161)
     assert first["log_likelihood_points"] == first["points"] and second["log_likelihood_points"] == second["points"]
+    columns = np.concatenate([first["log_likelihood"], second["log_likelihood"]], axis=2)
+    for result in (first, second):
+        np.testing.assert_array_equal(result["gathered"], columns)
+        assert result["gathered_points"] == list(range(301))
     draws = np.concatenate([first["draws"], second["draws"]], axis=2)
     with dpppl.config.x64():
         one_process = pointwise_log_likelihood(dpppl.DPMixture(1.0, NormalInverseWishart()).bind(
             np.concatenate([first["x"], second["x"]])), draws, np.ones(draws.shape[:2]), {})
-    np.testing.assert_allclose(np.concatenate([first["log_likelihood"], second["log_likelihood"]], axis=2),
-                               one_process, rtol=1e-9)
+    np.testing.assert_allclose(columns, one_process, rtol=1e-9)
 
 
 @pytest.mark.slow  # 64 chains x 600 steps compiled by two processes: 372 s on two cores at load 11
@@ -441,3 +447,10 @@ def test_the_pointwise_log_likelihood_over_processes_numbers_the_clusters_as_one
         target = dpppl.DPMixture(1.0, NormalInverseWishart()).bind(x)
         np.testing.assert_array_equal(distributed.pointwise_log_likelihood(target, z, alpha, {}),
                                       pointwise_log_likelihood(target, z, alpha, {}))
+
+
+def test_gathering_a_run_without_a_pointwise_log_likelihood_is_refused():
+    idata = to_arviz({"posterior": {"num_clusters": np.ones((1, 3), int)}})
+    with pytest.raises(DataError, match=r"the InferenceData has no 'log_likelihood' group to gather across "
+                                        r"processes: sample with log_likelihood=True"):
+        distributed.gathered_log_likelihood(idata)
