@@ -26,8 +26,9 @@ is then one run over the global data set, the rows of process 0, then those of p
   file and this process's part, `placed` puts its labels back on its devices;
 - every process's InferenceData has the global run's `posterior` and `sample_stats` (the label
   summaries from the clusters' recorded sizes), identical on every process, and its own points in
-  `posterior_partition` and `observed_data`, their `point` coordinate the points' indices in the
-  global data set.
+  `posterior_partition`, `observed_data` and `log_likelihood` (each point's conditional predictive
+  against every process's clusters: `pointwise_log_likelihood`; `gathered_log_likelihood` puts the
+  processes' columns together), their `point` coordinate the points' indices in the global data set.
 
 Only the sub-cluster sampler runs this way (`MULTI_PROCESS_KERNELS`): the collapsed Gibbs sweep and
 the moves built on it seat points one after another, each seating conditioned on the ones before, so
