@@ -49,19 +49,19 @@ from jax.experimental import multihost_utils
 
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from dpppl.config import x64
+from dpppl.core.compiled import on_target
 from dpppl.core.state import is_point_field
 from dpppl.core.summaries import RowSummaries
 from dpppl.diagnostics.arviz_compat import group, has_group, with_groups
 from dpppl.errors import ArgumentError, DataError, KernelError
+from dpppl.families.base import segment_stats
 from dpppl.kernels.auto import AUTO, MULTI_PROCESS_KERNELS
 from dpppl.kernels.base import parse_kernel_name
 from dpppl.kernels.subcluster.sampler import block_size_for
 from dpppl.models.init import (capacity_class, initial_slots, initial_states, merged_labels, reassigned,
                                states_from_labels)
 from dpppl.models.mixture import validate_data
-from dpppl.config import x64
-from dpppl.core.compiled import on_target
-from dpppl.families.base import segment_stats
 from dpppl.run.checkpoint import Progress, RunSpec, joined_points, read_checkpoint, read_shard, shard_path
 from dpppl.run.output import MIN_SLOTS, POINTWISE_BATCH, SLOT_CHUNK, conditional_log_predictive
 from dpppl.run.runner import point_class
