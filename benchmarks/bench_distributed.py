@@ -25,6 +25,10 @@ each runs once per iteration; process 0 compiles without the persistent cache, w
 all-gathers and psums of the same sizes across the processes, one after the other, timed over 20
 repetitions): their share of an iteration is the communication share. The parent checks
 that every process reports the same posterior and writes `benchmarks/results/distributed-<name>.{json,md}`.
+The runs have no `log_likelihood` group; with `--pointwise` every process then computes its points' pointwise
+log likelihood of the timed run's kept draws against every process's clusters
+(`dpppl.run.distributed.pointwise_log_likelihood`), reported with its seconds (its compiles included) and peak
+resident memory.
 
     nice -n 10 python benchmarks/bench_distributed.py --processes 1 2 --seeds 0 1 2 --no-dump --name start
     nice -n 10 python benchmarks/bench_distributed.py --processes 1 2 4 --data w3 --warmup 40 --samples 10
@@ -57,7 +61,7 @@ import glob, hashlib, json, os, resource, sys, time
 import jax
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 port, pid, nproc, n, warmup, samples, seed = sys.argv[1], *map(int, sys.argv[2:8])
-data, dump, kernel, labels_out = sys.argv[8], sys.argv[9], sys.argv[10], sys.argv[11]
+data, dump, kernel, labels_out, pointwise = sys.argv[8], sys.argv[9], sys.argv[10], sys.argv[11], sys.argv[12] == "1"
 if nproc > 1:
     jax.distributed.initialize(f"localhost:{port}", num_processes=nproc, process_id=pid)
 import numpy as np
@@ -83,7 +87,7 @@ rss_with_rows_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # 
 def run(num_warmup, num_samples):
     tic = time.perf_counter()
     idata = dpppl.sample(model, x, kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=1, seed=seed,
-                         progress_bar=False)
+                         progress_bar=False, log_likelihood=False)  # timed apart (--pointwise)
     return idata, time.perf_counter() - tic
 def status_mb(field):  # a field of /proc/self/status (Linux), in MB
     return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(field)) / 1024
@@ -99,6 +103,19 @@ for group in ("posterior", "sample_stats"):
 z = idata.posterior_partition["z"].values[0, -1]
 if labels_out != "-":  # this process's points' last labels and true labels, for the global partition
     np.save(labels_out, np.stack([z, y]))
+measured = {}
+if pointwise:  # the pointwise log likelihood of the timed run's kept draws, its two programs compiled in it
+    from dpppl.run.distributed import bound, pointwise_log_likelihood
+    with dpppl.config.x64():
+        target, _ = bound(model, x)
+        post = idata.posterior
+        alpha = post["alpha"].values if "alpha" in post else np.full(post["lp"].shape, target.prior.initial_alpha)
+        open("/proc/self/clear_refs", "w").write("5")
+        tic = time.perf_counter()
+        values = pointwise_log_likelihood(target, idata.posterior_partition["z"].values, alpha,
+                                          {k: post[k].values for k in model.hyperpriors})
+        measured = {"pointwise_s": time.perf_counter() - tic, "pointwise_peak_rss_mb": status_mb("VmHWM:"),
+                    "pointwise_finite": bool(np.isfinite(values).all()), "pointwise_mean": float(values.mean())}
 start = {}
 if data == "six":  # a start as the run's (another key): K of each process's seating, and after the merge
     from dpppl.models.init import initial_states
@@ -146,7 +163,7 @@ try:
             replayed = (time.perf_counter() - tic) / 20
 except Exception as e:  # the run's figures are worth more than these
     failure = f"{type(e).__name__}: {e}"[:300]
-print(json.dumps({"process": pid, "kernel": idata.attrs["kernel"], "rows": int(len(x)), "start": start,
+print(json.dumps({"process": pid, "kernel": idata.attrs["kernel"], "rows": int(len(x)), "start": start, **measured,
                   "num_clusters": idata.posterior["num_clusters"].values[0].tolist(),
                   "digest": digest.hexdigest(), "nmi": float(dpppl.metrics.normalized_mutual_information(z, y)),
                   "compiling_call_s": compiling, "timed_call_s": timed, "s_per_iteration": timed / (warmup + samples),
@@ -208,11 +225,13 @@ def _free_port() -> int:
 
 
 def launch(processes: int, n: int, warmup: int, samples: int, seed: int, data: str,
-           dump_hlo: bool = True, kernel: str = "auto") -> list[dict]:
+           dump_hlo: bool = True, kernel: str = "auto", pointwise: bool = False) -> list[dict]:
     """Run the worker on `processes` local processes; their reports, in process order, each with
     `partition`: its points' last labels and true labels ((2, rows), read back from the file the
     worker saved). Without `dump_hlo` no process dumps its HLO (no collectives are reported) and all
-    use the persistent compilation cache."""
+    use the persistent compilation cache. With `pointwise` every process also computes its points' pointwise
+    log likelihood of the timed run's kept draws (`dpppl.run.distributed.pointwise_log_likelihood`; the
+    runs themselves have none), timed with its peak memory."""
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("XLA_FLAGS", None)  # one CPU device per process
     port = str(_free_port())
@@ -220,7 +239,8 @@ def launch(processes: int, n: int, warmup: int, samples: int, seed: int, data: s
     # process 0 compiles (no persistent cache, which would skip the compile and its dump) and dumps its HLO
     dumping = {**env, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text", "DPPPL_COMPILATION_CACHE": "off"}
     workers = [subprocess.Popen([sys.executable, "-c", WORKER, port, str(p), str(processes), str(n), str(warmup),
-                                 str(samples), str(seed), data, dump, kernel, os.path.join(dump, f"labels-{p}.npy")],
+                                 str(samples), str(seed), data, dump, kernel, os.path.join(dump, f"labels-{p}.npy"),
+                                 str(int(pointwise))],
                                 env=dumping if p == 0 and dump_hlo else env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 cwd=pathlib.Path(__file__).resolve().parent.parent)
@@ -279,6 +299,8 @@ def main() -> None:
     ap.add_argument("--name", default=None, help="results file stem after 'distributed-' (default: the data)")
     ap.add_argument("--quick", action="store_true", help="10^4 points, 20 + 10 iterations")
     ap.add_argument("--no-dump", action="store_true", help="no HLO dump: no collectives reported, less memory")
+    ap.add_argument("--pointwise", action="store_true",
+                    help="time each process's pointwise log likelihood of the kept draws after the timed run")
     args = ap.parse_args()
     if args.quick:
         args.n, args.warmup, args.samples = 10_000, 20, 10
@@ -289,7 +311,7 @@ def main() -> None:
         for seed in args.seeds:
             tic = time.perf_counter()
             reports = launch(processes, args.n, args.warmup, args.samples, seed, args.data, not args.no_dump,
-                             args.kernel)
+                             args.kernel, args.pointwise)
             same = len({r["digest"] for r in reports}) == 1
             results.append({"processes": processes, "seed": seed, "wall_s": time.perf_counter() - tic,
                             "same_posterior": same, "partition": partition(reports), "reports": reports})
@@ -339,6 +361,13 @@ def main() -> None:
         held = "; ".join(f"{c}: {counts}" for c, counts in found["held"].items())
         lines.append(f"| {result['processes']} | {result['seed']} | {start} | {trace} | {found['k']} | "
                      f"{found['nmi']:.3f} | {held} | {result['same_posterior']} |")
+    for result in results:
+        for r in result["reports"]:
+            if "pointwise_s" in r:
+                lines.append(f"{'' if r['process'] else chr(10)}Pointwise log likelihood of the kept draws, "
+                             f"{result['processes']} processes, process {r['process']}: {r['pointwise_s']:.1f} s "
+                             f"(its programs compiled in it), peak RSS {r['pointwise_peak_rss_mb']:.0f} MB, finite "
+                             f"{r['pointwise_finite']}, mean {r['pointwise_mean']:.4f}.")
     if "ceiling" in meta:
         lines += ["", f"Labels given the true clusters' parameters (their points' weights, means and covariances): "
                       f"drawn from each point's posterior, NMI {meta['ceiling']['draw']:.3f}; each point's most "

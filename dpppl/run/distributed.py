@@ -26,8 +26,9 @@ is then one run over the global data set, the rows of process 0, then those of p
   file and this process's part, `placed` puts its labels back on its devices;
 - every process's InferenceData has the global run's `posterior` and `sample_stats` (the label
   summaries from the clusters' recorded sizes), identical on every process, and its own points in
-  `posterior_partition` and `observed_data`, their `point` coordinate the points' indices in the
-  global data set.
+  `posterior_partition`, `observed_data` and `log_likelihood` (each point's conditional predictive
+  against every process's clusters: `pointwise_log_likelihood`; `gathered_log_likelihood` puts the
+  processes' columns together), their `point` coordinate the points' indices in the global data set.
 
 Only the sub-cluster sampler runs this way (`MULTI_PROCESS_KERNELS`): the collapsed Gibbs sweep and
 the moves built on it seat points one after another, each seating conditioned on the ones before, so
@@ -37,6 +38,7 @@ they have no data-parallel form.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from typing import NamedTuple
 
@@ -47,9 +49,13 @@ from jax.experimental import multihost_utils
 
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from dpppl.config import x64
+from dpppl.core.compiled import on_target
 from dpppl.core.state import is_point_field
 from dpppl.core.summaries import RowSummaries
+from dpppl.diagnostics.arviz_compat import group, has_group, with_groups
 from dpppl.errors import ArgumentError, DataError, KernelError
+from dpppl.families.base import segment_stats
 from dpppl.kernels.auto import AUTO, MULTI_PROCESS_KERNELS
 from dpppl.kernels.base import parse_kernel_name
 from dpppl.kernels.subcluster.sampler import block_size_for
@@ -57,6 +63,7 @@ from dpppl.models.init import (capacity_class, initial_slots, initial_states, me
                                states_from_labels)
 from dpppl.models.mixture import validate_data
 from dpppl.run.checkpoint import Progress, RunSpec, joined_points, read_checkpoint, read_shard, shard_path
+from dpppl.run.output import MIN_SLOTS, POINTWISE_BATCH, SLOT_CHUNK, conditional_log_predictive
 from dpppl.run.runner import point_class
 
 
@@ -326,6 +333,101 @@ def merged_seating(target, keys) -> np.ndarray:
     return np.take_along_axis(merged, labels, axis=1)
 
 
+def _draws_stats(target, z, *, capacity):
+    """The clusters' statistics of this process's points `target.x` in each draw of a block, labels `z`
+    (block, rows), on `capacity` slots (labels of `capacity`: padded rows, in no cluster)."""
+    return jax.vmap(lambda labels: segment_stats(target.family, jnp.asarray(target.x), labels, capacity))(z)
+
+
+def _draws_log_predictive(target, z, stats, num_clusters, alpha, hyper, *, capacity):
+    """`conditional_log_predictive` of this process's points in each draw of a block, against the draw's
+    clusters' statistics over every process's points `stats` (block, capacity, ...)."""
+    most = jnp.max(num_clusters)  # one count for the block: a loop its draws share
+
+    def one(labels, draw_stats, a, h):
+        at = target.at_hyperparameters(h)
+        return conditional_log_predictive(at.family, at.prior, jnp.asarray(at.x), labels, a, capacity,
+                                          num_clusters=most, stats=draw_stats)
+
+    return jax.vmap(one)(z, stats, alpha, hyper)
+
+
+def pointwise_log_likelihood(target, z: np.ndarray, alpha: np.ndarray, hyper: dict) -> np.ndarray:
+    """The pointwise log likelihood (chain, draw, N_p) of this process's points in a run over several
+    processes: each point's conditional predictive log p(x_i | x_-i, z_-i, alpha, h)
+    (`dpppl.run.output.conditional_log_predictive`) at every kept draw, against the draw's clusters
+    over **every** process's points, so that the processes' columns put together in process order are what
+    one process holding all the points writes for the same draws (up to the rounding of sums taken in
+    another order). `target`: the model bound to this process's rows (`bound`); `z` (chain, draw, N_p)
+    its points' labels, the run's label slots (the same clusters on every process); `alpha` (chain, draw)
+    and the random hyperparameters of the base measure `hyper` ({name: (chain, draw)}), the global run's.
+
+    Every process calls it with the same draws. One all-gather of each process's row count and largest
+    label, one of which label slots each draw occupies on each process (draws x slots booleans): the
+    draws' clusters are numbered 0..K-1 in the order of their slots on every process, as
+    `dpppl.diagnostics.summaries.compact_labels` numbers them in one process. Then, by blocks of draws
+    (the same blocks on every process), each process's sums of its points' statistics in each cluster
+    (one compiled program), all-gathered and added (capacity x (1 + D + D^2) numbers per draw and
+    process), and its points' predictive against them (another program); neither program holds a
+    collective, and both are those of every process whose rows have the same `point_class`."""
+    lead, n = z.shape[:-1], target.num_points
+    labels = np.asarray(z).reshape(-1, n).astype(np.int64)
+    draws = len(labels)
+    header = np.asarray(multihost_utils.process_allgather(np.array([n, labels.max(initial=0) + 1], np.int64)))
+    size, width = point_class(int(header[:, 0].max())), int(header[:, 1].max())
+    local = np.zeros((draws, width), bool)
+    local[np.arange(draws)[:, None], labels] = True
+    occupied = np.asarray(multihost_utils.process_allgather(local)).any(axis=0)  # (draws, width): every process's
+    numbers = np.cumsum(occupied, axis=1) - 1  # a slot's cluster among its draw's occupied slots, in slot order
+    clusters = occupied.sum(axis=1).astype(np.int32)
+    capacity = max(MIN_SLOTS, 1 << int(clusters.max()).bit_length())
+    labels = np.pad(np.take_along_axis(numbers, labels, axis=1).astype(np.int32), [(0, 0), (0, size - n)],
+                    constant_values=capacity)  # padded rows (zeros) in no cluster
+    padded = target.padded(size) if size > n else target
+    dim = target.x.shape[1]
+    per_draw = size * (SLOT_CHUNK + dim * dim + 2) + capacity * (1 + dim + dim * dim)
+    block = max(1, min(256, 1 << (draws - 1).bit_length(), POINTWISE_BATCH // per_draw))
+    sums = on_target("process_cluster_stats", padded, functools.partial(_draws_stats, capacity=capacity), capacity)
+    predictive = on_target("process_log_predictive", padded,
+                           functools.partial(_draws_log_predictive, capacity=capacity), capacity)
+    dtype = jax.dtypes.canonicalize_dtype(target.x.dtype)
+    rows = -(-draws // block) * block  # the last block padded with copies of the first draw
+    inputs = [labels, clusters] + [np.reshape(v, -1).astype(dtype) for v in [alpha, *hyper.values()]]
+    inputs = [np.concatenate([v, np.broadcast_to(v[:1], (rows - draws,) + v.shape[1:])]) for v in inputs]
+    out = np.empty((rows, size))
+    for i in range(0, rows, block):  # NumPy arguments: one program per shape class
+        part = [v[i:i + block] for v in inputs]
+        stats = jax.tree.map(lambda s: np.sum(np.asarray(s), axis=0),
+                             multihost_utils.process_allgather(jax.tree.map(np.asarray, sums(part[0]))))
+        out[i:i + block] = np.asarray(predictive(part[0], stats, *part[1:3], dict(zip(hyper, part[3:]))))
+    return out[:draws, :n].reshape(lead + (n,))
+
+
+def gathered_log_likelihood(idata):
+    """A copy of this process's InferenceData `idata` of a run over several processes whose
+    `log_likelihood` group holds every process's points (chain, draw, N), in process order, their `point`
+    coordinate the points' indices in the global data set: what `az.loo` and `az.compare` take on any
+    process (the same on every one). Every process calls it: one all-gather of the processes' column
+    counts, one of their columns (chains x draws x the most points a process holds, per process) and one
+    of their points' indices, so each process then holds N columns, as a one-process run does.
+    [`DataError`][dpppl.DataError] when `idata` has no `log_likelihood` group (every process's `idata`
+    has the same groups)."""
+    if not has_group(idata, "log_likelihood"):
+        raise DataError("the InferenceData has no 'log_likelihood' group to gather across processes: sample with "
+                        "log_likelihood=True (or 'auto' within its budget; docs/distributed.md)")
+    values = group(idata, "log_likelihood")
+    name = next(iter(values.data_vars))
+    own, points = np.asarray(values[name]), np.asarray(values["point"])
+    with x64():  # float64 columns and int64 indices crossing as they are
+        counts = np.asarray(multihost_utils.process_allgather(np.asarray(own.shape[-1], np.int64)))
+        width = [(0, 0)] * (own.ndim - 1) + [(0, int(counts.max()) - own.shape[-1])]
+        columns, indices = multihost_utils.process_allgather((np.pad(own, width), np.pad(points, width[-1])))
+    return with_groups(idata.copy(), {"log_likelihood": {
+        name: np.concatenate([part[..., :c] for part, c in zip(np.asarray(columns), counts)], axis=-1)}},
+        coords={"point": np.concatenate([part[:c] for part, c in zip(np.asarray(indices), counts)])},
+        dims={name: ["point"]})
+
+
 def placed(progress: Progress, own: ProcessRows) -> Progress:
     """`progress` of this process's points (a checkpoint's part) with its chain states' per-point fields
     global arrays (`global_points`; labels padded with -1, the others with 0), as a run's chunks take
@@ -354,6 +456,6 @@ def resumed_run(path, model_of=None) -> tuple[RunSpec, Progress, str, ProcessRow
     return dataclasses.replace(spec, data=own.rows), progress, written_by, own
 
 
-__all__ = ["MULTI_PROCESS_KERNELS", "ProcessRows", "bound", "check_kernel", "check_options", "global_points",
-           "initialize", "local_size", "merged_seating", "own_rows", "placed", "process_count", "program_of",
-           "resumed_run", "start"]
+__all__ = ["MULTI_PROCESS_KERNELS", "ProcessRows", "bound", "check_kernel", "check_options", "gathered_log_likelihood",
+           "global_points", "initialize", "local_size", "merged_seating", "own_rows", "placed",
+           "pointwise_log_likelihood", "process_count", "program_of", "resumed_run", "start"]

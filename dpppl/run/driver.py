@@ -198,8 +198,9 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
         partition = [name for name in available() if entry(name).backend == "partition"]
         raise ArgumentError(f"kernel {kernel!r} cannot save a checkpoint: the partition kernels "
                             f"({', '.join(partition)}) and their hybrids can")
-    pointwise = check_log_likelihood(log_likelihood, _log_likelihood_refusal(target, backend),
-                                     num_chains * (num_samples // thinning) * target.num_points)
+    pointwise = check_log_likelihood(log_likelihood, log_likelihood_refusal(target, backend),
+                                     num_chains * (num_samples // thinning) * (target.num_points if own is None
+                                                                              else own.total))
     spec = RunSpec(model, data, kernel, kernel_options, seed, init_name, num_warmup, num_samples, num_chains,
                    thinning, requested, None if choice is None else choice.reason)
     saving = (contextlib.nullcontext() if checkpoint is None
@@ -209,7 +210,8 @@ def sample(model, data=None, kernel: str = AUTO, *, num_warmup: int = 500, num_s
                                thinning=thinning, capacity=capacity, truncation=truncation))
         # the pointwise program compiles in a thread while the chains run, traced once the first chunk is lowered
         lowered = threading.Event() if backend == "partition" else None
-        compiling = prepare_pointwise(target, num_chains * (num_samples // thinning), lowered) if pointwise else None
+        compiling = (prepare_pointwise(target, num_chains * (num_samples // thinning), lowered)
+                     if pointwise and own is None else None)  # over processes: `distributed.pointwise_log_likelihood`
         import_conversion_modules()  # while the chains run
         # the pointwise log likelihood of each chunk's kept draws, in a thread while the next chunks run
         parts = (PointwiseParts(target, num_chains * (num_samples // thinning))
@@ -316,20 +318,10 @@ def resume(path, num_samples: int | None = None, *, progress_bar: bool = True,
             target, spec.kernel, spec.options, progress, num_warmup=spec.num_warmup, num_samples=num_samples,
             thinning=spec.thinning, progress_bar=_shows_bar(progress_bar), checkpoint=saved, program=program)
         hold()
-        pointwise = check_log_likelihood("auto", _log_likelihood_refusal(target),
-                                         num_samples // spec.thinning * spec.num_chains * target.num_points)
+        pointwise = check_log_likelihood("auto", log_likelihood_refusal(target), num_samples // spec.thinning
+                                         * spec.num_chains * (target.num_points if own is None else own.total))
         idata = _inference_data(target, spec, records, attrs, record_dims, pointwise, own)
     return _completed(idata, late)
-
-
-def _log_likelihood_refusal(target, backend: str = "partition") -> str | None:
-    """Why the run has no pointwise log likelihood (`log_likelihood_refusal`), or in a multi-process run:
-    each point's conditional predictive needs every cluster's statistics at every draw, which no process
-    holds (docs/distributed.md)."""
-    if distributed.process_count() > 1:
-        return (f"a run over {distributed.process_count()} processes has no pointwise log likelihood yet (each "
-                "point's conditional predictive needs every cluster's statistics at each draw; docs/distributed.md)")
-    return log_likelihood_refusal(target, backend)
 
 
 def _check_thinning(thinning: int, num_samples: int) -> None:
@@ -353,14 +345,16 @@ def _shows_bar(progress_bar: bool) -> bool:
 def _inference_data(target, spec: RunSpec, records: dict, attrs: dict, record_dims, log_likelihood: bool,
                     own: distributed.ProcessRows | None = None, pointwise: PointwiseParts | None = None):
     """The run's InferenceData; in a multi-process run (`own`) its `point` coordinate is the indices of
-    this process's points in the global data set. `pointwise`: its pointwise log likelihood computed
-    while it ran."""
+    this process's points in the global data set, and its pointwise log likelihood that of its points
+    against every process's clusters (`distributed.pointwise_log_likelihood`). `pointwise`: its pointwise
+    log likelihood computed while it ran."""
     chosen = {"kernel_requested": spec.kernel_requested or spec.kernel,
               **({"kernel_reason": spec.kernel_reason} if spec.kernel_reason else {})}
     attrs = dict(dict(init=spec.init, seed=spec.seed, num_warmup=spec.num_warmup, thinning=spec.thinning), **attrs,
                  **chosen)
     return to_inference_data(target, records, attrs, record_dims, log_likelihood,
-                             None if own is None else own.points, pointwise)
+                             None if own is None else own.points, pointwise,
+                             None if own is None else distributed.pointwise_log_likelihood)
 
 
 @in_x64

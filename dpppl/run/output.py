@@ -114,7 +114,7 @@ clusters costs ceil((K + 1) / SLOT_CHUNK) passes over its points, whatever the p
 
 
 def conditional_log_predictive(family, prior, x, z, alpha, capacity: int, slot=None, num_labels: int | None = None,
-                               num_clusters=None):
+                               num_clusters=None, stats=None):
     """log p(x_i | x_-i, z_-i, alpha, h) of every point i (N,) given one draw's labels `z` (N,) of the
     points `x` (N, D): point i taken out of its cluster's statistics, then seated by the prior's rule,
 
@@ -135,9 +135,11 @@ def conditional_log_predictive(family, prior, x, z, alpha, capacity: int, slot=N
     largest label); by default the cluster's index itself. The first term's sum runs over the new
     cluster and the slots in blocks of `SLOT_CHUNK`, up to `num_clusters` (a traced count: the
     clusters occupy slots 0..num_clusters-1, as `slot_labels` numbers them) or, by default, every slot:
-    its cost follows the draw's clusters, not the capacity."""
+    its cost follows the draw's clusters, not the capacity. `stats`: the clusters' statistics of the
+    draw when `x` is a part of its points (a run over several processes: every process's sums added,
+    `dpppl.run.distributed.pointwise_log_likelihood`); by default those of `x` and `z`."""
     n = x.shape[0]
-    stats = segment_stats(family, x, z, capacity)
+    stats = segment_stats(family, x, z, capacity) if stats is None else stats
     without = jax.tree.map(lambda s, p: s[z] - p, stats, family.point_stats(x))
     # one call of each family function on stacked rows (the slots and the points without
     # themselves; an empty cluster and the slots): one copy of it in the compiled program, not two
@@ -437,7 +439,7 @@ class PointwiseParts:
 
 def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: dict | None = None,
                       log_likelihood: bool = False, points: np.ndarray | None = None,
-                      pointwise: PointwiseParts | None = None):
+                      pointwise: PointwiseParts | None = None, evaluate: Callable | None = None):
     """`posterior`: the label-invariant summaries of `z` (scalars per draw), `alpha`
     when it has a prior, a copy of `lp` and the kernel's label-invariant continuous records;
     `posterior_partition`: `z`, `cluster_sizes` and the records indexed by cluster
@@ -447,7 +449,8 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
     predictive (`pointwise_log_likelihood`) under the data's name, dims (chain, draw, point).
     `points`: the `point` coordinate (the points' indices; 0 to N - 1 by default). `pointwise`: the
     pointwise log likelihood computed while the run went on (`PointwiseParts`), used when it holds every
-    kept draw. Records holding
+    kept draw. `evaluate`: what computes it otherwise, `pointwise_log_likelihood` by default (a run over
+    several processes: `dpppl.run.distributed.pointwise_log_likelihood`). Records holding
     `cluster_counts` (the clusters' sizes at each draw: a run over several processes, whose `z` are
     this process's points only) give the summaries from them (`count_summaries`), not from `z`."""
     records = dict(records)
@@ -497,7 +500,8 @@ def to_inference_data(target: Target, records: dict, attrs: dict, record_dims: d
     elif log_likelihood:  # by point only: ArviZ and `to_run_groups` drop the data's `dim` for it
         values = None if pointwise is None else pointwise.result(z.shape[1])
         if values is None:
-            values = pointwise_log_likelihood(target, z, alpha, {k: posterior[k] for k in model.hyperpriors})
+            values = (evaluate or pointwise_log_likelihood)(target, z, alpha,
+                                                            {k: posterior[k] for k in model.hyperpriors})
         groups["log_likelihood"] = {name: values}
     convert = to_run_groups if _RUN_GROUPS.get() and writes_without_arviz() else to_arviz
     return convert(groups, coords={"point": np.arange(target.num_points) if points is None else points,

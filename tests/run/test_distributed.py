@@ -21,13 +21,17 @@ import numpy as np
 import pytest
 
 import dpppl
-from dpppl.errors import ArgumentError, KernelError
+from dpppl.diagnostics.arviz_compat import to_arviz
+from dpppl.errors import ArgumentError, DataError, KernelError
+from dpppl.families import NormalInverseWishart
 from dpppl.kernels.auto import choose
 from dpppl.kernels.base import build
 from dpppl.kernels.subcluster.sampler import block_size_for
+from dpppl.run import distributed
 from dpppl.run.distributed import local_size
 from dpppl.run.checkpoint import (ProcessCheckpointFile, Progress, RunSpec, joined_points, read_checkpoint,
                                   read_shard)
+from dpppl.run.output import pointwise_log_likelihood
 from dpppl.testing import check_kernel_samples, exact_posterior
 from tests.helpers.cases import CASES
 
@@ -54,7 +58,9 @@ rows = slice(0, 301) if num_processes == 1 else slice(0, 140) if process_id == 0
 kernel = "auto" if num_processes > 1 else "subcluster"
 idata = dpppl.sample(dpppl.DPMixture(1.0, NormalInverseWishart()), x[rows], kernel, num_warmup=4, num_samples=4,
                      warmup_variant=None, split_merge_pairs=0, collapsed_below=0, record_parameters=False,
-                     log_likelihood=False, progress_bar=False, seed=4, init=init)
+                     progress_bar=False, seed=4, init=init)  # log_likelihood="auto": each process's own points'
+log_likelihood = idata.log_likelihood["x"]
+gathered = dpppl.run.distributed.gathered_log_likelihood(idata).log_likelihood["x"]  # every process's columns
 z = idata.posterior_partition["z"].values
 start = []  # the sequential start alone (its programs compiled by the run): the seatings, then the merge pass
 if num_processes > 1 and init == "sequential":
@@ -65,7 +71,10 @@ if num_processes > 1 and init == "sequential":
 print(json.dumps({"kernel": idata.attrs["kernel"], "num_clusters": idata.posterior["num_clusters"].values.tolist(),
                   "lp": idata.sample_stats["lp"].values.tolist(),
                   "points": idata.posterior_partition["point"].values.tolist(),
-                  "observed": idata.observed_data["x"].values.tolist(), "z": z[0, -1].tolist(),
+                  "observed": idata.observed_data["x"].values.tolist(), "z": z[0, -1].tolist(), "draws": z.tolist(),
+                  "log_likelihood": log_likelihood.values.tolist(),
+                  "log_likelihood_points": log_likelihood["point"].values.tolist(),
+                  "gathered": gathered.values.tolist(), "gathered_points": gathered["point"].values.tolist(),
                   "truth": truth[rows].tolist(), "x": x[rows].tolist(), "start": start}))
 """
 
@@ -152,7 +161,11 @@ def test_two_processes_report_the_global_run_and_their_own_points():
     (`merged_seating`: each process seats its own rows, then the processes' clusters are merged) gives
     each blob one label on both processes: the processes' copies of a blob are merged (here process 0's
     seating put two blobs in one cluster and process 1's made 4 clusters: 6 in all, 2 after the merge
-    pass, which joins clusters and never splits one; the exact steps split it)."""
+    pass, which joins clusters and never splits one; the exact steps split it). Each process's
+    `log_likelihood` group holds its own points' columns (140 and 161), computed against every process's
+    clusters at each kept draw: put together, they are what one process holding the 301 points writes for
+    the same draws (`dpppl.run.output.pointwise_log_likelihood`, evaluated here), up to the rounding of
+    statistics summed across processes. `gathered_log_likelihood` gives every process all 301 columns."""
     first, second = _run(2)
     start, blobs = np.concatenate([first["start"], second["start"]]), np.concatenate([first["truth"],
                                                                                      second["truth"]])
@@ -169,6 +182,17 @@ def test_two_processes_report_the_global_run_and_their_own_points():
     blobs_of_each_cluster = [np.unique(truth[z == k]) for k in np.unique(z)]
     assert all(len(blobs) == 1 for blobs in blobs_of_each_cluster), blobs_of_each_cluster
     assert sorted({int(blobs[0]) for blobs in blobs_of_each_cluster}) == [0, 1, 2]
+    assert np.shape(first["log_likelihood"]) == (1, 4, 140) and np.shape(second["log_likelihood"]) == (1, 4, 161)
+    assert first["log_likelihood_points"] == first["points"] and second["log_likelihood_points"] == second["points"]
+    columns = np.concatenate([first["log_likelihood"], second["log_likelihood"]], axis=2)
+    for result in (first, second):
+        np.testing.assert_array_equal(result["gathered"], columns)
+        assert result["gathered_points"] == list(range(301))
+    draws = np.concatenate([first["draws"], second["draws"]], axis=2)
+    with dpppl.config.x64():
+        one_process = pointwise_log_likelihood(dpppl.DPMixture(1.0, NormalInverseWishart()).bind(
+            np.concatenate([first["x"], second["x"]])), draws, np.ones(draws.shape[:2]), {})
+    np.testing.assert_allclose(columns, one_process, rtol=1e-9)
 
 
 @pytest.mark.slow  # 64 chains x 600 steps compiled by two processes: 372 s on two cores at load 11
@@ -242,6 +266,8 @@ def test_two_processes_draw_what_one_process_draws():
     assert two[0]["num_clusters"] == one["num_clusters"]
     np.testing.assert_allclose(two[0]["lp"], one["lp"], rtol=1e-9)
     np.testing.assert_array_equal(np.concatenate([two[0]["z"], two[1]["z"]]), one["z"])
+    np.testing.assert_allclose(np.concatenate([two[0]["log_likelihood"], two[1]["log_likelihood"]], axis=2),
+                               one["log_likelihood"], rtol=1e-9)
 
 
 @pytest.mark.slow
@@ -408,13 +434,23 @@ def test_a_start_that_needs_every_process_s_rows_is_refused(two_processes):
         dpppl.sample(case.model, case.x, kernel="subcluster", init="search", progress_bar=False)
 
 
-def test_a_pointwise_log_likelihood_is_refused_over_several_processes(two_processes):
-    from dpppl.run.driver import _log_likelihood_refusal
-    from dpppl.run.output import check_log_likelihood
+def test_the_pointwise_log_likelihood_over_processes_numbers_the_clusters_as_one_process_does():
+    """`distributed.pointwise_log_likelihood` in a run of one process (its all-gathers of one) on labels in
+    scattered slots (2, 5, 9; 0, 3, 6, 9), random `alpha`: what `pointwise_log_likelihood` of the same
+    draws gives (the draws' clusters numbered in the order of their slots, as `compact_labels` does)."""
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 3, 301)
+    x = np.array([[0.0, 0.0], [12.0, 0.0], [0.0, 12.0]])[truth] + rng.normal(size=(301, 2))
+    z = np.stack([np.array([5, 2, 9])[truth], np.arange(301) % 4 * 3])
+    z, alpha = np.stack([z, z[::-1]]), rng.gamma(1.0, size=(2, 2))
+    with dpppl.config.x64():
+        target = dpppl.DPMixture(1.0, NormalInverseWishart()).bind(x)
+        np.testing.assert_array_equal(distributed.pointwise_log_likelihood(target, z, alpha, {}),
+                                      pointwise_log_likelihood(target, z, alpha, {}))
 
-    why = _log_likelihood_refusal(CASES["niw_2d_separated"].model.bind(CASES["niw_2d_separated"].x))
-    assert check_log_likelihood("auto", why, 10) is False
-    with pytest.raises(ArgumentError, match=r"log_likelihood=True: a run over 2 processes has no pointwise log "
-                                            r"likelihood yet \(each point's conditional predictive needs every "
-                                            r"cluster's statistics"):
-        check_log_likelihood(True, why, 10)
+
+def test_gathering_a_run_without_a_pointwise_log_likelihood_is_refused():
+    idata = to_arviz({"posterior": {"num_clusters": np.ones((1, 3), int)}})
+    with pytest.raises(DataError, match=r"the InferenceData has no 'log_likelihood' group to gather across "
+                                        r"processes: sample with log_likelihood=True"):
+        distributed.gathered_log_likelihood(idata)
