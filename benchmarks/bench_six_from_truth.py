@@ -1,0 +1,189 @@
+"""Is K = 6 the posterior's answer or the sampler's? Exact chains started at the true labels and at the
+states sampler runs end in, on issue 34's six-cluster data (`bench_subcluster_six.data`: 6 Gaussian
+clusters in 2-D, `mean_scale=25`, random covariances, seed 3; a smaller N draws fewer points of the same
+six clusters), `models/gaussian_niw.dp` (DP, alpha ~ Gamma(1, 1), NIW).
+
+    python -m benchmarks.bench_six_from_truth --n 20000 --kernels "auto,gibbs+splitmerge" --chains 2
+        --samples 200 [--start truth|merged|stuck|sequential] [--stuck-warmup 100] [--stuck-samples 50]
+        [--point] [--out NAME]
+
+Every chain runs the kernel's kept-draw (exact) moves only (`num_warmup=0`) from its start:
+`truth` is the true labels (`init=` an array of labels), `merged` the true labels with the two
+overlapping true clusters (1 and 5, means 1.45 apart) as one, `stuck` the last draw of a default run
+(`kernel="auto"`, `--stuck-warmup` + `--stuck-samples` iterations from the sequential start, seed =
+the chain's), `sequential` dpppl's sequential start. Recorded per chain and draw: K, the cluster
+sizes, `lp` (the run's log joint at the draw's alpha, with alpha's prior) and alpha; per chain: the
+NMI of its first and last draw, and the alpha-integrated log joint log p(x, z) (below) of its start,
+of its last draw and of its best draw; over the chains: ArviZ's R-hat and bulk ESS of K, and the
+frequency of each K over all kept draws. `--point` adds two of dpppl's point estimates over the kept
+draws of all chains, their K and NMI: `"vi"` (SALSO, expected VI, 200 draws) and `"best"` (the draw of
+highest `lp`).
+
+log p(x, z) with alpha integrated out against its Gamma(1, 1) prior is what compares two partitions
+under the model whatever alpha is: `dpppl.log_joint` (at alpha = 1, the prior's mean) minus the
+CRP's alpha-dependent factor at alpha = 1, plus log of the integral over alpha of
+Gamma(alpha; 1, 1) alpha^K Gamma(alpha) / Gamma(alpha + N), by quadrature over log alpha.
+
+Writes benchmarks/results/six_from_truth[-NAME].json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import time
+import warnings
+
+import arviz as az
+import numpy as np
+from scipy.special import gammaln, logsumexp
+
+import dpppl
+from benchmarks.bench_subcluster_six import data
+from benchmarks.harness import load_average, write_json
+from dpppl.diagnostics.arviz_compat import partition_group
+
+OVERLAPPING = (1, 5)
+"""The two true clusters whose means are 1.45 apart (docs/kernels/subcluster.md, "Six clusters")."""
+
+LOG_ALPHA = np.linspace(-15.0, 6.0, 8001)
+"""The quadrature grid of log alpha for the alpha-integrated CRP factor."""
+
+
+def log_alpha_factor(k, n):
+    """log of the integral over alpha of Gamma(alpha; 1, 1) alpha^k Gamma(alpha) / Gamma(alpha + n)."""
+    a = np.exp(LOG_ALPHA)
+    log_f = -a + k * LOG_ALPHA + gammaln(a) - gammaln(a + n) + LOG_ALPHA  # the last term: d alpha = alpha d log alpha
+    return float(logsumexp(log_f) + np.log(LOG_ALPHA[1] - LOG_ALPHA[0]))
+
+
+def alpha_posterior(k, n):
+    """Mean and 5%, 95% quantiles of p(alpha | K = k, N = n) under the Gamma(1, 1) prior."""
+    a = np.exp(LOG_ALPHA)
+    log_f = -a + k * LOG_ALPHA + gammaln(a) - gammaln(a + n) + LOG_ALPHA
+    w = np.exp(log_f - logsumexp(log_f))
+    cdf = np.cumsum(w)
+    return {"mean": float(np.sum(w * a)), "q05": float(a[np.searchsorted(cdf, 0.05)]),
+            "q95": float(a[np.searchsorted(cdf, 0.95)])}
+
+
+def integrated_log_joint(model, x, z):
+    """log p(x, z) with alpha integrated out (module docstring)."""
+    z = np.unique(np.asarray(z), return_inverse=True)[1]
+    k, n = int(z.max()) + 1, z.size
+    at_one = dpppl.log_joint(model, x, z)  # the CRP factor there: Gamma(1) / Gamma(1 + N) prod Gamma(n_k)
+    return at_one + float(gammaln(1 + n)) + log_alpha_factor(k, n)
+
+
+def sizes(z):
+    return sorted(np.bincount(np.unique(z, return_inverse=True)[1]).tolist(), reverse=True)
+
+
+STUCK = {}
+"""The stuck start of each seed, computed once whatever the kernels."""
+
+
+def stuck_start(model, x, seed, args):
+    """The last draw of a default run from the sequential start."""
+    if seed not in STUCK:
+        idata = dpppl.sample(model, x, num_warmup=args.stuck_warmup, num_samples=args.stuck_samples, seed=seed,
+                             progress_bar=False)
+        STUCK[seed] = partition_group(idata)["z"].values[0, -1]
+    return STUCK[seed]
+
+
+def chain(model, x, y, kernel, seed, args):
+    if args.start == "truth":
+        init = y
+    elif args.start == "merged":
+        init = np.where(y == OVERLAPPING[1], OVERLAPPING[0], y)
+    elif args.start == "stuck":
+        init = stuck_start(model, x, seed, args)
+    else:
+        init = "sequential"
+    tic, cpu = time.perf_counter(), time.process_time()
+    idata = dpppl.sample(model, x, kernel=kernel, init=init, num_warmup=0, num_samples=args.samples, seed=seed,
+                         num_chains=1, progress_bar=False)
+    wall, cpu = time.perf_counter() - tic, time.process_time() - cpu
+    z = partition_group(idata)["z"].values[0]
+    lp = idata.sample_stats["lp"].values[0]
+    best = int(np.argmax(lp))
+    start = z[0] if args.start == "sequential" else init
+    record = {
+        "kernel": idata.posterior.attrs["kernel"], "seed": seed, "wall_seconds": wall, "cpu_seconds": cpu,
+        "K": idata.posterior["num_clusters"].values[0].tolist(), "alpha": idata.posterior["alpha"].values[0].tolist(),
+        "lp": lp.tolist(), "sizes": [sizes(zt) for zt in z],
+        "start": {"K": len(sizes(start)), "sizes": sizes(start), "log_p_x_z": integrated_log_joint(model, x, start),
+                  "nmi": float(dpppl.metrics.normalized_mutual_information(start, y))},
+        "last": {"log_p_x_z": integrated_log_joint(model, x, z[-1]),
+                 "nmi": float(dpppl.metrics.normalized_mutual_information(z[-1], y))},
+        "best": {"draw": best, "K": len(sizes(z[best])), "sizes": sizes(z[best]),
+                 "log_p_x_z": integrated_log_joint(model, x, z[best])},
+    }
+    counts = collections.Counter(record["K"])
+    print(f"  {record['kernel']} seed {seed}: start K {record['start']['K']} "
+          f"(log p(x,z) {record['start']['log_p_x_z']:.1f}) -> last K {record['K'][-1]} sizes {record['sizes'][-1]} "
+          f"(log p(x,z) {record['last']['log_p_x_z']:.1f}, NMI {record['last']['nmi']:.3f}); K over draws "
+          f"{dict(sorted(counts.items()))}; {wall:.1f} s ({cpu:.1f} CPU s)", flush=True)
+    return record, z
+
+
+def run(args):
+    x, y = data(args.n)
+    model = dpppl.load("models/gaussian_niw.dp")
+    truth = integrated_log_joint(model, x, y)
+    result = {"args": vars(args), "n": args.n, "truth": {"sizes": sizes(y), "log_p_x_z": truth},
+              "alpha_given_K": {k: alpha_posterior(k, args.n) for k in range(4, 13)}, "kernels": {}}
+    print(f"N {args.n}: true sizes {sizes(y)}, true labels' log p(x, z) {truth:.1f}", flush=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for kernel in args.kernels.split(","):
+            chains, draws = [], []
+            for c in range(args.chains):
+                record, z = chain(model, x, y, kernel, args.seed + c, args)
+                chains.append(record)
+                draws.append(z)
+            k = np.array([r["K"] for r in chains], dtype=float)
+            frequency = collections.Counter(k.reshape(-1).astype(int).tolist())
+            summary = {"chains": chains, "K_frequency": {int(a): b / k.size for a, b in sorted(frequency.items())},
+                       "K_mean": float(k.mean()),
+                       "K_rhat": float(az.rhat(k)) if args.chains > 1 else None,
+                       "K_ess_bulk": float(az.ess(k)) if np.ptp(k) > 0 else None,
+                       "alpha_mean": float(np.mean([r["alpha"] for r in chains]))}
+            if args.point:
+                lp = np.array([r["lp"] for r in chains])
+                best = np.unravel_index(np.argmax(lp), lp.shape)
+                estimates = {"vi": dpppl.analysis.point_estimate(np.stack(draws), max_draws=200),
+                             "best": draws[best[0]][best[1]]}
+                summary["point_estimate"] = {
+                    method: {"K": len(sizes(estimate)), "sizes": sizes(estimate),
+                             "nmi": float(dpppl.metrics.normalized_mutual_information(estimate, y)),
+                             "log_p_x_z": integrated_log_joint(model, x, estimate)}
+                    for method, estimate in estimates.items()}
+            result["kernels"][kernel] = summary
+            print(f"{kernel}: P(K) {summary['K_frequency']}, mean K {summary['K_mean']:.2f}, R-hat "
+                  f"{summary['K_rhat']}, ESS {summary['K_ess_bulk']}, mean alpha {summary['alpha_mean']:.3f}"
+                  + "".join(f"; point estimate '{m}' K {e['K']} NMI {e['nmi']:.3f}"
+                            for m, e in summary.get("point_estimate", {}).items()), flush=True)
+    result["load_average"] = load_average()
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument("--kernels", default="auto,gibbs+splitmerge")
+    parser.add_argument("--chains", type=int, default=2)
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--start", choices=("truth", "merged", "stuck", "sequential"), default="truth")
+    parser.add_argument("--stuck-warmup", type=int, default=100)
+    parser.add_argument("--stuck-samples", type=int, default=50)
+    parser.add_argument("--point", action="store_true")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    write_json("six_from_truth" + (f"-{args.out}" if args.out else ""), run(args))
+
+
+if __name__ == "__main__":
+    main()
