@@ -6,6 +6,7 @@ six clusters), `models/gaussian_niw.dp` (DP, alpha ~ Gamma(1, 1), NIW).
     python -m benchmarks.bench_six_from_truth --n 20000 --kernels "auto,gibbs+splitmerge" --chains 2
         --samples 200 [--start truth|merged|stuck|sequential] [--stuck-warmup 100] [--stuck-samples 50]
         [--point] [--out NAME]
+    python -m benchmarks.bench_six_from_truth --table    # benchmarks/results/six_from_truth.md from every run
 
 Every chain runs the kernel's kept-draw (exact) moves only (`num_warmup=0`) from its start:
 `truth` is the true labels (`init=` an array of labels), `merged` the true labels with the two
@@ -24,13 +25,15 @@ under the model whatever alpha is: `dpppl.log_joint` (at alpha = 1, the prior's 
 CRP's alpha-dependent factor at alpha = 1, plus log of the integral over alpha of
 Gamma(alpha; 1, 1) alpha^K Gamma(alpha) / Gamma(alpha + N), by quadrature over log alpha.
 
-Writes benchmarks/results/six_from_truth[-NAME].json.
+Writes benchmarks/results/six_from_truth[-NAME].json; `--table` writes benchmarks/results/six_from_truth.md,
+one row per run file and kernel.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import time
 import warnings
 
@@ -40,7 +43,7 @@ from scipy.special import gammaln, logsumexp
 
 import dpppl
 from benchmarks.bench_subcluster_six import data
-from benchmarks.harness import load_average, write_json
+from benchmarks.harness import RESULTS_DIR, load_average, write_json
 from dpppl.diagnostics.arviz_compat import partition_group
 
 OVERLAPPING = (1, 5)
@@ -169,6 +172,53 @@ def run(args):
     return result
 
 
+def table_row(name, result, kernel, summary):
+    """One row of the table: a run's K posterior, its extra clusters and its point estimates."""
+    chains, truth, n = summary["chains"], result["truth"]["log_p_x_z"], result["n"]
+    extra = [s for r in chains for sz in r["sizes"] for s in sz[6:]]
+    frequency = {int(k): v for k, v in summary["K_frequency"].items()}
+    estimates = summary.get("point_estimate", {})
+    estimates = {"vi": estimates} if "K" in estimates else estimates  # the first runs recorded "vi" alone
+    cells = [f"{n:,}", result["args"]["start"], kernel, f"{len(chains)} x {len(chains[0]['K'])}",
+             *(f"{frequency.get(k, 0.0):.3f}" for k in (5, 6, 7)),
+             f"{sum(v for k, v in frequency.items() if k >= 8):.3f}", f"{summary['K_mean']:.2f}",
+             "-" if summary["K_rhat"] is None else f"{summary['K_rhat']:.3f}",
+             "-" if summary["K_ess_bulk"] is None else f"{summary['K_ess_bulk']:.0f}",
+             f"{np.median(extra):.0f} / {max(extra)}" if extra else "none",
+             f"{np.mean([sum(s >= 0.01 * n for s in sz) == 6 for r in chains for sz in r['sizes']]):.3f}",
+             f"{summary['alpha_mean']:.2f}",
+             ", ".join(f"{r['start']['log_p_x_z'] - truth:+.0f}" for r in chains),
+             ", ".join(f"{r['last']['log_p_x_z'] - truth:+.0f}" for r in chains),
+             ", ".join(f"{r['last']['nmi']:.3f}" for r in chains),
+             "; ".join(f"{m} K {e['K']}, NMI {e['nmi']:.3f}" for m, e in estimates.items()) or "-",
+             f"{sum(r['cpu_seconds'] for r in chains):.0f}"]
+    return "| " + " | ".join(cells) + " |"
+
+
+def write_table():
+    """benchmarks/results/six_from_truth.md from every six_from_truth-*.json."""
+    runs = [json.loads(path.read_text()) for path in sorted(RESULTS_DIR.glob("six_from_truth-*.json"))]
+    runs.sort(key=lambda r: (r["n"], r["args"]["start"]))
+    header = ["N", "start", "kernel", "chains x draws", "P(K=5)", "P(K=6)", "P(K=7)", "P(K>=8)", "mean K",
+              "R-hat K", "ESS K", "extra clusters' size: median / max", "P(6 clusters of >= 1% of N)", "mean alpha",
+              "start's log p(x,z) - truth's", "last draw's - truth's", "last draw's NMI", "point estimates",
+              "CPU s"]
+    lines = ["# Exact chains on issue 34's six-cluster data (`benchmarks/bench_six_from_truth.py`)", "",
+             "Every chain runs the kept-draw (exact) moves only, `num_warmup=0`, from its start: `truth` the true "
+             "labels, `merged` the true labels with the overlapping pair (true clusters 1 and 5) as one, `stuck` "
+             "the last draw of a default run (100 warmup + 50 kept iterations from the sequential start, the "
+             "chain's seed). log p(x, z) is the alpha-integrated log joint (the script's docstring), relative to "
+             "the true labels'. Extra clusters: every cluster beyond the six largest of every draw; then the "
+             "share of draws with exactly six clusters of at least 1% of the points each. Point "
+             "estimates over all chains' draws: `vi` (SALSO, expected VI) and `best` (highest `lp`). "
+             "Shared 2-core machine at load 15-21: CPU seconds, not wall.", "",
+             "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += [table_row(f"six_from_truth-{r['args']['out']}", r, kernel, summary)
+              for r in runs for kernel, summary in r["kernels"].items()]
+    (RESULTS_DIR / "six_from_truth.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20_000)
@@ -181,7 +231,10 @@ def main():
     parser.add_argument("--stuck-samples", type=int, default=50)
     parser.add_argument("--point", action="store_true")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--table", action="store_true", help="write six_from_truth.md from the runs' files")
     args = parser.parse_args()
+    if args.table:
+        return write_table()
     write_json("six_from_truth" + (f"-{args.out}" if args.out else ""), run(args))
 
 
