@@ -5,14 +5,16 @@ six clusters), `models/gaussian_niw.dp` (DP, alpha ~ Gamma(1, 1), NIW).
 
     python -m benchmarks.bench_six_from_truth --n 20000 --kernels "auto,gibbs+splitmerge" --chains 2
         --samples 200 [--start truth|merged|stuck|sequential] [--stuck-warmup 100] [--stuck-samples 50]
-        [--point] [--out NAME]
+        [--point] [--w2-seed S --stuck-kernel subcluster --stuck-init single --stuck-warmup 0 --stuck-samples 100]
+        [--out NAME]
     python -m benchmarks.bench_six_from_truth --table    # benchmarks/results/six_from_truth.md from every run
 
 Every chain runs the kernel's kept-draw (exact) moves only (`num_warmup=0`) from its start:
 `truth` is the true labels (`init=` an array of labels), `merged` the true labels with the two
 overlapping true clusters (1 and 5, means 1.45 apart) as one, `stuck` the last draw of a default run
 (`kernel="auto"`, `--stuck-warmup` + `--stuck-samples` iterations from the sequential start, seed =
-the chain's), `sequential` dpppl's sequential start. Recorded per chain and draw: K, the cluster
+the chain's; `--stuck-kernel` and `--stuck-init` change the kernel and the start), `sequential`
+dpppl's sequential start. Recorded per chain and draw: K, the cluster
 sizes, `lp` (the run's log joint at the draw's alpha, with alpha's prior) and alpha; per chain: the
 NMI of its first and last draw, and the alpha-integrated log joint log p(x, z) (below) of its start,
 of its last draw and of its best draw; over the chains: ArviZ's R-hat and bulk ESS of K, and the
@@ -71,7 +73,10 @@ def alpha_posterior(k, n):
 
 
 def integrated_log_joint(model, x, z):
-    """log p(x, z) with alpha integrated out (module docstring)."""
+    """log p(x, z) with alpha integrated out (module docstring); for a model with a fixed alpha
+    (`--w2-seed`'s), `dpppl.log_joint`."""
+    if not isinstance(model.prior.alpha, dpppl.priors.Gamma):
+        return dpppl.log_joint(model, x, z)
     z = np.unique(np.asarray(z), return_inverse=True)[1]
     k, n = int(z.max()) + 1, z.size
     at_one = dpppl.log_joint(model, x, z)  # the CRP factor there: Gamma(1) / Gamma(1 + N) prod Gamma(n_k)
@@ -87,10 +92,10 @@ STUCK = {}
 
 
 def stuck_start(model, x, seed, args):
-    """The last draw of a default run from the sequential start."""
+    """The last draw of a run of `--stuck-kernel` from `--stuck-init`."""
     if seed not in STUCK:
-        idata = dpppl.sample(model, x, num_warmup=args.stuck_warmup, num_samples=args.stuck_samples, seed=seed,
-                             progress_bar=False)
+        idata = dpppl.sample(model, x, kernel=args.stuck_kernel, init=args.stuck_init, num_warmup=args.stuck_warmup,
+                             num_samples=args.stuck_samples, seed=seed, progress_bar=False)
         STUCK[seed] = partition_group(idata)["z"].values[0, -1]
     return STUCK[seed]
 
@@ -114,7 +119,8 @@ def chain(model, x, y, kernel, seed, args):
     start = z[0] if args.start == "sequential" else init
     record = {
         "kernel": idata.posterior.attrs["kernel"], "seed": seed, "wall_seconds": wall, "cpu_seconds": cpu,
-        "K": idata.posterior["num_clusters"].values[0].tolist(), "alpha": idata.posterior["alpha"].values[0].tolist(),
+        "K": idata.posterior["num_clusters"].values[0].tolist(),
+        "alpha": idata.posterior["alpha"].values[0].tolist() if "alpha" in idata.posterior else [],  # fixed alpha
         "lp": lp.tolist(), "sizes": [sizes(zt) for zt in z],
         "start": {"K": len(sizes(start)), "sizes": sizes(start), "log_p_x_z": integrated_log_joint(model, x, start),
                   "nmi": float(dpppl.metrics.normalized_mutual_information(start, y))},
@@ -131,9 +137,18 @@ def chain(model, x, y, kernel, seed, args):
     return record, z
 
 
+def load(args):
+    """The data, the true labels and the model: issue 34's (module docstring), or with `--w2-seed S`
+    issue 32's one-cluster check's, `dpppl.datasets.load("w2", n, num_clusters=6, seed=S)` under
+    `DPMixture(1.0, NormalInverseWishart())` (`benchmarks/bench_subcluster_kept.py`)."""
+    if args.w2_seed is None:
+        return (*data(args.n), dpppl.load("models/gaussian_niw.dp"))
+    x, y = dpppl.datasets.load("w2", n=args.n, num_clusters=6, seed=args.w2_seed)
+    return x, y, dpppl.DPMixture(1.0, dpppl.families.NormalInverseWishart())
+
+
 def run(args):
-    x, y = data(args.n)
-    model = dpppl.load("models/gaussian_niw.dp")
+    x, y, model = load(args)
     truth = integrated_log_joint(model, x, y)
     result = {"args": vars(args), "n": args.n, "truth": {"sizes": sizes(y), "log_p_x_z": truth},
               "alpha_given_K": {k: alpha_posterior(k, args.n) for k in range(4, 13)}, "kernels": {}}
@@ -152,7 +167,7 @@ def run(args):
                        "K_mean": float(k.mean()),
                        "K_rhat": float(az.rhat(k)) if args.chains > 1 else None,
                        "K_ess_bulk": float(az.ess(k)) if np.ptp(k) > 0 else None,
-                       "alpha_mean": float(np.mean([r["alpha"] for r in chains]))}
+                       "alpha_mean": float(np.mean([r["alpha"] for r in chains])) if chains[0]["alpha"] else None}
             if args.point:
                 lp = np.array([r["lp"] for r in chains])
                 best = np.unravel_index(np.argmax(lp), lp.shape)
@@ -165,7 +180,7 @@ def run(args):
                     for method, estimate in estimates.items()}
             result["kernels"][kernel] = summary
             print(f"{kernel}: P(K) {summary['K_frequency']}, mean K {summary['K_mean']:.2f}, R-hat "
-                  f"{summary['K_rhat']}, ESS {summary['K_ess_bulk']}, mean alpha {summary['alpha_mean']:.3f}"
+                  f"{summary['K_rhat']}, ESS {summary['K_ess_bulk']}, mean alpha {summary['alpha_mean']}"
                   + "".join(f"; point estimate '{m}' K {e['K']} NMI {e['nmi']:.3f}"
                             for m, e in summary.get("point_estimate", {}).items()), flush=True)
     result["load_average"] = load_average()
@@ -179,14 +194,16 @@ def table_row(name, result, kernel, summary):
     frequency = {int(k): v for k, v in summary["K_frequency"].items()}
     estimates = summary.get("point_estimate", {})
     estimates = {"vi": estimates} if "K" in estimates else estimates  # the first runs recorded "vi" alone
-    cells = [f"{n:,}", result["args"]["start"], kernel, f"{len(chains)} x {len(chains[0]['K'])}",
+    data_seed = result["args"].get("w2_seed")
+    cells = [f"{n:,}", result["args"]["start"] + ("" if data_seed is None else f" (issue 32's data, seed {data_seed})"),
+             kernel, f"{len(chains)} x {len(chains[0]['K'])}",
              *(f"{frequency.get(k, 0.0):.3f}" for k in (5, 6, 7)),
              f"{sum(v for k, v in frequency.items() if k >= 8):.3f}", f"{summary['K_mean']:.2f}",
              "-" if summary["K_rhat"] is None else f"{summary['K_rhat']:.3f}",
              "-" if summary["K_ess_bulk"] is None else f"{summary['K_ess_bulk']:.0f}",
              f"{np.median(extra):.0f} / {max(extra)}" if extra else "none",
              f"{np.mean([sum(s >= 0.01 * n for s in sz) == 6 for r in chains for sz in r['sizes']]):.3f}",
-             f"{summary['alpha_mean']:.2f}",
+             "-" if summary["alpha_mean"] is None else f"{summary['alpha_mean']:.2f}",
              ", ".join(f"{r['start']['log_p_x_z'] - truth:+.0f}" for r in chains),
              ", ".join(f"{r['last']['log_p_x_z'] - truth:+.0f}" for r in chains),
              ", ".join(f"{r['last']['nmi']:.3f}" for r in chains),
@@ -227,12 +244,17 @@ def main():
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--start", choices=("truth", "merged", "stuck", "sequential"), default="truth")
+    parser.add_argument("--stuck-kernel", default="auto")
+    parser.add_argument("--stuck-init", default="sequential")
     parser.add_argument("--stuck-warmup", type=int, default=100)
     parser.add_argument("--stuck-samples", type=int, default=50)
     parser.add_argument("--point", action="store_true")
+    parser.add_argument("--w2-seed", type=int, default=None, help="issue 32's data of this seed (`load`)")
     parser.add_argument("--out", default=None)
     parser.add_argument("--table", action="store_true", help="write six_from_truth.md from the runs' files")
     args = parser.parse_args()
+    if args.start == "merged" and args.w2_seed is not None:
+        parser.error("--start merged names issue 34's overlapping pair; it has no meaning with --w2-seed")
     if args.table:
         return write_table()
     write_json("six_from_truth" + (f"-{args.out}" if args.out else ""), run(args))
