@@ -26,8 +26,13 @@
    `dpppl.sample` runs it (one Gibbs sweep then one perm move with random projections and the
    beam, its defaults at this N) until it reaches the true labels' log joint, then `gibbs` for
    up to ten times that time. Run only with `--only perm-default`.
+5. **The model's preference** (`--only model`, run with `--dim 50`): on the data of sections 1 and 2, the
+   log joint of the true labels against that of every point in a cluster of its own (no sampling),
+   and, with `--samples` > 0, each candidate's CPU seconds per kept iteration and K from the true
+   labels: whether the posterior the kept-draw ESS of section 2 measures is the true clustering's at
+   all.
 
-    python -m benchmarks.bench_auto_rule [--quick] [--seeds 2] [--budget 60] [--only burn-in|kept|perm]
+    python -m benchmarks.bench_auto_rule [--quick] [--seeds 2] [--budget 60] [--only burn-in|kept|perm|model]
 
 Writes benchmarks/results/auto_rule.json (auto_rule-<section>.json with --only, -quick with --quick). Times are
 `time.perf_counter` around compiled calls; ratios in one run are what to compare.
@@ -126,6 +131,33 @@ def kept_draws(n, seed, num_warmup, num_samples, dim=2):
     return out
 
 
+def model_preference(n, seed, num_samples, dim=2):
+    """Section 5 at one N: the log joint of the true labels and of every point alone under section 1's
+    model, and each candidate's seconds per kept iteration and K from the true labels (one chain,
+    `num_warmup=0`, `num_samples` iterations after a compiling call; none when `num_samples` is 0)."""
+    x, labels = dpppl.datasets.load("w2", n=n, dim=dim, num_clusters=10, seed=seed)
+    model = w2_model()
+    out = {"n": n, "dim": dim, "seed": seed, "lp_true": dpppl.log_joint(model, x, labels),
+           "lp_singletons": dpppl.log_joint(model, x, np.arange(n))}
+    print(f"  N={n:6d} D={dim}: log joint of the true labels {out['lp_true']:.1f}, of every point alone "
+          f"{out['lp_singletons']:.1f}", flush=True)
+    for label, (kernel, options) in KEPT_CANDIDATES.items() if num_samples else ():
+        if options.get("collapsed_below") == 0 and point_class(n) >= COLLAPSED_BELOW:
+            continue
+        run = dict(kernel=kernel, num_chains=1, seed=seed, progress_bar=False, init=labels, num_warmup=0, **options)
+        dpppl.sample(model, x, num_samples=1, **run)  # compiles the chunk programs
+        tic, cpu = time.perf_counter(), time.process_time()
+        idata = dpppl.sample(model, x, num_samples=num_samples, **run)
+        seconds, cpu = time.perf_counter() - tic, time.process_time() - cpu
+        k = idata.posterior["num_clusters"].values[0]
+        lp = idata.sample_stats["lp"].values[0]
+        out[label] = {"seconds_per_iteration": seconds / num_samples, "cpu_seconds_per_iteration": cpu / num_samples,
+                      "k_first": int(k[0]), "k_last": int(k[-1]), "lp_last": float(lp[-1])}
+        print(f"  N={n:6d} {label:30s} from the true labels: {cpu / num_samples:.2f} CPU s / iteration, K "
+              f"{int(k[0])} -> {int(k[-1])}, lp {float(lp[-1]):.1f}", flush=True)
+    return out
+
+
 def perm_move_seconds(n, reps=3, seed=0):
     """Section 3 at one N: min seconds of a Gibbs sweep, the O(N^2) perm move and the beam move."""
     from dpppl.models.mixture import state_from_labels
@@ -191,7 +223,8 @@ def main(argv=None):
     p.add_argument("--sizes", type=int, nargs="+", default=None,
                    help="N of sections 1 and 2 (default 1000 3000 10000 30000; section 2 stops at 10000)")
     p.add_argument("--dim", type=int, default=2, help="D of the W2-like data of sections 1 and 2")
-    p.add_argument("--only", choices=("burn-in", "kept", "perm", "perm-default"), default=None, help="run one section")
+    p.add_argument("--only", choices=("burn-in", "kept", "perm", "perm-default", "model"), default=None,
+                   help="run one section")
     p.add_argument("--warmup", type=int, default=100, help="warmup iterations (section 2)")
     p.add_argument("--samples", type=int, default=300, help="kept iterations (section 2)")
     args = p.parse_args(argv)
@@ -211,6 +244,9 @@ def main(argv=None):
     if args.only == "perm-default":
         print("4. gibbs+perm-move with default options against gibbs, W1 D = 40, N = 10,000, from one cluster")
         payload["perm_default"] = perm_default_race()
+    if args.only == "model":
+        print(f"5. the model's preference on W2-like data (D = {args.dim}): true labels against every point alone")
+        payload["model"] = [model_preference(n, 0, args.samples, args.dim) for n in sizes]
     name = ("auto_rule" + (f"-{args.only}" if args.only else "") + ("-sizes" if args.sizes else "")
             + (f"-d{args.dim}" if args.dim != 2 else "")
             + ("-quick" if args.quick else "")
