@@ -181,6 +181,7 @@ def test_a_malformed_environment_variable_is_an_argument_error_naming_it(cache, 
 
 
 def test_a_light_program_adds_the_light_options_to_dpppl_s_own_only(options):
+    config.set_compiler_options(None)  # dpppl's defaults (the suite's are XLA's: tests/conftest.py)
     assert compiled.persisted(("test", "light"), step, light=True).options == {**config.COMPILER_OPTIONS,
                                                                                 **compiled.LIGHT_OPTIONS}
     config.set_compiler_options({"xla_backend_optimization_level": 2})  # a user's choice is taken as it is
