@@ -440,8 +440,9 @@ def _draw_parameters(setup, update_params, keys, state):
     p_right = jax.nn.sigmoid(log_g[capacity, 1] - log_g[capacity, 2])
     # ROW_UNIFORMS + D uniforms per row, the rest's (the random move's and the anchored sweep's) first, then
     # each slot's (its split's, its direction: normals by the inverse CDF), in one draw: with partitionable
-    # threefry a row's uniforms depend on its index only, not on the capacity
-    u = jax.random.uniform(keys.uniforms, (capacity + 1, ROW_UNIFORMS + setup.dim), stats.n.dtype)
+    # threefry a row's uniforms depend on its index only, not on the capacity; computed once, not hashed again in
+    # each of their readers (`_computed_once`)
+    u, = _computed_once(jax.random.uniform(keys.uniforms, (capacity + 1, ROW_UNIFORMS + setup.dim), stats.n.dtype))
     direction = jax.scipy.special.ndtri(jnp.maximum(u[1:, ROW_UNIFORMS:], jnp.finfo(u.dtype).tiny))
     uniforms = _StepUniforms(u[1:, 0], direction, u[0, :4], u[0, 4])
     log_pibar = jnp.where(fresh[:, None], jnp.log(0.5),
@@ -762,7 +763,7 @@ def _claim_pairs(setup, rng_key, z, capacity, num_pairs, num_scans, near, x_ll):
     once"). With each pair's uniforms drawn at once: its acceptance's and its `num_scans` scans' side
     weights' (one threefry hash for all)."""
     # per pair: i, the candidates for j, the acceptance, the scans' side weights
-    u = jax.random.uniform(rng_key, (num_pairs, 2 + NEAR_CANDIDATES + num_scans))
+    u, = _computed_once(jax.random.uniform(rng_key, (num_pairs, 2 + NEAR_CANDIDATES + num_scans)))
     count = jnp.asarray(num_real(setup.num_valid, setup.n), jnp.int32)
     i = jnp.minimum(jnp.floor(u[:, 0] * count).astype(jnp.int32), count - 1)
     candidates = jnp.minimum(jnp.floor(u[:, 1:1 + NEAR_CANDIDATES] * (count - 1)).astype(jnp.int32), count - 2)
