@@ -141,7 +141,7 @@ def _slot_draws(keys, shapes, rest):
     return jnp.where(drawn, log_g, -jnp.inf)
 
 
-def _computed_once(*values):
+def computed_once(*values):
     """`values` (arrays of one shape, any dtypes) unchanged, each computed once in the compiled step:
     XLA fuses a chain of cheap elementwise work (a scalar decision's uniforms' threefry hash, its log
     Gammas) into every fusion that reads its result, so a decision read by many updates was hashed and
@@ -441,8 +441,8 @@ def _draw_parameters(setup, update_params, keys, state):
     # ROW_UNIFORMS + D uniforms per row, the rest's (the random move's and the anchored sweep's) first, then
     # each slot's (its split's, its direction: normals by the inverse CDF), in one draw: with partitionable
     # threefry a row's uniforms depend on its index only, not on the capacity; computed once, not hashed again in
-    # each of their readers (`_computed_once`)
-    u, = _computed_once(jax.random.uniform(keys.uniforms, (capacity + 1, ROW_UNIFORMS + setup.dim), stats.n.dtype))
+    # each of their readers (`computed_once`)
+    u, = computed_once(jax.random.uniform(keys.uniforms, (capacity + 1, ROW_UNIFORMS + setup.dim), stats.n.dtype))
     direction = jax.scipy.special.ndtri(jnp.maximum(u[1:, ROW_UNIFORMS:], jnp.finfo(u.dtype).tiny))
     uniforms = _StepUniforms(u[1:, 0], direction, u[0, :4], u[0, 4])
     log_pibar = jnp.where(fresh[:, None], jnp.log(0.5),
@@ -659,8 +659,8 @@ def _pick_random_move(u, counts):
     second = jnp.floor(second_pick * (num_k - 1)).astype(rank.dtype)
     second = second + (second >= rank[c])  # a different occupied cluster
     o_slot = jnp.argmax(occupied & (rank == second))
-    # read by every update of the move's rows and labels: computed once (`_computed_once`)
-    propose_split, c, m, o, num_k = _computed_once(propose_split, c, jnp.minimum(c, o_slot), jnp.maximum(c, o_slot),
+    # read by every update of the move's rows and labels: computed once (`computed_once`)
+    propose_split, c, m, o, num_k = computed_once(propose_split, c, jnp.minimum(c, o_slot), jnp.maximum(c, o_slot),
                                                    num_k)
     return _RandomMove(propose_split, c, m, o, num_k, occupied, u_accept)
 
@@ -715,7 +715,7 @@ def _random_split_merge(setup, alpha, keys, move, clusters, half_right, in_half,
     do_split = move.propose_split & proper_split & jnp.any(free) & (log_u < log_h_split)
     do_merge = ~move.propose_split & (num_k > 1) & (log_u < log_h_merge)
     overflow = overflow | (move.propose_split & proper_split & ~jnp.any(free))
-    do_split, do_merge, new_slot = _computed_once(do_split, do_merge, new_slot)
+    do_split, do_merge, new_slot = computed_once(do_split, do_merge, new_slot)
 
     z = jnp.where(do_split & in_half, new_slot, z)
     rows = jax.tree.map(lambda s, hl, hr: jnp.where(do_split, s.at[c].set(hl).at[new_slot].set(hr), s),
@@ -763,7 +763,7 @@ def _claim_pairs(setup, rng_key, z, capacity, num_pairs, num_scans, near, x_ll):
     once"). With each pair's uniforms drawn at once: its acceptance's and its `num_scans` scans' side
     weights' (one threefry hash for all)."""
     # per pair: i, the candidates for j, the acceptance, the scans' side weights
-    u, = _computed_once(jax.random.uniform(rng_key, (num_pairs, 2 + NEAR_CANDIDATES + num_scans)))
+    u, = computed_once(jax.random.uniform(rng_key, (num_pairs, 2 + NEAR_CANDIDATES + num_scans)))
     count = jnp.asarray(num_real(setup.num_valid, setup.n), jnp.int32)
     i = jnp.minimum(jnp.floor(u[:, 0] * count).astype(jnp.int32), count - 1)
     candidates = jnp.minimum(jnp.floor(u[:, 1:1 + NEAR_CANDIDATES] * (count - 1)).astype(jnp.int32), count - 2)
@@ -975,7 +975,7 @@ def _restricted_split_merge(setup, alpha, keys, u_scans, clusters, x, overflow):
     found = jnp.any(matches, axis=1)
     overflow = overflow | jnp.any(splits & ~found)
     splits = splits & found
-    accept, splits, merges, target = _computed_once(accept, splits, merges, jnp.argmax(matches, axis=1))
+    accept, splits, merges, target = computed_once(accept, splits, merges, jnp.argmax(matches, axis=1))
     z = jnp.where(jnp.append(splits, False)[pair] & (proposed == 1), jnp.append(target, 0)[pair], z)
     z = jnp.where(jnp.append(merges, False)[pair] & (moves.side == 1), jnp.append(moves.ci, 0)[pair], z)
 
@@ -1058,7 +1058,7 @@ def _subcluster_splits(setup, alpha, split_delay, split_u, k_q_sub, clusters, ov
     matches = free_rank[None, :] == jnp.where(accept, jnp.cumsum(accept) - 1, -1)[:, None]
     target = jnp.argmax(matches, axis=1)
     overflow = overflow | jnp.any(accept & ~jnp.any(matches, axis=1))
-    accept, target = _computed_once(accept & jnp.any(matches, axis=1), target)
+    accept, target = computed_once(accept & jnp.any(matches, axis=1), target)
     z = jnp.where(accept[z] & (zbar == 1), target[z], z)
     drop_target = jnp.where(accept, target, capacity)
     rows = jax.tree.map(lambda s, l_, r_: jnp.where(_expand(accept, s), l_, s).at[drop_target].set(

@@ -170,7 +170,8 @@ def test_the_anchor_pair_scans_take_their_keys_from_the_step_batch():
         getattr(small, name)[None] for name in small._fields if name not in ("slots", "split_merge", "scans")])))
     assert len({tuple(row) for row in data} | {tuple(row) for row in others}) == len(data) + len(others)
     for name in plain._fields[:-1]:
-        np.testing.assert_array_equal(jax.random.key_data(getattr(plain, name)), jax.random.key_data(getattr(small, name)))
+        np.testing.assert_array_equal(jax.random.key_data(getattr(plain, name)),
+                                      jax.random.key_data(getattr(small, name)))
 
 
 def test_building_the_kernel_again_traces_no_posterior_draw(monkeypatch):
