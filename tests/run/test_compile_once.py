@@ -138,6 +138,8 @@ def test_another_number_of_points_in_the_same_class_compiles_nothing(kernel):
     # in warmup and after it, one program per run, not two
     pytest.param("gibbs+perm", {}, marks=pytest.mark.slow),
     pytest.param("subcluster", {"warmup_variant": None}, marks=pytest.mark.slow),
+    # the sub-cluster moves at every size: the published warmup, then the exact step's anchor pairs
+    pytest.param("subcluster", {"collapsed_below": 0}, marks=pytest.mark.slow),
     pytest.param("subcluster", {"variant": "paper", "warmup_variant": None},
                  marks=[pytest.mark.slow, pytest.mark.filterwarnings("ignore:subcluster. variant='paper'")])])
 def test_padding_never_changes_a_draw(kernel, options, monkeypatch):

@@ -38,6 +38,7 @@ from dpppl.errors import KernelError
 from dpppl.families.base import segment_stats
 from dpppl.priors.crp import PitmanYor
 from dpppl.kernels.base import Kernel, info_type, register, register_alias
+from dpppl.kernels.subcluster.sampler import computed_once
 from dpppl.kernels.perm.permutations import (EXACT_PERMUTATIONS, PERMUTATIONS, pairwise_log_predictive,
                                              sample_permutation, single_point_predictive)
 from dpppl.core.state import NoExtras, PartitionState, num_clusters
@@ -140,7 +141,7 @@ def log_count_change(prior, alpha, k_new, k_old, augmented: bool = True):
     else:
         args = jnp.stack([k_new + 1.0, k_old + 1.0, alpha / d + k_new, alpha / d + k_old])
         change = dk * jnp.log(d)
-    lg = gammaln(args)
+    lg, = computed_once(gammaln(args))
     if d != 0:
         change = change + lg[2] - lg[3]
     return change - (lg[0] - lg[1]) if augmented else change
@@ -502,7 +503,7 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
         """pi ~ p(pi | C) (sec. 4), then C ~ p(C | pi, x) by the dynamic program of `dp`. The step's
         random numbers are one (N, `columns`) uniform draw, a row per point (`STEP_COLUMNS`);
         the Markov scan and the projections draw from `fold_in(rng_key, 1)`."""
-        u = jax.random.uniform(rng_key, (n, columns), x.dtype)
+        u, = computed_once(jax.random.uniform(rng_key, (n, columns), x.dtype))  # not hashed again in each reader
         capacity = state.stats.n.shape[0]
         pi = sample_permutation(kind, jax.random.fold_in(rng_key, 1) if kind != "uniform" else None, u[:, :2],
                                 family, x, state.z, capacity)

@@ -88,10 +88,12 @@ class _StepKeys(NamedTuple):
     rest's Gamma variates (`gamma`), of the non-conjugate parameter moves (`update`), of the
     step's cluster-level uniforms (`uniforms`, `_StepUniforms`), of the points' uniforms
     (`points`), of the super-clusters (`group`), of the pair moves (`pairs`: the anchor pairs or
-    the pair merges), of the anchor pairs' scans (`launch`), of the collapsed step's sweep and
+    the pair merges), of the collapsed step's sweep and
     split-merge moves (`sweep`, and `split_merge`: the `SPLIT_MERGE_KEYS` keys the move takes at
-    once, `Kernel.keys_per_step`, so it splits none), and of the non-conjugate proposals of the random
-    split's halves, of its merge and of the sub-cluster splits (`q_half`, `q_merge`, `q_sub`)."""
+    once, `Kernel.keys_per_step`, so it splits none), of the non-conjugate proposals of the random
+    split's halves, of its merge and of the sub-cluster splits (`q_half`, `q_merge`, `q_sub`); and
+    per scan of the anchor pairs the keys of their parameter draws (`scans`, (scans, 2 pairs); none
+    where the step has no such scans)."""
 
     slots: jax.Array
     gamma: jax.Array
@@ -100,29 +102,31 @@ class _StepKeys(NamedTuple):
     points: jax.Array
     group: jax.Array
     pairs: jax.Array
-    launch: jax.Array
     sweep: jax.Array
     split_merge: jax.Array
     q_half: jax.Array
     q_merge: jax.Array
     q_sub: jax.Array
+    scans: jax.Array
 
 
-def _step_keys(rng_key, capacity):
+def _step_keys(rng_key, capacity, scans=(0, 0)):
     """Every key of a step, each `rng_key` with its stream index folded in, all in one call (each
     `jax.random` call is a threefry expansion of hundreds of instructions in the compiled step):
     slot k's keys are streams `SLOT_KEYS` k + j, so a slot's draws do not depend on the capacity;
-    field j of no slot is stream `REST_STREAM` - j, and the split-merge move's further keys the
-    streams after the last field's."""
-    rest = len(_StepKeys._fields) - 1
+    field j of no slot is stream `REST_STREAM` - j, then the split-merge move's further keys, then
+    the `scans` (a shape: scans, keys per scan) keys of the anchor pairs' scans."""
+    rest = len(_StepKeys._fields) - 2
     extra = SPLIT_MERGE_KEYS - 1
+    num_scans = scans[0] * scans[1]
     index = jnp.concatenate([jnp.arange(capacity * SLOT_KEYS, dtype=jnp.int32),
-                             REST_STREAM - jnp.arange(rest + extra, dtype=jnp.int32)])
+                             REST_STREAM - jnp.arange(rest + extra + num_scans, dtype=jnp.int32)])
     keys = folded_keys(rng_key, index)
     slots, tail = keys[:capacity * SLOT_KEYS], keys[capacity * SLOT_KEYS:]
-    own = dict(zip(_StepKeys._fields[1:], tail))
-    own["split_merge"] = jnp.concatenate([tail[_StepKeys._fields.index("split_merge") - 1][None], tail[rest:]])
-    return _StepKeys(slots.reshape(capacity, SLOT_KEYS), **own)
+    own = dict(zip(_StepKeys._fields[1:-1], tail))
+    own["split_merge"] = jnp.concatenate([tail[_StepKeys._fields.index("split_merge") - 1][None],
+                                          tail[rest:rest + extra]])
+    return _StepKeys(slots.reshape(capacity, SLOT_KEYS), **own, scans=tail[rest + extra:].reshape(scans))
 
 
 def _slot_draws(keys, shapes, rest):
@@ -135,6 +139,17 @@ def _slot_draws(keys, shapes, rest):
     log_g = jax.vmap(functools.partial(log_gamma_draw, shape=(m,), dtype=all_shapes.dtype))(
         jnp.concatenate([keys.slots[:, 0], keys.gamma[None]]), jnp.where(drawn, all_shapes, 1.0))
     return jnp.where(drawn, log_g, -jnp.inf)
+
+
+def computed_once(*values):
+    """`values` (arrays of one shape, any dtypes) unchanged, each computed once in the compiled step:
+    XLA fuses a chain of cheap elementwise work (a scalar decision's uniforms' threefry hash, its log
+    Gammas) into every fusion that reads its result, so a decision read by many updates was hashed and
+    expanded once per reader; a sort (by constant keys: the order does not change) is never fused into
+    its readers, so what comes out of it is computed once and read from memory."""
+    doubled = [jnp.stack([v, v]) for v in values]
+    keys = jax.lax.broadcasted_iota(jnp.int32, doubled[0].shape, 0)
+    return tuple(v[0] for v in jax.lax.sort((keys, *doubled), dimension=0, num_keys=1)[1:])
 
 
 def _stacked(*trees):
@@ -425,8 +440,9 @@ def _draw_parameters(setup, update_params, keys, state):
     p_right = jax.nn.sigmoid(log_g[capacity, 1] - log_g[capacity, 2])
     # ROW_UNIFORMS + D uniforms per row, the rest's (the random move's and the anchored sweep's) first, then
     # each slot's (its split's, its direction: normals by the inverse CDF), in one draw: with partitionable
-    # threefry a row's uniforms depend on its index only, not on the capacity
-    u = jax.random.uniform(keys.uniforms, (capacity + 1, ROW_UNIFORMS + setup.dim), stats.n.dtype)
+    # threefry a row's uniforms depend on its index only, not on the capacity; computed once, not hashed again in
+    # each of their readers (`computed_once`)
+    u, = computed_once(jax.random.uniform(keys.uniforms, (capacity + 1, ROW_UNIFORMS + setup.dim), stats.n.dtype))
     direction = jax.scipy.special.ndtri(jnp.maximum(u[1:, ROW_UNIFORMS:], jnp.finfo(u.dtype).tiny))
     uniforms = _StepUniforms(u[1:, 0], direction, u[0, :4], u[0, 4])
     log_pibar = jnp.where(fresh[:, None], jnp.log(0.5),
@@ -643,7 +659,10 @@ def _pick_random_move(u, counts):
     second = jnp.floor(second_pick * (num_k - 1)).astype(rank.dtype)
     second = second + (second >= rank[c])  # a different occupied cluster
     o_slot = jnp.argmax(occupied & (rank == second))
-    return _RandomMove(propose_split, c, jnp.minimum(c, o_slot), jnp.maximum(c, o_slot), num_k, occupied, u_accept)
+    # read by every update of the move's rows and labels: computed once (`computed_once`)
+    propose_split, c, m, o, num_k = computed_once(propose_split, c, jnp.minimum(c, o_slot), jnp.maximum(c, o_slot),
+                                                   num_k)
+    return _RandomMove(propose_split, c, m, o, num_k, occupied, u_accept)
 
 
 def _random_split_merge(setup, alpha, keys, move, clusters, half_right, in_half, overflow):
@@ -696,6 +715,7 @@ def _random_split_merge(setup, alpha, keys, move, clusters, half_right, in_half,
     do_split = move.propose_split & proper_split & jnp.any(free) & (log_u < log_h_split)
     do_merge = ~move.propose_split & (num_k > 1) & (log_u < log_h_merge)
     overflow = overflow | (move.propose_split & proper_split & ~jnp.any(free))
+    do_split, do_merge, new_slot = computed_once(do_split, do_merge, new_slot)
 
     z = jnp.where(do_split & in_half, new_slot, z)
     rows = jax.tree.map(lambda s, hl, hr: jnp.where(do_split, s.at[c].set(hl).at[new_slot].set(hr), s),
@@ -719,8 +739,9 @@ class _PairMoves(NamedTuple):
     `i` and `j` of each pair, their clusters `ci` and `cj` (a split proposal when equal, else a
     merge), whether the pair moves (`active`: no earlier active pair claimed either cluster),
     and per point (in blocks) the pair whose move covers its cluster (`pair`; the number of
-    pairs for none) and its side in the current partition (`side`: 1 in cj of a merge pair); and
-    the uniform of each pair's acceptance (`u_accept`)."""
+    pairs for none) and its side in the current partition (`side`: 1 in cj of a merge pair); the
+    uniform of each pair's acceptance (`u_accept`) and per pair and scan the uniform that draws an
+    auxiliary pair's side weight (`u_weight`, pairs x scans)."""
 
     i: jax.Array
     j: jax.Array
@@ -730,19 +751,22 @@ class _PairMoves(NamedTuple):
     pair: jax.Array
     side: jax.Array
     u_accept: jax.Array
+    u_weight: jax.Array
 
 
-def _claim_pairs(setup, rng_key, z, capacity, num_pairs, near, x_ll):
+def _claim_pairs(setup, rng_key, z, capacity, num_pairs, num_scans, near, x_ll):
     """`num_pairs` ordered pairs of distinct real points, by a law that depends on the points
     `x_ll` (in blocks) but not on the state: i uniform; j uniform among the other points, or where
     `near` (per pair) the nearest to x_i of NEAR_CANDIDATES such uniform draws (design notes,
     "Auxiliary splits and merges"). In that order a pair is active if neither of its clusters
     was claimed by an earlier active pair, and then claims them (design notes, "Several moves at
-    once")."""
-    u = jax.random.uniform(rng_key, (num_pairs, 2 + NEAR_CANDIDATES))  # i, the candidates for j, acceptance
+    once"). With each pair's uniforms drawn at once: its acceptance's and its `num_scans` scans' side
+    weights' (one threefry hash for all)."""
+    # per pair: i, the candidates for j, the acceptance, the scans' side weights
+    u, = computed_once(jax.random.uniform(rng_key, (num_pairs, 2 + NEAR_CANDIDATES + num_scans)))
     count = jnp.asarray(num_real(setup.num_valid, setup.n), jnp.int32)
     i = jnp.minimum(jnp.floor(u[:, 0] * count).astype(jnp.int32), count - 1)
-    candidates = jnp.minimum(jnp.floor(u[:, 1:-1] * (count - 1)).astype(jnp.int32), count - 2)
+    candidates = jnp.minimum(jnp.floor(u[:, 1:1 + NEAR_CANDIDATES] * (count - 1)).astype(jnp.int32), count - 2)
     # the points by their index among the real points, then their rows (the same rows unless in segments)
     i, candidates = (row_of_real(setup.num_valid, setup.n, k) for k in (i, candidates + (candidates >= i[:, None])))
     distance = jnp.sum((setup.rows_at(x_ll, candidates) - setup.rows_at(x_ll, i)[:, None]) ** 2, axis=-1)
@@ -763,7 +787,7 @@ def _claim_pairs(setup, rng_key, z, capacity, num_pairs, near, x_ll):
     pair = jnp.where(setup.real_points(), owner[z], num_pairs)
     ci_of, cj_of = jnp.append(ci, -2)[pair], jnp.append(cj, -2)[pair]
     side = ((z == cj_of) & (ci_of != cj_of)).astype(jnp.int32)
-    return _PairMoves(i, j, ci, cj, active, pair, side, u[:, -1])
+    return _PairMoves(i, j, ci, cj, active, pair, side, u[:, 1 + NEAR_CANDIDATES], u[:, 2 + NEAR_CANDIDATES:])
 
 
 def _pair_side_logits(setup, params, log_w, x_ll, pair, num_pairs):
@@ -824,7 +848,7 @@ def _log_weight_grid(n_left, n_right):
     return n_left[:, None] * jnp.log(grid) + n_right[:, None] * jnp.log1p(-grid)
 
 
-def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
+def _restricted_split_merge(setup, alpha, keys, u_scans, clusters, x, overflow):
     """Jain & Neal's restricted-Gibbs split-merge, several pairs at once and every scan
     parallel over points (design notes, "Exact splits and merges"), and on every
     `auxiliary_every`-th pair the auxiliary-variable split-merge ("Auxiliary splits and
@@ -843,17 +867,19 @@ def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
 
     If i and j share a cluster its split drawn by the final scan is accepted with
     H = p(C') / p(C) / q(split); otherwise their merge, with H = p(C') / p(C) q(current split).
-    Every scan of both kinds runs in one loop (one traced copy). Returns the clusters, the numbers
-    of splits and merges accepted, and the overflow flag (a split that found no free slot is
-    refused and sets it)."""
+    Every scan of both kinds runs in one loop (one traced copy), with no random-number hash of
+    its own: `keys` = (the pairs' key, the scans' parameter-draw keys `_StepKeys.scans`), `u_scans`
+    the points' uniforms of each scan (blocks, block, scans), drawn with the step's. Returns the
+    clusters, the numbers of splits and merges accepted, and the overflow flag (a split that found
+    no free slot is refused and sets it)."""
     family, num_pairs = setup.family, setup.num_pairs
     z, zbar, rows, sub, age, u_c, u_sub = clusters
     capacity = age.shape[0]
-    k_pairs, k_launch = keys
+    k_pairs, scan_keys = keys
     every = setup.auxiliary_every
     auxiliary = (jnp.arange(num_pairs) % every == every - 1) if every else jnp.zeros(num_pairs, bool)
     x_blocks, x_ll = setup.as_blocks(x), setup.prepare_points(x)
-    moves = _claim_pairs(setup, k_pairs, z, capacity, num_pairs, auxiliary, x_ll)
+    moves = _claim_pairs(setup, k_pairs, z, capacity, num_pairs, setup.launch_scans + 1, auxiliary, x_ll)
     pair = moves.pair
     in_move = pair < num_pairs
     is_split = moves.ci == moves.cj
@@ -875,12 +901,7 @@ def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
         """log P(side 0), log P(side 1) per point, from parameters and side weights drawn given
         the sides (an auxiliary pair's: its auxiliary law or its merge proposal), the log of the
         sum of the two sides' unnormalised probabilities, log f_0 + log f_1, and the sides drawn,
-        in scan `t`: its keys (the 2 P parameter draws', the weights' and the points') are streams
-        t (2 P + 2) + i of the scans' key, folded in as one threefry hash (`folded_keys`; a fold-in
-        and two splits were three)."""
-        streams = 2 * num_pairs + 2
-        keys = folded_keys(k_launch, t * streams + jnp.arange(streams))
-        k_draw, k_weight, k_points = keys[:2 * num_pairs], keys[2 * num_pairs], keys[2 * num_pairs + 1]
+        in scan `t`, from its row of the step's keys and uniforms (no hash in the loop)."""
         segments = jnp.where(in_move, 2 * pair + jnp.where(aux_point, moves.side, side), 2 * num_pairs)
         stats = jax.tree.map(lambda a: a.reshape((num_pairs, 2) + a.shape[1:]), rows_pass(x_blocks, segments)[0])
         counts = stats.n
@@ -890,11 +911,12 @@ def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
         beta = _auxiliary_beta(counts[:, 0])
         stats = jax.tree.map(lambda a: jnp.where(_expand(aux_split, a), (_expand(beta, a[:, 0]) * a[:, 0])[:, None],
                                                  a), stats)
-        params = jax.vmap(family.posterior_draw)(k_draw,
+        params = jax.vmap(family.posterior_draw)(scan_keys[t],
                                                  jax.tree.map(lambda a: a.reshape((2 * num_pairs,) + a.shape[2:]),
                                                               stats))
         grid_logits = jnp.where(aux_split[:, None], 0.0, _log_weight_grid(counts[:, 0], counts[:, 1]))
-        w = (jax.random.categorical(k_weight, grid_logits) + 0.5) / WEIGHT_GRID
+        # the grid value by the inverse CDF at the pair's uniform (no Gumbel variates of its own)
+        w = (_inverse_cdf_rows(grid_logits.T, moves.u_weight[:, t], WEIGHT_GRID - 1) + 0.5) / WEIGHT_GRID
         n = counts + 1.0
         log_w = jnp.where(auxiliary[:, None], jnp.stack([jnp.log(w), jnp.log1p(-w)], axis=1),
                           jnp.log(n) - jnp.log(jnp.sum(n, axis=1, keepdims=True)))
@@ -905,7 +927,8 @@ def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
         log_total = jax.scipy.special.logsumexp(logits, axis=-1)
         log_p = logits - log_total[..., None]
         log_f = jnp.sum(logits, axis=-1) - jnp.append(jnp.sum(log_w, axis=1), 0.0)[pair].astype(logits.dtype)
-        drawn = (setup.point_uniforms(k_points) < jnp.exp(log_p[..., 1])).astype(jnp.int32)
+        u_side = jax.lax.dynamic_index_in_dim(u_scans, t, axis=-1, keepdims=False)
+        drawn = (u_side < jnp.exp(log_p[..., 1])).astype(jnp.int32)
         return log_p, log_total, log_f, jnp.where(forced >= 0, forced, drawn)
 
     # the launch scans, then the final one (one traced copy of the scan): its log probabilities
@@ -952,7 +975,7 @@ def _restricted_split_merge(setup, alpha, keys, clusters, x, overflow):
     found = jnp.any(matches, axis=1)
     overflow = overflow | jnp.any(splits & ~found)
     splits = splits & found
-    target = jnp.argmax(matches, axis=1)
+    accept, splits, merges, target = computed_once(accept, splits, merges, jnp.argmax(matches, axis=1))
     z = jnp.where(jnp.append(splits, False)[pair] & (proposed == 1), jnp.append(target, 0)[pair], z)
     z = jnp.where(jnp.append(merges, False)[pair] & (moves.side == 1), jnp.append(moves.ci, 0)[pair], z)
 
@@ -1035,7 +1058,7 @@ def _subcluster_splits(setup, alpha, split_delay, split_u, k_q_sub, clusters, ov
     matches = free_rank[None, :] == jnp.where(accept, jnp.cumsum(accept) - 1, -1)[:, None]
     target = jnp.argmax(matches, axis=1)
     overflow = overflow | jnp.any(accept & ~jnp.any(matches, axis=1))
-    accept = accept & jnp.any(matches, axis=1)
+    accept, target = computed_once(accept & jnp.any(matches, axis=1), target)
     z = jnp.where(accept[z] & (zbar == 1), target[z], z)
     drop_target = jnp.where(accept, target, capacity)
     rows = jax.tree.map(lambda s, l_, r_: jnp.where(_expand(accept, s), l_, s).at[drop_target].set(
@@ -1087,8 +1110,10 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
     draws the other. The step's info is of the type `_info_type` gives for the setup."""
     family, conjugate, use_sub = setup.family, setup.conjugate, setup.use_sub
     capacity = state.stats.n.shape[0]
-    keys = _step_keys(rng_key, capacity)
-    u_points = setup.point_uniforms(keys.points, (4,))  # the label, sub-label and anchor, then the random half
+    pair_scans = setup.launch_scans + 1 if setup.num_pairs and conjugate and not use_sub else 0
+    keys = _step_keys(rng_key, capacity, (pair_scans, 2 * setup.num_pairs if pair_scans else 0))
+    # the label, sub-label and anchor, the random half, then each anchor-pair scan's side
+    u_points = setup.point_uniforms(keys.points, (4 + pair_scans,))
     slots = state.extras.slots
     # 1-2. restricted Gibbs sweep over clusters and sub-clusters, all points at once
     sweep = _restricted_sweep(setup, draw_parameters, label_pass, keys, u_points, state, x)
@@ -1112,9 +1137,9 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
     clusters, do_split, do_merge, overflow = _random_split_merge(
         setup, state.alpha, (keys.q_half, keys.q_merge), move, clusters, half_right, in_half, state.overflow)
     restricted = jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)
-    if setup.num_pairs and conjugate and not use_sub:  # exact splits and merges of anchor pairs
+    if pair_scans:  # exact splits and merges of anchor pairs
         clusters, restricted, overflow = _restricted_split_merge(
-            setup, state.alpha, (keys.pairs, keys.launch), clusters, x, overflow)
+            setup, state.alpha, (keys.pairs, keys.scans), u_points[..., 4:], clusters, x, overflow)
     if pair_merges and use_sub:
         clusters, num_pair_merges = _merge_pairs(family, keys.pairs, clusters, state.alpha)
     elif pair_merges:  # the exact step of a kernel that merges pairs in its published warmup

@@ -157,6 +157,23 @@ def test_the_collapsed_step_hands_split_merge_its_keys():
                                   jax.random.key_data(jax.random.fold_in(jax.random.key(4), sweep_stream)))
 
 
+def test_the_anchor_pair_scans_take_their_keys_from_the_step_batch():
+    """The anchor pairs' scans hash no key of their own: `_step_keys` draws each scan's parameter-draw
+    keys with the step's, distinct, the same whatever the capacity, and asking for them changes no
+    other key of the step."""
+    plain, small, large = (_step_keys(jax.random.key(4), capacity, scans) for capacity, scans in
+                           ((3, (0, 0)), (3, (4, 6)), (8, (4, 6))))
+    assert plain.scans.shape == (0, 0) and small.scans.shape == (4, 6)
+    data = np.asarray(jax.random.key_data(small.scans)).reshape(-1, 2)
+    np.testing.assert_array_equal(data, np.asarray(jax.random.key_data(large.scans)).reshape(-1, 2))
+    others = np.asarray(jax.random.key_data(jnp.concatenate([small.slots.reshape(-1), small.split_merge] + [
+        getattr(small, name)[None] for name in small._fields if name not in ("slots", "split_merge", "scans")])))
+    assert len({tuple(row) for row in data} | {tuple(row) for row in others}) == len(data) + len(others)
+    for name in plain._fields[:-1]:
+        np.testing.assert_array_equal(jax.random.key_data(getattr(plain, name)),
+                                      jax.random.key_data(getattr(small, name)))
+
+
 def test_building_the_kernel_again_traces_no_posterior_draw(monkeypatch):
     """The shapes of a cluster's parameters are traced once per family (`_one_row`, a function of the
     family as an argument): the run builds the kernel more than once (memory estimate, chunks), and a
