@@ -156,3 +156,14 @@ def normal_draw(rng_key, shape=(), dtype=None) -> jax.Array:
     dtype = dtype or jnp.result_type(float)
     u = random.uniform(rng_key, tuple(shape) + (2,), dtype)
     return jnp.sqrt(-2.0 * jnp.log1p(-u[..., 0])) * jnp.cos(2.0 * np.pi * u[..., 1])
+
+
+def computed_once(*values):
+    """`values` (arrays of one shape, any dtypes) unchanged, each computed once in the compiled step:
+    XLA fuses a chain of cheap elementwise work (a scalar decision's uniforms' threefry hash, its log
+    Gammas) into every fusion that reads its result, so a decision read by many updates was hashed and
+    expanded once per reader; a sort (by constant keys: the order does not change) is never fused into
+    its readers, so what comes out of it is computed once and read from memory."""
+    doubled = [jnp.stack([v, v]) for v in values]
+    keys = jax.lax.broadcasted_iota(jnp.int32, doubled[0].shape, 0)
+    return tuple(v[0] for v in jax.lax.sort((keys, *doubled), dimension=0, num_keys=1)[1:])

@@ -38,11 +38,10 @@ from dpppl.errors import KernelError
 from dpppl.families.base import segment_stats
 from dpppl.priors.crp import PitmanYor
 from dpppl.kernels.base import Kernel, info_type, register, register_alias
-from dpppl.kernels.subcluster.sampler import computed_once
 from dpppl.kernels.perm.permutations import (EXACT_PERMUTATIONS, PERMUTATIONS, pairwise_log_predictive,
                                              sample_permutation, single_point_predictive)
 from dpppl.core.state import NoExtras, PartitionState, num_clusters
-from dpppl.core.numerics import sample_index
+from dpppl.core.numerics import computed_once, sample_index
 
 
 class PermExtras(NamedTuple):

@@ -53,7 +53,7 @@ from jax.scipy.special import gammaln
 from dpppl.families.base import Family, segment_sums, segment_sums_by_sorting, take, translated_params
 from dpppl.families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
 from dpppl.core.points import num_real, real_index, real_rows, row_of_real, uniforms_at
-from dpppl.core.numerics import log_gamma_draw
+from dpppl.core.numerics import computed_once, log_gamma_draw
 from dpppl.core.state import is_point_field
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, exchangeable_prior_only, folded_keys, info_type, register
@@ -139,17 +139,6 @@ def _slot_draws(keys, shapes, rest):
     log_g = jax.vmap(functools.partial(log_gamma_draw, shape=(m,), dtype=all_shapes.dtype))(
         jnp.concatenate([keys.slots[:, 0], keys.gamma[None]]), jnp.where(drawn, all_shapes, 1.0))
     return jnp.where(drawn, log_g, -jnp.inf)
-
-
-def computed_once(*values):
-    """`values` (arrays of one shape, any dtypes) unchanged, each computed once in the compiled step:
-    XLA fuses a chain of cheap elementwise work (a scalar decision's uniforms' threefry hash, its log
-    Gammas) into every fusion that reads its result, so a decision read by many updates was hashed and
-    expanded once per reader; a sort (by constant keys: the order does not change) is never fused into
-    its readers, so what comes out of it is computed once and read from memory."""
-    doubled = [jnp.stack([v, v]) for v in values]
-    keys = jax.lax.broadcasted_iota(jnp.int32, doubled[0].shape, 0)
-    return tuple(v[0] for v in jax.lax.sort((keys, *doubled), dimension=0, num_keys=1)[1:])
 
 
 def _stacked(*trees):
