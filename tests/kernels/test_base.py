@@ -113,14 +113,18 @@ def test_a_sequence_hybrid_takes_every_part_s_keys_at_once():
 
 
 @pytest.mark.skipif(dpppl.core.native._compiler() is None, reason="no C++ compiler")
-def test_a_kernel_of_native_moves_compiles_its_chunks_light_and_one_with_a_jax_loop_does_not():
+def test_a_kernel_of_native_moves_compiles_its_chunks_light_and_one_with_a_jax_loop_does_not(monkeypatch):
     """The default moves run native calls and scalar arithmetic (`Kernel.light_compile`): their chunks
     compile with XLA's elemental emitters (`LIGHT_OPTIONS`); the JAX Gibbs loop, or a hybrid with a part
     that is not light, keeps dpppl's options. Built only: nothing is compiled."""
+    from dpppl import config
     from dpppl.config import COMPILER_OPTIONS
     from dpppl.core.compiled import LIGHT_OPTIONS
     from dpppl.run import runner
 
+    # dpppl's default options (the suite's are XLA's own: tests/conftest.py), restored after the test
+    monkeypatch.setattr(config, "_compiler_options", config._compiler_options)
+    config.set_compiler_options(None)
     case = CASES["niw_2d_overlap"]  # alpha ~ Gamma: the alpha move is appended
     bound = case.model.bind(case.x)
     for spec, options, light in [("gibbs+splitmerge", {}, True), ("gibbs", {"native": False}, False),
