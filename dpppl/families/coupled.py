@@ -39,11 +39,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import multigammaln
 
+from dpppl.core import numerics_random as random
 from dpppl.core.numerics import normal_draw
 from dpppl.errors import DataError, HyperparameterError
 from dpppl.core.expressions import check_hyper
@@ -260,7 +260,7 @@ class CoupledGaussian(Family):
     def draw_prior(self, rng_key, shape=()):
         """(mu (shape, T, D), sigma (shape, S, D, D)) from the prior."""
         T, D = self.num_slices, self.dim
-        k_mu, k_cov = jax.random.split(rng_key)
+        k_mu, k_cov = random.split(rng_key)
         eps = normal_draw(k_mu, shape + (T, D))
         mu = jnp.asarray(self.mu0) + jnp.einsum("st,...td->...sd", jnp.asarray(self.gamma_chol), eps)
         return mu, self.draw_prior_cov(k_cov, shape + (self.num_covariances,))[0]
@@ -362,7 +362,7 @@ class AtSlices:
         """One point per label of `labels` (N,), point n from N(mu_{z_n,t_n}, Sigma_{z_n,s(t_n)})."""
         mu = params["mu"][labels, self.slices]
         cov = params["cov"][labels, self.family.covariance_index(self.slices)]
-        eps = jax.random.normal(rng_key, mu.shape, mu.dtype)
+        eps = random.normal(rng_key, mu.shape, mu.dtype)
         return mu + jnp.einsum("...ij,...j->...i", cholesky(cov), eps)
 
 

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
+from dpppl.core import numerics_random as random
 from dpppl.core.numerics import log_gamma_draw, normal_draw
 
 
@@ -105,7 +106,7 @@ def inverse_wishart_bartlett(rng_key, psi, nu, shape):
         ends = np.cumsum(dofs)
         chi2 = jnp.stack([jnp.sum(cells[..., e - k:e] ** 2, axis=-1) for e, k in zip(ends, dofs)], axis=-1)
     else:
-        k_diag, k_below = jax.random.split(rng_key)
+        k_diag, k_below = random.split(rng_key)
         below = normal_draw(k_below, shape + (rows.size,))
         chi2 = 2.0 * gamma_draw(k_diag, (jnp.asarray(nu)[..., None] - jnp.arange(D)) / 2.0, shape + (D,))
     eye = jnp.eye(D, dtype=psi.dtype)
@@ -274,7 +275,7 @@ class DiagonalGaussianParams:
 
     def sample_points(self, rng_key, params, labels):
         mu, var = params["mu"][labels], params["var"][labels]
-        return mu + jnp.sqrt(var) * jax.random.normal(rng_key, mu.shape, mu.dtype)
+        return mu + jnp.sqrt(var) * random.normal(rng_key, mu.shape, mu.dtype)
 
 
 def whitening_diagonal(mu, var):

@@ -71,6 +71,7 @@ import numpyro.distributions as dist
 from jax.scipy.special import gammaln, logsumexp
 from numpyro.distributions import constraints
 
+from dpppl.core import numerics_random as random
 from dpppl.core.numerics import sample_index
 from dpppl.errors import DataError, ModelError
 from dpppl.core.expressions import check_hyper, float_limits
@@ -201,7 +202,7 @@ def theta_exact(rng_key, a, c, m, max_tries: int = 200):
 
     def body(carry):  # try i: its piece, its point in the piece and its acceptance, from one draw of 3 uniforms
         _, _, i = carry
-        theta, ok = propose(jax.random.uniform(jax.random.fold_in(rng_key, i), (3,), dtype))
+        theta, ok = propose(random.uniform(random.fold_in(rng_key, i), (3,), dtype))
         return theta, ok, i + 1
 
     return jax.lax.while_loop(cond, body, (mode, jnp.zeros((), bool), 0))[0]
@@ -392,7 +393,7 @@ class GeneralizedMallows(Family):
         n = int(self.n_items)
         flat = jnp.ravel(labels)
         t = jnp.full(flat.shape, n - 1) if lengths is None else jnp.broadcast_to(lengths, flat.shape)
-        keys = jax.random.split(rng_key, flat.shape[0])
+        keys = random.split(rng_key, flat.shape[0])
         out = jax.vmap(lambda k, c, tt: sample_gm(k, params["pos"][c], params["theta"][c], tt, self.m))(
             keys, flat, t)
         return out.reshape(jnp.shape(labels) + (n,)).astype(jnp.result_type(float))
@@ -476,7 +477,7 @@ def sample_gm(rng_key, pos, theta, t, m):
     n = pos.shape[-1]
     order = jnp.argsort(pos).astype(jnp.int32)
     logits = code_logits_given_theta(theta, m, n)
-    u = jax.random.uniform(rng_key, (n - 1,), theta.dtype)
+    u = random.uniform(rng_key, (n - 1,), theta.dtype)
 
     def body(j, carry):
         remaining, out = carry
@@ -512,7 +513,7 @@ class UniformPermutation(dist.Distribution):
     def sample(self, key, sample_shape=()):
         shape = sample_shape + self.batch_shape
         size = math.prod(shape)
-        keys = jax.random.split(key, size)
+        keys = random.split(key, size)
         pos = jax.vmap(lambda k: jax.random.permutation(k, self.n))(keys)
         return pos.reshape(shape + (self.n,)).astype(jnp.int32)
 
@@ -534,7 +535,7 @@ class MallowsTheta(dist.Distribution):
     def sample(self, key, sample_shape=()):
         shape = sample_shape + self.batch_shape + self.event_shape
         a, c, m = (jnp.broadcast_to(v, shape).ravel() for v in (self.a, self.c, self.m))
-        keys = jax.random.split(key, a.shape[0])
+        keys = random.split(key, a.shape[0])
         return jax.vmap(theta_exact)(keys, a, c, m).reshape(shape)
 
     def log_prob(self, value):

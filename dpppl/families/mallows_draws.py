@@ -40,10 +40,13 @@ e^{-theta_j} ~ Beta(a_j, c_j + 1): approximate.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import betaln, logsumexp
 
+from dpppl.core import numerics_random as random
 from dpppl.core.numerics import log_gamma_draw, sample_index, slice_log_alpha
 from dpppl.families.generalized_mallows import ranking_lengths, theta_log_density
 
@@ -73,7 +76,7 @@ def order_to_pos(order):
 
 def stagewise(rng_key, W):
     """Sample-sigma-Stagewise (Fig. 2): (pos, log q(pos))."""
-    order, logq = _stagewise_pass(W, jax.random.uniform(rng_key, (W.shape[0],), W.dtype))
+    order, logq = _stagewise_pass(W, random.uniform(rng_key, (W.shape[0],), W.dtype))
     return order_to_pos(order), logq
 
 
@@ -91,9 +94,9 @@ def sigma_log_target(pos, W):
 def sigma_mh(rng_key, pos, W):
     """One independence Metropolis-Hastings step with the stagewise proposal: exact.
     Returns (pos, accepted)."""
-    k_prop, k_acc = jax.random.split(rng_key)
-    return sigma_mh_given(jax.random.uniform(k_prop, (W.shape[0],), W.dtype),
-                          jax.random.uniform(k_acc, dtype=W.dtype), pos, W)
+    k_prop, k_acc = random.split(rng_key)
+    return sigma_mh_given(random.uniform(k_prop, (W.shape[0],), W.dtype),
+                          random.uniform(k_acc, dtype=W.dtype), pos, W)
 
 
 def sigma_mh_given(proposal_uniforms, accept_uniform, pos, W):
@@ -111,7 +114,7 @@ def sigma_mh_given(proposal_uniforms, accept_uniform, pos, W):
 def sigma_adjacent_swaps(rng_key, pos, W):
     """A sweep of Metropolis moves swapping the items at ranks k, k+1 (k = 0..n-2): swapping
     a (rank k) and b (rank k+1) changes L_sigma(W) by W[b, a] - W[a, b]. Exact."""
-    return sigma_adjacent_swaps_given(jax.random.uniform(rng_key, (W.shape[0] - 1,), W.dtype), pos, W)
+    return sigma_adjacent_swaps_given(random.uniform(rng_key, (W.shape[0] - 1,), W.dtype), pos, W)
 
 
 def sigma_step(rng_key, pos, W):
@@ -120,7 +123,7 @@ def sigma_step(rng_key, pos, W):
     numbers drawn in one call (one threefry expansion in a compiled program, not four). Exact.
     Returns (pos, accepted)."""
     n = W.shape[0]
-    u = jax.random.uniform(rng_key, (2 * n,), W.dtype)
+    u = random.uniform(rng_key, (2 * n,), W.dtype)
     pos, accepted = sigma_mh_given(u[:n], u[n], pos, W)
     return sigma_adjacent_swaps_given(u[n + 1:], pos, W), accepted
 
@@ -145,9 +148,9 @@ def insert_code(rng_key, ranking, logits):
     pi(j) at the (V_j + 1)-th free rank, then the unranked items uniformly at random.
     `ranking` padded (n,), `logits` (n-1, n) with -inf beyond m_j. Returns pos (n,)."""
     n = ranking.shape[-1]
-    k_code, k_rest = jax.random.split(rng_key)
-    return insert_code_given(jnp.concatenate([jax.random.uniform(k_code, (n - 1,), logits.dtype),
-                                              jax.random.uniform(k_rest, (n,), logits.dtype)]), ranking, logits)
+    k_code, k_rest = random.split(rng_key)
+    return insert_code_given(jnp.concatenate([random.uniform(k_code, (n - 1,), logits.dtype),
+                                              random.uniform(k_rest, (n,), logits.dtype)]), ranking, logits)
 
 
 def insert_code_given(u, ranking, logits):
@@ -188,7 +191,8 @@ def theta_slice(rng_key, theta, a, c, m, num_slices: int = 3):
             return jnp.where(v > 0, theta_log_density(v, aj, cj, mj), -jnp.inf)
         return slice_log_alpha(key, th, density)
 
-    keys = jax.random.split(rng_key, (num_slices,) + theta.shape)  # one split: update i of stage j
+    shape = (num_slices,) + theta.shape
+    keys = random.split(rng_key, math.prod(shape)).reshape(shape)  # one split: update i of stage j
 
     def body(i, th):
         return jax.vmap(one)(keys[i], th, a, c, m)

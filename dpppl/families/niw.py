@@ -19,11 +19,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import multigammaln
 
+from dpppl.core import numerics_random as random
 from dpppl.core.expressions import check_hyper, float_limits
 from dpppl.core.numerics import normal_draw
 from dpppl.families.base import Family, resolve_fields, scale_matrix, squared_deviations
@@ -151,7 +151,7 @@ class NormalInverseWishart(Family):
         Plain XLA operations only (see `dpppl.families.gaussian.cholesky`).
         """
         kn, nun, mun, psin = self._posterior(stats)
-        k_sigma, k_mu = jax.random.split(rng_key)
+        k_sigma, k_mu = random.split(rng_key)
         sigma, _, _ = inverse_wishart_bartlett(k_sigma, psin, nun, psin.shape[:-2])
         chol = cholesky(sigma / kn[..., None, None])
         eps = normal_draw(k_mu, mun.shape, mun.dtype)
@@ -175,7 +175,7 @@ class NormalInverseWishart(Family):
 
     def sample_points(self, rng_key, params, labels):
         mu, cov = params["mu"][labels], params["cov"][labels]
-        eps = jax.random.normal(rng_key, mu.shape, mu.dtype)
+        eps = random.normal(rng_key, mu.shape, mu.dtype)
         return mu + jnp.einsum("...ij,...j->...i", cholesky(cov), eps)
 
     def numpyro_sample_params(self, num_components):

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
+from dpppl.core import numerics_random as random
 from dpppl.core.expressions import check_hyper
 from dpppl.families.base import Family, resolve_fields, squared_deviations
 from dpppl.families.gaussian import (centered_sums, diagonal_normal_log_likelihood, diagonal_empty_stats,
@@ -131,9 +132,9 @@ class NormalGamma(DiagonalGaussianParams, Family):
     def posterior_draw(self, rng_key, stats):
         """Draw `lambda ~ Gamma(a_n, b_n)`, `mu ~ N(mu_n, 1 / (kappa_n lambda))` per row."""
         mun, kn, an, bn = self._posterior(stats)
-        k1, k2 = jax.random.split(rng_key)
+        k1, k2 = random.split(rng_key)
         lam = jax.random.gamma(k1, an) / bn
-        mu = mun + jax.random.normal(k2, mun.shape) / jnp.sqrt(kn * lam)
+        mu = mun + random.normal(k2, mun.shape) / jnp.sqrt(kn * lam)
         return {"mu": mu, "var": 1.0 / lam}
 
     def log_likelihood(self, params, x):

@@ -30,10 +30,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpppl.core import numerics_random as random
 from dpppl.core.expressions import check_hyper, float_limits
 from dpppl.families.base import Family, resolve_fields, squared_deviations
 from dpppl.families.gaussian import (centered_sums, diagonal_normal_log_likelihood, diagonal_normal_logpdf,
@@ -133,7 +133,7 @@ class NormalKnownCov(Family):
     def posterior_draw(self, rng_key, stats):
         """Draw `mu ~ N(mu_n, v_n)` per row."""
         mun, vn = self._posterior(stats)
-        return {"mu": mun + jnp.sqrt(vn) * jax.random.normal(rng_key, mun.shape)}
+        return {"mu": mun + jnp.sqrt(vn) * random.normal(rng_key, mun.shape)}
 
     def mean_precision(self, params):
         """The precision of each cluster mean's prior about `mu0`, diag(1 / tau2) (..., D, D), shaped
@@ -151,7 +151,7 @@ class NormalKnownCov(Family):
 
     def sample_points(self, rng_key, params, labels):
         mu = params["mu"][labels]
-        return mu + jnp.sqrt(self.sigma2) * jax.random.normal(rng_key, mu.shape, mu.dtype)
+        return mu + jnp.sqrt(self.sigma2) * random.normal(rng_key, mu.shape, mu.dtype)
 
     def numpyro_sample_params(self, num_components):
         import numpyro

@@ -39,6 +39,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 from jax.scipy.stats import norm
 
+from dpppl.core import numerics_random as random
 from dpppl.core.expressions import check_hyper, float_limits
 from dpppl.families.base import Family, resolve_fields, squared_deviations
 from dpppl.families.gaussian import (centered_sums, diagonal_empty_stats, diagonal_normal_log_likelihood,
@@ -140,7 +141,7 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
         """Unconstrained parameters drawn from the prior, `shape + (2D,)`."""
         loc = jnp.concatenate([self.m0, self.l0])
         scale = jnp.concatenate([self.s0, self.t0])
-        return loc + scale * jax.random.normal(rng_key, shape + loc.shape)
+        return loc + scale * random.normal(rng_key, shape + loc.shape)
 
     def log_likelihood_of_stats(self, u, stats):
         """sum_{i in c} log f(x_i | u) per row, from the statistics of c (module docstring)."""
@@ -189,7 +190,7 @@ class NormalLogNormal(DiagonalGaussianParams, Family):
     def draw_proposal(self, rng_key, stats):
         """u ~ q(u | x_c) per row of `stats`."""
         loc, scale = self.proposal(stats)
-        return loc + scale * jax.random.normal(rng_key, loc.shape, loc.dtype)
+        return loc + scale * random.normal(rng_key, loc.shape, loc.dtype)
 
     def log_marginal_numerical(self, stats, grid_points: int = 2001, width: float = 12.0):
         """log p(x_c) by numerical integration: what the collapsed log joint `lp` and the

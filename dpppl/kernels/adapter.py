@@ -30,6 +30,7 @@ import numpy as np
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
+from dpppl.core import numerics_random as random
 from dpppl.core.state import PartitionState, largest_cluster, num_clusters
 from dpppl.dsl.parser import bind_data
 from dpppl.errors import DataError
@@ -164,7 +165,7 @@ class PartitionKernel(MCMCKernel):
         x = self._data(model_args)
 
         def one(state):
-            key, sub = jax.random.split(state.rng_key)
+            key, sub = random.split(state.rng_key)
             if self._kernel.warmup_step is None:  # one step for warmup and sampling: no branch to compile twice
                 partition, _ = self._kernel.step(sub, state.partition, x)
             else:
@@ -182,7 +183,7 @@ class PartitionKernel(MCMCKernel):
 @jax.jit
 def _split_keys(rng_key):
     """`(init keys, run keys)`, one pair per chain, of one key (one chain) or a batch of keys."""
-    return jax.vmap(jax.random.split, out_axes=1)(jnp.reshape(rng_key, (-1,)))
+    return jax.vmap(random.split, out_axes=1)(jnp.reshape(rng_key, (-1,)))
 
 
 def make(kernel: str, model, data, **options) -> PartitionKernel:

@@ -34,6 +34,7 @@ import numpyro.distributions as dist
 from numpyro.distributions import constraints
 from numpyro.distributions.util import validate_sample
 
+from dpppl.core import numerics_random as random
 from dpppl.core.expressions import depends_on_data, evaluate_traced
 from dpppl.errors import ArgumentError, DataError, ModelError, check_positive_int
 from dpppl.families.base import with_hyperparameters
@@ -63,7 +64,7 @@ class StickBeta(dist.Beta):
         super().__init__(1.0, concentration0, validate_args=validate_args)
 
     def sample(self, key, sample_shape=()):
-        u = jax.random.uniform(key, sample_shape + self.batch_shape)
+        u = random.uniform(key, sample_shape + self.batch_shape)
         v = -jnp.expm1(jnp.log1p(-u) / self.concentration0)
         return jnp.clip(v, jnp.finfo(v.dtype).tiny, 1 - jnp.finfo(v.dtype).eps)
 
@@ -133,7 +134,7 @@ class FamilyMixture(dist.Distribution):
 
     def sample(self, key, sample_shape=()):
         shape = sample_shape + self.batch_shape
-        k_z, k_x = jax.random.split(key)
+        k_z, k_x = random.split(key)
         z = jax.random.categorical(k_z, jnp.log(self.weights), shape=shape)
         if self.num_trials is None:
             points = self.family.sample_points(k_x, self.params, z)

@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpppl.core import numerics_random as random
 from dpppl.core.pytrees import register_attributes
 from dpppl.core.state import PartitionState
 from dpppl.errors import DataError, KernelError, ModelError
@@ -108,7 +109,7 @@ class DDPModel(Model):
 def _parameter_sweeps(family, rng_key, state):
     """A few parameter updates (eq. 11) given the labels, to start a chain."""
     return jax.lax.fori_loop(0, _INIT_PARAMETER_SWEEPS, lambda s, st: update_parameters(
-        family, jax.random.fold_in(rng_key, s), st), state)
+        family, random.fold_in(rng_key, s), st), state)
 
 
 def split_time(data, decl: DataDecl):
@@ -299,7 +300,7 @@ class DDPBound:
         Beta(a_i, b_i) sticks in each, sec. 5)."""
         n = self.num_points
         draws = jax.vmap(lambda k: self.prior.draw_labels(k, n, capacity, jnp.zeros(())))(
-            jax.random.split(key, self.num_slices))
+            random.split(key, self.num_slices))
         return draws[jnp.asarray(self.slices), self._rank_in_slice]
 
     @property

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
+from dpppl.core import numerics_random as random
 from dpppl.core.numerics import normal_draw, permutation_of_first, sample_index
 from dpppl.core.state import PartitionState
 
@@ -92,9 +93,9 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     N = x.shape[0]
     n = N if num_valid is None else num_valid
     C, T = state.stats.nt.shape
-    k_order, k_u, k_normal, k_cov = jax.random.split(rng_key, 4)
+    k_order, k_u, k_normal, k_cov = random.split(rng_key, 4)
     order = permutation_of_first(k_order, N, num_valid)
-    flat = jax.random.uniform(k_u, (2 * N,), dtype=x.dtype)
+    flat = random.uniform(k_u, (2 * N,), dtype=x.dtype)
     uniforms = jnp.stack([flat[:N], jax.lax.dynamic_slice(flat, (n,), (N,))])
     m = num_aux
     # the auxiliaries of point n: their means in n's slice and covariances now (all
@@ -180,7 +181,7 @@ def update_parameters(family, rng_key, state: PartitionState) -> PartitionState:
     """Sigma_i | mu_i, x (per slice or shared) then mu_i | Sigma_i, x for every used label (eq. 11)."""
     stats = state.stats
     used = stats.n > 0.5
-    k_cov, k_mu = jax.random.split(rng_key)
+    k_cov, k_mu = random.split(rng_key)
     sigma, prec, _ = family.draw_cov(k_cov, stats.nt, stats.s1, stats.s2, stats.mu)
     mu = family.draw_means(k_mu, stats.nt, stats.s1, prec)
     return state._replace(stats=stats._replace(mu=jnp.where(used[:, None, None], mu, stats.mu),

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpppl.core import numerics_random as random
 from dpppl.core.compiled import on_target
 from dpppl.core.protocols import InitStrategy, Target
 from dpppl.core.state import PartitionState, grow
@@ -141,7 +142,7 @@ def prior(target: Target, keys, capacity=None) -> PartitionState:
     draw_slots = min(target.max_slots(), max(target.num_points + 1, target.min_slots()))
     draw = on_target("prior_labels", target, lambda t, keys: jax.vmap(lambda k: t.draw_labels(k, draw_slots))(keys),
                      draw_slots)
-    k_draw, k_state = jax.vmap(jax.random.split, out_axes=1)(keys)
+    k_draw, k_state = jax.vmap(random.split, out_axes=1)(keys)
     labels = np.stack([target.prior.canonical(row) for row in np.asarray(draw(k_draw))])
     return states_from_labels(target, k_state, labels, initial_slots(target, int(labels.max()) + 1, capacity))
 

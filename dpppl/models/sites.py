@@ -49,6 +49,7 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
+from dpppl.core import numerics_random as random
 from dpppl.core.expressions import depends_on_data
 from dpppl.errors import DataError, HyperparameterError, ModelError
 from dpppl.families.base import Family, cluster_log_marginals, segment_stats
@@ -133,7 +134,7 @@ class Partition(dist.Distribution):
 
     def sample(self, key, sample_shape=()):
         n = self.num_points
-        keys = jax.random.split(key, int(np.prod(sample_shape, dtype=int)))
+        keys = random.split(key, int(np.prod(sample_shape, dtype=int)))
         z = jax.vmap(lambda k: self.prior.draw_labels(k, n, n + 1, self.alpha))(keys)
         return z.reshape(tuple(sample_shape) + (n,))
 
@@ -267,11 +268,11 @@ class CollapsedMixture(dist.Distribution):
         extra = {} if self.num_trials is None else {"num_trials": self.num_trials}
 
         def one(k):
-            k_theta, k_x = jax.random.split(k)
+            k_theta, k_x = random.split(k)
             theta = family.posterior_draw(k_theta, family.empty_stats((n,)))  # empty statistics: G_0
             return family.sample_points(k_x, theta, labels, **extra).reshape(self.event_shape)
 
-        keys = jax.random.split(key, int(np.prod(sample_shape, dtype=int)))
+        keys = random.split(key, int(np.prod(sample_shape, dtype=int)))
         return jax.vmap(one)(keys).reshape(tuple(sample_shape) + self.event_shape)
 
 

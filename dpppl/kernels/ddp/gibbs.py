@@ -46,9 +46,9 @@ from __future__ import annotations
 
 import numbers
 
-import jax
 import jax.numpy as jnp
 
+from dpppl.core import numerics_random as random
 from dpppl.models.ddp import DDPModel
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, NoInfo, register
@@ -86,7 +86,7 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX, record_atom
     def step(rng_key, state, x):
         # converted in the step: building the kernel on the host (the memory check) runs nothing
         slices = jnp.asarray(bound_model.slices)
-        k_seat, k_params = jax.random.split(rng_key)
+        k_seat, k_params = random.split(rng_key)
         state = seat(family, prior, x, slices, k_seat, state, remove_first=True, num_aux=num_aux,
                      num_valid=bound_model.num_valid)
         state = with_statistics(state, x, slices)

@@ -26,6 +26,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from dpppl.core import numerics_random as random
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, register
 from dpppl.kernels.ddp.gibbs import applies_to_ddp
@@ -178,10 +179,10 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
         C = stats.n.shape[-1]
         log_w, log_rest = prior.log_prior_weights(C, x.dtype)
         prior_logits = jnp.concatenate([log_w, log_rest[None]])
-        k_aug, k_props = jax.random.split(rng_key)
+        k_aug, k_props = random.split(rng_key)
         aug_mu, aug_sigma = family.draw_prior(k_aug, (num_swaps, 2))
         # proposal s: its pair (2), its interval (3) and its acceptance (1), one draw for all
-        uniforms = jax.random.uniform(k_props, (num_swaps, 6), x.dtype)
+        uniforms = random.uniform(k_props, (num_swaps, 6), x.dtype)
 
         def one(s, carry):
             stats, perm, total_p, accepted, overflow = carry

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import betaln, gammaln
 
+from dpppl.core import numerics_random as random
 from dpppl.errors import KernelError
 from dpppl.families.generalized_mallows import (GeneralizedMallows, after_mask, code_logits_given_theta, codes, log_gm,
                                                 log_psi, lsigma, ranking_lengths, theta_exact)
@@ -139,7 +140,7 @@ class _GM:
         once, vectorised, where the sweep's loop reads one row (the draws are the same as
         drawing inside the loop, which under the chains' vmap ran for every point)."""
         order, visits = self.order(k_order, x)
-        uniforms = jax.random.uniform(k_u, (x.shape[0], 2 * self.n), x.dtype)
+        uniforms = random.uniform(k_u, (x.shape[0], 2 * self.n), x.dtype)
         rankings = x[order].astype(jnp.int32)
         new_pos = jax.vmap(insert_code_given)(uniforms[order, 1:], rankings, code_logits)
         return order, visits, uniforms, rankings, self.lemma1(rankings), new_pos
@@ -163,7 +164,7 @@ class _GM:
         """A kernel whose step updates every slot's parameters (`one_slot`), then sweeps the
         labels (`sweep`); `sigma_accept` is the acceptance rate of the sigma moves."""
         def step(rng_key, state, x):
-            k_par, k_lab = jax.random.split(rng_key)
+            k_par, k_lab = random.split(rng_key)
             state, rate = self.update_slots(k_par, state, one_slot)
             return sweep(k_lab, state, x), MallowsInfo(sigma_accept=rate)
 
@@ -202,7 +203,7 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
     n, m, nu, r = gm.n, gm.m, gm.nu, gm.r
 
     def one_slot(key, R, Nj, count, pos, theta):
-        keys = jax.random.split(key, (num_gibbs, 2))  # round i: sigma's key, theta's key
+        keys = random.split(key, num_gibbs * 2).reshape(num_gibbs, 2)  # round i: sigma's key, theta's key
 
         def body(i, carry):
             pos, theta, acc = carry
@@ -215,12 +216,12 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
     def prior_thetas(key, num):
         """`num` exact draws of theta ~ P0 (num, n-1): a new cluster's theta given its one
         ranking (drawn for every point before the sweep, vectorised; shapes independent of C)."""
-        keys = jax.random.split(key, (num, n - 1))
+        keys = random.split(key, num * (n - 1)).reshape(num, n - 1)
         return jax.vmap(jax.vmap(theta_exact))(keys, jnp.broadcast_to(nu * r, (num, n - 1)),
                                                jnp.full((num, n - 1), nu), jnp.broadcast_to(m, (num, n - 1)))
 
     def sweep(rng_key, state, x):
-        k_order, k_u, k_theta = jax.random.split(rng_key, 3)
+        k_order, k_u, k_theta = random.split(rng_key, 3)
         new_theta = prior_thetas(k_theta, x.shape[0])  # by visit
         order, visits, uniforms, rankings, lemma, new_pos = gm.visits(
             k_order, k_u, x, jax.vmap(code_logits_given_theta, in_axes=(0, None, None))(new_theta, m, n))
@@ -293,7 +294,8 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
     n1_logits = code_logits_n1(nu, r, m, n)
 
     def one_slot(key, R, Nj, count, pos, theta):
-        keys = jax.random.split(key, (num_gibbs + 1, 2))  # round i: sigma's key, theta's key; then a singleton's
+        # round i: sigma's key, theta's key; then a singleton's
+        keys = random.split(key, (num_gibbs + 1) * 2).reshape(num_gibbs + 1, 2)
 
         def body(i, carry):
             pos, theta, acc = carry
@@ -310,7 +312,7 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
 
     def sweep(rng_key, state, x):
         order, visits, uniforms, rankings, lemma, new_pos = gm.visits(
-            *jax.random.split(rng_key), x, jnp.broadcast_to(n1_logits, (x.shape[0],) + n1_logits.shape))
+            *random.split(rng_key), x, jnp.broadcast_to(n1_logits, (x.shape[0],) + n1_logits.shape))
         slots = state.extras.slots
 
         def refresh(cache, S, Nj, c):

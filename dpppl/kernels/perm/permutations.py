@@ -27,6 +27,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from dpppl.core import numerics_random as random
 from dpppl.families.base import take
 
 PERMUTATIONS = ("uniform", "markov", "projection")
@@ -79,15 +80,15 @@ def markov_permutation(rng_key, family, x, z, capacity):
     w(previous -> j) (uniform at t = 0).
     """
     n = x.shape[0]
-    k_clusters, k_scan = jax.random.split(rng_key)
-    cluster_u = jax.random.uniform(k_clusters, (n,))
+    k_clusters, k_scan = random.split(rng_key)
+    cluster_u = random.uniform(k_clusters, (n,))
     params = single_point_predictive(family, x)
     sizes = jax.ops.segment_sum(jnp.ones(n, jnp.int32), z, num_segments=capacity)
     steps = jnp.max(sizes)
 
     def body(carry):
         t, placed, rank, prev = carry
-        g = jax.random.gumbel(jax.random.fold_in(k_scan, t), (n,), dtype=x.dtype)
+        g = jax.random.gumbel(random.fold_in(k_scan, t), (n,), dtype=x.dtype)
         prev_of = prev[z]
         logw = pairwise_log_predictive(family, take(params, jnp.maximum(prev_of, 0)), x)
         score = jnp.where(placed, -jnp.inf, jnp.where(t == 0, 0.0, logw) + g)
@@ -113,7 +114,7 @@ def projection_representation(family, x):
 
 def projection_permutation(rng_key, family, x, z, capacity):
     """pi from a random projection (sec. 4.2): clusters by u . v_c, points by u . v_i."""
-    u = jax.random.normal(rng_key, (x.shape[1],), dtype=x.dtype)
+    u = random.normal(rng_key, (x.shape[1],), dtype=x.dtype)
     u = u / jnp.linalg.norm(u)
     proj = projection_representation(family, x) @ u
     total = jax.ops.segment_sum(proj, z, num_segments=capacity)

@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import digamma, gammaln, logsumexp
 
+from dpppl.core import numerics_random as random
 from dpppl.errors import KernelError
 from dpppl.families.base import segment_stats
 from dpppl.priors.crp import PitmanYor
@@ -502,9 +503,9 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
         """pi ~ p(pi | C) (sec. 4), then C ~ p(C | pi, x) by the dynamic program of `dp`. The step's
         random numbers are one (N, `columns`) uniform draw, a row per point (`STEP_COLUMNS`);
         the Markov scan and the projections draw from `fold_in(rng_key, 1)`."""
-        u, = computed_once(jax.random.uniform(rng_key, (n, columns), x.dtype))  # not hashed again in each reader
+        u, = computed_once(random.uniform(rng_key, (n, columns), x.dtype))  # not hashed again in each reader
         capacity = state.stats.n.shape[0]
-        pi = sample_permutation(kind, jax.random.fold_in(rng_key, 1) if kind != "uniform" else None, u[:, :2],
+        pi = sample_permutation(kind, random.fold_in(rng_key, 1) if kind != "uniform" else None, u[:, :2],
                                 family, x, state.z, capacity)
         x_pi = x[pi]
         prefix = prefix_stats(family, x_pi)

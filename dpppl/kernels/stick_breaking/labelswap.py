@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
+from dpppl.core import numerics_random as random
 from dpppl.families.base import take
 from dpppl.kernels.base import Kernel, register
 from dpppl.kernels.stick_breaking.sbgibbs import stick_breaking_only
@@ -183,12 +184,12 @@ def _relabel_kernel(name, bound_model, prob, propose, columns: int, permute: boo
         if prob == 1.0:
             num, k_props = jnp.asarray(points, jnp.int32), rng_key
         else:
-            k_num, k_props = jax.random.split(rng_key)
+            k_num, k_props = random.split(rng_key)
             num = jax.random.binomial(k_num, points, prob).astype(jnp.int32)
 
         def chunk(carry):
             start, slot_of, counts, overflow, acc_sum, accepted = carry
-            u = jax.random.uniform(jax.random.fold_in(k_props, start // size), (size, columns), counts.dtype)
+            u = random.uniform(random.fold_in(k_props, start // size), (size, columns), counts.dtype)
             labels, keys = jax.vmap(propose, in_axes=(0, None))(u, cdf)
             count = jnp.minimum(num - start, size)
             slot_of, counts, chunk_sum, chunk_accepted, chunk_overflow = accept(

@@ -39,6 +39,7 @@ from typing import Callable, Optional
 import jax
 import jax.numpy as jnp
 
+from dpppl.core import numerics_random as random
 from dpppl.errors import KernelError
 
 PARAM_UPDATES = ("mh", "nuts")
@@ -72,11 +73,11 @@ def build_parameter_update(family, *, method: str = "mh", steps: int = 10, propo
 
         def one_step(t, carry):
             u, current, total = carry
-            k_prop, k_acc = jax.random.split(jax.random.fold_in(rng_key, t))
+            k_prop, k_acc = random.split(random.fold_in(rng_key, t))
             if proposal is not None:
                 u_new, log_q_ratio = proposal(k_prop, u, stats)
             else:
-                eps = jax.random.normal(k_prop, u.shape, u.dtype)
+                eps = random.normal(k_prop, u.shape, u.dtype)
                 independent = kind(t)
                 u_new = jnp.where(independent, loc + scale * eps, u + walk_scale * scale * eps)
                 z_old = (u - loc) / scale
@@ -84,7 +85,7 @@ def build_parameter_update(family, *, method: str = "mh", steps: int = 10, propo
                 log_q_ratio = jnp.where(independent, 0.5 * jnp.sum(eps * eps - z_old * z_old, axis=-1), 0.0)
             proposed = log_target(u_new, stats)
             log_ratio = proposed - current + log_q_ratio
-            accept = jnp.log(jax.random.uniform(k_acc, log_ratio.shape, log_ratio.dtype)) < log_ratio
+            accept = jnp.log(random.uniform(k_acc, log_ratio.shape, log_ratio.dtype)) < log_ratio
             u = jnp.where(accept[..., None], u_new, u)
             current = jnp.where(accept, proposed, current)
             return u, current, total + jnp.mean(jnp.exp(jnp.minimum(log_ratio, 0.0)))
@@ -120,9 +121,9 @@ def build_parameter_update(family, *, method: str = "mh", steps: int = 10, propo
         return hmc_state.z, total / steps
 
     def update(rng_key, u, stats):
-        k_independent, k_nuts = jax.random.split(rng_key)
+        k_independent, k_nuts = random.split(rng_key)
         u, _ = independence_step(k_independent, u, stats)
-        u, acceptance = jax.vmap(update_row)(jax.random.split(k_nuts, u.shape[0]), u, stats)
+        u, acceptance = jax.vmap(update_row)(random.split(k_nuts, u.shape[0]), u, stats)
         return u, jnp.mean(acceptance)
 
     return update

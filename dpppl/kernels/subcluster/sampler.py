@@ -50,6 +50,7 @@ import scipy.special
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jax.scipy.special import gammaln
 
+from dpppl.core import numerics_random as random
 from dpppl.families.base import Family, segment_sums, segment_sums_by_sorting, take, translated_params
 from dpppl.families.gaussian import SMALL_DIM, whitened_log_likelihood_pairs, whitened_log_likelihood_rows
 from dpppl.core.points import num_real, real_index, real_rows, row_of_real, uniforms_at
@@ -304,7 +305,7 @@ class _Setup:
         if jnp.ndim(self.num_valid) == 1:  # points in segments, one per process: by each row's point index
             u = uniforms_at(rng_key, real_index(self.num_valid, self.n), per_point, self.ll_dtype)
         else:
-            u = jax.random.uniform(rng_key, (self.num_blocks * self.block,) + tuple(per_point), dtype=self.ll_dtype)
+            u = random.uniform(rng_key, (self.num_blocks * self.block,) + tuple(per_point), dtype=self.ll_dtype)
         return u.reshape((self.num_blocks, self.block) + tuple(per_point))
 
     def real_points(self):
@@ -431,7 +432,7 @@ def _draw_parameters(setup, update_params, keys, state):
     # each slot's (its split's, its direction: normals by the inverse CDF), in one draw: with partitionable
     # threefry a row's uniforms depend on its index only, not on the capacity; computed once, not hashed again in
     # each of their readers (`computed_once`)
-    u, = computed_once(jax.random.uniform(keys.uniforms, (capacity + 1, ROW_UNIFORMS + setup.dim), stats.n.dtype))
+    u, = computed_once(random.uniform(keys.uniforms, (capacity + 1, ROW_UNIFORMS + setup.dim), stats.n.dtype))
     direction = jax.scipy.special.ndtri(jnp.maximum(u[1:, ROW_UNIFORMS:], jnp.finfo(u.dtype).tiny))
     uniforms = _StepUniforms(u[1:, 0], direction, u[0, :4], u[0, 4])
     log_pibar = jnp.where(fresh[:, None], jnp.log(0.5),
@@ -752,7 +753,7 @@ def _claim_pairs(setup, rng_key, z, capacity, num_pairs, num_scans, near, x_ll):
     once"). With each pair's uniforms drawn at once: its acceptance's and its `num_scans` scans' side
     weights' (one threefry hash for all)."""
     # per pair: i, the candidates for j, the acceptance, the scans' side weights
-    u, = computed_once(jax.random.uniform(rng_key, (num_pairs, 2 + NEAR_CANDIDATES + num_scans)))
+    u, = computed_once(random.uniform(rng_key, (num_pairs, 2 + NEAR_CANDIDATES + num_scans)))
     count = jnp.asarray(num_real(setup.num_valid, setup.n), jnp.int32)
     i = jnp.minimum(jnp.floor(u[:, 0] * count).astype(jnp.int32), count - 1)
     candidates = jnp.minimum(jnp.floor(u[:, 1:1 + NEAR_CANDIDATES] * (count - 1)).astype(jnp.int32), count - 2)
@@ -992,9 +993,9 @@ def _merge_pairs(family, rng_key, clusters, alpha):
     z, zbar, rows, sub, age, u_c, u_sub = clusters
     capacity = age.shape[0]
     slot_index = jnp.arange(capacity)
-    k_order, k_accept, k_u = jax.random.split(rng_key, 3)
+    k_order, k_accept, k_u = random.split(rng_key, 3)
     occupied = rows[0].n > 0
-    order = jnp.argsort(jnp.where(occupied, jax.random.uniform(k_order, (capacity,)), 2.0))
+    order = jnp.argsort(jnp.where(occupied, random.uniform(k_order, (capacity,)), 2.0))
     position = jnp.argsort(order)
     partner = order[jnp.minimum(position ^ 1, capacity - 1)]
     keeps = (position % 2 == 0) & occupied & occupied[partner] & (partner != slot_index)
@@ -1005,7 +1006,7 @@ def _merge_pairs(family, rng_key, clusters, alpha):
         log_h = -log_split_gain(family, alpha, left[0], right[0], merged[0], u=(u_c, u_c[partner], u_merged))
     else:
         log_h = -log_split_gain(family, alpha, left[0], right[0], merged[0])
-    accept = keeps & (jnp.log(jax.random.uniform(k_accept, (capacity,))) < log_h)
+    accept = keeps & (jnp.log(random.uniform(k_accept, (capacity,))) < log_h)
     absorbed_by = slot_index.at[jnp.where(accept, partner, capacity)].set(slot_index, mode="drop")
     in_merge = accept[absorbed_by[z]]
     zbar = jnp.where(in_merge, (z != absorbed_by[z]).astype(zbar.dtype), zbar)
@@ -1182,9 +1183,9 @@ def _with_subset_sweep(setup, prior, size, exact_step, rng_key, state, x):
     visit is the point's full conditional given every other label (Neal 2000, algorithm 3), so the
     sweep leaves p(z | x) invariant and can open and empty clusters one point at a time. The draw
     is one O(N) top-k of uniforms; the sequential part costs O(size K D^2)."""
-    k_pick, k_order, k_step = jax.random.split(rng_key, 3)
+    k_pick, k_order, k_step = random.split(rng_key, 3)
     n = x.shape[0]
-    keys = jnp.where(real_rows(setup.num_valid, n), jax.random.uniform(k_pick, (n,), x.dtype), -1.0)
+    keys = jnp.where(real_rows(setup.num_valid, n), random.uniform(k_pick, (n,), x.dtype), -1.0)
     _, chosen = jax.lax.top_k(keys, size)  # real points first: padded ones have key -1
     shuffle, uniforms = sweep_draws(k_order, x[chosen])
     moved = seat_points(setup.family, prior, x[chosen], shuffle, uniforms, state._replace(z=state.z[chosen]),
