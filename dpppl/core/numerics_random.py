@@ -70,12 +70,14 @@ def _keys(b0, b1):
     return jax.random.wrap_key_data(jnp.stack([b0, b1], axis=-1), impl="threefry2x32")
 
 
-def split(key, num: int = 2):
-    """`jax.random.split(key, num)`: `num` keys (an int `num`; a shape for `jax.random`'s other keys)."""
+def split(key, num: int | tuple[int, ...] = 2):
+    """`jax.random.split(key, num)`: `num` keys, or an array of keys of the shape `num` (key i in
+    row-major order hashes the counter (0, i), as `jax.random.split` numbers them)."""
     words = _words(key)
-    if words is None or not isinstance(num, int):
+    shape = (num,) if isinstance(num, int) else tuple(num) if all(isinstance(n, int) for n in num) else None
+    if words is None or shape is None:
         return jax.random.split(key, num)
-    return _keys(*hash2x32(*words, *_counters((num,))))
+    return _keys(*hash2x32(*words, *_counters(shape)))
 
 
 def fold_in(key, data):

@@ -40,7 +40,6 @@ e^{-theta_j} ~ Beta(a_j, c_j + 1): approximate.
 
 from __future__ import annotations
 
-import math
 
 import jax
 import jax.numpy as jnp
@@ -192,7 +191,7 @@ def theta_slice(rng_key, theta, a, c, m, num_slices: int = 3):
         return slice_log_alpha(key, th, density)
 
     shape = (num_slices,) + theta.shape
-    keys = random.split(rng_key, math.prod(shape)).reshape(shape)  # one split: update i of stage j
+    keys = random.split(rng_key, tuple(shape))  # one split: update i of stage j
 
     def body(i, th):
         return jax.vmap(one)(keys[i], th, a, c, m)

@@ -21,6 +21,8 @@ DRAWS = {
     "normal": (lambda k: random.normal(k, (9,), jnp.float64), lambda k: jax.random.normal(k, (9,), jnp.float64)),
     "bits": (lambda k: random.bits(k, (2, 6)), lambda k: jax.random.bits(k, (2, 6), jnp.uint32)),
     "split": (lambda k: jax.random.key_data(random.split(k, 3)), lambda k: jax.random.key_data(jax.random.split(k, 3))),
+    "split to a shape": (lambda k: jax.random.key_data(random.split(k, (2, 3, 2))),
+                         lambda k: jax.random.key_data(jax.random.split(k, (2, 3, 2)))),
     "fold_in": (lambda k: jax.random.key_data(random.fold_in(k, 5)),
                 lambda k: jax.random.key_data(jax.random.fold_in(k, 5))),
     "fold_in of many": (lambda k: jax.random.key_data(random.fold_in(k, jnp.arange(4))),

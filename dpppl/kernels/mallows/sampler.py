@@ -203,7 +203,7 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
     n, m, nu, r = gm.n, gm.m, gm.nu, gm.r
 
     def one_slot(key, R, Nj, count, pos, theta):
-        keys = random.split(key, num_gibbs * 2).reshape(num_gibbs, 2)  # round i: sigma's key, theta's key
+        keys = random.split(key, (num_gibbs, 2))  # round i: sigma's key, theta's key
 
         def body(i, carry):
             pos, theta, acc = carry
@@ -216,7 +216,7 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
     def prior_thetas(key, num):
         """`num` exact draws of theta ~ P0 (num, n-1): a new cluster's theta given its one
         ranking (drawn for every point before the sweep, vectorised; shapes independent of C)."""
-        keys = random.split(key, num * (n - 1)).reshape(num, n - 1)
+        keys = random.split(key, (num, n - 1))
         return jax.vmap(jax.vmap(theta_exact))(keys, jnp.broadcast_to(nu * r, (num, n - 1)),
                                                jnp.full((num, n - 1), nu), jnp.broadcast_to(m, (num, n - 1)))
 
@@ -295,7 +295,7 @@ def build_beta_gibbs(bound_model, *, num_gibbs: int = 10, record_clusters: int =
 
     def one_slot(key, R, Nj, count, pos, theta):
         # round i: sigma's key, theta's key; then a singleton's
-        keys = random.split(key, (num_gibbs + 1) * 2).reshape(num_gibbs + 1, 2)
+        keys = random.split(key, (num_gibbs + 1, 2))
 
         def body(i, carry):
             pos, theta, acc = carry
