@@ -56,15 +56,6 @@ def own_keys(rng_key, count: int):
     return rng_key if jnp.shape(rng_key) == (count,) else random.split(rng_key, count)
 
 
-def folded_keys(key, data):
-    """The keys `jax.random.fold_in(key, d)` for the uint32 numbers `d` of the 1-D array `data`, as one
-    hash: a threefry key folds `d` in by hashing the counter (0, d) under its words, so the keys are one
-    hash of the counters (0, data) ([`numerics_random.fold_in`][dpppl.core.numerics_random.fold_in]),
-    where a vmapped `fold_in` made XLA a few hundred instructions more of the compiled step. A key of
-    another implementation (or a raw key) folds them in one by one."""
-    return random.fold_in(key, jnp.asarray(data, jnp.uint32))
-
-
 @functools.lru_cache(maxsize=None)
 def info_type(name: str, fields: tuple) -> type:
     """The NamedTuple class `name` with the scalar statistics `fields`, for a move whose

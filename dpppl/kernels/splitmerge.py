@@ -29,7 +29,7 @@ import jax.numpy as jnp
 
 from dpppl.errors import KernelError
 from dpppl.families.base import add_point, segment_stats, take
-from dpppl.kernels.base import Kernel, exchangeable_prior_only, folded_keys, own_keys, register
+from dpppl.kernels.base import Kernel, exchangeable_prior_only, own_keys, register
 from dpppl.core.state import PartitionState, set_row
 from dpppl.core import numerics_random as random
 from dpppl.core.numerics import sample_index
@@ -297,7 +297,7 @@ def build_splitmerge_kernel(bound_model, *, method: str = "sams", num_proposals:
             keys = jnp.where(jnp.arange(n) < bound_model.num_valid, keys, 2.0)
         # the whole step in one native call, the same draws up to rounding: each proposal's allocation
         # uniforms are those of `proposal_uniforms` on its key, drawn natively for the points its pass visits
-        allocation_keys = threefry_words(folded_keys(k_proposals, jnp.arange(num_proposals))) if (
+        allocation_keys = threefry_words(random.fold_in(k_proposals, jnp.arange(num_proposals))) if (
             run_native and method == "sams") else None
         if allocation_keys is not None:
             pairs = jnp.stack([pairs_i, pairs_j], axis=-1)

@@ -41,7 +41,7 @@ from dpppl.core.pytrees import structure_key
 from dpppl.core.protocols import Target
 from dpppl.core.state import grow, is_point_field, num_clusters
 from dpppl.errors import ArgumentError, KernelError
-from dpppl.kernels.base import Kernel, build, folded_keys
+from dpppl.kernels.base import Kernel, build
 from dpppl.models.init import grown_slots, initial_states, seated_slots
 from dpppl.run.checkpoint import CheckpointFile, Interrupted, Progress
 from dpppl.run.progress import RunProgress, chain_status
@@ -119,13 +119,13 @@ def threefry_split(seed: int, shape: tuple) -> np.ndarray:
 def step_keys(chain_key, t, count: int):
     """The key of step `t` of the chain whose key is `chain_key`: `fold_in(chain_key, t)`, or, for a
     kernel whose step takes `count` > 1 keys (`Kernel.keys_per_step`), the keys
-    `fold_in(chain_key, t * count + i)`, i < count, drawn as one hash (`folded_keys`): one threefry hash
-    in the compiled step (on CPU a loop of some 150-200 instructions each) where a fold-in and the
-    hybrid's split were two. Distinct for every step below 2^32 / count (the fold-in's data is 32 bits)."""
+    `fold_in(chain_key, t * count + i)`, i < count, drawn as one hash of the counters
+    (`numerics_random.fold_in` of a 1-D array) where a fold-in and the hybrid's split were two. Distinct
+    for every step below 2^32 / count (the fold-in's data is 32 bits)."""
     if count == 1:
         return random.fold_in(chain_key, t)
     first = jnp.asarray(t, jnp.uint32) * jnp.uint32(count)
-    return folded_keys(chain_key, first + jnp.arange(count, dtype=jnp.uint32))
+    return random.fold_in(chain_key, first + jnp.arange(count, dtype=jnp.uint32))
 
 
 def _record(kern: Kernel, state, info, with_z: bool) -> dict:

@@ -34,7 +34,7 @@ from dpppl.core import numerics_random as random
 from dpppl.errors import KernelError
 from dpppl.families.generalized_mallows import (GeneralizedMallows, after_mask, code_logits_given_theta, codes, log_gm,
                                                 log_psi, lsigma, ranking_lengths, theta_exact)
-from dpppl.kernels.base import Kernel, folded_keys, register
+from dpppl.kernels.base import Kernel, register
 from dpppl.families.mallows_draws import (code_logits_n1, insert_code, insert_code_given, sigma_step, theta_beta,
                                           theta_slice)
 from dpppl.core.state import PartitionState
@@ -150,7 +150,7 @@ class _GM:
         occupied slot with a per-slot key (independent of the capacity)."""
         slots = state.extras.slots
         cap = state.stats.n.shape[-1]
-        keys = folded_keys(rng_key, jnp.arange(cap))
+        keys = random.fold_in(rng_key, jnp.arange(cap))
         pos, theta, acc = jax.vmap(one_slot)(keys, state.stats.R, state.stats.Nj, state.stats.n,
                                              slots.pos, slots.theta)
         occupied = state.stats.n > 0.5

@@ -57,7 +57,7 @@ from dpppl.core.points import num_real, real_index, real_rows, row_of_real, unif
 from dpppl.core.numerics import computed_once, log_gamma_draw
 from dpppl.core.state import is_point_field
 from dpppl.errors import KernelError
-from dpppl.kernels.base import Kernel, exchangeable_prior_only, folded_keys, info_type, register
+from dpppl.kernels.base import Kernel, exchangeable_prior_only, info_type, register
 from dpppl.kernels.gibbs import build_gibbs_kernel
 from dpppl.kernels.splitmerge import build_splitmerge_kernel
 from dpppl.kernels.subcluster.parameter_moves import build_parameter_update
@@ -122,7 +122,7 @@ def _step_keys(rng_key, capacity, scans=(0, 0)):
     num_scans = scans[0] * scans[1]
     index = jnp.concatenate([jnp.arange(capacity * SLOT_KEYS, dtype=jnp.int32),
                              REST_STREAM - jnp.arange(rest + extra + num_scans, dtype=jnp.int32)])
-    keys = folded_keys(rng_key, index)
+    keys = random.fold_in(rng_key, index)
     slots, tail = keys[:capacity * SLOT_KEYS], keys[capacity * SLOT_KEYS:]
     own = dict(zip(_StepKeys._fields[1:-1], tail))
     own["split_merge"] = jnp.concatenate([tail[_StepKeys._fields.index("split_merge") - 1][None],
