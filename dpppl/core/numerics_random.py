@@ -12,7 +12,8 @@ when the native library builds (`dpppl.core.native`, `DPPPL_NATIVE`), the hash i
 call of `numerics_threefry.cc` (one instruction in the program), elsewhere JAX's `threefry2x32`.
 
 Any other key (another implementation, a raw uint32 key, an array of keys), or the
-non-partitionable Threefry, is handed to `jax.random` itself.
+non-partitionable Threefry, is handed to `jax.random` itself. `host_split` computes
+`jax.random.split`'s keys of a seed in NumPy, with no program (the runner's chains' keys).
 """
 
 from __future__ import annotations
@@ -131,3 +132,32 @@ def normal(key, shape=(), dtype=None):
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype), dtype=dtype)
     u = uniform(key, shape, dtype, lo, np.array(1.0, dtype))
     return jax.lax.mul(np.array(np.sqrt(2), dtype), jax.lax.erf_inv(u))
+
+
+THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+"""The rotations of the Threefry-2x32 hash's rounds (Salmon et al. 2011), alternating by groups of four."""
+
+
+def host_hash2x32(k1: np.ndarray, k2: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The Threefry-2x32 hash (20 rounds) of the counters (x1, x2) under the key (k1, k2), all uint32
+    arrays (broadcast): the function of JAX's `threefry2x32_p` (and of `hash2x32`), in NumPy on the host."""
+    ks = (k1, k2, k1 ^ k2 ^ np.uint32(0x1BD11BDA))
+    x1, x2 = x1 + ks[0], x2 + ks[1]
+    for group in range(5):
+        for r in THREEFRY_ROTATIONS[group % 2]:
+            x1 = x1 + x2
+            x2 = x1 ^ ((x2 << np.uint32(r)) | (x2 >> np.uint32(32 - r)))
+        x1 = x1 + ks[(group + 1) % 3]
+        x2 = x2 + ks[(group + 2) % 3] + np.uint32(group + 1)
+    return x1, x2
+
+
+def host_split(seed: int, shape: tuple) -> np.ndarray:
+    """The key data (`shape` + (2,), uint32) of `jax.random.split(jax.random.key(seed), shape)` with
+    threefry keys and `jax_threefry_partitionable` (JAX's default): the key (seed >> 32, seed mod 2^32)
+    hashes each key's flat index as a 64-bit counter (high word, low word)."""
+    with np.errstate(over="ignore"):
+        k1, k2 = np.uint32((seed >> 32) & 0xFFFFFFFF), np.uint32(seed & 0xFFFFFFFF)
+        index = np.arange(int(np.prod(shape)), dtype=np.uint64)
+        bits = host_hash2x32(k1, k2, (index >> np.uint64(32)).astype(np.uint32), index.astype(np.uint32))
+    return np.stack(bits, axis=-1).reshape(tuple(shape) + (2,))

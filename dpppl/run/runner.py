@@ -78,42 +78,13 @@ def _jitted_chain_keys(seed, num_chains: int):
 def _chain_keys(seed, num_chains: int):
     """Each chain's key for its initial state, and the key data its steps fold `t` into: the two rows of
     `jax.random.split(jax.random.key(seed), (2, num_chains))`. With JAX's default keys (threefry,
-    partitionable) computed on the host by `threefry_split`, the same numbers without a program to
+    partitionable) computed on the host by `numerics_random.host_split`, the same numbers without a program to
     compile (or, in a process whose compilation cache holds it, to load: 0.15-0.2 s of the README's job
     either way); with another key implementation, one compiled program."""
     if jax.config.jax_default_prng_impl != "threefry2x32" or not jax.config.jax_threefry_partitionable:
         return _jitted_chain_keys(seed, num_chains)
-    keys = threefry_split(int(seed), (2, num_chains))
+    keys = random.host_split(int(seed), (2, num_chains))
     return jax.random.wrap_key_data(keys[0]), jnp.asarray(keys[1])
-
-
-THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-"""The rotations of the Threefry-2x32 hash's rounds (Salmon et al. 2011), alternating by groups of four."""
-
-
-def threefry2x32(k1: np.ndarray, k2: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The Threefry-2x32 hash (20 rounds) of the counters (x1, x2) under the key (k1, k2), all uint32
-    arrays (broadcast): the function of JAX's `threefry2x32_p`, on the host."""
-    ks = (k1, k2, k1 ^ k2 ^ np.uint32(0x1BD11BDA))
-    x1, x2 = x1 + ks[0], x2 + ks[1]
-    for group in range(5):
-        for r in THREEFRY_ROTATIONS[group % 2]:
-            x1 = x1 + x2
-            x2 = x1 ^ ((x2 << np.uint32(r)) | (x2 >> np.uint32(32 - r)))
-        x1 = x1 + ks[(group + 1) % 3]
-        x2 = x2 + ks[(group + 2) % 3] + np.uint32(group + 1)
-    return x1, x2
-
-
-def threefry_split(seed: int, shape: tuple) -> np.ndarray:
-    """The key data (`shape` + (2,), uint32) of `jax.random.split(jax.random.key(seed), shape)` with
-    threefry keys and `jax_threefry_partitionable` (JAX's default): the key (seed >> 32, seed mod 2^32)
-    hashes each key's flat index as a 64-bit counter (high word, low word)."""
-    with np.errstate(over="ignore"):
-        k1, k2 = np.uint32((seed >> 32) & 0xFFFFFFFF), np.uint32(seed & 0xFFFFFFFF)
-        index = np.arange(int(np.prod(shape)), dtype=np.uint64)
-        bits = threefry2x32(k1, k2, (index >> np.uint64(32)).astype(np.uint32), index.astype(np.uint32))
-    return np.stack(bits, axis=-1).reshape(tuple(shape) + (2,))
 
 
 def step_keys(chain_key, t, count: int):

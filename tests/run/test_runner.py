@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import dpppl
+from dpppl.core import numerics_random
 from dpppl.diagnostics.arviz_compat import partition_group
 from dpppl.kernels import base
 from dpppl.kernels.gibbs import build_gibbs_kernel
@@ -95,5 +96,5 @@ def test_the_chains_keys_are_computed_on_the_host_as_jax_splits_them(seed):
             assert np.array_equal(jax.random.key_data(init_keys), jax.random.key_data(keys[0]))
             assert np.array_equal(chain_keys, jax.random.key_data(keys[1]))
             assert jax.typeof(init_keys) == jax.typeof(keys[0]) and chain_keys.dtype == np.uint32
-    assert np.array_equal(runner.threefry_split(seed, (3, 2)),
+    assert np.array_equal(numerics_random.host_split(seed, (3, 2)),
                           jax.random.key_data(jax.random.split(jax.random.key(seed), (3, 2))))
