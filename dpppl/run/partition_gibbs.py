@@ -62,6 +62,7 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.infer.util import log_density
 from numpyro.util import is_prng_key
 
+from dpppl.core import numerics_random as random
 from dpppl.core.state import PartitionState
 from dpppl.diagnostics.arviz_compat import PARTITION_GROUPS, to_arviz
 from dpppl.diagnostics.summaries import label_summaries
@@ -257,7 +258,7 @@ class PartitionBlock(MCMCKernel):
         """`sweeps` steps of each site's partition kernel on p(C | y, alpha), y and alpha read
         from the model traced at the current values; the statistics are rebuilt from y first."""
         model_kwargs = {} if model_kwargs is None else model_kwargs
-        rng_key, key_sweeps = jax.random.split(state.rng_key)
+        rng_key, key_sweeps = random.split(state.rng_key)
         found = self._trace(state.z, model_args, model_kwargs)
         warmup = state.i < self._num_warmup
         partitions, z, overflow = [], {}, state.overflow
@@ -265,10 +266,10 @@ class PartitionBlock(MCMCKernel):
             x = self._points(site, f)
             partition = partition._replace(stats=segment_stats(site.family, x, partition.z, site.capacity),
                                            alpha=jnp.asarray(f.partition.alpha, partition.alpha.dtype))
-            kern, key_site = site.kernel, jax.random.fold_in(key_sweeps, j)
+            kern, key_site = site.kernel, random.fold_in(key_sweeps, j)
 
             def sweep(t, p, kern=kern, key_site=key_site, x=x):
-                key = jax.random.fold_in(key_site, t)
+                key = random.fold_in(key_site, t)
                 if kern.warmup_step is None:  # one step for warmup and sampling: no branch to compile twice
                     return kern.step(key, p, x)[0]
                 return jax.lax.cond(warmup, lambda s: kern.warmup(key, s, x)[0], lambda s: kern.step(key, s, x)[0], p)
