@@ -126,7 +126,8 @@ LIGHT_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
 """XLA compile options added to dpppl's default ones for a program whose run time is not XLA's code
 (`persisted(..., light=True)`): XLA's elemental emitters, which compile such a program in about half the
 CPU of its fusion emitters and run it as fast. The pointwise log likelihood (called a few times a run:
-Old Faithful 2.3-3.0 -> 1.4 CPU s, galaxies 1.8 -> 1.0, the same eval time and values) and the chunks of a
+Old Faithful 2.3-3.0 -> 1.4 CPU s, galaxies 1.8 -> 1.0, the same eval time and values), the
+`init="sequential"` seating (run once per capacity tried: the same labels and statistics) and the chunks of a
 kernel whose every move has `Kernel.light_compile` (the native Gibbs sweep and split-merge step, the alpha
 and hyperparameter moves: `gibbs+splitmerge` at 600 points 1.98 -> 0.98 CPU s, 0.72 ms per step either
 way; galaxies 2.73 -> 1.18). Other kernels' chunks keep dpppl's options: their XLA-emitted steps ran up

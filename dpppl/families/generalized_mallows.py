@@ -68,7 +68,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
-from jax.scipy.special import gammaln, logsumexp
+from jax.scipy.special import logsumexp
 from numpyro.distributions import constraints
 
 from dpppl.core import numerics_random as random
@@ -206,6 +206,19 @@ def theta_exact(rng_key, a, c, m, max_tries: int = 200):
         return theta, ok, i + 1
 
     return jax.lax.while_loop(cond, body, (mode, jnp.zeros((), bool), 0))[0]
+
+
+def log_factorials(n: int) -> np.ndarray:
+    """log k! for k = 0..n (n + 1,): the table `log_lemma1` reads."""
+    return np.asarray([math.lgamma(k + 1.0) for k in range(n + 1)])
+
+
+def log_lemma1(rankings) -> jax.Array:
+    """log (n - t)!/n! (Lemma 1), the marginal likelihood of one top-t ranking, of each padded ranking
+    of `rankings` (..., n): from a table of log k! (`log_factorials`; no log-gamma in a compiled program)."""
+    n = rankings.shape[-1]
+    table = jnp.asarray(log_factorials(n))
+    return table[n - jnp.sum(rankings >= 0, axis=-1)] - table[n]
 
 
 def stage_sizes(n_items: int) -> np.ndarray:
@@ -423,9 +436,7 @@ class GeneralizedMallows(Family):
         seats points with this, which makes sequential initialisation a draw of the CRP
         prior partition (the paper initialises at random); no kernel uses it.
         """
-        n = x.shape[-1]
-        t = jnp.sum(x >= 0)
-        return jnp.zeros_like(params) + gammaln(n - t + 1.0) - gammaln(n + 1.0)
+        return jnp.zeros_like(params) + log_lemma1(x)
 
 
 

@@ -33,10 +33,11 @@ from jax.scipy.special import betaln, gammaln
 from dpppl.core import numerics_random as random
 from dpppl.errors import KernelError
 from dpppl.families.generalized_mallows import (GeneralizedMallows, after_mask, code_logits_given_theta, codes, log_gm,
-                                                log_psi, lsigma, ranking_lengths, theta_exact)
+                                                log_lemma1, log_psi, lsigma, ranking_lengths, theta_exact)
 from dpppl.kernels.base import Kernel, register
 from dpppl.families.mallows_draws import (code_logits_n1, insert_code, insert_code_given, sigma_step, theta_beta,
                                           theta_slice)
+from dpppl.kernels.mallows.native_slice import native_slice_step, use_native
 from dpppl.core.state import PartitionState
 from dpppl.core.numerics import permutation_of_first, sample_index
 
@@ -105,13 +106,6 @@ class _GM:
         return stats._replace(n=stats.n.at[k].add(sign), Nj=stats.Nj.at[k].add(sign * valid),
                               R=stats.R.at[k, jnp.arange(self.n - 1), first].add(sign * A))
 
-    def lemma1(self, rankings):
-        """log (n - t)!/n! (Lemma 1) of each ranking of `rankings` (..., n): a new cluster's
-        likelihood, from a table of log k! (no log-gamma in the compiled program)."""
-        t = jnp.sum(rankings >= 0, axis=-1)
-        log_factorial = jnp.asarray([math.lgamma(k + 1.0) for k in range(self.n + 1)])
-        return log_factorial[self.n - t] - log_factorial[self.n]
-
     def order(self, rng_key, x):
         """The visiting order of a sweep and the number of points it visits: a uniform
         permutation of the points (of the first `num_valid`, the real points, when they are
@@ -122,7 +116,7 @@ class _GM:
 
     def seat_logits(self, counts, alpha, log_lik_existing, log_lik_new):
         """Seating logits over slots and the first empty slot (None-safe: `has_empty`);
-        `log_lik_new` is the ranking's `lemma1`."""
+        `log_lik_new` is the ranking's `log_lemma1`."""
         log_existing, log_new = self.prior.log_seat_weights(counts, alpha)
         empty = counts < 0.5
         has_empty = jnp.any(empty)
@@ -135,7 +129,7 @@ class _GM:
         """What a sweep needs per visit before it starts: `(order, visits, uniforms, rankings,
         lemma, new_pos)`, the visiting order and its length (`order`, from `k_order`), one (N, 2n)
         uniform block (from `k_u`) by point (its seat, then a new sigma's 2n - 1), the rankings in visiting order, their
-        `lemma1`, and the central permutation each would take if it opened a new cluster
+        `log_lemma1`, and the central permutation each would take if it opened a new cluster
         (`insert_code_given` with `code_logits` (N, n-1, n) by visit): drawn for every visit at
         once, vectorised, where the sweep's loop reads one row (the draws are the same as
         drawing inside the loop, which under the chains' vmap ran for every point)."""
@@ -143,7 +137,7 @@ class _GM:
         uniforms = random.uniform(k_u, (x.shape[0], 2 * self.n), x.dtype)
         rankings = x[order].astype(jnp.int32)
         new_pos = jax.vmap(insert_code_given)(uniforms[order, 1:], rankings, code_logits)
-        return order, visits, uniforms, rankings, self.lemma1(rankings), new_pos
+        return order, visits, uniforms, rankings, log_lemma1(rankings), new_pos
 
     def update_slots(self, rng_key, state, one_slot):
         """Apply `one_slot(key, R, Nj, n, pos, theta) -> (pos, theta, accepted)` to every
@@ -160,16 +154,22 @@ class _GM:
         return state._replace(extras=MallowsExtras(MallowsSlots(pos, theta))), rate
 
     # ----- recording ------------------------------------------------------------------
-    def kernel(self, name, exact, one_slot, sweep, log_joint) -> Kernel:
+    def kernel(self, name, exact, one_slot, sweep, log_joint, native_step=None) -> Kernel:
         """A kernel whose step updates every slot's parameters (`one_slot`), then sweeps the
-        labels (`sweep`); `sigma_accept` is the acceptance rate of the sigma moves."""
+        labels (`sweep`); `sigma_accept` is the acceptance rate of the sigma moves. `native_step(rng_key,
+        state, x)`, when given, makes the same step in one native call (`(state, rate)`, or None where
+        it cannot: then the JAX step runs); the kernel is then `light_compile`."""
         def step(rng_key, state, x):
-            k_par, k_lab = random.split(rng_key)
-            state, rate = self.update_slots(k_par, state, one_slot)
-            return sweep(k_lab, state, x), MallowsInfo(sigma_accept=rate)
+            done = None if native_step is None else native_step(rng_key, state, x)
+            if done is None:
+                k_par, k_lab = random.split(rng_key)
+                state, rate = self.update_slots(k_par, state, one_slot)
+                done = sweep(k_lab, state, x), rate
+            return done[0], MallowsInfo(sigma_accept=done[1])
 
         return Kernel(name, exact=exact, step=step, info_type=MallowsInfo, init=self.init,
-                      log_joint=log_joint, record=self.record, record_dims=self.record_dims, masked_points=True)
+                      log_joint=log_joint, record=self.record, record_dims=self.record_dims, masked_points=True,
+                      light_compile=native_step is not None)
 
     def record(self, state):
         K = self.record_clusters
@@ -194,10 +194,12 @@ class _GM:
 
 # ---------------------------------------------------------------------- Slice-Gibbs ---
 def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
-                      record_clusters: int = 20) -> Kernel:
+                      record_clusters: int = 20, native: bool | None = None) -> Kernel:
     """Slice-Gibbs (Fig. 1). `num_gibbs` = T_Gibbs rounds of (sigma, theta) per cluster and
     step, `num_slices` = T_Slices slice updates per theta_j (the paper's 10 and 3);
-    `record_clusters` largest clusters' parameters are recorded per draw."""
+    `record_clusters` largest clusters' parameters are recorded per draw. `native`: the step as one
+    native call (`dpppl.kernels.mallows.native_slice`; the same draws up to rounding): None (default)
+    where it builds and covers the prior (`DPPPL_NATIVE`), True required, False never."""
     _check_options(num_gibbs, num_slices, record_clusters)
     gm = _GM(bound_model, record_clusters)
     n, m, nu, r = gm.n, gm.m, gm.nu, gm.r
@@ -253,7 +255,12 @@ def build_slice_gibbs(bound_model, *, num_gibbs: int = 10, num_slices: int = 3,
                - jnp.sum(th * S + stats.Nj * log_psi(th, m), axis=-1))
         return gm.log_partition_prior(state) + jnp.sum(jnp.where(stats.n > 0.5, per, 0.0))
 
-    return gm.kernel("mallows-slice", True, one_slot, sweep, log_joint)
+    def native_step(rng_key, state, x):
+        return native_slice_step(gm.family, gm.prior, rng_key, state, x, gm.order, num_gibbs=num_gibbs,
+                                 num_slices=num_slices)
+
+    return gm.kernel("mallows-slice", True, one_slot, sweep, log_joint,
+                     native_step if use_native(gm.prior, native) else None)
 
 
 # ----------------------------------------------------------------------- Beta-Gibbs ---
