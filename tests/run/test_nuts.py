@@ -13,7 +13,7 @@ def _reported(valid):
     """Stands for `on_target` of `run_chains`: a run that compiles nothing and returns `valid` and
     records of 2 draws."""
 
-    def on_target(name, target, fn, *static):
+    def on_target(name, target, fn, *static, light=False):
         shape = (len(valid), 2)
         records = {"z": np.zeros(shape + (target.num_points,), np.int32), "lp": np.zeros(shape),
                    "diverging": np.zeros(shape, bool), "acceptance_rate": np.ones(shape)}
