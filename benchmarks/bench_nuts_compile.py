@@ -19,6 +19,16 @@ optimized HLO and, for the largest `--programs`, the instructions per innermost 
 dpppl or NumPyro on the stack that made them (`bench_move_compile`'s stack-frame tables).
 
     nice -n 10 python benchmarks/bench_nuts_compile.py --floor --dump-hlo
+
+With `--pieces`, instead: the pieces of the NUTS program (`dpppl.run.nuts.run_chains`), each jitted
+and compiled alone with dpppl's compile options plus `LIGHT_OPTIONS` (as `kernel="nuts"` compiles
+it), their trace + lower and XLA compile process CPU seconds and optimized HLO instructions: the
+potential energy and its gradient at given unconstrained values (NUTS has one copy of it in its
+transition, the init one more), a draw's `assignment` and its `lp` (the record of a kept draw), and
+the whole program (2 chains, 5 + 5 iterations); `--floor` adds the same one-program design on
+the bare 2-parameter model:
+
+    nice -n 5 python benchmarks/bench_nuts_compile.py --pieces --floor
 """
 
 from __future__ import annotations
@@ -121,6 +131,88 @@ def run_floor(points: int):
     mcmc.get_samples()
 
 
+def pieces(points: int, floor: bool) -> list[str]:
+    """`--pieces`: one table row per piece of the NUTS program, each compiled alone (module docstring)."""
+    import functools  # noqa: PLC0415
+
+    import jax.numpy as jnp  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+    import numpyro  # noqa: PLC0415
+    import numpyro.distributions as dist  # noqa: PLC0415
+    from numpyro.infer import NUTS  # noqa: PLC0415
+    from numpyro.infer.util import initialize_model  # noqa: PLC0415
+
+    import dpppl  # noqa: PLC0415
+    from dpppl.config import x64  # noqa: PLC0415
+    from dpppl.core.compiled import LIGHT_OPTIONS, compiler_options  # noqa: PLC0415
+    from dpppl.models.sites import canonical_in_jit  # noqa: PLC0415
+    from dpppl.run import nuts  # noqa: PLC0415
+    from dpppl.run.driver import bind_data  # noqa: PLC0415
+
+    options = {**compiler_options(), **LIGHT_OPTIONS}
+    truncation, rows = 20, []
+
+    def compile_row(name, fn, *args):
+        start = time.process_time()
+        lowered = jax.jit(fn, compiler_options=options).lower(*args)
+        traced = time.process_time()
+        program = lowered.compile()
+        size = len(hlo_instructions(program.as_text()))
+        rows.append(f"| {name} | {traced - start:.2f} | {time.process_time() - traced:.2f} | {size:,} |")
+
+    with x64():
+        _, target = bind_data(dpppl.load(os.path.join(ROOT, MODEL)), data(MODEL, 0, points))
+        model, keys = nuts.conditioned_model(truncation), jax.random.key_data(jax.random.split(jax.random.key(0), 2))
+        leaves, tree = jax.tree.flatten(target)
+        key = jax.random.key(0)
+
+        def info(leaves):
+            return initialize_model(key, model, dynamic_args=True, model_args=(jax.tree.unflatten(tree, leaves),))
+
+        z = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(lambda l: info(l).param_info.z, leaves))
+
+        def energy_and_gradient(leaves, z):
+            return jax.value_and_grad(info(leaves).potential_fn(jax.tree.unflatten(tree, leaves)))(z)
+
+        def assignment(leaves, z):
+            return info(leaves).postprocess_fn(jax.tree.unflatten(tree, leaves))(z)["assignment"]
+
+        def lp(leaves, z):
+            bound = jax.tree.unflatten(tree, leaves)
+            sites = info(leaves).postprocess_fn(bound)(z)
+            labels = canonical_in_jit(sites["assignment"].astype(jnp.int32), truncation)
+            return bound.lp_of_draw(labels, sites, nuts.model_truncation(bound, truncation))
+
+        def whole(leaves, keys):
+            return nuts.run_chains(jax.tree.unflatten(tree, leaves), keys, truncation=truncation, num_warmup=5,
+                                   num_samples=5, thinning=1, progress=False)
+
+        compile_row("potential energy and gradient", energy_and_gradient, leaves, z)
+        compile_row("a draw's `assignment`", assignment, leaves, z)
+        compile_row("a draw's `assignment` and `lp`", lp, leaves, z)
+        compile_row("the whole program (`run_chains`, 2 chains, 5 + 5)", whole, leaves, keys)
+        if floor:
+            def bare(y):
+                mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+                log_sigma = numpyro.sample("log_sigma", dist.Normal(0.0, 1.0))
+                with numpyro.plate("point", y.shape[0]):
+                    numpyro.sample("y", dist.Normal(mu, jnp.exp(log_sigma)), obs=y)
+
+            def bare_chains(y, keys):
+                def chain(key):
+                    kernel = NUTS(bare)
+                    state = kernel.init(key, 5, None, (y,), {})
+                    return jax.lax.fori_loop(0, 10, lambda i, s: kernel.sample(s, (y,), {}), state).z
+                return jax.lax.map(chain, jax.random.wrap_key_data(keys))
+
+            compile_row("bare NumPyro NUTS, 2 parameters, same design", functools.partial(bare_chains),
+                        np.random.default_rng(0).normal(1.0, 2.0, points), keys)
+    return [f"\n### Pieces of the NUTS program, {MODEL}, {points} points, truncation {truncation}, options {options} "
+            f"(load average {load_average()})\n",
+            "| piece | trace + lower CPU s | XLA compile CPU s | optimized HLO instructions |", "|---|---|---|---|",
+            *rows]
+
+
 def measure(label: str, run, points: int, top: int, largest: int) -> list[str]:
     jax.clear_caches()
     start, load = time.time(), load_average()
@@ -157,7 +249,11 @@ def main(argv=None):
     parser.add_argument("--dump-hlo", action="store_true", help="HLO instructions per program and per source line")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--programs", type=int, default=2, help="how many of the largest programs to break down")
+    parser.add_argument("--pieces", action="store_true", help="compile CPU of the NUTS program's pieces")
     args = parser.parse_args(argv)
+    if args.pieces:
+        print("\n".join(pieces(args.points, args.floor)))
+        return
     lines = []
     if args.floor or args.floor_only:
         lines += measure("bare NumPyro NUTS, 2 parameters", run_floor, args.points, args.top, args.programs)

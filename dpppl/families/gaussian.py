@@ -257,8 +257,13 @@ class Whitening(NamedTuple):
 
 def whitening_full(mu, cov):
     """`Whitening` of N(mu_k, cov_k) with full covariances."""
+    return whitening_cholesky(mu, cholesky(cov))
+
+
+def whitening_cholesky(mu, chol):
+    """`Whitening` of N(mu_k, L_k L_k^T) from the lower Cholesky factors `chol` (..., D, D) of the
+    covariances: `white` = L_k^-1, `log_norm` = -D/2 log(2 pi) - sum_d log L_k[d, d]."""
     D = mu.shape[-1]
-    chol = cholesky(cov)
     white = solve_lower(chol, jnp.broadcast_to(jnp.eye(D, dtype=chol.dtype), chol.shape))
     log_norm = -0.5 * D * jnp.log(2 * jnp.pi) - jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
     return Whitening(mu, white, log_norm)

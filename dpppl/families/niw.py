@@ -29,7 +29,7 @@ from dpppl.core.numerics import normal_draw
 from dpppl.families.base import Family, resolve_fields, scale_matrix, squared_deviations
 from dpppl.families.gaussian import (GaussianStats, cholesky, gaussian_point_stats, inverse_wishart_bartlett,
                                      logdet_pd, mvn_log_likelihood, solve_lower, student_t_logpdf, student_t_params,
-                                     whitening_full)
+                                     whitened_log_likelihood_rows, whitening_cholesky, whitening_full)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +167,10 @@ class NormalInverseWishart(Family):
         return self.kappa0 * jnp.einsum("...ki,...kj->...ij", inverse_chol, inverse_chol)
 
     def log_likelihood(self, params, x):
+        """log N(x_i | mu_k, Sigma_k) (N, K); from the Cholesky factors when `params` carry them
+        (`cov_tril`, the compiled NumPyro model's: `numpyro_sample_params`), else from `cov`."""
+        if "cov_tril" in params:
+            return whitened_log_likelihood_rows(whitening_cholesky(params["mu"], params["cov_tril"]), x).T
         return mvn_log_likelihood(params["mu"], params["cov"], x)
 
     def whitening(self, params):
@@ -179,11 +183,23 @@ class NormalInverseWishart(Family):
         return mu + jnp.einsum("...ij,...j->...i", cholesky(cov), eps)
 
     def numpyro_sample_params(self, num_components):
+        """Inside a NumPyro model: `num_components` components from the prior. The covariance
+        Sigma_k = L_k L_k^T is drawn as its Cholesky factor, the site `theta_cov_tril` with the law
+        of the factor of an IW(psi0, nu0) matrix (NumPyro's `InverseWishartCholesky`), and recorded
+        as the deterministic site `theta_cov`; mu_k (site `theta_mu`) ~ N(mu0, Sigma_k / kappa0)
+        with scale L_k / sqrt(kappa0). NUTS moves the same unconstrained coordinates, under the same
+        potential, as for an `InverseWishart` site `theta_cov` (whose support transform is this
+        factor's, then L L^T); the factor is not computed again from Sigma_k by the prior, the mean's
+        prior and the likelihood (three Cholesky factorisations and their gradients fewer in every
+        gradient of the potential)."""
         import numpyro
         import numpyro.distributions as dist
 
+        psi0 = jnp.asarray(self.psi0)  # the factors' law batched already: NumPyro cannot draw it plate-expanded
+        scale_tril = jnp.broadcast_to(jnp.linalg.cholesky(psi0), (num_components,) + psi0.shape)
         with numpyro.plate("component", num_components):
-            cov = numpyro.sample("theta_cov", dist.InverseWishart(self.nu0, scale_matrix=jnp.asarray(self.psi0)))
+            tril = numpyro.sample("theta_cov_tril", dist.InverseWishartCholesky(self.nu0, scale_tril=scale_tril))
+            cov = numpyro.deterministic("theta_cov", tril @ jnp.swapaxes(tril, -1, -2))
             mu = numpyro.sample("theta_mu", dist.MultivariateNormal(
-                jnp.asarray(self.mu0), covariance_matrix=cov / self.kappa0))
-        return {"mu": mu, "cov": cov}
+                jnp.asarray(self.mu0), scale_tril=tril / jnp.sqrt(self.kappa0)))
+        return {"mu": mu, "cov": cov, "cov_tril": tril}

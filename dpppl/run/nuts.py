@@ -29,11 +29,14 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
 from jax.flatten_util import ravel_pytree
 from numpyro.infer import NUTS
 from numpyro.infer.hmc import HMC
+from numpyro.infer.util import ParamInfo, initialize_model
 from numpyro.util import not_jax_tracer
 
+from dpppl.core import numerics_random as random
 from dpppl.core.compiled import on_target, prepare
 from dpppl.core.protocols import Target
 from dpppl.core.pytrees import structure_key
@@ -106,19 +109,69 @@ def conditioned_model(truncation: int):
     target's compiled model (`Target.nuts_model`) conditioned on its data. The target (data
     and resolved hyperparameters, a pytree) is the model's argument, an argument of the
     compiled program (`run_chains`) rather than constants folded into it, so that other data
-    of the same shapes run the same program."""
+    of the same shapes run the same program.
+
+    NumPyro's argument validation is off while the model runs: every distribution it builds checks its
+    arguments' constraints under `jax.ensure_compile_time_eval`, which inside this trace checks nothing
+    (the arguments are traced) but runs the constraints' constant parts (the triangular masks of
+    `InverseWishart`'s `lower_cholesky`, ...) eagerly, about 40 small programs compiled at the first call
+    (~1.2 CPU s). The draws do not change."""
     def model(target):
         compiled, args = target.nuts_model(truncation)
-        return compiled(*args)
+        with numpyro.validation_enabled(False):
+            return compiled(*args)
 
     return model
 
 
-def chain_keys(seed: int, num_chains: int):
-    """The chains' keys (num_chains,), those NumPyro's `MCMC.run(jax.random.key(seed), ...)` gives
-    its chains: the seed's key itself for one chain, else its split into `num_chains`."""
-    key = jax.random.key(seed)
-    return key[None] if num_chains == 1 else jax.random.split(key, num_chains)
+def initial_params(rng_key, model, model_args: tuple) -> ParamInfo:
+    """NumPyro's valid initial parameters for `NUTS(model)` with its default `init_to_uniform`
+    (radius 2), as `HMC.init(rng_key, ...)` finds them for a traced key: the second key of
+    `split(rng_key)`, then NumPyro's search (`find_valid_initial_params`), a `while_loop` that draws
+    each latent site's unconstrained value Uniform(-2, 2) (sites in the model's order, a key split
+    after each) until the potential energy and its gradient are finite, at most 100 times. Returns
+    `ParamInfo(z, potential_energy, z_grad)`, which `HMC.init` takes as given: the same draws.
+
+    Without NumPyro's prototype: `initialize_model` also draws a first set of values from
+    `init_to_uniform` through a seeded trace of the model (a key split and a uniform per site, each
+    site's transform and its inverse) only to start the loop's carry, which the loop's first
+    iteration overwrites but the compiler cannot drop: ~2,000 instructions of the NUTS program, most
+    of them Threefry hashes. Here the carry starts at zeros; `initialize_model` runs only for the
+    sites' shapes and the potential function (its values are dead code)."""
+    _, key = jax.random.split(rng_key)
+    info = initialize_model(key, model, dynamic_args=True, model_args=model_args)
+    potential = info.potential_fn(*model_args)
+    shapes = info.param_info.z
+    names = [name for name, site in info.model_trace.items()
+             if site["type"] == "sample" and not site["is_observed"] and not site["fn"].support.is_discrete]
+
+    def draw(state):  # NumPyro's body_fn, its branch for init_to_uniform with a prototype
+        i, key, _, _ = state
+        key, subkey = jax.random.split(key)
+        params = {}
+        for name in names:
+            params[name] = jax.random.uniform(subkey, jnp.shape(shapes[name]), minval=-2.0, maxval=2.0)
+            key, subkey = jax.random.split(key)
+        energy, grad = jax.value_and_grad(potential)(params)
+        return i + 1, key, (params, energy, grad), jnp.isfinite(energy) & jnp.all(jnp.isfinite(ravel_pytree(grad)[0]))
+
+    zeros = jax.tree.map(lambda v: jnp.zeros(jnp.shape(v), jnp.result_type(v)), shapes)
+    _, _, found, _ = jax.lax.while_loop(lambda state: (state[0] < 100) & ~state[3], draw,
+                                        (0, key, (zeros, 0.0, zeros), False))
+    return ParamInfo(*found)
+
+
+def chain_keys(seed: int, num_chains: int) -> np.ndarray:
+    """The chains' key data (num_chains, 2), those NumPyro's `MCMC.run(jax.random.key(seed), ...)` gives
+    its chains: the seed's key itself for one chain, else its split into `num_chains`. With JAX's default
+    keys (threefry, partitionable) computed on the host (`numerics_random.host_split`; the key of `seed` is
+    (seed >> 32, seed mod 2^32)), without the three small programs JAX would compile for them."""
+    if jax.config.jax_default_prng_impl != "threefry2x32" or not jax.config.jax_threefry_partitionable:
+        key = jax.random.key(seed)
+        return np.asarray(jax.random.key_data(key[None] if num_chains == 1 else jax.random.split(key, num_chains)))
+    if num_chains == 1:
+        return np.array([[(seed >> 32) & 0xFFFFFFFF, seed & 0xFFFFFFFF]], np.uint32)
+    return random.host_split(int(seed), (num_chains,))
 
 
 _SHOWN: list = [None]
@@ -143,10 +196,11 @@ def run_chains(target: Target, keys, *, truncation: int, num_warmup: int, num_sa
     """Every chain of a NUTS run, one after the other (`lax.map` over `keys`, the chains' key data,
     NumPyro's `chain_method="sequential"`), traceable into one program of which the target (data and
     resolved hyperparameters) is an argument (`sample_nuts` compiles it with `on_target`: dpppl's
-    compile options, kept on disk across processes, as the partition kernels' programs are).
+    compile options with `LIGHT_OPTIONS`, kept on disk across processes, as the partition kernels'
+    programs are).
 
     Each chain is what NumPyro's `MCMC(NUTS(model), ...)` runs for its key: NUTS's `init` (the
-    search for valid initial parameters as NumPyro's `while_loop`), then `num_warmup + num_samples`
+    search for valid initial parameters as NumPyro's `while_loop`, `initial_params`), then `num_warmup + num_samples`
     NUTS transitions in one loop (one copy of the transition in the program), the step size and
     mass matrix adapted during warmup, of which the kept draws are the states NumPyro's
     `fori_collect` keeps (after the first `num_warmup + num_samples % thinning` iterations, the last
@@ -172,7 +226,7 @@ def run_chains(target: Target, keys, *, truncation: int, num_warmup: int, num_sa
     def chain(inputs):
         index, key = inputs
         kernel = NUTS(model)
-        state = kernel.init(key, num_warmup, None, (target,), {})
+        state = kernel.init(key, num_warmup, initial_params(key, model, (target,)), (target,), {})
         valid = jnp.isfinite(state.potential_energy) & jnp.all(jnp.isfinite(ravel_pytree(state.z_grad)[0]))
         constrained = kernel.postprocess_fn((target,), {})
 
@@ -224,10 +278,12 @@ def sample_nuts(target: Target, spec: str, options: dict, *, num_warmup: int, nu
     chain finds no initial parameters of finite log density and gradient (NumPyro's 100 draws)."""
     if options:
         raise KernelError(f"kernel 'nuts' takes no options, got {sorted(options)}")
-    keys = jax.random.key_data(chain_keys(seed, num_chains))
+    keys = chain_keys(seed, num_chains)
+    # XLA's elemental emitters (LIGHT_OPTIONS): the program compiles in ~20% less CPU and its NUTS steps
+    # ran no slower (docs/kernels/nuts.md#one-compiled-program-per-run)
     statics = dict(truncation=truncation, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
                    progress=progress_bar)
-    run = on_target("nuts", target, functools.partial(run_chains, **statics), *sorted(statics.items()))
+    run = on_target("nuts", target, functools.partial(run_chains, **statics), *sorted(statics.items()), light=True)
     display = RunProgress(num_chains * (num_warmup + num_samples), 0, progress_bar, "nuts")
     try:
         with display.compiling(("nuts", structure_key(target), num_chains, *sorted(statics.items())),

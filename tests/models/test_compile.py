@@ -55,7 +55,7 @@ def test_real_n_models_take_n_or_n_by_1_data_and_name_the_site_of_other_shapes()
     fn = model.bind(x).numpyro_model(4)
     draws = Predictive(fn, num_samples=2)(jax.random.key(0), x[:, 0])
     assert draws["x"].shape == (2, 12)
-    params = {k: v[0] for k, v in draws.items() if k in ("alpha", "v", "theta_mu", "theta_cov", "m", "tau")}
+    params = {k: v[0] for k, v in draws.items() if k in ("alpha", "v", "theta_mu", "theta_cov_tril", "m", "tau")}
 
     @jax.jit
     def density_and_gradient(data, params):
@@ -80,3 +80,47 @@ def test_stick_breaking_weights_are_the_products_of_the_sticks():
     got = np.asarray(stick_breaking_weights(jnp.asarray(v)))
     np.testing.assert_allclose(got, want, rtol=1e-12)
     np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-12)
+
+
+def test_niw_components_drawn_as_cholesky_factors_have_the_potential_of_inverse_wishart_covariances(monkeypatch):
+    """The NIW family's compiled components (`theta_cov_tril`, the covariance's Cholesky factor, then
+    `theta_cov` = L L^T) give NUTS the potential energy, and its gradient, that an `InverseWishart` site
+    `theta_cov` with the mean's prior on the covariance gives at the same unconstrained values (its
+    support transform is the factor's, then L L^T); the deterministic `theta_cov` is L L^T."""
+    import numpyro.distributions as dist
+    from numpyro.infer.util import potential_energy
+
+    from dpppl.families.niw import NormalInverseWishart
+
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.normal(-2, 1, (20, 2)), rng.normal(3, 0.5, (20, 2))])
+    bound = dpppl.load("models/gaussian_niw.dp").bind(x)
+    unconstrained = {"alpha": jnp.asarray(0.3), "v": jnp.asarray(rng.normal(size=4)),
+                     "theta_mu": jnp.asarray(rng.normal(size=(5, 2))), "cov": jnp.asarray(rng.normal(size=(5, 3)))}
+
+    def energy_and_gradient(cov_site):
+        fn = bound.numpyro_model(5)
+        params = {**{k: v for k, v in unconstrained.items() if k != "cov"}, cov_site: unconstrained["cov"]}
+        return jax.jit(jax.value_and_grad(lambda p: potential_energy(fn, (x,), {}, p)))(params)
+
+    ours, ours_grad = energy_and_gradient("theta_cov_tril")
+
+    def inverse_wishart_site(self, num_components):  # the parametrisation before: Sigma drawn as a matrix
+        with numpyro.plate("component", num_components):
+            cov = numpyro.sample("theta_cov", dist.InverseWishart(self.nu0, scale_matrix=jnp.asarray(self.psi0)))
+            mu = numpyro.sample("theta_mu", dist.MultivariateNormal(jnp.asarray(self.mu0),
+                                                                     covariance_matrix=cov / self.kappa0))
+        return {"mu": mu, "cov": cov}
+
+    monkeypatch.setattr(NormalInverseWishart, "numpyro_sample_params", inverse_wishart_site)
+    theirs, theirs_grad = energy_and_gradient("theta_cov")
+    assert float(ours) == pytest.approx(float(theirs), rel=1e-10)
+    np.testing.assert_allclose(ours_grad["theta_cov_tril"], theirs_grad["theta_cov"], rtol=1e-8, atol=1e-10)
+    for name in ("alpha", "v", "theta_mu"):
+        np.testing.assert_allclose(ours_grad[name], theirs_grad[name], rtol=1e-8, atol=1e-10)
+    monkeypatch.undo()
+    prior = numpyro.infer.Predictive(bound.numpyro_model(5), num_samples=1)
+    draw = jax.jit(lambda key: prior(key, x))(jax.random.key(0))
+    tril = draw["theta_cov_tril"][0]
+    np.testing.assert_allclose(draw["theta_cov"][0], tril @ np.swapaxes(tril, -1, -2), rtol=1e-12)
+    assert np.all(np.triu(tril, 1) == 0) and np.all(np.diagonal(tril, axis1=-2, axis2=-1) > 0)

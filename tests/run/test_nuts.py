@@ -13,7 +13,7 @@ def _reported(valid):
     """Stands for `on_target` of `run_chains`: a run that compiles nothing and returns `valid` and
     records of 2 draws."""
 
-    def on_target(name, target, fn, *static):
+    def on_target(name, target, fn, *static, light=False):
         shape = (len(valid), 2)
         records = {"z": np.zeros(shape + (target.num_points,), np.int32), "lp": np.zeros(shape),
                    "diverging": np.zeros(shape, bool), "acceptance_rate": np.ones(shape)}
@@ -33,13 +33,15 @@ def test_a_chain_without_valid_initial_parameters_is_a_model_error(monkeypatch, 
 
 
 def test_chain_keys_are_those_numpyros_mcmc_gives_its_chains():
-    """One chain: the seed's key; several: its split (NumPyro's `MCMC.run`)."""
+    """One chain: the seed's key; several: its split (NumPyro's `MCMC.run`); key data computed on the host."""
     import jax
 
-    one, three = nuts.chain_keys(4, 1), nuts.chain_keys(4, 3)
-    key = jax.random.key(4)
-    assert np.array_equal(jax.random.key_data(one), jax.random.key_data(key)[None])
-    assert np.array_equal(jax.random.key_data(three), jax.random.key_data(jax.random.split(key, 3)))
+    for seed in (4, 2**33 + 5):
+        one, three = nuts.chain_keys(seed, 1), nuts.chain_keys(seed, 3)
+        key = jax.random.key(seed)
+        assert one.dtype == three.dtype == np.uint32
+        assert np.array_equal(one, jax.random.key_data(key)[None])
+        assert np.array_equal(three, jax.random.key_data(jax.random.split(key, 3)))
 
 
 def test_the_programs_progress_callback_advances_the_runs_bar(monkeypatch):
