@@ -15,7 +15,9 @@ same cache directory. Each cell is wall seconds, process CPU seconds (`getrusage
 process and its children: XLA's compiler threads count, the machine's other load does not),
 and the programs lowered (`jax_log_compiles` records "Compiling ..." of logger "jax"; a program
 read back from the persistent cache is lowered too, so "(k cached)" says how many of them the
-cache served instead of XLA).
+cache served instead of XLA). `import dpppl` and then `import arviz` run before the first call and are
+reported apart: ArviZ (with the SciPy and Matplotlib it imports, ~1.3 CPU s) is imported once per
+process by whatever first builds an InferenceData, so it is not part of any kernel's compile.
 
 "Before" is a git revision (`--before`, default 236f68d, the main commit issue 35 measured): its
 `dpppl/`, `models/` and `examples/` are exported with `git archive` into a temporary directory
@@ -126,6 +128,9 @@ import numpy as np
 import dpppl
 kernel, path, calls = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 out = {"import_s": time.perf_counter() - wall0, "import_cpu_s": cpu() - cpu0}
+wall, used = time.perf_counter(), cpu()
+import arviz  # noqa: F401  (imported by the first call's InferenceData otherwise: once per process, not compiling)
+out["arviz_s"], out["arviz_cpu_s"] = time.perf_counter() - wall, cpu() - used
 
 """ + inspect.getsource(data) + r"""
 for name, seed, n in calls:
@@ -261,9 +266,11 @@ def render(results: dict) -> str:
                 lines.append(f"| {kernel} | `{KERNELS[kernel]}` | {state} | {label} | " + " | ".join(cells) + " |")
             ratios = [_ratio((b or {}).get(c), (a or {}).get(c)) for c in calls]
             lines.append(f"| {kernel} | | {state} | after / before | " + " | ".join(ratios) + " |")
-    lines += ["", "`import dpppl` (seconds, wall / CPU; in each process before the first call, not in the table):", ""]
+    lines += ["", "`import dpppl`, then `import arviz` (seconds, wall / CPU; in each process before the first call, "
+              "not in the table; ArviZ would otherwise be imported by the first call's InferenceData):", ""]
     for kernel, row in results["cells"].items():
         parts = [f"{tree} {state} {r['import_s']:.1f} / {r['import_cpu_s']:.1f}"
+                 + (f", arviz {r['arviz_s']:.1f} / {r['arviz_cpu_s']:.1f}" if "arviz_s" in r else "")
                  for tree, states in row.items() for state, r in states.items() if "import_s" in r]
         lines.append(f"- {kernel}: " + "; ".join(parts))
     return "\n".join(lines) + "\n"
