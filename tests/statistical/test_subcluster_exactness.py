@@ -177,3 +177,31 @@ def test_auxiliary_pairs_without_the_weight_proposal_in_q_are_rejected(monkeypat
     result = _harness("niw_2d_overlap", variant="exact", num_chains=64, num_samples=500, seed=3, auxiliary_every=1,
                       launch_scans=1, **SUBCLUSTER_MOVES)
     assert not result.passed, result.report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case_name", ["niw_2d_overlap", "dirichlet_multinomial_overlap"])
+def test_singleton_moves_match_enumeration(case_name):
+    """The singleton births and deaths (`dpppl.kernels.subcluster.singletons`) beside only the
+    anchored sweep and the random split / merge (`split_merge_pairs=0`), so that they make most of
+    the moves, reproduce the enumerated posterior with no warmup."""
+    result = _harness(case_name, variant="exact", num_chains=64, num_samples=500, seed=3, split_merge_pairs=0,
+                      **SUBCLUSTER_MOVES)
+    assert result.passed, result.report
+
+
+@pytest.mark.slow
+def test_singleton_moves_without_the_pick_probabilities_are_rejected(monkeypatch):
+    """Power check of the singleton moves' ratio: without the probabilities of picking the point
+    and the singleton (log N - log S', the reverse proposal's term), the draws must fail the harness
+    that the exact ratio passes (`test_singleton_moves_match_enumeration`)."""
+    from dpppl.kernels.subcluster import singletons
+
+    exact = singletons.birth_death_log_ratio
+    monkeypatch.setattr(singletons, "birth_death_log_ratio",
+                        lambda is_birth, log_new, log_z, log_n, log_singletons: exact(is_birth, log_new, log_z, 0.0,
+                                                                                     0.0))
+    # launch_scans=5: options of their own, so that the program is traced again with the patch
+    result = _harness("niw_2d_overlap", variant="exact", num_chains=64, num_samples=500, seed=3, split_merge_pairs=0,
+                      launch_scans=5, **SUBCLUSTER_MOVES)
+    assert not result.passed, result.report
