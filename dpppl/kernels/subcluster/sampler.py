@@ -20,12 +20,15 @@ is a vector operation over points or over clusters. One step:
    pair claimed move at once (`_restricted_split_merge`). Every `auxiliary_every`-th pair takes
    an auxiliary-variable split-merge instead (`_auxiliary_log_q`), whose merges need no scan to
    reproduce the current split.
+6. **Singleton births and deaths** (exact variant, conjugate families): `singleton_moves` exact
+   Metropolis-Hastings moves that seat a point alone or return a one-point cluster to a cluster
+   ([`dpppl.kernels.subcluster.singletons`][dpppl.kernels.subcluster.singletons]).
 
 Non-conjugate families move parameters by a Markov kernel on p(theta | x_k)
 ([`dpppl.kernels.subcluster.parameter_moves`][dpppl.kernels.subcluster.parameter_moves]) and use the first expression of
 eq. (21).
 Options: super-clusters (Algorithm 1, `dpppl.kernels.subcluster.superclusters`) and pair
-merges. The published sampler is approximate; the exact variant (steps 1, 4 and 5, the labels
+merges. The published sampler is approximate; the exact variant (steps 1, 4, 5 and 6, the labels
 of step 1 updated with one anchor point per cluster held and a Metropolis-Hastings correction,
 `_anchored`) is exact. By default warmup runs the published sampler, which
 finds clusters fast, and the kept draws the exact variant (`variant="exact"`,
@@ -1133,7 +1136,7 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
     if pair_scans:  # exact splits and merges of anchor pairs
         clusters, restricted, overflow = _restricted_split_merge(
             setup, state.alpha, (keys.pairs, keys.scans), u_points[..., 4:], clusters, x, overflow)
-    singles = restricted  # zero counts
+    singles = jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)
     if setup.num_singletons and conjugate and not use_sub:  # singleton births and deaths (`singletons`)
         clusters, singles, overflow = singletons.singleton_moves(setup, state.alpha, keys.sweep, clusters, x,
                                                                  overflow, setup.num_singletons)

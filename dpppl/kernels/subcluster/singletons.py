@@ -43,13 +43,13 @@ UNIFORMS = 5  # per move: its type, its point, its singleton, its death's target
 
 class _Loop(NamedTuple):
     """What the moves of one step carry from one to the next: the clusters' statistics and sums
-    of x (`rows`), their predictive parameters (`predictive`), where each slot's points at the
+    of x (`rows`), their log marginal likelihoods (`log_m`), where each slot's points at the
     step's start are now (`slot_map`), per move the slot its born point now sits in (`born`,
     valid where `alive`: an accepted birth not undone by a later birth of the same point), the
     slots touched, the overflow flag and the numbers of births and deaths accepted."""
 
     rows: tuple
-    predictive: object
+    log_m: jax.Array
     slot_map: jax.Array
     born: jax.Array
     alive: jax.Array
@@ -85,7 +85,6 @@ def singleton_moves(setup, alpha, rng_key, clusters, x, overflow, num_moves):
     x_point = setup.rows_at(setup.as_blocks(x), point)
     z_point = setup.rows_at(z, point)
     point_stats = family.point_stats(x_point)
-    empty = family.predictive_params(family.empty_stats((1,)))
     log_n = jnp.log(count.astype(n_dtype))
 
     def move(b, loop):
@@ -103,16 +102,18 @@ def singleton_moves(setup, alpha, rng_key, clusters, x, overflow, num_moves):
         source = jnp.where(is_birth, c, s)
         moving = jax.tree.map(lambda p, r: jnp.where(is_birth, p[b], r[s]), point_stats, stats)
         x_moving = jnp.where(is_birth, x_point[b], x_sum[s])
-        # the clusters without the moving point: its source's predictive (a death empties it, and an
-        # empty slot takes no point)
+        # one evaluation of the marginal: every slot with the point added, its source without it, the point
+        # alone; the predictive log p(x_i | x_l) = log m(x_l + x_i) - log m(x_l) (`log_m` carried per slot)
         without = jax.tree.map(lambda r, p: r[source] - p, stats, moving)
-        predictive = jax.tree.map(lambda a, r: a.at[source].set(r[0]), loop.predictive,
-                                  family.predictive_params(jax.tree.map(lambda a: a[None], without)))
+        parts = jax.tree.map(lambda r, w, p: jnp.concatenate([r + p, w[None], p[None]]), stats, without, moving)
+        log_parts = family.log_marginal(parts)
+        log_with, log_without, log_alone = log_parts[:capacity], log_parts[capacity], log_parts[capacity + 1]
+        log_m = loop.log_m.at[source].set(log_without)  # the clusters without the moving point
         n_without = n.at[source].add(-1.0)
-        logits = jnp.where(n_without > 0, jnp.log(jnp.maximum(n_without, 1.0))
-                           + family.log_predictive(predictive, x_moving), -jnp.inf)
+        log_predictive = jnp.where(slots == source, loop.log_m[source] - log_without, log_with - log_m)
+        logits = jnp.where(n_without > 0, jnp.log(jnp.maximum(n_without, 1.0)) + log_predictive, -jnp.inf)
         log_z = jax.scipy.special.logsumexp(logits)
-        log_new = jnp.log(alpha) + family.log_predictive(empty, x_moving)[0]
+        log_new = jnp.log(alpha) + log_alone
         # the death's target, by the inverse CDF of r at the move's uniform
         p = jnp.exp(logits - log_z)
         k = jnp.sum(jnp.cumsum(p) < u[b, 3] * jnp.sum(p))
@@ -129,23 +130,21 @@ def singleton_moves(setup, alpha, rng_key, clusters, x, overflow, num_moves):
         overflow = loop.overflow | (can_birth & ~jnp.any(free))
         accept = ((can_birth & jnp.any(free)) | can_death) & (jnp.log(u[b, 4]) < log_h)
         birth, death = accept & is_birth, accept & ~is_birth
-        # the receiving slot: the free slot t (birth) or k (death)
+        # the receiving slot: the free slot t (birth) or k (death), which gets its statistics plus the point's
         receiver = jnp.where(is_birth, t, k)
-        received = jax.tree.map(lambda r, m: jnp.where(is_birth, m, r[k] + m), stats, moving)
+        received = jax.tree.map(lambda r: r[receiver], parts)
         stats = jax.tree.map(lambda r, w, g: jnp.where(accept, r.at[source].set(w).at[receiver].set(g), r),
                              stats, without, received)
         x_sum = jnp.where(accept, x_sum.at[source].add(-x_moving).at[receiver].add(x_moving), x_sum)
-        predictive = jax.tree.map(lambda a, old, new: jnp.where(accept, a.at[receiver].set(new[0]), old),
-                                  predictive, loop.predictive,
-                                  family.predictive_params(jax.tree.map(lambda a: a[None], received)))
+        log_m = jnp.where(accept, log_m.at[receiver].set(log_with[receiver]), loop.log_m)
         slot_map = jnp.where(death & (loop.slot_map == s), k, loop.slot_map)
         born = jnp.where(death & (loop.born == s), k, loop.born).at[b].set(jnp.where(birth, t, -1))
         alive = (loop.alive & ~(birth & earlier)).at[b].set(birth)
         touched = loop.touched | (accept & ((slots == source) | (slots == receiver)))
-        return _Loop((stats, x_sum), predictive, slot_map, born, alive, touched, overflow,
+        return _Loop((stats, x_sum), log_m, slot_map, born, alive, touched, overflow,
                      loop.births + birth, loop.deaths + death)
 
-    start = _Loop(rows, family.predictive_params(rows[0]), slots.astype(jnp.int32),
+    start = _Loop(rows, family.log_marginal(rows[0]), slots,
                   jnp.full(num_moves, -1, jnp.int32), jnp.zeros(num_moves, bool), jnp.zeros(capacity, bool),
                   overflow, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
     loop = jax.lax.fori_loop(0, num_moves, move, start)
