@@ -5,7 +5,8 @@ six clusters), `models/gaussian_niw.dp` (DP, alpha ~ Gamma(1, 1), NIW).
 
     python -m benchmarks.bench_six_from_truth --n 20000 --kernels "auto,gibbs+splitmerge" --chains 2
         --samples 200 [--start truth|merged|stuck|sequential] [--stuck-warmup 100] [--stuck-samples 50]
-        [--point] [--w2-seed S --stuck-kernel subcluster --stuck-init single --stuck-warmup 0 --stuck-samples 100]
+        [--point] [--options "singleton_moves=0"]
+        [--w2-seed S --stuck-kernel subcluster --stuck-init single --stuck-warmup 0 --stuck-samples 100]
         [--out NAME]
     python -m benchmarks.bench_six_from_truth --table    # benchmarks/results/six_from_truth.md from every run
 
@@ -44,6 +45,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 import dpppl
+from benchmarks.bench_subcluster_kept import _options
 from benchmarks.bench_subcluster_six import data
 from benchmarks.harness import RESULTS_DIR, load_average, write_json
 from dpppl.diagnostics.arviz_compat import partition_group
@@ -110,8 +112,9 @@ def chain(model, x, y, kernel, seed, args):
     else:
         init = "sequential"
     tic, cpu = time.perf_counter(), time.process_time()
+    options = _options(args.options) if kernel == "subcluster" else {}
     idata = dpppl.sample(model, x, kernel=kernel, init=init, num_warmup=0, num_samples=args.samples, seed=seed,
-                         num_chains=1, progress_bar=False)
+                         num_chains=1, progress_bar=False, **options)
     wall, cpu = time.perf_counter() - tic, time.process_time() - cpu
     z = partition_group(idata)["z"].values[0]
     lp = idata.sample_stats["lp"].values[0]
@@ -249,6 +252,7 @@ def main():
     parser.add_argument("--stuck-warmup", type=int, default=100)
     parser.add_argument("--stuck-samples", type=int, default=50)
     parser.add_argument("--point", action="store_true")
+    parser.add_argument("--options", default="", help="`subcluster`'s options, 'singleton_moves=0;...'")
     parser.add_argument("--w2-seed", type=int, default=None, help="issue 32's data of this seed (`load`)")
     parser.add_argument("--out", default=None)
     parser.add_argument("--table", action="store_true", help="write six_from_truth.md from the runs' files")

@@ -6,14 +6,15 @@
         [--samples 50] [--n 200000] [--init sequential] [--out NAME]
 
 Each run is a `dpppl.sample` call after one that compiles its programs (one warmup and one kept
-iteration); recorded: its wall and process CPU seconds, K and the NMI against the true labels at the
-first and the last kept draw, `lp` of the last draw beside the true labels' log joint, the splits and
-merges of the exact step, and which true clusters the last draw's clusters hold. For every two
-clusters of the last draw whose points are mostly of one true cluster: the log joint gained by
-merging them, and the log Metropolis-Hastings ratio of the auxiliary merge of the two (the kernel's
-own `_auxiliary_log_q` and `log_split_gain`, 5 draws of its auxiliary variables), with S, the sum
-over their points of -log P(the point's current side) under the two-component mixture the merge
-proposal draws: the part of -log q_aux that a merge of two overlapping clusters pays.
+iteration); recorded: its wall and process CPU seconds, K at every kept draw, K and the NMI against the
+true labels at the first and the last kept draw, the default point estimate's K and NMI, `lp` of the
+last draw beside the true labels' log joint, the splits, merges and singleton moves of the exact step,
+and which true clusters the last draw's clusters hold. For every two clusters of the last draw whose
+points are mostly of one true cluster: the log joint gained by merging them, and the log Metropolis-
+Hastings ratio of the auxiliary merge of the two (the kernel's own `_auxiliary_log_q` and
+`log_split_gain`, 5 draws of its auxiliary variables), with S, the sum over their points of -log P(the
+point's current side) under the two-component mixture the merge proposal draws: the part of -log q_aux
+that a merge of two overlapping clusters pays.
 
 Writes benchmarks/results/subcluster_six[-NAME].json.
 """
@@ -92,10 +93,19 @@ def run(args):
     result = {"args": vars(args), "wall_seconds": wall, "cpu_seconds": cpu, "K_first": int(k[0]), "K_last": int(k[-1]),
               "nmi_first": nmi[0], "nmi_last": nmi[-1], "lp_last": float(stats["lp"][-1]), "lp_truth": truth,
               "restricted_splits": int(stats["restricted_splits"].sum()),
-              "restricted_merges": int(stats["restricted_merges"].sum()), "true_clusters_held": held}
+              "restricted_merges": int(stats["restricted_merges"].sum()),
+              "singleton_births": int(stats["singleton_births"].sum()),
+              "singleton_deaths": int(stats["singleton_deaths"].sum()), "K_draws": k.tolist(),
+              "true_clusters_held": held}
+    estimate = dpppl.point_estimate(idata)  # the default: SALSO on the expected variation of information
+    result["point_estimate"] = {"K": len(np.unique(estimate)),
+                                "nmi": float(dpppl.metrics.normalized_mutual_information(estimate, y))}
     print(f"{args.options or 'defaults'}: K {result['K_first']} -> {result['K_last']}, "
           f"NMI {nmi[0]:.3f} -> {nmi[1]:.3f}, lp {result['lp_last'] - truth:+.1f} against the truth's; "
-          f"splits {result['restricted_splits']}, merges {result['restricted_merges']}; "
+          f"splits {result['restricted_splits']}, merges {result['restricted_merges']}; singleton births "
+          f"{result['singleton_births']}, deaths {result['singleton_deaths']}; K over the draws "
+          f"{dict(zip(*(a.tolist() for a in np.unique(k, return_counts=True))))}; point estimate K "
+          f"{result['point_estimate']['K']}, NMI {result['point_estimate']['nmi']:.3f}; "
           f"{wall:.1f} s ({cpu:.1f} CPU s)", flush=True)
     with dpppl.config.x64():
         bound = model.bind(x)

@@ -16,6 +16,10 @@ from dpppl.testing import check_kernel_samples, exact_posterior
 from tests.helpers.cases import CASES
 
 SUBCLUSTER_MOVES = {"collapsed_below": 0}  # the sub-cluster moves, not the collapsed step of small data
+# The power checks of the other moves turn the singleton births and deaths off: 32 exact moves per step
+# mix these 5 points by themselves and hide a biased move beside them (with them on, the anchor pairs
+# accepted with the published ratio pass the harness, seed 3)
+NO_SINGLETONS = {"singleton_moves": 0}
 
 
 def _harness(case_name, *, num_chains, num_samples, seed, burn_in=100, warmup=False, **options):
@@ -106,7 +110,7 @@ def test_subset_sweeps_with_a_biased_alpha_are_rejected(monkeypatch):
     monkeypatch.setattr(sampler, "seat_points", biased)
     # launch_scans=6: options of their own, so that the program is traced again with the patch
     result = _harness("niw_2d_overlap", variant="exact", num_chains=64, num_samples=500, seed=3, subset_sweep=4,
-                      launch_scans=6, **SUBCLUSTER_MOVES)
+                      launch_scans=6, **SUBCLUSTER_MOVES, **NO_SINGLETONS)
     assert not result.passed, result.report
 
 
@@ -148,7 +152,7 @@ def test_anchor_pair_moves_with_the_published_ratio_are_rejected(monkeypatch):
     # launch_scans=2: options of their own, so that the program is traced again with the patched
     # ratio rather than taken from the run of the same options earlier in the session
     result = _harness("niw_2d_overlap", variant="exact", num_chains=64, num_samples=500, seed=3, launch_scans=2,
-                      **SUBCLUSTER_MOVES)
+                      **SUBCLUSTER_MOVES, **NO_SINGLETONS)
     assert not result.passed, result.report
 
 
@@ -175,5 +179,33 @@ def test_auxiliary_pairs_without_the_weight_proposal_in_q_are_rejected(monkeypat
                         log_mixture_sum: exact(evidences, beta, log_f_sum, 0.0, log_mixture_sum))
     # launch_scans=1: options of their own, so that the program is traced again with the patch
     result = _harness("niw_2d_overlap", variant="exact", num_chains=64, num_samples=500, seed=3, auxiliary_every=1,
-                      launch_scans=1, **SUBCLUSTER_MOVES)
+                      launch_scans=1, **SUBCLUSTER_MOVES, **NO_SINGLETONS)
+    assert not result.passed, result.report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case_name", ["niw_2d_overlap", "dirichlet_multinomial_overlap"])
+def test_singleton_moves_match_enumeration(case_name):
+    """The singleton births and deaths (`dpppl.kernels.subcluster.singletons`) beside only the
+    anchored sweep and the random split / merge (`split_merge_pairs=0`), so that they make most of
+    the moves, reproduce the enumerated posterior with no warmup."""
+    result = _harness(case_name, variant="exact", num_chains=64, num_samples=500, seed=3, split_merge_pairs=0,
+                      **SUBCLUSTER_MOVES)
+    assert result.passed, result.report
+
+
+@pytest.mark.slow
+def test_singleton_moves_without_the_pick_probabilities_are_rejected(monkeypatch):
+    """Power check of the singleton moves' ratio: without the probabilities of picking the point
+    and the singleton (log N - log S', the reverse proposal's term), the draws must fail the harness
+    that the exact ratio passes (`test_singleton_moves_match_enumeration`)."""
+    from dpppl.kernels.subcluster import singletons
+
+    exact = singletons.birth_death_log_ratio
+    monkeypatch.setattr(singletons, "birth_death_log_ratio",
+                        lambda is_birth, log_new, log_z, log_n, log_singletons: exact(is_birth, log_new, log_z, 0.0,
+                                                                                     0.0))
+    # launch_scans=5: options of their own, so that the program is traced again with the patch
+    result = _harness("niw_2d_overlap", variant="exact", num_chains=64, num_samples=500, seed=3, split_merge_pairs=0,
+                      launch_scans=5, **SUBCLUSTER_MOVES)
     assert not result.passed, result.report

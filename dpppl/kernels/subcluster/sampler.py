@@ -20,12 +20,15 @@ is a vector operation over points or over clusters. One step:
    pair claimed move at once (`_restricted_split_merge`). Every `auxiliary_every`-th pair takes
    an auxiliary-variable split-merge instead (`_auxiliary_log_q`), whose merges need no scan to
    reproduce the current split.
+6. **Singleton births and deaths** (exact variant, conjugate families): `singleton_moves` exact
+   Metropolis-Hastings moves that seat a point alone or return a one-point cluster to a cluster
+   ([`dpppl.kernels.subcluster.singletons`][dpppl.kernels.subcluster.singletons]).
 
 Non-conjugate families move parameters by a Markov kernel on p(theta | x_k)
 ([`dpppl.kernels.subcluster.parameter_moves`][dpppl.kernels.subcluster.parameter_moves]) and use the first expression of
 eq. (21).
 Options: super-clusters (Algorithm 1, `dpppl.kernels.subcluster.superclusters`) and pair
-merges. The published sampler is approximate; the exact variant (steps 1, 4 and 5, the labels
+merges. The published sampler is approximate; the exact variant (steps 1, 4, 5 and 6, the labels
 of step 1 updated with one anchor point per cluster held and a Metropolis-Hastings correction,
 `_anchored`) is exact. By default warmup runs the published sampler, which
 finds clusters fast, and the kept draws the exact variant (`variant="exact"`,
@@ -61,6 +64,7 @@ from dpppl.kernels.base import Kernel, exchangeable_prior_only, info_type, regis
 from dpppl.kernels.gibbs import build_gibbs_kernel
 from dpppl.kernels.splitmerge import build_splitmerge_kernel
 from dpppl.kernels.subcluster.parameter_moves import build_parameter_update
+from dpppl.kernels.subcluster import singletons
 from dpppl.kernels.subcluster.superclusters import has_j_divergence, j_divergence, sample_super_clusters
 from dpppl.models.seating import seat_points, sweep_draws
 
@@ -71,6 +75,7 @@ AUXILIARY_EVERY = 2  # every second anchor pair takes the auxiliary-variable spl
 AUXILIARY_POINTS = 10.0  # the auxiliary law's components: a cluster's posterior given this many points' worth
 WEIGHT_GRID = 64  # the auxiliary side weight w takes the values (g + 1/2) / WEIGHT_GRID
 NEAR_CANDIDATES = 16  # an auxiliary pair's j: the nearest to x_i of this many uniform draws
+SINGLETON_MOVES = 32  # singleton births and deaths per exact step (`dpppl.kernels.subcluster.singletons`)
 ROW_CHUNK = 8  # cluster slots whose likelihoods one step of the label pass forms together
 SORTED_BLOCK = 1024  # points per block product when statistics are summed by sorting (D > SMALL_DIM)
 COLLAPSED_BELOW = 3_000  # below this many points the exact step is collapsed Gibbs with SAMS split-merge
@@ -89,8 +94,8 @@ class _StepKeys(NamedTuple):
     rest's Gamma variates (`gamma`), of the non-conjugate parameter moves (`update`), of the
     step's cluster-level uniforms (`uniforms`, `_StepUniforms`), of the points' uniforms
     (`points`), of the super-clusters (`group`), of the pair moves (`pairs`: the anchor pairs or
-    the pair merges), of the collapsed step's sweep and
-    split-merge moves (`sweep`, and `split_merge`: the `SPLIT_MERGE_KEYS` keys the move takes at
+    the pair merges), of the collapsed step's sweep (`sweep`; in the sub-cluster step, the singleton
+    moves') and split-merge moves (`split_merge`: the `SPLIT_MERGE_KEYS` keys the move takes at
     once, `Kernel.keys_per_step`, so it splits none), of the non-conjugate proposals of the random
     split's halves, of its merge and of the sub-cluster splits (`q_half`, `q_merge`, `q_sub`); and
     per scan of the anchor pairs the keys of their parameter draws (`scans`, (scans, 2 pairs); none
@@ -239,6 +244,7 @@ class _Setup:
     num_pairs: int = 0
     launch_scans: int = LAUNCH_SCANS
     auxiliary_every: int = AUXILIARY_EVERY
+    num_singletons: int = 0
 
     def cast_params(self, params):
         """Parameters in the likelihood dtype."""
@@ -1130,6 +1136,10 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
     if pair_scans:  # exact splits and merges of anchor pairs
         clusters, restricted, overflow = _restricted_split_merge(
             setup, state.alpha, (keys.pairs, keys.scans), u_points[..., 4:], clusters, x, overflow)
+    singles = jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)
+    if setup.num_singletons and conjugate and not use_sub:  # singleton births and deaths (`singletons`)
+        clusters, singles, overflow = singletons.singleton_moves(setup, state.alpha, keys.sweep, clusters, x,
+                                                                 overflow, setup.num_singletons)
     if pair_merges and use_sub:
         clusters, num_pair_merges = _merge_pairs(family, keys.pairs, clusters, state.alpha)
     elif pair_merges:  # the exact step of a kernel that merges pairs in its published warmup
@@ -1146,6 +1156,7 @@ def _step(setup, draw_parameters, label_pass, split_delay, pair_merges, recorded
     statistics = {"num_splits": jnp.sum(accept).astype(jnp.int32), "sweep_rejected": sweep.emptied,
                   "random_split_accept": do_split, "random_merge_accept": do_merge,
                   "restricted_splits": restricted[0], "restricted_merges": restricted[1],
+                  "singleton_births": singles[0], "singleton_deaths": singles[1],
                   "split_accept_rate": jnp.sum(accept) / jnp.maximum(jnp.sum(eligible), 1),
                   "num_pair_merges": num_pair_merges if pair_merges else None,
                   "num_super_clusters": jnp.sum(occupied_before & (group == jnp.arange(capacity))).astype(jnp.int32)
@@ -1219,6 +1230,7 @@ def _collapsed_step(setup, moves, recorded_params, info_of, rng_key, state, x):
     zero, no = jnp.zeros((), jnp.int32), jnp.zeros((), bool)
     statistics = {"num_splits": zero, "sweep_rejected": no, "random_split_accept": no, "random_merge_accept": no,
                   "restricted_splits": moved.split_accepted, "restricted_merges": moved.merge_accepted,
+                  "singleton_births": zero, "singleton_deaths": zero,
                   "split_accept_rate": jnp.zeros((), x.dtype), "num_pair_merges": zero,
                   "num_super_clusters": jnp.ones((), jnp.int32)}  # every cluster open to every point
     info = info_of(**{name: statistics[name] for name in info_of._fields})
@@ -1226,7 +1238,7 @@ def _collapsed_step(setup, moves, recorded_params, info_of, rng_key, state, x):
 
 
 _STATISTICS = ("num_splits", "sweep_rejected", "random_split_accept", "random_merge_accept", "restricted_splits",
-               "restricted_merges", "split_accept_rate")
+               "restricted_merges", "singleton_births", "singleton_deaths", "split_accept_rate")
 
 
 def _info_type(pair_merges: bool, super_clusters: bool, conjugate: bool) -> type:
@@ -1235,8 +1247,9 @@ def _info_type(pair_merges: bool, super_clusters: bool, conjugate: bool) -> type
     update was rejected), `random_split_accept` and `random_merge_accept` (the random move
     of sec. 5.5 was a split / merge and was accepted), `restricted_splits` and
     `restricted_merges` (int32, splits and merges of the exact variant's restricted-Gibbs
-    split-merge moves accepted), `split_accept_rate` (sub-cluster splits
-    accepted over the clusters eligible), then `num_pair_merges` with `pair_merges`,
+    split-merge moves accepted), `singleton_births` and `singleton_deaths` (int32, the exact
+    variant's singleton moves accepted), `split_accept_rate` (sub-cluster splits accepted over the
+    clusters eligible), then `num_pair_merges` with `pair_merges`,
     `num_super_clusters` with `super_clusters` and `param_accept_rate` (the parameter moves'
     acceptance rate) for a non-conjugate family."""
     return info_type("SubclusterInfo", _STATISTICS + (("num_pair_merges",) if pair_merges else ())
@@ -1248,6 +1261,7 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
                             split_delay: int = SPLIT_DELAY, split_merge_pairs: int = SPLIT_MERGE_PAIRS,
                             launch_scans: int = LAUNCH_SCANS, auxiliary_every: int = AUXILIARY_EVERY,
                             collapsed_below: int = COLLAPSED_BELOW, subset_sweep: int = 0,
+                            singleton_moves: int = SINGLETON_MOVES,
                             merge_concentration: float = 1.0,
                             likelihood_dtype: str = "float32", block_size: int | None = None,
                             record_parameters: bool = True,
@@ -1300,6 +1314,13 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         points, run before the exact step's sub-cluster moves (conjugate families; 0: none;
         docs/kernels/subcluster.md, "Subset sweeps"): an exact move that empties and opens
         small clusters one point at a time, which the sub-cluster moves do not.
+    singleton_moves : int, default 32
+        Singleton births and deaths per exact step (conjugate families; 0: none;
+        `dpppl.kernels.subcluster.singletons`, docs/kernels/subcluster.md, "Singleton births and
+        deaths"): a uniformly drawn point proposed alone in a new cluster, or a uniformly drawn
+        singleton proposed into a cluster drawn by its collapsed Gibbs weights, each an exact
+        Metropolis-Hastings move on cluster statistics; they open and close the clusters of a
+        point that the other sub-cluster moves open and close rarely.
     merge_concentration : float, default 1
         a of the Beta(a, a) mixing proportion of the random splits (sec. 5.5).
     likelihood_dtype : {"float32", "float64"}
@@ -1347,7 +1368,7 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
     family = bound_model.family
     for name, value in (("split_merge_pairs", split_merge_pairs), ("launch_scans", launch_scans),
                         ("auxiliary_every", auxiliary_every), ("collapsed_below", collapsed_below),
-                        ("subset_sweep", subset_sweep)):
+                        ("subset_sweep", subset_sweep), ("singleton_moves", singleton_moves)):
         if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0):
             raise KernelError(f"subcluster: {name} must be an integer >= 0, got {value!r}")
     # one process only: the collapsed sweep is sequential over points (a multi-process run shards them).
@@ -1391,7 +1412,7 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
         pad=num_blocks * block - n, mesh=Mesh(np.asarray(devices), ("points",)) if num_shards > 1 else None,
         num_valid=bound_model.num_valid if segments else bound_model.points, num_pairs=int(split_merge_pairs),
         launch_scans=int(launch_scans),
-        auxiliary_every=int(auxiliary_every))
+        auxiliary_every=int(auxiliary_every), num_singletons=int(singleton_moves))
     one_row = jax.eval_shape(_one_row, family, jnp.result_type(bound_model.x))
     recorded_params = tuple(one_row) if record_parameters else ()
     record_dims = {"weights": ["slot"], **{f"theta_{name}": ["slot"] + [f"theta_{name}_dim_{j}" for j in

@@ -247,6 +247,22 @@ def test_kept_draw_step_alone_finds_separated_clusters_from_one_cluster():
     assert int(stats["num_splits"].sum()) == 0  # no published sub-cluster split
     assert int(stats["restricted_splits"].sum()) >= 3
 
+def test_singleton_moves_open_and_close_clusters_and_keep_the_statistics():
+    """The exact step's singleton births and deaths (`dpppl.kernels.subcluster.singletons`) seat
+    points alone and return them, and leave the statistics those of the labels: the recorded `lp`,
+    computed from the state's statistics, is the log joint of the recorded labels at every draw."""
+    x, _ = dpppl.datasets.load("w2", n=300, num_clusters=3, seed=1)
+    model = dpppl.DPMixture(1.0, dpppl.NormalInverseWishart())
+    idata = dpppl.sample(model, x, kernel="subcluster", num_warmup=0, num_samples=20, init="single", seed=0,
+                         collapsed_below=0, split_merge_pairs=0, progress_bar=False, log_likelihood=False)
+    stats = group(idata, "sample_stats")
+    assert int(stats["singleton_births"].sum()) > 0 and int(stats["singleton_deaths"].sum()) > 0
+    z = partition_group(idata)["z"].values[0]
+    lp = stats["lp"].values[0]
+    for d in (0, 9, 19):
+        assert lp[d] == pytest.approx(float(dpppl.log_joint(model, x, z[d])), rel=1e-9)
+
+
 def test_statistics_of_a_million_points_stay_accurate():
     """Statistics are summed block by block in the data's float64: sums of squares of
     10^6 points far from the origin agree with exactly rounded sums to 1e-12, and the
@@ -336,13 +352,18 @@ bound = dpppl.DPMixture(1.0, dpppl.NormalKnownCov()).bind(x)
 xj = jnp.asarray(bound.x)
 draws, shardings = [], []
 for devices in (1, 4):
-    kernel = build("subcluster", bound, devices=devices, block_size=128)
+    kernel = build("subcluster", bound, devices=devices, block_size=128, collapsed_below=0)
     states = initial_states(bound, "single", jax.random.split(jax.random.key(0), 2), capacity=8)
     states = jax.jit(jax.vmap(kernel.init, in_axes=(0, None)))(states, xj)
     # the published step (warmup), which splits; two chains, as dpppl.sample runs them
     step = jax.jit(jax.vmap(kernel.warmup, in_axes=(0, 0, None)))
     z = []
     for t in range(12):
+        states, _ = step(jax.random.split(jax.random.key(t), 2), states, xj)
+        z.append(np.asarray(states.z))
+    # then the exact step (anchor pairs, singleton births and deaths)
+    step = jax.jit(jax.vmap(kernel.step, in_axes=(0, 0, None)))
+    for t in range(12, 16):
         states, _ = step(jax.random.split(jax.random.key(t), 2), states, xj)
         z.append(np.asarray(states.z))
     draws.append({"z": np.stack(z, 1).tolist(), "n": np.asarray(states.stats.n).tolist()})
@@ -354,8 +375,9 @@ print(json.dumps({"device_count": jax.device_count(), "step_devices": shardings,
 def test_sharded_over_four_host_devices_gives_the_same_draws():
     """Scope item 6: points sharded over 4 CPU devices (the label and statistics passes run
     per device, the statistics are summed across devices) give the draws of one device, for
-    two vmapped chains as ``dpppl.sample`` runs them. In a fresh process, since the number
-    of host devices is fixed when jax starts."""
+    two vmapped chains as ``dpppl.sample`` runs them, in the published step and in the exact one
+    (anchor pairs, singleton moves). In a fresh process, since the number of host devices is fixed
+    when jax starts."""
     import json
     import os
     import subprocess
