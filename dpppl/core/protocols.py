@@ -84,6 +84,8 @@ class Target(Protocol):
     # `BoundModel`) also offer: `num_valid` (None, or the traced number of real points of a padded
     # target), `points` (`num_points` or `num_valid`) and `padded(size) -> Target` (the points padded
     # to `size` rows, label -1 for the padding); `dpppl.run.runner` pads only for such kernels.
+    # A target whose `seat` is one native call (the DDP's) says so with `native_seat = True`: the
+    # start's program then compiles with `dpppl.core.compiled.LIGHT_OPTIONS`.
 
     def empty_state(self, capacity: int) -> PartitionState:
         """No point assigned (padded points, if any, carry the label -1)."""

@@ -118,7 +118,7 @@ def sequential(target: Target, keys, capacity=None) -> PartitionState:
     cap = seated_slots(target, capacity)
     while True:
         seat = on_target("seat", target, lambda t, keys, cap=cap: jax.vmap(  # cap bound now: the loop changes it
-            lambda k: t.seat(k, t.empty_state(cap)))(keys), cap)
+            lambda k: t.seat(k, t.empty_state(cap)))(keys), cap, light=getattr(target, "native_seat", False))
         states = seat(keys)
         if not np.any(np.asarray(states.overflow)) or cap >= target.max_slots():
             break
