@@ -20,7 +20,8 @@ from jax.scipy.special import logsumexp
 from dpppl.core import numerics_random as random
 from dpppl.core.numerics import normal_draw, permutation_of_first, sample_index
 from dpppl.core.state import PartitionState
-from dpppl.models.native_seating import native_ddp_seat
+from dpppl.families.gaussian import bartlett_variates
+from dpppl.models.native_seating import native_ddp_parameters, native_ddp_seat
 
 class DDPSlots(NamedTuple):
     """Per-label-slot state of the DDP, leading axis C (`PartitionState.stats`).
@@ -185,11 +186,21 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     return state._replace(z=z, stats=stats, overflow=overflow)
 
 
-def update_parameters(family, rng_key, state: PartitionState) -> PartitionState:
-    """Sigma_i | mu_i, x (per slice or shared) then mu_i | Sigma_i, x for every used label (eq. 11)."""
+def update_parameters(family, rng_key, state: PartitionState, native: bool = False) -> PartitionState:
+    """Sigma_i | mu_i, x (per slice or shared) then mu_i | Sigma_i, x for every used label (eq. 11).
+    With `native` both draws are one native call
+    ([`native_ddp_parameters`][dpppl.models.native_seating.native_ddp_parameters]) from the same
+    random numbers (the covariances' Bartlett variates, the means' normals): the same draws up to
+    rounding."""
     stats = state.stats
     used = stats.n > 0.5
     k_cov, k_mu = random.split(rng_key)
+    if native:
+        n = stats.nt if family.slice_covariances else jnp.sum(stats.nt, axis=1, keepdims=True)
+        below, chi2 = bartlett_variates(k_cov, family.nu0 + n, family.dim, n.shape)
+        eps = normal_draw(k_mu, (stats.mu.shape[0], stats.mu.shape[1] * stats.mu.shape[2], 1), stats.mu.dtype)
+        mu, sigma = native_ddp_parameters(family, stats, below, chi2, eps)
+        return state._replace(stats=stats._replace(mu=mu, sigma=sigma))
     sigma, prec, _ = family.draw_cov(k_cov, stats.nt, stats.s1, stats.s2, stats.mu)
     mu = family.draw_means(k_mu, stats.nt, stats.s1, prec)
     return state._replace(stats=stats._replace(mu=jnp.where(used[:, None, None], mu, stats.mu),

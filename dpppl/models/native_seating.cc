@@ -3,8 +3,8 @@
 // jitted step through XLA's FFI, with sbgibbs's sweep over stick-breaking labels (SbSeat) and the
 // acceptance loop of the stick-breaking label moves (Relabel), and a whole step of split-merge's SAMS
 // proposals (SplitMerge: pair, allocation, marginals, Metropolis-Hastings ratio, all in one call),
-// and the assignment sweep and label swaps of the dependent DP over time (DdpSeat, dpppl/models/ddp_state.py;
-// DdpSwap, dpppl/kernels/ddp/swap.py)
+// and the assignment sweep, parameter update and label swaps of the dependent DP over time (DdpSeat,
+// DdpParameters, dpppl/models/ddp_state.py; DdpSwap, dpppl/kernels/ddp/swap.py)
 // (dpppl/models/native_seating.py builds, loads and calls them,
 // sharing one copy of each family's mathematics). One Seat call seats every point once, one
 // Allocate call places the points of a split-merge proposal once; the uniforms that fix the
@@ -1622,6 +1622,146 @@ ffi::Error DdpSwap(ffi::Buffer<DT> nt_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT>
   return ffi::Error::Success();
 }
 
+// Lower Cholesky factor L of the symmetric positive-definite a (n x n, row-major): a = L L^T
+// (dpppl.families.gaussian.cholesky), and the inverse of a lower-triangular L by forward substitution.
+template <typename T>
+void cholesky_lower(const T* a, int n, T* L) {
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i) {
+      if (i < j) { L[i * n + j] = 0; continue; }
+      T v = a[i * n + j];
+      for (int k = 0; k < j; ++k) v -= L[i * n + k] * L[j * n + k];
+      L[i * n + j] = i == j ? std::sqrt(v) : v / L[j * n + j];
+    }
+}
+template <typename T>
+void inverse_lower(const T* L, int n, T* inv) {
+  for (int col = 0; col < n; ++col)
+    for (int i = 0; i < n; ++i) {
+      T v = i == col ? T(1) : T(0);
+      for (int k = 0; k < i; ++k) v -= L[i * n + k] * inv[k * n + col];
+      inv[i * n + col] = v / L[i * n + i];
+    }
+}
+
+// One chain of the DDP's parameter update (dpppl/models/ddp_state.py, update_parameters; eq. 11 of
+// Porteous et al. 2006) for every used label c (n_c > 0): first each covariance slot s,
+//   Sigma_{c,s} ~ IW(psi0 + S_{c,s}(mu), nu0 + N_{c,s})   (S_{c,s}: the slice's scatter about mu_{c,t}, or
+//                                                         their sum over the slices when shared),
+// by the Bartlett decomposition (dpppl.families.gaussian.inverse_wishart_bartlett) from the variates
+// `below` (C, S, D (D - 1) / 2) and `chi2` (C, S, D) drawn in JAX: psi = U U^T, A lower triangular
+// (below under the diagonal, sqrt(chi2) on it), Sigma^-1 = (U^-T A)(U^-T A)^T, Sigma = (U A^-T)(U A^-T)^T;
+// then vec(mu_c) ~ N(P^-1 h, P^-1) (CoupledGaussian.draw_means), P = Gamma^-1 (x) I + blockdiag_t(N_{c,t}
+// Sigma_{c,s(t)}^-1), h_t = (sum_t' Gamma^-1_{t,t'}) m + Sigma_{c,s(t)}^-1 s1_{c,t}, P = L L^T,
+// mu = L^-T (L^-1 h) + L^-T eps_c from the standard normals `eps` (C, T D). Unused labels keep theirs.
+template <typename T>
+void ddp_parameters_chain(int C, int TT, int S, int D, const T* nt, const T* s1, const T* s2, T* mu, T* sigma,
+                          const T* below, const T* chi2, const T* eps, const T* psi0, const T* gamma_inv,
+                          const T* mu0) {
+  const int DD = D * D, R = D * (D - 1) / 2, M = TT * D;
+  std::vector<T> psi(DD), U(DD), Uinv(DD), A(DD), Ainv(DD), proot(DD), croot(DD), prec(size_t(S) * DD);
+  std::vector<T> P(size_t(M) * M), L(size_t(M) * M), h(M), y(M), z(M), e(M);
+  // x with L^T x = b, back substitution
+  auto solve_upper_t = [&](const T* b, T* x) {
+    for (int i = M - 1; i >= 0; --i) {
+      T v = b[i];
+      for (int k = i + 1; k < M; ++k) v -= L[k * M + i] * x[k];
+      x[i] = v / L[i * M + i];
+    }
+  };
+  for (int c = 0; c < C; ++c) {
+    T n = 0;
+    for (int t = 0; t < TT; ++t) n += nt[size_t(c) * TT + t];
+    if (!(n > T(0.5))) continue;
+    T* mc = mu + size_t(c) * M;
+    for (int s = 0; s < S; ++s) {
+      std::memcpy(psi.data(), psi0, sizeof(T) * DD);
+      for (int t = 0; t < TT; ++t) {
+        if (S == TT && t != s) continue;
+        const size_t ct = size_t(c) * TT + t;
+        const T nn = nt[ct], *a1 = s1 + ct * D, *a2 = s2 + ct * DD, *m = mc + size_t(t) * D;
+        for (int i = 0; i < D; ++i)
+          for (int j = 0; j < D; ++j)
+            psi[i * D + j] += a2[i * D + j] - a1[i] * m[j] - m[i] * a1[j] + nn * m[i] * m[j];
+      }
+      std::fill(A.begin(), A.end(), T(0));
+      const T *bl = below + (size_t(c) * S + s) * R, *ch = chi2 + (size_t(c) * S + s) * D;
+      for (int i = 1, k = 0; i < D; ++i)
+        for (int j = 0; j < i; ++j) A[i * D + j] = bl[k++];
+      for (int i = 0; i < D; ++i) A[i * D + i] = std::sqrt(ch[i]);
+      cholesky_lower(psi.data(), D, U.data());
+      inverse_lower(U.data(), D, Uinv.data());
+      inverse_lower(A.data(), D, Ainv.data());
+      for (int i = 0; i < D; ++i)
+        for (int k = 0; k < D; ++k) {
+          T pr = 0, cr = 0;
+          for (int j = 0; j < D; ++j) pr += Uinv[j * D + i] * A[j * D + k], cr += U[i * D + j] * Ainv[k * D + j];
+          proot[i * D + k] = pr, croot[i * D + k] = cr;
+        }
+      T *sg = sigma + (size_t(c) * S + s) * DD, *pc = &prec[size_t(s) * DD];
+      for (int i = 0; i < D; ++i)
+        for (int j = 0; j < D; ++j) {
+          T sv = 0, pv = 0;
+          for (int k = 0; k < D; ++k) sv += croot[i * D + k] * croot[j * D + k], pv += proot[i * D + k] * proot[j * D + k];
+          sg[i * D + j] = sv, pc[i * D + j] = pv;
+        }
+    }
+    for (int t = 0; t < TT; ++t) {
+      const T* pc = &prec[size_t(S == TT ? t : 0) * DD];
+      const size_t ct = size_t(c) * TT + t;
+      T g = 0;
+      for (int q = 0; q < TT; ++q) g += gamma_inv[t * TT + q];
+      for (int d = 0; d < D; ++d) {
+        T v = g * mu0[d];
+        for (int k = 0; k < D; ++k) v += pc[d * D + k] * s1[ct * D + k];
+        h[t * D + d] = v;
+        for (int q = 0; q < TT; ++q)
+          for (int k = 0; k < D; ++k)
+            P[size_t(t * D + d) * M + q * D + k] =
+                (d == k ? gamma_inv[t * TT + q] : T(0)) + (q == t ? nt[ct] * pc[d * D + k] : T(0));
+      }
+    }
+    cholesky_lower(P.data(), M, L.data());
+    for (int i = 0; i < M; ++i) {  // y = L^-1 h
+      T v = h[i];
+      for (int k = 0; k < i; ++k) v -= L[i * M + k] * y[k];
+      y[i] = v / L[i * M + i];
+    }
+    solve_upper_t(y.data(), z.data());
+    solve_upper_t(eps + size_t(c) * M, e.data());
+    for (int i = 0; i < M; ++i) mc[i] = z[i] + e[i];
+  }
+}
+
+// The DDP's parameter update for every chain of the batch (see ddp_parameters_chain).
+template <ffi::DataType DT>
+ffi::Error DdpParameters(ffi::Buffer<DT> nt, ffi::Buffer<DT> s1, ffi::Buffer<DT> s2, ffi::Buffer<DT> mu_in,
+                         ffi::Buffer<DT> sigma_in, ffi::Buffer<DT> below, ffi::Buffer<DT> chi2, ffi::Buffer<DT> eps,
+                         ffi::Buffer<DT> psi0, ffi::Buffer<DT> gamma_inv, ffi::Buffer<DT> mu0,
+                         ffi::ResultBuffer<DT> mu_out, ffi::ResultBuffer<DT> sigma_out) {
+  using T = ffi::NativeType<DT>;
+  const auto md = mu_out->dimensions(), sd = sigma_out->dimensions();
+  if (md.size() < 3 || sd.size() < 4) return ffi::Error::InvalidArgument("native ddp parameters: bad operand ranks");
+  const int C = int(md[md.size() - 3]), TT = int(md[md.size() - 2]), D = int(md[md.size() - 1]);
+  const int S = int(sd[sd.size() - 3]);
+  if (S != 1 && S != TT) return ffi::Error::InvalidArgument("native ddp parameters: bad covariance shape");
+  const int64_t B = batch_of(md, 3);
+  const Operand ont(nt.dimensions(), 2, B), os1(s1.dimensions(), 3, B), os2(s2.dimensions(), 4, B),
+      omu(mu_in.dimensions(), 3, B), osg(sigma_in.dimensions(), 4, B), obl(below.dimensions(), 3, B),
+      och(chi2.dimensions(), 3, B), oe(eps.dimensions(), 3, B), ops(psi0.dimensions(), 2, B),
+      ogi(gamma_inv.dimensions(), 2, B), om0(mu0.dimensions(), 1, B);
+  for (int64_t c = 0; c < B; ++c) {
+    T *mu = mu_out->typed_data() + c * int64_t(C) * TT * D, *sigma = sigma_out->typed_data() + c * int64_t(C) * S * D * D;
+    std::memcpy(mu, omu.at(mu_in.typed_data(), c), sizeof(T) * C * TT * D);
+    std::memcpy(sigma, osg.at(sigma_in.typed_data(), c), sizeof(T) * C * S * D * D);
+    ddp_parameters_chain<T>(C, TT, S, D, ont.at(nt.typed_data(), c), os1.at(s1.typed_data(), c),
+                            os2.at(s2.typed_data(), c), mu, sigma, obl.at(below.typed_data(), c),
+                            och.at(chi2.typed_data(), c), oe.at(eps.typed_data(), c), ops.at(psi0.typed_data(), c),
+                            ogi.at(gamma_inv.typed_data(), c), om0.at(mu0.typed_data(), c));
+  }
+  return ffi::Error::Success();
+}
+
 // The operands of Seat, in order (shapes of one chain; a leading batch under vmap).
 #define DPPPL_SEAT_BINDING(DT)                                                 \
   ffi::Ffi::Bind()                                                                 \
@@ -1810,6 +1950,23 @@ ffi::Error DdpSwap(ffi::Buffer<DT> nt_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT>
       .Ret<ffi::Buffer<ffi::PRED>>()  /* overflow (): a pair past the C slots */              \
       .Attr<int64_t>("prior_pairs")
 
+// The operands of DdpParameters, in order (shapes of one chain; a leading batch under vmap).
+#define DPPPL_DDP_PARAMETERS_BINDING(DT)                                                  \
+  ffi::Ffi::Bind()                                                                          \
+      .Arg<ffi::Buffer<DT>>()         /* nt (C, T) */                                       \
+      .Arg<ffi::Buffer<DT>>()         /* s1 (C, T, D) */                                    \
+      .Arg<ffi::Buffer<DT>>()         /* s2 (C, T, D, D) */                                 \
+      .Arg<ffi::Buffer<DT>>()         /* mu (C, T, D) */                                    \
+      .Arg<ffi::Buffer<DT>>()         /* sigma (C, S, D, D) */                              \
+      .Arg<ffi::Buffer<DT>>()         /* below (C, S, D (D - 1) / 2): Bartlett normals */   \
+      .Arg<ffi::Buffer<DT>>()         /* chi2 (C, S, D): Bartlett chi-squares */            \
+      .Arg<ffi::Buffer<DT>>()         /* eps (C, T D, 1): the means' normals */             \
+      .Arg<ffi::Buffer<DT>>()         /* psi0 (D, D) */                                     \
+      .Arg<ffi::Buffer<DT>>()         /* gamma_inv (T, T) */                                \
+      .Arg<ffi::Buffer<DT>>()         /* mu0 (D,) */                                        \
+      .Ret<ffi::Buffer<DT>>()         /* mu */                                              \
+      .Ret<ffi::Buffer<DT>>()         /* sigma */
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF64, Seat<ffi::F64>, DPPPL_SEAT_BINDING(ffi::F64));
@@ -1826,3 +1983,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpSeatF64, DdpSeat<ffi::F64>, DPPPL_DDP_SEAT
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpSeatF32, DdpSeat<ffi::F32>, DPPPL_DDP_SEAT_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpSwapF64, DdpSwap<ffi::F64>, DPPPL_DDP_SWAP_BINDING(ffi::F64));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpSwapF32, DdpSwap<ffi::F32>, DPPPL_DDP_SWAP_BINDING(ffi::F32));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpParametersF64, DdpParameters<ffi::F64>, DPPPL_DDP_PARAMETERS_BINDING(ffi::F64));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpParametersF32, DdpParameters<ffi::F32>, DPPPL_DDP_PARAMETERS_BINDING(ffi::F32));

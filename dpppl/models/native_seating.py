@@ -37,7 +37,9 @@ above under every stick-breaking prior, with the same order and uniforms as its 
 The DDP's assignment sweep ([`seat`][dpppl.models.ddp_state.seat], eq. 10 of Porteous et al. 2006 with
 Neal's algorithm-8 auxiliaries) runs as one call too ([`native_ddp_seat`][dpppl.models.native_seating.native_ddp_seat]),
 for every stick-breaking prior and both covariance models, with the order, the uniforms and the
-auxiliaries' draws taken from JAX; so do the proposals of one `ddpswap` step
+auxiliaries' draws taken from JAX; so do its parameter update
+([`native_ddp_parameters`][dpppl.models.native_seating.native_ddp_parameters], from the Bartlett variates and
+normals drawn in JAX) and the proposals of one `ddpswap` step
 ([`native_ddp_swap`][dpppl.models.native_seating.native_ddp_swap]).
 """
 
@@ -63,7 +65,8 @@ _TARGETS = {"dpppl_seat_f64": "DppplSeatF64", "dpppl_seat_f32": "DppplSeatF32",
             "dpppl_relabel_f64": "DppplRelabelF64", "dpppl_relabel_f32": "DppplRelabelF32",
             "dpppl_sb_seat_f64": "DppplSbSeatF64", "dpppl_sb_seat_f32": "DppplSbSeatF32",
             "dpppl_ddp_seat_f64": "DppplDdpSeatF64", "dpppl_ddp_seat_f32": "DppplDdpSeatF32",
-            "dpppl_ddp_swap_f64": "DppplDdpSwapF64", "dpppl_ddp_swap_f32": "DppplDdpSwapF32"}
+            "dpppl_ddp_swap_f64": "DppplDdpSwapF64", "dpppl_ddp_swap_f32": "DppplDdpSwapF32",
+            "dpppl_ddp_parameters_f64": "DppplDdpParametersF64", "dpppl_ddp_parameters_f32": "DppplDdpParametersF32"}
 FAMILIES = (NormalInverseWishart, NormalKnownCov)
 """The component families the native code covers (exactly these classes), in the order of the
 C++ code's `family` attribute."""
@@ -301,3 +304,16 @@ def native_ddp_swap(family, sticks, stats, aug_mu, aug_sigma, uniforms, prior_lo
         jnp.asarray(family.psi0, dtype), jnp.asarray(family.nu0, dtype), *_sticks(sticks, C, dtype),
         prior_pairs=np.int64(prior_pairs))
     return type(stats)(n, nt, s1, s2, mu, sigma), perm, total_p, accepted, overflow
+
+
+def native_ddp_parameters(family, stats, below, chi2, eps):
+    """[`update_parameters`][dpppl.models.ddp_state.update_parameters]'s draws of every used label's
+    covariances and means (eq. 11) in one FFI call, from the random numbers the JAX path draws: the
+    Bartlett variates `below`, `chi2` of the covariances' inverse-Wishart draws
+    (`dpppl.families.gaussian.bartlett_variates`) and the means' standard normals `eps` (C, T D, 1).
+    Returns the means and covariances (unused labels' as they were), the JAX path's up to rounding."""
+    dtype = stats.mu.dtype
+    out = (jax.ShapeDtypeStruct(stats.mu.shape, dtype), jax.ShapeDtypeStruct(stats.sigma.shape, dtype))
+    call, _ = _call("dpppl_ddp_parameters", dtype, out, 0, stats.n.shape[-1])
+    return call(*(v.astype(dtype) for v in (stats.nt, stats.s1, stats.s2, stats.mu, stats.sigma, below, chi2, eps)),
+                jnp.asarray(family.psi0, dtype), jnp.asarray(family.gamma_inv, dtype), jnp.asarray(family.mu0, dtype))

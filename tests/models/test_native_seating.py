@@ -158,8 +158,9 @@ def _ddp_seat(bound, key, state, remove_first, native):
 def test_native_and_jax_ddp_sweeps_make_the_same_draws(slice_covariances):
     """The DDP's assignment loop (`dpppl.models.ddp_state.seat`), natively and in JAX from the same key:
     the same labels and counts, and the same parameters for the labels opened (to rounding), both for
-    the sequential start (no removal) and for a Gibbs sweep from it; padded points keep the label -1."""
-    from dpppl.models.ddp_state import with_statistics
+    the sequential start (no removal) and for a Gibbs sweep from it; padded points keep the label -1.
+    Then the parameter update (`update_parameters`, eq. 11) both ways: the same draws to rounding."""
+    from dpppl.models.ddp_state import update_parameters, with_statistics
 
     bound = _ddp_target(slice_covariances)
     x, slices = jnp.asarray(bound.x), jnp.asarray(bound.slices)
@@ -175,6 +176,13 @@ def test_native_and_jax_ddp_sweeps_make_the_same_draws(slice_covariances):
         state = with_statistics(out[1], x, slices)
     assert (np.asarray(state.z) != np.asarray(_ddp_seat(bound, jax.random.key(1), bound.empty_state(16), False,
                                                          True).z)).any()  # the sweep moved points
+    updated = [jax.jit(lambda k, s, flag=flag: update_parameters(bound.family, k, s, native=flag))(
+        jax.random.key(3), state) for flag in (True, False)]
+    used = np.asarray(state.stats.n) > 0.5
+    for a, b, before in zip(updated[0].stats, updated[1].stats, state.stats):
+        np.testing.assert_allclose(np.asarray(a)[used], np.asarray(b)[used], rtol=1e-9, atol=1e-12)
+        np.testing.assert_array_equal(np.asarray(a)[~used], np.asarray(before)[~used])  # unused: as they were
+    assert not np.allclose(np.asarray(updated[0].stats.mu)[used], np.asarray(state.stats.mu)[used])  # it drew
 
 
 @pytest.mark.parametrize("slice_covariances, pairs", [(True, "uniform"), (False, "prior")])

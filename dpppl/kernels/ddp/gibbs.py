@@ -98,7 +98,7 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX, record_atom
         state = seat(family, prior, x, slices, k_seat, state, remove_first=True, num_aux=num_aux,
                      num_valid=bound_model.num_valid, native=run_native)
         state = with_statistics(state, x, slices)
-        return update_parameters(family, k_params, state), NoInfo()
+        return update_parameters(family, k_params, state, native=run_native), NoInfo()
 
     # with the sweep one native call, what XLA runs is small array code: the light compile options (Kernel)
     if not record_atoms:
