@@ -199,12 +199,21 @@ class CoupledGaussian(Family):
         return slices if self.slice_covariances else jnp.zeros_like(slices)
 
     # ----- densities -------------------------------------------------------------------
+    def log_normalisers(self):
+        """The terms of [`log_prior_means`][dpppl.families.coupled.CoupledGaussian.log_prior_means] and
+        [`log_prior_cov`][dpppl.families.coupled.CoupledGaussian.log_prior_cov] that do not depend on
+        their argument: (-1/2 (D log|Gamma| + T D log 2 pi), nu0/2 log|psi0| - nu0 D/2 log 2 -
+        log Gamma_D(nu0 / 2)), from the host's factors of Gamma and psi0."""
+        T, D, nu = self.num_slices, self.dim, self.nu0
+        means = -0.5 * (D * _logdet_of_root(self.gamma_chol) + T * D * np.log(2 * np.pi))
+        cov = 0.5 * nu * _logdet_of_root(self.psi0_root[0]) - 0.5 * nu * D * np.log(2.0) - multigammaln(nu / 2, D)
+        return means, cov
+
     def log_prior_means(self, mu):
         """log N(vec(mu); m, Gamma (x) I_D) for means `mu` (..., T, D)."""
-        T, D = self.num_slices, self.dim
         dev = mu - jnp.asarray(self.mu0)
         quad = jnp.einsum("...sd,st,...td->...", dev, jnp.asarray(self.gamma_inv), dev)
-        return -0.5 * (quad + D * _logdet_of_root(self.gamma_chol) + T * D * np.log(2 * np.pi))
+        return self.log_normalisers()[0] - 0.5 * quad
 
     @staticmethod
     def inverse_root(sigma):
@@ -221,12 +230,9 @@ class CoupledGaussian(Family):
         `root`: their [`inverse_root`][dpppl.families.coupled.CoupledGaussian.inverse_root]
         if the caller has it."""
         D, nu = self.dim, self.nu0
-        psi = jnp.asarray(self.psi0)
-        logdet_psi = _logdet_of_root(self.psi0_root[0])
         inv_chol, logdet = self.inverse_root(sigma) if root is None else root
-        trace = jnp.einsum("...ki,ij,...kj->...", inv_chol, psi, inv_chol)
-        return (0.5 * nu * logdet_psi - 0.5 * nu * D * np.log(2.0) - multigammaln(nu / 2, D)
-                - 0.5 * (nu + D + 1) * logdet - 0.5 * trace)
+        trace = jnp.einsum("...ki,ij,...kj->...", inv_chol, jnp.asarray(self.psi0), inv_chol)
+        return self.log_normalisers()[1] - 0.5 * (nu + D + 1) * logdet - 0.5 * trace
 
     def precision(self, sigma, root=None):
         """(Sigma^-1, log|Sigma|) for covariances (..., D, D); `root` as in

@@ -43,7 +43,7 @@ from dpppl.families.coupled import CoupledGaussian
 from dpppl.models.ddp_compile import compile_ddp
 from dpppl.models.ddp_state import (DEFAULT_NUM_AUX, DDPSlots, seat, slot_statistics, update_parameters,
                                     with_statistics)
-from dpppl.models.native_seating import use_native_sticks
+from dpppl.models.native_seating import native_ddp_label_log_joints, use_native_sticks
 from dpppl.models.mixture import DataDecl, Model, check_not_masked, data_shift, model_structure, validate_data
 from dpppl.priors.ddp import DDP
 
@@ -323,8 +323,13 @@ class DDPBound:
 
     def lp(self, state: PartitionState):
         """[`log_joint_state`][dpppl.families.coupled.CoupledGaussian.log_joint_state]: the parameters
-        are instantiated, so this is log p(x, z, mu, Sigma) with the sticks integrated out."""
-        return self.family.log_joint_state(self.prior, state)
+        are instantiated, so this is log p(x, z, mu, Sigma) with the sticks integrated out. Its labels'
+        terms are one native call when `native_seat` (the same value up to rounding)."""
+        if not self.native_seat:
+            return self.family.log_joint_state(self.prior, state)
+        stats = state.stats
+        return (jnp.sum(self.prior.log_prob_labels(stats.nt.T))
+                + jnp.sum(native_ddp_label_log_joints(self.family, stats)))
 
     # ----- the target protocol (host) -----------------------------------------------
     def log_joint_of_labels(self, labels):

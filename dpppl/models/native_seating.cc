@@ -4,7 +4,8 @@
 // acceptance loop of the stick-breaking label moves (Relabel), and a whole step of split-merge's SAMS
 // proposals (SplitMerge: pair, allocation, marginals, Metropolis-Hastings ratio, all in one call),
 // and the assignment sweep, parameter update and label swaps of the dependent DP over time (DdpSeat,
-// DdpParameters, dpppl/models/ddp_state.py; DdpSwap, dpppl/kernels/ddp/swap.py)
+// DdpParameters, dpppl/models/ddp_state.py; DdpSwap, dpppl/kernels/ddp/swap.py) and the labels' terms of its
+// log joint (DdpLabelLogJoints, dpppl/models/ddp.py)
 // (dpppl/models/native_seating.py builds, loads and calls them,
 // sharing one copy of each family's mathematics). One Seat call seats every point once, one
 // Allocate call places the points of a split-merge proposal once; the uniforms that fix the
@@ -1762,6 +1763,49 @@ ffi::Error DdpParameters(ffi::Buffer<DT> nt, ffi::Buffer<DT> s1, ffi::Buffer<DT>
   return ffi::Error::Success();
 }
 
+// The labels' terms of a DDP state's log joint (CoupledGaussian.log_joint_state) for every chain of the
+// batch: for each label c with points, swap_row_log_joint of its row (the means' prior, the covariances'
+// inverse-Wishart priors and the points' likelihood, without their normalising constants) plus those
+// constants, `constants` = (-1/2 (D log|Gamma| + T D log 2 pi), the log normaliser of IW(psi0, nu0)) per
+// label and per covariance, and -1/2 N_c D log 2 pi; 0 for a label without points.
+template <ffi::DataType DT>
+ffi::Error DdpLabelLogJoints(ffi::Buffer<DT> nt, ffi::Buffer<DT> s1, ffi::Buffer<DT> s2, ffi::Buffer<DT> mu,
+                             ffi::Buffer<DT> sigma, ffi::Buffer<DT> gamma_inv, ffi::Buffer<DT> mu0,
+                             ffi::Buffer<DT> psi0, ffi::Buffer<DT> nu0, ffi::Buffer<DT> constants,
+                             ffi::ResultBuffer<DT> out) {
+  using T = ffi::NativeType<DT>;
+  const auto md = mu.dimensions(), sd = sigma.dimensions();
+  if (md.size() < 3 || sd.size() < 4) return ffi::Error::InvalidArgument("native ddp lp: bad operand ranks");
+  const int C = int(md[md.size() - 3]), TT = int(md[md.size() - 2]), D = int(md[md.size() - 1]);
+  const int S = int(sd[sd.size() - 3]), DD = D * D;
+  if (S != 1 && S != TT) return ffi::Error::InvalidArgument("native ddp lp: bad covariance shape");
+  const int64_t B = batch_of(out->dimensions(), 1);
+  const Operand ont(nt.dimensions(), 2, B), os1(s1.dimensions(), 3, B), os2(s2.dimensions(), 4, B),
+      omu(md, 3, B), osg(sd, 4, B), ogi(gamma_inv.dimensions(), 2, B), om0(mu0.dimensions(), 1, B),
+      ops(psi0.dimensions(), 2, B), onu(nu0.dimensions(), 0, B), oco(constants.dimensions(), 1, B);
+  const T log_2pi = T(D) * std::log(T(2) * T(M_PI));
+  SwapRow<T> row(TT, S, D);
+  for (int64_t b = 0; b < B; ++b) {
+    const T *n = ont.at(nt.typed_data(), b), *a1 = os1.at(s1.typed_data(), b), *a2 = os2.at(s2.typed_data(), b),
+            *m = omu.at(mu.typed_data(), b), *sg = osg.at(sigma.typed_data(), b), *co = oco.at(constants.typed_data(), b);
+    T* o = out->typed_data() + b * C;
+    for (int c = 0; c < C; ++c) {
+      T count = 0;
+      for (int t = 0; t < TT; ++t) count += n[size_t(c) * TT + t];
+      if (!(count > T(0.5))) { o[c] = 0; continue; }
+      std::memcpy(row.nt.data(), n + size_t(c) * TT, sizeof(T) * TT);
+      std::memcpy(row.s1.data(), a1 + size_t(c) * TT * D, sizeof(T) * TT * D);
+      std::memcpy(row.s2.data(), a2 + size_t(c) * TT * DD, sizeof(T) * TT * DD);
+      std::memcpy(row.mu.data(), m + size_t(c) * TT * D, sizeof(T) * TT * D);
+      std::memcpy(row.sigma.data(), sg + size_t(c) * S * DD, sizeof(T) * S * DD);
+      o[c] = swap_row_log_joint(row, TT, S, D, ogi.at(gamma_inv.typed_data(), b), om0.at(mu0.typed_data(), b),
+                                ops.at(psi0.typed_data(), b), *onu.at(nu0.typed_data(), b)) +
+             co[0] + T(S) * co[1] - T(0.5) * count * log_2pi;
+    }
+  }
+  return ffi::Error::Success();
+}
+
 // The operands of Seat, in order (shapes of one chain; a leading batch under vmap).
 #define DPPPL_SEAT_BINDING(DT)                                                 \
   ffi::Ffi::Bind()                                                                 \
@@ -1967,6 +2011,21 @@ ffi::Error DdpParameters(ffi::Buffer<DT> nt, ffi::Buffer<DT> s1, ffi::Buffer<DT>
       .Ret<ffi::Buffer<DT>>()         /* mu */                                              \
       .Ret<ffi::Buffer<DT>>()         /* sigma */
 
+// The operands of DdpLabelLogJoints, in order (shapes of one chain; a leading batch under vmap).
+#define DPPPL_DDP_LP_BINDING(DT)                                                          \
+  ffi::Ffi::Bind()                                                                          \
+      .Arg<ffi::Buffer<DT>>()         /* nt (C, T) */                                       \
+      .Arg<ffi::Buffer<DT>>()         /* s1 (C, T, D) */                                    \
+      .Arg<ffi::Buffer<DT>>()         /* s2 (C, T, D, D) */                                 \
+      .Arg<ffi::Buffer<DT>>()         /* mu (C, T, D) */                                    \
+      .Arg<ffi::Buffer<DT>>()         /* sigma (C, S, D, D) */                              \
+      .Arg<ffi::Buffer<DT>>()         /* gamma_inv (T, T) */                                \
+      .Arg<ffi::Buffer<DT>>()         /* mu0 (D,) */                                        \
+      .Arg<ffi::Buffer<DT>>()         /* psi0 (D, D) */                                     \
+      .Arg<ffi::Buffer<DT>>()         /* nu0 () */                                          \
+      .Arg<ffi::Buffer<DT>>()         /* constants (2,): per label, per covariance */       \
+      .Ret<ffi::Buffer<DT>>()         /* the labels' log joints (C,) */
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF64, Seat<ffi::F64>, DPPPL_SEAT_BINDING(ffi::F64));
@@ -1985,3 +2044,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpSwapF64, DdpSwap<ffi::F64>, DPPPL_DDP_SWAP
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpSwapF32, DdpSwap<ffi::F32>, DPPPL_DDP_SWAP_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpParametersF64, DdpParameters<ffi::F64>, DPPPL_DDP_PARAMETERS_BINDING(ffi::F64));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpParametersF32, DdpParameters<ffi::F32>, DPPPL_DDP_PARAMETERS_BINDING(ffi::F32));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpLpF64, DdpLabelLogJoints<ffi::F64>, DPPPL_DDP_LP_BINDING(ffi::F64));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpLpF32, DdpLabelLogJoints<ffi::F32>, DPPPL_DDP_LP_BINDING(ffi::F32));

@@ -39,8 +39,9 @@ Neal's algorithm-8 auxiliaries) runs as one call too ([`native_ddp_seat`][dpppl.
 for every stick-breaking prior and both covariance models, with the order, the uniforms and the
 auxiliaries' draws taken from JAX; so do its parameter update
 ([`native_ddp_parameters`][dpppl.models.native_seating.native_ddp_parameters], from the Bartlett variates and
-normals drawn in JAX) and the proposals of one `ddpswap` step
-([`native_ddp_swap`][dpppl.models.native_seating.native_ddp_swap]).
+normals drawn in JAX), the proposals of one `ddpswap` step
+([`native_ddp_swap`][dpppl.models.native_seating.native_ddp_swap]) and the labels' terms of the recorded
+log joint ([`native_ddp_label_log_joints`][dpppl.models.native_seating.native_ddp_label_log_joints]).
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ _TARGETS = {"dpppl_seat_f64": "DppplSeatF64", "dpppl_seat_f32": "DppplSeatF32",
             "dpppl_sb_seat_f64": "DppplSbSeatF64", "dpppl_sb_seat_f32": "DppplSbSeatF32",
             "dpppl_ddp_seat_f64": "DppplDdpSeatF64", "dpppl_ddp_seat_f32": "DppplDdpSeatF32",
             "dpppl_ddp_swap_f64": "DppplDdpSwapF64", "dpppl_ddp_swap_f32": "DppplDdpSwapF32",
-            "dpppl_ddp_parameters_f64": "DppplDdpParametersF64", "dpppl_ddp_parameters_f32": "DppplDdpParametersF32"}
+            "dpppl_ddp_parameters_f64": "DppplDdpParametersF64", "dpppl_ddp_parameters_f32": "DppplDdpParametersF32",
+            "dpppl_ddp_lp_f64": "DppplDdpLpF64", "dpppl_ddp_lp_f32": "DppplDdpLpF32"}
 FAMILIES = (NormalInverseWishart, NormalKnownCov)
 """The component families the native code covers (exactly these classes), in the order of the
 C++ code's `family` attribute."""
@@ -317,3 +319,16 @@ def native_ddp_parameters(family, stats, below, chi2, eps):
     call, _ = _call("dpppl_ddp_parameters", dtype, out, 0, stats.n.shape[-1])
     return call(*(v.astype(dtype) for v in (stats.nt, stats.s1, stats.s2, stats.mu, stats.sigma, below, chi2, eps)),
                 jnp.asarray(family.psi0, dtype), jnp.asarray(family.gamma_inv, dtype), jnp.asarray(family.mu0, dtype))
+
+
+def native_ddp_label_log_joints(family, stats):
+    """The labels' terms of [`log_joint_state`][dpppl.families.coupled.CoupledGaussian.log_joint_state]
+    in one FFI call: for each label with points, log N(vec mu; m, Gamma (x) I) + sum_s log IW(Sigma_s;
+    psi0, nu0) + sum over its points of log N(x; mu_t, Sigma_s(t)) from its statistics (C,), 0 for the
+    others; the JAX expression's values up to rounding."""
+    dtype = stats.mu.dtype
+    call, _ = _call("dpppl_ddp_lp", dtype, jax.ShapeDtypeStruct(stats.n.shape, dtype), 0, stats.n.shape[-1])
+    constants = jnp.stack([jnp.asarray(v, dtype) for v in family.log_normalisers()])
+    return call(*(v.astype(dtype) for v in (stats.nt, stats.s1, stats.s2, stats.mu, stats.sigma)),
+                jnp.asarray(family.gamma_inv, dtype), jnp.asarray(family.mu0, dtype), jnp.asarray(family.psi0, dtype),
+                jnp.asarray(family.nu0, dtype), constants)

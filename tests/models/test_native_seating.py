@@ -159,7 +159,8 @@ def test_native_and_jax_ddp_sweeps_make_the_same_draws(slice_covariances):
     """The DDP's assignment loop (`dpppl.models.ddp_state.seat`), natively and in JAX from the same key:
     the same labels and counts, and the same parameters for the labels opened (to rounding), both for
     the sequential start (no removal) and for a Gibbs sweep from it; padded points keep the label -1.
-    Then the parameter update (`update_parameters`, eq. 11) both ways: the same draws to rounding."""
+    Then the parameter update (`update_parameters`, eq. 11) both ways: the same draws to rounding; and
+    the recorded log joint with its labels' terms native (`DDPBound.lp`) and in JAX."""
     from dpppl.models.ddp_state import update_parameters, with_statistics
 
     bound = _ddp_target(slice_covariances)
@@ -183,6 +184,12 @@ def test_native_and_jax_ddp_sweeps_make_the_same_draws(slice_covariances):
         np.testing.assert_allclose(np.asarray(a)[used], np.asarray(b)[used], rtol=1e-9, atol=1e-12)
         np.testing.assert_array_equal(np.asarray(a)[~used], np.asarray(before)[~used])  # unused: as they were
     assert not np.allclose(np.asarray(updated[0].stats.mu)[used], np.asarray(state.stats.mu)[used])  # it drew
+    from dpppl.models.native_seating import native_ddp_label_log_joints
+
+    native_lp = jax.jit(lambda s: jnp.sum(bound.prior.log_prob_labels(s.stats.nt.T))
+                        + jnp.sum(native_ddp_label_log_joints(bound.family, s.stats)))(updated[0])
+    jax_lp = jax.jit(lambda s: bound.family.log_joint_state(bound.prior, s))(updated[0])
+    np.testing.assert_allclose(float(native_lp), float(jax_lp), rtol=1e-10)
 
 
 @pytest.mark.parametrize("slice_covariances, pairs", [(True, "uniform"), (False, "prior")])
