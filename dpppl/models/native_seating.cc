@@ -1130,6 +1130,28 @@ ffi::Error Relabel(ffi::Buffer<DT> counts_in, ffi::Buffer<ffi::S32> slot_in, ffi
   return ffi::Error::Success();
 }
 
+// Lower Cholesky factor L of the symmetric positive-definite a (n x n, row-major): a = L L^T
+// (dpppl.families.gaussian.cholesky), and the inverse of a lower-triangular L by forward substitution.
+template <typename T>
+void cholesky_lower(const T* a, int n, T* L) {
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i) {
+      if (i < j) { L[i * n + j] = 0; continue; }
+      T v = a[i * n + j];
+      for (int k = 0; k < j; ++k) v -= L[i * n + k] * L[j * n + k];
+      L[i * n + j] = i == j ? std::sqrt(v) : v / L[j * n + j];
+    }
+}
+template <typename T>
+void inverse_lower(const T* L, int n, T* inv) {
+  for (int col = 0; col < n; ++col)
+    for (int i = 0; i < n; ++i) {
+      T v = i == col ? T(1) : T(0);
+      for (int k = 0; k < i; ++k) v -= L[i * n + k] * inv[k * n + col];
+      inv[i * n + col] = v / L[i * n + i];
+    }
+}
+
 // One chain of the DDP's assignment sweep (dpppl/models/ddp_state.py, seat; Porteous et al. 2006,
 // eq. 10, with Neal's (2000) algorithm-8 auxiliaries): the points order[:Nv] in turn, point i of
 // slice t first leaving its label when `remove_first` (alone: no other point kept it), then taking
@@ -1166,21 +1188,10 @@ bool ddp_chain(int Nv, int D, int C, int TT, int S, int m, int M, bool remove_fi
         for (int d = 0; d < D; ++d) p[d * D + d] = T(1);
         continue;
       }
-      const T* sg = sigma + (size_t(c) * S + s) * DD;
+      cholesky_lower(sigma + (size_t(c) * S + s) * DD, D, chol.data());  // sigma = L L^T
+      inverse_lower(chol.data(), D, inv.data());
       T half = 0;
-      for (int j = 0; j < D; ++j)  // chol = L, sigma = L L^T
-        for (int i = j; i < D; ++i) {
-          T v = sg[i * D + j];
-          for (int k = 0; k < j; ++k) v -= chol[i * D + k] * chol[j * D + k];
-          if (i == j) chol[j * D + j] = std::sqrt(v), half += std::log(chol[j * D + j]);
-          else chol[i * D + j] = v / chol[j * D + j];
-        }
-      for (int col = 0; col < D; ++col)  // inv = L^-1, forward substitution
-        for (int i = 0; i < D; ++i) {
-          T v = i == col ? T(1) : T(0);
-          for (int k = 0; k < i; ++k) v -= chol[i * D + k] * inv[k * D + col];
-          inv[i * D + col] = v / chol[i * D + i];
-        }
+      for (int d = 0; d < D; ++d) half += std::log(chol[d * D + d]);
       for (int i = 0; i < D; ++i)  // prec = inv^T inv
         for (int j = 0; j < D; ++j) {
           T v = 0;
@@ -1388,21 +1399,10 @@ T swap_row_log_joint(const SwapRow<T>& r, int TT, int S, int D, const T* gamma_i
   T value = T(-0.5) * quad;
   std::vector<T> chol(DD), inv(DD), prec(size_t(S) * DD), logdet(S);
   for (int s = 0; s < S; ++s) {
-    const T* sg = &r.sigma[size_t(s) * DD];
+    cholesky_lower(&r.sigma[size_t(s) * DD], D, chol.data());
+    inverse_lower(chol.data(), D, inv.data());
     T half = 0;
-    for (int j = 0; j < D; ++j)
-      for (int i = j; i < D; ++i) {
-        T v = sg[i * D + j];
-        for (int k = 0; k < j; ++k) v -= chol[i * D + k] * chol[j * D + k];
-        if (i == j) chol[j * D + j] = std::sqrt(v), half += std::log(chol[j * D + j]);
-        else chol[i * D + j] = v / chol[j * D + j];
-      }
-    for (int col = 0; col < D; ++col)
-      for (int i = 0; i < D; ++i) {
-        T v = i == col ? T(1) : T(0);
-        for (int k = 0; k < i; ++k) v -= chol[i * D + k] * inv[k * D + col];
-        inv[i * D + col] = v / chol[i * D + i];
-      }
+    for (int d = 0; d < D; ++d) half += std::log(chol[d * D + d]);
     T* p = &prec[size_t(s) * DD];
     T trace = 0;
     for (int i = 0; i < D; ++i)
@@ -1621,28 +1621,6 @@ ffi::Error DdpSwap(ffi::Buffer<DT> nt_in, ffi::Buffer<DT> s1_in, ffi::Buffer<DT>
         ob.at(b.typed_data(), c), *ol.at(last.typed_data(), c), accepted, overflow);
   }
   return ffi::Error::Success();
-}
-
-// Lower Cholesky factor L of the symmetric positive-definite a (n x n, row-major): a = L L^T
-// (dpppl.families.gaussian.cholesky), and the inverse of a lower-triangular L by forward substitution.
-template <typename T>
-void cholesky_lower(const T* a, int n, T* L) {
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < n; ++i) {
-      if (i < j) { L[i * n + j] = 0; continue; }
-      T v = a[i * n + j];
-      for (int k = 0; k < j; ++k) v -= L[i * n + k] * L[j * n + k];
-      L[i * n + j] = i == j ? std::sqrt(v) : v / L[j * n + j];
-    }
-}
-template <typename T>
-void inverse_lower(const T* L, int n, T* inv) {
-  for (int col = 0; col < n; ++col)
-    for (int i = 0; i < n; ++i) {
-      T v = i == col ? T(1) : T(0);
-      for (int k = 0; k < i; ++k) v -= L[i * n + k] * inv[k * n + col];
-      inv[i * n + col] = v / L[i * n + i];
-    }
 }
 
 // One chain of the DDP's parameter update (dpppl/models/ddp_state.py, update_parameters; eq. 11 of
