@@ -48,7 +48,7 @@ from dpppl.core.numerics import normal_draw
 from dpppl.errors import DataError, HyperparameterError
 from dpppl.core.expressions import check_hyper
 from dpppl.families.base import Family, resolve_fields, scale_matrix
-from dpppl.families.gaussian import (Whitening, cholesky, inverse_wishart_bartlett, logdet_pd, solve_lower,
+from dpppl.families.gaussian import (Whitening, cholesky, inverse_wishart_bartlett, solve_lower,
                                      whitened_log_likelihood_pairs, whitening_full)
 
 
@@ -57,6 +57,11 @@ def solve_upper_transposed(chol, b):
     back substitution, written as forward substitution on the index-reversed system."""
     flipped = chol[..., ::-1, ::-1]
     return solve_lower(jnp.swapaxes(flipped, -1, -2), b[..., ::-1, :])[..., ::-1, :]
+
+
+def _logdet_of_root(chol):
+    """log |a| from the Cholesky factor `chol` (D, D) of a = chol chol^T."""
+    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(jnp.asarray(chol))))
 
 
 def time_covariance(times, a: float, beta: float, delta: float, b: float) -> np.ndarray:
@@ -82,6 +87,12 @@ def _slice_conditionals(gamma) -> tuple[np.ndarray, np.ndarray]:
         if T > 1:
             chol[t][np.ix_(rest, rest)] = np.linalg.cholesky(cond[np.ix_(rest, rest)])
     return gain, chol
+
+
+def _root(psi) -> tuple[np.ndarray, np.ndarray]:
+    """(U, U^-1) for psi = U U^T, U lower triangular (float64, on the host)."""
+    chol = np.linalg.cholesky(np.asarray(psi, dtype=float))
+    return chol, np.linalg.inv(chol)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,8 +135,9 @@ class CoupledGaussian(Family):
     slice_covariances: Any = None
 
     # set by resolve (attributes, not hyperparameters): the slice times, Gamma, its
-    # Cholesky factor and its inverse, and the factors of :meth:`means_given_slice`
-    times = gamma = gamma_chol = gamma_inv = slice_conditionals = None
+    # Cholesky factor and its inverse, the factors of :meth:`means_given_slice`, and psi0's
+    # Cholesky factor and its inverse (host-factored: no factorisation code in a program)
+    times = gamma = gamma_chol = gamma_inv = slice_conditionals = psi0_root = None
 
     name = "CoupledGaussian"
     data_kind = "real"
@@ -164,7 +176,8 @@ class CoupledGaussian(Family):
             psi0=check_hyper(self.name, "psi0", psi0, shape=(D, D), pos_def=True),
             slice_covariances=bool(check_hyper(self.name, "slice_covariances", v["slice_covariances"], shape=())))
         for name, value in (("times", times), ("gamma", gamma), ("gamma_chol", np.linalg.cholesky(gamma)),
-                            ("gamma_inv", np.linalg.inv(gamma)), ("slice_conditionals", _slice_conditionals(gamma))):
+                            ("gamma_inv", np.linalg.inv(gamma)), ("slice_conditionals", _slice_conditionals(gamma)),
+                            ("psi0_root", _root(out.psi0))):
             object.__setattr__(out, name, value)
         return out
 
@@ -186,12 +199,21 @@ class CoupledGaussian(Family):
         return slices if self.slice_covariances else jnp.zeros_like(slices)
 
     # ----- densities -------------------------------------------------------------------
+    def log_normalisers(self):
+        """The terms of [`log_prior_means`][dpppl.families.coupled.CoupledGaussian.log_prior_means] and
+        [`log_prior_cov`][dpppl.families.coupled.CoupledGaussian.log_prior_cov] that do not depend on
+        their argument: (-1/2 (D log|Gamma| + T D log 2 pi), nu0/2 log|psi0| - nu0 D/2 log 2 -
+        log Gamma_D(nu0 / 2)), from the host's factors of Gamma and psi0."""
+        T, D, nu = self.num_slices, self.dim, self.nu0
+        means = -0.5 * (D * _logdet_of_root(self.gamma_chol) + T * D * np.log(2 * np.pi))
+        cov = 0.5 * nu * _logdet_of_root(self.psi0_root[0]) - 0.5 * nu * D * np.log(2.0) - multigammaln(nu / 2, D)
+        return means, cov
+
     def log_prior_means(self, mu):
         """log N(vec(mu); m, Gamma (x) I_D) for means `mu` (..., T, D)."""
-        T, D = self.num_slices, self.dim
         dev = mu - jnp.asarray(self.mu0)
         quad = jnp.einsum("...sd,st,...td->...", dev, jnp.asarray(self.gamma_inv), dev)
-        return -0.5 * (quad + D * logdet_pd(self.gamma) + T * D * np.log(2 * np.pi))
+        return self.log_normalisers()[0] - 0.5 * quad
 
     @staticmethod
     def inverse_root(sigma):
@@ -208,12 +230,9 @@ class CoupledGaussian(Family):
         `root`: their [`inverse_root`][dpppl.families.coupled.CoupledGaussian.inverse_root]
         if the caller has it."""
         D, nu = self.dim, self.nu0
-        psi = jnp.asarray(self.psi0)
-        logdet_psi = logdet_pd(psi)
         inv_chol, logdet = self.inverse_root(sigma) if root is None else root
-        trace = jnp.einsum("...ki,ij,...kj->...", inv_chol, psi, inv_chol)
-        return (0.5 * nu * logdet_psi - 0.5 * nu * D * np.log(2.0) - multigammaln(nu / 2, D)
-                - 0.5 * (nu + D + 1) * logdet - 0.5 * trace)
+        trace = jnp.einsum("...ki,ij,...kj->...", inv_chol, jnp.asarray(self.psi0), inv_chol)
+        return self.log_normalisers()[1] - 0.5 * (nu + D + 1) * logdet - 0.5 * trace
 
     def precision(self, sigma, root=None):
         """(Sigma^-1, log|Sigma|) for covariances (..., D, D); `root` as in
@@ -268,7 +287,8 @@ class CoupledGaussian(Family):
     def draw_prior_cov(self, rng_key, shape=()):
         """(Sigma, Sigma^-1, log|Sigma|) for Sigma ~ IW(psi0, nu0), of shape `shape`
         (`dpppl.families.gaussian.inverse_wishart_bartlett`)."""
-        return inverse_wishart_bartlett(rng_key, jnp.asarray(self.psi0), self.nu0, shape)
+        root = tuple(jnp.asarray(v) for v in self.psi0_root)
+        return inverse_wishart_bartlett(rng_key, jnp.asarray(self.psi0), self.nu0, shape, root)
 
     def means_given_slice(self, t, mu_t, eps):
         """A prior draw of all T means of a label given its mean `mu_t` (..., D) in slice

@@ -85,7 +85,25 @@ def gamma_draw(rng_key, shape_param, shape, dtype=None):
     return jnp.exp(log_gamma_draw(rng_key, shape_param, shape, dtype))
 
 
-def inverse_wishart_bartlett(rng_key, psi, nu, shape):
+def bartlett_variates(rng_key, nu, D: int, shape):
+    """The random numbers of [`inverse_wishart_bartlett`][dpppl.families.gaussian.inverse_wishart_bartlett]'s
+    draws of shape `shape` in dimension D: the normals below the diagonal of A (shape + (D (D - 1) / 2,),
+    in the order of `np.tril_indices(D, -1)`) and the chi-squares A_ii^2 ~ chi^2(nu - i) (shape + (D,))."""
+    rows = D * (D - 1) // 2
+    if isinstance(nu, (int, float)) and float(nu).is_integer() and nu <= 16:
+        dofs = (nu - np.arange(D)).astype(int)
+        normals = normal_draw(rng_key, shape + (rows + int(dofs.sum()),))
+        below, cells = normals[..., :rows], normals[..., rows:]
+        ends = np.cumsum(dofs)
+        chi2 = jnp.stack([jnp.sum(cells[..., e - k:e] ** 2, axis=-1) for e, k in zip(ends, dofs)], axis=-1)
+    else:
+        k_diag, k_below = random.split(rng_key)
+        below = normal_draw(k_below, shape + (rows,))
+        chi2 = 2.0 * gamma_draw(k_diag, (jnp.asarray(nu)[..., None] - jnp.arange(D)) / 2.0, shape + (D,))
+    return below, chi2
+
+
+def inverse_wishart_bartlett(rng_key, psi, nu, shape, root=None):
     """(Sigma, Sigma^-1, log|Sigma|) for Sigma ~ IW(psi, nu) of shape `shape`: scale matrices `psi`
     (..., D, D) and degrees of freedom `nu` (a number, or an array (...)) broadcast to `shape`.
 
@@ -95,25 +113,20 @@ def inverse_wishart_bartlett(rng_key, psi, nu, shape):
     log determinant come from the draw's factors, with no factorisation of Sigma. The normals are
     `normal_draw`s (Box-Muller); with a number nu that is an integer <= 16 the chi-squares are sums
     of nu - i squared normals drawn in the same call as those below the diagonal (no rejection
-    loop), otherwise `gamma_draw`s.
+    loop), otherwise `gamma_draw`s (`bartlett_variates`). `root`: (U, U^-1) when the caller has them
+    (a prior's fixed psi, factored on the host), else psi is factored here.
     """
     D = psi.shape[-1]
     rows, cols = np.tril_indices(D, -1)
-    if isinstance(nu, (int, float)) and float(nu).is_integer() and nu <= 16:
-        dofs = (nu - np.arange(D)).astype(int)
-        normals = normal_draw(rng_key, shape + (rows.size + int(dofs.sum()),))
-        below, cells = normals[..., :rows.size], normals[..., rows.size:]
-        ends = np.cumsum(dofs)
-        chi2 = jnp.stack([jnp.sum(cells[..., e - k:e] ** 2, axis=-1) for e, k in zip(ends, dofs)], axis=-1)
-    else:
-        k_diag, k_below = random.split(rng_key)
-        below = normal_draw(k_below, shape + (rows.size,))
-        chi2 = 2.0 * gamma_draw(k_diag, (jnp.asarray(nu)[..., None] - jnp.arange(D)) / 2.0, shape + (D,))
+    below, chi2 = bartlett_variates(rng_key, nu, D, shape)
     eye = jnp.eye(D, dtype=psi.dtype)
     bartlett = jnp.zeros(shape + (D, D), psi.dtype).at[..., rows, cols].set(below) + jnp.sqrt(chi2)[..., None] * eye
-    chol_psi = cholesky(psi)
-    prec_root = jnp.einsum("...ji,...jk->...ik", solve_lower(chol_psi, jnp.broadcast_to(eye, chol_psi.shape)),
-                           bartlett)  # U^-T A
+    if root is None:
+        chol_psi = cholesky(psi)
+        inv_chol_psi = solve_lower(chol_psi, jnp.broadcast_to(eye, chol_psi.shape))
+    else:
+        chol_psi, inv_chol_psi = root
+    prec_root = jnp.einsum("...ji,...jk->...ik", inv_chol_psi, bartlett)  # U^-T A
     cov_root = jnp.einsum("...ij,...kj->...ik", chol_psi,
                           solve_lower(bartlett, jnp.broadcast_to(eye, bartlett.shape)))  # U A^-T
     logdet = 2.0 * (jnp.sum(jnp.log(jnp.diagonal(chol_psi, axis1=-2, axis2=-1)), axis=-1)

@@ -43,6 +43,7 @@ from dpppl.families.coupled import CoupledGaussian
 from dpppl.models.ddp_compile import compile_ddp
 from dpppl.models.ddp_state import (DEFAULT_NUM_AUX, DDPSlots, seat, slot_statistics, update_parameters,
                                     with_statistics)
+from dpppl.models.native_seating import native_ddp_label_log_joints, use_native_sticks
 from dpppl.models.mixture import DataDecl, Model, check_not_masked, data_shift, model_structure, validate_data
 from dpppl.priors.ddp import DDP
 
@@ -289,11 +290,19 @@ class DDPBound:
         prediction); a label keeps the parameters of the auxiliary that opened it (prior draws,
         chosen by the likelihood of its first point) until the first step's parameter update
         (eq. 11): no parameter update here, which keeps this start program to the seating alone
-        (issue 35: the updates were 45% of its instructions)."""
+        (issue 35: the updates were 45% of its instructions). The loop over the points is one native
+        call where `DPPPL_NATIVE` allows it (`dpppl.models.native_seating.native_ddp_seat`)."""
         x, slices = jnp.asarray(self.x), jnp.asarray(self.slices)
         state = seat(self.family, self.prior, x, slices, key, state, remove_first=False, num_aux=DEFAULT_NUM_AUX,
-                     num_valid=self.num_valid)
+                     num_valid=self.num_valid, native=self.native_seat)
         return with_statistics(state, x, slices)
+
+    @property
+    def native_seat(self) -> bool:
+        """Whether `seat` runs its loop as one native call (`DPPPL_NATIVE` and the library built): its
+        program is then small array code, compiled with the light options
+        (`dpppl.core.compiled.LIGHT_OPTIONS`, `dpppl.models.init.sequential`)."""
+        return use_native_sticks()
 
     def draw_labels(self, key, capacity: int):
         """Labels drawn from the sticks' prior independently in every slice (the same
@@ -314,8 +323,13 @@ class DDPBound:
 
     def lp(self, state: PartitionState):
         """[`log_joint_state`][dpppl.families.coupled.CoupledGaussian.log_joint_state]: the parameters
-        are instantiated, so this is log p(x, z, mu, Sigma) with the sticks integrated out."""
-        return self.family.log_joint_state(self.prior, state)
+        are instantiated, so this is log p(x, z, mu, Sigma) with the sticks integrated out. Its labels'
+        terms are one native call when `native_seat` (the same value up to rounding)."""
+        if not self.native_seat:
+            return self.family.log_joint_state(self.prior, state)
+        stats = state.stats
+        return (jnp.sum(self.prior.log_prob_labels(stats.nt.T))
+                + jnp.sum(native_ddp_label_log_joints(self.family, stats)))
 
     # ----- the target protocol (host) -----------------------------------------------
     def log_joint_of_labels(self, labels):

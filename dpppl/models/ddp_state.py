@@ -20,6 +20,8 @@ from jax.scipy.special import logsumexp
 from dpppl.core import numerics_random as random
 from dpppl.core.numerics import normal_draw, permutation_of_first, sample_index
 from dpppl.core.state import PartitionState
+from dpppl.families.gaussian import bartlett_variates
+from dpppl.models.native_seating import native_ddp_parameters, native_ddp_seat
 
 class DDPSlots(NamedTuple):
     """Per-label-slot state of the DDP, leading axis C (`PartitionState.stats`).
@@ -73,7 +75,7 @@ def _log_lik(x, mu, prec, logdet):
 
 
 def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_first: bool,
-         num_aux: int = 1, num_valid=None) -> PartitionState:
+         num_aux: int = 1, num_valid=None, native: bool = False) -> PartitionState:
     """Draw every point's label from its conditional (eq. 10, with the auxiliary
     parameters of the module docstring), in a random order.
 
@@ -89,6 +91,10 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     `permutation_of_first`, the draws per point have the points on their leading axis, and the
     two uniforms of point i are entries i and n + i of one draw of 2 N (the unpadded run's
     (2, n) draw, flattened).
+
+    With `native` the loop over the points is one native call
+    ([`native_ddp_seat`][dpppl.models.native_seating.native_ddp_seat]) on the same order, uniforms and
+    auxiliaries' draws: the same draws up to rounding, with no XLA loop in the compiled program.
     """
     N = x.shape[0]
     n = N if num_valid is None else num_valid
@@ -108,6 +114,9 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     aux_mu_t = jnp.asarray(family.mu0) + scale[:, None, None] * normals[:, :m]
     rest = normals[:, m:]
     covs = family.draw_prior_cov(k_cov, (N, m + T if family.slice_covariances else m))
+    if native:
+        return native_ddp_seat(family, sticks, x, slices, order, uniforms, state, aux_mu_t, rest, covs,
+                               remove_first=remove_first, num_valid=num_valid)
     aux_sigma, aux_prec, aux_logdet = (c[:, :m] for c in covs)
     if family.slice_covariances:  # the chosen auxiliary's covariances in the other slices too
         rest_cov = tuple(c[:, m:] for c in covs)
@@ -177,11 +186,21 @@ def seat(family, sticks, x, slices, rng_key, state: PartitionState, *, remove_fi
     return state._replace(z=z, stats=stats, overflow=overflow)
 
 
-def update_parameters(family, rng_key, state: PartitionState) -> PartitionState:
-    """Sigma_i | mu_i, x (per slice or shared) then mu_i | Sigma_i, x for every used label (eq. 11)."""
+def update_parameters(family, rng_key, state: PartitionState, native: bool = False) -> PartitionState:
+    """Sigma_i | mu_i, x (per slice or shared) then mu_i | Sigma_i, x for every used label (eq. 11).
+    With `native` both draws are one native call
+    ([`native_ddp_parameters`][dpppl.models.native_seating.native_ddp_parameters]) from the same
+    random numbers (the covariances' Bartlett variates, the means' normals): the same draws up to
+    rounding."""
     stats = state.stats
     used = stats.n > 0.5
     k_cov, k_mu = random.split(rng_key)
+    if native:
+        n = stats.nt if family.slice_covariances else jnp.sum(stats.nt, axis=1, keepdims=True)
+        below, chi2 = bartlett_variates(k_cov, family.nu0 + n, family.dim, n.shape)
+        eps = normal_draw(k_mu, (stats.mu.shape[0], stats.mu.shape[1] * stats.mu.shape[2], 1), stats.mu.dtype)
+        mu, sigma = native_ddp_parameters(family, stats, below, chi2, eps)
+        return state._replace(stats=stats._replace(mu=mu, sigma=sigma))
     sigma, prec, _ = family.draw_cov(k_cov, stats.nt, stats.s1, stats.s2, stats.mu)
     mu = family.draw_means(k_mu, stats.nt, stats.s1, prec)
     return state._replace(stats=stats._replace(mu=jnp.where(used[:, None, None], mu, stats.mu),

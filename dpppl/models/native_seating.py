@@ -33,6 +33,15 @@ accepted in one call ([`native_relabel`][dpppl.models.native_seating.native_rela
 stick-breaking prior and family (the ratio involves the labels' counts only). The `sbgibbs` sweep
 ([`native_sb_sweep`][dpppl.models.native_seating.native_sb_sweep]) runs natively for the families
 above under every stick-breaking prior, with the same order and uniforms as its JAX loop.
+
+The DDP's assignment sweep ([`seat`][dpppl.models.ddp_state.seat], eq. 10 of Porteous et al. 2006 with
+Neal's algorithm-8 auxiliaries) runs as one call too ([`native_ddp_seat`][dpppl.models.native_seating.native_ddp_seat]),
+for every stick-breaking prior and both covariance models, with the order, the uniforms and the
+auxiliaries' draws taken from JAX; so do its parameter update
+([`native_ddp_parameters`][dpppl.models.native_seating.native_ddp_parameters], from the Bartlett variates and
+normals drawn in JAX), the proposals of one `ddpswap` step
+([`native_ddp_swap`][dpppl.models.native_seating.native_ddp_swap]) and the labels' terms of the recorded
+log joint ([`native_ddp_label_log_joints`][dpppl.models.native_seating.native_ddp_label_log_joints]).
 """
 
 from __future__ import annotations
@@ -55,7 +64,11 @@ _TARGETS = {"dpppl_seat_f64": "DppplSeatF64", "dpppl_seat_f32": "DppplSeatF32",
             "dpppl_allocate_f64": "DppplAllocateF64", "dpppl_allocate_f32": "DppplAllocateF32",
             "dpppl_splitmerge_f64": "DppplSplitMergeF64", "dpppl_splitmerge_f32": "DppplSplitMergeF32",
             "dpppl_relabel_f64": "DppplRelabelF64", "dpppl_relabel_f32": "DppplRelabelF32",
-            "dpppl_sb_seat_f64": "DppplSbSeatF64", "dpppl_sb_seat_f32": "DppplSbSeatF32"}
+            "dpppl_sb_seat_f64": "DppplSbSeatF64", "dpppl_sb_seat_f32": "DppplSbSeatF32",
+            "dpppl_ddp_seat_f64": "DppplDdpSeatF64", "dpppl_ddp_seat_f32": "DppplDdpSeatF32",
+            "dpppl_ddp_swap_f64": "DppplDdpSwapF64", "dpppl_ddp_swap_f32": "DppplDdpSwapF32",
+            "dpppl_ddp_parameters_f64": "DppplDdpParametersF64", "dpppl_ddp_parameters_f32": "DppplDdpParametersF32",
+            "dpppl_ddp_lp_f64": "DppplDdpLpF64", "dpppl_ddp_lp_f32": "DppplDdpLpF32"}
 FAMILIES = (NormalInverseWishart, NormalKnownCov)
 """The component families the native code covers (exactly these classes), in the order of the
 C++ code's `family` attribute."""
@@ -89,11 +102,12 @@ def use_native(family, prior, requested: bool | None, what: str = "sweep") -> bo
     return native.load(SOURCE, _TARGETS, required=bool(choice))
 
 
-def use_native_sticks(family=None) -> bool:
-    """Whether a stick-breaking kernel runs natively (they have no kernel option): `DPPPL_NATIVE`,
-    `family` covered (the `sbgibbs` sweep; the label moves, which read counts only, pass None)
-    and the library built."""
-    choice = native.wanted(None)
+def use_native_sticks(family=None, requested: bool | None = None) -> bool:
+    """Whether a stick-breaking kernel runs natively: `requested` (the `ddp` kernel's `native`
+    option; None, and for the kernels with no such option, follows `DPPPL_NATIVE`), `family` covered
+    (the `sbgibbs` sweep; the label moves, which read counts only, and the DDP sweep, which covers
+    its one family, pass None) and the library built."""
+    choice = native.wanted(requested)
     if choice is False or (family is not None and type(family) not in FAMILIES):
         return False
     return native.load(SOURCE, _TARGETS, required=bool(choice))
@@ -242,3 +256,79 @@ def native_relabel(prior, counts, slot_of, labels, keys, uniforms, count, *, per
         counts, slot_of.astype(jnp.int32), labels.astype(jnp.int32), keys.astype(dtype), uniforms.astype(dtype),
         jnp.asarray(count, jnp.int32), *_sticks(prior, C, dtype), permute=np.int64(permute))
     return slot_of, counts, acc_sum, accepted, overflow
+
+
+def native_ddp_seat(family, sticks, x, slices, order, uniforms, state: PartitionState, aux_mu, rest, covs, *,
+                    remove_first: bool, num_valid=None) -> PartitionState:
+    """[`seat`][dpppl.models.ddp_state.seat]'s loop over the points in one FFI call, with the same
+    visiting `order`, `uniforms` (2, N), auxiliary means `aux_mu` (N, m, D), normals `rest` (N, T, D) and
+    covariance draws `covs` ((N, M, D, D) covariances and precisions, (N, M) log determinants: the m
+    auxiliaries', then with per-slice covariances the T other slices'); the labels, counts and the
+    parameters of the labels it opens are the JAX loop's up to rounding."""
+    stats = state.stats
+    dtype = jnp.result_type(x)
+    C = stats.n.shape[-1]
+    out = (jax.ShapeDtypeStruct(state.z.shape, jnp.int32),) + tuple(
+        jax.ShapeDtypeStruct(a.shape, dtype) for a in (stats.nt, stats.n, stats.mu, stats.sigma)) + (
+        jax.ShapeDtypeStruct((), jnp.bool_),)
+    call, threads = _call("dpppl_ddp_seat", dtype, out, x.shape[0], C)
+    gain, cond = family.slice_conditionals
+    a, b, last = _sticks(sticks, C, dtype)
+    z, nt, n, mu, sigma, overflow = call(
+        x, slices.astype(jnp.int32), order.astype(jnp.int32), uniforms.astype(dtype), state.z,
+        *(v.astype(dtype) for v in (stats.nt, stats.n, stats.mu, stats.sigma, aux_mu, rest, *covs)),
+        jnp.asarray(gain, dtype), jnp.asarray(cond, dtype), jnp.asarray(family.mu0, dtype), a, b, last,
+        jnp.asarray(x.shape[0] if num_valid is None else num_valid, jnp.int32),
+        remove_first=np.int64(remove_first), num_threads=threads)
+    stats = stats._replace(n=n, nt=nt, mu=mu, sigma=sigma)
+    return state._replace(z=z, stats=stats, overflow=state.overflow | overflow)
+
+
+def native_ddp_swap(family, sticks, stats, aug_mu, aug_sigma, uniforms, prior_logits, kinds, *, prior_pairs: bool):
+    """The proposals of one `ddpswap` step ([`build_ddpswap_kernel`][dpppl.kernels.ddp.swap.build_ddpswap_kernel])
+    in one FFI call, each on the state the one before left, from the same prior draws `aug_mu`
+    (P, 2, T, D), `aug_sigma` (P, 2, S, D, D) and uniforms (P, 6), the prior's log weights
+    `prior_logits` (C + 1) and the allowed interval `kinds`: the same decisions as the JAX loop up to
+    rounding. Returns `(stats, perm, total_p, accepted, overflow)`: the statistics after the step, each
+    slice's map of old labels to new (T, C), the sum of the acceptance probabilities, the accepted
+    proposals by interval kind (3,) and whether a pair fell past the slots."""
+    dtype = stats.mu.dtype
+    C, T = stats.nt.shape
+    out = tuple(jax.ShapeDtypeStruct(v.shape, dtype) for v in (stats.nt, stats.s1, stats.s2, stats.mu, stats.sigma,
+                                                                 stats.n)) + (
+        jax.ShapeDtypeStruct((T, C), jnp.int32), jax.ShapeDtypeStruct((), dtype), jax.ShapeDtypeStruct((3,), jnp.int32),
+        jax.ShapeDtypeStruct((), jnp.bool_))
+    call, _ = _call("dpppl_ddp_swap", dtype, out, 0, C)
+    nt, s1, s2, mu, sigma, n, perm, total_p, accepted, overflow = call(
+        *(v.astype(dtype) for v in (stats.nt, stats.s1, stats.s2, stats.mu, stats.sigma, aug_mu, aug_sigma, uniforms,
+                                    prior_logits)),
+        jnp.asarray(kinds, jnp.int32), jnp.asarray(family.gamma_inv, dtype), jnp.asarray(family.mu0, dtype),
+        jnp.asarray(family.psi0, dtype), jnp.asarray(family.nu0, dtype), *_sticks(sticks, C, dtype),
+        prior_pairs=np.int64(prior_pairs))
+    return type(stats)(n, nt, s1, s2, mu, sigma), perm, total_p, accepted, overflow
+
+
+def native_ddp_parameters(family, stats, below, chi2, eps):
+    """[`update_parameters`][dpppl.models.ddp_state.update_parameters]'s draws of every used label's
+    covariances and means (eq. 11) in one FFI call, from the random numbers the JAX path draws: the
+    Bartlett variates `below`, `chi2` of the covariances' inverse-Wishart draws
+    (`dpppl.families.gaussian.bartlett_variates`) and the means' standard normals `eps` (C, T D, 1).
+    Returns the means and covariances (unused labels' as they were), the JAX path's up to rounding."""
+    dtype = stats.mu.dtype
+    out = (jax.ShapeDtypeStruct(stats.mu.shape, dtype), jax.ShapeDtypeStruct(stats.sigma.shape, dtype))
+    call, _ = _call("dpppl_ddp_parameters", dtype, out, 0, stats.n.shape[-1])
+    return call(*(v.astype(dtype) for v in (stats.nt, stats.s1, stats.s2, stats.mu, stats.sigma, below, chi2, eps)),
+                jnp.asarray(family.psi0, dtype), jnp.asarray(family.gamma_inv, dtype), jnp.asarray(family.mu0, dtype))
+
+
+def native_ddp_label_log_joints(family, stats):
+    """The labels' terms of [`log_joint_state`][dpppl.families.coupled.CoupledGaussian.log_joint_state]
+    in one FFI call: for each label with points, log N(vec mu; m, Gamma (x) I) + sum_s log IW(Sigma_s;
+    psi0, nu0) + sum over its points of log N(x; mu_t, Sigma_s(t)) from its statistics (C,), 0 for the
+    others; the JAX expression's values up to rounding."""
+    dtype = stats.mu.dtype
+    call, _ = _call("dpppl_ddp_lp", dtype, jax.ShapeDtypeStruct(stats.n.shape, dtype), 0, stats.n.shape[-1])
+    constants = jnp.stack([jnp.asarray(v, dtype) for v in family.log_normalisers()])
+    return call(*(v.astype(dtype) for v in (stats.nt, stats.s1, stats.s2, stats.mu, stats.sigma)),
+                jnp.asarray(family.gamma_inv, dtype), jnp.asarray(family.mu0, dtype), jnp.asarray(family.psi0, dtype),
+                jnp.asarray(family.nu0, dtype), constants)

@@ -215,14 +215,14 @@ def _ddp_point_densities(points, slices, z, mu, cov):
 
 def _by_blocks(name: str, fn, shared: tuple, per_draw: list) -> np.ndarray:
     """`fn(*shared, *block)` over the draws (leading axis of `per_draw`) in blocks of at most 256
-    (a power of two; the last block padded with copies of the first draw), by one persisted
+    (a power of two; the last block padded with copies of the first draw), by one persisted (light)
     program per shape class: the caller pads the points to their class (`point_class`), and no
     array is put on the device outside it (a program of its shape)."""
     draws = per_draw[0].shape[0]
     block = max(1, min(256, 1 << (draws - 1).bit_length()))
     rows = -(-draws // block) * block
     per_draw = [np.concatenate([v, np.broadcast_to(v[:1], (rows - draws,) + v.shape[1:])]) for v in per_draw]
-    program = persisted((name, block), fn)
+    program = persisted((name, block), fn, light=True)  # run a few times a run: LIGHT_OPTIONS
     return np.concatenate([np.asarray(program(*shared, *(v[i:i + block] for v in per_draw)))
                            for i in range(0, rows, block)])[:draws]
 

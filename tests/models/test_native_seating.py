@@ -131,3 +131,87 @@ def test_the_native_split_merge_step_draws_from_threefry_keys_only():
     np.testing.assert_array_equal(threefry_words(jax.random.PRNGKey(3)), jax.random.PRNGKey(3))
     assert threefry_words(jax.random.key(3, impl="rbg")) is None
 
+
+
+# ----------------------------------------------------------------------------- the DDP's moves
+
+def _ddp_target(slice_covariances: bool):
+    """A small DDP target padded to a shape class (40 points in 3 slices, 48 rows) and a state of it
+    after a sequential start and one JAX sweep."""
+    from tests.helpers.ddp import small_model
+
+    rng = np.random.default_rng(4)
+    t = np.repeat([0.0, 1.0, 2.5], [14, 13, 13])
+    x = np.concatenate([rng.normal(c, 0.4, (n, 2)) for c, n in (((-2, 0), 14), ((2, 1), 13), ((0, -2), 13))])
+    return small_model(slice_covariances=slice_covariances, sticks=(1.0, 1.0)).bind((x, t)).padded(48)
+
+
+def _ddp_seat(bound, key, state, remove_first, native):
+    from dpppl.models.ddp_state import seat
+
+    return jax.jit(lambda k, s: seat(bound.family, bound.prior, jnp.asarray(bound.x), jnp.asarray(bound.slices), k, s,
+                                     remove_first=remove_first, num_aux=4, num_valid=bound.num_valid,
+                                     native=native))(key, state)
+
+
+@pytest.mark.parametrize("slice_covariances", [True, False])
+def test_native_and_jax_ddp_sweeps_make_the_same_draws(slice_covariances):
+    """The DDP's assignment loop (`dpppl.models.ddp_state.seat`), natively and in JAX from the same key:
+    the same labels and counts, and the same parameters for the labels opened (to rounding), both for
+    the sequential start (no removal) and for a Gibbs sweep from it; padded points keep the label -1.
+    Then the parameter update (`update_parameters`, eq. 11) both ways: the same draws to rounding; and
+    the recorded log joint with its labels' terms native (`DDPBound.lp`) and in JAX."""
+    from dpppl.models.ddp_state import update_parameters, with_statistics
+
+    bound = _ddp_target(slice_covariances)
+    x, slices = jnp.asarray(bound.x), jnp.asarray(bound.slices)
+    state = bound.empty_state(16)
+    for remove_first, key in ((False, 1), (True, 2)):
+        out = [_ddp_seat(bound, jax.random.key(key), state, remove_first, flag) for flag in (True, False)]
+        np.testing.assert_array_equal(np.asarray(out[0].z), np.asarray(out[1].z))
+        used = np.asarray(out[0].stats.n) > 0.5
+        for a, b in zip(out[0].stats, out[1].stats):
+            np.testing.assert_allclose(np.asarray(a)[used], np.asarray(b)[used], rtol=1e-10, atol=1e-12)
+        assert not bool(out[0].overflow) and not bool(out[1].overflow)
+        assert used.sum() > 1 and (np.asarray(out[0].z)[40:] == -1).all()  # it seated: the test could fail
+        state = with_statistics(out[1], x, slices)
+    assert (np.asarray(state.z) != np.asarray(_ddp_seat(bound, jax.random.key(1), bound.empty_state(16), False,
+                                                         True).z)).any()  # the sweep moved points
+    updated = [jax.jit(lambda k, s, flag=flag: update_parameters(bound.family, k, s, native=flag))(
+        jax.random.key(3), state) for flag in (True, False)]
+    used = np.asarray(state.stats.n) > 0.5
+    for a, b, before in zip(updated[0].stats, updated[1].stats, state.stats):
+        np.testing.assert_allclose(np.asarray(a)[used], np.asarray(b)[used], rtol=1e-9, atol=1e-12)
+        np.testing.assert_array_equal(np.asarray(a)[~used], np.asarray(before)[~used])  # unused: as they were
+    assert not np.allclose(np.asarray(updated[0].stats.mu)[used], np.asarray(state.stats.mu)[used])  # it drew
+    from dpppl.models.native_seating import native_ddp_label_log_joints
+
+    native_lp = jax.jit(lambda s: jnp.sum(bound.prior.log_prob_labels(s.stats.nt.T))
+                        + jnp.sum(native_ddp_label_log_joints(bound.family, s.stats)))(updated[0])
+    jax_lp = jax.jit(lambda s: bound.family.log_joint_state(bound.prior, s))(updated[0])
+    np.testing.assert_allclose(float(native_lp), float(jax_lp), rtol=1e-10)
+
+
+@pytest.mark.parametrize("slice_covariances, pairs", [(True, "uniform"), (False, "prior")])
+def test_native_and_jax_ddp_swaps_make_the_same_decisions(slice_covariances, pairs):
+    """One `ddpswap` step's proposals, natively and in JAX, from the same key: the same labels, the
+    same statistics and parameters after it, and the same acceptance counts and probabilities."""
+    from dpppl.kernels.ddp.swap import build_ddpswap_kernel
+
+    bound = _ddp_target(slice_covariances)
+    x = jnp.asarray(bound.x)
+    from dpppl.models.ddp_state import with_statistics
+
+    state = with_statistics(_ddp_seat(bound, jax.random.key(1), bound.empty_state(16), False, True), x,
+                            jnp.asarray(bound.slices))
+    out = []
+    for flag in (True, False):
+        kernel = build_ddpswap_kernel(bound, num_swaps=200, pairs=pairs, native=flag)
+        out.append(jax.jit(lambda k, s, kernel=kernel: kernel.step(k, s, x))(jax.random.key(3), state))
+    (a, info_a), (b, info_b) = out
+    np.testing.assert_array_equal(np.asarray(a.z), np.asarray(b.z))
+    for u, v in zip(a.stats, b.stats):
+        np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-10, atol=1e-12)
+    for u, v in zip(info_a, info_b):
+        np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-9)
+    assert int(info_a.accepted) > 0 and (np.asarray(a.z) != np.asarray(state.z)).any()  # the test could fail

@@ -52,10 +52,12 @@ from dpppl.core import numerics_random as random
 from dpppl.models.ddp import DDPModel
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, NoInfo, register
+from dpppl.models.native_seating import use_native_sticks
 from dpppl.models.ddp_state import DEFAULT_NUM_AUX, seat, update_parameters, with_statistics
 
 
-def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX, record_atoms: bool = True) -> Kernel:
+def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX, record_atoms: bool = True,
+                     native: bool | None = None) -> Kernel:
     """One sweep over the assignments (eq. 10) then the parameters (eq. 11) per step.
 
     Parameters
@@ -72,11 +74,17 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX, record_atom
         (cov_slice T per slice or 1 shared; NaN in unused slots), in `posterior_partition`:
         chains x draws x slots x T x (D + S D^2 / T) numbers, what the run's posterior predictive
         and pointwise log likelihood read (docs/ddp.md).
+    native : bool or None, default None
+        Run the assignment sweep as one native call on CPU
+        ([`native_ddp_seat`][dpppl.models.native_seating.native_ddp_seat]; the same draws up to
+        rounding, and no XLA loop to compile): True requires it, False runs the JAX loop, None
+        follows `DPPPL_NATIVE` (default: native where it builds).
     """
     if isinstance(num_aux, bool) or not isinstance(num_aux, numbers.Integral) or num_aux < 1:
         raise KernelError(f"ddp: num_aux must be an integer >= 1, got {num_aux!r}")
     family, prior = bound_model.family, bound_model.prior
     shift = jnp.asarray(bound_model.shift)
+    run_native = use_native_sticks(requested=native)
 
     def record(state):
         used = state.stats.n > 0.5
@@ -88,13 +96,14 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX, record_atom
         slices = jnp.asarray(bound_model.slices)
         k_seat, k_params = random.split(rng_key)
         state = seat(family, prior, x, slices, k_seat, state, remove_first=True, num_aux=num_aux,
-                     num_valid=bound_model.num_valid)
+                     num_valid=bound_model.num_valid, native=run_native)
         state = with_statistics(state, x, slices)
-        return update_parameters(family, k_params, state), NoInfo()
+        return update_parameters(family, k_params, state, native=run_native), NoInfo()
 
+    # with the sweep one native call, what XLA runs is small array code: the light compile options (Kernel)
     if not record_atoms:
-        return Kernel("ddp", exact=True, step=step, masked_points=True)
-    return Kernel("ddp", exact=True, step=step, masked_points=True, record=record,
+        return Kernel("ddp", exact=True, step=step, masked_points=True, light_compile=run_native)
+    return Kernel("ddp", exact=True, step=step, masked_points=True, record=record, light_compile=run_native,
                   record_dims={"atom_mu": ["slot", "slice", "dim"], "atom_cov": ["slot", "cov_slice", "row", "col"]})
 
 

@@ -30,6 +30,7 @@ from dpppl.core import numerics_random as random
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, register
 from dpppl.kernels.ddp.gibbs import applies_to_ddp
+from dpppl.models.native_seating import native_ddp_swap, use_native_sticks
 from dpppl.core.state import PartitionState
 from dpppl.core.numerics import sample_index
 
@@ -142,7 +143,7 @@ def _with_rows(stats, rows):
 
 
 def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, intervals: str = "all",
-                         pairs: str = "uniform") -> Kernel:
+                         pairs: str = "uniform", native: bool | None = None) -> Kernel:
     """Label swaps over time intervals (see the module docstring).
 
     Parameters
@@ -156,6 +157,11 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
         three uniformly for every proposal.
     pairs : {"uniform", "prior"}, default "uniform"
         How the two labels are drawn (`"prior"`: by prior stick weight, as in the paper).
+    native : bool or None, default None
+        Accept or reject the step's proposals in one native call on CPU
+        ([`native_ddp_swap`][dpppl.models.native_seating.native_ddp_swap]; the same decisions up to
+        rounding, and no XLA loop to compile): True requires it, False runs the JAX loop, None
+        follows `DPPPL_NATIVE` (default: native where it builds).
 
     Returns
     -------
@@ -173,6 +179,7 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
     family, prior = bound_model.family, bound_model.prior
     T = bound_model.num_slices
     kinds = (0, 1, 2) if intervals == "all" else (INTERVALS.index(intervals),)
+    run_native = use_native_sticks(requested=native)
 
     def step(rng_key, state: PartitionState, x):
         stats = state.stats
@@ -183,6 +190,10 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
         aug_mu, aug_sigma = family.draw_prior(k_aug, (num_swaps, 2))
         # proposal s: its pair (2), its interval (3) and its acceptance (1), one draw for all
         uniforms = random.uniform(k_props, (num_swaps, 6), x.dtype)
+        if run_native:
+            stats, perm, total_p, accepted, overflow = native_ddp_swap(
+                family, prior, stats, aug_mu, aug_sigma, uniforms, prior_logits, kinds, prior_pairs=pairs == "prior")
+            return relabelled(state, stats, perm, total_p, accepted, state.overflow | overflow)
 
         def one(s, carry):
             stats, perm, total_p, accepted, overflow = carry
@@ -213,14 +224,17 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
 
         perm = jnp.broadcast_to(jnp.arange(C, dtype=jnp.int32), (T, C))
         carry = (stats, perm, jnp.zeros((), x.dtype), jnp.zeros(3, jnp.int32), state.overflow)
-        stats, perm, total_p, accepted, overflow = jax.lax.fori_loop(0, num_swaps, one, carry)
+        return relabelled(state, *jax.lax.fori_loop(0, num_swaps, one, carry))
+
+    def relabelled(state, stats, perm, total_p, accepted, overflow):
         # padded points (label -1, `DDPBound.padded`) keep it
         slices = jnp.asarray(bound_model.slices)  # in the step: building the kernel on the host runs nothing
         state = state._replace(z=jnp.where(state.z >= 0, perm[slices, state.z], -1), stats=stats, overflow=overflow)
         return state, SwapInfo(accept_prob=total_p / num_swaps, accepted=accepted.sum(),
                                accepted_single=accepted[0], accepted_random=accepted[1], accepted_full=accepted[2])
 
-    return Kernel("ddpswap", exact=True, step=step, info_type=SwapInfo, masked_points=True)
+    return Kernel("ddpswap", exact=True, step=step, info_type=SwapInfo, masked_points=True,
+                  light_compile=run_native)  # the proposals one native call (Kernel)
 
 
 register("ddpswap", build_ddpswap_kernel, exact=True, applies=applies_to_ddp,
