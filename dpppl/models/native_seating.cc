@@ -1,11 +1,12 @@
 // The collapsed-Gibbs point loop of dpppl/models/seating.py (Seat) and split-merge's allocation
 // pass of dpppl/kernels/splitmerge.py (Allocate) as native functions, called from inside the
-// jitted step through XLA's FFI, with sbgibbs's sweep over stick-breaking labels (SbSeat) and the
-// acceptance loop of the stick-breaking label moves (Relabel), and a whole step of split-merge's SAMS
-// proposals (SplitMerge: pair, allocation, marginals, Metropolis-Hastings ratio, all in one call),
-// and the assignment sweep, parameter update and label swaps of the dependent DP over time (DdpSeat,
-// DdpParameters, dpppl/models/ddp_state.py; DdpSwap, dpppl/kernels/ddp/swap.py) and the labels' terms of its
-// log joint (DdpLabelLogJoints, dpppl/models/ddp.py)
+// jitted step through XLA's FFI, with sbgibbs's sweep over stick-breaking labels and the sequential
+// seating under a stick-breaking prior (SbSeat) and the acceptance loop of the stick-breaking label
+// moves (Relabel), a whole step of split-merge's SAMS proposals (SplitMerge: pair, allocation,
+// marginals, Metropolis-Hastings ratio, all in one call), the permutation move's dynamic program and
+// backward draw of the segments (PermSegments), and the assignment sweep, parameter update and label
+// swaps of the dependent DP over time (DdpSeat, DdpParameters, dpppl/models/ddp_state.py; DdpSwap,
+// dpppl/kernels/ddp/swap.py) and the labels' terms of its log joint (DdpLabelLogJoints, dpppl/models/ddp.py)
 // (dpppl/models/native_seating.py builds, loads and calls them,
 // sharing one copy of each family's mathematics). One Seat call seats every point once, one
 // Allocate call places the points of a split-merge proposal once; the uniforms that fix the
@@ -44,6 +45,7 @@
 #include <cstring>
 #include <limits>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GLIBC__)
@@ -541,6 +543,209 @@ bool sb_chain(int N, int D, int C, const T* x, const T* shuffle, const T* unifor
   return overflow;
 }
 
+// log(sum(exp(a[0..m)))), as jax.scipy.special.logsumexp: -inf when every entry is -inf.
+template <typename T>
+T log_sum_exp(const T* a, int m) {
+  T top = -std::numeric_limits<T>::infinity();
+  for (int j = 0; j < m; ++j) top = std::max(top, a[j]);
+  const T shift = std::isfinite(top) ? top : T(0);
+  T total = 0;
+  for (int j = 0; j < m; ++j) total += std::exp(a[j] - shift);
+  return std::log(total) + shift;
+}
+
+// The index dpppl.core.numerics.sample_index(logits[0..m), u) draws: the first j at which the CDF of
+// exp(logits - max) reaches max(u, tiny) times its total (m when none does: NaN logits).
+template <typename T>
+int sample_index(const T* logits, int m, T u) {
+  T top = -std::numeric_limits<T>::infinity();
+  for (int j = 0; j < m; ++j) top = std::max(top, logits[j]);
+  T total = 0;
+  for (int j = 0; j < m; ++j) total += std::exp(logits[j] - top);
+  const T target = std::max(u, std::numeric_limits<T>::min()) * total;
+  T cdf = 0;
+  for (int j = 0; j < m; ++j) {
+    cdf += std::exp(logits[j] - top);
+    if (!(cdf < target)) return j;
+  }
+  return m;
+}
+
+// One chain of the permutation move's draw of C | pi for dp="mh" (dpppl/kernels/perm/sampler.py,
+// _draw_factored; Liang, Jordan & Taskar 2007, secs. 3.2-3.3), on the first R positions of pi (the
+// real points; padded ones are last in pi). A segment pi_{s+1..r} of m = r - s points has the weight
+//   log B'(s, r) = log m(x_seg) + lgamma(m - d) - lgamma(1 - d) [- lgamma(m + 1) when augmented] + lambda
+// (segment_log_weights plus the slope lambda), its statistics the difference of prefix sums along pi.
+// W = 0: the full dynamic program of eq. (6), log g'(r) = logsumexp_s log g'(s) + log B'(s, r)
+// (forward_factored), and the segments drawn backwards from r = R, segment i from the end with
+// uniforms[i] by sample_index over s of log g'(s) + log B'(s, r) (sample_factored; the rows are
+// computed again there, O(K R) marginals, rather than kept, O(R^2) memory). W > 0: the beam of
+// sec. 3.3 with epsilon (forward_beam, slot for slot: the kept lengths and their contributions per
+// position), the segments drawn from the kept lengths (sample_beam), and `support` whether the
+// current clustering (labels z along pi) has every segment within the beam (in_beam; true when not
+// augmented). Writes the segment starts (positions 0..N) to `starts`; returns `support`.
+template <typename T, typename Family>
+bool perm_chain(int N, int R, int D, const T* x, const int32_t* pi, const int32_t* z, const T* uniforms, T lam,
+                T discount, bool augmented, int W, T epsilon, Family& fam, bool* starts) {
+  const int DD = fam.second_size();
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  std::vector<T> p1(size_t(R + 1) * D, T(0)), p2(size_t(R + 1) * DD, T(0));  // prefix sums along pi
+  for (int r = 0; r < R; ++r) {
+    const T* xi = x + size_t(pi[r]) * D;
+    for (int i = 0; i < D; ++i) p1[size_t(r + 1) * D + i] = p1[size_t(r) * D + i] + xi[i];
+    std::copy(&p2[size_t(r) * DD], &p2[size_t(r) * DD] + DD, &p2[size_t(r + 1) * DD]);
+    fam.add_second(&p2[size_t(r + 1) * DD], xi, T(1));
+  }
+  std::vector<T> size_term(size_t(R) + 1, T(0)), d1(D), d2(DD);
+  const double base = log_gamma(1.0 - double(discount));
+  for (int m = 1; m <= R; ++m)
+    size_term[m] = T(log_gamma(double(m) - double(discount)) - base - (augmented ? log_gamma(double(m) + 1.0) : 0.0));
+  auto weight = [&](int s, int r) -> T {  // log B'(s, r), s < r
+    for (int i = 0; i < D; ++i) d1[i] = p1[size_t(r) * D + i] - p1[size_t(s) * D + i];
+    for (int i = 0; i < DD; ++i) d2[i] = p2[size_t(r) * DD + i] - p2[size_t(s) * DD + i];
+    return fam.log_marginal(T(r - s), d1.data(), d2.data()) + size_term[r - s] + lam;
+  };
+  std::fill(starts, starts + N + 1, false);
+  bool support = true;
+  if (W == 0) {
+    std::vector<T> log_g(size_t(R) + 1, neg_inf), row(size_t(R) + 1);
+    log_g[0] = 0;
+    for (int r = 1; r <= R; ++r) {
+      for (int s = 0; s < r; ++s) row[s] = log_g[s] + weight(s, r);
+      log_g[r] = log_sum_exp(row.data(), r);
+    }
+    for (int r = R, i = 0; r > 0; ++i) {
+      for (int s = 0; s < r; ++s) row[s] = log_g[s] + weight(s, r);
+      const int s = std::min(sample_index(row.data(), r, uniforms[i]), r - 1);
+      starts[s] = true;
+      r = s;
+    }
+    return support;
+  }
+  const T cut = std::log(epsilon / T(W + 1));
+  std::vector<int32_t> kept_all(size_t(R + 1) * W, 0), kept(W, 0), lengths(W + 1), moved(W);
+  std::vector<T> contrib_all(size_t(R + 1) * W, neg_inf), kept_log_g(W, neg_inf), start_log_g(W + 1),
+      contrib(W + 1), kept_contrib(W);
+  std::vector<char> keep(W + 1);
+  T log_g_prev = 0;
+  for (int r = 1; r <= R; ++r) {
+    for (int j = 0; j < W; ++j) lengths[j] = kept[j] > 0 ? kept[j] + 1 : 0, start_log_g[j] = kept_log_g[j];
+    lengths[W] = 1;
+    start_log_g[W] = log_g_prev;
+    for (int j = 0; j <= W; ++j) contrib[j] = lengths[j] > 0 ? start_log_g[j] + weight(r - lengths[j], r) : neg_inf;
+    const T bar = log_sum_exp(contrib.data(), W + 1) + cut;
+    bool all = true;
+    int smallest = 0;  // argmin of the kept contributions (+inf where not kept): the first such
+    T least = std::numeric_limits<T>::infinity();
+    for (int j = 0; j <= W; ++j) {
+      keep[j] = contrib[j] >= bar && std::isfinite(contrib[j]);
+      all = all && keep[j];
+      if (keep[j] && contrib[j] < least) least = contrib[j], smallest = j;
+    }
+    keep[smallest] = !all;  // all W + 1 qualify: the smallest goes
+    int free = 0;  // the first of the W slots not kept (0 when every one is)
+    while (free < W && keep[free]) ++free;
+    if (free == W) free = 0;
+    const bool take_new = keep[W] && !keep[free];
+    for (int j = 0; j < W; ++j) {
+      moved[j] = take_new && j == free ? W : j;
+      const bool on = keep[moved[j]];
+      kept[j] = on ? lengths[moved[j]] : 0;
+      kept_contrib[j] = on ? contrib[moved[j]] : neg_inf;
+      kept_log_g[j] = start_log_g[moved[j]];
+      kept_all[size_t(r) * W + j] = kept[j];
+      contrib_all[size_t(r) * W + j] = kept_contrib[j];
+    }
+    log_g_prev = log_sum_exp(kept_contrib.data(), W);
+  }
+  for (int r = R, i = 0; r > 0; ++i) {
+    const int j = std::min(sample_index(&contrib_all[size_t(r) * W], W, uniforms[i]), W - 1);
+    const int s = r - std::max(kept_all[size_t(r) * W + j], int32_t(1));  // (a kept length is >= 1)
+    starts[s] = true;
+    r = s;
+  }
+  if (augmented) {  // every segment of the current clustering (along pi) ends at r with a kept length
+    int start = 0;
+    for (int p = 0; p < R && support; ++p) {
+      if (p > 0 && z[pi[p]] != z[pi[p - 1]]) start = p;
+      if (p + 1 < R && z[pi[p + 1]] == z[pi[p]]) continue;
+      const int length = p + 1 - start;
+      bool member = false;
+      for (int j = 0; j < W; ++j) member = member || kept_all[size_t(p + 1) * W + j] == length;
+      support = member;
+    }
+  }
+  return support;
+}
+
+// One chain of the sequential seating under a stick-breaking prior (init="sequential":
+// seating.seat_points with StickBreaking.log_seat_weights): every point in the shuffled order, none
+// leaving a slot first, joins an occupied slot k with weight E[pi_k | Z] t_k(x) (eq. 6 as in sb_chain)
+// or the first empty slot with the total weight of every empty label, those below the largest
+// occupied slot L and the stick left past L (sum_{j<=L} log go_j: the prior's terms past L sum to it),
+// times the prior predictive t_0(x); the draw inverts the CDF of these cells in slot order at the
+// point's uniform (sample_index). With no empty slot the new cluster is not offered and the overflow
+// is set (the driver seats again with more slots).
+template <typename T, typename Family>
+bool sb_sequential_chain(int N, int D, int C, const T* x, const T* shuffle, const T* uniforms, int32_t* z, T* n,
+                         T* s1, T* s2, const T* a, const T* b, int last, Family& fam) {
+  const int DD = fam.second_size();
+  const std::vector<int32_t> order = visiting_order(N, shuffle);
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  std::vector<T> zeros(size_t(D) + DD, T(0));
+  int top_slot = -1;  // the largest occupied slot
+  for (int c = 0; c < C; ++c)
+    if (n[c] > T(0)) fam.refresh(c, n[c], s1 + size_t(c) * D, s2 + size_t(c) * DD), top_slot = c;
+  fam.refresh(C, T(0), zeros.data(), zeros.data() + D);  // slot C: the prior predictive t_0
+  std::vector<T> pred(size_t(C) + 4, T(0)), weight(size_t(C) + 1), empty(size_t(C) + 1), logits(size_t(C) + 1);
+  std::vector<int> active(size_t(C) + 1), cell(size_t(C) + 1);
+  bool overflow = false;
+  for (int t = 0; t < N; ++t) {
+    const int i = order[t];
+    const T* xi = x + size_t(i) * D;
+    int m = 0, first_empty = -1;
+    T remaining = 0;
+    for (int c = 0; c <= top_slot; ++c) {
+      if (n[c] > T(0)) active[m++] = c, remaining += n[c];
+      else if (first_empty < 0) first_empty = c;
+    }
+    if (first_empty < 0 && top_slot + 1 < C) first_empty = top_slot + 1;
+    const int occupied = m;
+    active[m++] = C;
+    fam.log_predictive(active.data(), m, xi, pred.data());
+    // eq. (6) over the slots 0..L: the occupied ones' weights, the empty ones' collected with the stick past L
+    T before = 0;
+    int e = 0;
+    for (int k = 0, j = 0; k <= top_slot; ++k) {
+      const bool beyond = last >= 0 && k > last;
+      remaining -= n[k];
+      const T as = a[k] + n[k], bs = b[k] + remaining, total = std::log(as + bs);
+      const T log_w = beyond ? neg_inf : std::log(as) - total + before;
+      if (j < occupied && active[j] == k) weight[j++] = log_w;
+      else empty[e++] = log_w;
+      before += beyond ? neg_inf : bs > T(0) ? std::log(bs) - total : neg_inf;
+    }
+    empty[e++] = before;
+    // the cells offered in slot order: the occupied slots and the first empty one
+    int cells = 0;
+    bool offered = first_empty < 0;  // the new cluster's cell placed (or not offered)
+    for (int j = 0; j <= occupied; ++j) {
+      if (!offered && (j == occupied || active[j] > first_empty)) {
+        cell[cells] = first_empty;
+        logits[cells++] = log_sum_exp(empty.data(), e) + pred[occupied];
+        offered = true;
+      }
+      if (j < occupied) cell[cells] = active[j], logits[cells++] = weight[j] + pred[j];
+    }
+    overflow |= first_empty < 0;
+    const int k = cell[std::min(sample_index(logits.data(), cells, uniforms[t]), cells - 1)];
+    move_point(k, xi, T(1), D, n, s1, s2, fam);
+    top_slot = std::max(top_slot, k);
+    z[i] = k;
+  }
+  return overflow;
+}
+
 // One chain of split-merge's allocation pass over two slots, 0 (c_i) and 1 (c_j)
 // (dpppl/kernels/splitmerge.py, allocation_pass): the points order[:count] in turn, each first
 // leaving its side side[k] when `reseat` (a restricted Gibbs scan), then placed on side c with
@@ -943,7 +1148,7 @@ ffi::Error SbSeat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> un
                   ffi::Buffer<DT> h2, ffi::Buffer<DT> h3, ffi::Buffer<DT> scalars, ffi::Buffer<ffi::S32> num_valid,
                   ffi::ResultBuffer<ffi::S32> z_out, ffi::ResultBuffer<DT> n_out, ffi::ResultBuffer<DT> s1_out,
                   ffi::ResultBuffer<DT> s2_out, ffi::ResultBuffer<ffi::PRED> overflow_out, int64_t family,
-                  int64_t num_threads) {
+                  int64_t sequential, int64_t num_threads) {
   using T = ffi::NativeType<DT>;
   const auto xd = x.dimensions();
   const auto nd = n_out->dimensions();
@@ -968,9 +1173,11 @@ ffi::Error SbSeat(ffi::Buffer<DT> x, ffi::Buffer<DT> shuffle, ffi::Buffer<DT> un
     const auto st = state.copy(c);
     // C + 1 predictive slots: slot C holds the prior predictive (the empty labels and the tail)
     hyper.with_family(family, c, D, C + 1, Nv, [&](auto& fam) {
-      overflow_out->typed_data()[c] = sb_chain(Nv, D, C, ox.at(x.typed_data(), c), ov.at(shuffle.typed_data(), c),
-                                               ou.at(uniforms.typed_data(), c), st.z, st.n, st.s1, st.s2, oa.at(a.typed_data(), c),
-                                               ob.at(b.typed_data(), c), *ol.at(last.typed_data(), c), fam);
+      const auto chain = sequential != 0 ? sb_sequential_chain<T, std::decay_t<decltype(fam)>>
+                                         : sb_chain<T, std::decay_t<decltype(fam)>>;
+      overflow_out->typed_data()[c] = chain(Nv, D, C, ox.at(x.typed_data(), c), ov.at(shuffle.typed_data(), c),
+                                            ou.at(uniforms.typed_data(), c), st.z, st.n, st.s1, st.s2, oa.at(a.typed_data(), c),
+                                            ob.at(b.typed_data(), c), *ol.at(last.typed_data(), c), fam);
     });
   });
   return ffi::Error::Success();
@@ -1358,6 +1565,39 @@ ffi::Error DdpSeat(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> slices, ffi::Buffer<
         ore.at(rest.typed_data(), c), ocs.at(cov_sigma.typed_data(), c), ocp.at(cov_prec.typed_data(), c),
         ocl.at(cov_logdet.typed_data(), c), og.at(gain.typed_data(), c), oc.at(cond.typed_data(), c),
         om0.at(mu0.typed_data(), c), oa.at(a.typed_data(), c), ob.at(b.typed_data(), c), *ol.at(last.typed_data(), c));
+// The permutation move's draw of C | pi (see perm_chain) for every chain of the batch.
+template <ffi::DataType DT>
+ffi::Error PermSegments(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> pi, ffi::Buffer<ffi::S32> z, ffi::Buffer<DT> uniforms,
+                        ffi::Buffer<DT> lam, ffi::Buffer<DT> epsilon, ffi::Buffer<ffi::S32> points, ffi::Buffer<DT> h1,
+                        ffi::Buffer<DT> h2, ffi::Buffer<DT> h3, ffi::Buffer<DT> scalars,
+                        ffi::ResultBuffer<ffi::PRED> starts_out, ffi::ResultBuffer<ffi::PRED> support_out,
+                        int64_t family, int64_t width, int64_t augmented, int64_t num_threads) {
+  using T = ffi::NativeType<DT>;
+  const auto xd = x.dimensions();
+  if (xd.size() < 2) return ffi::Error::InvalidArgument("native permutation move: bad operand ranks");
+  if (family != 0 && family != 1) return ffi::Error::InvalidArgument("native permutation move: unknown family");
+  if (width < 0) return ffi::Error::InvalidArgument("native permutation move: negative beam width");
+  const int N = int(xd[xd.size() - 2]), D = int(xd[xd.size() - 1]);
+  const int64_t B = batch_of(starts_out->dimensions(), 1);
+  const size_t full = family == 0;
+  const Operand ox(xd, 2, B), op(pi.dimensions(), 1, B), oz(z.dimensions(), 1, B), ou(uniforms.dimensions(), 1, B),
+                ol(lam.dimensions(), 0, B), oe(epsilon.dimensions(), 0, B), on(points.dimensions(), 0, B);
+  const Hyper<DT> hyper(h1, h2, h3, scalars, full, B);
+  // pi indexes the points: checked before any is followed
+  for (int64_t b = 0; b < B; ++b) {
+    const int R = *on.at(points.typed_data(), b);
+    if (R < 0 || R > N) return ffi::Error::InvalidArgument("native permutation move: points outside [0, N]");
+    const int32_t* p = op.at(pi.typed_data(), b);
+    for (int r = 0; r < R; ++r)
+      if (uint32_t(p[r]) >= uint32_t(N)) return ffi::Error::InvalidArgument("native permutation move: pi outside [0, N)");
+  }
+  for_each_chain(B, num_threads, [&](int64_t b) {
+    hyper.with_family(family, b, D, 1, N, [&](auto& fam) {
+      support_out->typed_data()[b] = perm_chain(
+          N, *on.at(points.typed_data(), b), D, ox.at(x.typed_data(), b), op.at(pi.typed_data(), b),
+          oz.at(z.typed_data(), b), ou.at(uniforms.typed_data(), b), *ol.at(lam.typed_data(), b), hyper.discount(b),
+          augmented != 0, int(width), *oe.at(epsilon.typed_data(), b), fam, starts_out->typed_data() + b * (N + 1));
+    });
   });
   return ffi::Error::Success();
 }
@@ -1886,6 +2126,7 @@ ffi::Error DdpLabelLogJoints(ffi::Buffer<DT> nt, ffi::Buffer<DT> s1, ffi::Buffer
       .Ret<ffi::Buffer<DT>>()         /* s2 */                                       \
       .Ret<ffi::Buffer<ffi::PRED>>()  /* overflow: a draw past the C slots */        \
       .Attr<int64_t>("family")                                                       \
+      .Attr<int64_t>("sequential")  /* 1: the sequential seating, not the sweep */    \
       .Attr<int64_t>("num_threads")
 
 // The operands of Relabel, in order (shapes of one chain; a leading batch under vmap).
@@ -2004,6 +2245,27 @@ ffi::Error DdpLabelLogJoints(ffi::Buffer<DT> nt, ffi::Buffer<DT> s1, ffi::Buffer
       .Arg<ffi::Buffer<DT>>()         /* constants (2,): per label, per covariance */       \
       .Ret<ffi::Buffer<DT>>()         /* the labels' log joints (C,) */
 
+// The operands of PermSegments, in order (shapes of one chain; a leading batch under vmap).
+#define DPPPL_PERM_BINDING(DT)                                                              \
+  ffi::Ffi::Bind()                                                                              \
+      .Arg<ffi::Buffer<DT>>()         /* x (N, D) */                                            \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* pi (N,): the permutation, real points first */         \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* z (N,): the current labels (in_beam) */                \
+      .Arg<ffi::Buffer<DT>>()         /* uniforms (N,): segment i from the end takes uniforms[i] */ \
+      .Arg<ffi::Buffer<DT>>()         /* lambda (): the slope of log A at k_ref */              \
+      .Arg<ffi::Buffer<DT>>()         /* epsilon (): the beam's */                              \
+      .Arg<ffi::Buffer<ffi::S32>>()   /* points (): the real points, first in pi */             \
+      .Arg<ffi::Buffer<DT>>()         /* h1: hyperparameters (see Hyper) */                     \
+      .Arg<ffi::Buffer<DT>>()         /* h2 */                                                  \
+      .Arg<ffi::Buffer<DT>>()         /* h3 */                                                  \
+      .Arg<ffi::Buffer<DT>>()         /* scalars (3,): kappa0, nu0, discount */                 \
+      .Ret<ffi::Buffer<ffi::PRED>>()  /* starts (N + 1,): the segments' first positions */      \
+      .Ret<ffi::Buffer<ffi::PRED>>()  /* support (): the current clustering within the beam */  \
+      .Attr<int64_t>("family")                                                                  \
+      .Attr<int64_t>("width")                                                                   \
+      .Attr<int64_t>("augmented")                                                               \
+      .Attr<int64_t>("num_threads")
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplSeatF64, Seat<ffi::F64>, DPPPL_SEAT_BINDING(ffi::F64));
@@ -2024,3 +2286,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpParametersF64, DdpParameters<ffi::F64>, DP
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpParametersF32, DdpParameters<ffi::F32>, DPPPL_DDP_PARAMETERS_BINDING(ffi::F32));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpLpF64, DdpLabelLogJoints<ffi::F64>, DPPPL_DDP_LP_BINDING(ffi::F64));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplDdpLpF32, DdpLabelLogJoints<ffi::F32>, DPPPL_DDP_LP_BINDING(ffi::F32));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplPermF64, PermSegments<ffi::F64>, DPPPL_PERM_BINDING(ffi::F64));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DppplPermF32, PermSegments<ffi::F32>, DPPPL_PERM_BINDING(ffi::F32));

@@ -42,6 +42,12 @@ auxiliaries' draws taken from JAX; so do its parameter update
 normals drawn in JAX), the proposals of one `ddpswap` step
 ([`native_ddp_swap`][dpppl.models.native_seating.native_ddp_swap]) and the labels' terms of the recorded
 log joint ([`native_ddp_label_log_joints`][dpppl.models.native_seating.native_ddp_label_log_joints]).
+The permutation move ([`perm-move`][dpppl.kernels.perm.sampler], `dp="mh"` without the Markov scan) draws
+C | pi by a dynamic program over the segments of pi, each segment's marginal likelihood from prefix
+sums of the statistics along pi: the program (the full one or the beam), the backward draw of the
+segments and the beam's check of the current clustering are one call
+([`native_perm_segments`][dpppl.models.native_seating.native_perm_segments]) for the families and priors
+above, with the permutation and the uniforms taken from JAX.
 """
 
 from __future__ import annotations
@@ -68,7 +74,8 @@ _TARGETS = {"dpppl_seat_f64": "DppplSeatF64", "dpppl_seat_f32": "DppplSeatF32",
             "dpppl_ddp_seat_f64": "DppplDdpSeatF64", "dpppl_ddp_seat_f32": "DppplDdpSeatF32",
             "dpppl_ddp_swap_f64": "DppplDdpSwapF64", "dpppl_ddp_swap_f32": "DppplDdpSwapF32",
             "dpppl_ddp_parameters_f64": "DppplDdpParametersF64", "dpppl_ddp_parameters_f32": "DppplDdpParametersF32",
-            "dpppl_ddp_lp_f64": "DppplDdpLpF64", "dpppl_ddp_lp_f32": "DppplDdpLpF32"}
+            "dpppl_ddp_lp_f64": "DppplDdpLpF64", "dpppl_ddp_lp_f32": "DppplDdpLpF32",
+            "dpppl_perm_f64": "DppplPermF64", "dpppl_perm_f32": "DppplPermF32"}
 FAMILIES = (NormalInverseWishart, NormalKnownCov)
 """The component families the native code covers (exactly these classes), in the order of the
 C++ code's `family` attribute."""
@@ -219,10 +226,14 @@ def _sticks(prior, C, dtype):
     return jnp.asarray(a, dtype), jnp.asarray(b, dtype), jnp.asarray(last, jnp.int32)
 
 
-def native_sb_sweep(family, prior, x, shuffle, uniforms, state: PartitionState, num_valid=None):
+def native_sb_sweep(family, prior, x, shuffle, uniforms, state: PartitionState, num_valid=None,
+                    sequential: bool = False):
     """`sbgibbs`'s sweep ([`_sweep`][dpppl.kernels.stick_breaking.sbgibbs]) in one FFI call: every point
     (the first `num_valid` when padded) leaves its label and takes one by eq. (9), in the order
-    `visiting_order(shuffle)`, point t with `uniforms[t]`."""
+    `visiting_order(shuffle)`, point t with `uniforms[t]`. `sequential`: instead the sequential seating
+    of [`seat_points`][dpppl.models.seating.seat_points] (`remove_first=False`) under the stick-breaking
+    prior's `log_seat_weights` (an occupied label by E[pi_k | Z], a new cluster at the first empty label
+    with the weight of every empty one), the same draws up to rounding."""
     stats = state.stats
     dtype = jnp.result_type(x)
     n_points, C = x.shape[0], stats.n.shape[-1]
@@ -233,7 +244,7 @@ def native_sb_sweep(family, prior, x, shuffle, uniforms, state: PartitionState, 
     z, n, s1, s2, overflow = call(
         x, shuffle.astype(dtype), uniforms.astype(dtype), state.z, *(s.astype(dtype) for s in stats),
         *_sticks(prior, C, dtype), *hyper, jnp.asarray(n_points if num_valid is None else num_valid, jnp.int32),
-        family=family_index, num_threads=threads)
+        family=family_index, sequential=np.int64(sequential), num_threads=threads)
     return state._replace(z=z, stats=type(stats)(n, s1, s2), overflow=state.overflow | overflow)
 
 
@@ -332,3 +343,22 @@ def native_ddp_label_log_joints(family, stats):
     return call(*(v.astype(dtype) for v in (stats.nt, stats.s1, stats.s2, stats.mu, stats.sigma)),
                 jnp.asarray(family.gamma_inv, dtype), jnp.asarray(family.mu0, dtype), jnp.asarray(family.psi0, dtype),
                 jnp.asarray(family.nu0, dtype), constants)
+def native_perm_segments(family, prior, x, pi, z, uniforms, lam, points, beam, augmented: bool):
+    """The segments of C ~ q(C | pi) of the permutation move's `dp="mh"` in one FFI call
+    ([`_draw_factored`][dpppl.kernels.perm.sampler]'s draw without the Markov scan): the dynamic program
+    of eq. (6) over the first `points` positions of `pi` (the real points) with every segment's
+    log B' (`segment_log_weights`, `augmented`: the uniform within-cluster order's 1/m!) plus the slope
+    `lam`, the full program (`beam` None) or the beam (`beam` = (epsilon, width): `forward_beam`'s kept
+    lengths, slot for slot), and the segments drawn backwards, segment i from the end with
+    `uniforms[i]`, as `sample_factored` / `sample_beam` draw them (up to rounding). Returns the segment
+    starts (N + 1,) bool and whether the clustering `z` has every segment along `pi` within the beam
+    (`in_beam`; True without a beam or when not `augmented`)."""
+    dtype = jnp.result_type(x)
+    n_points = x.shape[0]
+    out = (jax.ShapeDtypeStruct((n_points + 1,), jnp.bool_), jax.ShapeDtypeStruct((), jnp.bool_))
+    call, threads = _call("dpppl_perm", dtype, out, n_points, n_points if beam is None else beam[1])
+    hyper, family_index = _family_operands(family, prior, dtype)
+    epsilon, width = (0.0, 0) if beam is None else beam
+    return call(x, pi.astype(jnp.int32), z.astype(jnp.int32), uniforms.astype(dtype), jnp.asarray(lam, dtype),
+                jnp.asarray(epsilon, dtype), jnp.asarray(points, jnp.int32), *hyper, family=family_index,
+                width=np.int64(width), augmented=np.int64(augmented), num_threads=threads)

@@ -21,7 +21,8 @@ from dpppl.core import numerics_random as random
 from dpppl.core.numerics import sample_index
 from dpppl.core.state import PartitionState, set_row
 from dpppl.families.base import add_point, take
-from dpppl.models.native_seating import native_seat_points, use_native
+from dpppl.models.native_seating import native_sb_sweep, native_seat_points, use_native, use_native_sticks
+from dpppl.priors.stick_breaking import StickBreaking
 
 def refresh(family, stats, params, k):
     """After a point left or joined slot `k`: zero the slot's statistics exactly when it
@@ -86,13 +87,16 @@ def seat_points(family, prior, x, shuffle, uniforms, state: PartitionState, remo
     cluster first (a Gibbs sweep), otherwise they start unassigned.
 
     On CPU the loop runs as one native call where it is covered
-    ([`native_seating`][dpppl.models.native_seating]; same draws up to rounding): `native`
+    ([`native_seating`][dpppl.models.native_seating]; same draws up to rounding; under a stick-breaking
+    prior, the seating without `remove_first`, `init="sequential"`'s): `native`
     True requires it, False never takes it, None follows `DPPPL_NATIVE` (default: when it builds).
     `num_valid` (traced): only the first `num_valid` points are real (`BoundModel.padded`); the
     others are never visited, and the draws are those of the unpadded points.
     """
     if use_native(family, prior, native):
         return native_seat_points(family, prior, x, shuffle, uniforms, state, remove_first, num_valid)
+    if not remove_first and isinstance(prior, StickBreaking) and native is not False and use_native_sticks(family):
+        return native_sb_sweep(family, prior, x, shuffle, uniforms, state, num_valid, sequential=True)
     alpha = state.alpha
     order = visiting_order(shuffle, num_valid)
 

@@ -115,8 +115,9 @@ def test_a_sequence_hybrid_takes_every_part_s_keys_at_once():
 @pytest.mark.skipif(dpppl.core.native._compiler() is None, reason="no C++ compiler")
 def test_a_kernel_of_native_moves_compiles_its_chunks_light_and_one_with_a_jax_loop_does_not(monkeypatch):
     """The default moves run native calls and scalar arithmetic (`Kernel.light_compile`): their chunks
-    compile with XLA's elemental emitters (`LIGHT_OPTIONS`); the JAX Gibbs loop, or a hybrid with a part
-    that is not light, keeps dpppl's options. Built only: nothing is compiled."""
+    compile with XLA's elemental emitters (`LIGHT_OPTIONS`), the native permutation move's too; the JAX
+    Gibbs loop, or a hybrid with a part that is not light (the permutation move's `dp="exact"`, a JAX
+    program), keeps dpppl's options. Built only: nothing is compiled."""
     from dpppl import config
     from dpppl.config import COMPILER_OPTIONS
     from dpppl.core.compiled import LIGHT_OPTIONS
@@ -128,7 +129,7 @@ def test_a_kernel_of_native_moves_compiles_its_chunks_light_and_one_with_a_jax_l
     case = CASES["niw_2d_overlap"]  # alpha ~ Gamma: the alpha move is appended
     bound = case.model.bind(case.x)
     for spec, options, light in [("gibbs+splitmerge", {}, True), ("gibbs", {"native": False}, False),
-                                 ("gibbs+perm-move", {}, False)]:
+                                 ("gibbs+perm-move", {}, True), ("gibbs+perm-move", {"dp": "exact"}, False)]:
         kern, key, make = runner._program(spec, bound, options)[1]
         assert kern.light_compile is light, spec
         chunk = runner._chunk_function(make, kern, key, False, 8, 6)

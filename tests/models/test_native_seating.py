@@ -11,7 +11,7 @@ import dpppl
 from dpppl.core import native
 from dpppl.diagnostics.arviz_compat import partition_group
 from dpppl.models.init import initial_states
-from dpppl.models.native_seating import covers, threefry_words, use_native
+from dpppl.models.native_seating import covers, threefry_words, use_native, use_native_sticks
 from dpppl.models.seating import seat_points, sweep_draws, visiting_order
 
 NIW = dpppl.NormalInverseWishart(mu0=[0.0, 0.0], kappa0=0.1, nu0=4.0, psi0=[[0.5, 0.0], [0.0, 0.5]])
@@ -215,3 +215,27 @@ def test_native_and_jax_ddp_swaps_make_the_same_decisions(slice_covariances, pai
     for u, v in zip(info_a, info_b):
         np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-9)
     assert int(info_a.accepted) > 0 and (np.asarray(a.z) != np.asarray(state.z)).any()  # the test could fail
+
+
+@pytest.mark.parametrize("a, b, capacity", [(0.75, "1 + i * 0.25", 64), ([1.0] * 6, [2.0] * 5 + [0.0], 64),
+                                             (1.0, 1.0, 3)], ids=["pitman_yor-sticks", "finite", "overflow"])
+def test_native_stick_breaking_sequential_seating_matches_the_jax_loop(a, b, capacity):
+    """init="sequential" under a stick-breaking prior (a new cluster at the first empty label with
+    the weight of every empty one) seats as one native call: the JAX loop's labels, statistics and
+    overflow, on points padded to a shape class (whose padded rows are never seated)."""
+    target = dpppl.StickBreakingMixture(a=a, b=b, component=NIW).bind(X).padded(len(X) + 7)
+    assert use_native_sticks(target.family)
+    x = jnp.asarray(target.x)
+    shuffle, uniforms = sweep_draws(jax.random.key(5), x)
+    out = {}
+    for flag in (None, False):  # None: native where covered; False: the JAX loop
+        out[flag] = jax.jit(lambda t, flag=flag: seat_points(t.family, t.prior, x, shuffle, uniforms,
+                                                             t.empty_state(capacity), remove_first=False,
+                                                             native=flag, num_valid=t.num_valid))(target)
+    np.testing.assert_array_equal(np.asarray(out[None].z), np.asarray(out[False].z))
+    assert bool(out[None].overflow) == bool(out[False].overflow) == (capacity == 3)
+    for p, q in zip(out[None].stats, out[False].stats):
+        np.testing.assert_allclose(np.asarray(p), np.asarray(q), rtol=1e-12, atol=1e-12)
+    assert np.asarray(out[None].stats.n).sum() == len(X)
+    np.testing.assert_array_equal(np.asarray(out[None].z)[len(X):], -1)
+    assert np.sum(np.asarray(out[None].stats.n) > 0) > 1  # several clusters: the test could fail

@@ -43,6 +43,7 @@ from dpppl.kernels.perm.permutations import (EXACT_PERMUTATIONS, PERMUTATIONS, p
                                              sample_permutation, single_point_predictive)
 from dpppl.core.state import NoExtras, PartitionState, num_clusters
 from dpppl.core.numerics import computed_once, sample_index
+from dpppl.models.native_seating import native_perm_segments, use_native
 
 
 class PermExtras(NamedTuple):
@@ -393,17 +394,23 @@ def _draw_by_count(prior, alpha, base_row, n, dtype, augmented, u_count, uniform
 
 
 def _draw_factored(family, prior, alpha, base_row, prefix, k_ref, k_old, z_and_pi, n, dtype, augmented, beam,
-                   uniforms, points):
+                   uniforms, points, native_x=None):
     """`dp="mh"` (sec. 3.2): a draw from q_beta(C | pi) of eq. (6), every cluster carrying
     lambda = d/dK log A(K) at `k_ref`, with its log Metropolis-Hastings acceptance
     log A(K_new) - log A(K_old) - lambda (K_new - K_old); with `beam` = (epsilon, width) the
     beam of sec. 3.3, and the acceptance gains 1[C_old in the beam] (C_old: the labels and pi
     in `z_and_pi`). The programs run over the n positions of pi; the clustering is of its first
     `points` (the real points, first in pi: `n` unless the points are padded), drawn backwards with
-    the (N,) `uniforms` (`_backward`). Returns the
-    segment starts, the log acceptance and whether C_old is within the beam (int32)."""
+    the (N,) `uniforms` (`_backward`). With `native_x` (the points, not permuted) the program and
+    the backward draw are one native call (`native_perm_segments`: the same draws up to rounding;
+    `base_row` and `prefix` unused). Returns the segment starts, the log acceptance and whether C_old
+    is within the beam (int32)."""
     lam = log_count_slope(prior, alpha, k_ref, augmented)
-    if beam is None:
+    if native_x is not None:
+        z, pi = z_and_pi
+        starts, support = native_perm_segments(family, prior, native_x, pi, z, uniforms, lam, points, beam, augmented)
+        support = support | (not augmented)
+    elif beam is None:
         def row(r):
             return base_row(r) + lam
         log_g, rows = forward_factored(row, n, dtype)
@@ -498,6 +505,8 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
     family, prior = bound_model.family, bound_model.prior
     beam = None if beam_epsilon is None else (beam_epsilon, beam_width)
     columns = STEP_COLUMNS + (dp == "exact")
+    # dp="mh" without the Markov scan: C | pi in one native call on CPU (`native_perm_segments`)
+    native = dp == "mh" and use_native(family, prior, None, "permutation move")
 
     def cluster_step(rng_key, state: PartitionState, x, kind: str, adapt: bool):
         """pi ~ p(pi | C) (sec. 4), then C ~ p(C | pi, x) by the dynamic program of `dp`. The step's
@@ -507,18 +516,21 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
         capacity = state.stats.n.shape[0]
         pi = sample_permutation(kind, random.fold_in(rng_key, 1) if kind != "uniform" else None, u[:, :2],
                                 family, x, state.z, capacity)
-        x_pi = x[pi]
-        prefix = prefix_stats(family, x_pi)
         augmented = kind != "projection"
         k_old = num_clusters(state)
-        base_row = _segment_row_fn(family, prior, prefix, x_pi, kind, augmented)
+        if native and kind != "markov":
+            prefix = base_row = None
+        else:
+            x_pi = x[pi]
+            prefix = prefix_stats(family, x_pi)
+            base_row = _segment_row_fn(family, prior, prefix, x_pi, kind, augmented)
         if dp == "exact":
             starts, log_accept = _draw_by_count(prior, state.alpha, base_row, n, x.dtype, augmented, u[0, 4], u[:, 2])
             return _accept_clustering(family, state, x, pi, starts, log_accept, u[0, 3])
         k_ref = k_old.astype(x.dtype) if adapt else state.extras.k_sum / state.extras.k_count
         starts, log_accept, support = _draw_factored(family, prior, state.alpha, base_row, prefix, k_ref, k_old,
                                                      (state.z, pi), n, x.dtype, augmented, beam, u[:, 2],
-                                                     bound_model.points)
+                                                     bound_model.points, x if base_row is None else None)
         state, info = _accept_clustering(family, state, x, pi, starts, log_accept, u[0, 3])
         return state, PermMHInfo(*info, k_ref=k_ref, in_beam=support)
 
@@ -542,9 +554,11 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
     # padded points: dp="mh" without the Markov scan runs on the first `points` positions of pi; the
     # others (sums over every position, `forward_by_count`, `markov_segment_matrix`) run unpadded
     own_warmup = adapts or warmup_permutation != permutation
+    no_scan = "markov" not in (permutation, warmup_permutation)
     return Kernel("perm-move", exact=exact, step=step, warmup_step=warmup_step if own_warmup else None,
                   info_type=PermMHInfo if dp == "mh" else PermInfo, init=init if dp == "mh" else None,
-                  masked_points=dp == "mh" and "markov" not in (permutation, warmup_permutation))
+                  masked_points=dp == "mh" and no_scan,
+                  light_compile=native and no_scan)  # the dynamic program one native call (Kernel)
 
 
 def _applies(model) -> Optional[str]:
@@ -618,7 +632,7 @@ def every_kernel(move: Kernel, every: int) -> Kernel:
 
     return Kernel("perm-every", exact=move.exact, step=scheduled(move.step),
                   warmup_step=scheduled(move.warmup) if move.warmup_step is not None else None,
-                  info_type=Info, init=init, masked_points=move.masked_points)
+                  info_type=Info, init=init, masked_points=move.masked_points, light_compile=move.light_compile)
 
 
 SCHEDULED_MOVE_DEFAULTS = {"warmup_permutation": None, "adapt_k_ref": False}

@@ -172,7 +172,8 @@ def _relabel_kernel(name, bound_model, prob, propose, columns: int, permute: boo
     """
     prior, points = bound_model.prior, bound_model.points
     size = chunk_size(bound_model.num_points)
-    accept = functools.partial(native_relabel if use_native_sticks() else _accept_in_jax, permute=permute)
+    on_cpu = use_native_sticks()
+    accept = functools.partial(native_relabel if on_cpu else _accept_in_jax, permute=permute)
 
     def step(rng_key, state, x):
         counts = state.stats.n
@@ -207,7 +208,8 @@ def _relabel_kernel(name, bound_model, prob, propose, columns: int, permute: boo
         return state, RelabelInfo(accept_prob=jnp.where(num > 0, acc_sum / jnp.maximum(num, 1), 1.0),
                                   proposals=num, accepted=accepted)
 
-    return Kernel(name, exact=True, step=step, info_type=RelabelInfo, masked_points=True)
+    return Kernel(name, exact=True, step=step, info_type=RelabelInfo, masked_points=True,
+                  light_compile=on_cpu)  # the acceptance loop one native call (Kernel)
 
 
 def _draw_label(u, cdf):

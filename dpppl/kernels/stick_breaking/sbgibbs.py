@@ -97,7 +97,8 @@ def build_sbgibbs_kernel(bound_model) -> Kernel:
             return native_sb_sweep(family, prior, x, shuffle, uniforms, state, num_valid), NoInfo()
         return _sweep(family, prior, x, visiting_order(shuffle, num_valid), uniforms, state, num_valid), NoInfo()
 
-    return Kernel("sbgibbs", exact=True, step=step, masked_points=True)
+    return Kernel("sbgibbs", exact=True, step=step, masked_points=True,
+                  light_compile=on_cpu)  # the sweep one native call (Kernel)
 
 
 register("sbgibbs", build_sbgibbs_kernel, exact=True, applies=stick_breaking_only,

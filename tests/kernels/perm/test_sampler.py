@@ -542,3 +542,43 @@ def test_perm_samples_models_with_random_hyperparameters():
     dpppl.kernels.check_applies("perm", model)
     kern = kernels.build("perm", model.bind(X))
     assert kern.name == "gibbs+splitmerge+perm-every" and kern.exact
+
+
+@pytest.mark.parametrize("beam", [None, (1e-32, 16), (1e-3, 3)], ids=["full", "beam", "narrow-beam"])
+@pytest.mark.parametrize("augmented", [True, False], ids=["uniform-order", "projection-target"])
+def test_native_segments_make_the_jax_programs_draws(two_blobs, beam, augmented):
+    """`dp="mh"`'s C | pi (`_draw_factored`) as one native call (`native_perm_segments`) and as the JAX
+    dynamic programs, on the same permutation and uniforms: the same segments, beam membership and
+    acceptance (to rounding), for NIW and Normal components under the CRP and Pitman-Yor, on points
+    padded to a class (the segments of the real points only)."""
+    from dpppl.kernels.perm.permutations import uniform_permutation
+    x = np.concatenate([two_blobs[0], two_blobs[0][:10] + 1.0])
+    niw = dpppl.NormalInverseWishart(kappa0=0.1, nu0=4.0, mu0=0.0, psi0=1.0)
+    normal = dpppl.NormalKnownCov(sigma2=1.0, mu0=0.0, tau2=25.0)
+    segments = []
+    for model in (dpppl.DPMixture(1.0, niw), dpppl.PitmanYorMixture(0.3, 1.0, normal)):
+        target = model.bind(x).padded(48)
+        n = target.num_points
+        assert P.use_native(target.family, target.prior, None)
+        z = jnp.asarray(np.r_[np.arange(40) % 3, np.full(n - 40, -1)], jnp.int32)
+
+        @jax.jit
+        def both(key, target):
+            xb = jnp.asarray(target.x)
+            u = jax.random.uniform(key, (n, 4), xb.dtype)
+            pi = uniform_permutation(u[:, :2], z, 8)
+            prefix = P.prefix_stats(target.family, xb[pi])
+            row = P._segment_row_fn(target.family, target.prior, prefix, xb[pi], "uniform", augmented)
+            args = (target.family, target.prior, jnp.asarray(1.3), row, prefix, jnp.asarray(3.0), jnp.asarray(3),
+                    (z, pi), n, xb.dtype, augmented, beam, u[:, 2], target.points)
+            return P._draw_factored(*args), P._draw_factored(*args, native_x=xb)
+
+        for seed in range(6):
+            (starts, log_accept, support), (native_starts, native_accept, native_support) = both(
+                jax.random.key(seed), target)
+            np.testing.assert_array_equal(native_starts, starts)
+            assert not np.any(np.asarray(starts)[40:])  # no segment starts among the padded points
+            assert int(native_support) == int(support)
+            np.testing.assert_allclose(native_accept, log_accept, rtol=1e-9, atol=1e-9)
+            segments.append(int(np.sum(np.asarray(starts)[:-1])))
+    assert len(set(segments)) > 1  # the draws differ: the test could fail
