@@ -1565,6 +1565,10 @@ ffi::Error DdpSeat(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> slices, ffi::Buffer<
         ore.at(rest.typed_data(), c), ocs.at(cov_sigma.typed_data(), c), ocp.at(cov_prec.typed_data(), c),
         ocl.at(cov_logdet.typed_data(), c), og.at(gain.typed_data(), c), oc.at(cond.typed_data(), c),
         om0.at(mu0.typed_data(), c), oa.at(a.typed_data(), c), ob.at(b.typed_data(), c), *ol.at(last.typed_data(), c));
+  });
+  return ffi::Error::Success();
+}
+
 // The permutation move's draw of C | pi (see perm_chain) for every chain of the batch.
 template <ffi::DataType DT>
 ffi::Error PermSegments(ffi::Buffer<DT> x, ffi::Buffer<ffi::S32> pi, ffi::Buffer<ffi::S32> z, ffi::Buffer<DT> uniforms,
