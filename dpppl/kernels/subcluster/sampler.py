@@ -1427,10 +1427,14 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
     phases = " and ".join(name for name, v in (("warmup", warmup_variant), ("kept draws", variant)) if v == "exact")
     note = (f"subcluster: fewer than collapsed_below={collapsed_below} points (with their padding), so its exact step "
             f"({phases}) is a collapsed Gibbs sweep with SAMS split-merge proposals" if collapsed and phases else "")
-    # collapsed in both phases with the native sweep and split-merge step: the chunk is native calls and
-    # the record's cluster-level draws, compiled with XLA's elemental emitters (`Kernel.light_compile`)
-    light = variant == warmup_variant == "exact" and bool(collapsed_moves) and all(
-        m.light_compile for m in collapsed_moves)
+    # XLA's elemental emitters (`Kernel.light_compile`): collapsed in both phases with the native sweep and
+    # split-merge step, the chunk is native calls and the record's cluster-level draws; the sub-cluster steps
+    # in up to SMALL_DIM dimensions (element-wise likelihoods, no matrix products) compile in ~0.7x the CPU
+    # and run as fast (docs/kernels/subcluster.md, "Compiling the step")
+    if variant == warmup_variant == "exact" and collapsed:
+        light = all(m.light_compile for m in collapsed_moves)
+    else:
+        light = dim <= SMALL_DIM
     return Kernel("subcluster", exact=variant == "exact", step=step_of(variant),
                   warmup_step=step_of(warmup_variant) if warmup_variant != variant else None, init=init,
                   info_type=info_of, record=record, record_dims=record_dims, masked_points=True, note=note,
