@@ -28,6 +28,10 @@ by kernel, on the same machine in one run:
     python benchmarks/bench_compile.py --kernels gibbs,gibbs+splitmerge,subcluster
     python benchmarks/bench_compile.py --kernels nuts --merge    # add rows to the same results
     python benchmarks/bench_compile.py --kernels mallows-slice --points 600,10000 --out /tmp/points
+    python benchmarks/bench_compile.py --kernels subcluster --calls first,again --cold-only --n 100000
+
+With `--n N` the calls' data have N points (new N within 25%: N * 620 / 600); the same call again
+then says what of the first call's CPU was its run rather than its compile.
 
 With `--points N1,N2,...`, instead of the four calls: the first call at each number of points, each
 in a new process with an empty cache (the cold column only). What a compiled program is made of
@@ -242,7 +246,8 @@ def render(results: dict) -> str:
                   "compilation cache (`--points`). " if results.get("sizes") else
                   "the four calls run in that order in one new process, cold (empty persistent compilation cache) "
                   "and then warm (a new process on the cache the cold one filled). ") +
-              "Data: three Gaussian blobs in 2-D (N = 600, other seed, N = 620); rankings: "
+              f"Data: three Gaussian blobs in 2-D (N = {CALLS['first'][2]}, other seed, N = {CALLS['new_n'][2]}); "
+              "rankings: "
               "`mallows_mixture(1, num_clusters=3, per_cluster=N/3)` (top-10 of 20 items); DDP: "
               "`moving_blobs(5, 3, N/15)`.", "",
               "Each cell: wall s / process CPU s / programs lowered (\"(k cached)\": k of them read back from "
@@ -287,6 +292,9 @@ def main(argv=None):
                    help="only the first call and new data of the same shape, cold cache only")
     p.add_argument("--calls", help=f"comma-separated subset of {', '.join(CALLS)}, in that order (default: all)")
     p.add_argument("--cold-only", action="store_true", help="the cold cache only")
+    p.add_argument("--n", type=int, default=600,
+                   help="points of the calls' data (default: %(default)s): new N within 25%% is N * 620 / 600; "
+                        "with --calls first,again the same call again shows what of the first call was its run")
     p.add_argument("--points", help="instead of the calls: the first call at each of these comma-separated numbers "
                                     "of points, each in a new process with an empty cache")
     p.add_argument("--timeout", type=float, default=1200, help="seconds per process (default: %(default)s)")
@@ -303,6 +311,9 @@ def main(argv=None):
         p.error(f"--calls: choose from {', '.join(CALLS)}")
     caches = ["cold"] if args.quick or args.cold_only else list(CACHES)
     sizes = [int(n) for n in args.points.split(",")] if args.points else None
+    if args.n != 600:
+        for name, (label, seed, n) in CALLS.items():
+            CALLS[name] = (label, seed, round(n * args.n / 600))
 
     start, load_start = time.perf_counter(), load_average()
     old = None

@@ -111,19 +111,19 @@ class SampleClock:
         jax.monitoring.register_event_time_span_listener(on_span)
         original = runner._chunk_function
 
-        def chunk_function(make, kern, kernel_key, warmup, length, capacity):
-            fn = original(make, kern, kernel_key, warmup, length, capacity)
+        def chunk_function(make, kern, kernel_key, length, capacity):
+            fn = original(make, kern, kernel_key, length, capacity)
             clock = cls._active
             if clock is None:
                 return fn
             spec = kernel_key[1] if isinstance(kernel_key, tuple) and len(kernel_key) > 1 else kern.name
-            entry = {"spec": str(spec), "name": kern.name, "exact": bool(kern.exact), "warmup": bool(warmup)}
-            if entry not in clock.kernels:
-                clock.kernels.append(entry)
 
-            def timed(states, chain_keys, t, n_iter, target):
+            def timed(states, chain_keys, t, n_iter, warmup, target):
+                entry = {"spec": str(spec), "name": kern.name, "exact": bool(kern.exact), "warmup": bool(warmup)}
+                if entry not in clock.kernels:
+                    clock.kernels.append(entry)
                 a = time.time()
-                out = jax.block_until_ready(fn(states, chain_keys, t, n_iter, target))
+                out = jax.block_until_ready(fn(states, chain_keys, t, n_iter, warmup, target))
                 clock._chunk(a, time.time(), out, int(t), int(n_iter), bool(warmup))
                 return out
             return timed

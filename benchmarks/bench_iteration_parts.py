@@ -135,12 +135,12 @@ def measure(data: str, iterations: int, burn: int, repeats: int) -> dict:
         on_device = jax.device_put(program)
         length = runner.chunk_length(2, program.num_points)
         capacity = int(states.stats.n.shape[-1])
-        chunk = runner._chunk_function(make, kern, kernel_key, False, length, capacity)
-        rows["runner chunk"] = _time(chunk, (states, chain_keys, np.int32(0), np.int32(length), on_device),
-                                     length, repeats)
+        chunk = runner._chunk_function(make, kern, kernel_key, length, capacity)
+        rows["runner chunk"] = _time(chunk, (states, chain_keys, np.int32(0), np.int32(length), np.bool_(False),
+                                             on_device), length, repeats)
         one = jax.tree.map(lambda a: a[:1], states)
         rows["runner chunk, 1 chain"] = _time(chunk, (one, chain_keys[:1], np.int32(0), np.int32(length),
-                                                      on_device), length, repeats)
+                                                      np.bool_(False), on_device), length, repeats)
         for name in ("log joint", "keys", "runner chunk", "runner chunk, 1 chain"):
             print(f"{name}: {rows[name]['us_per_iteration']:.1f} us/iteration", flush=True)
     out["parts"] = rows

@@ -11,11 +11,11 @@ calls (cold and warm cache, before and after, at several sizes with `--points`).
 
 For each, in this process with an empty in-memory cache and the persistent cache off:
 
-- **chunk**: the sampling chunk program the runner compiles (`dpppl.run.runner._chunk_function`,
-  2 chains, the run's chunk length and initial capacity), lowered and compiled with
-  `jax.jit(...).lower(...).compile()`; a kernel with a warmup step of its own (`subcluster`) has a
-  **warmup chunk** too;
-- **per move**: one vmapped step of each move of the kernel alone (the partition moves, e.g.
+- **chunk**: the chunk program the runner compiles (`dpppl.run.runner._chunk_function`, 2 chains,
+  the run's chunk length and initial capacity; one program for warmup and sampling), lowered and
+  compiled with `jax.jit(...).lower(...).compile()`;
+- **per move**: one vmapped step of each move of the kernel alone, and of its warmup step when it
+  has one of its own (`subcluster`'s published step) (the partition moves, e.g.
   `gibbs`, `splitmerge`; the prior moves `alpha`, `hyperparameters`), on the chains' states with the
   move's own carried values (`Kernel.init`, as the runner starts them), and the recorded log joint
   `lp`, each its own program built the way the chunk builds it (`make(target)` inside the trace)
@@ -200,19 +200,19 @@ def measure(spec: str, path: str, data, repeats: int, top: int) -> dict:
     hlo = DUMP is not None
     out = {"kernel": spec, "points": int(target.num_points), "rows": int(program.num_points), "capacity": capacity,
            "note": kern.note, "programs": {}}
-    phases = (("warmup chunk", True), ("chunk", False)) if kern.warmup_step is not None else (("chunk", False),)
-    for name, warmup in phases:
-        chunk = runner._chunk_function(make, kern, key, warmup, length, capacity)
-        out["programs"][name] = _compiled(chunk.jitted, (states, chain_keys, np.int32(0), np.int32(1), program),
-                                          repeats, "chunk" if hlo else None, top)
+    chunk = runner._chunk_function(make, kern, key, length, capacity)
+    out["programs"]["chunk"] = _compiled(chunk.jitted, (states, chain_keys, np.int32(0), np.int32(1), np.bool_(False),
+                                                        program), repeats, "chunk" if hlo else None, top)
 
     keys = jax.random.split(jax.random.key(1), 2)
     programs = {}
     for index, (name, _, _) in enumerate(moves_of(kern, states.extras)):
-        def one(keys, states, target, index=index):
-            _, move, extras = moves_of(make(target), states.extras)[index]
-            return jax.vmap(lambda k, s: move.step(k, s, target.x))(keys, states._replace(extras=extras))
-        programs[f"{name} alone"] = (one, (keys, states, program))
+        for phase in ("step", "warmup") if moves_of(kern, states.extras)[index][1].warmup_step else ("step",):
+            def one(keys, states, target, index=index, phase=phase):
+                _, move, extras = moves_of(make(target), states.extras)[index]
+                return jax.vmap(lambda k, s: getattr(move, phase)(k, s, target.x))(keys,
+                                                                                    states._replace(extras=extras))
+            programs[f"{name} alone" + (" (warmup)" if phase == "warmup" else "")] = (one, (keys, states, program))
 
     def lp(states, target):
         return jax.vmap(make(target).log_joint)(states)

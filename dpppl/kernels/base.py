@@ -111,9 +111,9 @@ class Kernel:
     light_compile : bool
         True when the move's step runs native calls and scalar arithmetic, not large XLA-emitted
         loops (the native Gibbs sweep and split-merge step, the native DDP steps, the alpha and
-        hyperparameter moves): the runner's chunks of a kernel whose every move has it compile with
-        XLA's elemental emitters (`dpppl.core.compiled.LIGHT_OPTIONS`), in about half the CPU, running
-        as fast.
+        hyperparameter moves), or was measured to run as fast with XLA's elemental emitters
+        (`subcluster` in up to 8 dimensions): the runner's chunks of a kernel whose every move has it
+        compile with them (`dpppl.core.compiled.LIGHT_OPTIONS`), in about half the CPU (`subcluster`: 0.7x).
     keys_per_step : int
         How many keys `step` can take at once, as one array of that many keys: 1 (a single key), more
         for a move that would split its key (`own_keys`), and for a hybrid run in sequence the sum of

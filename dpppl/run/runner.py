@@ -3,10 +3,11 @@
 A chunk is `n_iter` steps of every chain (vmapped; one chain runs unbatched) in one jitted `fori_loop` that
 writes each step's record into a buffer of fixed length (`CHUNK_LENGTH`, fewer only when
 memory asks), so a run of another length reuses the compiled chunk. Warmup and sampling
-share one chunk unless the kernel has a warmup step of its own. The bound model (data and
+share one chunk: the phase is a traced argument, on which a kernel with a warmup step of its own
+chooses its step (`lax.cond`). The bound model (data and
 hyperparameters) is an argument of the chunk, which builds the kernel on it, so the chunk
-function is kept per kernel, options, target *structure* (`dpppl.core.pytrees.structure_key`),
-phase and capacity (`dpppl.core.compiled`): a second run, on the same data or on new data and
+function is kept per kernel, options, target *structure* (`dpppl.core.pytrees.structure_key`)
+and capacity (`dpppl.core.compiled`): a second run, on the same data or on new data and
 hyperparameters of the same shapes, traces and compiles nothing.
 After each chunk the runner (1) grows the cluster capacity on the host and re-runs the
 chunk from the same keys when a chain ran out of empty slots (growth never changes the
@@ -53,7 +54,12 @@ the points padded to their class (`point_class`); fewer points run as they are."
 CHUNK_LENGTH = 256
 """Buffer length of a chunk: the most steps recorded per compiled call."""
 CHUNK_SECONDS = 0.5           # target wall time of one chunk (progress-bar refresh)
-CHUNK_BYTES = 256 * 2**20     # memory for one chunk's recorded draws
+CHUNK_BYTES = 32 * 2**20
+"""Memory for one chunk's recorded labels: the buffer is zeroed and returned at every chunk, and at 10^5
+points a chunk runs a few steps (`CHUNK_SECONDS`). `subcluster` at 10^5 points, 2 chains, 5 + 5
+iterations, the run alone (the same call again), process CPU s: 256 MB (256 rows) 2.65 with a warmup
+program that recorded no labels, 3.41 with one program for both phases; 32 MB (40 rows) 2.27 and 2.44.
+The same draws."""
 
 
 def built_kernel(spec: str, target: Target, options: dict) -> tuple[Kernel, tuple, Callable[[Target], Kernel]]:
@@ -99,34 +105,37 @@ def step_keys(chain_key, t, count: int):
     return random.fold_in(chain_key, first + jnp.arange(count, dtype=jnp.uint32))
 
 
-def _record(kern: Kernel, state, info, with_z: bool) -> dict:
+def _record(kern: Kernel, state, info) -> dict:
     rec = {"num_clusters": num_clusters(state).astype(jnp.int32), "alpha": state.alpha,
            "lp": kern.log_joint(state), **kern.info_dict(info)}
-    if with_z:
-        if kern.record is not None:
-            rec.update(kern.record(state))
-        rec["z"] = state.z
-        if jax.process_count() > 1:  # the summaries of the labels come from the clusters' sizes (docs/distributed.md)
-            rec["cluster_counts"] = state.stats.n.astype(jnp.int32)
+    if kern.record is not None:
+        rec.update(kern.record(state))
+    rec["z"] = state.z
+    if jax.process_count() > 1:  # the summaries of the labels come from the clusters' sizes (docs/distributed.md)
+        rec["cluster_counts"] = state.stats.n.astype(jnp.int32)
     return rec
 
 
-def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, capacity: int):
-    """The compiled chunk of the warmup or sampling steps of the kernel `make(target)` builds
-    (`kern` is that kernel on the host's target). A kernel without a warmup step of its own runs
-    the sampling chunk in warmup too (one program, not two; the labels it records there are
-    dropped). The target (data and hyperparameters) is the chunk's last argument."""
-    warmup = warmup and kern.warmup_step is not None
-    with_z = not warmup
-
-    def per_chain(state, chain_key_data, start, n_iter, target):
+def _chunk_function(make, kern: Kernel, kernel_key, length: int, capacity: int):
+    """The compiled chunk of the steps of the kernel `make(target)` builds (`kern` is that kernel on
+    the host's target), called as `chunk(states, chain_keys, start, n_iter, warmup, target)`: the
+    target (data and hyperparameters) is its last argument and `warmup` (a bool, traced) says the
+    phase. One program serves both phases: a kernel with a warmup step of its own runs it or its
+    step by `lax.cond` on `warmup` (both return the kernel's state and `info_type`), so its run
+    compiles one chunk, not two (the shared scaffolding, the record and the log joint once; the
+    switch to sampling compiles nothing); the labels a chunk records in warmup are dropped."""
+    def per_chain(state, chain_key_data, start, n_iter, warmup, target):
         traced = make(target)
-        step = traced.warmup if warmup else traced.step
+        if traced.warmup_step is None:
+            step = traced.step
+        else:
+            def step(keys, state, x):
+                return jax.lax.cond(warmup, traced.warmup, traced.step, keys, state, x)
         chain_key = jax.random.wrap_key_data(chain_key_data)
 
         def one(state, t):
             state, info = step(step_keys(chain_key, t, traced.keys_per_step), state, target.x)
-            return state, _record(traced, state, info, with_z)
+            return state, _record(traced, state, info)
 
         # the step is traced once: its jaxpr gives the record's shapes and is the loop's body (tracing a
         # large step, such as subcluster's, costs seconds of Python; evaluating its jaxpr again, little)
@@ -142,18 +151,18 @@ def _chunk_function(make, kern: Kernel, kernel_key, warmup: bool, length: int, c
 
         return jax.lax.fori_loop(0, n_iter, body, (state, buf))
 
-    chains = jax.vmap(per_chain, in_axes=(0, 0, None, None, None))
+    chains = jax.vmap(per_chain, in_axes=(0, 0, None, None, None, None))
 
-    def chunk(states, chain_keys, start, n_iter, target):
+    def chunk(states, chain_keys, start, n_iter, warmup, target):
         if chain_keys.shape[0] > 1:
-            return _on_every_process(chains(states, chain_keys, start, n_iter, target))
+            return _on_every_process(chains(states, chain_keys, start, n_iter, warmup, target))
         # one chain runs unbatched: under vmap every dynamic index of the per-point loops becomes
         # a gather or scatter with index arithmetic, which doubled the time of a W2 Gibbs sweep
         # (issue 18, benchmarks/bench_gibbs_sweep.py); the draws are those of the batched program
-        out = per_chain(jax.tree.map(lambda a: a[0], states), chain_keys[0], start, n_iter, target)
+        out = per_chain(jax.tree.map(lambda a: a[0], states), chain_keys[0], start, n_iter, warmup, target)
         return _on_every_process(jax.tree.map(lambda a: a[None], out))
 
-    return persisted(("chunk", kernel_key, warmup, length, capacity), chunk, kern.light_compile)  # LIGHT_OPTIONS
+    return persisted(("chunk", kernel_key, length, capacity), chunk, kern.light_compile)  # LIGHT_OPTIONS
 
 
 def _on_every_process(tree):
@@ -247,7 +256,7 @@ def _first_chunk(program: Target, kernel: tuple, init, capacity, num_chains: int
         return None
     kern, kernel_key, make = kernel
     slots = seated_slots(program, capacity)
-    fn = _chunk_function(make, kern, kernel_key, warmup, chunk_length(num_chains, program.num_points), slots)
+    fn = _chunk_function(make, kern, kernel_key, chunk_length(num_chains, program.num_points), slots)
     chain_keys = jax.ShapeDtypeStruct((num_chains, 2), np.uint32)  # the type of `_chain_keys`'s key data
 
     def states():
@@ -256,7 +265,7 @@ def _first_chunk(program: Target, kernel: tuple, init, capacity, num_chains: int
 
     on_device = jax.device_put(program)  # the argument `_run` gives it: the same types (weak floats as they are)
     return fn, in_thread(lambda: prepare(fn, jax.eval_shape(states), chain_keys, np.int32(0), np.int32(1),
-                                         on_device, lowered=lowered), "dpppl-chunk")
+                                         np.bool_(warmup), on_device, lowered=lowered), "dpppl-chunk")
 
 
 def continue_partition(target: Target, spec: str, options: dict, progress: Progress, *, num_warmup: int,
@@ -375,12 +384,13 @@ def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinn
             n_iter = min(n_iter, length, phase_end - t)
             while True:
                 capacity = int(states.stats.n.shape[-1])
-                fn = _chunk_function(make, kern, kernel_key, warmup, length, capacity)
-                with display.compiling(fn, f"the {'warmup' if warmup else 'sampling'} program"):
+                fn = _chunk_function(make, kern, kernel_key, length, capacity)
+                with display.compiling(fn, "the program"):
                     if first is not None and first[0] is fn:
                         concurrent.futures.wait([first[1]])
                     tic = time.perf_counter()
-                    new_states, buf = fn(states, chain_keys, np.int32(t), np.int32(n_iter), on_device)
+                    new_states, buf = fn(states, chain_keys, np.int32(t), np.int32(n_iter), np.bool_(warmup),
+                                         on_device)
                     overflow = host_value(new_states.overflow)
                 # sizes the next chunk (one that compiled is slow: the next then runs one step)
                 per_iter = (time.perf_counter() - tic) / n_iter
@@ -390,7 +400,9 @@ def _run(target, program, spec, kernel, progress, num_warmup, num_samples, thinn
                     _check_label_limit(sizing, limit)
                     break
                 states = grow(states, grown_slots(sizing, capacity))
-            host = jax.tree.map(lambda b: host_value(b)[:, :n_iter], buf)
+            # warmup keeps no draws: only what the checks and the progress display read comes to the host
+            host = {name: host_value(b)[:, :n_iter] for name, b in buf.items()
+                    if not warmup or name in ("lp", "num_clusters")}
             if "z" in host:
                 host["z"] = host["z"][..., :n]
             _check_finite(host["lp"], t, num_warmup, kern.name)

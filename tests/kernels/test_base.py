@@ -132,5 +132,5 @@ def test_a_kernel_of_native_moves_compiles_its_chunks_light_and_one_with_a_jax_l
                                  ("gibbs+perm-move", {}, True), ("gibbs+perm-move", {"dp": "exact"}, False)]:
         kern, key, make = runner._program(spec, bound, options)[1]
         assert kern.light_compile is light, spec
-        chunk = runner._chunk_function(make, kern, key, False, 8, 6)
+        chunk = runner._chunk_function(make, kern, key, 8, 6)
         assert chunk.options == ({**COMPILER_OPTIONS, **LIGHT_OPTIONS} if light else COMPILER_OPTIONS), spec

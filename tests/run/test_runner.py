@@ -4,6 +4,7 @@ length, the same draws whatever was compiled before."""
 import dataclasses
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -12,6 +13,7 @@ from dpppl.core import numerics_random
 from dpppl.diagnostics.arviz_compat import partition_group
 from dpppl.kernels import base
 from dpppl.kernels.gibbs import build_gibbs_kernel
+from dpppl.models.init import initial_states
 from dpppl.run import runner
 
 
@@ -69,6 +71,45 @@ def test_warmup_runs_the_sampling_chunk_when_the_kernel_has_no_warmup_step(count
     with_warmup = dpppl.PitmanYorMixture(0.07, 0.7, niw_model.component)
     dpppl.sample(with_warmup, x, kernel="counted", num_warmup=5, num_samples=4, seed=1, progress_bar=False)
     assert counting_kernel["n"] == traced > 0
+
+
+def test_one_program_runs_the_warmup_step_in_warmup_and_the_step_after(niw_model, two_blobs, monkeypatch):
+    """A kernel with a warmup step of its own: one chunk program runs the warmup step when the traced
+    phase says warmup and the step otherwise, so the switch to sampling lowers and compiles nothing."""
+    from tests.run.test_compile_once import lowerings
+
+    phase_info = base.info_type("PhaseInfo", ("in_warmup",))
+
+    def factory(bound_model):
+        kern = build_gibbs_kernel(bound_model)
+
+        def step(rng_key, state, x):
+            return kern.step(rng_key, state, x)[0], phase_info(jnp.zeros((), bool))
+
+        def warmup(rng_key, state, x):  # leaves the state as it is
+            return state, phase_info(jnp.ones((), bool))
+
+        return dataclasses.replace(kern, name="phased", step=step, warmup_step=warmup, info_type=phase_info)
+
+    monkeypatch.setitem(base._REGISTRY, "phased", base.KernelEntry(
+        "phased", factory, True, "collapsed Gibbs with a warmup step that stays", base.exchangeable_prior_only))
+    x, _ = two_blobs
+    program, (kern, key, make) = runner._program("phased", dpppl.PitmanYorMixture(0.05, 0.5, niw_model.component)
+                                                 .bind(x), {})
+    init_keys, chain_keys = runner._chain_keys(0, 2)
+    states = initial_states(program, "sequential", init_keys, None)
+    chunk = runner._chunk_function(make, kern, key, 4, int(states.stats.n.shape[-1]))
+
+    def run(warmup):
+        new, buf = chunk(states, chain_keys, np.int32(0), np.int32(3), np.bool_(warmup), program)
+        assert np.all(np.asarray(buf["in_warmup"])[:, :3] == warmup)
+        assert np.array_equal(np.asarray(new.z), np.asarray(states.z)) == warmup  # gibbs moves some label
+
+    run(True)
+    with lowerings() as programs:
+        run(False)
+        run(True)
+    assert programs == []
 
 
 def test_a_step_s_keys_are_folded_from_its_chain_key_and_its_number():

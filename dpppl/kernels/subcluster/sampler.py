@@ -1421,13 +1421,14 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
     init = functools.partial(_init, setup, one_row, recorded_params)
 
     info_of = _info_type(pair_merges, super_clusters, conjugate)
+    collapsed_moves = (build_gibbs_kernel(bound_model), build_splitmerge_kernel(bound_model)) if collapsed else ()
 
     def step_of(phase_variant):
         """The step of one variant: the setup with or without sub-clusters, same state."""
         phase = dataclasses.replace(setup, use_sub=phase_variant == "paper")
         if collapsed and phase_variant == "exact":
-            moves = build_gibbs_kernel(bound_model).step, build_splitmerge_kernel(bound_model).step
-            return functools.partial(_collapsed_step, phase, moves, recorded_params, info_of)
+            moves = collapsed_moves
+            return functools.partial(_collapsed_step, phase, tuple(m.step for m in moves), recorded_params, info_of)
         label_pass = phase.per_shard(functools.partial(_sample_labels, phase),
                                      in_specs=(P("points"),) * 4 + (P(),) * 5,
                                      out_specs=(P("points"), P("points"), P()))
@@ -1447,9 +1448,18 @@ def build_subcluster_kernel(bound_model, *, variant: str = "exact", warmup_varia
     phases = " and ".join(name for name, v in (("warmup", warmup_variant), ("kept draws", variant)) if v == "exact")
     note = (f"subcluster: fewer than collapsed_below={collapsed_below} points (with their padding), so its exact step "
             f"({phases}) is a collapsed Gibbs sweep with SAMS split-merge proposals" if collapsed and phases else "")
+    # XLA's elemental emitters (`Kernel.light_compile`): collapsed in both phases with the native sweep and
+    # split-merge step, the chunk is native calls and the record's cluster-level draws; the sub-cluster steps
+    # in up to SMALL_DIM dimensions (element-wise likelihoods, no matrix products) compile in ~0.7x the CPU
+    # and run as fast (docs/kernels/subcluster.md, "Compiling the step")
+    if variant == warmup_variant == "exact" and collapsed:
+        light = all(m.light_compile for m in collapsed_moves)
+    else:
+        light = dim <= SMALL_DIM
     return Kernel("subcluster", exact=variant == "exact", step=step_of(variant),
                   warmup_step=step_of(warmup_variant) if warmup_variant != variant else None, init=init,
-                  info_type=info_of, record=record, record_dims=record_dims, masked_points=True, note=note)
+                  info_type=info_of, record=record, record_dims=record_dims, masked_points=True, note=note,
+                  light_compile=light)
 
 
 @functools.partial(jax.jit, static_argnums=1)
