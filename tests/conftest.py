@@ -137,8 +137,8 @@ def pytest_collection_modifyitems(items):
     """Move the tests of `LONGEST_FIRST` (each with its parameters) to the front, in its order; the
     others keep theirs. None of them uses a module-scoped fixture, so moving them sets none up twice.
     Those without a timeout of their own get 900 s instead of the run's 300 s: first, they compile with
-    an empty cache while both workers start, and at load 17-25 the DDP Geweke test ran past 300 s there
-    (its worker was ended and the test rerun; 134 s at load 16 later in the run)."""
+    an empty cache while both workers start, and at load 17-25 a worker running them was ended there
+    (its first test, the DDP Geweke one, 134 s at load 16 later in the run, was rerun)."""
     def rank(item):
         name = item.nodeid.split("[")[0]
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
