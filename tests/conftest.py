@@ -108,3 +108,42 @@ def run():
                          init="single", progress_bar=False)
     return model, x, idata
 
+
+
+# The default run's longest tests (process CPU seconds of each, fresh compilation cache, 55d22b1), run
+# first. pytest-xdist's worksteal gives each worker a contiguous half of the collection and a worker
+# out of tests takes half of the other's queue, but never a test already running: one of these
+# collected last (tests/test_packaging.py, tests/test_config.py are) kept one core busy alone at the
+# end of the run. First, in this order, they are spread over the run's first minutes. Scheduling only:
+# a name that no longer matches loses its place and nothing else.
+LONGEST_FIRST = (
+    "tests/statistical/test_ddp_geweke.py::test_geweke_ddp_with_swaps_small",  # 22 s
+    "tests/run/test_distributed.py::test_two_processes_report_the_global_run_and_their_own_points",  # 20 s, 2 processes
+    "tests/test_packaging.py::test_build_inspect_install_and_run",  # 14 s
+    "tests/kernels/subcluster/test_parameter_moves.py::test_parameter_moves_leave_the_posterior_invariant",  # 17 s, 3
+    "tests/statistical/test_mallows_exactness.py::test_slice_gibbs_matches_enumeration",  # 10 s
+    "tests/test_config.py::test_dpppl_runs_in_float64_and_leaves_the_users_precision",  # 9 s
+    "tests/run/test_driver.py::test_nuts_draws_what_numpyros_mcmc_draws",  # 8 s
+    "tests/kernels/subcluster/test_sampler.py::test_published_warmup_finds_separated_clusters_and_the_exact_step_keeps_them",
+    "tests/run/test_partition_gibbs.py::test_numpyro_shows_summaries_not_labels_and_from_numpyro_builds_dpppl_sample_layout",
+    "tests/analysis/test_ppc.py::test_dp_errors_replicate_the_bimodal_residuals_of_the_data",  # 7 s
+    "tests/dsl/test_fuzz.py::test_mutated_models_and_data_fail_only_with_dpppl_errors",  # 7 s
+    "tests/test_docs.py::test_tutorial_runs_quick_and_draws_the_figures_its_page_shows",  # 7 s + the other tutorials
+    "tests/statistical/test_partition_gibbs.py::test_geweke_rejects_a_wrong_composed_kernel",  # 6 s
+)
+
+
+def pytest_collection_modifyitems(items):
+    """Move the tests of `LONGEST_FIRST` (each with its parameters) to the front, in its order; the
+    others keep theirs. None of them uses a module-scoped fixture, so moving them sets none up twice.
+    Those without a timeout of their own get 900 s instead of the run's 300 s: first, they compile with
+    an empty cache while both workers start, and at load 17-25 a worker running them was ended there
+    (its first test, the DDP Geweke one, 134 s at load 16 later in the run, was rerun)."""
+    def rank(item):
+        name = item.nodeid.split("[")[0]
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the others in collection order
+    for item in items:
+        if rank(item) < len(LONGEST_FIRST) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(900))

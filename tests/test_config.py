@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from dpppl.core import native
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EIGEN = "--xla_cpu_multi_thread_eigen"
 # HOME is a temporary directory (dpppl's default cache lives under it); keep matplotlib's
@@ -215,8 +217,12 @@ def test_dpppl_runs_in_float64_and_leaves_the_users_precision(tmp_path):
     """In a process left in 32-bit mode, dpppl's entry points compute in float64 (the same log joint
     as in a 64-bit process, to the last digits) and leave the mode as it was; a user's model holding
     dp_mixture, and PartitionGibbs's state, are in the user's precision (float32 there)."""
-    user32, _ = _script(tmp_path, PRECISION)
-    user64, _ = _script(tmp_path, PRECISION, JAX_ENABLE_X64="1")
+    # the suite's native libraries (the clean HOME would build them again: ~16 CPU s of C++ compiles per
+    # process) and its XLA options (tests/conftest.py): neither changes the precision of a program
+    cheap = {"DPPPL_NATIVE_CACHE": str(native.cache_dir()),
+             **{k: os.environ[k] for k in ("XLA_FLAGS", "DPPPL_XLA_OPTIONS") if k in os.environ}}
+    user32, _ = _script(tmp_path, PRECISION, **cheap)
+    user64, _ = _script(tmp_path, PRECISION, JAX_ENABLE_X64="1", **cheap)
     assert user32["x64"] is False and user64["x64"] is True
     assert user32["log_joint"] == pytest.approx(user64["log_joint"], rel=1e-14)
     assert (user32["model_lp"], user32["partition_gibbs"]) == ("float32", ["float32"])
