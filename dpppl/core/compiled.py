@@ -123,18 +123,24 @@ def _map_limit() -> int:
 
 
 LIGHT_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
-"""XLA compile options added to dpppl's default ones for a program whose run time is not XLA's code
-(`persisted(..., light=True)`): XLA's elemental emitters, which compile such a program in about half the
-CPU of its fusion emitters and run it as fast. The pointwise log likelihood (called a few times a run:
-Old Faithful 2.3-3.0 -> 1.4 CPU s, galaxies 1.8 -> 1.0, the same eval time and values), the
-`init="sequential"` seating (run once per capacity tried: the same labels and statistics) and the chunks of a
-kernel whose every move has `Kernel.light_compile` (the native Gibbs sweep and split-merge step, the alpha
-and hyperparameter moves: `gibbs+splitmerge` at 600 points 1.98 -> 0.98 CPU s, 0.72 ms per step either
-way; galaxies 2.73 -> 1.18), and `subcluster`'s in up to 8 dimensions, measured to run as fast (first call
-at 10^4 points, 1 chain, 50 + 50 iterations: 25.3 -> 17.8 CPU s, the same call again 0.91 -> 0.92). Other
-kernels' chunks keep dpppl's options: their XLA-emitted steps ran up to 1.46x slower
-(benchmarks/results/compile_options_fusion.md). Options a user chose
-(`DPPPL_XLA_OPTIONS`, `set_compiler_options`) are taken as they are."""
+"""XLA compile options added to dpppl's default ones for a program marked light (`persisted(...,
+light=True)`): XLA's elemental emitters, which compile a program in about half the CPU of its fusion
+emitters. A program is marked light where that was measured not to slow it: where its run time is not
+XLA's code (native calls and scalar arithmetic), or where XLA's code was measured to run as fast.
+- The pointwise log likelihood (called a few times a run: Old Faithful 2.3-3.0 -> 1.4 CPU s, galaxies
+  1.8 -> 1.0, the same eval time and values), and the `init="sequential"` seating of every model (run once
+  per capacity tried: the same labels and statistics).
+- The chunks of a kernel whose every move has `Kernel.light_compile`: the native Gibbs sweep and
+  split-merge step, the alpha and hyperparameter moves (`gibbs+splitmerge` at 600 points 1.98 -> 0.98
+  CPU s, 0.72 ms per step either way; galaxies 2.73 -> 1.18), the native `mallows-slice`, `ddp`,
+  `ddpswap`, permutation, `sbgibbs` and label-move steps, and `subcluster` in up to 8 dimensions, measured
+  to run as fast (first call at 10^4 points, 1 chain, 50 + 50 iterations: 25.3 -> 17.8 CPU s, the same
+  call again 0.91 -> 0.92).
+- The NUTS program (`dpppl.run.nuts`): compile 8.3 -> 6.2 CPU s, 500 + 500 iterations run in about the
+  same time (one run each; benchmarks/results/compile_stop45_nuts.md).
+Other chunks keep dpppl's options: XLA-emitted steps ran up to 1.46x slower with these
+(benchmarks/results/compile_options_fusion.md). Options a user chose (`DPPPL_XLA_OPTIONS`,
+`set_compiler_options`) are taken as they are."""
 
 
 def persisted(key: Hashable, fn: Callable, light: bool = False) -> Callable:
@@ -143,7 +149,7 @@ def persisted(key: Hashable, fn: Callable, light: bool = False) -> Callable:
     dtypes runs the program without tracing `fn` (module docstring). `key` must say everything
     `fn` closes over, as for `compiled`. Its programs compile with the XLA compile options
     `dpppl.config.compiler_options()` names when it is first made (part of what it is kept by),
-    with `LIGHT_OPTIONS` added to dpppl's default ones when `light` (a program whose run time is not XLA's code)."""
+    with `LIGHT_OPTIONS` added to dpppl's default ones when `light` (a program measured to run as fast with them)."""
     options = compiler_options()
     if light and config.compiler_options_source().startswith("dpppl default"):  # not options a user chose
         options = {**options, **LIGHT_OPTIONS}
