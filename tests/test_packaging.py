@@ -91,7 +91,8 @@ def _check_wheel(wheel):
     # package data: a data set, the grammar, the C++ sources of the native hash, Gibbs sweep and SALSO
     # pass (compiled on first use)
     assert {"dpppl/datasets/data/galaxies.csv", "dpppl/core/grammar.lark", "dpppl/core/numerics_threefry.cc",
-            "dpppl/core/numerics_threefry.h", "dpppl/models/native_seating.cc",
+            "dpppl/core/numerics_threefry.h", "dpppl/models/native_seating.cc", "dpppl/models/native_seating.h",
+            "dpppl/models/native_ddp.cc", "dpppl/models/native_perm.cc",
             "dpppl/analysis/salso_native.cc"} <= names
     assert meta["Version"] == VERSION and meta["License-Expression"] == "Apache-2.0"
     assert licence == (REPO / "LICENSE").read_text() and "Apache License" in licence

@@ -153,12 +153,19 @@ def _build(source: Path) -> Path:
 
 
 def _source_bytes(source: Path) -> bytes:
-    """The bytes of `source` and of the local headers it includes (`#include "path"`, relative to it),
-    what a library is keyed by: editing a header rebuilds every library that includes it."""
-    text = source.read_bytes()
-    headers = re.findall(rb'^\s*#\s*include\s+"([^"]+)"', text, re.M)
-    return b"\0".join([text] + [(source.parent / h.decode()).read_bytes() for h in headers
-                                 if (source.parent / h.decode()).is_file()])
+    """The bytes of `source` and of the local headers it includes (`#include "path"`, relative to the
+    file that includes it), and of those they include in turn, each once: what a library is keyed by,
+    so editing a header rebuilds every library that includes it, directly or not."""
+    seen: list[Path] = []
+    pending = [source]
+    while pending:
+        path = pending.pop(0).resolve()
+        if path in seen or not path.is_file():
+            continue
+        seen.append(path)
+        includes = re.findall(rb'^\s*#\s*include\s+"([^"]+)"', path.read_bytes(), re.M)
+        pending += [path.parent / h.decode() for h in includes]
+    return b"\0".join(path.read_bytes() for path in seen)
 
 
 def _hash_file(library: Path) -> Path:

@@ -43,7 +43,7 @@ from dpppl.families.coupled import CoupledGaussian
 from dpppl.models.ddp_compile import compile_ddp
 from dpppl.models.ddp_state import (DEFAULT_NUM_AUX, DDPSlots, seat, slot_statistics, update_parameters,
                                     with_statistics)
-from dpppl.models.native_seating import native_ddp_label_log_joints, use_native_sticks
+from dpppl.models.native_seating import DDP_SOURCE, native_ddp_label_log_joints, use_native_sticks
 from dpppl.models.mixture import DataDecl, Model, check_not_masked, data_shift, model_structure, validate_data
 from dpppl.priors.ddp import DDP
 
@@ -302,7 +302,7 @@ class DDPBound:
         """Whether `seat` runs its loop as one native call (`DPPPL_NATIVE` and the library built): its
         program is then small array code, compiled with the light options
         (`dpppl.core.compiled.LIGHT_OPTIONS`, `dpppl.models.init.sequential`)."""
-        return use_native_sticks()
+        return use_native_sticks(source=DDP_SOURCE)
 
     def draw_labels(self, key, capacity: int):
         """Labels drawn from the sticks' prior independently in every slice (the same

@@ -66,16 +66,24 @@ from dpppl.families.normal_known import NormalKnownCov
 from dpppl.priors.crp import PitmanYor
 
 SOURCE = Path(__file__).with_name("native_seating.cc")
-_TARGETS = {"dpppl_seat_f64": "DppplSeatF64", "dpppl_seat_f32": "DppplSeatF32",
-            "dpppl_allocate_f64": "DppplAllocateF64", "dpppl_allocate_f32": "DppplAllocateF32",
-            "dpppl_splitmerge_f64": "DppplSplitMergeF64", "dpppl_splitmerge_f32": "DppplSplitMergeF32",
-            "dpppl_relabel_f64": "DppplRelabelF64", "dpppl_relabel_f32": "DppplRelabelF32",
-            "dpppl_sb_seat_f64": "DppplSbSeatF64", "dpppl_sb_seat_f32": "DppplSbSeatF32",
-            "dpppl_ddp_seat_f64": "DppplDdpSeatF64", "dpppl_ddp_seat_f32": "DppplDdpSeatF32",
-            "dpppl_ddp_swap_f64": "DppplDdpSwapF64", "dpppl_ddp_swap_f32": "DppplDdpSwapF32",
-            "dpppl_ddp_parameters_f64": "DppplDdpParametersF64", "dpppl_ddp_parameters_f32": "DppplDdpParametersF32",
-            "dpppl_ddp_lp_f64": "DppplDdpLpF64", "dpppl_ddp_lp_f32": "DppplDdpLpF32",
-            "dpppl_perm_f64": "DppplPermF64", "dpppl_perm_f32": "DppplPermF32"}
+DDP_SOURCE = Path(__file__).with_name("native_ddp.cc")
+PERM_SOURCE = Path(__file__).with_name("native_perm.cc")
+_TARGETS = {
+    SOURCE: {"dpppl_seat_f64": "DppplSeatF64", "dpppl_seat_f32": "DppplSeatF32",
+             "dpppl_allocate_f64": "DppplAllocateF64", "dpppl_allocate_f32": "DppplAllocateF32",
+             "dpppl_splitmerge_f64": "DppplSplitMergeF64", "dpppl_splitmerge_f32": "DppplSplitMergeF32",
+             "dpppl_relabel_f64": "DppplRelabelF64", "dpppl_relabel_f32": "DppplRelabelF32",
+             "dpppl_sb_seat_f64": "DppplSbSeatF64", "dpppl_sb_seat_f32": "DppplSbSeatF32"},
+    DDP_SOURCE: {"dpppl_ddp_seat_f64": "DppplDdpSeatF64", "dpppl_ddp_seat_f32": "DppplDdpSeatF32",
+                 "dpppl_ddp_swap_f64": "DppplDdpSwapF64", "dpppl_ddp_swap_f32": "DppplDdpSwapF32",
+                 "dpppl_ddp_parameters_f64": "DppplDdpParametersF64",
+                 "dpppl_ddp_parameters_f32": "DppplDdpParametersF32",
+                 "dpppl_ddp_lp_f64": "DppplDdpLpF64", "dpppl_ddp_lp_f32": "DppplDdpLpF32"},
+    PERM_SOURCE: {"dpppl_perm_f64": "DppplPermF64", "dpppl_perm_f32": "DppplPermF32"},
+}
+"""Each native source (its own library, built on its first use only, sharing `native_seating.h`) and
+the FFI targets it registers: a kernel's first call compiles only what it calls."""
+_SOURCE_OF = {target[:-4]: source for source, targets in _TARGETS.items() for target in targets}
 FAMILIES = (NormalInverseWishart, NormalKnownCov)
 """The component families the native code covers (exactly these classes), in the order of the
 C++ code's `family` attribute."""
@@ -95,9 +103,10 @@ def covers(family, prior, what: str = "sweep") -> str | None:
     return None
 
 
-def use_native(family, prior, requested: bool | None, what: str = "sweep") -> bool:
+def use_native(family, prior, requested: bool | None, what: str = "sweep", source: Path = SOURCE) -> bool:
     """Whether the native code runs: `requested` (the gibbs or splitmerge kernel's `native`
-    option; None follows `DPPPL_NATIVE`), the model covered, and the library built."""
+    option; None follows `DPPPL_NATIVE`), the model covered, and the library of `source` built
+    (`PERM_SOURCE` for the permutation move)."""
     choice = native.wanted(requested)
     if choice is False:
         return False
@@ -106,18 +115,18 @@ def use_native(family, prior, requested: bool | None, what: str = "sweep") -> bo
         if requested:  # the kernel option asked for it; DPPPL_NATIVE=1 means "wherever covered"
             raise KernelError(f"native=True: {reason}")
         return False
-    return native.load(SOURCE, _TARGETS, required=bool(choice))
+    return native.load(source, _TARGETS[source], required=bool(choice))
 
 
-def use_native_sticks(family=None, requested: bool | None = None) -> bool:
+def use_native_sticks(family=None, requested: bool | None = None, source: Path = SOURCE) -> bool:
     """Whether a stick-breaking kernel runs natively: `requested` (the `ddp` kernel's `native`
     option; None, and for the kernels with no such option, follows `DPPPL_NATIVE`), `family` covered
     (the `sbgibbs` sweep; the label moves, which read counts only, and the DDP sweep, which covers
-    its one family, pass None) and the library built."""
+    its one family, pass None) and the library of `source` built (`DDP_SOURCE` for the DDP's kernels)."""
     choice = native.wanted(requested)
     if choice is False or (family is not None and type(family) not in FAMILIES):
         return False
-    return native.load(SOURCE, _TARGETS, required=bool(choice))
+    return native.load(source, _TARGETS[source], required=bool(choice))
 
 
 def _family_operands(family, prior, dtype):
@@ -135,8 +144,9 @@ def _family_operands(family, prior, dtype):
 
 def _call(name, dtype, out, n_points, slots):
     """The FFI call of target `name` in `dtype`, with the threads for `n_points` x `slots` of work
-    (the library built and loaded first: a caller that asks for the native code requires it)."""
-    native.load(SOURCE, _TARGETS, required=True)
+    (the library of its source built and loaded first: a caller that asks for the native code requires it)."""
+    source = _SOURCE_OF[name]
+    native.load(source, _TARGETS[source], required=True)
     suffix = {jnp.dtype(jnp.float64): "f64", jnp.dtype(jnp.float32): "f32"}[jnp.dtype(dtype)]
     threads = native.num_threads() if n_points * slots >= THREAD_WORK else 1
     return jax.ffi.ffi_call(f"{name}_{suffix}", out, vmap_method="expand_dims"), np.int64(threads)

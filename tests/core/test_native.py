@@ -38,6 +38,16 @@ def test_editing_an_included_header_builds_another_library(source):
     assert native._build(source) != first
 
 
+def test_editing_a_header_included_by_a_header_builds_another_library(source):
+    """As the native sources share native_seating.h, which includes ../core/numerics_threefry.h."""
+    inner, outer = source.with_name("inner.h"), source.with_name("outer.h")
+    inner.write_text("#define SEVEN 7\n")
+    outer.write_text('#pragma once\n#include "inner.h"\n#include "outer.h"\n')  # a cycle is read once
+    source.write_text('#include "outer.h"\nextern "C" int dpppl_tiny() { return SEVEN; }\n')
+    first = native._build(source)
+    inner.write_text("#define SEVEN 8\n")
+    assert native._build(source) != first
+
 def test_a_tampered_library_is_rebuilt_with_a_warning(source):
     library = native._build(source)
     good = library.read_bytes()

@@ -52,7 +52,7 @@ from dpppl.core import numerics_random as random
 from dpppl.models.ddp import DDPModel
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, NoInfo, register
-from dpppl.models.native_seating import use_native_sticks
+from dpppl.models.native_seating import DDP_SOURCE, use_native_sticks
 from dpppl.models.ddp_state import DEFAULT_NUM_AUX, seat, update_parameters, with_statistics
 
 
@@ -84,7 +84,7 @@ def build_ddp_kernel(bound_model, *, num_aux: int = DEFAULT_NUM_AUX, record_atom
         raise KernelError(f"ddp: num_aux must be an integer >= 1, got {num_aux!r}")
     family, prior = bound_model.family, bound_model.prior
     shift = jnp.asarray(bound_model.shift)
-    run_native = use_native_sticks(requested=native)
+    run_native = use_native_sticks(requested=native, source=DDP_SOURCE)
 
     def record(state):
         used = state.stats.n > 0.5

@@ -30,7 +30,7 @@ from dpppl.core import numerics_random as random
 from dpppl.errors import KernelError
 from dpppl.kernels.base import Kernel, register
 from dpppl.kernels.ddp.gibbs import applies_to_ddp
-from dpppl.models.native_seating import native_ddp_swap, use_native_sticks
+from dpppl.models.native_seating import DDP_SOURCE, native_ddp_swap, use_native_sticks
 from dpppl.core.state import PartitionState
 from dpppl.core.numerics import sample_index
 
@@ -179,7 +179,7 @@ def build_ddpswap_kernel(bound_model, *, num_swaps: int = DEFAULT_NUM_SWAPS, int
     family, prior = bound_model.family, bound_model.prior
     T = bound_model.num_slices
     kinds = (0, 1, 2) if intervals == "all" else (INTERVALS.index(intervals),)
-    run_native = use_native_sticks(requested=native)
+    run_native = use_native_sticks(requested=native, source=DDP_SOURCE)
 
     def step(rng_key, state: PartitionState, x):
         stats = state.stats

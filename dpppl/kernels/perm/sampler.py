@@ -43,7 +43,7 @@ from dpppl.kernels.perm.permutations import (EXACT_PERMUTATIONS, PERMUTATIONS, p
                                              sample_permutation, single_point_predictive)
 from dpppl.core.state import NoExtras, PartitionState, num_clusters
 from dpppl.core.numerics import computed_once, sample_index
-from dpppl.models.native_seating import native_perm_segments, use_native
+from dpppl.models.native_seating import PERM_SOURCE, native_perm_segments, use_native
 
 
 class PermExtras(NamedTuple):
@@ -506,7 +506,7 @@ def build_perm_kernel(bound_model, *, dp: str = "mh", permutation: str = "unifor
     beam = None if beam_epsilon is None else (beam_epsilon, beam_width)
     columns = STEP_COLUMNS + (dp == "exact")
     # dp="mh" without the Markov scan: C | pi in one native call on CPU (`native_perm_segments`)
-    native = dp == "mh" and use_native(family, prior, None, "permutation move")
+    native = dp == "mh" and use_native(family, prior, None, "permutation move", source=PERM_SOURCE)
 
     def cluster_step(rng_key, state: PartitionState, x, kind: str, adapt: bool):
         """pi ~ p(pi | C) (sec. 4), then C ~ p(C | pi, x) by the dynamic program of `dp`. The step's
