@@ -27,6 +27,7 @@ file that is not owned by this user, or that others (group or world) may write, 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -123,14 +124,49 @@ def _build(source: Path) -> Path:
                                      jaxlib.__version__.encode(), sys.platform.encode()])).hexdigest()[:20]
     directory = cache_dir()
     library = directory / f"{source.stem}-{key}.so"
-    if library.exists():
-        mismatch = _verify(library)
-        if mismatch is None:
-            return library
-        if mismatch:
-            warnings.warn(f"dpppl: the cached native library {library} {mismatch}; rebuilding it", RuntimeWarning,
-                          stacklevel=4)
+    if _cached(library):
+        return library
     directory.mkdir(parents=True, exist_ok=True)
+    with _build_lock(library):  # processes starting at once (test workers, a multi-process run) build it once
+        if library.exists() and _verify(library) is None:  # another process built it while this one waited
+            return library
+        _compile(cxx, flags, include, source, library)
+    return library
+
+
+def _cached(library: Path) -> bool:
+    """Whether `library` is in the cache with the hash written beside it (a mismatch is warned of: it is
+    rebuilt)."""
+    if not library.exists():
+        return False
+    mismatch = _verify(library)
+    if mismatch:
+        warnings.warn(f"dpppl: the cached native library {library} {mismatch}; rebuilding it", RuntimeWarning,
+                      stacklevel=5)
+    return mismatch is None
+
+
+@contextlib.contextmanager
+def _build_lock(library: Path):
+    """An exclusive lock on `library`'s lock file while it is built (POSIX `flock`; where there is
+    none, no lock: processes building at once then each compile, and the renames below keep every
+    library in place whole)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(library.with_suffix(".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _compile(cxx: str, flags: tuple, include: str, source: Path, library: Path) -> None:
+    """`source` compiled into `library`."""
+    directory = library.parent
     # compile to private names and rename, the hash first: processes building at once never
     # load a partial file, and a library in place always has its hash beside it
     fd, partial = tempfile.mkstemp(suffix=".so", dir=directory)
@@ -149,7 +185,6 @@ def _build(source: Path) -> Path:
         for path in (partial, partial_hash):
             if os.path.exists(path):
                 os.remove(path)
-    return library
 
 
 def _source_bytes(source: Path) -> bytes:

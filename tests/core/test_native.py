@@ -26,7 +26,31 @@ def test_a_build_records_the_sha256_of_its_library(source):
     recorded = library.with_name(library.name + ".sha256")
     assert recorded.read_text().strip() == native._sha256(library)
     assert native._build(source) == library  # verified, not rebuilt
-    assert sorted(p.name for p in library.parent.iterdir()) == [library.name, recorded.name]  # no partial files
+    lock = library.with_suffix(".lock")  # kept: a waiting process may hold it open
+    assert sorted(p.name for p in library.parent.iterdir()) == sorted([library.name, recorded.name, lock.name])
+    # no partial files
+
+
+def test_builds_started_at_once_compile_once(source, monkeypatch):
+    """Processes (here threads, each with its own lock description) that need a library not yet
+    built wait for the first one's build instead of compiling it again."""
+    import threading
+
+    compiles, run = [], native.subprocess.run
+
+    def counted(args, **kwargs):
+        compiles.append(args)
+        return run(args, **kwargs)
+
+    monkeypatch.setattr(native.subprocess, "run", counted)
+    built = []
+    threads = [threading.Thread(target=lambda: built.append(native._build(source))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(built) == 3 and len(set(built)) == 1
+    assert len(compiles) == 1
 
 
 def test_editing_an_included_header_builds_another_library(source):
