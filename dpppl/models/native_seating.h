@@ -37,29 +37,7 @@ constexpr double NEGLIGIBLE = 1e-12;
 
 using dpppl::threefry2x32;  // JAX's Threefry-2x32 hash (../core/numerics_threefry.h)
 
-// Element `index` (< 2^32) of jax.random.uniform(key, shape, T) for a key of JAX's default
-// implementation (threefry, partitionable: the element's bits hash its flat index as the counter
-// (0, index)), bit for bit: the top mantissa bits of the hash under the exponent of 1, minus 1.
-template <typename T>
-T threefry_uniform(const uint32_t* key, uint32_t index);
-template <>
-double threefry_uniform<double>(const uint32_t* key, uint32_t index) {
-  uint32_t hi = 0, lo = index;
-  threefry2x32(key[0], key[1], hi, lo);
-  const uint64_t bits = ((uint64_t(hi) << 32 | lo) >> 12) | 0x3FF0000000000000ull;
-  double value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value - 1.0;
-}
-template <>
-float threefry_uniform<float>(const uint32_t* key, uint32_t index) {
-  uint32_t hi = 0, lo = index;
-  threefry2x32(key[0], key[1], hi, lo);
-  const uint32_t bits = ((hi ^ lo) >> 9) | 0x3F800000u;
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value - 1.0f;
-}
+using dpppl::threefry_uniform;  // element `index` of jax.random.uniform(key, shape, T), bit for bit (same header)
 
 // log and exp of whole arrays (length a multiple of 4). On x86-64 glibc with AVX2 they go 4 at
 // a time through glibc's vector math library (libmvec, found at run time; <= 4 ulp, which the

@@ -53,24 +53,9 @@ struct Key {
 
 // Element i of numerics_random.uniform(key, shape, T) (minval 0, maxval 1), bit for bit.
 template <typename T>
-T unit(Key key, uint32_t i);
-template <>
-double unit<double>(Key key, uint32_t i) {
-  uint32_t hi = 0, lo = i;
-  dpppl::threefry2x32(key.k0, key.k1, hi, lo);
-  const uint64_t bits = ((uint64_t(hi) << 32 | lo) >> 12) | 0x3FF0000000000000ull;
-  double v;
-  std::memcpy(&v, &bits, sizeof(v));
-  return v - 1.0;
-}
-template <>
-float unit<float>(Key key, uint32_t i) {
-  uint32_t hi = 0, lo = i;
-  dpppl::threefry2x32(key.k0, key.k1, hi, lo);
-  const uint32_t bits = ((hi ^ lo) >> 9) | 0x3F800000u;
-  float v;
-  std::memcpy(&v, &bits, sizeof(v));
-  return v - 1.0f;
+T unit(Key key, uint32_t i) {
+  const uint32_t words[2] = {key.k0, key.k1};
+  return dpppl::threefry_uniform<T>(words, i);
 }
 
 // numerics_random.uniform(key, (), T, lo, hi): max(lo, u (hi - lo) + lo).
